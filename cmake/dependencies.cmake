@@ -1,0 +1,36 @@
+# Every third-party dependency comes from a Debian package installed by scripts/setup.sh.
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+find_package(RocksDB REQUIRED CONFIG)
+find_package(zstd REQUIRED CONFIG)
+find_package(spdlog REQUIRED CONFIG)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
+find_path(NLOHMANN_JSON_INCLUDE_DIR nlohmann/json.hpp REQUIRED)
+if(WOMBATKV_TESTS)
+  find_package(GTest REQUIRED)
+  include(GoogleTest)
+endif()
+if(WOMBATKV_BENCH)
+  find_package(benchmark REQUIRED)
+endif()
+
+# BLAKE3: Debian's librust-blake3-dev ships the official C sources with x86-64 SIMD assembly.
+# We build them here as a static library; nothing is copied into the repository.
+file(GLOB WOMBATKV_BLAKE3_DIRS /usr/share/cargo/registry/blake3-*/c)
+list(SORT WOMBATKV_BLAKE3_DIRS)
+list(POP_BACK WOMBATKV_BLAKE3_DIRS BLAKE3_C_DIR)
+if(NOT EXISTS "${BLAKE3_C_DIR}/blake3.h")
+  message(FATAL_ERROR "BLAKE3 C sources not found; run scripts/setup.sh (installs librust-blake3-dev)")
+endif()
+message(STATUS "BLAKE3 C sources: ${BLAKE3_C_DIR}")
+add_library(wombatkv_blake3 STATIC
+  ${BLAKE3_C_DIR}/blake3.c
+  ${BLAKE3_C_DIR}/blake3_dispatch.c
+  ${BLAKE3_C_DIR}/blake3_portable.c
+  ${BLAKE3_C_DIR}/blake3_sse2_x86-64_unix.S
+  ${BLAKE3_C_DIR}/blake3_sse41_x86-64_unix.S
+  ${BLAKE3_C_DIR}/blake3_avx2_x86-64_unix.S
+  ${BLAKE3_C_DIR}/blake3_avx512_x86-64_unix.S)
+target_include_directories(wombatkv_blake3 SYSTEM PUBLIC ${BLAKE3_C_DIR})
+set_target_properties(wombatkv_blake3 PROPERTIES C_VISIBILITY_PRESET hidden)

@@ -1,0 +1,132 @@
+// The environment seam: every source of nondeterminism the engine uses — time, timed waits,
+// randomness, files and task execution — reaches it through these interfaces, passed to
+// constructors. POSIX implementations are in src/env/; the simulator supplies its own. Nothing
+// outside src/env/ may read the real clock, sleep or draw real randomness (tests/tidy_test.sh).
+//
+// Thread-safety: every implementation must be safe to call from several threads at once.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "wombatkv/buffer.h"
+#include "wombatkv/status.h"
+
+namespace wombatkv {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Monotonic microseconds since an arbitrary origin: for durations and deadlines.
+  virtual uint64_t NowMicros() = 0;
+  // Microseconds since the Unix epoch: for timestamps written into objects and records.
+  virtual uint64_t WallMicros() = 0;
+  virtual void SleepMicros(uint64_t micros) = 0;
+  // Waits on `cv` (with `lock` held) until notified or `micros` elapse on this clock. Returns
+  // false on timeout. Spurious wake-ups are allowed: callers re-check their predicate.
+  virtual bool WaitFor(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                       uint64_t micros) = 0;
+};
+
+class Random {
+ public:
+  virtual ~Random() = default;
+  virtual uint64_t Next64() = 0;
+  // Uniform in [0, n). REQUIRES: n > 0.
+  uint64_t Uniform(uint64_t n) { return Next64() % n; }
+};
+
+// A one-shot result that a task sets and others await (through Executor::Await, so that an
+// inline/simulated executor can run queued work while "waiting").
+class Completion {
+ public:
+  void Set(Status status);
+  bool done() const;
+  // REQUIRES: done().
+  Status status() const;
+  // Blocks the calling thread until done() (used by thread-pool executors).
+  void WaitBlocking() const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool done_ = false;
+  Status status_;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Queues `task` to run later (possibly on another thread). Never runs it inside Submit.
+  virtual void Submit(std::function<void()> task) = 0;
+  // Returns once `c` is done. An inline executor runs queued tasks until then; if the queue runs
+  // dry first it returns Internal (a deadlock: nothing can complete `c`).
+  virtual Status Await(const Completion& c) = 0;
+  // Returns after every task submitted so far (and any they submit) has run.
+  virtual void Drain() = 0;
+};
+
+struct FileInfo {
+  uint64_t size = 0;
+  uint64_t mtime_ns = 0;
+  uint64_t inode = 0;
+  bool is_dir = false;
+};
+
+// An exclusive advisory lock on a file; released on destruction (and by the kernel on process
+// death, so a crashed owner never wedges a directory).
+class FileLock {
+ public:
+  virtual ~FileLock() = default;
+};
+
+// Paths are absolute or relative POSIX paths; callers validate untrusted names before they become
+// paths. Durability contract: a call with sync=true returns only after the data and the directory
+// entry are on stable storage (fsync of the file and of its directory).
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+  virtual Status CreateDirs(const std::string& path) = 0;
+  // Writes parts (concatenated) to a temporary file, then renames it over `path`: readers see
+  // the old or the new content, never a mix.
+  virtual Status WriteFileAtomic(const std::string& path, const std::vector<ByteView>& parts,
+                                 bool sync) = 0;
+  // As WriteFileAtomic, but fails with Conflict if `path` exists (atomic create: link(2)).
+  virtual Status CreateFileExclusive(const std::string& path, const std::vector<ByteView>& parts,
+                                     bool sync) = 0;
+  // Reads up to `length` bytes from `offset` (fewer at end of file). NotFound if absent.
+  virtual Result<std::shared_ptr<Buffer>> ReadFile(const std::string& path, uint64_t offset,
+                                                   uint64_t length) = 0;
+  virtual Result<FileInfo> Stat(const std::string& path) = 0;
+  // NotFound if absent.
+  virtual Status DeleteFile(const std::string& path) = 0;
+  // Names (not paths) of the entries of a directory, unsorted; NotFound if absent.
+  virtual Result<std::vector<std::string>> ListDir(const std::string& path) = 0;
+  // Deletes `path` and everything below it; OK if absent.
+  virtual Status DeleteTree(const std::string& path) = 0;
+  // Takes an exclusive lock on `path` (created if needed) without blocking. If another process
+  // holds it: FailedPrecondition. `owner_note` is written into the file for the error message a
+  // later contender sees (e.g. "pid 1234 on host x").
+  virtual Result<std::unique_ptr<FileLock>> LockFile(const std::string& path,
+                                                     const std::string& owner_note) = 0;
+};
+
+// The process-wide POSIX implementations (never destroyed).
+Clock* RealClock();
+FileSystem* PosixFileSystem();
+// A Random seeded from the OS.
+std::unique_ptr<Random> NewSystemRandom();
+// A deterministic generator (splitmix64/xoshiro) for tests and the simulator.
+std::unique_ptr<Random> NewSeededRandom(uint64_t seed);
+// A pool of `threads` worker threads; tasks run in submission order per free worker.
+std::unique_ptr<Executor> NewThreadPoolExecutor(size_t threads, std::string name);
+// Runs nothing until awaited: Await() runs queued tasks on the caller's thread. For tests and the
+// simulator.
+std::unique_ptr<Executor> NewInlineExecutor();
+
+}  // namespace wombatkv

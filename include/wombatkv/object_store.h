@@ -1,0 +1,102 @@
+// ObjectStore: the narrow interface to the L2 plane, WombatKV's source of truth.
+//
+// Implementations: FsObjectStore (a local directory, the embedded default), MemObjectStore (in
+// memory; stricter than real stores, for tests and the simulator) and S3ObjectStore. One
+// conformance suite (tests/object_store_conformance_test.cc) runs against every one of them.
+//
+// Keys are '/'-separated relative names of [A-Za-z0-9._-] segments, none "." or "..", no empty
+// segment, at most 1024 bytes: anything else is InvalidArgument (names never become paths
+// unchecked). An ETag is an opaque version string: any change of content changes it.
+//
+// Thread-safety: all methods may be called concurrently from any thread.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wombatkv/buffer.h"
+#include "wombatkv/status.h"
+
+namespace wombatkv {
+
+class FileSystem;
+
+enum class PutMode : uint8_t {
+  kOverwrite,  // unconditional (last writer wins)
+  kIfAbsent,   // create only: Conflict if the key exists (S3 If-None-Match: *)
+  kIfMatch,    // replace only if the current ETag equals if_match: else Conflict (S3 If-Match)
+};
+
+struct PutOptions {
+  PutMode mode = PutMode::kOverwrite;
+  std::string if_match;  // with kIfMatch
+};
+
+struct ObjectInfo {
+  std::string key;
+  uint64_t size = 0;
+  std::string etag;
+};
+
+struct ObjectData {
+  std::shared_ptr<Buffer> bytes;  // the requested range
+  std::string etag;
+  uint64_t object_size = 0;  // size of the whole object
+};
+
+struct ListPage {
+  std::vector<ObjectInfo> objects;           // in key order
+  std::vector<std::string> common_prefixes;  // with a delimiter: "dir/" groups, in order
+  std::string next_token;                    // empty when the listing is complete
+};
+
+inline constexpr uint64_t kToEnd = std::numeric_limits<uint64_t>::max();
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+
+  // Where the objects live, for messages ("file:///var/x", "s3://bucket"); never secrets.
+  virtual std::string Describe() const = 0;
+
+  // Stores the concatenation of `parts` under `key` atomically (readers see all or nothing) and
+  // durably (on return the object survives a crash). Returns the new ETag.
+  // Conflict: the condition of `options` did not hold (nothing was written).
+  virtual Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
+                                  const PutOptions& options) = 0;
+
+  // Reads [offset, offset+length) clipped to the object. NotFound if absent; InvalidArgument if
+  // offset > object size.
+  virtual Result<ObjectData> Get(std::string_view key, uint64_t offset = 0,
+                                 uint64_t length = kToEnd) = 0;
+
+  // NotFound if absent.
+  virtual Result<ObjectInfo> Head(std::string_view key) = 0;
+
+  // Removes `key`. OK if it was already absent (as S3).
+  virtual Status Delete(std::string_view key) = 0;
+
+  // Keys starting with `prefix`, in lexicographic order, at most `max_keys` (<= 1000) per page,
+  // continuing after `token` (from a previous page's next_token; empty to start). With a
+  // non-empty `delimiter` (only "/" is supported), keys that contain it after the prefix are
+  // grouped into common_prefixes (each listed once, counted against max_keys).
+  virtual Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
+                                std::string_view token, size_t max_keys) = 0;
+};
+
+// Checks an object key against the rules above.
+Status ValidateObjectKey(std::string_view key);
+
+// A local directory. Objects are files under `root` (created if needed); conditional writes are
+// serialised with an advisory lock so that several processes sharing the directory see atomic
+// CAS. Writes fsync the file and its directory before returning.
+std::unique_ptr<ObjectStore> NewFsObjectStore(std::string root, FileSystem* fs);
+
+// In memory. Honours every condition exactly; ETags are unique per write.
+std::unique_ptr<ObjectStore> NewMemObjectStore();
+
+}  // namespace wombatkv

@@ -1,0 +1,24 @@
+// Every limit of the system, named with its unit last, in one place.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace wombatkv::limits {
+
+inline constexpr uint64_t kBlockBytesMax = 256ull << 20;       // one payload (SPEC §2)
+inline constexpr uint64_t kSidecarBytesMax = 1ull << 30;       // one sidecar
+inline constexpr size_t kNamespaceBytesMax = 64;
+inline constexpr size_t kChainBlocksMax = 1u << 20;            // entries in one chain head
+inline constexpr size_t kBatchBlocksMax = 1u << 16;            // blocks in one PutBlocks call
+inline constexpr size_t kLookupKeysMax = 1u << 20;             // keys in one lookup/get
+inline constexpr uint64_t kHeadObjectBytesMax = 256ull << 20;  // one encoded chain head
+inline constexpr size_t kListPageKeysMax = 1000;               // as S3 ListObjectsV2
+inline constexpr uint32_t kUploadRetriesMax = 8;
+
+static_assert(kBlockBytesMax <= UINT32_MAX, "block lengths are stored as u32 in heads");
+static_assert(kChainBlocksMax * 56 + 4096 <= kHeadObjectBytesMax,
+              "a maximal chain head must fit the head object limit");
+static_assert(kBatchBlocksMax <= kChainBlocksMax);
+
+}  // namespace wombatkv::limits

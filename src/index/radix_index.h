@@ -1,0 +1,110 @@
+// RadixIndex: the L0 plane. For each scope (namespace, fingerprint) it holds the published
+// chains as one tree of block keys: a node is (parent node, key) → block meta, so a lookup walks
+// from the scope's roots down the caller's key path, one hash probe per block.
+//
+// Invariants (referred to in the code as I1..I5):
+//   I1. A node exists iff at least one published chain passes through it (refs > 0).
+//   I2. refs(node) >= refs(child) for every child: chains are paths from a root.
+//   I3. A node's identity is (scope, parent node, key); the same key under two different parents
+//       is two nodes. A root's parent is its scope.
+//   I4. Every chain record names a tip node, and walking parent links from the tip reaches a root
+//       in exactly `length` steps.
+//   I5. children(node) counts live nodes whose parent is node: a node with children == 0 is a tip
+//       of some chain, so eviction can trim chains from the tip without breaking any prefix.
+//
+// Memory: ≤ 128 bytes per indexed block (asserted by a test via MemoryBytes()).
+//
+// Thread-safety: none. The store guards it with a reader/writer lock: const methods may run
+// concurrently with each other, mutators need exclusive access. Const methods never allocate.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wombatkv/types.h"
+
+namespace wombatkv {
+
+struct BlockMeta {
+  ContentHash hash;
+  uint32_t length = 0;
+};
+
+// One block of a chain; its parent is the previous entry (the root's parent is the zero key).
+struct ChainEntry {
+  BlockKey key;
+  ContentHash hash;
+  uint32_t length = 0;
+  bool operator==(const ChainEntry&) const = default;
+};
+
+struct ChainInfo {
+  ChainId chain_id;
+  uint64_t version = 0;
+  std::string etag;   // ETag of the head object in L2 it was loaded from / written as
+  BlockKey tip;
+  uint32_t length = 0;  // number of blocks
+};
+
+class RadixIndex {
+ public:
+  RadixIndex();
+  ~RadixIndex();
+  RadixIndex(const RadixIndex&) = delete;
+  RadixIndex& operator=(const RadixIndex&) = delete;
+
+  // Inserts chain `info.chain_id` of scope (ns, fp) with `entries` root→tip, replacing any chain
+  // of that id (its nodes no other chain uses are removed, I1). Nodes shared with other chains are
+  // shared; an existing node's meta is replaced by the entry's (the newest publish wins).
+  // REQUIRES: entries non-empty; info.tip == entries.back().key; info.length == entries.size().
+  void PutChain(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,
+                std::span<const ChainEntry> entries);
+
+  // Removes a chain; returns false if it was not there.
+  bool RemoveChain(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id);
+
+  // Number of leading keys that form a path from a root of the scope. No allocation.
+  size_t LookupPrefix(std::string_view ns, const Fingerprint& fp,
+                      std::span<const BlockKey> keys) const;
+
+  // As LookupPrefix, and fills out[i] for each matched key. REQUIRES: out.size() >= keys.size().
+  size_t Resolve(std::string_view ns, const Fingerprint& fp, std::span<const BlockKey> keys,
+                 std::span<BlockMeta> out) const;
+
+  std::optional<ChainInfo> GetChain(std::string_view ns, const Fingerprint& fp,
+                                    const ChainId& chain_id) const;
+
+  // The entries root→tip of a chain (walking parent links from its tip); empty if absent.
+  std::vector<ChainEntry> ChainEntries(std::string_view ns, const Fingerprint& fp,
+                                       const ChainId& chain_id) const;
+
+  // The entries root→`key` of the path ending at a node with key `key` (if several nodes of the
+  // scope carry this key under different parents, the most recently inserted one); empty if no
+  // node has it. Used by publish to continue a chain whose earlier blocks are already indexed.
+  std::vector<ChainEntry> PathTo(std::string_view ns, const Fingerprint& fp,
+                                 const BlockKey& key) const;
+
+  // Calls fn for every chain of every scope (order unspecified).
+  void ForEachChain(const std::function<void(std::string_view ns, const Fingerprint& fp,
+                                             const ChainInfo& info)>& fn) const;
+
+  // Every content hash referenced by any node, once per node (for GC and audit).
+  void ForEachBlock(const std::function<void(std::string_view ns, const Fingerprint& fp,
+                                             const BlockKey& key, const BlockMeta& meta)>& fn) const;
+
+  size_t block_count() const;  // live nodes
+  size_t chain_count() const;
+  // Bytes of RAM held by the index (nodes, tables, chain records), approximately.
+  size_t MemoryBytes() const;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace wombatkv
