@@ -1,0 +1,3 @@
+file(REMOVE_RECURSE
+  "libwombatkv_blake3.a"
+)

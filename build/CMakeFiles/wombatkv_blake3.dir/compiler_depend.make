@@ -1,0 +1,2 @@
+# Empty compiler generated dependencies file for wombatkv_blake3.
+# This may be replaced when dependencies are built.

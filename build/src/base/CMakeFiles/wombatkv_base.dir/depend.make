@@ -1,0 +1,2 @@
+# Empty dependencies file for wombatkv_base.
+# This may be replaced when dependencies are built.
