@@ -1,3 +1,0 @@
-file(REMOVE_RECURSE
-  "libwombatkv_blake3.a"
-)

@@ -1,2 +1,0 @@
-# Empty dependencies file for wombatkv_base.
-# This may be replaced when dependencies are built.
