@@ -88,22 +88,33 @@ class FileLock {
 // Paths are absolute or relative POSIX paths; callers validate untrusted names before they become
 // paths. Durability contract: a call with sync=true returns only after the data and the directory
 // entry are on stable storage (fsync of the file and of its directory).
+//
+// The `FileInfo* out` parameters are optional (may be null): when given, they receive the Stat of
+// the very file written or read (taken from its open descriptor, so no concurrent replacement of
+// `path` can make it describe other bytes).
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
+  // Creates `path` and missing parents. Directories it creates are durable on return (their
+  // parents are fsynced). FailedPrecondition if a component exists and is not a directory.
   virtual Status CreateDirs(const std::string& path) = 0;
   // Writes parts (concatenated) to a temporary file, then renames it over `path`: readers see
-  // the old or the new content, never a mix.
+  // the old or the new content, never a mix. The temporary file is in the same directory and its
+  // name contains ".tmp." and ends with '~' (never a valid object key; see object_store.h). The
+  // new file's mtime_ns is greater than that of the file it replaces (bumped if the clock has not
+  // moved on), so (inode, mtime_ns, size) never repeats across replacements of one path.
   virtual Status WriteFileAtomic(const std::string& path, const std::vector<ByteView>& parts,
-                                 bool sync) = 0;
+                                 bool sync, FileInfo* written = nullptr) = 0;
   // As WriteFileAtomic, but fails with Conflict if `path` exists (atomic create: link(2)).
   virtual Status CreateFileExclusive(const std::string& path, const std::vector<ByteView>& parts,
-                                     bool sync) = 0;
-  // Reads up to `length` bytes from `offset` (fewer at end of file). NotFound if absent.
+                                     bool sync, FileInfo* written = nullptr) = 0;
+  // Reads up to `length` bytes from `offset` (fewer at end of file, none past it). NotFound if
+  // absent.
   virtual Result<std::shared_ptr<Buffer>> ReadFile(const std::string& path, uint64_t offset,
-                                                   uint64_t length) = 0;
+                                                   uint64_t length, FileInfo* info = nullptr) = 0;
   virtual Result<FileInfo> Stat(const std::string& path) = 0;
-  // NotFound if absent.
+  // Removes a file, or an empty directory (as remove(3)). NotFound if absent; FailedPrecondition
+  // if a directory is not empty.
   virtual Status DeleteFile(const std::string& path) = 0;
   // Names (not paths) of the entries of a directory, unsorted; NotFound if absent.
   virtual Result<std::vector<std::string>> ListDir(const std::string& path) = 0;
@@ -114,6 +125,10 @@ class FileSystem {
   // later contender sees (e.g. "pid 1234 on host x").
   virtual Result<std::unique_ptr<FileLock>> LockFile(const std::string& path,
                                                      const std::string& owner_note) = 0;
+  // As LockFile, but waits until the lock is free and writes no note: for short critical
+  // sections shared by threads and processes (e.g. FsObjectStore's conditional writes). Each
+  // call is a separate holder, so two threads of one process exclude each other too.
+  virtual Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string& path) = 0;
 };
 
 // The process-wide POSIX implementations (never destroyed).

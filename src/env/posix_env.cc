@@ -83,8 +83,9 @@ void Completion::Set(Status status) {
     std::lock_guard<std::mutex> g(mu_);
     status_ = std::move(status);
     done_ = true;
+    // Notify under the lock: a waiter may destroy the Completion as soon as it sees done_.
+    cv_.notify_all();
   }
-  cv_.notify_all();
 }
 
 bool Completion::done() const {

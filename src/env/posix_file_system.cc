@@ -1,0 +1,412 @@
+// The POSIX FileSystem: atomic writes by temp file + rename/link, fsync of file and directory,
+// flock(2) locks. Every errno becomes a Status whose message names the operation and the path.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+#include <utility>
+
+#include "wombatkv/env.h"
+
+namespace wombatkv {
+namespace {
+
+constexpr int kTempCreateAttemptsMax = 16;  // O_EXCL collisions with a crashed process's leftovers
+constexpr size_t kTempBaseBytesMax = 64;    // keeps temp names well under NAME_MAX
+constexpr size_t kOwnerNoteBytesMax = 512;
+
+std::string ErrnoText(int err) {
+  char buf[128];
+  // GNU strerror_r: returns a pointer to the message (maybe not `buf`); thread-safe.
+  return std::string(strerror_r(err, buf, sizeof buf));
+}
+
+// The code is chosen by what the caller does next (status.h).
+Status ErrnoStatus(int err, std::string_view op, const std::string& path) {
+  std::string m = std::string(op) + " " + path + ": " + ErrnoText(err);
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:  // a component of the path is a file: the path does not exist
+      return Status::NotFound(std::move(m));
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+      return Status::ResourceExhausted(std::move(m));
+    case EACCES:
+    case EPERM:
+    case EROFS:
+    case EISDIR:
+    case ENOTEMPTY:
+    case EEXIST:
+    case EXDEV:
+    case EOPNOTSUPP:
+      return Status::FailedPrecondition(std::move(m));
+    case ENAMETOOLONG:
+    case ELOOP:
+    case EINVAL:
+      return Status::InvalidArgument(std::move(m));
+    case EAGAIN:
+    case EINTR:
+    case EBUSY:
+    case ETIMEDOUT:
+    case ESTALE:
+    case ENOLCK:
+      return Status::Unavailable(std::move(m));
+    default:
+      return Status::Internal(std::move(m));
+  }
+}
+
+std::string DirOf(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string BaseOf(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+uint64_t MtimeNs(const struct stat& st) {
+  return static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000ull +
+         static_cast<uint64_t>(st.st_mtim.tv_nsec);
+}
+
+FileInfo InfoOf(const struct stat& st) {
+  FileInfo info;
+  info.size = static_cast<uint64_t>(st.st_size);
+  info.mtime_ns = MtimeNs(st);
+  info.inode = static_cast<uint64_t>(st.st_ino);
+  info.is_dir = S_ISDIR(st.st_mode);
+  return info;
+}
+
+// Closes on scope exit.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { Close(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int Release() { return std::exchange(fd_, -1); }
+  // close(2) can report deferred write errors (NFS); never retried on EINTR (Linux closes anyway).
+  int Close() {
+    if (fd_ < 0) return 0;
+    int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+Status FsyncDir(const std::string& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoStatus(errno, "open directory", dir);
+  // Some file systems cannot fsync a directory (EINVAL): they need no directory fsync either.
+  if (::fsync(fd.get()) != 0 && errno != EINVAL) return ErrnoStatus(errno, "fsync directory", dir);
+  return Status::Ok();
+}
+
+// Writes all of `parts` at the current offset, resuming after short writes and EINTR.
+Status WriteAll(int fd, const std::vector<ByteView>& parts, const std::string& path) {
+  std::vector<iovec> iov;
+  iov.reserve(parts.size());
+  for (ByteView p : parts) {
+    if (!p.empty()) iov.push_back({const_cast<uint8_t*>(p.data()), p.size()});
+  }
+  size_t i = 0;
+  while (i < iov.size()) {
+    const int count = static_cast<int>(std::min<size_t>(iov.size() - i, IOV_MAX));
+    ssize_t n = ::writev(fd, &iov[i], count);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, "write", path);
+    }
+    if (n == 0) return Status::Internal("write " + path + ": wrote no bytes");
+    size_t left = static_cast<size_t>(n);
+    while (left > 0) {
+      if (left >= iov[i].iov_len) {
+        left -= iov[i].iov_len;
+        ++i;
+      } else {
+        iov[i].iov_base = static_cast<uint8_t*>(iov[i].iov_base) + left;
+        iov[i].iov_len -= left;
+        left = 0;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// "<dir>/.<base>.tmp.<pid>.<seq>~": unique per process and call; '~' keeps it out of the object
+// key alphabet so an object store never lists or serves it (env.h).
+std::string TempPathFor(const std::string& path) {
+  static std::atomic<uint64_t> seq{0};
+  std::string dir = DirOf(path);
+  std::string base = BaseOf(path).substr(0, kTempBaseBytesMax);
+  std::string name = "." + base + ".tmp." + std::to_string(::getpid()) + "." +
+                     std::to_string(seq.fetch_add(1, std::memory_order_relaxed)) + "~";
+  return path.find('/') == std::string::npos ? name : dir + "/" + name;
+}
+
+// Writes `parts` to a fresh temporary file next to `path` and returns its name. With
+// `later_than_target`, the temp file's mtime is made greater than that of the current `path`
+// (env.h: (inode, mtime_ns, size) never repeats across replacements). On failure nothing is left.
+Result<std::string> WriteTemp(const std::string& path, const std::vector<ByteView>& parts,
+                              bool sync, bool later_than_target, FileInfo* written) {
+  std::string tmp;
+  int raw = -1;
+  for (int attempt = 0; attempt < kTempCreateAttemptsMax && raw < 0; ++attempt) {
+    tmp = TempPathFor(path);
+    raw = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (raw < 0 && errno != EEXIST && errno != EINTR) {
+      return ErrnoStatus(errno, "create temporary file", tmp);
+    }
+  }
+  if (raw < 0) return ErrnoStatus(EEXIST, "create temporary file", tmp);
+  Fd fd(raw);
+  auto fail = [&](Status s) -> Result<std::string> {
+    fd.Close();
+    ::unlink(tmp.c_str());
+    return s;
+  };
+
+  Status s = WriteAll(fd.get(), parts, tmp);
+  if (!s.ok()) return fail(std::move(s));
+
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return fail(ErrnoStatus(errno, "fstat", tmp));
+  if (later_than_target) {
+    struct stat target;
+    if (::stat(path.c_str(), &target) == 0) {
+      // Timestamps are coarse (a clock tick): two replacements in one tick would otherwise get
+      // the same mtime. Bumping by 1 ns keeps the mtimes of successive versions increasing.
+      if (MtimeNs(st) <= MtimeNs(target)) {
+        uint64_t ns = MtimeNs(target) + 1;
+        struct timespec times[2];
+        times[0].tv_sec = 0;
+        times[0].tv_nsec = UTIME_OMIT;
+        times[1].tv_sec = static_cast<time_t>(ns / 1000000000ull);
+        times[1].tv_nsec = static_cast<long>(ns % 1000000000ull);
+        if (::futimens(fd.get(), times) != 0) return fail(ErrnoStatus(errno, "futimens", tmp));
+        if (::fstat(fd.get(), &st) != 0) return fail(ErrnoStatus(errno, "fstat", tmp));
+      }
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+      return fail(ErrnoStatus(errno, "stat", path));
+    }
+  }
+  if (sync && ::fsync(fd.get()) != 0) return fail(ErrnoStatus(errno, "fsync", tmp));
+  if (fd.Close() != 0 && errno != EINTR) return fail(ErrnoStatus(errno, "close", tmp));
+  if (written != nullptr) *written = InfoOf(st);
+  return tmp;
+}
+
+class PosixFileLock final : public FileLock {
+ public:
+  explicit PosixFileLock(int fd) : fd_(fd) {}
+  ~PosixFileLock() override { ::close(fd_); }  // releases the flock
+
+ private:
+  int fd_;
+};
+
+Result<int> OpenLockFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus(errno, "open lock file", path);
+  return fd;
+}
+
+std::string ReadOwnerNote(int fd) {
+  char buf[kOwnerNoteBytesMax];
+  ssize_t n;
+  do {
+    n = ::pread(fd, buf, sizeof buf, 0);
+  } while (n < 0 && errno == EINTR);
+  std::string note;
+  for (ssize_t i = 0; i < n; ++i) {
+    char c = buf[i];
+    note += (c >= 0x20 && c < 0x7f) ? c : ' ';  // the note is untrusted text: printable only
+  }
+  while (!note.empty() && note.back() == ' ') note.pop_back();
+  return note;
+}
+
+class PosixFs final : public FileSystem {
+ public:
+  Status CreateDirs(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return Status::Ok();
+    for (size_t pos = 0; pos != std::string::npos;) {
+      pos = path.find('/', pos + 1);
+      std::string part = path.substr(0, pos);
+      if (part.empty() || part == "/") continue;
+      if (::mkdir(part.c_str(), 0755) == 0) {
+        WMBT_RETURN_IF_ERROR(FsyncDir(DirOf(part)));  // the new entry must survive a crash
+        continue;
+      }
+      if (errno != EEXIST) return ErrnoStatus(errno, "create directory", part);
+      if (::stat(part.c_str(), &st) != 0) return ErrnoStatus(errno, "stat", part);
+      if (!S_ISDIR(st.st_mode)) {
+        return Status::FailedPrecondition("create directory " + path + ": " + part +
+                                          " exists and is not a directory");
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status WriteFileAtomic(const std::string& path, const std::vector<ByteView>& parts, bool sync,
+                         FileInfo* written) override {
+    WMBT_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(path, parts, sync, true, written));
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+      Status s = ErrnoStatus(errno, "rename over", path);
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    return sync ? FsyncDir(DirOf(path)) : Status::Ok();
+  }
+
+  Status CreateFileExclusive(const std::string& path, const std::vector<ByteView>& parts,
+                             bool sync, FileInfo* written) override {
+    WMBT_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(path, parts, sync, false, written));
+    // link(2) fails if `path` exists, atomically; rename(2) would replace it.
+    if (::link(tmp.c_str(), path.c_str()) != 0) {
+      int err = errno;
+      ::unlink(tmp.c_str());
+      if (err == EEXIST) return Status::Conflict(path + " already exists");
+      return ErrnoStatus(err, "link", path);
+    }
+    ::unlink(tmp.c_str());  // a leftover would be harmless: temp names are never listed
+    return sync ? FsyncDir(DirOf(path)) : Status::Ok();
+  }
+
+  Result<std::shared_ptr<Buffer>> ReadFile(const std::string& path, uint64_t offset,
+                                           uint64_t length, FileInfo* info) override {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) return ErrnoStatus(errno, "open", path);
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(errno, "fstat", path);
+    if (S_ISDIR(st.st_mode)) return ErrnoStatus(EISDIR, "read", path);
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    const uint64_t n = offset >= size ? 0 : std::min(length, size - offset);
+    auto buf = Buffer::Allocate(n);  // not zero-filled: every byte is read over below
+    uint64_t got = 0;
+    while (got < n) {
+      ssize_t r = ::pread(fd.get(), buf->data() + got, n - got, static_cast<off_t>(offset + got));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(errno, "read", path);
+      }
+      if (r == 0) break;  // the file shrank under us (not ours): return what is there
+      got += static_cast<uint64_t>(r);
+    }
+    buf->Truncate(got);
+    if (info != nullptr) *info = InfoOf(st);
+    return buf;
+  }
+
+  Result<FileInfo> Stat(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return ErrnoStatus(errno, "stat", path);
+    return InfoOf(st);
+  }
+
+  Status DeleteFile(const std::string& path) override {
+    if (::unlink(path.c_str()) == 0) return Status::Ok();
+    if (errno != EISDIR && errno != EPERM) return ErrnoStatus(errno, "delete", path);
+    if (::rmdir(path.c_str()) == 0) return Status::Ok();
+    if (errno == ENOTDIR) return ErrnoStatus(EPERM, "delete", path);  // EPERM was not "a dir"
+    return ErrnoStatus(errno, "delete directory", path);
+  }
+
+  Result<std::vector<std::string>> ListDir(const std::string& path) override {
+    DIR* dir = ::opendir(path.c_str());
+    if (dir == nullptr) return ErrnoStatus(errno, "list directory", path);
+    std::vector<std::string> names;
+    for (;;) {
+      errno = 0;
+      struct dirent* e = ::readdir(dir);
+      if (e == nullptr) break;
+      std::string_view name(e->d_name);
+      if (name == "." || name == "..") continue;
+      names.emplace_back(name);
+    }
+    int err = errno;
+    ::closedir(dir);
+    if (err != 0) return ErrnoStatus(err, "list directory", path);
+    return names;
+  }
+
+  Status DeleteTree(const std::string& path) override {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    if (ec && ec.value() != ENOENT) return ErrnoStatus(ec.value(), "delete tree", path);
+    return Status::Ok();
+  }
+
+  Result<std::unique_ptr<FileLock>> LockFile(const std::string& path,
+                                             const std::string& owner_note) override {
+    WMBT_ASSIGN_OR_RETURN(int raw, OpenLockFile(path));
+    Fd fd(raw);
+    int rc;
+    do {
+      rc = ::flock(fd.get(), LOCK_EX | LOCK_NB);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+      if (errno != EWOULDBLOCK) return ErrnoStatus(errno, "lock", path);
+      std::string note = ReadOwnerNote(fd.get());
+      return Status::FailedPrecondition(path + " is locked by " +
+                                        (note.empty() ? "another holder (no owner note)" : note));
+    }
+    // The note is advisory text for error messages; failing to write it does not undo the lock.
+    std::string note = owner_note.substr(0, kOwnerNoteBytesMax);
+    if (::ftruncate(fd.get(), 0) == 0) {
+      size_t done = 0;
+      while (done < note.size()) {
+        ssize_t n = ::pwrite(fd.get(), note.data() + done, note.size() - done,
+                             static_cast<off_t>(done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+      }
+    }
+    return std::unique_ptr<FileLock>(new PosixFileLock(fd.Release()));
+  }
+
+  Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string& path) override {
+    WMBT_ASSIGN_OR_RETURN(int raw, OpenLockFile(path));
+    Fd fd(raw);
+    int rc;
+    do {
+      rc = ::flock(fd.get(), LOCK_EX);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) return ErrnoStatus(errno, "lock", path);
+    return std::unique_ptr<FileLock>(new PosixFileLock(fd.Release()));
+  }
+};
+
+}  // namespace
+
+FileSystem* PosixFileSystem() {
+  static PosixFs* fs = new PosixFs();
+  return fs;
+}
+
+}  // namespace wombatkv
