@@ -1,0 +1,210 @@
+// Store: the WombatKV engine in one process. It composes the planes:
+//   L0  RadixIndex (RAM)            published chains → block meta; lookups touch only this
+//   RAM PayloadCache                recently used payloads, bounded, pinned while borrowed
+//   L1  MetaStore (RocksDB)         chain heads and unpublished puts, written before returning
+//   L2  ObjectStore (dir, S3, mem)  blobs, chain heads, sidecars: the source of truth
+// See docs/architecture.md for the data flow of each operation and docs/layout.md for L2.
+//
+// Consistency (SPEC §5): a PutBlocks that returned OK is readable by content hash at once (G1);
+// a PublishChain that returned OK is durable in L2 and visible to the next lookup (G1, G3); blocks
+// whose chain was never published are invisible to lookups, also after a restart (G4).
+//
+// Thread-safety: every method may be called from any number of threads at once. A Borrow may be
+// used and destroyed on any thread; it keeps its payloads alive (and unevictable) until destroyed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wombatkv/buffer.h"
+#include "wombatkv/env.h"
+#include "wombatkv/object_store.h"
+#include "wombatkv/status.h"
+#include "wombatkv/types.h"
+
+namespace wombatkv {
+
+class MetaStore;
+
+enum class LogLevel : uint8_t { kDebug, kInfo, kWarn, kError };
+using LogSink = std::function<void(LogLevel, const std::string&)>;
+
+struct StoreOptions {
+  // Data directory: holds LOCK (one owner process), l1/ (RocksDB) and, when no object store is
+  // given, l2/ (the local-directory L2). Created if missing. May be empty only when both
+  // `object_store` and `meta_store` are injected.
+  std::string data_dir;
+  // Key prefix of every object in L2 (WMBT_KV_S3_PREFIX).
+  std::string l2_prefix = "kv";
+  // Bytes of payload the RAM cache keeps (pinned payloads may exceed it until released).
+  uint64_t cache_bytes_max = 1ull << 30;
+  // Background upload workers when no executor is injected.
+  size_t upload_threads = 4;
+
+  // Injected planes and environment (not owned; must outlive the Store). Null = the default:
+  // FsObjectStore under data_dir/l2, RocksDB under data_dir/l1, the real clock, the POSIX file
+  // system, a system-seeded random source, an internal thread pool.
+  ObjectStore* object_store = nullptr;
+  MetaStore* meta_store = nullptr;
+  Clock* clock = nullptr;
+  Random* random = nullptr;
+  FileSystem* fs = nullptr;
+  Executor* executor = nullptr;
+  // Where log lines go; null = warnings and errors to stderr.
+  LogSink log;
+};
+
+// One block of a PutBlocks call. `parent` is the zero key for a chain's root.
+struct BlockPut {
+  BlockKey key;
+  BlockKey parent;
+  ByteView payload;  // up to limits::kBlockBytesMax; copied before PutBlocks returns
+};
+
+// Payloads lent by GetBlocks: valid (and pinned in the cache) until the Borrow is destroyed.
+class Borrow {
+ public:
+  Borrow() = default;
+  explicit Borrow(std::vector<BufferSlice> slices) : slices_(std::move(slices)) {}
+  size_t size() const { return slices_.size(); }
+  ByteView payload(size_t i) const { return slices_[i].view(); }
+  const std::vector<BufferSlice>& slices() const { return slices_; }
+  uint64_t total_bytes() const {
+    uint64_t n = 0;
+    for (const auto& s : slices_) n += s.size;
+    return n;
+  }
+
+ private:
+  std::vector<BufferSlice> slices_;
+};
+
+// The state of a published chain.
+struct ChainState {
+  std::string ns;
+  Fingerprint fp;
+  ChainId chain_id;
+  BlockKey tip;
+  uint64_t version = 0;
+  uint32_t length = 0;  // blocks
+};
+
+struct ChainBlock {
+  BlockKey key;
+  ContentHash hash;
+  uint32_t length = 0;
+};
+
+struct RefreshReport {
+  size_t chains_added = 0;
+  size_t chains_updated = 0;
+  size_t chains_removed = 0;
+  size_t heads_listed = 0;
+};
+
+struct StoreStats {
+  // L0
+  uint64_t l0_blocks = 0;
+  uint64_t l0_chains = 0;
+  uint64_t l0_memory_bytes = 0;
+  uint64_t lookups = 0;
+  uint64_t lookup_keys = 0;
+  uint64_t lookup_hit_keys = 0;
+  // RAM cache
+  uint64_t cache_bytes = 0;
+  uint64_t cache_entries = 0;
+  uint64_t cache_pinned_bytes = 0;
+  uint64_t cache_hits = 0;
+  uint64_t cache_misses = 0;
+  uint64_t cache_evictions = 0;
+  // Operations
+  uint64_t puts = 0;
+  uint64_t put_bytes = 0;
+  uint64_t publishes = 0;
+  uint64_t publish_conflicts = 0;
+  uint64_t gets = 0;
+  uint64_t get_hits = 0;
+  uint64_t get_misses = 0;
+  uint64_t get_bytes = 0;
+  uint64_t pending_blocks = 0;  // put but not yet published
+  uint64_t heads_compacted = 0;
+  // L2
+  uint64_t l2_puts = 0;
+  uint64_t l2_put_bytes = 0;
+  uint64_t l2_gets = 0;
+  uint64_t l2_get_bytes = 0;
+  uint64_t l2_errors = 0;
+  uint64_t corruptions_detected = 0;
+};
+
+class Store {
+ public:
+  // Opens the store: takes ownership of the data directory (FailedPrecondition naming the owner
+  // if another process has it), loads L0 from L1, then reconciles with L2 (L2 wins). A lost or
+  // corrupt L1 is rebuilt from L2 (logged).
+  static Result<std::unique_ptr<Store>> Open(const StoreOptions& options);
+
+  virtual ~Store() = default;
+
+  // Hashes and stores payloads: readable by content hash when this returns (G1); uploaded to L2
+  // in the background; invisible to lookups until a chain containing them is published.
+  // Idempotent (G5). Not atomic across blocks. Returns the content hashes in order.
+  // InvalidArgument: bad namespace, empty batch, oversized payload, key == parent.
+  virtual Result<std::vector<ContentHash>> PutBlocks(std::string_view ns, const Fingerprint& fp,
+                                                     std::span<const BlockPut> blocks) = 0;
+
+  // Publishes chain `chain_id` with tip `tip`: the chain is the blocks from `tip` back to a root
+  // through parent links (blocks put in this process, or already indexed). Waits until every blob
+  // is durable in L2, then writes the head (one object), L1 and L0. Returns the new version.
+  // Without `expected_version` the last writer wins. With it (0 = "must not exist yet") it is a
+  // compare-and-swap: Conflict if the current version differs, and `*current` (if non-null) gets
+  // the chain's current state so the caller can rebase (G6).
+  // FailedPrecondition: a block of the chain was never put. Unavailable: L2 failed (retryable).
+  virtual Result<uint64_t> PublishChain(std::string_view ns, const Fingerprint& fp,
+                                        const ChainId& chain_id, const BlockKey& tip,
+                                        std::optional<uint64_t> expected_version = std::nullopt,
+                                        ChainState* current = nullptr) = 0;
+
+  // Number of leading keys present, as a path from a root, in published chains of (ns, fp).
+  // Touches only L0: no I/O.
+  virtual Result<size_t> LookupPrefix(std::string_view ns, const Fingerprint& fp,
+                                      std::span<const BlockKey> keys) = 0;
+
+  // Payloads of all `keys`, all or nothing: NotFound if any key is missing (a miss). Bytes read
+  // from L2 are checked against their content hash: Corruption, never wrong bytes (G9).
+  virtual Result<Borrow> GetBlocks(std::string_view ns, const Fingerprint& fp,
+                                   std::span<const BlockKey> keys) = 0;
+
+  // A payload by content hash, published or not (orphans too). NotFound if absent.
+  virtual Result<BufferSlice> GetByContentHash(std::string_view ns, const ContentHash& hash) = 0;
+
+  // Sidecar bytes keyed by chain tip. Put is durable in L2 on return; independent of the head:
+  // a chain may be visible without its sidecar (G7), then GetSidecar is NotFound.
+  virtual Status PutSidecar(std::string_view ns, const Fingerprint& fp, const BlockKey& tip,
+                            ByteView bytes) = 0;
+  virtual Result<BufferSlice> GetSidecar(std::string_view ns, const Fingerprint& fp,
+                                         const BlockKey& tip) = 0;
+
+  // Loads what other processes or hosts published to L2 since the last look (new, changed and
+  // removed heads), so they become visible here (G11).
+  virtual Result<RefreshReport> Refresh() = 0;
+
+  // Published chains, optionally of one namespace (empty = all), sorted by (ns, fp, chain id).
+  virtual std::vector<ChainState> ListChains(std::string_view ns) = 0;
+  // Blocks root→tip of a published chain; NotFound if absent.
+  virtual Result<std::vector<ChainBlock>> GetChain(std::string_view ns, const Fingerprint& fp,
+                                                   const ChainId& chain_id) = 0;
+
+  virtual StoreStats Stats() = 0;
+
+  // Where L2 lives ("file:///...", "s3://..."), for messages.
+  virtual std::string DescribeL2() const = 0;
+};
+
+}  // namespace wombatkv

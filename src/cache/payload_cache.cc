@@ -1,0 +1,77 @@
+#include "cache/payload_cache.h"
+
+#include "base/check.h"
+
+namespace wombatkv {
+
+PayloadCache::PayloadCache(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
+
+std::optional<BufferSlice> PayloadCache::Lookup(const CacheKey& key) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = map_.find(key);
+  if (it == map_.end()) {
+    ++stats_.misses;
+    return std::nullopt;
+  }
+  ++stats_.hits;
+  lru_.splice(lru_.begin(), lru_, it->second.lru);
+  return it->second.payload;
+}
+
+BufferSlice PayloadCache::Insert(const CacheKey& key, BufferSlice payload, bool pin) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto [it, inserted] = map_.try_emplace(key);
+  Entry& e = it->second;
+  if (inserted) {
+    e.payload = std::move(payload);
+    lru_.push_front(key);
+    e.lru = lru_.begin();
+    stats_.bytes += e.payload.size;
+    ++stats_.entries;
+  } else {
+    lru_.splice(lru_.begin(), lru_, e.lru);
+  }
+  if (pin) {
+    if (e.pins++ == 0) stats_.pinned_bytes += e.payload.size;
+  }
+  BufferSlice out = e.payload;
+  EvictLocked(&key);  // `out` is ours, not a borrower's: the new entry may go at once
+  return out;
+}
+
+void PayloadCache::Unpin(const CacheKey& key) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = map_.find(key);
+  if (it == map_.end()) return;
+  WMBT_CHECK(it->second.pins > 0);
+  if (--it->second.pins == 0) stats_.pinned_bytes -= it->second.payload.size;
+  EvictLocked();
+}
+
+void PayloadCache::EvictLocked(const CacheKey* fresh) {
+  // Walk from the least recently used end, skipping pinned (C1) and borrowed (C2) entries. The
+  // walk is bounded by the number of entries.
+  auto it = lru_.end();
+  while (stats_.bytes > capacity_ && it != lru_.begin()) {
+    --it;
+    auto m = map_.find(*it);
+    WMBT_DCHECK(m != map_.end());
+    Entry& e = m->second;
+    // Only the cache holds the buffer (plus the slice Insert is about to return, for `fresh`),
+    // so nobody borrows it (C2).
+    const long owners = (fresh && *fresh == *it) ? 2 : 1;
+    if (e.pins > 0 || e.payload.owner.use_count() > owners) continue;
+    stats_.bytes -= e.payload.size;
+    --stats_.entries;
+    ++stats_.evictions;
+    map_.erase(m);
+    it = lru_.erase(it);  // the next --it reaches the entry before the erased one
+  }
+}
+
+CacheStats PayloadCache::Stats() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return stats_;
+}
+
+}  // namespace wombatkv

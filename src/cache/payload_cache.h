@@ -1,0 +1,81 @@
+// PayloadCache: the RAM payload plane. Maps (namespace id, content hash) → payload bytes,
+// bounded in bytes, least-recently-used first out.
+//
+// Invariants:
+//   C1. An entry that is pinned (in flight: put but not yet durable and published) is never
+//       evicted.
+//   C2. An entry whose bytes are borrowed (someone else holds a reference to its Buffer) is never
+//       evicted; its bytes also stay valid after eviction because the borrower co-owns them.
+//   C3. bytes() == sum of sizes of live entries; after Insert/Unpin/Release, bytes() <=
+//       capacity unless the excess is pinned or borrowed.
+// The namespace id is part of the key so one tenant can never read (or probe) another's entry.
+//
+// Thread-safety: all methods are safe to call concurrently (one internal mutex; the critical
+// sections are O(1) and never copy payload bytes).
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "wombatkv/buffer.h"
+#include "wombatkv/types.h"
+
+namespace wombatkv {
+
+struct CacheKey {
+  uint32_t ns_id = 0;
+  ContentHash hash;
+  bool operator==(const CacheKey&) const = default;
+};
+
+struct CacheStats {
+  uint64_t bytes = 0;
+  uint64_t entries = 0;
+  uint64_t pinned_bytes = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t evictions = 0;
+};
+
+class PayloadCache {
+ public:
+  explicit PayloadCache(uint64_t capacity_bytes);
+
+  // A borrowed view of the payload, or nullopt (a miss).
+  std::optional<BufferSlice> Lookup(const CacheKey& key);
+
+  // Inserts (or, if present, keeps the existing bytes — content-addressed, so equal) and returns
+  // the cached slice. With pin=true the entry gets one more pin (C1).
+  BufferSlice Insert(const CacheKey& key, BufferSlice payload, bool pin);
+
+  // Drops one pin; the entry becomes evictable when its pins reach zero.
+  void Unpin(const CacheKey& key);
+
+  CacheStats Stats() const;
+
+ private:
+  struct Entry {
+    BufferSlice payload;
+    uint32_t pins = 0;
+    std::list<CacheKey>::iterator lru;  // position in lru_ (front = most recent)
+  };
+  struct KeyHash {
+    size_t operator()(const CacheKey& k) const {
+      return static_cast<size_t>(k.hash.Prefix64() ^ (uint64_t{k.ns_id} * 0x9e3779b97f4a7c15ull));
+    }
+  };
+  // REQUIRES: mu_ held. `fresh`: the entry Insert is returning a slice of.
+  void EvictLocked(const CacheKey* fresh = nullptr);
+
+  const uint64_t capacity_;
+  mutable std::mutex mu_;
+  std::unordered_map<CacheKey, Entry, KeyHash> map_;
+  std::list<CacheKey> lru_;
+  CacheStats stats_;
+};
+
+}  // namespace wombatkv

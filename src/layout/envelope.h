@@ -1,0 +1,55 @@
+// The self-checking envelope around every payload stored in L2 (blobs and sidecars).
+//
+//   offset size  field
+//   0      4     magic: "WKB1" (blob) or "WKS1" (sidecar)
+//   4      1     format version (1)
+//   5      1     codec: 0 = raw (the only one written today)
+//   6      2     header length (48), little-endian like every integer here
+//   8      8     payload length (bytes the reader gets back)
+//   16     8     stored length (bytes after the header)
+//   24     20    BLAKE3-20 content hash of the payload
+//   44     4     CRC32C of bytes [0, 44)
+//   48     ...   stored bytes
+//
+// The CRC protects the header; the content hash protects the payload. DecodeEnvelope checks the
+// header only; the caller checks the content hash against the name it asked for (G9), because
+// that check is the one that must never be skipped and it belongs next to the read.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "wombatkv/buffer.h"
+#include "wombatkv/status.h"
+#include "wombatkv/types.h"
+
+namespace wombatkv::layout {
+
+enum class EnvelopeKind : uint8_t { kBlob, kSidecar };
+
+inline constexpr size_t kEnvelopeHeaderBytes = 48;
+
+struct EnvelopeHeader {
+  uint8_t bytes[kEnvelopeHeaderBytes];
+};
+
+// REQUIRES: payload_len <= limits for the kind.
+EnvelopeHeader EncodeEnvelopeHeader(EnvelopeKind kind, uint64_t payload_len,
+                                    const ContentHash& hash);
+
+struct DecodedEnvelope {
+  ContentHash hash;      // as recorded in the header
+  BufferSlice payload;   // points into the object's buffer (no copy)
+};
+
+// Parses an object read whole from L2. Corruption (naming `what`) on a bad magic, version, codec,
+// header CRC or length; never returns bytes it could not frame.
+Result<DecodedEnvelope> DecodeEnvelope(EnvelopeKind kind, std::shared_ptr<const Buffer> object,
+                                       std::string_view what);
+
+// DecodeEnvelope + the payload hashes to `expected` (and the header names it). Corruption
+// otherwise.
+Result<BufferSlice> DecodeVerified(EnvelopeKind kind, std::shared_ptr<const Buffer> object,
+                                   const ContentHash& expected, std::string_view what);
+
+}  // namespace wombatkv::layout

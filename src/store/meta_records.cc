@@ -1,0 +1,64 @@
+#include "store/meta_records.h"
+
+#include <cstring>
+
+#include "base/endian.h"
+
+namespace wombatkv::meta_records {
+namespace {
+
+std::string ScopedKey(std::string_view tag, std::string_view ns, const Fingerprint& fp,
+                      const BlockKey& id) {
+  std::string k;
+  k.reserve(1 + ns.size() + 1 + Fingerprint::kSize + BlockKey::kSize);
+  k += tag;
+  k += ns;
+  k += '\0';
+  k.append(reinterpret_cast<const char*>(fp.data()), Fingerprint::kSize);
+  k.append(reinterpret_cast<const char*>(id.data()), BlockKey::kSize);
+  return k;
+}
+
+}  // namespace
+
+std::string HeadKey(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id) {
+  return ScopedKey(kHeadPrefix, ns, fp, chain_id);
+}
+
+std::string EncodeHeadValue(std::string_view etag, std::string_view head_bytes) {
+  std::string v(2, '\0');
+  StoreLe16(reinterpret_cast<uint8_t*>(v.data()), static_cast<uint16_t>(etag.size()));
+  v += etag;
+  v += head_bytes;
+  return v;
+}
+
+Result<HeadRecord> DecodeHeadRecord(std::string_view key, std::string_view value) {
+  if (value.size() < 2) return Status::Corruption("L1 head record too short");
+  const size_t etag_len = LoadLe16(reinterpret_cast<const uint8_t*>(value.data()));
+  if (value.size() < 2 + etag_len) return Status::Corruption("L1 head record etag truncated");
+  HeadRecord r;
+  r.etag.assign(value.substr(2, etag_len));
+  WMBT_ASSIGN_OR_RETURN(r.head, layout::DecodeChainHead(AsBytes(value.substr(2 + etag_len)),
+                                                        "in L1"));
+  if (key != HeadKey(r.head.ns, r.head.fp, r.head.chain_id)) {
+    return Status::Corruption("L1 head record stored under a key that does not match its head");
+  }
+  return r;
+}
+
+std::string PendingKey(std::string_view ns, const Fingerprint& fp, const BlockKey& key) {
+  return ScopedKey(kPendingPrefix, ns, fp, key);
+}
+
+std::string EncodePending(const PendingRecord& r) {
+  std::string v(BlockKey::kSize + ContentHash::kSize + 4 + 8, '\0');
+  auto* p = reinterpret_cast<uint8_t*>(v.data());
+  std::memcpy(p, r.parent.data(), BlockKey::kSize);
+  std::memcpy(p + 32, r.hash.data(), ContentHash::kSize);
+  StoreLe32(p + 52, r.length);
+  StoreLe64(p + 56, r.put_us);
+  return v;
+}
+
+}  // namespace wombatkv::meta_records

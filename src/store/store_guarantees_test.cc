@@ -1,0 +1,330 @@
+// The guarantees of SPEC §5 that hold inside one process, each tested on in-memory planes and on
+// real disk planes (RocksDB L1 + local-directory L2). Restart and L1-loss cases are in
+// store_restart_test.cc.
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "layout/object_keys.h"
+#include "store/store_test_util.h"
+
+namespace wombatkv::testing {
+namespace {
+
+class StoreGuarantees : public ::testing::TestWithParam<Planes> {
+ protected:
+  StoreHarness h_{GetParam()};
+  Fingerprint fp_ = Fp(7);
+
+  void PutAndPublish(Store& s, const TestChain& c, std::string_view ns = "default") {
+    auto puts = c.Puts();
+    ASSERT_TRUE(s.PutBlocks(ns, fp_, puts).ok());
+    auto v = s.PublishChain(ns, fp_, c.tip(), c.tip());
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+  }
+};
+
+// The 8-step example of seed/consistency.md, verbatim.
+TEST_P(StoreGuarantees, SeedEightStepExampleHoldsAcrossRestart) {
+  Store* s = &h_.Open();
+  const std::vector<uint8_t> a = Payload(1, 4096), b = Payload(2, 4096);
+  const BlockKey ka = Key(1), kb = Key(2), chain_x = Key(99);
+  // 1. PUT(block_A) returns Ok
+  BlockPut put_a{ka, BlockKey{}, a};
+  ASSERT_TRUE(s->PutBlocks("default", fp_, {&put_a, 1}).ok());
+  // 2. PUT(block_B with parent=block_A) returns Ok
+  BlockPut put_b{kb, ka, b};
+  ASSERT_TRUE(s->PutBlocks("default", fp_, {&put_b, 1}).ok());
+  // 3. CHAIN_HEAD_PUBLISH(chain_X tip=block_B) returns Ok
+  ASSERT_TRUE(s->PublishChain("default", fp_, chain_x, kb).ok());
+  // 4. GET(block_A) returns block_A bytes
+  auto ga = s->GetBlocks("default", fp_, std::vector<BlockKey>{ka});
+  ASSERT_TRUE(ga.ok()) << ga.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(ga->payload(0), a));
+  // 5. GET(block_B) returns block_B bytes
+  auto gb = s->GetBlocks("default", fp_, std::vector<BlockKey>{ka, kb});
+  ASSERT_TRUE(gb.ok());
+  EXPECT_TRUE(std::ranges::equal(gb->payload(1), b));
+  // 6. LOOKUP_BLOCK_PREFIX(chain_X) returns 2 blocks
+  EXPECT_EQ(*s->LookupPrefix("default", fp_, std::vector<BlockKey>{ka, kb}), 2u);
+  // 7. (daemon crash + restart)
+  ga = Status::NotFound("released");
+  gb = Status::NotFound("released");
+  s = &h_.Reopen();
+  // 8. LOOKUP_BLOCK_PREFIX(chain_X) returns 2 blocks
+  EXPECT_EQ(*s->LookupPrefix("default", fp_, std::vector<BlockKey>{ka, kb}), 2u);
+  auto again = s->GetBlocks("default", fp_, std::vector<BlockKey>{ka, kb});
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(std::ranges::equal(again->payload(0), a));
+  EXPECT_TRUE(std::ranges::equal(again->payload(1), b));
+}
+
+TEST_P(StoreGuarantees, G1PutIsReadableByContentHashAtOnce) {
+  Store& s = h_.Open();
+  auto c = MakeChain(3, 10000);
+  auto hashes = s.PutBlocks("default", fp_, c.Puts());
+  ASSERT_TRUE(hashes.ok());
+  for (size_t i = 0; i < 3; ++i) {
+    auto got = s.GetByContentHash("default", (*hashes)[i]);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_TRUE(std::ranges::equal(got->view(), c.payloads[i]));
+  }
+  // Not published: invisible to lookups and gets by key.
+  EXPECT_EQ(*s.LookupPrefix("default", fp_, c.keys), 0u);
+  EXPECT_TRUE(s.GetBlocks("default", fp_, c.keys).status().IsNotFound());
+}
+
+TEST_P(StoreGuarantees, G1PublishIsVisibleToTheNextLookupAndGet) {
+  Store& s = h_.Open();
+  auto c = MakeChain(5, 1000);
+  PutAndPublish(s, c);
+  EXPECT_EQ(*s.LookupPrefix("default", fp_, c.keys), 5u);
+  auto got = s.GetBlocks("default", fp_, c.keys);
+  ASSERT_TRUE(got.ok());
+  for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(std::ranges::equal(got->payload(i), c.payloads[i]));
+}
+
+TEST_P(StoreGuarantees, G3PublishedChainIsInL2WhenPublishReturns) {
+  Store& s = h_.Open();
+  auto c = MakeChain(4, 2000);
+  PutAndPublish(s, c);
+  // Open a second view on the same L2 only (fresh L1): it must see the chain.
+  StoreOptions o;
+  std::unique_ptr<ObjectStore> fs_l2;
+  if (GetParam() == Planes::kMemory) {
+    o.object_store = h_.mem_l2();
+  } else {
+    fs_l2 = NewFsObjectStore(h_.dir() + "/data/l2", PosixFileSystem());
+    o.object_store = fs_l2.get();
+  }
+  auto l1 = NewMemMetaStore();
+  o.meta_store = l1.get();
+  auto other = Store::Open(o);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_EQ(*(*other)->LookupPrefix("default", fp_, c.keys), 4u);
+  auto got = (*other)->GetBlocks("default", fp_, c.keys);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(got->payload(3), c.payloads[3]));
+}
+
+TEST_P(StoreGuarantees, G4UnpublishedBlocksAreInvisibleAfterACrash) {
+  auto c = MakeChain(3, 5000);
+  auto exec = std::make_unique<ManualExecutor>();
+  StoreOptions o = h_.Options();
+  o.executor = exec.get();
+  Store* s = &h_.Open(o);
+  ASSERT_TRUE(s->PutBlocks("default", fp_, c.Puts(0, 2)).ok());
+  ASSERT_TRUE(s->PublishChain("default", fp_, c.keys[1], c.keys[1]).ok());
+  // Block C is put (acknowledged) but its chain head never is; then the process dies with the
+  // upload still queued.
+  auto hc = s->PutBlocks("default", fp_, c.Puts(2, 3));
+  ASSERT_TRUE(hc.ok());
+  EXPECT_EQ(exec->queued(), 1u);
+  exec->DropAll();
+  h_.Close();
+  exec.reset();
+  s = &h_.Open();
+  EXPECT_EQ(*s->LookupPrefix("default", fp_, c.keys), 2u);
+  EXPECT_TRUE(s->GetBlocks("default", fp_, c.keys).status().IsNotFound());
+  EXPECT_TRUE(s->GetByContentHash("default", (*hc)[0]).status().IsNotFound());  // no trace
+}
+
+TEST_P(StoreGuarantees, G4OrphanThatReachedL2IsReadableByHashButNotByLookup) {
+  auto c = MakeChain(3, 5000);
+  Store* s = &h_.Open();
+  ASSERT_TRUE(s->PutBlocks("default", fp_, c.Puts(0, 2)).ok());
+  ASSERT_TRUE(s->PublishChain("default", fp_, c.keys[1], c.keys[1]).ok());
+  auto hc = s->PutBlocks("default", fp_, c.Puts(2, 3));
+  ASSERT_TRUE(hc.ok());
+  s = &h_.Reopen();  // the upload finished (drained); the head was never written
+  EXPECT_EQ(*s->LookupPrefix("default", fp_, c.keys), 2u);
+  auto orphan = s->GetByContentHash("default", (*hc)[0]);
+  ASSERT_TRUE(orphan.ok()) << orphan.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(orphan->view(), c.payloads[2]));
+  // Publishing a chain through an orphan of a previous process is refused, not half-done.
+  EXPECT_EQ(s->PublishChain("default", fp_, c.tip(), c.tip()).status().code(),
+            Code::kFailedPrecondition);
+}
+
+TEST_P(StoreGuarantees, G5ConcurrentIdenticalPutsConverge) {
+  Store& s = h_.Open();
+  const auto payload = Payload(5, 64 << 10);
+  const BlockKey k = Key(5);
+  std::vector<std::thread> threads;
+  std::vector<ContentHash> seen(8);
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      BlockPut p{k, BlockKey{}, payload};
+      auto r = s.PutBlocks("default", fp_, {&p, 1});
+      if (!r.ok()) {
+        failures++;
+        return;
+      }
+      seen[t] = (*r)[0];
+      if (!s.PublishChain("default", fp_, k, k).ok()) failures++;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  for (const auto& h : seen) EXPECT_EQ(h, seen[0]);
+  auto got = s.GetBlocks("default", fp_, std::vector<BlockKey>{k});
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(std::ranges::equal(got->payload(0), payload));
+  if (GetParam() == Planes::kDisk) {
+    size_t blobs = 0;
+    for (auto& e : std::filesystem::recursive_directory_iterator(h_.dir() + "/data/l2")) {
+      if (e.is_regular_file() && e.path().parent_path().filename() == "blob") ++blobs;
+    }
+    EXPECT_EQ(blobs, 1u);
+  }
+}
+
+TEST_P(StoreGuarantees, G6LastWriterWinsAndEveryPublishIsAVersion) {
+  Store& s = h_.Open();
+  const ChainId id = Key(1000);
+  constexpr int kWriters = 6;
+  std::vector<TestChain> chains;
+  for (int w = 0; w < kWriters; ++w) chains.push_back(MakeChain(3, 512, 10 + w));
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      if (!s.PutBlocks("default", fp_, chains[w].Puts()).ok()) failures++;
+      if (!s.PublishChain("default", fp_, id, chains[w].tip()).ok()) failures++;
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(failures.load(), 0);
+  auto listed = s.ListChains("default");
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].version, static_cast<uint64_t>(kWriters));
+  int winners = 0;
+  for (const auto& c : chains) winners += *s.LookupPrefix("default", fp_, c.keys) == 3;
+  EXPECT_EQ(winners, 1);
+  // L0 agrees with L2 after a restart.
+  Store& r = h_.Reopen();
+  auto after = r.ListChains("default");
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].tip, listed[0].tip);
+  EXPECT_EQ(after[0].version, listed[0].version);
+}
+
+TEST_P(StoreGuarantees, G6CompareAndSwapHasExactlyOneWinnerAndLosersLearnTheTip) {
+  Store& s = h_.Open();
+  const ChainId id = Key(2000);
+  auto base = MakeChain(1, 256, 50);
+  ASSERT_TRUE(s.PutBlocks("default", fp_, base.Puts()).ok());
+  ASSERT_EQ(*s.PublishChain("default", fp_, id, base.tip(), 0), 1u);
+  constexpr int kWriters = 8;
+  std::vector<BlockKey> tips(kWriters);
+  std::vector<int> outcome(kWriters, -1);
+  std::vector<ChainState> seen(kWriters);
+  for (int w = 0; w < kWriters; ++w) {
+    tips[w] = Key(3000 + w);
+    std::vector<uint8_t> p = Payload(3000 + w, 256);
+    BlockPut put{tips[w], base.tip(), p};
+    ASSERT_TRUE(s.PutBlocks("default", fp_, {&put, 1}).ok());
+  }
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      auto r = s.PublishChain("default", fp_, id, tips[w], 1, &seen[w]);
+      outcome[w] = r.ok() ? 1 : (r.status().IsConflict() ? 0 : 2);
+    });
+  }
+  for (auto& t : threads) t.join();
+  int winner = -1, wins = 0;
+  for (int w = 0; w < kWriters; ++w) {
+    EXPECT_NE(outcome[w], 2);
+    if (outcome[w] == 1) {
+      winner = w;
+      ++wins;
+    }
+  }
+  ASSERT_EQ(wins, 1);
+  for (int w = 0; w < kWriters; ++w) {
+    if (w == winner) continue;
+    EXPECT_EQ(seen[w].tip, tips[winner]);
+    EXPECT_EQ(seen[w].version, 2u);
+  }
+  // A stale CAS is refused with the current state.
+  ChainState cur;
+  auto stale = s.PublishChain("default", fp_, id, base.tip(), 1, &cur);
+  EXPECT_TRUE(stale.status().IsConflict());
+  EXPECT_EQ(cur.version, 2u);
+}
+
+TEST_P(StoreGuarantees, G7ChainWithoutSidecarIsASidecarMissNeverWrongBytes) {
+  Store& s = h_.Open();
+  auto c = MakeChain(2, 100);
+  PutAndPublish(s, c);
+  EXPECT_TRUE(s.GetSidecar("default", fp_, c.tip()).status().IsNotFound());
+  const std::vector<uint8_t> tail = Payload(77, 3000);
+  ASSERT_TRUE(s.PutSidecar("default", fp_, c.tip(), tail).ok());
+  auto got = s.GetSidecar("default", fp_, c.tip());
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(std::ranges::equal(got->view(), tail));
+  EXPECT_TRUE(s.GetSidecar("default", fp_, c.keys[0]).status().IsNotFound());
+  EXPECT_TRUE(s.GetSidecar("default", Fp(8), c.tip()).status().IsNotFound());
+}
+
+TEST_P(StoreGuarantees, G8NamespacesAndFingerprintsNeverMix) {
+  Store& s = h_.Open();
+  auto c = MakeChain(4, 700);
+  auto hashes = s.PutBlocks("tenant-a", fp_, c.Puts());
+  ASSERT_TRUE(hashes.ok());
+  ASSERT_TRUE(s.PublishChain("tenant-a", fp_, c.tip(), c.tip()).ok());
+  EXPECT_EQ(*s.LookupPrefix("tenant-a", fp_, c.keys), 4u);
+  EXPECT_EQ(*s.LookupPrefix("tenant-b", fp_, c.keys), 0u);
+  EXPECT_EQ(*s.LookupPrefix("tenant-a", Fp(8), c.keys), 0u);
+  EXPECT_TRUE(s.GetBlocks("tenant-b", fp_, c.keys).status().IsNotFound());
+  EXPECT_TRUE(s.GetBlocks("tenant-a", Fp(8), c.keys).status().IsNotFound());
+  EXPECT_TRUE(s.GetByContentHash("tenant-b", (*hashes)[0]).status().IsNotFound());
+  EXPECT_TRUE(s.GetSidecar("tenant-b", fp_, c.tip()).status().IsNotFound());
+  Store& r = h_.Reopen();
+  EXPECT_EQ(*r.LookupPrefix("tenant-b", fp_, c.keys), 0u);
+  EXPECT_EQ(*r.LookupPrefix("tenant-a", fp_, c.keys), 4u);
+}
+
+TEST_P(StoreGuarantees, G9CorruptBlobIsReportedNeverServed) {
+  Store* s = &h_.Open();
+  auto c = MakeChain(2, 8192);
+  PutAndPublish(*s, c);
+  auto hash = HashPayload(c.payloads[1]);
+  const std::string key = layout::BlobKey("kv", "default", hash);
+  h_.Close();
+  if (GetParam() == Planes::kMemory) {
+    auto obj = h_.mem_l2()->Get(key);
+    ASSERT_TRUE(obj.ok());
+    auto bytes = Buffer::CopyOf(obj->bytes->view());
+    bytes->data()[100] ^= 0x01;
+    ASSERT_TRUE(h_.mem_l2()->Put(key, {bytes->view()}, {}).ok());
+  } else {
+    std::fstream f(h_.dir() + "/data/l2/" + key, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.is_open());
+    f.seekg(100);
+    char ch;
+    f.read(&ch, 1);
+    ch ^= 0x01;
+    f.seekp(100);
+    f.write(&ch, 1);
+  }
+  s = &h_.Open();
+  auto got = s->GetBlocks("default", fp_, c.keys);
+  EXPECT_EQ(got.status().code(), Code::kCorruption) << got.status().ToString();
+  EXPECT_EQ(s->GetByContentHash("default", hash).status().code(), Code::kCorruption);
+  EXPECT_GE(s->Stats().corruptions_detected, 2u);
+  // The uncorrupted block is still served.
+  auto first = s->GetBlocks("default", fp_, std::vector<BlockKey>{c.keys[0]});
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(std::ranges::equal(first->payload(0), c.payloads[0]));
+}
+
+INSTANTIATE_TEST_SUITE_P(Planes, StoreGuarantees, ::testing::Values(Planes::kMemory, Planes::kDisk),
+                         PlanesName);
+
+}  // namespace
+}  // namespace wombatkv::testing

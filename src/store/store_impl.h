@@ -1,0 +1,161 @@
+// StoreImpl: the engine behind Store. It only composes planes; each plane is its own module.
+// The .cc files are split by operation: store_open.cc (open, L1 load, refresh/reconcile),
+// store_write.cc (put, publish, sidecar put), store_read.cc (lookup, get, stats).
+//
+// Locking (always acquired in this order, never the reverse):
+//   publish_stripes_[i]  serialises head changes of chains hashing to stripe i (publish, refresh)
+//   index_mu_            the L0 index (shared for reads, exclusive for changes)
+//   pending_mu_, upload_mu_, ns_mu_   leaf locks, never held while calling out
+// No lock is held across L2 I/O except a publish stripe (one chain's head at a time).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/payload_cache.h"
+#include "index/radix_index.h"
+#include "layout/chain_head.h"
+#include "meta/meta_store.h"
+#include "wombatkv/store.h"
+
+namespace wombatkv {
+
+class StoreImpl final : public Store {
+ public:
+  explicit StoreImpl(const StoreOptions& options);
+  ~StoreImpl() override;
+
+  // Everything Open does after construction: directory lock, planes, L1 load, reconcile.
+  Status Init();
+
+  Result<std::vector<ContentHash>> PutBlocks(std::string_view ns, const Fingerprint& fp,
+                                             std::span<const BlockPut> blocks) override;
+  Result<uint64_t> PublishChain(std::string_view ns, const Fingerprint& fp,
+                                const ChainId& chain_id, const BlockKey& tip,
+                                std::optional<uint64_t> expected_version,
+                                ChainState* current) override;
+  Result<size_t> LookupPrefix(std::string_view ns, const Fingerprint& fp,
+                              std::span<const BlockKey> keys) override;
+  Result<Borrow> GetBlocks(std::string_view ns, const Fingerprint& fp,
+                           std::span<const BlockKey> keys) override;
+  Result<BufferSlice> GetByContentHash(std::string_view ns, const ContentHash& hash) override;
+  Status PutSidecar(std::string_view ns, const Fingerprint& fp, const BlockKey& tip,
+                    ByteView bytes) override;
+  Result<BufferSlice> GetSidecar(std::string_view ns, const Fingerprint& fp,
+                                 const BlockKey& tip) override;
+  Result<RefreshReport> Refresh() override;
+  std::vector<ChainState> ListChains(std::string_view ns) override;
+  Result<std::vector<ChainBlock>> GetChain(std::string_view ns, const Fingerprint& fp,
+                                           const ChainId& chain_id) override;
+  StoreStats Stats() override;
+  std::string DescribeL2() const override { return l2_->Describe(); }
+
+ private:
+  // A block put in this process and not yet published.
+  struct PendingKey {
+    uint32_t ns_id;
+    Fingerprint fp;
+    BlockKey key;
+    bool operator==(const PendingKey&) const = default;
+  };
+  struct PendingKeyHash {
+    size_t operator()(const PendingKey& k) const {
+      return static_cast<size_t>(k.key.Prefix64() ^ k.fp.Prefix64() ^ k.ns_id);
+    }
+  };
+  struct PendingBlock {
+    BlockKey parent;
+    ContentHash hash;
+    uint32_t length = 0;
+  };
+  // One background upload of a blob to L2. Lives in uploads_ until a publish consumes it.
+  struct Upload {
+    Completion done;
+    std::string ns;
+    BufferSlice payload;
+  };
+  struct CacheKeyHash {
+    size_t operator()(const CacheKey& k) const {
+      return static_cast<size_t>(k.hash.Prefix64() ^ k.ns_id);
+    }
+  };
+
+  // --- helpers (store_write.cc) ---
+  void StartUpload(const CacheKey& ck, std::string ns, BufferSlice payload);
+  Status UploadBlob(const std::string& ns, const ContentHash& hash, ByteView payload);
+  Status EnsureDurable(std::string_view ns, const CacheKey& ck);
+  Result<std::vector<ChainEntry>> CollectChain(std::string_view ns, uint32_t ns_id,
+                                               const Fingerprint& fp, const BlockKey& tip);
+  void CompactRedundantHeads(std::string_view ns, const Fingerprint& fp,
+                             const std::vector<ChainEntry>& entries);
+  Status DeleteHead(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id);
+
+  // --- helpers (store_open.cc) ---
+  Status OpenPlanes();
+  Status LoadFromL1(bool* l1_was_empty);
+  // Reads the current head of a chain from L2: nullopt if absent.
+  Result<std::optional<std::pair<std::string, layout::ChainHead>>> ReadHead(
+      std::string_view ns, const Fingerprint& fp, const ChainId& chain_id);
+  // Installs a head in L1 and L0 (REQUIRES: the chain's stripe is held).
+  Status ApplyHead(const layout::ChainHead& head, const std::string& etag,
+                   const std::string& encoded);
+  Status RemoveHeadLocally(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id);
+  Result<std::vector<std::string>> ListNamespacesInL2();
+  Status RefreshNamespace(const std::string& ns, RefreshReport* report);
+
+  // --- shared ---
+  uint32_t NamespaceId(std::string_view ns);
+  std::mutex& StripeFor(const ChainId& chain_id) {
+    return publish_stripes_[chain_id.Prefix64() % publish_stripes_.size()];
+  }
+  void Log(LogLevel level, const std::string& message) const;
+  Result<std::shared_ptr<Buffer>> L2Get(const std::string& key);
+
+  StoreOptions options_;
+  Clock* clock_;
+  FileSystem* fs_;
+  std::unique_ptr<Random> owned_random_;
+  Random* random_;
+  std::unique_ptr<Executor> owned_executor_;
+  Executor* executor_;
+  std::unique_ptr<FileLock> dir_lock_;
+  std::unique_ptr<ObjectStore> owned_l2_;
+  ObjectStore* l2_ = nullptr;
+  std::unique_ptr<MetaStore> owned_l1_;
+  MetaStore* l1_ = nullptr;
+
+  PayloadCache cache_;
+
+  mutable std::shared_mutex index_mu_;
+  RadixIndex index_;  // GUARDED_BY(index_mu_)
+
+  std::mutex ns_mu_;
+  std::unordered_map<std::string, uint32_t> ns_ids_;  // GUARDED_BY(ns_mu_); never shrinks
+
+  std::mutex pending_mu_;
+  std::unordered_map<PendingKey, PendingBlock, PendingKeyHash> pending_;  // GUARDED_BY
+
+  std::mutex upload_mu_;
+  std::unordered_map<CacheKey, std::shared_ptr<Upload>, CacheKeyHash> uploads_;  // GUARDED_BY
+
+  std::array<std::mutex, 64> publish_stripes_;
+  std::mutex refresh_mu_;
+
+  struct Counters {
+    std::atomic<uint64_t> lookups{0}, lookup_keys{0}, lookup_hit_keys{0};
+    std::atomic<uint64_t> puts{0}, put_bytes{0}, publishes{0}, publish_conflicts{0};
+    std::atomic<uint64_t> gets{0}, get_hits{0}, get_misses{0}, get_bytes{0};
+    std::atomic<uint64_t> heads_compacted{0};
+    std::atomic<uint64_t> l2_puts{0}, l2_put_bytes{0}, l2_gets{0}, l2_get_bytes{0}, l2_errors{0};
+    std::atomic<uint64_t> corruptions{0};
+  };
+  mutable Counters counters_;
+};
+
+}  // namespace wombatkv

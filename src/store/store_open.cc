@@ -1,0 +1,335 @@
+// Opening the store (directory lock, planes, L1 → L0) and reconciling with L2 (refresh).
+#include <unistd.h>
+
+#include <cstdio>
+#include <set>
+#include <tuple>
+
+#include "base/check.h"
+#include "layout/object_keys.h"
+#include "store/meta_records.h"
+#include "store/store_impl.h"
+
+namespace wombatkv {
+
+Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
+  auto store = std::make_unique<StoreImpl>(options);
+  WMBT_RETURN_IF_ERROR(store->Init());
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+StoreImpl::StoreImpl(const StoreOptions& options)
+    : options_(options),
+      clock_(options.clock ? options.clock : RealClock()),
+      fs_(options.fs ? options.fs : PosixFileSystem()),
+      owned_random_(options.random ? nullptr : NewSystemRandom()),
+      random_(options.random ? options.random : owned_random_.get()),
+      owned_executor_(options.executor
+                          ? nullptr
+                          : NewThreadPoolExecutor(options.upload_threads, "wombatkv-upload")),
+      executor_(options.executor ? options.executor : owned_executor_.get()),
+      cache_(options.cache_bytes_max) {}
+
+StoreImpl::~StoreImpl() {
+  // Background uploads reference this object: let them finish before the planes go away.
+  executor_->Drain();
+}
+
+void StoreImpl::Log(LogLevel level, const std::string& message) const {
+  if (options_.log) {
+    options_.log(level, message);
+    return;
+  }
+  if (level >= LogLevel::kWarn) std::fprintf(stderr, "wombatkv: %s\n", message.c_str());
+}
+
+uint32_t StoreImpl::NamespaceId(std::string_view ns) {
+  std::lock_guard<std::mutex> g(ns_mu_);
+  auto it = ns_ids_.find(std::string(ns));
+  if (it != ns_ids_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(ns_ids_.size());
+  ns_ids_.emplace(std::string(ns), id);
+  return id;
+}
+
+Result<std::shared_ptr<Buffer>> StoreImpl::L2Get(const std::string& key) {
+  counters_.l2_gets++;
+  auto r = l2_->Get(key);
+  if (!r.ok()) {
+    if (!r.status().IsNotFound()) counters_.l2_errors++;
+    return r.status();
+  }
+  counters_.l2_get_bytes += r->bytes->size();
+  return std::move(r->bytes);
+}
+
+Status StoreImpl::Init() {
+  WMBT_RETURN_IF_ERROR(layout::ValidateL2Prefix(options_.l2_prefix));
+  WMBT_RETURN_IF_ERROR(OpenPlanes());
+  bool l1_was_empty = false;
+  WMBT_RETURN_IF_ERROR(LoadFromL1(&l1_was_empty));
+  auto report = Refresh();
+  if (!report.ok()) {
+    return report.status().WithContext("reconciling the index with L2 (" + l2_->Describe() +
+                                       ")");
+  }
+  if (l1_was_empty && report->chains_added > 0) {
+    Log(LogLevel::kWarn, "L1 was empty or rebuilt: index rebuilt from L2 (" +
+                             std::to_string(report->chains_added) + " chains)");
+  } else if (report->chains_added + report->chains_updated + report->chains_removed > 0) {
+    Log(LogLevel::kInfo, "reconciled with L2: " + std::to_string(report->chains_added) +
+                             " added, " + std::to_string(report->chains_updated) + " updated, " +
+                             std::to_string(report->chains_removed) + " removed");
+  }
+  return Status::Ok();
+}
+
+Status StoreImpl::OpenPlanes() {
+  const std::string& dir = options_.data_dir;
+  if (dir.empty() && (!options_.object_store || !options_.meta_store)) {
+    return Status::InvalidArgument(
+        "no data directory: set WMBT_KV_DATA_DIR (or inject both L1 and L2 planes)");
+  }
+  if (!dir.empty()) {
+    WMBT_RETURN_IF_ERROR(fs_->CreateDirs(dir).WithContext("creating data directory " + dir));
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    auto lock = fs_->LockFile(dir + "/LOCK", "pid " + std::to_string(getpid()) + " on host " +
+                                                 host);
+    if (!lock.ok()) {
+      return Status::FailedPrecondition(
+          "data directory " + dir + " is in use: " + lock.status().message() +
+          "; stop that process or point WMBT_KV_DATA_DIR elsewhere");
+    }
+    dir_lock_ = std::move(lock).value();
+  }
+  if (options_.object_store) {
+    l2_ = options_.object_store;
+  } else {
+    owned_l2_ = NewFsObjectStore(dir + "/l2", fs_);
+    l2_ = owned_l2_.get();
+  }
+  if (options_.meta_store) {
+    l1_ = options_.meta_store;
+    return Status::Ok();
+  }
+  const std::string l1_dir = dir + "/l1";
+  auto meta = OpenRocksDbMetaStore(l1_dir);
+  if (!meta.ok() && meta.status().code() == Code::kCorruption) {
+    Log(LogLevel::kWarn, "L1 at " + l1_dir + " is corrupt (" + meta.status().message() +
+                             "); deleting it and rebuilding the index from L2");
+    WMBT_RETURN_IF_ERROR(fs_->DeleteTree(l1_dir));
+    meta = OpenRocksDbMetaStore(l1_dir);
+  }
+  if (!meta.ok()) return meta.status();
+  owned_l1_ = std::move(meta).value();
+  l1_ = owned_l1_.get();
+  return Status::Ok();
+}
+
+Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
+  auto format = l1_->Get(meta_records::kFormatKey);
+  bool wipe = false;
+  if (format.ok() && *format != meta_records::kFormatValue) {
+    Log(LogLevel::kWarn, "L1 has an unknown format (" + *format + "); rebuilding from L2");
+    wipe = true;
+  } else if (!format.ok() && !format.status().IsNotFound()) {
+    Log(LogLevel::kWarn, "L1 format marker unreadable (" + format.status().ToString() +
+                             "); rebuilding from L2");
+    wipe = true;
+  }
+  *l1_was_empty = !format.ok() || wipe;
+
+  size_t heads = 0;
+  Status bad;
+  if (!wipe) {
+    std::unique_lock<std::shared_mutex> g(index_mu_);
+    Status scan = l1_->Scan(meta_records::kHeadPrefix, [&](std::string_view k, std::string_view v) {
+      auto rec = meta_records::DecodeHeadRecord(k, v);
+      if (!rec.ok()) {
+        bad = rec.status();
+        return false;
+      }
+      const auto& h = rec->head;
+      ChainInfo info{h.chain_id, h.version, rec->etag, h.tip(),
+                     static_cast<uint32_t>(h.entries.size())};
+      index_.PutChain(h.ns, h.fp, info, h.entries);
+      ++heads;
+      return true;
+    });
+    if (bad.ok() && !scan.ok()) bad = scan;
+  }
+  if (!bad.ok()) {
+    Log(LogLevel::kWarn, "L1 is corrupt (" + bad.ToString() + "); rebuilding the index from L2");
+    std::unique_lock<std::shared_mutex> g(index_mu_);
+    std::vector<std::tuple<std::string, Fingerprint, ChainId>> loaded;
+    index_.ForEachChain([&](std::string_view ns, const Fingerprint& fp, const ChainInfo& info) {
+      loaded.emplace_back(std::string(ns), fp, info.chain_id);
+    });
+    for (const auto& [ns, fp, id] : loaded) index_.RemoveChain(ns, fp, id);
+    wipe = true;
+    *l1_was_empty = true;
+  }
+  if (wipe) WMBT_RETURN_IF_ERROR(l1_->DeletePrefix(""));
+  // Blocks put but never published before the last stop are orphans now (G4): they stay
+  // readable by content hash in L2 but are no longer tracked as pending.
+  size_t orphans = 0;
+  WMBT_RETURN_IF_ERROR(l1_->Scan(meta_records::kPendingPrefix,
+                                 [&](std::string_view, std::string_view) {
+                                   ++orphans;
+                                   return true;
+                                 }));
+  if (orphans > 0) {
+    WMBT_RETURN_IF_ERROR(l1_->DeletePrefix(meta_records::kPendingPrefix));
+    Log(LogLevel::kInfo, std::to_string(orphans) +
+                             " blocks put but never published before the last stop are orphans");
+  }
+  MetaWriteBatch b;
+  b.Put(std::string(meta_records::kFormatKey), std::string(meta_records::kFormatValue));
+  return l1_->Write(b, /*sync=*/true);
+}
+
+Result<std::optional<std::pair<std::string, layout::ChainHead>>> StoreImpl::ReadHead(
+    std::string_view ns, const Fingerprint& fp, const ChainId& chain_id) {
+  const std::string key = layout::ChainKey(options_.l2_prefix, ns, fp, chain_id);
+  counters_.l2_gets++;
+  auto obj = l2_->Get(key);
+  if (!obj.ok()) {
+    if (obj.status().IsNotFound()) return std::optional<std::pair<std::string, layout::ChainHead>>();
+    counters_.l2_errors++;
+    return obj.status();
+  }
+  auto head = layout::DecodeChainHead(obj->bytes->view(), key);
+  if (!head.ok()) {
+    counters_.corruptions++;
+    return head.status();
+  }
+  if (head->ns != ns || head->fp != fp || head->chain_id != chain_id) {
+    counters_.corruptions++;
+    return Status::Corruption("chain head " + key + " describes another chain");
+  }
+  return std::optional<std::pair<std::string, layout::ChainHead>>(
+      std::make_pair(obj->etag, std::move(head).value()));
+}
+
+Status StoreImpl::ApplyHead(const layout::ChainHead& head, const std::string& etag,
+                            const std::string& encoded) {
+  MetaWriteBatch b;
+  b.Put(meta_records::HeadKey(head.ns, head.fp, head.chain_id),
+        meta_records::EncodeHeadValue(etag, encoded));
+  WMBT_RETURN_IF_ERROR(l1_->Write(b, /*sync=*/false));
+  ChainInfo info{head.chain_id, head.version, etag, head.tip(),
+                 static_cast<uint32_t>(head.entries.size())};
+  std::unique_lock<std::shared_mutex> g(index_mu_);
+  index_.PutChain(head.ns, head.fp, info, head.entries);
+  return Status::Ok();
+}
+
+Status StoreImpl::RemoveHeadLocally(std::string_view ns, const Fingerprint& fp,
+                                    const ChainId& chain_id) {
+  MetaWriteBatch b;
+  b.Delete(meta_records::HeadKey(ns, fp, chain_id));
+  WMBT_RETURN_IF_ERROR(l1_->Write(b, /*sync=*/false));
+  std::unique_lock<std::shared_mutex> g(index_mu_);
+  index_.RemoveChain(ns, fp, chain_id);
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> StoreImpl::ListNamespacesInL2() {
+  std::vector<std::string> out;
+  const std::string prefix = layout::NamespacesPrefix(options_.l2_prefix);
+  std::string token;
+  for (size_t pages = 0;; ++pages) {
+    WMBT_CHECK(pages < (1u << 24));  // bounded: a listing always makes progress
+    WMBT_ASSIGN_OR_RETURN(ListPage page, l2_->List(prefix, "/", token, 1000));
+    for (const auto& dir : page.common_prefixes) {
+      if (auto ns = layout::ParseNamespaceDir(options_.l2_prefix, dir)) out.push_back(*ns);
+    }
+    if (page.next_token.empty()) break;
+    token = page.next_token;
+  }
+  return out;
+}
+
+Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report) {
+  using Id = std::tuple<Fingerprint, ChainId>;
+  std::set<Id> listed;
+  const std::string prefix = layout::ChainsPrefix(options_.l2_prefix, ns);
+  std::string token;
+  for (size_t pages = 0;; ++pages) {
+    WMBT_CHECK(pages < (1u << 24));
+    WMBT_ASSIGN_OR_RETURN(ListPage page, l2_->List(prefix, "", token, 1000));
+    for (const ObjectInfo& obj : page.objects) {
+      auto name = layout::ParseChainKey(prefix, obj.key);
+      if (!name) {
+        Log(LogLevel::kWarn, "ignoring object outside the layout: " + obj.key);
+        continue;
+      }
+      ++report->heads_listed;
+      listed.emplace(name->fp, name->chain_id);
+      std::optional<ChainInfo> known;
+      {
+        std::shared_lock<std::shared_mutex> g(index_mu_);
+        known = index_.GetChain(ns, name->fp, name->chain_id);
+      }
+      if (known && known->etag == obj.etag) continue;
+      // Changed or new: re-read under the chain's stripe so a concurrent publish in this process
+      // is never overwritten by the older listing.
+      std::lock_guard<std::mutex> stripe(StripeFor(name->chain_id));
+      auto current = ReadHead(ns, name->fp, name->chain_id);
+      if (!current.ok()) {
+        if (current.status().code() != Code::kCorruption) return current.status();
+        Log(LogLevel::kError, current.status().message() + " — chain ignored (run wombatkv audit)");
+        WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, name->fp, name->chain_id));
+        continue;
+      }
+      if (!current->has_value()) continue;  // deleted since the listing
+      const auto& [etag, head] = **current;
+      std::optional<ChainInfo> now;
+      {
+        std::shared_lock<std::shared_mutex> g(index_mu_);
+        now = index_.GetChain(ns, name->fp, name->chain_id);
+      }
+      if (now && now->etag == etag) continue;
+      WMBT_RETURN_IF_ERROR(ApplyHead(head, etag, layout::EncodeChainHead(head)));
+      ++(now ? report->chains_updated : report->chains_added);
+    }
+    if (page.next_token.empty()) break;
+    token = page.next_token;
+  }
+  // Chains this process knows in `ns` that L2 no longer has: L2 wins.
+  std::vector<Id> gone;
+  {
+    std::shared_lock<std::shared_mutex> g(index_mu_);
+    index_.ForEachChain([&](std::string_view cns, const Fingerprint& fp, const ChainInfo& info) {
+      if (cns == ns && !listed.count({fp, info.chain_id})) gone.emplace_back(fp, info.chain_id);
+    });
+  }
+  for (const auto& [fp, chain_id] : gone) {
+    std::lock_guard<std::mutex> stripe(StripeFor(chain_id));
+    auto head = l2_->Head(layout::ChainKey(options_.l2_prefix, ns, fp, chain_id));
+    if (head.ok()) continue;  // published after the listing
+    if (!head.status().IsNotFound()) return head.status();
+    WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, fp, chain_id));
+    ++report->chains_removed;
+  }
+  return Status::Ok();
+}
+
+Result<RefreshReport> StoreImpl::Refresh() {
+  std::lock_guard<std::mutex> g(refresh_mu_);
+  RefreshReport report;
+  WMBT_ASSIGN_OR_RETURN(std::vector<std::string> namespaces, ListNamespacesInL2());
+  std::set<std::string> in_l2(namespaces.begin(), namespaces.end());
+  // Namespaces only this process knows (all their heads vanished from L2) are refreshed too.
+  {
+    std::shared_lock<std::shared_mutex> l(index_mu_);
+    index_.ForEachChain([&](std::string_view ns, const Fingerprint&, const ChainInfo&) {
+      in_l2.emplace(ns);
+    });
+  }
+  for (const std::string& ns : in_l2) WMBT_RETURN_IF_ERROR(RefreshNamespace(ns, &report));
+  return report;
+}
+
+}  // namespace wombatkv

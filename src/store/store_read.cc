@@ -1,0 +1,177 @@
+// The read path: lookups (L0 only), gets (L0 → RAM cache → L2, verified), listings and stats.
+#include <algorithm>
+#include <tuple>
+
+#include "base/limits.h"
+#include "layout/envelope.h"
+#include "layout/object_keys.h"
+#include "store/store_impl.h"
+
+namespace wombatkv {
+
+Result<size_t> StoreImpl::LookupPrefix(std::string_view ns, const Fingerprint& fp,
+                                       std::span<const BlockKey> keys) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  if (keys.size() > limits::kLookupKeysMax) {
+    return Status::InvalidArgument("lookup of " + std::to_string(keys.size()) +
+                                   " keys (max " + std::to_string(limits::kLookupKeysMax) + ")");
+  }
+  size_t matched;
+  {
+    std::shared_lock<std::shared_mutex> g(index_mu_);
+    matched = index_.LookupPrefix(ns, fp, keys);
+  }
+  counters_.lookups.fetch_add(1, std::memory_order_relaxed);
+  counters_.lookup_keys.fetch_add(keys.size(), std::memory_order_relaxed);
+  counters_.lookup_hit_keys.fetch_add(matched, std::memory_order_relaxed);
+  return matched;
+}
+
+Result<Borrow> StoreImpl::GetBlocks(std::string_view ns, const Fingerprint& fp,
+                                    std::span<const BlockKey> keys) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  if (keys.size() > limits::kLookupKeysMax) {
+    return Status::InvalidArgument("get of " + std::to_string(keys.size()) + " keys (max " +
+                                   std::to_string(limits::kLookupKeysMax) + ")");
+  }
+  counters_.gets++;
+  std::vector<BlockMeta> metas(keys.size());
+  size_t matched;
+  {
+    std::shared_lock<std::shared_mutex> g(index_mu_);
+    matched = index_.Resolve(ns, fp, keys, metas);
+  }
+  if (matched < keys.size()) {
+    counters_.get_misses++;
+    return Status::NotFound("block " + std::to_string(matched) + " (" +
+                            keys[matched].ToHex().substr(0, 16) + "…) is not in a published chain");
+  }
+  std::vector<BufferSlice> slices;
+  slices.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto got = GetByContentHash(ns, metas[i].hash);
+    if (!got.ok()) {
+      if (got.status().IsNotFound()) {
+        counters_.get_misses++;
+        return Status::NotFound("blob " + metas[i].hash.ToHex() + " of block " +
+                                std::to_string(i) + " is missing from L2 (run wombatkv audit)");
+      }
+      return got.status();
+    }
+    if (got->size != metas[i].length) {
+      counters_.corruptions++;
+      return Status::Corruption("blob " + metas[i].hash.ToHex() + " is " +
+                                std::to_string(got->size) + " bytes, its chain head says " +
+                                std::to_string(metas[i].length));
+    }
+    slices.push_back(std::move(got).value());
+  }
+  counters_.get_hits++;
+  Borrow borrow(std::move(slices));
+  counters_.get_bytes += borrow.total_bytes();
+  return borrow;
+}
+
+Result<BufferSlice> StoreImpl::GetByContentHash(std::string_view ns, const ContentHash& hash) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  const CacheKey ck{NamespaceId(ns), hash};
+  if (auto hit = cache_.Lookup(ck)) return std::move(*hit);
+  const std::string key = layout::BlobKey(options_.l2_prefix, ns, hash);
+  WMBT_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> object, L2Get(key));
+  auto payload = layout::DecodeVerified(layout::EnvelopeKind::kBlob, std::move(object), hash, key);
+  if (!payload.ok()) {
+    counters_.corruptions++;
+    return payload.status();
+  }
+  return cache_.Insert(ck, std::move(payload).value(), /*pin=*/false);
+}
+
+Result<BufferSlice> StoreImpl::GetSidecar(std::string_view ns, const Fingerprint& fp,
+                                          const BlockKey& tip) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  const std::string key = layout::SidecarKey(options_.l2_prefix, ns, fp, tip);
+  WMBT_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> object, L2Get(key));
+  auto env = layout::DecodeEnvelope(layout::EnvelopeKind::kSidecar, std::move(object), key);
+  if (env.ok() && HashPayload(env->payload.view()) != env->hash) {
+    env = Status::Corruption(key + ": sidecar bytes do not hash to the hash in their envelope");
+  }
+  if (!env.ok()) {
+    counters_.corruptions++;
+    return env.status();
+  }
+  return std::move(env->payload);
+}
+
+std::vector<ChainState> StoreImpl::ListChains(std::string_view ns) {
+  std::vector<ChainState> out;
+  {
+    std::shared_lock<std::shared_mutex> g(index_mu_);
+    index_.ForEachChain([&](std::string_view cns, const Fingerprint& fp, const ChainInfo& info) {
+      if (!ns.empty() && cns != ns) return;
+      out.push_back(ChainState{std::string(cns), fp, info.chain_id, info.tip, info.version,
+                               info.length});
+    });
+  }
+  std::sort(out.begin(), out.end(), [](const ChainState& a, const ChainState& b) {
+    return std::tie(a.ns, a.fp, a.chain_id) < std::tie(b.ns, b.fp, b.chain_id);
+  });
+  return out;
+}
+
+Result<std::vector<ChainBlock>> StoreImpl::GetChain(std::string_view ns, const Fingerprint& fp,
+                                                    const ChainId& chain_id) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  std::vector<ChainEntry> entries;
+  {
+    std::shared_lock<std::shared_mutex> g(index_mu_);
+    entries = index_.ChainEntries(ns, fp, chain_id);
+  }
+  if (entries.empty()) return Status::NotFound("chain " + chain_id.ToHex() + " is not published");
+  std::vector<ChainBlock> out;
+  out.reserve(entries.size());
+  for (const auto& e : entries) out.push_back(ChainBlock{e.key, e.hash, e.length});
+  return out;
+}
+
+StoreStats StoreImpl::Stats() {
+  StoreStats s;
+  {
+    std::shared_lock<std::shared_mutex> g(index_mu_);
+    s.l0_blocks = index_.block_count();
+    s.l0_chains = index_.chain_count();
+    s.l0_memory_bytes = index_.MemoryBytes();
+  }
+  const CacheStats c = cache_.Stats();
+  s.cache_bytes = c.bytes;
+  s.cache_entries = c.entries;
+  s.cache_pinned_bytes = c.pinned_bytes;
+  s.cache_hits = c.hits;
+  s.cache_misses = c.misses;
+  s.cache_evictions = c.evictions;
+  {
+    std::lock_guard<std::mutex> g(pending_mu_);
+    s.pending_blocks = pending_.size();
+  }
+  const Counters& k = counters_;
+  s.lookups = k.lookups;
+  s.lookup_keys = k.lookup_keys;
+  s.lookup_hit_keys = k.lookup_hit_keys;
+  s.puts = k.puts;
+  s.put_bytes = k.put_bytes;
+  s.publishes = k.publishes;
+  s.publish_conflicts = k.publish_conflicts;
+  s.gets = k.gets;
+  s.get_hits = k.get_hits;
+  s.get_misses = k.get_misses;
+  s.get_bytes = k.get_bytes;
+  s.heads_compacted = k.heads_compacted;
+  s.l2_puts = k.l2_puts;
+  s.l2_put_bytes = k.l2_put_bytes;
+  s.l2_gets = k.l2_gets;
+  s.l2_get_bytes = k.l2_get_bytes;
+  s.l2_errors = k.l2_errors;
+  s.corruptions_detected = k.corruptions;
+  return s;
+}
+
+}  // namespace wombatkv

@@ -1,0 +1,128 @@
+// Restart, L1 loss and corruption, directory ownership and cross-process refresh (G3, G11).
+#include <filesystem>
+#include <fstream>
+
+#include "store/store_test_util.h"
+
+namespace wombatkv::testing {
+namespace {
+
+const Fingerprint kFp = Fp(3);
+
+void PutAndPublish(Store& s, const TestChain& c, std::string_view ns = "default") {
+  ASSERT_TRUE(s.PutBlocks(ns, kFp, c.Puts()).ok());
+  auto v = s.PublishChain(ns, kFp, c.tip(), c.tip());
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+}
+
+bool LogMentions(const StoreHarness& h, std::string_view what) {
+  for (const auto& line : h.log()) {
+    if (line.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(StoreRestart, G3ChainsComeBackWhenL1IsDeleted) {
+  StoreHarness h(Planes::kDisk);
+  auto a = MakeChain(6, 3000, 1), b = MakeChain(3, 3000, 2);
+  PutAndPublish(h.Open(), a);
+  PutAndPublish(h.store(), b, "other");
+  h.Close();
+  std::filesystem::remove_all(h.dir() + "/data/l1");
+  Store& s = h.Open();
+  EXPECT_EQ(*s.LookupPrefix("default", kFp, a.keys), 6u);
+  EXPECT_EQ(*s.LookupPrefix("other", kFp, b.keys), 3u);
+  auto got = s.GetBlocks("default", kFp, a.keys);
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(std::ranges::equal(got->payload(5), a.payloads[5]));
+  EXPECT_TRUE(LogMentions(h, "rebuilt from L2"));
+}
+
+TEST(StoreRestart, G3ChainsComeBackWhenL1IsCorrupt) {
+  StoreHarness h(Planes::kDisk);
+  auto a = MakeChain(4, 1000, 1);
+  PutAndPublish(h.Open(), a);
+  h.Close();
+  {
+    std::ofstream f(h.dir() + "/data/l1/CURRENT", std::ios::trunc);
+    f << "garbage";
+  }
+  Store& s = h.Open();
+  EXPECT_EQ(*s.LookupPrefix("default", kFp, a.keys), 4u);
+  EXPECT_TRUE(LogMentions(h, "L1"));
+}
+
+TEST(StoreRestart, ReopenLoadsFromL1WithoutChangingAnything) {
+  StoreHarness h(Planes::kDisk);
+  auto a = MakeChain(10, 100, 1);
+  PutAndPublish(h.Open(), a);
+  auto before = h.store().ListChains("");
+  Store& s = h.Reopen();
+  auto after = s.ListChains("");
+  ASSERT_EQ(after.size(), before.size());
+  EXPECT_EQ(after[0].version, before[0].version);
+  EXPECT_EQ(after[0].tip, before[0].tip);
+  EXPECT_FALSE(LogMentions(h, "rebuilt"));
+}
+
+TEST(StoreRestart, L2WinsOverAStaleL1) {
+  // A chain removed from L2 while this process was down disappears from the index on open.
+  StoreHarness h(Planes::kMemory);
+  auto a = MakeChain(2, 100, 1);
+  PutAndPublish(h.Open(), a);
+  h.Close();
+  auto listing = h.mem_l2()->List("kv/default/wombatkv/v1/chain/", "", "", 1000);
+  ASSERT_TRUE(listing.ok());
+  ASSERT_EQ(listing->objects.size(), 1u);
+  ASSERT_TRUE(h.mem_l2()->Delete(listing->objects[0].key).ok());
+  Store& s = h.Open();
+  EXPECT_EQ(*s.LookupPrefix("default", kFp, a.keys), 0u);
+}
+
+TEST(StoreRestart, SecondOpenerOfADataDirectoryGetsAClearError) {
+  StoreHarness h(Planes::kDisk);
+  h.Open();
+  auto second = Store::Open(h.Options());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(second.status().message().find("pid "), std::string::npos)
+      << second.status().message();
+  EXPECT_NE(second.status().message().find("in use"), std::string::npos);
+}
+
+TEST(StoreRefresh, G11AnotherProcessPublishIsVisibleAfterRefresh) {
+  TempDir shared;
+  auto l2_a = NewFsObjectStore(shared.path() + "/bucket", PosixFileSystem());
+  auto l2_b = NewFsObjectStore(shared.path() + "/bucket", PosixFileSystem());
+  StoreOptions oa, ob;
+  oa.data_dir = shared.path() + "/host-a";
+  ob.data_dir = shared.path() + "/host-b";
+  oa.object_store = l2_a.get();
+  ob.object_store = l2_b.get();
+  auto a = Store::Open(oa);
+  auto b = Store::Open(ob);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto c = MakeChain(3, 500, 4);
+  PutAndPublish(**a, c);
+  EXPECT_EQ(*(*b)->LookupPrefix("default", kFp, c.keys), 0u);  // not yet: no refresh
+  auto report = (*b)->Refresh();
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->chains_added, 1u);
+  EXPECT_EQ(*(*b)->LookupPrefix("default", kFp, c.keys), 3u);
+  auto got = (*b)->GetBlocks("default", kFp, c.keys);
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(std::ranges::equal(got->payload(2), c.payloads[2]));
+  // A extends the chain: the old head is compacted away; B follows after refresh.
+  auto longer = MakeChain(5, 500, 4);
+  ASSERT_TRUE((*a)->PutBlocks("default", kFp, longer.Puts(3)).ok());
+  ASSERT_TRUE((*a)->PublishChain("default", kFp, longer.tip(), longer.tip()).ok());
+  report = (*b)->Refresh();
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->chains_added, 1u);
+  EXPECT_EQ(report->chains_removed, 1u);
+  EXPECT_EQ(*(*b)->LookupPrefix("default", kFp, longer.keys), 5u);
+  EXPECT_EQ(*(*b)->LookupPrefix("default", kFp, c.keys), 3u);
+}
+
+}  // namespace
+}  // namespace wombatkv::testing

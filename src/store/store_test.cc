@@ -1,0 +1,138 @@
+// The store's API contract: argument checking, chains built from parents, compaction, listing.
+#include "store/store_test_util.h"
+
+namespace wombatkv::testing {
+namespace {
+
+const Fingerprint kFp = Fp(1);
+
+class StoreApi : public ::testing::Test {
+ protected:
+  StoreHarness h_{Planes::kMemory};
+  Store& s_ = h_.Open();
+};
+
+TEST_F(StoreApi, BadNamespaceIsRejectedByEveryOperation) {
+  auto c = MakeChain(1, 10);
+  for (std::string_view ns : {"", "..", "a/b", "white space"}) {
+    EXPECT_EQ(s_.PutBlocks(ns, kFp, c.Puts()).status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(s_.LookupPrefix(ns, kFp, c.keys).status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(s_.GetBlocks(ns, kFp, c.keys).status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(s_.PublishChain(ns, kFp, c.tip(), c.tip()).status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(s_.PutSidecar(ns, kFp, c.tip(), c.payloads[0]).code(), Code::kInvalidArgument);
+  }
+}
+
+TEST_F(StoreApi, EmptyBatchZeroKeyAndSelfParentAreInvalid) {
+  EXPECT_EQ(s_.PutBlocks("default", kFp, {}).status().code(), Code::kInvalidArgument);
+  std::vector<uint8_t> p(10);
+  BlockPut zero{BlockKey{}, BlockKey{}, p};
+  EXPECT_EQ(s_.PutBlocks("default", kFp, {&zero, 1}).status().code(), Code::kInvalidArgument);
+  BlockPut self{Key(1), Key(1), p};
+  EXPECT_EQ(s_.PutBlocks("default", kFp, {&self, 1}).status().code(), Code::kInvalidArgument);
+}
+
+TEST_F(StoreApi, OversizedPayloadIsRejectedBeforeItIsRead) {
+  uint8_t one = 0;
+  // The size is checked before the bytes are touched, so this view is never dereferenced.
+  BlockPut huge{Key(1), BlockKey{}, ByteView(&one, (256ull << 20) + 1)};
+  auto r = s_.PutBlocks("default", kFp, {&huge, 1});
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("max"), std::string::npos);
+}
+
+TEST_F(StoreApi, PublishOfAChainWithAnUnknownAncestorFails) {
+  std::vector<uint8_t> p(10);
+  BlockPut orphan{Key(2), Key(1), p};  // parent Key(1) never put
+  ASSERT_TRUE(s_.PutBlocks("default", kFp, {&orphan, 1}).ok());
+  auto r = s_.PublishChain("default", kFp, Key(2), Key(2));
+  EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find(Key(1).ToHex()), std::string::npos);
+  EXPECT_EQ(*s_.LookupPrefix("default", kFp, std::vector<BlockKey>{Key(1), Key(2)}), 0u);
+}
+
+TEST_F(StoreApi, PublishContinuesAnAlreadyPublishedPrefix) {
+  auto c = MakeChain(6, 100);
+  ASSERT_TRUE(s_.PutBlocks("default", kFp, c.Puts(0, 3)).ok());
+  ASSERT_TRUE(s_.PublishChain("default", kFp, Key(500), c.keys[2]).ok());
+  ASSERT_TRUE(s_.PutBlocks("default", kFp, c.Puts(3)).ok());
+  ASSERT_TRUE(s_.PublishChain("default", kFp, Key(501), c.tip()).ok());
+  EXPECT_EQ(*s_.LookupPrefix("default", kFp, c.keys), 6u);
+  auto chain = s_.GetChain("default", kFp, Key(501));
+  ASSERT_TRUE(chain.ok());
+  ASSERT_EQ(chain->size(), 6u);
+  EXPECT_EQ((*chain)[0].key, c.keys[0]);
+  EXPECT_EQ((*chain)[5].hash, HashPayload(c.payloads[5]));
+}
+
+TEST_F(StoreApi, ResavingALongerChainCompactsTheRedundantHead) {
+  // Engines re-save the whole chain each turn with the tip as chain id (the C ABI does).
+  auto c = MakeChain(8, 100);
+  for (size_t n : {2u, 5u, 8u}) {
+    ASSERT_TRUE(s_.PutBlocks("default", kFp, c.Puts(0, n)).ok());
+    ASSERT_TRUE(s_.PublishChain("default", kFp, c.keys[n - 1], c.keys[n - 1]).ok());
+  }
+  auto chains = s_.ListChains("default");
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_EQ(chains[0].tip, c.tip());
+  EXPECT_EQ(s_.Stats().heads_compacted, 2u);
+  EXPECT_EQ(*s_.LookupPrefix("default", kFp, std::span(c.keys).first(5)), 5u);
+  Store& r = h_.Reopen();
+  EXPECT_EQ(r.ListChains("default").size(), 1u);
+  EXPECT_EQ(*r.LookupPrefix("default", kFp, c.keys), 8u);
+}
+
+TEST_F(StoreApi, ExplicitlyNamedChainsAreNeverCompacted) {
+  auto c = MakeChain(4, 100);
+  ASSERT_TRUE(s_.PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_TRUE(s_.PublishChain("default", kFp, Key(900), c.keys[1]).ok());
+  ASSERT_TRUE(s_.PublishChain("default", kFp, Key(901), c.tip()).ok());
+  EXPECT_EQ(s_.ListChains("default").size(), 2u);
+}
+
+TEST_F(StoreApi, GetIsAllOrNothing) {
+  auto c = MakeChain(3, 100);
+  ASSERT_TRUE(s_.PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_TRUE(s_.PublishChain("default", kFp, c.tip(), c.tip()).ok());
+  std::vector<BlockKey> keys = c.keys;
+  keys.push_back(Key(12345));
+  auto r = s_.GetBlocks("default", kFp, keys);
+  EXPECT_TRUE(r.status().IsNotFound());
+  EXPECT_EQ(*s_.LookupPrefix("default", kFp, keys), 3u);
+}
+
+TEST_F(StoreApi, BorrowKeepsBytesValidAfterTheCacheEvictsThem) {
+  StoreHarness small(Planes::kMemory);
+  StoreOptions o = small.Options();
+  o.cache_bytes_max = 4096;
+  Store& s = small.Open(o);
+  auto c = MakeChain(4, 3000);
+  ASSERT_TRUE(s.PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_TRUE(s.PublishChain("default", kFp, c.tip(), c.tip()).ok());
+  auto borrow = s.GetBlocks("default", kFp, c.keys);
+  ASSERT_TRUE(borrow.ok());
+  auto other = MakeChain(4, 3000, 9);
+  ASSERT_TRUE(s.PutBlocks("default", kFp, other.Puts()).ok());
+  ASSERT_TRUE(s.PublishChain("default", kFp, other.tip(), other.tip()).ok());
+  ASSERT_TRUE(s.GetBlocks("default", kFp, other.keys).ok());
+  for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(std::ranges::equal(borrow->payload(i), c.payloads[i]));
+}
+
+TEST_F(StoreApi, StatsCountOperations) {
+  auto c = MakeChain(2, 100);
+  ASSERT_TRUE(s_.PutBlocks("default", kFp, c.Puts()).ok());
+  EXPECT_EQ(s_.Stats().pending_blocks, 2u);
+  ASSERT_TRUE(s_.PublishChain("default", kFp, c.tip(), c.tip()).ok());
+  ASSERT_TRUE(s_.LookupPrefix("default", kFp, c.keys).ok());
+  StoreStats st = s_.Stats();
+  EXPECT_EQ(st.puts, 2u);
+  EXPECT_EQ(st.put_bytes, 200u);
+  EXPECT_EQ(st.publishes, 1u);
+  EXPECT_EQ(st.pending_blocks, 0u);
+  EXPECT_EQ(st.l0_blocks, 2u);
+  EXPECT_EQ(st.l0_chains, 1u);
+  EXPECT_EQ(st.lookup_hit_keys, 2u);
+}
+
+}  // namespace
+}  // namespace wombatkv::testing

@@ -1,0 +1,174 @@
+// Test helpers for the store: deterministic keys and payloads, temp directories, and a store
+// "harness" that can be closed and reopened (a restart) on the same planes.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/blake3_hash.h"
+#include "meta/meta_store.h"
+#include "wombatkv/object_store.h"
+#include "wombatkv/store.h"
+
+namespace wombatkv::testing {
+
+inline BlockKey Key(uint64_t i, uint64_t salt = 0) {
+  uint64_t in[2] = {i, salt};
+  auto d = Blake3({reinterpret_cast<const uint8_t*>(in), sizeof in});
+  return BlockKey::FromBytes(d);
+}
+
+inline std::vector<uint8_t> Payload(uint64_t i, size_t size) {
+  std::vector<uint8_t> p(size);
+  uint64_t x = i * 0x9e3779b97f4a7c15ull + 1;
+  for (auto& b : p) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    b = static_cast<uint8_t>(x);
+  }
+  return p;
+}
+
+inline Fingerprint Fp(uint8_t v) {
+  Fingerprint f;
+  f.bytes.fill(v);
+  return f;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "wombatkv-test-XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Holds a chain of blocks for a test: keys, parents (root's is zero) and payloads.
+struct TestChain {
+  std::vector<BlockKey> keys;
+  std::vector<std::vector<uint8_t>> payloads;
+  std::vector<BlockPut> Puts(size_t from = 0, size_t to = SIZE_MAX) const {
+    std::vector<BlockPut> out;
+    for (size_t i = from; i < std::min(to, keys.size()); ++i) {
+      out.push_back(BlockPut{keys[i], i ? keys[i - 1] : BlockKey{}, payloads[i]});
+    }
+    return out;
+  }
+  const BlockKey& tip() const { return keys.back(); }
+};
+
+inline TestChain MakeChain(size_t n, size_t block_bytes, uint64_t salt = 0) {
+  TestChain c;
+  for (size_t i = 0; i < n; ++i) {
+    c.keys.push_back(Key(i, salt));
+    c.payloads.push_back(Payload(i + salt * 1000003, block_bytes));
+  }
+  return c;
+}
+
+// An executor that queues tasks and runs them only when asked: lets a test "crash" a store
+// before its background uploads run.
+class ManualExecutor final : public Executor {
+ public:
+  void Submit(std::function<void()> task) override { queue_.push_back(std::move(task)); }
+  Status Await(const Completion& c) override {
+    while (!c.done()) {
+      if (queue_.empty()) return Status::Internal("nothing can complete the awaited task");
+      RunOne();
+    }
+    return Status::Ok();
+  }
+  void Drain() override {
+    if (!dropping_) while (!queue_.empty()) RunOne();
+  }
+  // Simulates a crash: queued work is lost.
+  void DropAll() {
+    queue_.clear();
+    dropping_ = true;
+  }
+  size_t queued() const { return queue_.size(); }
+
+ private:
+  void RunOne() {
+    auto t = std::move(queue_.front());
+    queue_.pop_front();
+    t();
+  }
+  std::deque<std::function<void()>> queue_;
+  bool dropping_ = false;
+};
+
+// Where the planes live for a test: in memory (shared across reopen), or real disk (a temp data
+// directory with RocksDB L1 and the local-directory L2).
+enum class Planes { kMemory, kDisk };
+
+class StoreHarness {
+ public:
+  explicit StoreHarness(Planes planes) : planes_(planes) {
+    if (planes == Planes::kMemory) {
+      l2_ = NewMemObjectStore();
+      l1_ = NewMemMetaStore();
+    }
+  }
+  StoreOptions Options() {
+    StoreOptions o;
+    if (planes_ == Planes::kMemory) {
+      o.object_store = l2_.get();
+      o.meta_store = l1_.get();
+    } else {
+      o.data_dir = dir_.path() + "/data";
+    }
+    o.cache_bytes_max = 64 << 20;
+    o.upload_threads = 2;
+    o.log = [this](LogLevel, const std::string& m) { log_.push_back(m); };
+    return o;
+  }
+  Store& Open(StoreOptions o) {
+    store_.reset();
+    auto s = Store::Open(o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(s).value();
+    return *store_;
+  }
+  Store& Open() { return Open(Options()); }
+  Store& Reopen() {
+    store_.reset();
+    return Open();
+  }
+  void Close() { store_.reset(); }
+  Store& store() { return *store_; }
+  const std::string& dir() const { return dir_.path(); }
+  const std::vector<std::string>& log() const { return log_; }
+  ObjectStore* mem_l2() { return l2_.get(); }
+
+ private:
+  Planes planes_;
+  TempDir dir_;
+  std::unique_ptr<ObjectStore> l2_;
+  std::unique_ptr<MetaStore> l1_;
+  std::unique_ptr<Store> store_;
+  std::vector<std::string> log_;
+};
+
+inline std::string PlanesName(const ::testing::TestParamInfo<Planes>& info) {
+  return info.param == Planes::kMemory ? "Memory" : "Disk";
+}
+
+}  // namespace wombatkv::testing

@@ -1,0 +1,345 @@
+// The write path: PutBlocks (hash, cache, L1 pending record, background upload), PublishChain
+// (wait for durability, write the head, L1, L0) and sidecar puts.
+#include <algorithm>
+
+#include "base/check.h"
+#include "base/limits.h"
+#include "layout/envelope.h"
+#include "layout/object_keys.h"
+#include "store/meta_records.h"
+#include "store/store_impl.h"
+
+namespace wombatkv {
+namespace {
+constexpr uint32_t kPublishAttemptsMax = 16;
+constexpr uint64_t kRetryBackoffMicros = 2000;
+
+std::string ShortHex(const BlockKey& k) { return k.ToHex().substr(0, 16) + "…"; }
+}  // namespace
+
+Result<std::vector<ContentHash>> StoreImpl::PutBlocks(std::string_view ns, const Fingerprint& fp,
+                                                      std::span<const BlockPut> blocks) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  if (blocks.empty()) return Status::InvalidArgument("PutBlocks: empty batch");
+  if (blocks.size() > limits::kBatchBlocksMax) {
+    return Status::InvalidArgument("PutBlocks: " + std::to_string(blocks.size()) +
+                                   " blocks in one batch (max " +
+                                   std::to_string(limits::kBatchBlocksMax) + ")");
+  }
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const BlockPut& b = blocks[i];
+    if (b.payload.size() > limits::kBlockBytesMax) {
+      return Status::InvalidArgument("block " + std::to_string(i) + " is " +
+                                     std::to_string(b.payload.size()) + " bytes (max " +
+                                     std::to_string(limits::kBlockBytesMax) + ")");
+    }
+    if (b.key.IsZero()) return Status::InvalidArgument("block " + std::to_string(i) + ": zero key");
+    if (b.key == b.parent) {
+      return Status::InvalidArgument("block " + std::to_string(i) + " is its own parent");
+    }
+  }
+  const uint32_t ns_id = NamespaceId(ns);
+  const uint64_t now_us = clock_->WallMicros();
+  std::vector<ContentHash> hashes;
+  hashes.reserve(blocks.size());
+  MetaWriteBatch batch;
+  for (const BlockPut& b : blocks) {
+    // Copy first, then hash the copy: the bytes we name are exactly the bytes we keep, even if
+    // the caller changes its buffer concurrently.
+    auto buf = Buffer::CopyOf(b.payload);
+    const ContentHash hash = HashPayload(buf->view());
+    hashes.push_back(hash);
+    const CacheKey ck{ns_id, hash};
+    BufferSlice slice{buf, buf->data(), buf->size()};
+    // Pinned until its upload is durable (C1): the upload reads these bytes.
+    BufferSlice cached = cache_.Insert(ck, std::move(slice), /*pin=*/true);
+    StartUpload(ck, std::string(ns), std::move(cached));
+    batch.Put(meta_records::PendingKey(ns, fp, b.key),
+              meta_records::EncodePending({b.parent, hash, static_cast<uint32_t>(b.payload.size()),
+                                           now_us}));
+    counters_.puts++;
+    counters_.put_bytes += b.payload.size();
+  }
+  // Written through before returning (not fsynced: unpublished blocks need no durability).
+  WMBT_RETURN_IF_ERROR(l1_->Write(batch, /*sync=*/false));
+  {
+    std::lock_guard<std::mutex> g(pending_mu_);
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      pending_[PendingKey{ns_id, fp, blocks[i].key}] =
+          PendingBlock{blocks[i].parent, hashes[i], static_cast<uint32_t>(blocks[i].payload.size())};
+    }
+  }
+  return hashes;
+}
+
+void StoreImpl::StartUpload(const CacheKey& ck, std::string ns, BufferSlice payload) {
+  std::shared_ptr<Upload> up;
+  {
+    std::lock_guard<std::mutex> g(upload_mu_);
+    auto& slot = uploads_[ck];
+    if (slot) {
+      cache_.Unpin(ck);  // the existing upload holds its own pin
+      return;
+    }
+    slot = std::make_shared<Upload>();
+    slot->ns = std::move(ns);
+    slot->payload = std::move(payload);
+    up = slot;
+  }
+  executor_->Submit([this, ck, up] {
+    Status s = UploadBlob(up->ns, ck.hash, up->payload.view());
+    if (s.ok()) cache_.Unpin(ck);  // durable: evictable from RAM now
+    up->done.Set(std::move(s));
+  });
+}
+
+Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash, ByteView payload) {
+  const std::string key = layout::BlobKey(options_.l2_prefix, ns, hash);
+  const auto header = layout::EncodeEnvelopeHeader(layout::EnvelopeKind::kBlob, payload.size(), hash);
+  Status last;
+  for (uint32_t attempt = 0; attempt < limits::kUploadRetriesMax; ++attempt) {
+    if (attempt > 0) clock_->SleepMicros(kRetryBackoffMicros << std::min(attempt, 8u));
+    // Content addressed: an existing blob with this name already holds these bytes.
+    auto head = l2_->Head(key);
+    if (head.ok() && head->size == layout::kEnvelopeHeaderBytes + payload.size()) {
+      return Status::Ok();
+    }
+    counters_.l2_puts++;
+    auto put = l2_->Put(key, {ByteView(header.bytes, sizeof header.bytes), payload},
+                        PutOptions{PutMode::kIfAbsent, {}});
+    if (put.ok() || put.status().IsConflict()) {
+      if (put.ok()) counters_.l2_put_bytes += layout::kEnvelopeHeaderBytes + payload.size();
+      return Status::Ok();
+    }
+    counters_.l2_errors++;
+    last = put.status();
+    if (last.code() != Code::kUnavailable) break;
+  }
+  return last.WithContext("uploading blob " + key);
+}
+
+Status StoreImpl::EnsureDurable(std::string_view ns, const CacheKey& ck) {
+  std::shared_ptr<Upload> up;
+  {
+    std::lock_guard<std::mutex> g(upload_mu_);
+    auto it = uploads_.find(ck);
+    if (it != uploads_.end()) up = it->second;
+  }
+  if (up) {
+    WMBT_RETURN_IF_ERROR(executor_->Await(up->done));
+    Status s = up->done.status();
+    if (s.ok()) return s;
+    // The background upload failed; the payload is still pinned in RAM: try once more here.
+    s = UploadBlob(std::string(ns), ck.hash, up->payload.view());
+    if (s.ok()) cache_.Unpin(ck);
+    std::lock_guard<std::mutex> g(upload_mu_);
+    if (s.ok()) {
+      uploads_.erase(ck);
+    }
+    return s;
+  }
+  // Put by another publish that already consumed the upload, or learned from L2: check L2.
+  auto head = l2_->Head(layout::BlobKey(options_.l2_prefix, ns, ck.hash));
+  if (head.ok()) return Status::Ok();
+  if (head.status().IsNotFound()) {
+    return Status::FailedPrecondition("blob " + ck.hash.ToHex() +
+                                      " is not in L2 and not being uploaded: put the block again");
+  }
+  return head.status();
+}
+
+Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uint32_t ns_id,
+                                                        const Fingerprint& fp,
+                                                        const BlockKey& tip) {
+  // Walk from the tip through blocks put in this process; the first key that is not pending must
+  // already be indexed (a published prefix), or be the root's zero parent.
+  std::vector<ChainEntry> reversed;
+  BlockKey cur = tip;
+  {
+    std::lock_guard<std::mutex> g(pending_mu_);
+    while (!cur.IsZero()) {
+      auto it = pending_.find(PendingKey{ns_id, fp, cur});
+      if (it == pending_.end()) break;
+      if (reversed.size() >= limits::kChainBlocksMax) {
+        return Status::InvalidArgument("chain from tip " + ShortHex(tip) + " is longer than " +
+                                       std::to_string(limits::kChainBlocksMax) +
+                                       " blocks (or its parent links form a cycle)");
+      }
+      reversed.push_back(ChainEntry{cur, it->second.hash, it->second.length});
+      cur = it->second.parent;
+    }
+  }
+  std::vector<ChainEntry> entries;
+  if (!cur.IsZero()) {
+    std::shared_lock<std::shared_mutex> g(index_mu_);
+    entries = index_.PathTo(ns, fp, cur);
+    if (entries.empty()) {
+      return Status::FailedPrecondition(
+          "block " + cur.ToHex() + " (an ancestor of tip " + ShortHex(tip) +
+          ") was never put in namespace " + std::string(ns) + " with this fingerprint");
+    }
+  }
+  if (entries.size() + reversed.size() > limits::kChainBlocksMax) {
+    return Status::InvalidArgument("chain longer than " +
+                                   std::to_string(limits::kChainBlocksMax) + " blocks");
+  }
+  entries.insert(entries.end(), reversed.rbegin(), reversed.rend());
+  return entries;
+}
+
+Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint& fp,
+                                         const ChainId& chain_id, const BlockKey& tip,
+                                         std::optional<uint64_t> expected_version,
+                                         ChainState* current) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  if (chain_id.IsZero() || tip.IsZero()) {
+    return Status::InvalidArgument("PublishChain: chain id and tip must not be the zero key");
+  }
+  const uint32_t ns_id = NamespaceId(ns);
+  WMBT_ASSIGN_OR_RETURN(std::vector<ChainEntry> entries, CollectChain(ns, ns_id, fp, tip));
+
+  // The durability barrier: every blob of the chain is in L2 before the head names it.
+  for (const ChainEntry& e : entries) {
+    WMBT_RETURN_IF_ERROR(EnsureDurable(ns, CacheKey{ns_id, e.hash}));
+  }
+
+  layout::ChainHead head;
+  head.ns = std::string(ns);
+  head.fp = fp;
+  head.chain_id = chain_id;
+  head.entries = std::move(entries);
+  const std::string key = layout::ChainKey(options_.l2_prefix, ns, fp, chain_id);
+
+  std::unique_lock<std::mutex> stripe(StripeFor(chain_id));
+  // Optimistic: start from what L0 knows and let the conditional write tell us if it is stale.
+  std::optional<ChainInfo> base;
+  {
+    std::shared_lock<std::shared_mutex> g(index_mu_);
+    base = index_.GetChain(ns, fp, chain_id);
+  }
+  bool base_from_l2 = false;
+  for (uint32_t attempt = 0; attempt < kPublishAttemptsMax; ++attempt) {
+    if (expected_version && (base ? base->version : 0) != *expected_version && !base_from_l2) {
+      base_from_l2 = true;  // L0 may be stale (another host): ask L2 before refusing
+      WMBT_ASSIGN_OR_RETURN(auto now, ReadHead(ns, fp, chain_id));
+      base = now ? std::optional<ChainInfo>(ChainInfo{chain_id, now->second.version, now->first,
+                                                      now->second.tip(),
+                                                      uint32_t(now->second.entries.size())})
+                 : std::nullopt;
+      if (now) WMBT_RETURN_IF_ERROR(ApplyHead(now->second, now->first,
+                                              layout::EncodeChainHead(now->second)));
+      continue;
+    }
+    if (expected_version && (base ? base->version : 0) != *expected_version) {
+      counters_.publish_conflicts++;
+      if (current) {
+        *current = ChainState{std::string(ns), fp, chain_id, base ? base->tip : BlockKey{},
+                              base ? base->version : 0, base ? base->length : 0};
+      }
+      return Status::Conflict("chain " + chain_id.ToHex() + " is at version " +
+                              std::to_string(base ? base->version : 0) + ", expected " +
+                              std::to_string(*expected_version) + ": rebase on its tip");
+    }
+    head.version = (base ? base->version : 0) + 1;
+    head.published_us = clock_->WallMicros();
+    const std::string encoded = layout::EncodeChainHead(head);
+    PutOptions opts = base ? PutOptions{PutMode::kIfMatch, base->etag}
+                           : PutOptions{PutMode::kIfAbsent, {}};
+    counters_.l2_puts++;
+    auto put = l2_->Put(key, {AsBytes(encoded)}, opts);
+    if (put.ok()) {
+      counters_.l2_put_bytes += encoded.size();
+      WMBT_RETURN_IF_ERROR(ApplyHead(head, *put, encoded));
+      counters_.publishes++;
+      {
+        std::lock_guard<std::mutex> g(pending_mu_);
+        for (const ChainEntry& e : head.entries) pending_.erase(PendingKey{ns_id, fp, e.key});
+      }
+      {
+        std::lock_guard<std::mutex> g(upload_mu_);
+        for (const ChainEntry& e : head.entries) {
+          auto it = uploads_.find(CacheKey{ns_id, e.hash});
+          if (it != uploads_.end() && it->second->done.done() && it->second->done.status().ok()) {
+            uploads_.erase(it);
+          }
+        }
+      }
+      MetaWriteBatch done;
+      for (const ChainEntry& e : head.entries) done.Delete(meta_records::PendingKey(ns, fp, e.key));
+      WMBT_RETURN_IF_ERROR(l1_->Write(done, /*sync=*/false));
+      stripe.unlock();  // compaction takes other chains' stripes
+      if (chain_id == tip) CompactRedundantHeads(ns, fp, head.entries);
+      return head.version;
+    }
+    if (!put.status().IsConflict()) {
+      counters_.l2_errors++;
+      return put.status().WithContext("publishing chain head " + key);
+    }
+    // Someone else changed the head since we looked: learn the current one, then retry (LWW) or
+    // report the conflict (CAS) on the next pass.
+    WMBT_ASSIGN_OR_RETURN(auto now, ReadHead(ns, fp, chain_id));
+    if (now) {
+      WMBT_RETURN_IF_ERROR(ApplyHead(now->second, now->first, layout::EncodeChainHead(now->second)));
+      base = ChainInfo{chain_id, now->second.version, now->first, now->second.tip(),
+                       uint32_t(now->second.entries.size())};
+    } else {
+      WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, fp, chain_id));
+      base.reset();
+    }
+    base_from_l2 = true;
+  }
+  return Status::Unavailable("publishing chain head " + key + ": lost " +
+                             std::to_string(kPublishAttemptsMax) + " races in a row; retry");
+}
+
+void StoreImpl::CompactRedundantHeads(std::string_view ns, const Fingerprint& fp,
+                                      const std::vector<ChainEntry>& entries) {
+  // A head named by its own tip whose entries are a strict prefix of this chain adds nothing a
+  // lookup could not find here: delete it so heads stay linear in distinct blocks (docs/layout.md).
+  for (size_t i = 0; i + 1 < entries.size(); ++i) {
+    const ChainId& older = entries[i].key;
+    std::vector<ChainEntry> old_entries;
+    {
+      std::shared_lock<std::shared_mutex> g(index_mu_);
+      auto info = index_.GetChain(ns, fp, older);
+      if (!info || info->tip != older || info->length != i + 1) continue;
+      old_entries = index_.ChainEntries(ns, fp, older);
+    }
+    if (!std::equal(old_entries.begin(), old_entries.end(), entries.begin())) continue;
+    Status s = DeleteHead(ns, fp, older);
+    if (!s.ok()) {
+      Log(LogLevel::kWarn, "compacting redundant head " + older.ToHex() + ": " + s.ToString());
+      continue;
+    }
+    counters_.heads_compacted++;
+  }
+}
+
+Status StoreImpl::DeleteHead(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id) {
+  std::lock_guard<std::mutex> stripe(StripeFor(chain_id));
+  WMBT_RETURN_IF_ERROR(l2_->Delete(layout::ChainKey(options_.l2_prefix, ns, fp, chain_id)));
+  return RemoveHeadLocally(ns, fp, chain_id);
+}
+
+Status StoreImpl::PutSidecar(std::string_view ns, const Fingerprint& fp, const BlockKey& tip,
+                             ByteView bytes) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  if (bytes.size() > limits::kSidecarBytesMax) {
+    return Status::InvalidArgument("sidecar of " + std::to_string(bytes.size()) +
+                                   " bytes is over the limit of " +
+                                   std::to_string(limits::kSidecarBytesMax));
+  }
+  const ContentHash hash = HashPayload(bytes);
+  const auto header = layout::EncodeEnvelopeHeader(layout::EnvelopeKind::kSidecar, bytes.size(), hash);
+  const std::string key = layout::SidecarKey(options_.l2_prefix, ns, fp, tip);
+  counters_.l2_puts++;
+  auto put = l2_->Put(key, {ByteView(header.bytes, sizeof header.bytes), bytes}, PutOptions{});
+  if (!put.ok()) {
+    counters_.l2_errors++;
+    return put.status().WithContext("writing sidecar " + key);
+  }
+  counters_.l2_put_bytes += sizeof header.bytes + bytes.size();
+  return Status::Ok();
+}
+
+}  // namespace wombatkv
