@@ -2,7 +2,7 @@
 //
 // Implementations: FsObjectStore (a local directory, the embedded default), MemObjectStore (in
 // memory; stricter than real stores, for tests and the simulator) and S3ObjectStore. One
-// conformance suite (tests/object_store_conformance_test.cc) runs against every one of them.
+// conformance suite (src/object/object_store_conformance.h) runs against every one of them.
 //
 // Keys are '/'-separated relative names of [A-Za-z0-9._-] segments, none "." or "..", no empty
 // segment, at most 1024 bytes: anything else is InvalidArgument (names never become paths
@@ -93,7 +93,11 @@ Status ValidateObjectKey(std::string_view key);
 
 // A local directory. Objects are files under `root` (created if needed); conditional writes are
 // serialised with an advisory lock so that several processes sharing the directory see atomic
-// CAS. Writes fsync the file and its directory before returning.
+// CAS. Writes fsync the file and its directory before returning. Unlike S3, a key cannot be both
+// an object and a directory of other keys ("a" and "a/b"): such a Put fails with
+// FailedPrecondition; a segment longer than the file system allows (255 bytes) is
+// InvalidArgument. The store's own files (the lock "<root>/.~lock", temporaries) contain '~', so
+// they are never keys and never listed.
 std::unique_ptr<ObjectStore> NewFsObjectStore(std::string root, FileSystem* fs);
 
 // In memory. Honours every condition exactly; ETags are unique per write.
