@@ -15,8 +15,9 @@
 
 namespace wombatkv {
 
-// Few codes, each chosen by what the caller will do. The mapping to C ABI return values and wire
-// codes lives in one table (src/base/status_codes.h) pinned by a test.
+// Few codes, each chosen by what the caller will do. Their mapping to C ABI return values is one
+// table (src/capi/status_map.h), to CLI exit codes another (tools/wombatkv/exit_codes.h), each
+// pinned by a test.
 enum class Code : uint8_t {
   kOk = 0,
   kNotFound = 1,            // a miss: normal and quiet; the caller recomputes

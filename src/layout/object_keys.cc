@@ -1,5 +1,7 @@
 #include "layout/object_keys.h"
 
+#include "object/object_key.h"
+
 namespace wombatkv::layout {
 namespace {
 constexpr std::string_view kVersionDir = "/wombatkv/v1/";
@@ -15,8 +17,8 @@ Status ValidateL2Prefix(std::string_view prefix) {
     size_t end = prefix.find('/', start);
     if (end == std::string_view::npos) end = prefix.size();
     std::string_view seg = prefix.substr(start, end - start);
-    Status s = ValidateNamespace(seg);  // same character rules per segment
-    if (!s.ok()) {
+    // Object key segments, up to 255 bytes (a file name in the local-directory L2).
+    if (seg.size() > 255 || !IsValidKeySegment(seg)) {
       return Status::InvalidArgument("L2 prefix \"" + std::string(prefix) +
                                      "\" has a bad segment \"" + std::string(seg) +
                                      "\": use [A-Za-z0-9._-] segments separated by '/'");

@@ -61,4 +61,25 @@ std::string EncodePending(const PendingRecord& r) {
   return v;
 }
 
+Result<PendingEntry> DecodePending(std::string_view key, std::string_view value) {
+  constexpr size_t kTail = Fingerprint::kSize + BlockKey::kSize;
+  const size_t nul = key.find('\0');
+  if (key.substr(0, 1) != kPendingPrefix || nul == std::string_view::npos ||
+      key.size() != nul + 1 + kTail || value.size() != BlockKey::kSize + ContentHash::kSize + 12) {
+    return Status::Corruption("L1 pending record is malformed");
+  }
+  PendingEntry e;
+  e.ns.assign(key.substr(1, nul - 1));
+  if (!ValidateNamespace(e.ns).ok()) return Status::Corruption("L1 pending record: bad namespace");
+  auto k = reinterpret_cast<const uint8_t*>(key.data()) + nul + 1;
+  e.fp = Fingerprint::FromBytes({k, Fingerprint::kSize});
+  e.key = BlockKey::FromBytes({k + Fingerprint::kSize, BlockKey::kSize});
+  auto v = reinterpret_cast<const uint8_t*>(value.data());
+  e.record.parent = BlockKey::FromBytes({v, BlockKey::kSize});
+  e.record.hash = ContentHash::FromBytes({v + 32, ContentHash::kSize});
+  e.record.length = LoadLe32(v + 52);
+  e.record.put_us = LoadLe64(v + 56);
+  return e;
+}
+
 }  // namespace wombatkv::meta_records

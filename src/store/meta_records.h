@@ -43,4 +43,13 @@ struct PendingRecord {
 std::string PendingKey(std::string_view ns, const Fingerprint& fp, const BlockKey& key);
 std::string EncodePending(const PendingRecord& r);
 
+struct PendingEntry {
+  std::string ns;
+  Fingerprint fp;
+  BlockKey key;
+  PendingRecord record;
+};
+// Corruption if the key or value does not parse.
+Result<PendingEntry> DecodePending(std::string_view key, std::string_view value);
+
 }  // namespace wombatkv::meta_records

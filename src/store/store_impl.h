@@ -90,11 +90,16 @@ class StoreImpl final : public Store {
   void StartUpload(const CacheKey& ck, std::string ns, BufferSlice payload);
   Status UploadBlob(const std::string& ns, const ContentHash& hash, ByteView payload);
   Status EnsureDurable(std::string_view ns, const CacheKey& ck);
+  // The chain root→tip; `*indexed` gets how many leading entries came from L0 (published, hence
+  // already durable in L2).
   Result<std::vector<ChainEntry>> CollectChain(std::string_view ns, uint32_t ns_id,
-                                               const Fingerprint& fp, const BlockKey& tip);
+                                               const Fingerprint& fp, const BlockKey& tip,
+                                               size_t* indexed);
   void CompactRedundantHeads(std::string_view ns, const Fingerprint& fp,
                              const std::vector<ChainEntry>& entries);
-  Status DeleteHead(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id);
+  // Deletes a redundant head if L2 still holds exactly `expected` under it.
+  Status DeleteRedundantHead(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
+                             std::span<const ChainEntry> expected);
 
   // --- helpers (store_open.cc) ---
   Status OpenPlanes();

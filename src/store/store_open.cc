@@ -171,18 +171,32 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
     *l1_was_empty = true;
   }
   if (wipe) WMBT_RETURN_IF_ERROR(l1_->DeletePrefix(""));
-  // Blocks put but never published before the last stop are orphans now (G4): they stay
-  // readable by content hash in L2 but are no longer tracked as pending.
-  size_t orphans = 0;
+  // Blocks put but not published before the last stop stay pending: invisible to lookups (G4),
+  // readable by content hash if their upload reached L2, and publishable by a later process.
+  size_t pending = 0;
+  Status bad_pending;
   WMBT_RETURN_IF_ERROR(l1_->Scan(meta_records::kPendingPrefix,
-                                 [&](std::string_view, std::string_view) {
-                                   ++orphans;
+                                 [&](std::string_view k, std::string_view v) {
+                                   auto e = meta_records::DecodePending(k, v);
+                                   if (!e.ok()) {
+                                     bad_pending = e.status();
+                                     return true;
+                                   }
+                                   const uint32_t ns_id = NamespaceId(e->ns);
+                                   std::lock_guard<std::mutex> g(pending_mu_);
+                                   pending_[PendingKey{ns_id, e->fp, e->key}] =
+                                       PendingBlock{e->record.parent, e->record.hash,
+                                                    e->record.length};
+                                   ++pending;
                                    return true;
                                  }));
-  if (orphans > 0) {
-    WMBT_RETURN_IF_ERROR(l1_->DeletePrefix(meta_records::kPendingPrefix));
-    Log(LogLevel::kInfo, std::to_string(orphans) +
-                             " blocks put but never published before the last stop are orphans");
+  if (!bad_pending.ok()) {
+    Log(LogLevel::kWarn, "dropping unreadable pending records from L1: " + bad_pending.ToString());
+  }
+  if (pending > 0) {
+    Log(LogLevel::kInfo, std::to_string(pending) +
+                             " blocks were put but not published before the last stop; they stay "
+                             "invisible until a chain naming them is published");
   }
   MetaWriteBatch b;
   b.Put(std::string(meta_records::kFormatKey), std::string(meta_records::kFormatValue));

@@ -150,7 +150,7 @@ Status StoreImpl::EnsureDurable(std::string_view ns, const CacheKey& ck) {
 
 Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uint32_t ns_id,
                                                         const Fingerprint& fp,
-                                                        const BlockKey& tip) {
+                                                        const BlockKey& tip, size_t* indexed) {
   // Walk from the tip through blocks put in this process; the first key that is not pending must
   // already be indexed (a published prefix), or be the root's zero parent.
   std::vector<ChainEntry> reversed;
@@ -183,6 +183,7 @@ Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uin
     return Status::InvalidArgument("chain longer than " +
                                    std::to_string(limits::kChainBlocksMax) + " blocks");
   }
+  *indexed = entries.size();
   entries.insert(entries.end(), reversed.rbegin(), reversed.rend());
   return entries;
 }
@@ -196,11 +197,14 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
     return Status::InvalidArgument("PublishChain: chain id and tip must not be the zero key");
   }
   const uint32_t ns_id = NamespaceId(ns);
-  WMBT_ASSIGN_OR_RETURN(std::vector<ChainEntry> entries, CollectChain(ns, ns_id, fp, tip));
+  size_t indexed = 0;
+  WMBT_ASSIGN_OR_RETURN(std::vector<ChainEntry> entries,
+                        CollectChain(ns, ns_id, fp, tip, &indexed));
 
-  // The durability barrier: every blob of the chain is in L2 before the head names it.
-  for (const ChainEntry& e : entries) {
-    WMBT_RETURN_IF_ERROR(EnsureDurable(ns, CacheKey{ns_id, e.hash}));
+  // The durability barrier: every blob of the chain is in L2 before the head names it. The
+  // indexed prefix was published before, so its blobs already are.
+  for (size_t i = indexed; i < entries.size(); ++i) {
+    WMBT_RETURN_IF_ERROR(EnsureDurable(ns, CacheKey{ns_id, entries[i].hash}));
   }
 
   layout::ChainHead head;
@@ -306,7 +310,7 @@ void StoreImpl::CompactRedundantHeads(std::string_view ns, const Fingerprint& fp
       old_entries = index_.ChainEntries(ns, fp, older);
     }
     if (!std::equal(old_entries.begin(), old_entries.end(), entries.begin())) continue;
-    Status s = DeleteHead(ns, fp, older);
+    Status s = DeleteRedundantHead(ns, fp, older, old_entries);
     if (!s.ok()) {
       Log(LogLevel::kWarn, "compacting redundant head " + older.ToHex() + ": " + s.ToString());
       continue;
@@ -315,8 +319,19 @@ void StoreImpl::CompactRedundantHeads(std::string_view ns, const Fingerprint& fp
   }
 }
 
-Status StoreImpl::DeleteHead(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id) {
+Status StoreImpl::DeleteRedundantHead(std::string_view ns, const Fingerprint& fp,
+                                      const ChainId& chain_id,
+                                      std::span<const ChainEntry> expected) {
   std::lock_guard<std::mutex> stripe(StripeFor(chain_id));
+  // Re-read under the chain's stripe: if anyone re-published it since we looked, it is no longer
+  // the redundant head we meant to delete. (Another host could still replace it between this
+  // read and the delete; that head names the same prefix by construction — its id is its tip key
+  // — so the longer chain still serves every lookup it could.)
+  WMBT_ASSIGN_OR_RETURN(auto now, ReadHead(ns, fp, chain_id));
+  if (!now) return RemoveHeadLocally(ns, fp, chain_id);
+  if (!std::ranges::equal(now->second.entries, expected)) {
+    return Status::Conflict("head changed since it was found redundant");
+  }
   WMBT_RETURN_IF_ERROR(l2_->Delete(layout::ChainKey(options_.l2_prefix, ns, fp, chain_id)));
   return RemoveHeadLocally(ns, fp, chain_id);
 }

@@ -1,0 +1,696 @@
+#include "index/radix_index.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+#include "base/check.h"
+#include "base/limits.h"
+
+namespace wombatkv {
+namespace {
+
+constexpr uint32_t kNone = UINT32_MAX;         // no node / empty slot
+constexpr uint32_t kRootBit = 0x8000'0000u;    // parent field of a root: kRootBit | scope id (I3)
+constexpr uint32_t kNodesMax = kRootBit - 1;   // node indices stay below kRootBit
+constexpr uint32_t kScopesMax = kRootBit - 2;  // so kRootBit | id never equals kNone
+constexpr uint32_t kChunkShift = 12;           // 4096 nodes (288 KiB) per arena chunk
+constexpr uint32_t kChunkNodes = 1u << kChunkShift;
+constexpr size_t kSlotsMin = 64;
+
+inline bool IsRoot(uint32_t parent) { return (parent & kRootBit) != 0; }
+inline uint32_t RootOf(uint32_t scope) { return kRootBit | scope; }
+inline uint32_t ScopeOfRoot(uint32_t parent) { return parent & ~kRootBit; }
+
+inline uint64_t Load64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline bool SameKey(const BlockKey& a, const BlockKey& b) {
+  const uint8_t* x = a.data();
+  const uint8_t* y = b.data();
+  return ((Load64(x) ^ Load64(y)) | (Load64(x + 8) ^ Load64(y + 8)) |
+          (Load64(x + 16) ^ Load64(y + 16)) | (Load64(x + 24) ^ Load64(y + 24))) == 0;
+}
+
+// hash(scope, key). Keys are normally hashes already, but engines may pass structured keys, so all
+// 32 bytes are mixed (four independent multiplies, then a finaliser). The scope takes part so the
+// same prompt under many tenants does not pile up in one probe run.
+inline uint32_t KeyHash(uint32_t scope, const BlockKey& key) {
+  const uint8_t* p = key.data();
+  uint64_t h = (Load64(p) * 0x9E3779B97F4A7C15ull) ^
+               std::rotl(Load64(p + 8) * 0xC2B2AE3D27D4EB4Full, 17) ^
+               std::rotl(Load64(p + 16) * 0x165667B19E3779F9ull, 31) ^
+               std::rotl(Load64(p + 24) * 0xD6E8FEB86659FD93ull, 47);
+  h += (uint64_t{scope} + 1) * 0xFF51AFD7ED558CCDull;
+  h ^= h >> 32;
+  h *= 0xD6E8FEB86659FD93ull;
+  h ^= h >> 32;
+  return static_cast<uint32_t>(h);
+}
+
+inline void Prefetch(const void* p) { __builtin_prefetch(p, 0, 3); }
+
+// Approximate heap footprint of one malloc of n bytes (glibc: 8-byte header, 16-byte granules).
+inline size_t HeapBytes(size_t n) { return std::max<size_t>(32, (n + 8 + 15) & ~size_t{15}); }
+inline size_t StringHeapBytes(const std::string& s) {
+  return s.capacity() > 15 ? HeapBytes(s.capacity() + 1) : 0;  // libstdc++ SSO holds 15 chars
+}
+
+// Fields are ordered so that a lookup step reads bytes [0, 36) (parent, key) and Resolve [0, 60).
+struct Node {
+  uint32_t parent = 0;  // node index, or kRootBit | scope for a root (I3); next free if free
+  BlockKey key;
+  ContentHash hash;  // meta of the newest PutChain through this node
+  uint32_t length = 0;
+  uint32_t refs = 0;       // chains through this node (I1, I2); 0 = on the free list
+  uint32_t children = 0;   // live nodes whose parent is this one (I5)
+  uint32_t last_used = 0;  // logical time of the newest PutChain through it (PathTo; LRU later)
+};
+static_assert(sizeof(Node) == 72, "the memory budget in radix_index.h assumes 72-byte nodes");
+
+// A table slot: the node and the 32-bit hash of (scope, key); home = hash & mask. Keeping the hash
+// lets the table grow and shift back without touching nodes, and filters candidates before the
+// node is read: entries of other homes always differ in their low bits.
+struct Slot {
+  uint32_t node;
+  uint32_t hash;
+};
+static_assert(sizeof(Slot) == 8);
+
+struct ChainRecord {
+  uint32_t tip = kNone;  // node index (I4)
+  uint32_t length = 0;
+  uint64_t version = 0;
+  std::string etag;
+};
+constexpr size_t kChainRecordBytes =  // one unordered_map node: next + value + cached hash
+    sizeof(void*) + sizeof(std::pair<const ChainId, ChainRecord>) + sizeof(size_t);
+
+struct Scope {
+  std::string ns;
+  Fingerprint fp;
+  std::unordered_map<ChainId, ChainRecord, FixedBytesHash> chains;
+  size_t nodes = 0;  // live nodes of this scope
+  size_t etag_heap_bytes = 0;
+};
+
+struct ScopeName {
+  std::string ns;
+  Fingerprint fp;
+};
+struct ScopeView {
+  std::string_view ns;
+  const Fingerprint& fp;
+};
+struct ScopeNameHash {
+  using is_transparent = void;
+  size_t operator()(const ScopeView& v) const {
+    return std::hash<std::string_view>{}(v.ns) ^ (v.fp.Prefix64() * 0x9E3779B97F4A7C15ull);
+  }
+  size_t operator()(const ScopeName& n) const { return (*this)(ScopeView{n.ns, n.fp}); }
+};
+struct ScopeNameEq {
+  using is_transparent = void;
+  static bool Eq(std::string_view ans, const Fingerprint& afp, std::string_view bns,
+                 const Fingerprint& bfp) {
+    return afp == bfp && ans == bns;
+  }
+  bool operator()(const ScopeName& a, const ScopeName& b) const {
+    return Eq(a.ns, a.fp, b.ns, b.fp);
+  }
+  bool operator()(const ScopeView& a, const ScopeName& b) const {
+    return Eq(a.ns, a.fp, b.ns, b.fp);
+  }
+  bool operator()(const ScopeName& a, const ScopeView& b) const {
+    return Eq(a.ns, a.fp, b.ns, b.fp);
+  }
+};
+
+}  // namespace
+
+struct RadixIndex::Impl {
+  // --- arena ---
+  std::vector<std::unique_ptr<Node[]>> chunks;
+  uint32_t nodes_allocated = 0;  // high-water mark of node indices
+  uint32_t free_head = kNone;
+  size_t live_nodes = 0;
+
+  // --- table (I6) ---
+  std::unique_ptr<Slot[]> slots;
+  uint32_t mask = 0;
+  size_t slots_used = 0;
+
+  // --- scopes and chains ---
+  std::unordered_map<ScopeName, uint32_t, ScopeNameHash, ScopeNameEq> scope_ids;
+  std::vector<std::unique_ptr<Scope>> scopes;  // by id; null = free id
+  std::vector<uint32_t> free_scope_ids;
+  size_t chains = 0;
+  uint32_t clock = 0;  // logical time, one tick per PutChain
+
+  Impl() { ResetTable(kSlotsMin); }
+
+  Node& N(uint32_t i) { return chunks[i >> kChunkShift][i & (kChunkNodes - 1)]; }
+  const Node& N(uint32_t i) const { return chunks[i >> kChunkShift][i & (kChunkNodes - 1)]; }
+
+  // ---------------------------------------------------------------- arena
+
+  uint32_t NewNode() {
+    if (free_head != kNone) {
+      uint32_t i = free_head;
+      free_head = N(i).parent;
+      ++live_nodes;
+      return i;
+    }
+    WMBT_CHECK(nodes_allocated < kNodesMax);
+    if ((nodes_allocated >> kChunkShift) == chunks.size()) {
+      chunks.push_back(std::make_unique<Node[]>(kChunkNodes));
+    }
+    ++live_nodes;
+    return nodes_allocated++;
+  }
+
+  void FreeNode(uint32_t i) {
+    Node& n = N(i);
+    n.refs = 0;
+    n.children = 0;
+    n.parent = free_head;
+    free_head = i;
+    --live_nodes;
+  }
+
+  // ---------------------------------------------------------------- table
+
+  void ResetTable(size_t capacity) {
+    WMBT_CHECK(std::has_single_bit(capacity) && capacity <= (size_t{1} << 32));
+    slots = std::make_unique_for_overwrite<Slot[]>(capacity);
+    std::memset(slots.get(), 0xFF, capacity * sizeof(Slot));
+    mask = static_cast<uint32_t>(capacity - 1);
+    slots_used = 0;
+  }
+
+  size_t capacity() const { return size_t{mask} + 1; }
+
+  void Rehash(size_t capacity) {
+    std::unique_ptr<Slot[]> old = std::move(slots);
+    size_t old_capacity = size_t{mask} + 1;
+    size_t used = slots_used;
+    ResetTable(capacity);
+    for (size_t i = 0; i < old_capacity; ++i) {
+      if (old[i].node != kNone) PlaceSlot(old[i]);
+    }
+    WMBT_CHECK(slots_used == used);
+  }
+
+  void PlaceSlot(Slot s) {
+    uint32_t i = s.hash & mask;
+    while (slots[i].node != kNone) i = (i + 1) & mask;
+    slots[i] = s;
+    ++slots_used;
+  }
+
+  void InsertSlot(uint32_t hash, uint32_t node) {
+    if ((slots_used + 1) * 4 > capacity() * 3) Rehash(capacity() * 2);  // load ≤ 3/4
+    PlaceSlot({node, hash});
+  }
+
+  // Removes the slot of `node`, shifting later members of its probe run back so that every entry
+  // stays reachable from its home without crossing an empty slot (I6).
+  void EraseSlot(uint32_t hash, uint32_t node) {
+    uint32_t i = hash & mask;
+    for (size_t probes = 0; slots[i].node != node; ++probes) {
+      WMBT_CHECK(slots[i].node != kNone && probes <= mask);  // I6: a live node has its slot
+      i = (i + 1) & mask;
+    }
+    uint32_t j = i;
+    for (;;) {
+      j = (j + 1) & mask;
+      if (slots[j].node == kNone) break;
+      uint32_t home = slots[j].hash & mask;
+      if (((j - home) & mask) >= ((j - i) & mask)) {  // home not in (i, j]: may move to i
+        slots[i] = slots[j];
+        i = j;
+      }
+    }
+    slots[i] = {kNone, kNone};
+    --slots_used;
+  }
+
+  void MaybeShrink() {
+    size_t cap = capacity();
+    size_t target = cap;
+    while (target > kSlotsMin && slots_used * 16 < target * 3) target /= 2;  // load < 3/16
+    if (target != cap) Rehash(target);
+  }
+
+  // The node (parent, key) with hash(scope, key) == hash, or kNone. parent pins the scope (I3).
+  uint32_t Find(uint32_t hash, uint32_t parent, const BlockKey& key) const {
+    // The table is never full (load ≤ 3/4), so the run ends at an empty slot.
+    for (uint32_t i = hash & mask;; i = (i + 1) & mask) {
+      const Slot s = slots[i];
+      if (s.node == kNone) return kNone;
+      if (s.hash == hash) {
+        const Node& n = N(s.node);
+        if (n.parent == parent && SameKey(n.key, key)) return s.node;
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- scopes
+
+  uint32_t FindScope(std::string_view ns, const Fingerprint& fp) const {
+    auto it = scope_ids.find(ScopeView{ns, fp});
+    return it == scope_ids.end() ? kNone : it->second;
+  }
+
+  uint32_t FindOrAddScope(std::string_view ns, const Fingerprint& fp) {
+    uint32_t id = FindScope(ns, fp);
+    if (id != kNone) return id;
+    if (!free_scope_ids.empty()) {
+      id = free_scope_ids.back();
+      free_scope_ids.pop_back();
+    } else {
+      WMBT_CHECK(scopes.size() < kScopesMax);
+      id = static_cast<uint32_t>(scopes.size());
+      scopes.emplace_back();
+    }
+    auto scope = std::make_unique<Scope>();
+    scope->ns = std::string(ns);
+    scope->fp = fp;
+    scopes[id] = std::move(scope);
+    scope_ids.emplace(ScopeName{std::string(ns), fp}, id);
+    return id;
+  }
+
+  void DropScopeIfEmpty(uint32_t id) {
+    Scope& sc = *scopes[id];
+    if (!sc.chains.empty()) return;
+    WMBT_CHECK(sc.nodes == 0);  // I1: no chain, no node
+    scope_ids.erase(scope_ids.find(ScopeView{sc.ns, sc.fp}));
+    scopes[id].reset();
+    free_scope_ids.push_back(id);
+  }
+
+  // ---------------------------------------------------------------- chains
+
+  // Drops one reference along the path of a chain, tip to root, freeing nodes no chain uses (I1).
+  void ReleasePath(uint32_t scope, uint32_t tip, uint32_t length) {
+    Scope& sc = *scopes[scope];
+    uint32_t n = tip;
+    for (uint32_t step = 0; step < length; ++step) {
+      WMBT_CHECK(!IsRoot(n));  // I4: not at a root before `length` steps
+      Node& x = N(n);
+      WMBT_CHECK(x.refs > 0);  // I1
+      const uint32_t parent = x.parent;
+      if (--x.refs == 0) {
+        // I2: the chains through a child also pass through x, so a node losing its last chain is
+        // a tip, and nodes are released tip first.
+        WMBT_CHECK(x.children == 0);  // I5
+        EraseSlot(KeyHash(scope, x.key), n);
+        if (!IsRoot(parent)) {
+          WMBT_CHECK(N(parent).children > 0);  // I5
+          --N(parent).children;
+        }
+        FreeNode(n);
+        --sc.nodes;
+      }
+      n = parent;
+    }
+    WMBT_CHECK(n == RootOf(scope));  // I4: exactly `length` steps, and the chain's own scope
+    MaybeShrink();
+  }
+
+  void Put(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,
+           std::span<const ChainEntry> entries) {
+    WMBT_CHECK(!entries.empty());
+    WMBT_CHECK(entries.size() <= limits::kChainBlocksMax);
+    WMBT_CHECK(info.length == entries.size());
+    WMBT_CHECK(info.tip == entries.back().key);
+    const uint32_t scope = FindOrAddScope(ns, fp);
+    Scope& sc = *scopes[scope];
+    ++clock;
+    // Take the new path first so nodes shared with the replaced chain never drop to zero refs.
+    uint32_t parent = RootOf(scope);
+    for (const ChainEntry& e : entries) {
+      const uint32_t hash = KeyHash(scope, e.key);
+      uint32_t n = Find(hash, parent, e.key);
+      if (n == kNone) {
+        n = NewNode();
+        Node& x = N(n);
+        x.parent = parent;
+        x.key = e.key;
+        x.refs = 0;
+        x.children = 0;
+        if (!IsRoot(parent)) ++N(parent).children;  // I5
+        InsertSlot(hash, n);                        // I6
+        ++sc.nodes;
+      }
+      Node& x = N(n);
+      WMBT_CHECK(x.refs < UINT32_MAX);
+      ++x.refs;         // I1, I2: every node of the path gains the same one reference
+      x.hash = e.hash;  // the newest publish wins
+      x.length = e.length;
+      x.last_used = clock;
+      parent = n;
+    }
+    WMBT_DCHECK(PathMatches(parent, entries));  // I3, I4 for the new chain
+    auto [it, inserted] = sc.chains.try_emplace(info.chain_id);
+    ChainRecord& rec = it->second;
+    if (inserted) {
+      ++chains;
+    } else {
+      ReleasePath(scope, rec.tip, rec.length);
+      sc.etag_heap_bytes -= StringHeapBytes(rec.etag);
+    }
+    rec.tip = parent;
+    rec.length = info.length;
+    rec.version = info.version;
+    rec.etag = info.etag;
+    sc.etag_heap_bytes += StringHeapBytes(rec.etag);
+  }
+
+  // Whether walking parent links from `tip` spells `entries` backwards and then reaches a root.
+  bool PathMatches(uint32_t tip, std::span<const ChainEntry> entries) const {
+    uint32_t n = tip;
+    for (size_t k = entries.size(); k-- > 0;) {
+      if (IsRoot(n) || !SameKey(N(n).key, entries[k].key)) return false;
+      n = N(n).parent;
+    }
+    return IsRoot(n);
+  }
+
+  bool Remove(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id) {
+    const uint32_t scope = FindScope(ns, fp);
+    if (scope == kNone) return false;
+    Scope& sc = *scopes[scope];
+    auto it = sc.chains.find(chain_id);
+    if (it == sc.chains.end()) return false;
+    ReleasePath(scope, it->second.tip, it->second.length);
+    sc.etag_heap_bytes -= StringHeapBytes(it->second.etag);
+    sc.chains.erase(it);
+    --chains;
+    DropScopeIfEmpty(scope);
+    return true;
+  }
+
+  // ---------------------------------------------------------------- lookups
+
+  // The lookup loop. The home slot of a key depends only on (scope, key), so the hashes of the
+  // next kAhead keys are computed and their slots prefetched while the current step is verified,
+  // and the likely node of the next step is prefetched too: steps overlap their cache misses
+  // although each one needs the node found by the previous.
+  size_t Walk(uint32_t scope, std::span<const BlockKey> keys, BlockMeta* out) const {
+    constexpr size_t kAhead = 8;
+    static_assert(std::has_single_bit(kAhead));
+    const size_t n = keys.size();
+    uint32_t ring[kAhead];
+    for (size_t j = 0; j < std::min(n, kAhead); ++j) {
+      ring[j] = KeyHash(scope, keys[j]);
+      Prefetch(&slots[ring[j] & mask]);
+    }
+    uint32_t parent = RootOf(scope);
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t hash = ring[i & (kAhead - 1)];
+      if (i + kAhead < n) {
+        const uint32_t ahead = KeyHash(scope, keys[i + kAhead]);
+        ring[i & (kAhead - 1)] = ahead;
+        Prefetch(&slots[ahead & mask]);
+      }
+      if (i + 1 < n) {
+        const Slot next = slots[ring[(i + 1) & (kAhead - 1)] & mask];
+        if (next.node != kNone) Prefetch(&N(next.node));
+      }
+      const uint32_t node = Find(hash, parent, keys[i]);
+      if (node == kNone) return i;
+      if (out != nullptr) {
+        const Node& x = N(node);
+        out[i].hash = x.hash;
+        out[i].length = x.length;
+      }
+      parent = node;
+    }
+    return n;
+  }
+
+  // Entries root→node.
+  std::vector<ChainEntry> PathFrom(uint32_t node, uint32_t depth) const {
+    std::vector<ChainEntry> out(depth);
+    for (size_t k = depth; k-- > 0;) {
+      const Node& x = N(node);
+      out[k] = ChainEntry{x.key, x.hash, x.length};
+      node = x.parent;
+    }
+    WMBT_CHECK(IsRoot(node));  // I4
+    return out;
+  }
+
+  // Walks to the root: returns (root marker, depth). Bounded: depth ≤ kChainBlocksMax (I4).
+  std::pair<uint32_t, uint32_t> RootAndDepth(uint32_t node) const {
+    uint32_t depth = 0;
+    while (!IsRoot(node)) {
+      node = N(node).parent;
+      ++depth;
+      WMBT_CHECK(depth <= limits::kChainBlocksMax);
+    }
+    return {node, depth};
+  }
+
+  std::vector<ChainEntry> PathToKey(std::string_view ns, const Fingerprint& fp,
+                                    const BlockKey& key) const {
+    const uint32_t scope = FindScope(ns, fp);
+    if (scope == kNone) return {};
+    const uint32_t hash = KeyHash(scope, key);
+    uint32_t best = kNone;
+    uint32_t best_depth = 0;
+    for (uint32_t i = hash & mask; slots[i].node != kNone; i = (i + 1) & mask) {
+      if (slots[i].hash != hash) continue;
+      const uint32_t n = slots[i].node;
+      const Node& x = N(n);
+      if (!SameKey(x.key, key)) continue;
+      auto [root, depth] = RootAndDepth(n);
+      if (root != RootOf(scope)) continue;
+      // Wrap-aware "newer than": logical times within 2^31 ticks of each other compare right.
+      if (best == kNone || static_cast<int32_t>(x.last_used - N(best).last_used) > 0) {
+        best = n;
+        best_depth = depth;
+      }
+    }
+    if (best == kNone) return {};
+    return PathFrom(best, best_depth);
+  }
+
+  // Scope id of every node index (kNone for free ones), each node resolved once.
+  std::vector<uint32_t> ScopeOfNodes() const {
+    std::vector<uint32_t> scope_of(nodes_allocated, kNone);
+    for (uint32_t i = 0; i < nodes_allocated; ++i) {
+      if (N(i).refs == 0 || scope_of[i] != kNone) continue;
+      uint32_t n = i;
+      uint32_t steps = 0;
+      while (!IsRoot(n) && scope_of[n] == kNone) {
+        n = N(n).parent;
+        WMBT_CHECK(++steps <= limits::kChainBlocksMax + 1);
+      }
+      const uint32_t scope = IsRoot(n) ? ScopeOfRoot(n) : scope_of[n];
+      for (n = i; !IsRoot(n) && scope_of[n] == kNone; n = N(n).parent) scope_of[n] = scope;
+    }
+    return scope_of;
+  }
+
+  size_t MemoryBytes() const {
+    size_t b = sizeof(Impl);
+    b += chunks.capacity() * sizeof(chunks[0]) +
+         chunks.size() * HeapBytes(kChunkNodes * sizeof(Node));
+    b += HeapBytes(capacity() * sizeof(Slot));
+    b += scopes.capacity() * sizeof(scopes[0]) + free_scope_ids.capacity() * sizeof(uint32_t);
+    b += scope_ids.bucket_count() * sizeof(void*) +
+         scope_ids.size() * HeapBytes(sizeof(void*) + sizeof(std::pair<const ScopeName, uint32_t>) +
+                                      sizeof(size_t));
+    for (const auto& sc : scopes) {
+      if (!sc) continue;
+      b += HeapBytes(sizeof(Scope)) + 2 * StringHeapBytes(sc->ns);  // the name is held twice
+      b += sc->chains.bucket_count() * sizeof(void*) +
+           sc->chains.size() * HeapBytes(kChainRecordBytes) + sc->etag_heap_bytes;
+    }
+    return b;
+  }
+
+  Status Check() const;
+};
+
+Status RadixIndex::Impl::Check() const {
+  auto fail = [](std::string what) { return Status::Internal("radix index: " + what); };
+  // Free list and node count.
+  std::vector<uint8_t> is_free(nodes_allocated, 0);
+  size_t free_count = 0;
+  for (uint32_t n = free_head; n != kNone; n = N(n).parent) {
+    if (n >= nodes_allocated || is_free[n]) return fail("free list is corrupt");
+    if (N(n).refs != 0) return fail("I1: a node on the free list has refs");
+    is_free[n] = 1;
+    ++free_count;
+  }
+  if (free_count + live_nodes != nodes_allocated) return fail("live + free != allocated nodes");
+  for (uint32_t i = 0; i < nodes_allocated; ++i) {
+    if (!is_free[i] && N(i).refs == 0) return fail("I1: a live node has no refs");
+  }
+  // Parents of live nodes are live roots' scopes or live nodes; depths are bounded (no cycles).
+  for (uint32_t i = 0; i < nodes_allocated; ++i) {
+    if (is_free[i]) continue;
+    uint32_t n = i;
+    for (uint32_t steps = 0; !IsRoot(n); ++steps) {
+      n = N(n).parent;
+      if (steps > limits::kChainBlocksMax || (!IsRoot(n) && (n >= nodes_allocated || is_free[n])))
+        return fail("I3: a live node's parent is not a live node");
+    }
+    uint32_t s = ScopeOfRoot(n);
+    if (s >= scopes.size() || !scopes[s]) return fail("I3: a root names a scope that is gone");
+  }
+  const std::vector<uint32_t> scope_of = ScopeOfNodes();
+  // I1, I4: recount references by walking every chain.
+  std::vector<uint32_t> refs(nodes_allocated, 0);
+  std::vector<uint32_t> children(nodes_allocated, 0);
+  std::vector<size_t> scope_nodes(scopes.size(), 0);
+  size_t chain_total = 0;
+  for (size_t s = 0; s < scopes.size(); ++s) {
+    if (!scopes[s]) continue;
+    const Scope& sc = *scopes[s];
+    if (sc.chains.empty()) return fail("a scope without chains was kept");
+    if (FindScope(sc.ns, sc.fp) != s) return fail("scope map does not name scope " + sc.ns);
+    chain_total += sc.chains.size();
+    for (const auto& [id, rec] : sc.chains) {
+      uint32_t n = rec.tip;
+      for (uint32_t step = 0; step < rec.length; ++step) {
+        if (IsRoot(n) || n >= nodes_allocated || is_free[n])
+          return fail("I4: chain " + id.ToHex() + " is shorter than its length");
+        ++refs[n];
+        n = N(n).parent;
+      }
+      if (n != RootOf(static_cast<uint32_t>(s)))
+        return fail("I4: chain " + id.ToHex() + " does not end at a root of its scope");
+    }
+  }
+  if (chain_total != chains) return fail("chain count is wrong");
+  for (uint32_t i = 0; i < nodes_allocated; ++i) {
+    if (is_free[i]) continue;
+    const Node& x = N(i);
+    if (refs[i] != x.refs) return fail("I1: refs differ from the chains through a node");
+    ++scope_nodes[scope_of[i]];
+    if (!IsRoot(x.parent)) {
+      ++children[x.parent];
+      if (N(x.parent).refs < x.refs) return fail("I2: a child has more refs than its parent");
+    }
+  }
+  for (size_t s = 0; s < scopes.size(); ++s) {
+    if (scopes[s] && scopes[s]->nodes != scope_nodes[s]) return fail("per-scope node count");
+  }
+  for (uint32_t i = 0; i < nodes_allocated; ++i) {
+    if (!is_free[i] && children[i] != N(i).children) return fail("I5: children count is wrong");
+  }
+  // I3, I6: one slot per live node, reachable from its home; identities unique.
+  std::vector<uint8_t> seen(nodes_allocated, 0);
+  size_t used = 0;
+  for (uint32_t i = 0; i <= mask; ++i) {
+    const Slot s = slots[i];
+    if (s.node == kNone) continue;
+    ++used;
+    if (s.node >= nodes_allocated || is_free[s.node] || seen[s.node])
+      return fail("I6: a slot names a free node or a node twice");
+    seen[s.node] = 1;
+    const Node& x = N(s.node);
+    if (KeyHash(scope_of[s.node], x.key) != s.hash) return fail("I6: a slot's hash is wrong");
+    for (uint32_t j = s.hash & mask; j != i; j = (j + 1) & mask) {
+      if (slots[j].node == kNone) return fail("I6: an empty slot separates a node from its home");
+    }
+    if (Find(s.hash, x.parent, x.key) != s.node) return fail("I3: two nodes share an identity");
+  }
+  if (used != live_nodes || used != slots_used) return fail("I6: slot count != live nodes");
+  if (slots_used * 4 > capacity() * 3) return fail("table load above 3/4");
+  return Status::Ok();
+}
+
+// ------------------------------------------------------------------ RadixIndex
+
+RadixIndex::RadixIndex() : impl_(new Impl) {}
+RadixIndex::~RadixIndex() { delete impl_; }
+
+void RadixIndex::PutChain(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,
+                          std::span<const ChainEntry> entries) {
+  impl_->Put(ns, fp, info, entries);
+}
+
+bool RadixIndex::RemoveChain(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id) {
+  return impl_->Remove(ns, fp, chain_id);
+}
+
+size_t RadixIndex::LookupPrefix(std::string_view ns, const Fingerprint& fp,
+                                std::span<const BlockKey> keys) const {
+  const uint32_t scope = impl_->FindScope(ns, fp);
+  if (scope == kNone) return 0;
+  return impl_->Walk(scope, keys, nullptr);
+}
+
+size_t RadixIndex::Resolve(std::string_view ns, const Fingerprint& fp,
+                           std::span<const BlockKey> keys, std::span<BlockMeta> out) const {
+  WMBT_CHECK(out.size() >= keys.size());
+  const uint32_t scope = impl_->FindScope(ns, fp);
+  if (scope == kNone) return 0;
+  return impl_->Walk(scope, keys, out.data());
+}
+
+std::optional<ChainInfo> RadixIndex::GetChain(std::string_view ns, const Fingerprint& fp,
+                                              const ChainId& chain_id) const {
+  const uint32_t scope = impl_->FindScope(ns, fp);
+  if (scope == kNone) return std::nullopt;
+  const Scope& sc = *impl_->scopes[scope];
+  auto it = sc.chains.find(chain_id);
+  if (it == sc.chains.end()) return std::nullopt;
+  const ChainRecord& rec = it->second;
+  return ChainInfo{chain_id, rec.version, rec.etag, impl_->N(rec.tip).key, rec.length};
+}
+
+std::vector<ChainEntry> RadixIndex::ChainEntries(std::string_view ns, const Fingerprint& fp,
+                                                 const ChainId& chain_id) const {
+  const uint32_t scope = impl_->FindScope(ns, fp);
+  if (scope == kNone) return {};
+  const Scope& sc = *impl_->scopes[scope];
+  auto it = sc.chains.find(chain_id);
+  if (it == sc.chains.end()) return {};
+  return impl_->PathFrom(it->second.tip, it->second.length);
+}
+
+std::vector<ChainEntry> RadixIndex::PathTo(std::string_view ns, const Fingerprint& fp,
+                                           const BlockKey& key) const {
+  return impl_->PathToKey(ns, fp, key);
+}
+
+void RadixIndex::ForEachChain(const std::function<void(std::string_view ns, const Fingerprint& fp,
+                                                       const ChainInfo& info)>& fn) const {
+  for (const auto& sc : impl_->scopes) {
+    if (!sc) continue;
+    for (const auto& [id, rec] : sc->chains) {
+      fn(sc->ns, sc->fp, ChainInfo{id, rec.version, rec.etag, impl_->N(rec.tip).key, rec.length});
+    }
+  }
+}
+
+void RadixIndex::ForEachBlock(
+    const std::function<void(std::string_view ns, const Fingerprint& fp, const BlockKey& key,
+                             const BlockMeta& meta)>& fn) const {
+  const std::vector<uint32_t> scope_of = impl_->ScopeOfNodes();
+  for (uint32_t i = 0; i < impl_->nodes_allocated; ++i) {
+    const Node& x = impl_->N(i);
+    if (x.refs == 0) continue;
+    const Scope& sc = *impl_->scopes[scope_of[i]];
+    fn(sc.ns, sc.fp, x.key, BlockMeta{x.hash, x.length});
+  }
+}
+
+size_t RadixIndex::block_count() const { return impl_->live_nodes; }
+size_t RadixIndex::chain_count() const { return impl_->chains; }
+size_t RadixIndex::MemoryBytes() const { return impl_->MemoryBytes(); }
+Status RadixIndex::CheckInvariants() const { return impl_->Check(); }
+
+}  // namespace wombatkv
