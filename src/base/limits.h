@@ -14,7 +14,11 @@ inline constexpr size_t kBatchBlocksMax = 1u << 16;            // blocks in one 
 inline constexpr size_t kLookupKeysMax = 1u << 20;             // keys in one lookup/get
 inline constexpr uint64_t kHeadObjectBytesMax = 256ull << 20;  // one encoded chain head
 inline constexpr size_t kListPageKeysMax = 1000;               // as S3 ListObjectsV2
-inline constexpr uint32_t kUploadRetriesMax = 8;
+inline constexpr uint32_t kUploadRetriesMax = 8;            // attempts of one blob upload
+inline constexpr uint64_t kRetryBackoffMicros = 2000;        // first backoff; doubles per attempt
+inline constexpr uint32_t kRetryBackoffDoublingsMax = 8;     // backoff stops growing after this
+inline constexpr uint32_t kPublishAttemptsMax = 16;          // lost head races before Unavailable
+inline constexpr size_t kPublishStripes = 64;                // per-chain publish locks
 
 static_assert(kBlockBytesMax <= UINT32_MAX, "block lengths are stored as u32 in heads");
 static_assert(kChainBlocksMax * 56 + 4096 <= kHeadObjectBytesMax,

@@ -2,8 +2,8 @@
 // bounded in bytes, least-recently-used first out.
 //
 // Invariants:
-//   C1. An entry that is pinned (in flight: put but not yet durable and published) is never
-//       evicted.
+//   C1. An entry that is pinned (a put whose upload to L2 has not finished) is never evicted:
+//       it holds the only copy of those bytes.
 //   C2. An entry whose bytes are borrowed (someone else holds a reference to its Buffer) is never
 //       evicted; its bytes also stay valid after eviction because the borrower co-owns them.
 //   C3. bytes() == sum of sizes of live entries; after Insert/Unpin/Release, bytes() <=

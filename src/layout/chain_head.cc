@@ -52,6 +52,7 @@ Result<ChainHead> DecodeChainHead(ByteView bytes, std::string_view what) {
   if (std::memcmp(p, kMagic, 4) != 0) return bad("bad magic");
   if (LoadLe32(p + n - 4) != Crc32c(p, n - 4)) return bad("CRC32C mismatch");
   if (p[4] != kFormatVersion) return bad("unsupported version " + std::to_string(p[4]));
+  if (p[5] != 0) return bad("unknown flags " + std::to_string(p[5]));
   const size_t ns_len = LoadLe16(p + 6);
   const uint64_t count = LoadLe32(p + 68);
   if (ns_len == 0 || ns_len > limits::kNamespaceBytesMax) return bad("bad namespace length");

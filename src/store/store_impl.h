@@ -3,10 +3,12 @@
 // store_write.cc (put, publish, sidecar put), store_read.cc (lookup, get, stats).
 //
 // Locking (always acquired in this order, never the reverse):
-//   publish_stripes_[i]  serialises head changes of chains hashing to stripe i (publish, refresh)
+//   refresh_mu_          one Refresh at a time (held across its L2 listing and reads)
+//   publish_stripes_[i]  serialises head changes of chains hashing to stripe i (publish,
+//                        refresh, compaction); at most one stripe is held at a time
 //   index_mu_            the L0 index (shared for reads, exclusive for changes)
-//   pending_mu_, upload_mu_, ns_mu_   leaf locks, never held while calling out
-// No lock is held across L2 I/O except a publish stripe (one chain's head at a time).
+//   upload_mu_ → the cache's mutex;  pending_mu_, ns_mu_: leaf locks
+// Only refresh_mu_ and a publish stripe are ever held across L2 I/O.
 #pragma once
 
 #include <array>
@@ -18,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/limits.h"
 #include "cache/payload_cache.h"
 #include "index/radix_index.h"
 #include "layout/chain_head.h"
@@ -120,7 +123,9 @@ class StoreImpl final : public Store {
     return publish_stripes_[chain_id.Prefix64() % publish_stripes_.size()];
   }
   void Log(LogLevel level, const std::string& message) const;
-  Result<std::shared_ptr<Buffer>> L2Get(const std::string& key);
+  // Reads a whole object of at most `bytes_max` bytes: a larger one is Corruption, found before
+  // it is allocated (a hostile or broken bucket cannot exhaust memory).
+  Result<ObjectData> L2Read(const std::string& key, uint64_t bytes_max);
 
   StoreOptions options_;
   Clock* clock_;
@@ -149,7 +154,7 @@ class StoreImpl final : public Store {
   std::mutex upload_mu_;
   std::unordered_map<CacheKey, std::shared_ptr<Upload>, CacheKeyHash> uploads_;  // GUARDED_BY
 
-  std::array<std::mutex, 64> publish_stripes_;
+  std::array<std::mutex, limits::kPublishStripes> publish_stripes_;
   std::mutex refresh_mu_;
 
   struct Counters {

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "base/check.h"
+#include "base/limits.h"
 #include "layout/object_keys.h"
 #include "store/meta_records.h"
 #include "store/store_impl.h"
@@ -52,15 +53,21 @@ uint32_t StoreImpl::NamespaceId(std::string_view ns) {
   return id;
 }
 
-Result<std::shared_ptr<Buffer>> StoreImpl::L2Get(const std::string& key) {
+Result<ObjectData> StoreImpl::L2Read(const std::string& key, uint64_t bytes_max) {
   counters_.l2_gets++;
-  auto r = l2_->Get(key);
+  auto r = l2_->Get(key, 0, bytes_max + 1);
   if (!r.ok()) {
     if (!r.status().IsNotFound()) counters_.l2_errors++;
     return r.status();
   }
+  if (r->object_size > bytes_max) {
+    counters_.corruptions++;
+    return Status::Corruption(key + " is " + std::to_string(r->object_size) +
+                              " bytes, over the limit of " + std::to_string(bytes_max) +
+                              " for its kind");
+  }
   counters_.l2_get_bytes += r->bytes->size();
-  return std::move(r->bytes);
+  return r;
 }
 
 Status StoreImpl::Init() {
@@ -206,11 +213,9 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
 Result<std::optional<std::pair<std::string, layout::ChainHead>>> StoreImpl::ReadHead(
     std::string_view ns, const Fingerprint& fp, const ChainId& chain_id) {
   const std::string key = layout::ChainKey(options_.l2_prefix, ns, fp, chain_id);
-  counters_.l2_gets++;
-  auto obj = l2_->Get(key);
+  auto obj = L2Read(key, limits::kHeadObjectBytesMax);
   if (!obj.ok()) {
     if (obj.status().IsNotFound()) return std::optional<std::pair<std::string, layout::ChainHead>>();
-    counters_.l2_errors++;
     return obj.status();
   }
   auto head = layout::DecodeChainHead(obj->bytes->view(), key);
@@ -293,7 +298,7 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
       auto current = ReadHead(ns, name->fp, name->chain_id);
       if (!current.ok()) {
         if (current.status().code() != Code::kCorruption) return current.status();
-        Log(LogLevel::kError, current.status().message() + " — chain ignored (run wombatkv audit)");
+        Log(LogLevel::kError, current.status().message() + " — the chain is ignored until it is published again");
         WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, name->fp, name->chain_id));
         continue;
       }

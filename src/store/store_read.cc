@@ -54,7 +54,7 @@ Result<Borrow> StoreImpl::GetBlocks(std::string_view ns, const Fingerprint& fp,
       if (got.status().IsNotFound()) {
         counters_.get_misses++;
         return Status::NotFound("blob " + metas[i].hash.ToHex() + " of block " +
-                                std::to_string(i) + " is missing from L2 (run wombatkv audit)");
+                                std::to_string(i) + " is missing from L2: the chain is damaged; publish it again");
       }
       return got.status();
     }
@@ -77,8 +77,10 @@ Result<BufferSlice> StoreImpl::GetByContentHash(std::string_view ns, const Conte
   const CacheKey ck{NamespaceId(ns), hash};
   if (auto hit = cache_.Lookup(ck)) return std::move(*hit);
   const std::string key = layout::BlobKey(options_.l2_prefix, ns, hash);
-  WMBT_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> object, L2Get(key));
-  auto payload = layout::DecodeVerified(layout::EnvelopeKind::kBlob, std::move(object), hash, key);
+  WMBT_ASSIGN_OR_RETURN(ObjectData object,
+                        L2Read(key, layout::kEnvelopeHeaderBytes + limits::kBlockBytesMax));
+  auto payload =
+      layout::DecodeVerified(layout::EnvelopeKind::kBlob, std::move(object.bytes), hash, key);
   if (!payload.ok()) {
     counters_.corruptions++;
     return payload.status();
@@ -90,8 +92,9 @@ Result<BufferSlice> StoreImpl::GetSidecar(std::string_view ns, const Fingerprint
                                           const BlockKey& tip) {
   WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
   const std::string key = layout::SidecarKey(options_.l2_prefix, ns, fp, tip);
-  WMBT_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> object, L2Get(key));
-  auto env = layout::DecodeEnvelope(layout::EnvelopeKind::kSidecar, std::move(object), key);
+  WMBT_ASSIGN_OR_RETURN(ObjectData object,
+                        L2Read(key, layout::kEnvelopeHeaderBytes + limits::kSidecarBytesMax));
+  auto env = layout::DecodeEnvelope(layout::EnvelopeKind::kSidecar, std::move(object.bytes), key);
   if (env.ok() && HashPayload(env->payload.view()) != env->hash) {
     env = Status::Corruption(key + ": sidecar bytes do not hash to the hash in their envelope");
   }

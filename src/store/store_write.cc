@@ -11,8 +11,7 @@
 
 namespace wombatkv {
 namespace {
-constexpr uint32_t kPublishAttemptsMax = 16;
-constexpr uint64_t kRetryBackoffMicros = 2000;
+using limits::kPublishAttemptsMax;
 
 std::string ShortHex(const BlockKey& k) { return k.ToHex().substr(0, 16) + "…"; }
 }  // namespace
@@ -98,7 +97,10 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash, Byt
   const auto header = layout::EncodeEnvelopeHeader(layout::EnvelopeKind::kBlob, payload.size(), hash);
   Status last;
   for (uint32_t attempt = 0; attempt < limits::kUploadRetriesMax; ++attempt) {
-    if (attempt > 0) clock_->SleepMicros(kRetryBackoffMicros << std::min(attempt, 8u));
+    if (attempt > 0) {
+      clock_->SleepMicros(limits::kRetryBackoffMicros
+                          << std::min(attempt, limits::kRetryBackoffDoublingsMax));
+    }
     // Content addressed: an existing blob with this name already holds these bytes.
     auto head = l2_->Head(key);
     if (head.ok() && head->size == layout::kEnvelopeHeaderBytes + payload.size()) {
