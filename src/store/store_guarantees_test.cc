@@ -109,6 +109,31 @@ TEST_P(StoreGuarantees, G3PublishedChainIsInL2WhenPublishReturns) {
   EXPECT_TRUE(std::ranges::equal(got->payload(3), c.payloads[3]));
 }
 
+TEST_P(StoreGuarantees, G3PublishReturnsOnlyAfterEveryBlobIsInL2) {
+  // Uploads run only when someone waits for them: the publish must wait for all of them before
+  // it writes the head.
+  auto exec = std::make_unique<ManualExecutor>();
+  StoreOptions o = h_.Options();
+  o.executor = exec.get();
+  Store& s = h_.Open(o);
+  auto c = MakeChain(5, 3000);
+  ASSERT_TRUE(s.PutBlocks("default", fp_, c.Puts()).ok());
+  EXPECT_EQ(exec->queued(), 5u);
+  ASSERT_TRUE(s.PublishChain("default", fp_, c.tip(), c.tip()).ok());
+  std::unique_ptr<ObjectStore> fs_l2;
+  ObjectStore* l2 = h_.mem_l2();
+  if (!l2) {
+    fs_l2 = NewFsObjectStore(h_.dir() + "/data/l2", PosixFileSystem());
+    l2 = fs_l2.get();
+  }
+  for (const auto& p : c.payloads) {
+    EXPECT_TRUE(l2->Head(layout::BlobKey("kv", "default", HashPayload(p))).ok());
+  }
+  EXPECT_TRUE(l2->Head(layout::ChainKey("kv", "default", fp_, c.tip())).ok());
+  exec->DropAll();  // nothing may be left that the chain needs
+  h_.Close();
+}
+
 TEST_P(StoreGuarantees, G4UnpublishedBlocksAreInvisibleAfterACrash) {
   auto c = MakeChain(3, 5000);
   auto exec = std::make_unique<ManualExecutor>();
