@@ -98,6 +98,19 @@ class StoreImpl final : public Store {
   Result<std::vector<ChainEntry>> CollectChain(std::string_view ns, uint32_t ns_id,
                                                const Fingerprint& fp, const BlockKey& tip,
                                                size_t* indexed);
+  // After a publish: its blocks are no longer pending, their uploads are done.
+  Status ForgetPublished(std::string_view ns, uint32_t ns_id, const Fingerprint& fp,
+                         const std::vector<ChainEntry>& entries);
+  std::optional<ChainInfo> IndexedHead(std::string_view ns, const Fingerprint& fp,
+                                       const ChainId& chain_id);
+  // The chain's head as L2 has it now, installed in L1 and L0 (removed there if L2 has none).
+  // REQUIRES: the chain's stripe is held.
+  Result<std::optional<ChainInfo>> SyncHeadFromL2(std::string_view ns, const Fingerprint& fp,
+                                                  const ChainId& chain_id);
+  Status StaleConflict(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
+                       const std::optional<ChainInfo>& base, uint64_t expected_version,
+                       ChainState* current);
+  static uint64_t VersionOf(const std::optional<ChainInfo>& c) { return c ? c->version : 0; }
   void CompactRedundantHeads(std::string_view ns, const Fingerprint& fp,
                              const std::vector<ChainEntry>& entries);
   // Deletes a redundant head if L2 still holds exactly `expected` under it.

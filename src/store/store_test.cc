@@ -90,6 +90,19 @@ TEST_F(StoreApi, ExplicitlyNamedChainsAreNeverCompacted) {
   EXPECT_EQ(s_.ListChains("default").size(), 2u);
 }
 
+TEST_F(StoreApi, StaleCompareAndSwapIsAConflictBeforeAnythingElse) {
+  auto c = MakeChain(2, 100);
+  ASSERT_TRUE(s_.PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_EQ(*s_.PublishChain("default", kFp, Key(700), c.tip(), 0), 1u);
+  ChainState cur;
+  // The tip was never put: the stale version is still what the caller must learn about first.
+  auto r = s_.PublishChain("default", kFp, Key(700), Key(12345), 0, &cur);
+  EXPECT_TRUE(r.status().IsConflict()) << r.status().ToString();
+  EXPECT_EQ(cur.version, 1u);
+  EXPECT_EQ(cur.tip, c.tip());
+  EXPECT_EQ(cur.length, 2u);
+}
+
 TEST_F(StoreApi, GetIsAllOrNothing) {
   auto c = MakeChain(3, 100);
   ASSERT_TRUE(s_.PutBlocks("default", kFp, c.Puts()).ok());

@@ -178,7 +178,8 @@ Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uin
     if (entries.empty()) {
       return Status::FailedPrecondition(
           "block " + cur.ToHex() + " (an ancestor of tip " + ShortHex(tip) +
-          ") was never put in namespace " + std::string(ns) + " with this fingerprint");
+          ") is neither put-and-unpublished nor in a published chain of namespace " +
+          std::string(ns) + " with this fingerprint: put it (and its ancestors) again");
     }
   }
   if (entries.size() + reversed.size() > limits::kChainBlocksMax) {
@@ -190,6 +191,39 @@ Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uin
   return entries;
 }
 
+std::optional<ChainInfo> StoreImpl::IndexedHead(std::string_view ns, const Fingerprint& fp,
+                                                const ChainId& chain_id) {
+  std::shared_lock<std::shared_mutex> g(index_mu_);
+  return index_.GetChain(ns, fp, chain_id);
+}
+
+Result<std::optional<ChainInfo>> StoreImpl::SyncHeadFromL2(std::string_view ns,
+                                                           const Fingerprint& fp,
+                                                           const ChainId& chain_id) {
+  WMBT_ASSIGN_OR_RETURN(auto now, ReadHead(ns, fp, chain_id));
+  if (!now) {
+    WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, fp, chain_id));
+    return std::optional<ChainInfo>();
+  }
+  const auto& [etag, head] = *now;
+  WMBT_RETURN_IF_ERROR(ApplyHead(head, etag, layout::EncodeChainHead(head)));
+  return std::optional<ChainInfo>(
+      ChainInfo{chain_id, head.version, etag, head.tip(), uint32_t(head.entries.size())});
+}
+
+Status StoreImpl::StaleConflict(std::string_view ns, const Fingerprint& fp,
+                                const ChainId& chain_id, const std::optional<ChainInfo>& base,
+                                uint64_t expected_version, ChainState* current) {
+  counters_.publish_conflicts++;
+  if (current) {
+    *current = ChainState{std::string(ns), fp, chain_id, base ? base->tip : BlockKey{},
+                          VersionOf(base), base ? base->length : 0};
+  }
+  return Status::Conflict("chain " + chain_id.ToHex() + " is at version " +
+                          std::to_string(VersionOf(base)) + ", expected " +
+                          std::to_string(expected_version) + ": rebase on its tip");
+}
+
 Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint& fp,
                                          const ChainId& chain_id, const BlockKey& tip,
                                          std::optional<uint64_t> expected_version,
@@ -197,6 +231,17 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
   WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
   if (chain_id.IsZero() || tip.IsZero()) {
     return Status::InvalidArgument("PublishChain: chain id and tip must not be the zero key");
+  }
+  if (expected_version) {
+    // A stale compare-and-swap fails fast, before waiting for any upload.
+    std::lock_guard<std::mutex> stripe(StripeFor(chain_id));
+    std::optional<ChainInfo> base = IndexedHead(ns, fp, chain_id);
+    if (VersionOf(base) != *expected_version) {
+      WMBT_ASSIGN_OR_RETURN(base, SyncHeadFromL2(ns, fp, chain_id));  // L0 may lag other hosts
+      if (VersionOf(base) != *expected_version) {
+        return StaleConflict(ns, fp, chain_id, base, *expected_version, current);
+      }
+    }
   }
   const uint32_t ns_id = NamespaceId(ns);
   size_t indexed = 0;
@@ -218,35 +263,16 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
 
   std::unique_lock<std::mutex> stripe(StripeFor(chain_id));
   // Optimistic: start from what L0 knows and let the conditional write tell us if it is stale.
-  std::optional<ChainInfo> base;
-  {
-    std::shared_lock<std::shared_mutex> g(index_mu_);
-    base = index_.GetChain(ns, fp, chain_id);
-  }
-  bool base_from_l2 = false;
+  std::optional<ChainInfo> base = IndexedHead(ns, fp, chain_id);
+  bool confirmed = false;  // base was read from L2 (not just L0) since the last write attempt
   for (uint32_t attempt = 0; attempt < kPublishAttemptsMax; ++attempt) {
-    if (expected_version && (base ? base->version : 0) != *expected_version && !base_from_l2) {
-      base_from_l2 = true;  // L0 may be stale (another host): ask L2 before refusing
-      WMBT_ASSIGN_OR_RETURN(auto now, ReadHead(ns, fp, chain_id));
-      base = now ? std::optional<ChainInfo>(ChainInfo{chain_id, now->second.version, now->first,
-                                                      now->second.tip(),
-                                                      uint32_t(now->second.entries.size())})
-                 : std::nullopt;
-      if (now) WMBT_RETURN_IF_ERROR(ApplyHead(now->second, now->first,
-                                              layout::EncodeChainHead(now->second)));
+    if (expected_version && VersionOf(base) != *expected_version) {
+      if (confirmed) return StaleConflict(ns, fp, chain_id, base, *expected_version, current);
+      WMBT_ASSIGN_OR_RETURN(base, SyncHeadFromL2(ns, fp, chain_id));
+      confirmed = true;
       continue;
     }
-    if (expected_version && (base ? base->version : 0) != *expected_version) {
-      counters_.publish_conflicts++;
-      if (current) {
-        *current = ChainState{std::string(ns), fp, chain_id, base ? base->tip : BlockKey{},
-                              base ? base->version : 0, base ? base->length : 0};
-      }
-      return Status::Conflict("chain " + chain_id.ToHex() + " is at version " +
-                              std::to_string(base ? base->version : 0) + ", expected " +
-                              std::to_string(*expected_version) + ": rebase on its tip");
-    }
-    head.version = (base ? base->version : 0) + 1;
+    head.version = VersionOf(base) + 1;
     head.published_us = clock_->WallMicros();
     const std::string encoded = layout::EncodeChainHead(head);
     PutOptions opts = base ? PutOptions{PutMode::kIfMatch, base->etag}
@@ -257,23 +283,8 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
       counters_.l2_put_bytes += encoded.size();
       WMBT_RETURN_IF_ERROR(ApplyHead(head, *put, encoded));
       counters_.publishes++;
-      {
-        std::lock_guard<std::mutex> g(pending_mu_);
-        for (const ChainEntry& e : head.entries) pending_.erase(PendingKey{ns_id, fp, e.key});
-      }
-      {
-        std::lock_guard<std::mutex> g(upload_mu_);
-        for (const ChainEntry& e : head.entries) {
-          auto it = uploads_.find(CacheKey{ns_id, e.hash});
-          if (it != uploads_.end() && it->second->done.done() && it->second->done.status().ok()) {
-            uploads_.erase(it);
-          }
-        }
-      }
-      MetaWriteBatch done;
-      for (const ChainEntry& e : head.entries) done.Delete(meta_records::PendingKey(ns, fp, e.key));
-      WMBT_RETURN_IF_ERROR(l1_->Write(done, /*sync=*/false));
-      stripe.unlock();  // compaction takes other chains' stripes
+      stripe.unlock();  // the rest touches other chains' stripes
+      WMBT_RETURN_IF_ERROR(ForgetPublished(ns, ns_id, fp, head.entries));
       if (chain_id == tip) CompactRedundantHeads(ns, fp, head.entries);
       return head.version;
     }
@@ -283,19 +294,31 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
     }
     // Someone else changed the head since we looked: learn the current one, then retry (LWW) or
     // report the conflict (CAS) on the next pass.
-    WMBT_ASSIGN_OR_RETURN(auto now, ReadHead(ns, fp, chain_id));
-    if (now) {
-      WMBT_RETURN_IF_ERROR(ApplyHead(now->second, now->first, layout::EncodeChainHead(now->second)));
-      base = ChainInfo{chain_id, now->second.version, now->first, now->second.tip(),
-                       uint32_t(now->second.entries.size())};
-    } else {
-      WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, fp, chain_id));
-      base.reset();
-    }
-    base_from_l2 = true;
+    WMBT_ASSIGN_OR_RETURN(base, SyncHeadFromL2(ns, fp, chain_id));
+    confirmed = true;
   }
   return Status::Unavailable("publishing chain head " + key + ": lost " +
                              std::to_string(kPublishAttemptsMax) + " races in a row; retry");
+}
+
+Status StoreImpl::ForgetPublished(std::string_view ns, uint32_t ns_id, const Fingerprint& fp,
+                                  const std::vector<ChainEntry>& entries) {
+  {
+    std::lock_guard<std::mutex> g(pending_mu_);
+    for (const ChainEntry& e : entries) pending_.erase(PendingKey{ns_id, fp, e.key});
+  }
+  {
+    std::lock_guard<std::mutex> g(upload_mu_);
+    for (const ChainEntry& e : entries) {
+      auto it = uploads_.find(CacheKey{ns_id, e.hash});
+      if (it != uploads_.end() && it->second->done.done() && it->second->done.status().ok()) {
+        uploads_.erase(it);
+      }
+    }
+  }
+  MetaWriteBatch done;
+  for (const ChainEntry& e : entries) done.Delete(meta_records::PendingKey(ns, fp, e.key));
+  return l1_->Write(done, /*sync=*/false);
 }
 
 void StoreImpl::CompactRedundantHeads(std::string_view ns, const Fingerprint& fp,
