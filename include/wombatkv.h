@@ -1,0 +1,281 @@
+/* wombatkv.h — the WombatKV C ABI, version 1.1.
+ *
+ * WombatKV stores the KV-cache blocks an LLM inference engine computes during prefill, so that a
+ * later request (after a restart, in another process, on another host) restores them instead of
+ * prefilling again. This header is plain C (C11, and C++ through extern "C"); link with
+ * -lwombatkv (pkg-config: wombatkv).
+ *
+ * Compatibility: the 15 entry points of ABI 1.0 keep their exact signatures and behaviour, so
+ * engines written against 1.0 relink without source changes. 1.1 adds the functions marked
+ * "since 1.1" (explicit fingerprints and chains, CAS publish, content-hash get, refresh, stats).
+ *
+ * Words (docs/glossary.md): a *block key* is a 32-byte id chosen by the engine, passed as exactly
+ * 64 hex digits (either case); a *chain* is a sequence of blocks root→tip, made visible to
+ * lookups by *publishing* its head; a *fingerprint* names the model identity (24 hex); a
+ * *content hash* is BLAKE3-20 of a payload (40 hex); a *sidecar* ("raw tail") is extra bytes
+ * keyed by a chain tip; a *borrow* lends bytes that live in the store's memory.
+ *
+ * Conventions shared by every function:
+ *   - Errors: functions return int32_t/int64_t (-1 = error) or a pointer (NULL = error). Every
+ *     call first clears this thread's last error; a call that fails sets it (wmbt_kv_last_error).
+ *     Functions with err_buf/err_len also copy the message there, truncated and NUL-terminated
+ *     (an empty string on success); err_buf may be NULL or err_len 0. A miss (return 0 from a
+ *     get) or a CAS conflict (return 1 from publish) is not an error and leaves no message.
+ *   - Hex arguments have exactly the stated number of hex digits, either case; anything else
+ *     (wrong length, non-hex, or NULL where the function gives NULL no meaning) is an error (-1).
+ *     Hex output is lowercase and NUL-terminated.
+ *   - namespace_: [A-Za-z0-9._-]{1,64}; NULL or "" means the handle's default namespace
+ *     (WMBT_KV_NAMESPACE, "default"). Nothing crosses namespaces.
+ *   - Counts are bounded: at most WMBT_KV_BATCH_BLOCKS_MAX blocks per put and
+ *     WMBT_KV_LOOKUP_KEYS_MAX keys per lookup/get; larger counts are an error before any array
+ *     is read. A count of 0 needs no arrays (they may be NULL).
+ *   - No C++ exception ever crosses this ABI; an unexpected failure is -1 with "internal error".
+ *
+ * Ownership: a handle is created by wmbt_kv_init_from_env / wmbt_kv_open_* and destroyed by
+ * wmbt_kv_free. A borrow (wmbt_kv_borrow_t) owns the bytes and the pointer/length arrays it lent
+ * and is destroyed by wmbt_kv_release_borrow; until then those bytes stay valid and are never
+ * evicted. A borrow stays valid even after wmbt_kv_free of its handle (it keeps the store alive
+ * until released), but release every borrow before reopening the same data directory, which only
+ * one store may hold at a time. Input arrays and strings are only read during the call.
+ *
+ * Thread-safety: every function may be called from any number of threads at once, also on one
+ * shared handle, except that wmbt_kv_free must not race other calls on the same handle. A borrow
+ * may be released on any thread. wmbt_kv_last_error is per thread.
+ */
+#ifndef WOMBATKV_H_
+#define WOMBATKV_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define WMBT_KV_API __attribute__((visibility("default")))
+#else
+#define WMBT_KV_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WMBT_KV_ABI_VERSION_MAJOR 1
+#define WMBT_KV_ABI_VERSION_MINOR 1
+/* (major << 16) | minor: what wmbt_kv_abi_version() returns for this header. */
+#define WMBT_KV_ABI_VERSION \
+  ((uint32_t)(((uint32_t)WMBT_KV_ABI_VERSION_MAJOR << 16) | (uint32_t)WMBT_KV_ABI_VERSION_MINOR))
+
+/* Limits (the same as the engine's; see src/base/limits.h). */
+#define WMBT_KV_BATCH_BLOCKS_MAX ((size_t)1 << 16)     /* blocks in one put */
+#define WMBT_KV_LOOKUP_KEYS_MAX ((size_t)1 << 20)      /* keys in one lookup or get */
+#define WMBT_KV_BLOCK_BYTES_MAX ((uint64_t)256 << 20)  /* one payload */
+#define WMBT_KV_SIDECAR_BYTES_MAX ((uint64_t)1 << 30)  /* one raw tail */
+
+/* Sizes of hex output buffers, including the terminating NUL. */
+#define WMBT_KV_KEY_HEX_BUF 65          /* block key, chain id, BLAKE3-256 */
+#define WMBT_KV_CONTENT_HASH_HEX_BUF 41 /* content hash (BLAKE3-20) */
+#define WMBT_KV_FINGERPRINT_HEX_BUF 25  /* fingerprint digest */
+
+typedef struct wmbt_kv_handle wmbt_kv_handle_t; /* opaque: one open store */
+typedef struct wmbt_kv_borrow wmbt_kv_borrow_t; /* opaque: lent bytes, see Ownership */
+
+/* ---- Version, hashing, errors (1.0) ---------------------------------------------------------- */
+
+/* (major << 16) | minor of the linked library: 0x00010001 for 1.1. Compare the major with
+ * WMBT_KV_ABI_VERSION_MAJOR; a larger minor only adds functions. */
+WMBT_KV_API uint32_t wmbt_kv_abi_version(void);
+
+/* Unkeyed 32-byte BLAKE3 of in[0..in_len) as 64 lowercase hex digits + NUL into out (at least
+ * WMBT_KV_KEY_HEX_BUF bytes). Returns 0, or -1 if out is NULL or in is NULL with in_len > 0
+ * (in may be NULL when in_len is 0). */
+WMBT_KV_API int32_t wmbt_kv_blake3_64hex(const uint8_t* in, size_t in_len, char* out);
+
+/* CRC32C (Castagnoli), standard finalised value: 0 for empty input, 0xE3069283 for
+ * "123456789". If in is NULL with in_len > 0 it returns 0 and sets last_error. */
+WMBT_KV_API uint32_t wmbt_kv_crc32c(const uint8_t* in, size_t in_len);
+
+/* Continues a finalised CRC32C: wmbt_kv_crc32c_append(0, D) == wmbt_kv_crc32c(D), and appending
+ * the pieces of D one after another equals one call over D. If in is NULL with in_len > 0 it
+ * returns crc unchanged and sets last_error. */
+WMBT_KV_API uint32_t wmbt_kv_crc32c_append(uint32_t crc, const uint8_t* in, size_t in_len);
+
+/* The message of this thread's last failed call, or "" if the last call succeeded. Never NULL.
+ * The string stays valid until the next wmbt_kv_* call on this thread. Does not clear it. */
+WMBT_KV_API const char* wmbt_kv_last_error(void);
+
+/* ---- Handles (1.0) --------------------------------------------------------------------------- */
+
+/* Opens the backend the environment selects, in this order: WMBT_KV_REMOTE_PREFIX (daemon over
+ * shared memory) > WMBT_KV_TCP_ADDR > WMBT_KV_HTTP_ADDR > embedded (a store in this process,
+ * under WMBT_KV_DATA_DIR, default ~/.wombatkv). Returns NULL with last_error on failure: a bad
+ * setting (naming the variable), the data directory held by another process (naming the owner),
+ * or a transport this build does not have yet. */
+WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_init_from_env(void);
+
+/* Connects to a daemon over TCP at "HOST:PORT". Returns NULL with last_error on failure; in this
+ * build the TCP transport is not available yet, so it always fails with a message saying so. */
+WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_open_tcp(const char* addr);
+
+/* Connects to a daemon over HTTP. Not supported in this build: returns NULL with last_error. */
+WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_open_http(const char* addr);
+
+/* Closes the handle: waits for background uploads, then releases the data directory, or, if
+ * borrows of it are outstanding, does so when the last one is released (see Ownership).
+ * NULL is a no-op. */
+WMBT_KV_API void wmbt_kv_free(wmbt_kv_handle_t* handle);
+
+/* Releases a borrow and the bytes and arrays it lent. NULL is a no-op. */
+WMBT_KV_API void wmbt_kv_release_borrow(wmbt_kv_borrow_t* borrow);
+
+/* ---- Blocks (1.0; the fingerprint is the handle's WMBT_KV_FINGERPRINT) ----------------------- */
+
+/* Counts how many leading keys of block_hashes_hex[0..block_count) are present, as a path from a
+ * root, in chains published in (namespace_, handle fingerprint). Touches only RAM.
+ * Returns 0 with *out_matched_count set (0 when block_count is 0), or -1 on error. */
+WMBT_KV_API int32_t wmbt_kv_lookup_block_prefix(wmbt_kv_handle_t* handle, const char* namespace_,
+                                                const char* const* block_hashes_hex,
+                                                size_t block_count, size_t* out_matched_count,
+                                                char* err_buf, size_t err_len);
+
+/* Borrows the payloads of all block_count keys, all or nothing.
+ * Returns 1 when every key is present: (*out_payload_ptrs)[i] / (*out_payload_lens)[i] are block
+ * i's bytes, and both arrays and the bytes are owned by *out_borrow (release it). With
+ * block_count 0 it returns 1 with a borrow whose arrays are empty.
+ * Returns 0 on a miss (any key absent): the outputs are left untouched. Returns -1 on error
+ * (outputs untouched; bytes that fail their content hash are an error, never served). */
+WMBT_KV_API int32_t wmbt_kv_get_kv_blocks_borrowed(wmbt_kv_handle_t* handle,
+                                                   const char* namespace_,
+                                                   const char* const* block_hashes_hex,
+                                                   size_t block_count,
+                                                   const uint8_t*** out_payload_ptrs,
+                                                   const size_t** out_payload_lens,
+                                                   wmbt_kv_borrow_t** out_borrow);
+
+/* Stores block_count blocks as one chain in key order (block 0 is a root, block i's parent is
+ * block i-1), then publishes it with the tip key (the last one) as chain id, last writer wins.
+ * When it returns, the chain is durable and visible to lookups and gets.
+ * Returns the sum of lens (0 when block_count is 0), or -1 on error. payloads[i] may be NULL only
+ * when lens[i] is 0. Each payload is at most WMBT_KV_BLOCK_BYTES_MAX bytes. */
+WMBT_KV_API int64_t wmbt_kv_put_kv_blocks(wmbt_kv_handle_t* handle, const char* namespace_,
+                                          const char* const* block_hashes_hex,
+                                          const uint8_t* const* payloads, const size_t* lens,
+                                          size_t block_count);
+
+/* Stores sidecar bytes ("raw tail") keyed by the chain tip key, durably. They are independent of
+ * the chain head: a chain may be visible without its raw tail (then the get is a miss).
+ * Returns 0, or -1 on error. bytes may be NULL when len is 0. */
+WMBT_KV_API int32_t wmbt_kv_put_raw_tail(wmbt_kv_handle_t* handle, const char* namespace_,
+                                         const char* chain_tip_hash_hex, const uint8_t* bytes,
+                                         size_t len, char* err_buf, size_t err_len);
+
+/* Borrows the raw tail of a chain tip. Returns 1 on a hit (*out_bytes and *out_len owned by
+ * *out_borrow), 0 on a miss (outputs untouched), -1 on error. */
+WMBT_KV_API int32_t wmbt_kv_get_raw_tail_borrowed(wmbt_kv_handle_t* handle, const char* namespace_,
+                                                  const char* chain_tip_hash_hex,
+                                                  const uint8_t** out_bytes, size_t* out_len,
+                                                  wmbt_kv_borrow_t** out_borrow, char* err_buf,
+                                                  size_t err_len);
+
+/* ---- Native entry points (since 1.1) --------------------------------------------------------- */
+/* fingerprint_hex: 24 hex digits, or NULL for the handle's default (WMBT_KV_FINGERPRINT). */
+
+/* Opens an embedded store under data_dir (created if missing; NULL or "" = WMBT_KV_DATA_DIR or
+ * its default), whatever the transport variables say; every other setting comes from the
+ * environment. Returns NULL with last_error on failure. */
+WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_open_embedded(const char* data_dir);
+
+/* Digest of a model-identity envelope (FingerprintSpec in wombatkv/types.h) as 24 lowercase hex
+ * + NUL into out_hex (at least WMBT_KV_FINGERPRINT_HEX_BUF bytes). model_id, tokenizer_id and
+ * kv_dtype must be non-NULL; lora may be NULL (no LoRA, same as ""); tp and pp are at least 1.
+ * Returns 0, or -1 on error. The same inputs give the same digest on every host and build. */
+WMBT_KV_API int32_t wmbt_kv_fingerprint_digest(const char* model_id, const char* tokenizer_id,
+                                               const char* kv_dtype, uint32_t tp, uint32_t pp,
+                                               const char* lora, char* out_hex);
+
+/* wmbt_kv_lookup_block_prefix with an explicit fingerprint. Returns 0 or -1. */
+WMBT_KV_API int32_t wmbt_kv_lookup_block_prefix_ex(wmbt_kv_handle_t* handle,
+                                                   const char* namespace_,
+                                                   const char* fingerprint_hex,
+                                                   const char* const* block_hashes_hex,
+                                                   size_t block_count, size_t* out_matched_count,
+                                                   char* err_buf, size_t err_len);
+
+/* wmbt_kv_get_kv_blocks_borrowed with an explicit fingerprint and an error buffer.
+ * Returns 1 all present, 0 miss (outputs untouched), -1 error. */
+WMBT_KV_API int32_t wmbt_kv_get_kv_blocks_borrowed_ex(
+    wmbt_kv_handle_t* handle, const char* namespace_, const char* fingerprint_hex,
+    const char* const* block_hashes_hex, size_t block_count, const uint8_t*** out_payload_ptrs,
+    const size_t** out_payload_lens, wmbt_kv_borrow_t** out_borrow, char* err_buf,
+    size_t err_len);
+
+/* Stores blocks with explicit parents and does NOT publish them: they are readable by content
+ * hash at once, invisible to lookups until wmbt_kv_publish_chain names a tip that reaches them.
+ * parent_keys_hex NULL = chain order (block 0 a root, block i's parent block i-1); otherwise
+ * parent_keys_hex[i] is block i's parent, NULL or 64 zeros for a root. A block's key must differ
+ * from its parent. Identical payloads are stored once.
+ * out_hashes (NULL or count * WMBT_KV_CONTENT_HASH_HEX_BUF bytes) receives block i's content hash
+ * as 40 hex + NUL at offset i * 41. Returns 0 (also for count 0), or -1 on error. */
+WMBT_KV_API int32_t wmbt_kv_put_blocks_ex(wmbt_kv_handle_t* handle, const char* namespace_,
+                                          const char* fingerprint_hex,
+                                          const char* const* keys_hex,
+                                          const char* const* parent_keys_hex,
+                                          const uint8_t* const* payloads, const size_t* lens,
+                                          size_t count, char* out_hashes, char* err_buf,
+                                          size_t err_len);
+
+/* Publishes chain chain_id_hex (64 hex; NULL = the tip key) with tip tip_hex: the chain is the
+ * blocks from the tip back to a root through parent links. Waits until every block is durable,
+ * then writes the head atomically; the chain is visible when this returns.
+ * expected_version < 0: last writer wins. expected_version >= 0: compare-and-swap, where 0 means
+ * "the chain must not exist yet" and n means "the current version must be n".
+ * Returns 0 with *out_version (if non-NULL) = the new version; 1 on a CAS conflict, with
+ * out_current_tip_hex (NULL or WMBT_KV_KEY_HEX_BUF bytes) and *out_current_version (if non-NULL)
+ * set to the chain's current tip and version (64 zeros and 0 if it has none) so the caller can
+ * rebase; -1 on error (e.g. a block of the chain was never put). */
+WMBT_KV_API int32_t wmbt_kv_publish_chain(wmbt_kv_handle_t* handle, const char* namespace_,
+                                          const char* fingerprint_hex, const char* chain_id_hex,
+                                          const char* tip_hex, int64_t expected_version,
+                                          uint64_t* out_version, char* out_current_tip_hex,
+                                          uint64_t* out_current_version, char* err_buf,
+                                          size_t err_len);
+
+/* Borrows a payload by content hash (40 hex), published or not. Returns 1 on a hit
+ * (*out_bytes and *out_len owned by *out_borrow), 0 on a miss (outputs untouched), -1 on error. */
+WMBT_KV_API int32_t wmbt_kv_get_by_content_hash_borrowed(wmbt_kv_handle_t* handle,
+                                                         const char* namespace_,
+                                                         const char* content_hash_hex,
+                                                         const uint8_t** out_bytes,
+                                                         size_t* out_len,
+                                                         wmbt_kv_borrow_t** out_borrow,
+                                                         char* err_buf, size_t err_len);
+
+/* wmbt_kv_put_raw_tail with an explicit fingerprint. Returns 0 or -1. */
+WMBT_KV_API int32_t wmbt_kv_put_raw_tail_ex(wmbt_kv_handle_t* handle, const char* namespace_,
+                                            const char* fingerprint_hex,
+                                            const char* chain_tip_hash_hex, const uint8_t* bytes,
+                                            size_t len, char* err_buf, size_t err_len);
+
+/* wmbt_kv_get_raw_tail_borrowed with an explicit fingerprint. Returns 1 hit, 0 miss, -1 error. */
+WMBT_KV_API int32_t wmbt_kv_get_raw_tail_borrowed_ex(wmbt_kv_handle_t* handle,
+                                                     const char* namespace_,
+                                                     const char* fingerprint_hex,
+                                                     const char* chain_tip_hash_hex,
+                                                     const uint8_t** out_bytes, size_t* out_len,
+                                                     wmbt_kv_borrow_t** out_borrow, char* err_buf,
+                                                     size_t err_len);
+
+/* Loads what other processes or hosts published to L2 since the last look, so it becomes
+ * visible to this handle's lookups. Returns 0, or -1 on error. */
+WMBT_KV_API int32_t wmbt_kv_refresh(wmbt_kv_handle_t* handle, char* err_buf, size_t err_len);
+
+/* Writes the store's statistics as one JSON object + NUL into buf. *out_needed (if non-NULL)
+ * receives the bytes needed including the NUL. Returns 0, or -1 if buf is too small (then
+ * *out_needed tells the size to retry with; buf may be NULL with buf_len 0 to ask) or on error.
+ * The fields are those of StoreStats in wombatkv/store.h, plus "abi_version" and "l2". */
+WMBT_KV_API int32_t wmbt_kv_stats_json(wmbt_kv_handle_t* handle, char* buf, size_t buf_len,
+                                       size_t* out_needed);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* WOMBATKV_H_ */

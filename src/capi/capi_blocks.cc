@@ -1,0 +1,163 @@
+// Blocks through the 1.0 entry points (lookup, get, put-and-publish) and their _ex variants with
+// an explicit fingerprint. Each entry point is a Status-returning implementation turned into the
+// C return by the status table (status_map.h), inside Guarded.
+#include <string>
+
+#include "capi/capi_internal.h"
+
+namespace wombatkv::capi {
+namespace {
+
+Status Lookup(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex,
+              const char* const* keys_hex, size_t count, size_t* out_matched) {
+  WMBT_RETURN_IF_ERROR(CheckHandle(handle));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(out_matched, "out_matched_count"));
+  WMBT_RETURN_IF_ERROR(CheckCount(count, limits::kLookupKeysMax, "block_count"));
+  WMBT_ASSIGN_OR_RETURN(std::string_view ns, ParseNamespace(handle, ns_arg));
+  WMBT_ASSIGN_OR_RETURN(Fingerprint fp, ParseFingerprint(handle, fp_hex));
+  WMBT_ASSIGN_OR_RETURN(std::vector<BlockKey> keys, ParseKeys(keys_hex, count, "block_hashes_hex"));
+  size_t matched = 0;
+  if (!keys.empty()) {
+    WMBT_ASSIGN_OR_RETURN(matched, handle->store->LookupPrefix(ns, fp, keys));
+    if (matched > keys.size())
+      return Status::Internal("lookup matched " + std::to_string(matched) + " of " +
+                              std::to_string(keys.size()) + " keys");
+  }
+  *out_matched = matched;
+  return Status::Ok();
+}
+
+// OK = all present (outputs set), NotFound = a miss (outputs untouched), else an error.
+Status GetBlocks(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex,
+                 const char* const* keys_hex, size_t count, const uint8_t*** out_ptrs,
+                 const size_t** out_lens, wmbt_kv_borrow** out_borrow) {
+  WMBT_RETURN_IF_ERROR(CheckHandle(handle));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(out_ptrs, "out_payload_ptrs"));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(out_lens, "out_payload_lens"));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(out_borrow, "out_borrow"));
+  WMBT_RETURN_IF_ERROR(CheckCount(count, limits::kLookupKeysMax, "block_count"));
+  WMBT_ASSIGN_OR_RETURN(std::string_view ns, ParseNamespace(handle, ns_arg));
+  WMBT_ASSIGN_OR_RETURN(Fingerprint fp, ParseFingerprint(handle, fp_hex));
+  WMBT_ASSIGN_OR_RETURN(std::vector<BlockKey> keys, ParseKeys(keys_hex, count, "block_hashes_hex"));
+  auto borrow = std::make_unique<wmbt_kv_borrow>();
+  borrow->store = handle->store;
+  if (!keys.empty()) {
+    WMBT_ASSIGN_OR_RETURN(borrow->blocks, handle->store->GetBlocks(ns, fp, keys));
+    // Always on: a short or long answer would hand the engine the wrong block's bytes.
+    if (borrow->blocks.size() != keys.size())
+      return Status::Internal("get returned " + std::to_string(borrow->blocks.size()) +
+                              " payloads for " + std::to_string(keys.size()) + " keys");
+  }
+  borrow->ptrs.reserve(keys.size());
+  borrow->lens.reserve(keys.size());
+  for (size_t i = 0; i < borrow->blocks.size(); ++i) {
+    ByteView p = borrow->blocks.payload(i);
+    borrow->ptrs.push_back(p.data());
+    borrow->lens.push_back(p.size());
+  }
+  *out_ptrs = borrow->ptrs.data();
+  *out_lens = borrow->lens.data();
+  *out_borrow = borrow.release();
+  return Status::Ok();
+}
+
+// Stores the blocks as one chain in key order and publishes it (chain id = tip, last writer
+// wins). Returns the sum of the payload lengths.
+Result<int64_t> PutAndPublish(wmbt_kv_handle* handle, const char* ns_arg,
+                              const char* const* keys_hex, const uint8_t* const* payloads,
+                              const size_t* lens, size_t count) {
+  WMBT_RETURN_IF_ERROR(CheckHandle(handle));
+  if (count == 0) return int64_t{0};
+  WMBT_RETURN_IF_ERROR(CheckCount(count, limits::kBatchBlocksMax, "block_count"));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(keys_hex, "block_hashes_hex"));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(payloads, "payloads"));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(lens, "lens"));
+  WMBT_ASSIGN_OR_RETURN(std::string_view ns, ParseNamespace(handle, ns_arg));
+  const Fingerprint& fp = handle->config.fingerprint;
+  WMBT_ASSIGN_OR_RETURN(std::vector<BlockKey> keys, ParseKeys(keys_hex, count, "block_hashes_hex"));
+  std::vector<BlockPut> blocks(count);
+  int64_t total = 0;  // at most kBatchBlocksMax * kBlockBytesMax = 2^44: no overflow
+  for (size_t i = 0; i < count; ++i) {
+    std::string what = "payloads[" + std::to_string(i) + "]";
+    WMBT_ASSIGN_OR_RETURN(blocks[i].payload,
+                          ParsePayload(payloads[i], lens[i], limits::kBlockBytesMax, what));
+    blocks[i].key = keys[i];
+    blocks[i].parent = i == 0 ? BlockKey{} : keys[i - 1];
+    total += static_cast<int64_t>(lens[i]);
+  }
+  WMBT_RETURN_IF_ERROR(handle->store->PutBlocks(ns, fp, blocks).status());
+  const BlockKey& tip = keys.back();
+  WMBT_RETURN_IF_ERROR(handle->store->PublishChain(ns, fp, tip, tip).status());
+  return total;
+}
+
+}  // namespace
+}  // namespace wombatkv::capi
+
+using wombatkv::capi::CallKind;
+using wombatkv::capi::Finish;
+using wombatkv::capi::Guarded;
+
+extern "C" {
+
+int32_t wmbt_kv_lookup_block_prefix(wmbt_kv_handle_t* handle, const char* namespace_,
+                                    const char* const* block_hashes_hex, size_t block_count,
+                                    size_t* out_matched_count, char* err_buf, size_t err_len) {
+  return Guarded("wmbt_kv_lookup_block_prefix", int32_t{-1}, err_buf, err_len, [&] {
+    return Finish(wombatkv::capi::Lookup(handle, namespace_, nullptr, block_hashes_hex,
+                                         block_count, out_matched_count),
+                  CallKind::kPlain);
+  });
+}
+
+int32_t wmbt_kv_lookup_block_prefix_ex(wmbt_kv_handle_t* handle, const char* namespace_,
+                                       const char* fingerprint_hex,
+                                       const char* const* block_hashes_hex, size_t block_count,
+                                       size_t* out_matched_count, char* err_buf, size_t err_len) {
+  return Guarded("wmbt_kv_lookup_block_prefix_ex", int32_t{-1}, err_buf, err_len, [&] {
+    return Finish(wombatkv::capi::Lookup(handle, namespace_, fingerprint_hex, block_hashes_hex,
+                                         block_count, out_matched_count),
+                  CallKind::kPlain);
+  });
+}
+
+int32_t wmbt_kv_get_kv_blocks_borrowed(wmbt_kv_handle_t* handle, const char* namespace_,
+                                       const char* const* block_hashes_hex, size_t block_count,
+                                       const uint8_t*** out_payload_ptrs,
+                                       const size_t** out_payload_lens,
+                                       wmbt_kv_borrow_t** out_borrow) {
+  return Guarded("wmbt_kv_get_kv_blocks_borrowed", int32_t{-1}, nullptr, 0, [&] {
+    return Finish(wombatkv::capi::GetBlocks(handle, namespace_, nullptr, block_hashes_hex,
+                                            block_count, out_payload_ptrs, out_payload_lens,
+                                            out_borrow),
+                  CallKind::kRead);
+  });
+}
+
+int32_t wmbt_kv_get_kv_blocks_borrowed_ex(wmbt_kv_handle_t* handle, const char* namespace_,
+                                          const char* fingerprint_hex,
+                                          const char* const* block_hashes_hex, size_t block_count,
+                                          const uint8_t*** out_payload_ptrs,
+                                          const size_t** out_payload_lens,
+                                          wmbt_kv_borrow_t** out_borrow, char* err_buf,
+                                          size_t err_len) {
+  return Guarded("wmbt_kv_get_kv_blocks_borrowed_ex", int32_t{-1}, err_buf, err_len, [&] {
+    return Finish(wombatkv::capi::GetBlocks(handle, namespace_, fingerprint_hex, block_hashes_hex,
+                                            block_count, out_payload_ptrs, out_payload_lens,
+                                            out_borrow),
+                  CallKind::kRead);
+  });
+}
+
+int64_t wmbt_kv_put_kv_blocks(wmbt_kv_handle_t* handle, const char* namespace_,
+                              const char* const* block_hashes_hex, const uint8_t* const* payloads,
+                              const size_t* lens, size_t block_count) {
+  return Guarded("wmbt_kv_put_kv_blocks", int64_t{-1}, nullptr, 0, [&]() -> int64_t {
+    auto r = wombatkv::capi::PutAndPublish(handle, namespace_, block_hashes_hex, payloads, lens,
+                                           block_count);
+    if (!r.ok()) return Finish(r.status(), CallKind::kPlain);
+    return *r;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,251 @@
+// The 1.1 native entry points: fingerprints, explicit chains, CAS publish, content-hash get,
+// refresh and stats.
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/hex.h"
+#include "capi/capi_internal.h"
+
+namespace wombatkv::capi {
+namespace {
+
+Status FingerprintDigest(const char* model_id, const char* tokenizer_id, const char* kv_dtype,
+                         uint32_t tp, uint32_t pp, const char* lora, char* out_hex) {
+  WMBT_RETURN_IF_ERROR(CheckNotNull(model_id, "model_id"));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(tokenizer_id, "tokenizer_id"));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(kv_dtype, "kv_dtype"));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(out_hex, "out_hex"));
+  if (tp == 0 || pp == 0)
+    return Status::InvalidArgument("tp and pp must be at least 1, got tp=" + std::to_string(tp) +
+                                   " pp=" + std::to_string(pp));
+  FingerprintSpec spec;
+  spec.model_id = model_id;
+  spec.tokenizer_id = tokenizer_id;
+  spec.kv_dtype = kv_dtype;
+  spec.tensor_parallel = tp;
+  spec.pipeline_parallel = pp;
+  spec.lora = lora ? lora : "";
+  Fingerprint fp = spec.Digest();
+  HexEncodeTo(fp.bytes, out_hex);
+  out_hex[Fingerprint::kHexSize] = '\0';
+  return Status::Ok();
+}
+
+Status PutBlocksEx(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex,
+                   const char* const* keys_hex, const char* const* parents_hex,
+                   const uint8_t* const* payloads, const size_t* lens, size_t count,
+                   char* out_hashes) {
+  WMBT_RETURN_IF_ERROR(CheckHandle(handle));
+  WMBT_ASSIGN_OR_RETURN(std::string_view ns, ParseNamespace(handle, ns_arg));
+  WMBT_ASSIGN_OR_RETURN(Fingerprint fp, ParseFingerprint(handle, fp_hex));
+  if (count == 0) return Status::Ok();
+  WMBT_RETURN_IF_ERROR(CheckCount(count, limits::kBatchBlocksMax, "count"));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(keys_hex, "keys_hex"));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(payloads, "payloads"));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(lens, "lens"));
+  WMBT_ASSIGN_OR_RETURN(std::vector<BlockKey> keys, ParseKeys(keys_hex, count, "keys_hex"));
+  std::vector<BlockPut> blocks(count);
+  for (size_t i = 0; i < count; ++i) {
+    blocks[i].key = keys[i];
+    if (parents_hex == nullptr) {
+      blocks[i].parent = i == 0 ? BlockKey{} : keys[i - 1];
+    } else if (parents_hex[i] != nullptr) {
+      WMBT_ASSIGN_OR_RETURN(blocks[i].parent,
+                            ParseKey(parents_hex[i], "parent_keys_hex[" + std::to_string(i) + "]"));
+    }  // else: a root (zero parent)
+    WMBT_ASSIGN_OR_RETURN(blocks[i].payload,
+                          ParsePayload(payloads[i], lens[i], limits::kBlockBytesMax,
+                                       "payloads[" + std::to_string(i) + "]"));
+  }
+  WMBT_ASSIGN_OR_RETURN(std::vector<ContentHash> hashes, handle->store->PutBlocks(ns, fp, blocks));
+  if (hashes.size() != count)
+    return Status::Internal("put returned " + std::to_string(hashes.size()) + " hashes for " +
+                            std::to_string(count) + " blocks");
+  if (out_hashes != nullptr) {
+    for (size_t i = 0; i < count; ++i) {
+      char* slot = out_hashes + i * WMBT_KV_CONTENT_HASH_HEX_BUF;
+      HexEncodeTo(hashes[i].bytes, slot);
+      slot[ContentHash::kHexSize] = '\0';
+    }
+  }
+  return Status::Ok();
+}
+
+// OK = published, Conflict = CAS lost (current state written to the outputs), else an error.
+Status PublishChain(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex,
+                    const char* chain_id_hex, const char* tip_hex, int64_t expected_version,
+                    uint64_t* out_version, char* out_current_tip_hex,
+                    uint64_t* out_current_version) {
+  WMBT_RETURN_IF_ERROR(CheckHandle(handle));
+  WMBT_ASSIGN_OR_RETURN(std::string_view ns, ParseNamespace(handle, ns_arg));
+  WMBT_ASSIGN_OR_RETURN(Fingerprint fp, ParseFingerprint(handle, fp_hex));
+  WMBT_ASSIGN_OR_RETURN(BlockKey tip, ParseKey(tip_hex, "tip_hex"));
+  ChainId chain_id = tip;
+  if (chain_id_hex != nullptr) {
+    WMBT_ASSIGN_OR_RETURN(chain_id, ParseKey(chain_id_hex, "chain_id_hex"));
+  }
+  std::optional<uint64_t> expected;
+  if (expected_version >= 0) expected = static_cast<uint64_t>(expected_version);
+  ChainState current;
+  auto version = handle->store->PublishChain(ns, fp, chain_id, tip, expected, &current);
+  if (!version.ok()) {
+    if (version.status().IsConflict()) {
+      if (out_current_tip_hex != nullptr) {
+        HexEncodeTo(current.tip.bytes, out_current_tip_hex);
+        out_current_tip_hex[BlockKey::kHexSize] = '\0';
+      }
+      if (out_current_version != nullptr) *out_current_version = current.version;
+    }
+    return version.status();
+  }
+  if (out_version != nullptr) *out_version = *version;
+  return Status::Ok();
+}
+
+// OK = hit (outputs set), NotFound = miss (outputs untouched), else an error.
+Status GetByContentHash(wmbt_kv_handle* handle, const char* ns_arg, const char* hash_hex,
+                        const uint8_t** out_bytes, size_t* out_len, wmbt_kv_borrow** out_borrow) {
+  WMBT_RETURN_IF_ERROR(CheckHandle(handle));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(out_bytes, "out_bytes"));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(out_len, "out_len"));
+  WMBT_RETURN_IF_ERROR(CheckNotNull(out_borrow, "out_borrow"));
+  WMBT_ASSIGN_OR_RETURN(std::string_view ns, ParseNamespace(handle, ns_arg));
+  WMBT_ASSIGN_OR_RETURN(ContentHash hash, ParseContentHash(hash_hex, "content_hash_hex"));
+  auto borrow = std::make_unique<wmbt_kv_borrow>();
+  borrow->store = handle->store;
+  WMBT_ASSIGN_OR_RETURN(borrow->single, handle->store->GetByContentHash(ns, hash));
+  *out_bytes = borrow->single.data;
+  *out_len = borrow->single.size;
+  *out_borrow = borrow.release();
+  return Status::Ok();
+}
+
+Status Refresh(wmbt_kv_handle* handle) {
+  WMBT_RETURN_IF_ERROR(CheckHandle(handle));
+  return handle->store->Refresh().status();
+}
+
+std::string StatsJson(Store& store) {
+  StoreStats s = store.Stats();
+  nlohmann::ordered_json j;
+  j["abi_version"] = WMBT_KV_ABI_VERSION;
+  j["l2"] = store.DescribeL2();
+#define WMBT_STAT(field) j[#field] = s.field
+  WMBT_STAT(l0_blocks);
+  WMBT_STAT(l0_chains);
+  WMBT_STAT(l0_memory_bytes);
+  WMBT_STAT(lookups);
+  WMBT_STAT(lookup_keys);
+  WMBT_STAT(lookup_hit_keys);
+  WMBT_STAT(cache_bytes);
+  WMBT_STAT(cache_entries);
+  WMBT_STAT(cache_pinned_bytes);
+  WMBT_STAT(cache_hits);
+  WMBT_STAT(cache_misses);
+  WMBT_STAT(cache_evictions);
+  WMBT_STAT(puts);
+  WMBT_STAT(put_bytes);
+  WMBT_STAT(publishes);
+  WMBT_STAT(publish_conflicts);
+  WMBT_STAT(gets);
+  WMBT_STAT(get_hits);
+  WMBT_STAT(get_misses);
+  WMBT_STAT(get_bytes);
+  WMBT_STAT(pending_blocks);
+  WMBT_STAT(heads_compacted);
+  WMBT_STAT(l2_puts);
+  WMBT_STAT(l2_put_bytes);
+  WMBT_STAT(l2_gets);
+  WMBT_STAT(l2_get_bytes);
+  WMBT_STAT(l2_errors);
+  WMBT_STAT(corruptions_detected);
+#undef WMBT_STAT
+  // A path that is not UTF-8 must not make dump() throw.
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+Status StatsToBuffer(wmbt_kv_handle* handle, char* buf, size_t buf_len, size_t* out_needed) {
+  WMBT_RETURN_IF_ERROR(CheckHandle(handle));
+  std::string json = StatsJson(*handle->store);
+  size_t needed = json.size() + 1;
+  if (out_needed != nullptr) *out_needed = needed;
+  if (buf == nullptr || buf_len < needed)
+    return Status::ResourceExhausted("buf holds " + std::to_string(buf == nullptr ? 0 : buf_len) +
+                                     " bytes; the stats JSON needs " + std::to_string(needed) +
+                                     " (retry with *out_needed)");
+  std::memcpy(buf, json.c_str(), needed);
+  return Status::Ok();
+}
+
+}  // namespace
+}  // namespace wombatkv::capi
+
+using wombatkv::capi::CallKind;
+using wombatkv::capi::Finish;
+using wombatkv::capi::Guarded;
+
+extern "C" {
+
+int32_t wmbt_kv_fingerprint_digest(const char* model_id, const char* tokenizer_id,
+                                   const char* kv_dtype, uint32_t tp, uint32_t pp,
+                                   const char* lora, char* out_hex) {
+  return Guarded("wmbt_kv_fingerprint_digest", int32_t{-1}, nullptr, 0, [&] {
+    return Finish(wombatkv::capi::FingerprintDigest(model_id, tokenizer_id, kv_dtype, tp, pp, lora,
+                                                    out_hex),
+                  CallKind::kPlain);
+  });
+}
+
+int32_t wmbt_kv_put_blocks_ex(wmbt_kv_handle_t* handle, const char* namespace_,
+                              const char* fingerprint_hex, const char* const* keys_hex,
+                              const char* const* parent_keys_hex, const uint8_t* const* payloads,
+                              const size_t* lens, size_t count, char* out_hashes, char* err_buf,
+                              size_t err_len) {
+  return Guarded("wmbt_kv_put_blocks_ex", int32_t{-1}, err_buf, err_len, [&] {
+    return Finish(wombatkv::capi::PutBlocksEx(handle, namespace_, fingerprint_hex, keys_hex,
+                                              parent_keys_hex, payloads, lens, count, out_hashes),
+                  CallKind::kPlain);
+  });
+}
+
+int32_t wmbt_kv_publish_chain(wmbt_kv_handle_t* handle, const char* namespace_,
+                              const char* fingerprint_hex, const char* chain_id_hex,
+                              const char* tip_hex, int64_t expected_version, uint64_t* out_version,
+                              char* out_current_tip_hex, uint64_t* out_current_version,
+                              char* err_buf, size_t err_len) {
+  return Guarded("wmbt_kv_publish_chain", int32_t{-1}, err_buf, err_len, [&] {
+    return Finish(wombatkv::capi::PublishChain(handle, namespace_, fingerprint_hex, chain_id_hex,
+                                               tip_hex, expected_version, out_version,
+                                               out_current_tip_hex, out_current_version),
+                  CallKind::kPublish);
+  });
+}
+
+int32_t wmbt_kv_get_by_content_hash_borrowed(wmbt_kv_handle_t* handle, const char* namespace_,
+                                             const char* content_hash_hex,
+                                             const uint8_t** out_bytes, size_t* out_len,
+                                             wmbt_kv_borrow_t** out_borrow, char* err_buf,
+                                             size_t err_len) {
+  return Guarded("wmbt_kv_get_by_content_hash_borrowed", int32_t{-1}, err_buf, err_len, [&] {
+    return Finish(wombatkv::capi::GetByContentHash(handle, namespace_, content_hash_hex,
+                                                   out_bytes, out_len, out_borrow),
+                  CallKind::kRead);
+  });
+}
+
+int32_t wmbt_kv_refresh(wmbt_kv_handle_t* handle, char* err_buf, size_t err_len) {
+  return Guarded("wmbt_kv_refresh", int32_t{-1}, err_buf, err_len, [&] {
+    return Finish(wombatkv::capi::Refresh(handle), CallKind::kPlain);
+  });
+}
+
+int32_t wmbt_kv_stats_json(wmbt_kv_handle_t* handle, char* buf, size_t buf_len,
+                           size_t* out_needed) {
+  return Guarded("wmbt_kv_stats_json", int32_t{-1}, nullptr, 0, [&] {
+    return Finish(wombatkv::capi::StatsToBuffer(handle, buf, buf_len, out_needed),
+                  CallKind::kPlain);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,394 @@
+#include "config/config.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <limits>
+#include <utility>
+
+namespace wombatkv {
+namespace {
+
+using Setter = Status (*)(Config& c, std::string_view value);
+
+// One row drives both the documentation table and the parser, so they cannot drift apart.
+struct Setting {
+  SettingDoc doc;
+  Setter set;
+  bool optional;  // an empty value clears it
+};
+
+Status Bad(std::string_view name, std::string_view value, std::string_view expected,
+           bool secret = false) {
+  std::string shown = secret ? std::string("(secret value hidden)")
+                             : "\"" + std::string(value.substr(0, 120)) +
+                                   (value.size() > 120 ? "...\"" : "\"");
+  return Status::InvalidArgument(std::string(name) + "=" + shown + " is not valid: expected " +
+                                 std::string(expected));
+}
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+// [A-Za-z0-9._-]{1,max}, not "." or "..": safe to use as a path component.
+bool IsSafeName(std::string_view s, size_t max) {
+  if (s.empty() || s.size() > max || s == "." || s == "..") return false;
+  for (char c : s)
+    if (!IsNameChar(c)) return false;
+  return true;
+}
+
+std::optional<uint64_t> ParseUint(std::string_view s) {
+  uint64_t v = 0;
+  if (s.empty()) return std::nullopt;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// HOST:PORT, HOST a name/IPv4 or a bracketed IPv6 address, PORT 1..65535.
+bool IsHostPort(std::string_view s) {
+  size_t colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  std::string_view host = s.substr(0, colon);
+  auto port = ParseUint(s.substr(colon + 1));
+  if (!port || *port == 0 || *port > 65535) return false;
+  if (host.front() == '[') return host.size() > 2 && host.back() == ']';
+  for (char c : host)
+    if (!IsNameChar(c)) return false;
+  return true;
+}
+
+// S3 bucket naming rules: 3..63 of [a-z0-9.-], starting and ending with a letter or digit.
+bool IsBucketName(std::string_view s) {
+  if (s.size() < 3 || s.size() > 63) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(s.front()) || !alnum(s.back())) return false;
+  for (char c : s)
+    if (!alnum(c) && c != '.' && c != '-') return false;
+  return true;
+}
+
+Status SetDataDir(Config& c, std::string_view v) {
+  if (v.empty()) return Bad("WMBT_KV_DATA_DIR", v, "a directory path");
+  c.data_dir = std::string(v);
+  return Status::Ok();
+}
+
+Status SetNamespace(Config& c, std::string_view v) {
+  if (!ValidateNamespace(v).ok())
+    return Bad("WMBT_KV_NAMESPACE", v, "a namespace of 1 to 64 characters from [A-Za-z0-9._-]");
+  c.ns = std::string(v);
+  return Status::Ok();
+}
+
+Status SetFingerprint(Config& c, std::string_view v) {
+  auto fp = Fingerprint::FromHex(v);
+  if (!fp.ok()) return Bad("WMBT_KV_FINGERPRINT", v, "exactly 24 hex digits (a 12-byte digest)");
+  c.fingerprint = *fp;
+  return Status::Ok();
+}
+
+Status SetL2Prefix(Config& c, std::string_view v) {
+  bool ok = !v.empty() && v.size() <= 256;
+  for (size_t start = 0; ok && start <= v.size();) {
+    size_t slash = v.find('/', start);
+    size_t end = slash == std::string_view::npos ? v.size() : slash;
+    ok = IsSafeName(v.substr(start, end - start), 256);
+    start = end + 1;
+  }
+  if (!ok)
+    return Bad("WMBT_KV_S3_PREFIX", v,
+               "'/'-separated segments of [A-Za-z0-9._-] (no empty, '.' or '..' segment), "
+               "at most 256 characters, e.g. kv or team/kv");
+  c.l2_prefix = std::string(v);
+  return Status::Ok();
+}
+
+Status SetCacheBytes(Config& c, std::string_view v) {
+  auto n = ParseByteSize(v);
+  if (!n || *n == 0)
+    return Bad("WMBT_KV_CACHE_BYTES", v,
+               "a positive byte count such as 1073741824, 512M or 8G (K/M/G/T = KiB/MiB/GiB/TiB)");
+  c.cache_bytes = *n;
+  return Status::Ok();
+}
+
+Status SetUploadThreads(Config& c, std::string_view v) {
+  auto n = ParseUint(v);
+  if (!n || *n == 0 || *n > Config::kUploadThreadsMax)
+    return Bad("WMBT_KV_UPLOAD_THREADS", v,
+               "an integer from 1 to " + std::to_string(Config::kUploadThreadsMax));
+  c.upload_threads = static_cast<uint32_t>(*n);
+  return Status::Ok();
+}
+
+Status SetRemotePrefix(Config& c, std::string_view v) {
+  if (!v.empty() && !IsSafeName(v, 64))
+    return Bad("WMBT_KV_REMOTE_PREFIX", v,
+               "a shared-memory prefix of 1 to 64 characters from [A-Za-z0-9._-]");
+  c.remote_prefix = std::string(v);
+  return Status::Ok();
+}
+
+Status SetTcpAddr(Config& c, std::string_view v) {
+  if (!v.empty() && !IsHostPort(v))
+    return Bad("WMBT_KV_TCP_ADDR", v, "HOST:PORT, e.g. 127.0.0.1:7070 or [::1]:7070");
+  c.tcp_addr = std::string(v);
+  return Status::Ok();
+}
+
+Status SetHttpAddr(Config& c, std::string_view v) {
+  std::string_view hp = v;
+  if (hp.starts_with("http://")) hp.remove_prefix(7);
+  if (!v.empty() && !IsHostPort(hp))
+    return Bad("WMBT_KV_HTTP_ADDR", v, "HOST:PORT or http://HOST:PORT, e.g. 127.0.0.1:8080");
+  c.http_addr = std::string(v);
+  return Status::Ok();
+}
+
+Status SetLogLevel(Config& c, std::string_view v) {
+  std::string lower;
+  for (char ch : v) lower += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  if (lower == "debug") c.log_level = Config::LogLevel::kDebug;
+  else if (lower == "info") c.log_level = Config::LogLevel::kInfo;
+  else if (lower == "warn" || lower == "warning") c.log_level = Config::LogLevel::kWarn;
+  else if (lower == "error") c.log_level = Config::LogLevel::kError;
+  else return Bad("WMBT_KV_LOG_LEVEL", v, "one of debug, info, warn, error");
+  return Status::Ok();
+}
+
+Status SetS3Endpoint(Config& c, std::string_view v) {
+  if (!v.empty() && !(v.starts_with("http://") || v.starts_with("https://")))
+    return Bad("WMBT_KV_S3_ENDPOINT", v, "an http:// or https:// URL, e.g. http://127.0.0.1:9000");
+  c.s3_endpoint = std::string(v);
+  return Status::Ok();
+}
+
+Status SetBucket(Config& c, std::string_view v) {
+  if (!v.empty() && !IsBucketName(v))
+    return Bad("WMBT_KV_BUCKET", v,
+               "an S3 bucket name: 3 to 63 characters from [a-z0-9.-], starting and ending with a "
+               "letter or digit");
+  c.s3_bucket = std::string(v);
+  return Status::Ok();
+}
+
+Status SetRegion(Config& c, std::string_view v) {
+  if (!IsSafeName(v, 64))
+    return Bad("WMBT_KV_S3_REGION", v, "a region name of 1 to 64 characters from [A-Za-z0-9._-]");
+  c.s3_region = std::string(v);
+  return Status::Ok();
+}
+
+Status SetAccessKey(Config& c, std::string_view v) {
+  c.s3_access_key = std::string(v);
+  return Status::Ok();
+}
+
+Status SetSecretKey(Config& c, std::string_view v) {
+  c.s3_secret_key = std::string(v);
+  return Status::Ok();
+}
+
+const std::vector<Setting>& Table() {
+  static const std::vector<Setting> kTable = {
+      {{"WMBT_KV_DATA_DIR", "~/.wombatkv ($HOME), else /tmp/wombatkv-<uid>",
+        "Data directory: L1 metadata (l1/), the local-directory L2 (l2/) and the owner LOCK."},
+       SetDataDir, false},
+      {{"WMBT_KV_NAMESPACE", "default",
+        "Namespace used when a caller passes none; [A-Za-z0-9._-]{1,64}."},
+       SetNamespace, false},
+      {{"WMBT_KV_FINGERPRINT", "000000000000000000000000",
+        "Model-identity fingerprint (24 hex) for calls that take none, e.g. the 1.0 C ABI."},
+       SetFingerprint, false},
+      {{"WMBT_KV_S3_PREFIX", "kv",
+        "Prefix of every L2 object key (S3 or the local directory)."},
+       SetL2Prefix, false},
+      {{"WMBT_KV_CACHE_BYTES", "1/8 of physical RAM, at most 8 GiB",
+        "Payload bytes the RAM cache keeps; accepts K/M/G/T suffixes (binary)."},
+       SetCacheBytes, false},
+      {{"WMBT_KV_UPLOAD_THREADS", "4", "Background L2 upload workers (1 to 64)."},
+       SetUploadThreads, false},
+      {{"WMBT_KV_REMOTE_PREFIX", "(unset)",
+        "Use the daemon over shared memory with this prefix (wombatkvd --prefix NAME). Highest "
+        "precedence in wmbt_kv_init_from_env."},
+       SetRemotePrefix, true},
+      {{"WMBT_KV_TCP_ADDR", "(unset)",
+        "Use the daemon over TCP at HOST:PORT. Second precedence in wmbt_kv_init_from_env."},
+       SetTcpAddr, true},
+      {{"WMBT_KV_HTTP_ADDR", "(unset)",
+        "Use the daemon over HTTP at HOST:PORT. Third precedence in wmbt_kv_init_from_env."},
+       SetHttpAddr, true},
+      {{"WMBT_KV_LOG_LEVEL", "warn", "Least severe log level written: debug, info, warn, error."},
+       SetLogLevel, false},
+      {{"WMBT_KV_S3_ENDPOINT", "(unset: AWS; fallback AWS_ENDPOINT_URL)",
+        "S3-compatible endpoint URL (MinIO, Ceph RGW, R2, ...)."},
+       SetS3Endpoint, true},
+      {{"WMBT_KV_BUCKET", "(unset: L2 is the local directory)",
+        "S3 bucket holding L2; setting it selects S3 as the source of truth."},
+       SetBucket, true},
+      {{"WMBT_KV_S3_REGION", "us-east-1 (fallback AWS_REGION)", "S3 region for request signing."},
+       SetRegion, false},
+      {{"WMBT_KV_S3_ACCESS_KEY", "(unset; fallback AWS_ACCESS_KEY_ID)", "S3 access key id.", true},
+       SetAccessKey, true},
+      {{"WMBT_KV_S3_SECRET_KEY", "(unset; fallback AWS_SECRET_ACCESS_KEY)", "S3 secret key.", true},
+       SetSecretKey, true},
+  };
+  return kTable;
+}
+
+const Setting* Find(std::string_view name) {
+  for (const Setting& s : Table())
+    if (s.doc.name == name) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+const std::vector<SettingDoc>& AllSettings() {
+  static const std::vector<SettingDoc> kDocs = [] {
+    std::vector<SettingDoc> docs;
+    for (const Setting& s : Table()) docs.push_back(s.doc);
+    return docs;
+  }();
+  return kDocs;
+}
+
+std::string_view LogLevelName(Config::LogLevel level) {
+  switch (level) {
+    case Config::LogLevel::kDebug: return "debug";
+    case Config::LogLevel::kInfo: return "info";
+    case Config::LogLevel::kWarn: return "warn";
+    case Config::LogLevel::kError: return "error";
+  }
+  return "warn";
+}
+
+uint64_t DefaultCacheBytes(uint64_t physical_bytes) {
+  if (physical_bytes == 0) return Config::kCacheBytesFallback;
+  uint64_t eighth = physical_bytes / 8;
+  return eighth < Config::kCacheBytesDefaultMax ? eighth : Config::kCacheBytesDefaultMax;
+}
+
+uint64_t PhysicalMemoryBytes() {
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  uint64_t p = static_cast<uint64_t>(pages), s = static_cast<uint64_t>(page_size);
+  if (p > std::numeric_limits<uint64_t>::max() / s) return std::numeric_limits<uint64_t>::max();
+  return p * s;
+}
+
+std::optional<uint64_t> ParseByteSize(std::string_view text) {
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  auto n = ParseUint(text.substr(0, digits));
+  if (!n) return std::nullopt;
+  std::string suffix;
+  for (char c : text.substr(digits))
+    suffix += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  unsigned shift = 0;
+  if (!suffix.empty()) {
+    static constexpr std::string_view kUnits = "KMGT";
+    size_t unit = kUnits.find(suffix[0]);
+    std::string_view rest = std::string_view(suffix).substr(1);
+    if (unit == std::string_view::npos || !(rest.empty() || rest == "B" || rest == "IB"))
+      return std::nullopt;
+    shift = 10 * static_cast<unsigned>(unit + 1);
+  }
+  if (shift > 0 && *n > (std::numeric_limits<uint64_t>::max() >> shift)) return std::nullopt;
+  return *n << shift;
+}
+
+Config Config::Defaults(const EnvLookup& lookup) {
+  Config c;
+  auto home = lookup("HOME");
+  if (home && !home->empty()) {
+    c.data_dir = *home;
+    if (c.data_dir.size() > 1 && c.data_dir.back() == '/') c.data_dir.pop_back();
+    c.data_dir += "/.wombatkv";
+  } else {
+    c.data_dir = "/tmp/wombatkv-" + std::to_string(static_cast<unsigned long>(getuid()));
+  }
+  c.cache_bytes = DefaultCacheBytes(PhysicalMemoryBytes());
+  return c;
+}
+
+Result<Config> Config::FromLookup(const EnvLookup& lookup) {
+  Config c = Defaults(lookup);
+  std::vector<std::string_view> applied;
+  for (const Setting& s : Table()) {
+    std::string name(s.doc.name);
+    auto value = lookup(name.c_str());
+    if (!value || value->empty()) continue;
+    WMBT_RETURN_IF_ERROR(s.set(c, *value));
+    applied.push_back(s.doc.name);
+  }
+  // The standard AWS variables fill the S3 settings that no WMBT_KV_* variable set.
+  static constexpr std::pair<const char*, std::string_view> kFallbacks[] = {
+      {"AWS_ENDPOINT_URL", "WMBT_KV_S3_ENDPOINT"},
+      {"AWS_REGION", "WMBT_KV_S3_REGION"},
+      {"AWS_ACCESS_KEY_ID", "WMBT_KV_S3_ACCESS_KEY"},
+      {"AWS_SECRET_ACCESS_KEY", "WMBT_KV_S3_SECRET_KEY"},
+  };
+  for (const auto& [aws, ours] : kFallbacks) {
+    if (std::find(applied.begin(), applied.end(), ours) != applied.end()) continue;
+    auto value = lookup(aws);
+    if (!value || value->empty()) continue;
+    Status st = Find(ours)->set(c, *value);
+    if (!st.ok()) return st.WithContext(std::string("from fallback ") + aws);
+  }
+  return c;
+}
+
+Result<Config> Config::FromEnv() {
+  return FromLookup([](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  });
+}
+
+Status Config::Set(std::string_view name, std::string_view value) {
+  const Setting* s = Find(name);
+  if (s == nullptr) {
+    std::string known;
+    for (const Setting& t : Table()) known += (known.empty() ? "" : ", ") + std::string(t.doc.name);
+    return Status::InvalidArgument("unknown setting \"" + std::string(name.substr(0, 80)) +
+                                   "\" (known: " + known + ")");
+  }
+  if (value.empty() && !s->optional)
+    return Bad(s->doc.name, value, "a value (this setting cannot be cleared)");
+  return s->set(*this, value);
+}
+
+std::string Config::Describe() const {
+  auto secret = [](const std::string& v) { return v.empty() ? "(unset)" : "(set)"; };
+  std::string out;
+  auto line = [&](std::string_view name, const std::string& value) {
+    out += std::string(name) + "=" + value + "\n";
+  };
+  line("WMBT_KV_DATA_DIR", data_dir);
+  line("WMBT_KV_NAMESPACE", ns);
+  line("WMBT_KV_FINGERPRINT", fingerprint.ToHex());
+  line("WMBT_KV_S3_PREFIX", l2_prefix);
+  line("WMBT_KV_CACHE_BYTES", std::to_string(cache_bytes));
+  line("WMBT_KV_UPLOAD_THREADS", std::to_string(upload_threads));
+  line("WMBT_KV_REMOTE_PREFIX", remote_prefix);
+  line("WMBT_KV_TCP_ADDR", tcp_addr);
+  line("WMBT_KV_HTTP_ADDR", http_addr);
+  line("WMBT_KV_LOG_LEVEL", std::string(LogLevelName(log_level)));
+  line("WMBT_KV_S3_ENDPOINT", s3_endpoint);
+  line("WMBT_KV_BUCKET", s3_bucket);
+  line("WMBT_KV_S3_REGION", s3_region);
+  line("WMBT_KV_S3_ACCESS_KEY", secret(s3_access_key));
+  line("WMBT_KV_S3_SECRET_KEY", secret(s3_secret_key));
+  return out;
+}
+
+}  // namespace wombatkv

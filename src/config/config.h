@@ -1,0 +1,106 @@
+// Config: every user-facing setting of WombatKV in one struct, loaded from WMBT_KV_* environment
+// variables (SPEC §9) and overridable by callers and command-line flags through Config::Set, which
+// parses exactly as the environment does.
+//
+// AllSettings() is the single source of the configuration table in docs/configuration.md: every
+// setting Set() accepts appears there with its default and meaning (a test checks both ways).
+//
+// Rules shared by every setting:
+//   - An environment variable that is unset or empty means "use the default".
+//   - A value that does not parse is InvalidArgument naming the variable, the bad value and the
+//     expected form. Secret values (S3 keys) are never echoed in errors or in Describe().
+//
+// Thread-safety: Config is a value. FromEnv reads the process environment (getenv), which must not
+// be modified concurrently (a POSIX rule, not ours).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wombatkv/status.h"
+#include "wombatkv/types.h"
+
+namespace wombatkv {
+
+// One row of the configuration table.
+struct SettingDoc {
+  std::string_view name;           // environment variable, e.g. "WMBT_KV_CACHE_BYTES"
+  std::string_view default_value;  // as a human reads it, e.g. "1/8 of physical RAM, at most 8 GiB"
+  std::string_view meaning;
+  bool secret = false;  // never echoed
+};
+
+// Every setting, in documentation order.
+const std::vector<SettingDoc>& AllSettings();
+
+// Reads one environment variable: nullopt when unset. Injected so tests need not touch the real
+// environment (they may, with setenv).
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+
+struct Config {
+  enum class LogLevel : uint8_t { kDebug, kInfo, kWarn, kError };
+
+  // Where L1, the local-directory L2 and caches live (WMBT_KV_DATA_DIR).
+  std::string data_dir;
+  // Namespace used when a caller passes none (WMBT_KV_NAMESPACE).
+  std::string ns = "default";
+  // Fingerprint used by calls that take none, e.g. the 1.0 C ABI (WMBT_KV_FINGERPRINT).
+  Fingerprint fingerprint;
+  // Prefix of every L2 object key (WMBT_KV_S3_PREFIX): '/'-separated segments of [A-Za-z0-9._-].
+  std::string l2_prefix = "kv";
+  // Bytes of payload the RAM cache keeps (WMBT_KV_CACHE_BYTES).
+  uint64_t cache_bytes = 0;
+  // Background L2 upload workers (WMBT_KV_UPLOAD_THREADS), 1..kUploadThreadsMax.
+  uint32_t upload_threads = 4;
+  // Transport selection for clients (empty = unset): a daemon over shared memory, TCP, HTTP.
+  std::string remote_prefix;
+  std::string tcp_addr;
+  std::string http_addr;
+  LogLevel log_level = LogLevel::kWarn;
+  // S3 L2 (empty bucket = the local directory under data_dir).
+  std::string s3_endpoint;
+  std::string s3_bucket;
+  std::string s3_region = "us-east-1";
+  std::string s3_access_key;  // secret
+  std::string s3_secret_key;  // secret
+
+  static constexpr uint32_t kUploadThreadsMax = 64;
+  static constexpr uint64_t kCacheBytesDefaultMax = 8ull << 30;
+  static constexpr uint64_t kCacheBytesFallback = 1ull << 30;  // when RAM size is unknown
+
+  // The defaults, with nothing read from WMBT_KV_* variables. The data directory default needs
+  // $HOME (read through `lookup`), else /tmp/wombatkv-<uid>; the cache default needs the RAM size.
+  static Config Defaults(const EnvLookup& lookup);
+  // Defaults, then every WMBT_KV_* variable that is set and non-empty, then the AWS_* fallbacks
+  // for S3 settings still unset (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
+  // AWS_ENDPOINT_URL). InvalidArgument on the first variable that does not parse.
+  static Result<Config> FromLookup(const EnvLookup& lookup);
+  // FromLookup over the process environment.
+  static Result<Config> FromEnv();
+
+  // Sets the setting named `name` (an AllSettings() name) from text, with the parsing and errors
+  // of the environment. An empty value clears an optional setting (transports, S3) and is
+  // InvalidArgument for the others. InvalidArgument for an unknown name or a bad value.
+  Status Set(std::string_view name, std::string_view value);
+
+  // One "NAME=value" line per setting, secrets shown as "(set)" or "(unset)".
+  std::string Describe() const;
+};
+
+std::string_view LogLevelName(Config::LogLevel level);
+
+// 1/8 of `physical_bytes`, at most Config::kCacheBytesDefaultMax; kCacheBytesFallback when
+// `physical_bytes` is 0 (unknown).
+uint64_t DefaultCacheBytes(uint64_t physical_bytes);
+// Physical RAM from sysconf(_SC_PHYS_PAGES * _SC_PAGESIZE); 0 if unknown.
+uint64_t PhysicalMemoryBytes();
+
+// Parses a byte count: digits with an optional binary suffix K, M, G or T (also KiB/KB..., any
+// case), e.g. "1073741824", "512M", "8GiB". nullopt on bad form or overflow.
+std::optional<uint64_t> ParseByteSize(std::string_view text);
+
+}  // namespace wombatkv

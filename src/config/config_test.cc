@@ -1,0 +1,255 @@
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+namespace wombatkv {
+namespace {
+
+// Sets environment variables for one test and restores the previous values afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv() {
+    for (const SettingDoc& s : AllSettings()) Save(std::string(s.name));
+    for (const char* n : {"HOME", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID",
+                          "AWS_SECRET_ACCESS_KEY"})
+      Save(n);
+    for (const SettingDoc& s : AllSettings()) unsetenv(std::string(s.name).c_str());
+    for (const char* n :
+         {"AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"})
+      unsetenv(n);
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, value] : saved_) {
+      if (value) setenv(name.c_str(), value->c_str(), 1);
+      else unsetenv(name.c_str());
+    }
+  }
+  void Set(const char* name, const char* value) { setenv(name, value, 1); }
+  void Unset(const char* name) { unsetenv(name); }
+
+ private:
+  void Save(const std::string& name) {
+    const char* v = getenv(name.c_str());
+    saved_[name] = v ? std::optional<std::string>(v) : std::nullopt;
+  }
+  std::map<std::string, std::optional<std::string>> saved_;
+};
+
+TEST(Config, DefaultsApplyWhenNothingIsSet) {
+  ScopedEnv env;
+  env.Set("HOME", "/home/alice");
+  auto c = Config::FromEnv();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->data_dir, "/home/alice/.wombatkv");
+  EXPECT_EQ(c->ns, "default");
+  EXPECT_TRUE(c->fingerprint.IsZero());
+  EXPECT_EQ(c->l2_prefix, "kv");
+  EXPECT_EQ(c->cache_bytes, DefaultCacheBytes(PhysicalMemoryBytes()));
+  EXPECT_EQ(c->upload_threads, 4u);
+  EXPECT_EQ(c->remote_prefix, "");
+  EXPECT_EQ(c->tcp_addr, "");
+  EXPECT_EQ(c->http_addr, "");
+  EXPECT_EQ(c->log_level, Config::LogLevel::kWarn);
+  EXPECT_EQ(c->s3_bucket, "");
+  EXPECT_EQ(c->s3_region, "us-east-1");
+}
+
+TEST(Config, DataDirFallsBackToTmpPerUserWithoutHome) {
+  ScopedEnv env;
+  env.Unset("HOME");
+  auto c = Config::FromEnv();
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->data_dir, "/tmp/wombatkv-" + std::to_string(getuid()));
+}
+
+TEST(Config, CacheDefaultIsAnEighthOfRamCappedAt8GiB) {
+  EXPECT_EQ(DefaultCacheBytes(16ull << 30), 2ull << 30);
+  EXPECT_EQ(DefaultCacheBytes(512ull << 30), 8ull << 30);
+  EXPECT_EQ(DefaultCacheBytes(0), Config::kCacheBytesFallback);
+  EXPECT_GT(PhysicalMemoryBytes(), 0u);
+}
+
+TEST(Config, EveryVariableIsRead) {
+  ScopedEnv env;
+  env.Set("WMBT_KV_DATA_DIR", "/srv/wkv");
+  env.Set("WMBT_KV_NAMESPACE", "team-a.prod_1");
+  env.Set("WMBT_KV_FINGERPRINT", "00112233445566778899AABB");
+  env.Set("WMBT_KV_S3_PREFIX", "org/kv");
+  env.Set("WMBT_KV_CACHE_BYTES", "512M");
+  env.Set("WMBT_KV_UPLOAD_THREADS", "16");
+  env.Set("WMBT_KV_REMOTE_PREFIX", "wkv0");
+  env.Set("WMBT_KV_TCP_ADDR", "[::1]:7070");
+  env.Set("WMBT_KV_HTTP_ADDR", "http://localhost:8080");
+  env.Set("WMBT_KV_LOG_LEVEL", "DEBUG");
+  env.Set("WMBT_KV_S3_ENDPOINT", "http://127.0.0.1:9000");
+  env.Set("WMBT_KV_BUCKET", "kv-bucket");
+  env.Set("WMBT_KV_S3_REGION", "eu-west-1");
+  env.Set("WMBT_KV_S3_ACCESS_KEY", "AKIA");
+  env.Set("WMBT_KV_S3_SECRET_KEY", "s3cr3t");
+  auto c = Config::FromEnv();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->data_dir, "/srv/wkv");
+  EXPECT_EQ(c->ns, "team-a.prod_1");
+  EXPECT_EQ(c->fingerprint.ToHex(), "00112233445566778899aabb");
+  EXPECT_EQ(c->l2_prefix, "org/kv");
+  EXPECT_EQ(c->cache_bytes, 512ull << 20);
+  EXPECT_EQ(c->upload_threads, 16u);
+  EXPECT_EQ(c->remote_prefix, "wkv0");
+  EXPECT_EQ(c->tcp_addr, "[::1]:7070");
+  EXPECT_EQ(c->http_addr, "http://localhost:8080");
+  EXPECT_EQ(c->log_level, Config::LogLevel::kDebug);
+  EXPECT_EQ(c->s3_endpoint, "http://127.0.0.1:9000");
+  EXPECT_EQ(c->s3_bucket, "kv-bucket");
+  EXPECT_EQ(c->s3_region, "eu-west-1");
+  EXPECT_EQ(c->s3_access_key, "AKIA");
+  EXPECT_EQ(c->s3_secret_key, "s3cr3t");
+}
+
+TEST(Config, EmptyVariableMeansDefault) {
+  ScopedEnv env;
+  env.Set("WMBT_KV_NAMESPACE", "");
+  env.Set("WMBT_KV_UPLOAD_THREADS", "");
+  auto c = Config::FromEnv();
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->ns, "default");
+  EXPECT_EQ(c->upload_threads, 4u);
+}
+
+TEST(Config, AwsVariablesAreFallbacksOnly) {
+  ScopedEnv env;
+  env.Set("AWS_ACCESS_KEY_ID", "aws-id");
+  env.Set("AWS_SECRET_ACCESS_KEY", "aws-secret");
+  env.Set("AWS_REGION", "ap-south-1");
+  env.Set("AWS_ENDPOINT_URL", "https://s3.example.com");
+  env.Set("WMBT_KV_S3_ACCESS_KEY", "ours");
+  auto c = Config::FromEnv();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->s3_access_key, "ours");
+  EXPECT_EQ(c->s3_secret_key, "aws-secret");
+  EXPECT_EQ(c->s3_region, "ap-south-1");
+  EXPECT_EQ(c->s3_endpoint, "https://s3.example.com");
+  EXPECT_EQ(c->s3_bucket, "");  // AWS variables alone never select S3
+}
+
+TEST(Config, ParseErrorNamesVariableValueAndExpectedForm) {
+  struct Case {
+    const char* name;
+    const char* value;
+    const char* expected_fragment;
+  };
+  const Case cases[] = {
+      {"WMBT_KV_NAMESPACE", "a/b", "[A-Za-z0-9._-]"},
+      {"WMBT_KV_NAMESPACE", "..", "[A-Za-z0-9._-]"},
+      {"WMBT_KV_FINGERPRINT", "0011", "24 hex digits"},
+      {"WMBT_KV_FINGERPRINT", "zz112233445566778899aabb", "24 hex digits"},
+      {"WMBT_KV_S3_PREFIX", "kv/../x", "segments"},
+      {"WMBT_KV_S3_PREFIX", "/kv", "segments"},
+      {"WMBT_KV_CACHE_BYTES", "12x", "512M"},
+      {"WMBT_KV_CACHE_BYTES", "0", "positive"},
+      {"WMBT_KV_CACHE_BYTES", "99999999999999999999", "byte count"},
+      {"WMBT_KV_CACHE_BYTES", "17179869184T", "byte count"},
+      {"WMBT_KV_UPLOAD_THREADS", "0", "1 to 64"},
+      {"WMBT_KV_UPLOAD_THREADS", "65", "1 to 64"},
+      {"WMBT_KV_UPLOAD_THREADS", "-1", "1 to 64"},
+      {"WMBT_KV_REMOTE_PREFIX", "a b", "shared-memory prefix"},
+      {"WMBT_KV_TCP_ADDR", "localhost", "HOST:PORT"},
+      {"WMBT_KV_TCP_ADDR", "localhost:0", "HOST:PORT"},
+      {"WMBT_KV_TCP_ADDR", "localhost:70000", "HOST:PORT"},
+      {"WMBT_KV_HTTP_ADDR", "ftp://x:1", "HOST:PORT"},
+      {"WMBT_KV_LOG_LEVEL", "loud", "debug, info, warn, error"},
+      {"WMBT_KV_S3_ENDPOINT", "minio:9000", "http://"},
+      {"WMBT_KV_BUCKET", "Bad_Bucket", "bucket name"},
+      {"WMBT_KV_S3_REGION", "a b", "region"},
+  };
+  for (const Case& k : cases) {
+    ScopedEnv env;
+    env.Set(k.name, k.value);
+    auto c = Config::FromEnv();
+    ASSERT_FALSE(c.ok()) << k.name << "=" << k.value;
+    EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
+    const std::string& m = c.status().message();
+    EXPECT_NE(m.find(k.name), std::string::npos) << m;
+    EXPECT_NE(m.find(std::string("\"") + k.value + "\""), std::string::npos) << m;
+    EXPECT_NE(m.find(k.expected_fragment), std::string::npos) << m;
+  }
+}
+
+TEST(Config, ByteSizesAcceptBinarySuffixes) {
+  EXPECT_EQ(ParseByteSize("1073741824"), 1073741824u);
+  EXPECT_EQ(ParseByteSize("4k"), 4096u);
+  EXPECT_EQ(ParseByteSize("4KiB"), 4096u);
+  EXPECT_EQ(ParseByteSize("4KB"), 4096u);
+  EXPECT_EQ(ParseByteSize("3G"), 3ull << 30);
+  EXPECT_EQ(ParseByteSize("2t"), 2ull << 40);
+  EXPECT_FALSE(ParseByteSize(""));
+  EXPECT_FALSE(ParseByteSize("G"));
+  EXPECT_FALSE(ParseByteSize("1 G"));
+  EXPECT_FALSE(ParseByteSize("1P"));
+  EXPECT_FALSE(ParseByteSize("1GX"));
+  EXPECT_FALSE(ParseByteSize("18446744073709551616"));
+}
+
+TEST(Config, SetOverridesWithTheSameParsing) {
+  Config c = Config::Defaults([](const char*) { return std::nullopt; });
+  ASSERT_TRUE(c.Set("WMBT_KV_CACHE_BYTES", "1G").ok());
+  EXPECT_EQ(c.cache_bytes, 1ull << 30);
+  ASSERT_TRUE(c.Set("WMBT_KV_TCP_ADDR", "127.0.0.1:7070").ok());
+  ASSERT_TRUE(c.Set("WMBT_KV_TCP_ADDR", "").ok());  // optional settings can be cleared
+  EXPECT_EQ(c.tcp_addr, "");
+  Status st = c.Set("WMBT_KV_NAMESPACE", "");
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  st = c.Set("WMBT_KV_NO_SUCH", "1");
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("WMBT_KV_CACHE_BYTES"), std::string::npos);  // lists known names
+}
+
+TEST(Config, LookupIsInjectable) {
+  std::map<std::string, std::string> vars = {{"HOME", "/h/"}, {"WMBT_KV_NAMESPACE", "n1"}};
+  auto c = Config::FromLookup([&](const char* name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  });
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->data_dir, "/h/.wombatkv");
+  EXPECT_EQ(c->ns, "n1");
+}
+
+TEST(Config, SecretsNeverAppearInDescribe) {
+  Config c = Config::Defaults([](const char*) { return std::nullopt; });
+  ASSERT_TRUE(c.Set("WMBT_KV_S3_SECRET_KEY", "hunter2-secret").ok());
+  std::string d = c.Describe();
+  EXPECT_EQ(d.find("hunter2-secret"), std::string::npos);
+  EXPECT_NE(d.find("WMBT_KV_S3_SECRET_KEY=(set)"), std::string::npos);
+  EXPECT_NE(d.find("WMBT_KV_S3_ACCESS_KEY=(unset)"), std::string::npos);
+}
+
+TEST(Config, SettingsTableAndSetterAgree) {
+  // Every documented setting is accepted by Set and described; names are unique WMBT_KV_ names.
+  Config c = Config::Defaults([](const char*) { return std::nullopt; });
+  std::string described = c.Describe();
+  std::set<std::string_view> names;
+  for (const SettingDoc& s : AllSettings()) {
+    EXPECT_TRUE(s.name.starts_with("WMBT_KV_")) << s.name;
+    EXPECT_TRUE(names.insert(s.name).second) << "duplicate " << s.name;
+    EXPECT_FALSE(s.default_value.empty()) << s.name;
+    EXPECT_FALSE(s.meaning.empty()) << s.name;
+    Status st = c.Set(s.name, "");
+    EXPECT_EQ(st.message().find("unknown setting"), std::string::npos) << s.name;
+    EXPECT_NE(described.find(std::string(s.name) + "="), std::string::npos) << s.name;
+  }
+  for (const char* required : {"WMBT_KV_DATA_DIR", "WMBT_KV_NAMESPACE", "WMBT_KV_FINGERPRINT",
+                               "WMBT_KV_S3_PREFIX", "WMBT_KV_CACHE_BYTES", "WMBT_KV_UPLOAD_THREADS",
+                               "WMBT_KV_REMOTE_PREFIX", "WMBT_KV_TCP_ADDR", "WMBT_KV_HTTP_ADDR",
+                               "WMBT_KV_LOG_LEVEL"})
+    EXPECT_TRUE(names.count(required)) << required;
+}
+
+}  // namespace
+}  // namespace wombatkv

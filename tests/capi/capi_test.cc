@@ -1,0 +1,540 @@
+// Edge cases of the C ABI (include/wombatkv.h) from C++: G12 bad input, error reporting, CAS
+// publish, borrows and threads sharing one handle. The happy paths from C are in capi_c_test.c.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "capi/status_map.h"
+#include "wombatkv.h"
+#include "wombatkv/types.h"
+
+namespace {
+
+using wombatkv::Code;
+using wombatkv::capi::CallKind;
+using wombatkv::capi::CReturnFor;
+
+std::string Key(unsigned seed) {
+  char buf[WMBT_KV_KEY_HEX_BUF];
+  for (int i = 0; i < 32; ++i) std::snprintf(buf + 2 * i, 3, "%02x", (seed * 131 + i * 7) & 0xff);
+  return std::string(buf, 64);
+}
+
+const uint8_t* Bytes(const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+// For literals: never through a temporary std::string, whose bytes die with the expression.
+const uint8_t* Bytes(const char* literal) { return reinterpret_cast<const uint8_t*>(literal); }
+
+std::string LastError() { return wmbt_kv_last_error(); }
+
+class CApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* v : {"WMBT_KV_REMOTE_PREFIX", "WMBT_KV_TCP_ADDR", "WMBT_KV_HTTP_ADDR",
+                          "WMBT_KV_BUCKET", "WMBT_KV_NAMESPACE", "WMBT_KV_FINGERPRINT",
+                          "WMBT_KV_DATA_DIR"})
+      unsetenv(v);
+    std::string tmpl = (std::filesystem::temp_directory_path() / "wombatkv-capi-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    handle_ = wmbt_kv_open_embedded(dir_.c_str());
+    ASSERT_NE(handle_, nullptr) << LastError();
+  }
+  void TearDown() override {
+    wmbt_kv_free(handle_);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Puts keys as one published chain (1.0 semantics) with payload "payload-<key prefix>".
+  int64_t PutChain(const std::vector<std::string>& keys, const char* ns = "default") {
+    std::vector<const char*> k;
+    std::vector<std::string> payloads;
+    std::vector<const uint8_t*> p;
+    std::vector<size_t> lens;
+    for (const auto& key : keys) payloads.push_back("payload-" + key.substr(0, 8));
+    for (size_t i = 0; i < keys.size(); ++i) {
+      k.push_back(keys[i].c_str());
+      p.push_back(Bytes(payloads[i]));
+      lens.push_back(payloads[i].size());
+    }
+    return wmbt_kv_put_kv_blocks(handle_, ns, k.data(), p.data(), lens.data(), keys.size());
+  }
+
+  size_t Lookup(const std::vector<std::string>& keys, const char* ns = "default") {
+    std::vector<const char*> k;
+    for (const auto& key : keys) k.push_back(key.c_str());
+    size_t matched = SIZE_MAX;
+    EXPECT_EQ(wmbt_kv_lookup_block_prefix(handle_, ns, k.data(), k.size(), &matched, nullptr, 0),
+              0)
+        << LastError();
+    return matched;
+  }
+
+  std::string dir_;
+  wmbt_kv_handle_t* handle_ = nullptr;
+};
+
+TEST(CApiStatusMap, EveryCodeMapsToTheDocumentedReturn) {
+  struct Row {
+    Code code;
+    int32_t plain, read, publish;
+  };
+  const Row rows[] = {
+      {Code::kOk, 0, 1, 0},
+      {Code::kNotFound, -1, 0, -1},
+      {Code::kUnavailable, -1, -1, -1},
+      {Code::kConflict, -1, -1, 1},
+      {Code::kInvalidArgument, -1, -1, -1},
+      {Code::kCorruption, -1, -1, -1},
+      {Code::kResourceExhausted, -1, -1, -1},
+      {Code::kFailedPrecondition, -1, -1, -1},
+      {Code::kInternal, -1, -1, -1},
+  };
+  ASSERT_EQ(std::size(wombatkv::capi::kStatusToC), std::size(rows)) << "a code without a row";
+  for (const Row& r : rows) {
+    SCOPED_TRACE(static_cast<int>(r.code));
+    EXPECT_EQ(CReturnFor(r.code, CallKind::kPlain), r.plain);
+    EXPECT_EQ(CReturnFor(r.code, CallKind::kRead), r.read);
+    EXPECT_EQ(CReturnFor(r.code, CallKind::kPublish), r.publish);
+  }
+  EXPECT_EQ(CReturnFor(static_cast<Code>(200), CallKind::kRead), -1);
+}
+
+TEST_F(CApi, HashArgumentsMustBeExactly64Hex) {
+  std::string good = Key(1);
+  ASSERT_EQ(PutChain({good}), static_cast<int64_t>(std::string("payload-").size() + 8));
+  std::string upper = good;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  EXPECT_EQ(Lookup({upper}), 1u) << "either case names the same key";
+
+  const std::string bad[] = {good.substr(0, 63), good + "0", good.substr(0, 62) + "g0",
+                             good.substr(0, 63) + " ", "", "0x" + good.substr(0, 62)};
+  for (const std::string& b : bad) {
+    SCOPED_TRACE(b);
+    const char* keys[] = {good.c_str(), b.c_str()};
+    size_t matched = 7;
+    char err[256] = "sentinel";
+    EXPECT_EQ(wmbt_kv_lookup_block_prefix(handle_, "default", keys, 2, &matched, err, sizeof err),
+              -1);
+    EXPECT_EQ(matched, 7u);
+    EXPECT_NE(std::string(err).find("block_hashes_hex[1]"), std::string::npos) << err;
+    EXPECT_NE(std::string(err).find("64 hex digits"), std::string::npos) << err;
+    EXPECT_EQ(std::string(err), LastError());
+    const uint8_t* payload = Bytes("x");
+    size_t len = 1;
+    EXPECT_EQ(wmbt_kv_put_kv_blocks(handle_, "default", keys + 1, &payload, &len, 1), -1);
+    EXPECT_EQ(wmbt_kv_put_raw_tail(handle_, "default", b.c_str(), payload, 1, nullptr, 0), -1);
+    const uint8_t** ptrs = nullptr;
+    const size_t* lens = nullptr;
+    wmbt_kv_borrow_t* borrow = nullptr;
+    EXPECT_EQ(wmbt_kv_get_kv_blocks_borrowed(handle_, "default", keys, 2, &ptrs, &lens, &borrow),
+              -1);
+    EXPECT_EQ(borrow, nullptr);
+  }
+  const char* with_null[] = {good.c_str(), nullptr};
+  size_t matched = 0;
+  EXPECT_EQ(wmbt_kv_lookup_block_prefix(handle_, "default", with_null, 2, &matched, nullptr, 0),
+            -1);
+  EXPECT_NE(LastError().find("block_hashes_hex[1] is NULL"), std::string::npos) << LastError();
+}
+
+TEST_F(CApi, NullArgumentsAreErrorsNotCrashes) {
+  std::string k = Key(2);
+  const char* keys[] = {k.c_str()};
+  const uint8_t* payloads[] = {Bytes("abc")};
+  size_t lens[] = {3};
+  size_t matched = 0;
+  const uint8_t** ptrs = nullptr;
+  const size_t* plens = nullptr;
+  wmbt_kv_borrow_t* borrow = nullptr;
+  const uint8_t* bytes = nullptr;
+  size_t len = 0;
+
+  EXPECT_EQ(wmbt_kv_lookup_block_prefix(nullptr, "default", keys, 1, &matched, nullptr, 0), -1);
+  EXPECT_EQ(wmbt_kv_lookup_block_prefix(handle_, "default", nullptr, 1, &matched, nullptr, 0), -1);
+  EXPECT_EQ(wmbt_kv_lookup_block_prefix(handle_, "default", keys, 1, nullptr, nullptr, 0), -1);
+  EXPECT_EQ(wmbt_kv_get_kv_blocks_borrowed(nullptr, "default", keys, 1, &ptrs, &plens, &borrow),
+            -1);
+  EXPECT_EQ(wmbt_kv_get_kv_blocks_borrowed(handle_, "default", nullptr, 1, &ptrs, &plens, &borrow),
+            -1);
+  EXPECT_EQ(wmbt_kv_get_kv_blocks_borrowed(handle_, "default", keys, 1, &ptrs, nullptr, &borrow),
+            -1);
+  EXPECT_EQ(wmbt_kv_get_kv_blocks_borrowed(handle_, "default", keys, 1, &ptrs, &plens, nullptr),
+            -1);
+  EXPECT_EQ(wmbt_kv_put_kv_blocks(handle_, "default", nullptr, payloads, lens, 1), -1);
+  EXPECT_EQ(wmbt_kv_put_kv_blocks(handle_, "default", keys, nullptr, lens, 1), -1);
+  EXPECT_EQ(wmbt_kv_put_kv_blocks(handle_, "default", keys, payloads, nullptr, 1), -1);
+  const uint8_t* null_payload[] = {nullptr};
+  EXPECT_EQ(wmbt_kv_put_kv_blocks(handle_, "default", keys, null_payload, lens, 1), -1);
+  EXPECT_NE(LastError().find("payloads[0] is NULL with length 3"), std::string::npos);
+  EXPECT_EQ(wmbt_kv_put_raw_tail(nullptr, "default", keys[0], payloads[0], 3, nullptr, 0), -1);
+  EXPECT_EQ(wmbt_kv_get_raw_tail_borrowed(handle_, "default", keys[0], nullptr, &len, &borrow,
+                                          nullptr, 0),
+            -1);
+  EXPECT_EQ(wmbt_kv_get_by_content_hash_borrowed(handle_, "default", nullptr, &bytes, &len,
+                                                 &borrow, nullptr, 0),
+            -1);
+  EXPECT_EQ(wmbt_kv_publish_chain(handle_, "default", nullptr, nullptr, nullptr, -1, nullptr,
+                                  nullptr, nullptr, nullptr, 0),
+            -1);
+  EXPECT_EQ(wmbt_kv_put_blocks_ex(handle_, "default", nullptr, keys, nullptr, nullptr, lens, 1,
+                                  nullptr, nullptr, 0),
+            -1);
+  EXPECT_EQ(wmbt_kv_stats_json(nullptr, nullptr, 0, nullptr), -1);
+  EXPECT_EQ(wmbt_kv_refresh(nullptr, nullptr, 0), -1);
+  EXPECT_EQ(borrow, nullptr);
+  wmbt_kv_free(nullptr);
+  wmbt_kv_release_borrow(nullptr);
+  EXPECT_EQ(LastError(), "");
+}
+
+TEST_F(CApi, ZeroBlocksNeedNoArrays) {
+  size_t matched = 5;
+  EXPECT_EQ(wmbt_kv_put_kv_blocks(handle_, "default", nullptr, nullptr, nullptr, 0), 0);
+  EXPECT_EQ(wmbt_kv_lookup_block_prefix(handle_, "default", nullptr, 0, &matched, nullptr, 0), 0);
+  EXPECT_EQ(matched, 0u);
+  EXPECT_EQ(wmbt_kv_put_blocks_ex(handle_, "default", nullptr, nullptr, nullptr, nullptr, nullptr,
+                                  0, nullptr, nullptr, 0),
+            0);
+  const uint8_t** ptrs = nullptr;
+  const size_t* lens = nullptr;
+  wmbt_kv_borrow_t* borrow = nullptr;
+  EXPECT_EQ(wmbt_kv_get_kv_blocks_borrowed(handle_, "default", nullptr, 0, &ptrs, &lens, &borrow),
+            1);
+  EXPECT_NE(borrow, nullptr);
+  wmbt_kv_release_borrow(borrow);
+  EXPECT_EQ(LastError(), "");
+}
+
+TEST_F(CApi, HugeCountsAreRefusedBeforeReadingArrays) {
+  // The arrays are one element long: reading past them would be caught by ASan, or crash.
+  std::string k = Key(3);
+  const char* keys[] = {k.c_str()};
+  const uint8_t* payloads[] = {Bytes("a")};
+  size_t lens[] = {1};
+  size_t matched = 0;
+  const uint8_t** ptrs = nullptr;
+  const size_t* plens = nullptr;
+  wmbt_kv_borrow_t* borrow = nullptr;
+  for (size_t count : {SIZE_MAX, SIZE_MAX / 2, size_t{WMBT_KV_BATCH_BLOCKS_MAX} + 1}) {
+    SCOPED_TRACE(count);
+    EXPECT_EQ(wmbt_kv_put_kv_blocks(handle_, "default", keys, payloads, lens, count), -1);
+    EXPECT_NE(LastError().find("exceeds the limit"), std::string::npos) << LastError();
+    EXPECT_EQ(wmbt_kv_put_blocks_ex(handle_, "default", nullptr, keys, nullptr, payloads, lens,
+                                    count, nullptr, nullptr, 0),
+              -1);
+  }
+  for (size_t count : {SIZE_MAX, size_t{WMBT_KV_LOOKUP_KEYS_MAX} + 1}) {
+    EXPECT_EQ(wmbt_kv_lookup_block_prefix(handle_, "default", keys, count, &matched, nullptr, 0),
+              -1);
+    EXPECT_EQ(
+        wmbt_kv_get_kv_blocks_borrowed(handle_, "default", keys, count, &ptrs, &plens, &borrow),
+        -1);
+  }
+  // An oversized length is refused before the payload is read.
+  size_t huge[] = {static_cast<size_t>(WMBT_KV_BLOCK_BYTES_MAX) + 1};
+  EXPECT_EQ(wmbt_kv_put_kv_blocks(handle_, "default", keys, payloads, huge, 1), -1);
+  EXPECT_NE(LastError().find("more than the limit"), std::string::npos) << LastError();
+  EXPECT_EQ(wmbt_kv_put_raw_tail(handle_, "default", keys[0], payloads[0],
+                                 static_cast<size_t>(WMBT_KV_SIDECAR_BYTES_MAX) + 1, nullptr, 0),
+            -1);
+}
+
+TEST_F(CApi, ErrBufIsTruncatedAndNulTerminated) {
+  size_t matched = 0;
+  char buf[16];
+  for (size_t len : {size_t{1}, size_t{2}, size_t{8}, sizeof buf}) {
+    SCOPED_TRACE(len);
+    std::memset(buf, 'Z', sizeof buf);
+    EXPECT_EQ(wmbt_kv_lookup_block_prefix(handle_, "default", nullptr, 1, &matched, buf, len), -1);
+    EXPECT_EQ(std::strlen(buf), len - 1);
+    EXPECT_EQ(std::string(buf), LastError().substr(0, len - 1));
+    for (size_t i = len; i < sizeof buf; ++i) EXPECT_EQ(buf[i], 'Z') << "wrote past err_len";
+  }
+  std::memset(buf, 'Z', sizeof buf);
+  EXPECT_EQ(wmbt_kv_lookup_block_prefix(handle_, "default", nullptr, 1, &matched, buf, 0), -1);
+  EXPECT_EQ(buf[0], 'Z') << "err_len 0 writes nothing";
+  EXPECT_TRUE(LastError().starts_with("wombatkv: wmbt_kv_lookup_block_prefix: INVALID_ARGUMENT:"))
+      << LastError();
+  // Success writes an empty string.
+  std::memset(buf, 'Z', sizeof buf);
+  EXPECT_EQ(wmbt_kv_lookup_block_prefix(handle_, "default", nullptr, 0, &matched, buf, sizeof buf),
+            0);
+  EXPECT_EQ(buf[0], '\0');
+}
+
+TEST_F(CApi, LastErrorIsPerThreadAndClearedByEveryCall) {
+  size_t matched = 0;
+  ASSERT_EQ(wmbt_kv_lookup_block_prefix(handle_, "default", nullptr, 1, &matched, nullptr, 0), -1);
+  std::string mine = LastError();
+  ASSERT_FALSE(mine.empty());
+  std::string other_before, other_after;
+  std::thread t([&] {
+    other_before = LastError();
+    EXPECT_EQ(wmbt_kv_blake3_64hex(nullptr, 1, nullptr), -1);
+    other_after = LastError();
+  });
+  t.join();
+  EXPECT_EQ(other_before, "");
+  EXPECT_NE(other_after.find("wmbt_kv_blake3_64hex"), std::string::npos);
+  EXPECT_EQ(LastError(), mine) << "another thread's failure does not touch this thread's error";
+  (void)wmbt_kv_crc32c(Bytes("x"), 1);
+  EXPECT_EQ(LastError(), "");
+}
+
+TEST_F(CApi, CasPublishConflictReturnsOneWithTheCurrentTip) {
+  std::string a = Key(10), b = Key(11), c = Key(12);
+  const char* keys[] = {a.c_str(), b.c_str(), c.c_str()};
+  const char* parents[] = {nullptr, a.c_str(), a.c_str()};  // a ← b and a ← c
+  std::string p = "pp";
+  const uint8_t* payloads[] = {Bytes(p), Bytes(p), Bytes(p)};
+  size_t lens[] = {2, 2, 2};
+  char hashes[3 * WMBT_KV_CONTENT_HASH_HEX_BUF];
+  ASSERT_EQ(wmbt_kv_put_blocks_ex(handle_, "default", nullptr, keys, parents, payloads, lens, 3,
+                                  hashes, nullptr, 0),
+            0)
+      << LastError();
+  EXPECT_STREQ(hashes, hashes + 41) << "identical payloads have one content hash";
+  EXPECT_EQ(std::strlen(hashes), 40u);
+
+  // Writer 1 creates chain a with tip b; writer 2, also expecting "does not exist", loses and
+  // learns writer 1's tip and version.
+  uint64_t v1 = 0;
+  ASSERT_EQ(wmbt_kv_publish_chain(handle_, "default", nullptr, a.c_str(), b.c_str(), 0, &v1,
+                                  nullptr, nullptr, nullptr, 0),
+            0)
+      << LastError();
+  EXPECT_GE(v1, 1u);
+  uint64_t current_version = 0, untouched = 12345;
+  char current_tip[WMBT_KV_KEY_HEX_BUF] = {};
+  char err[128] = "sentinel";
+  EXPECT_EQ(wmbt_kv_publish_chain(handle_, "default", nullptr, a.c_str(), c.c_str(), 0, &untouched,
+                                  current_tip, &current_version, err, sizeof err),
+            1);
+  EXPECT_EQ(std::string(current_tip), b);
+  EXPECT_EQ(current_version, v1);
+  EXPECT_EQ(untouched, 12345u) << "no new version on a conflict";
+  EXPECT_STREQ(err, "") << "a conflict is an answer, not an error";
+  EXPECT_EQ(LastError(), "");
+  // Writer 2 rebases on what it learned and wins.
+  uint64_t v2 = 0;
+  ASSERT_EQ(wmbt_kv_publish_chain(handle_, "default", nullptr, a.c_str(), c.c_str(),
+                                  static_cast<int64_t>(current_version), &v2, nullptr, nullptr,
+                                  nullptr, 0),
+            0)
+      << LastError();
+  EXPECT_GT(v2, v1);
+  // A stale version conflicts and reports the new state.
+  EXPECT_EQ(wmbt_kv_publish_chain(handle_, "default", nullptr, a.c_str(), c.c_str(),
+                                  static_cast<int64_t>(v1), nullptr, current_tip,
+                                  &current_version, nullptr, 0),
+            1);
+  EXPECT_EQ(std::string(current_tip), c);
+  EXPECT_EQ(current_version, v2);
+  // Last writer wins ignores versions.
+  uint64_t v3 = 0;
+  EXPECT_EQ(wmbt_kv_publish_chain(handle_, "default", nullptr, a.c_str(), c.c_str(), -1, &v3,
+                                  nullptr, nullptr, nullptr, 0),
+            0);
+  EXPECT_GT(v3, v2);
+  size_t matched = 0;
+  const char* path[] = {a.c_str(), c.c_str()};
+  EXPECT_EQ(wmbt_kv_lookup_block_prefix(handle_, "default", path, 2, &matched, nullptr, 0), 0);
+  EXPECT_EQ(matched, 2u);
+}
+
+TEST_F(CApi, RacingCasPublishersHaveExactlyOneWinner) {
+  constexpr int kWriters = 4;
+  std::string root = Key(60);
+  std::vector<std::string> tips;
+  for (int i = 0; i < kWriters; ++i) tips.push_back(Key(61 + i));
+  std::vector<const char*> keys = {root.c_str()}, parents = {nullptr};
+  for (const auto& t : tips) {
+    keys.push_back(t.c_str());
+    parents.push_back(root.c_str());
+  }
+  std::vector<std::string> payloads;
+  for (int i = 0; i <= kWriters; ++i) payloads.push_back("race-" + std::to_string(i));
+  std::vector<const uint8_t*> p;
+  std::vector<size_t> lens;
+  for (const auto& s : payloads) {
+    p.push_back(Bytes(s));
+    lens.push_back(s.size());
+  }
+  ASSERT_EQ(wmbt_kv_put_blocks_ex(handle_, "default", nullptr, keys.data(), parents.data(),
+                                  p.data(), lens.data(), keys.size(), nullptr, nullptr, 0),
+            0)
+      << LastError();
+  std::vector<int32_t> rc(kWriters);
+  std::vector<std::string> learned(kWriters);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kWriters; ++i) {
+    threads.emplace_back([&, i] {
+      char tip[WMBT_KV_KEY_HEX_BUF] = {};
+      uint64_t version = 0;
+      rc[i] = wmbt_kv_publish_chain(handle_, "default", nullptr, root.c_str(), tips[i].c_str(), 0,
+                                    nullptr, tip, &version, nullptr, 0);
+      learned[i] = tip;
+    });
+  }
+  for (auto& t : threads) t.join();
+  int winner = -1, losers = 0;
+  for (int i = 0; i < kWriters; ++i) {
+    if (rc[i] == 0) {
+      EXPECT_EQ(winner, -1) << "two winners";
+      winner = i;
+    } else {
+      EXPECT_EQ(rc[i], 1) << "writer " << i;
+      ++losers;
+    }
+  }
+  ASSERT_NE(winner, -1);
+  EXPECT_EQ(losers, kWriters - 1);
+  for (int i = 0; i < kWriters; ++i) {
+    if (i != winner) {
+      EXPECT_EQ(learned[i], tips[winner]) << "loser " << i << " learns the winner";
+    }
+  }
+}
+
+TEST_F(CApi, PublishingABlockNeverPutIsAnError) {
+  std::string tip = Key(20);
+  char err[256];
+  EXPECT_EQ(wmbt_kv_publish_chain(handle_, "default", nullptr, nullptr, tip.c_str(), -1, nullptr,
+                                  nullptr, nullptr, err, sizeof err),
+            -1);
+  EXPECT_NE(std::string(err), "");
+}
+
+TEST_F(CApi, BorrowStaysValidAfterItsHandleIsFreed) {
+  std::string k = Key(30);
+  ASSERT_GT(PutChain({k}), 0);
+  const char* keys[] = {k.c_str()};
+  const uint8_t** ptrs = nullptr;
+  const size_t* lens = nullptr;
+  wmbt_kv_borrow_t* borrow = nullptr;
+  ASSERT_EQ(wmbt_kv_get_kv_blocks_borrowed(handle_, "default", keys, 1, &ptrs, &lens, &borrow), 1);
+  wmbt_kv_free(handle_);
+  handle_ = nullptr;
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(ptrs[0]), lens[0]),
+            "payload-" + k.substr(0, 8));
+  wmbt_kv_release_borrow(borrow);
+  handle_ = wmbt_kv_open_embedded(dir_.c_str());  // the directory is free again
+  ASSERT_NE(handle_, nullptr) << LastError();
+  EXPECT_EQ(Lookup({k}), 1u);
+}
+
+TEST_F(CApi, SecondOpenOfADataDirectoryFailsClearly) {
+  EXPECT_EQ(wmbt_kv_open_embedded(dir_.c_str()), nullptr);
+  EXPECT_NE(LastError().find("FAILED_PRECONDITION"), std::string::npos) << LastError();
+}
+
+TEST_F(CApi, NamespaceIsHonoured) {
+  std::string a = Key(40), b = Key(41);
+  ASSERT_GT(PutChain({a, b}, "ns-one"), 0);
+  EXPECT_EQ(Lookup({a, b}, "ns-one"), 2u);
+  EXPECT_EQ(Lookup({a, b}, "ns-two"), 0u);
+  EXPECT_EQ(Lookup({a, b}, "default"), 0u);
+  EXPECT_EQ(Lookup({a, b}, nullptr), 0u);
+  EXPECT_EQ(Lookup({a, b}, ""), 0u);
+  size_t matched = 0;
+  const char* keys[] = {a.c_str()};
+  for (const char* bad : {"..", "a/b", "has space", "x\n"}) {
+    EXPECT_EQ(wmbt_kv_lookup_block_prefix(handle_, bad, keys, 1, &matched, nullptr, 0), -1) << bad;
+  }
+  std::string long_ns(65, 'n');
+  EXPECT_EQ(wmbt_kv_lookup_block_prefix(handle_, long_ns.c_str(), keys, 1, &matched, nullptr, 0),
+            -1);
+}
+
+TEST_F(CApi, ThreadsShareOneHandle) {
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 20;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        std::string k0 = Key(1000 + t * 100 + r * 2), k1 = Key(1001 + t * 100 + r * 2);
+        std::string p0 = "t" + std::to_string(t) + "r" + std::to_string(r) + "-0";
+        std::string p1 = "t" + std::to_string(t) + "r" + std::to_string(r) + "-1";
+        const char* keys[] = {k0.c_str(), k1.c_str()};
+        const uint8_t* payloads[] = {Bytes(p0), Bytes(p1)};
+        size_t lens[] = {p0.size(), p1.size()};
+        if (wmbt_kv_put_kv_blocks(handle_, "shared", keys, payloads, lens, 2) !=
+            static_cast<int64_t>(p0.size() + p1.size()))
+          failures++;
+        size_t matched = 0;
+        if (wmbt_kv_lookup_block_prefix(handle_, "shared", keys, 2, &matched, nullptr, 0) != 0 ||
+            matched != 2)
+          failures++;
+        const uint8_t** ptrs = nullptr;
+        const size_t* plens = nullptr;
+        wmbt_kv_borrow_t* borrow = nullptr;
+        if (wmbt_kv_get_kv_blocks_borrowed(handle_, "shared", keys, 2, &ptrs, &plens, &borrow) !=
+                1 ||
+            std::string(reinterpret_cast<const char*>(ptrs[1]), plens[1]) != p1)
+          failures++;
+        wmbt_kv_release_borrow(borrow);
+        if (wmbt_kv_last_error()[0] != '\0') failures++;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  char stats[4096];
+  size_t needed = 0;
+  ASSERT_EQ(wmbt_kv_stats_json(handle_, stats, sizeof stats, &needed), 0) << LastError();
+  EXPECT_EQ(std::strlen(stats) + 1, needed);
+}
+
+TEST_F(CApi, StatsJsonReportsTheNeededSize) {
+  size_t needed = 0;
+  EXPECT_EQ(wmbt_kv_stats_json(handle_, nullptr, 0, &needed), -1);
+  ASSERT_GT(needed, 2u);
+  std::vector<char> buf(needed - 1, 'Z');
+  EXPECT_EQ(wmbt_kv_stats_json(handle_, buf.data(), buf.size(), nullptr), -1);
+  EXPECT_NE(LastError().find(std::to_string(needed)), std::string::npos) << LastError();
+  buf.assign(needed, 'Z');
+  EXPECT_EQ(wmbt_kv_stats_json(handle_, buf.data(), buf.size(), nullptr), 0);
+  std::string json(buf.data());
+  EXPECT_TRUE(json.starts_with("{\"abi_version\":65537,")) << json;
+  EXPECT_NE(json.find("\"corruptions_detected\":"), std::string::npos);
+}
+
+TEST_F(CApi, FingerprintDigestMatchesTheEnvelopeAndScopesBlocks) {
+  char fp[WMBT_KV_FINGERPRINT_HEX_BUF];
+  ASSERT_EQ(wmbt_kv_fingerprint_digest("m", "t", "bf16", 2, 1, "r8", fp), 0);
+  wombatkv::FingerprintSpec spec;
+  spec.model_id = "m";
+  spec.tokenizer_id = "t";
+  spec.kv_dtype = "bf16";
+  spec.tensor_parallel = 2;
+  spec.pipeline_parallel = 1;
+  spec.lora = "r8";
+  EXPECT_EQ(std::string(fp), spec.Digest().ToHex()) << "the C digest is FingerprintSpec's";
+  std::string k = Key(50);
+  const char* keys[] = {k.c_str()};
+  const uint8_t* payloads[] = {Bytes("fpb")};
+  size_t lens[] = {3};
+  ASSERT_EQ(wmbt_kv_put_blocks_ex(handle_, "default", fp, keys, nullptr, payloads, lens, 1,
+                                  nullptr, nullptr, 0),
+            0);
+  ASSERT_EQ(wmbt_kv_publish_chain(handle_, "default", fp, nullptr, k.c_str(), -1, nullptr, nullptr,
+                                  nullptr, nullptr, 0),
+            0);
+  size_t matched = 0;
+  EXPECT_EQ(wmbt_kv_lookup_block_prefix_ex(handle_, "default", fp, keys, 1, &matched, nullptr, 0),
+            0);
+  EXPECT_EQ(matched, 1u);
+  EXPECT_EQ(Lookup({k}), 0u) << "the handle's default fingerprint is another scope";
+}
+
+}  // namespace
