@@ -2,10 +2,10 @@
 # The main job: installs what the build needs, builds, and runs the engine-like workload against
 # the embedded store (data directory $WMBT_KV_DATA_DIR or ~/.wombatkv; no server needed).
 # Run it twice: the second run restores what the first stored. Extra arguments go to
-# wombatkv-workload (see `build/tools/workload/wombatkv-workload --help`).
+# wombatkv-workload (see `build/tools/wombatkv-workload --help`).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup.sh"
 CMAKE_BUILD_TYPE=Release "$root/scripts/build.sh"
 build="${WOMBATKV_BUILD_DIR:-$root/build}"
-exec "$build/tools/workload/wombatkv-workload" "$@"
+exec "$build/tools/wombatkv-workload" "$@"
