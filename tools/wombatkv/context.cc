@@ -1,0 +1,161 @@
+#include "tools/wombatkv/context.h"
+
+#include <cstdio>
+
+#include "tools/wombatkv/exit_codes.h"
+#include "wombatkv/env.h"
+
+namespace wombatkv::cli {
+
+int Context::Validate() {
+  out.Configure(opts.json, opts.quiet);
+  if (Status s = ValidateNamespace(opts.ns); !s.ok()) {
+    return out.Error("--namespace", s, "use 1-64 characters from [A-Za-z0-9._-]");
+  }
+  auto parsed = Fingerprint::FromHex(opts.fingerprint_hex, "--fingerprint");
+  if (!parsed.ok()) {
+    return out.Error("--fingerprint", parsed.status(),
+                     "pass the 24-hex-digit digest of the model identity (WMBT_KV_FINGERPRINT)");
+  }
+  fp = *parsed;
+  if (opts.data_dir.empty()) {
+    return out.Usage("--data-dir", "the data directory is empty",
+                     "pass --data-dir DIR or set WMBT_KV_DATA_DIR");
+  }
+  return kExitOk;
+}
+
+Store* Context::OpenStore(int* exit_code) {
+  if (store_) return store_.get();
+  StoreOptions options;
+  options.data_dir = opts.data_dir;
+  if (!opts.l2_prefix.empty()) options.l2_prefix = opts.l2_prefix;
+  if (opts.cache_bytes_max > 0) options.cache_bytes_max = opts.cache_bytes_max;
+  if (opts.upload_threads > 0) options.upload_threads = opts.upload_threads;
+  // Called from store threads too: Output's stderr writes are one fprintf each.
+  options.log = [this](LogLevel level, const std::string& message) {
+    if (level >= LogLevel::kWarn) {
+      out.Warn(message);
+    } else if (opts.verbose) {
+      out.Note("wombatkv: " + message);
+    }
+  };
+  if (!opts.s3_bucket.empty()) {
+    out.Warn("WMBT_KV_BUCKET is set, but this tool does not open S3 yet: using the "
+             "local-directory L2 under " + opts.data_dir + "/l2");
+  }
+  auto opened = Store::Open(options);
+  if (!opened.ok()) {
+    const Status& s = opened.status();
+    std::string hint;
+    if (s.code() == Code::kFailedPrecondition) {
+      hint = "--data-dir selects another directory";
+    }
+    *exit_code = out.Error("open data directory " + opts.data_dir, s, hint,
+                           {{"data_dir", opts.data_dir}});
+    return nullptr;
+  }
+  store_ = std::move(opened).value();
+  return store_.get();
+}
+
+Result<BlockKey> ParseKey(std::string_view arg, std::string_view text) {
+  return BlockKey::FromHex(text, arg);
+}
+
+Result<ContentHash> ParseContentHash(std::string_view arg, std::string_view text) {
+  return ContentHash::FromHex(text, arg);
+}
+
+Result<std::vector<BlockKey>> ParseKeys(std::string_view arg,
+                                        const std::vector<std::string>& text) {
+  std::vector<BlockKey> keys;
+  keys.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    std::string name = std::string(arg) + " #" + std::to_string(i + 1);
+    auto key = BlockKey::FromHex(text[i], name);
+    if (!key.ok()) return key.status();
+    keys.push_back(*key);
+  }
+  return keys;
+}
+
+void AddPayloadOptions(CLI::App* app, PayloadSource* src, std::string_view what) {
+  std::string w(what);
+  auto* file = app->add_option("--file", src->file, "Read the " + w + " from PATH")
+                   ->type_name("PATH");
+  auto* in = app->add_flag("--stdin", src->from_stdin, "Read the " + w + " from standard input");
+  auto* value = app->add_option_function<std::string>(
+                       "--value",
+                       [src](const std::string& v) {
+                         src->value = v;
+                         src->value_given = true;
+                       },
+                       "Use STR (its bytes, no trailing newline) as the " + w)
+                    ->type_name("STR");
+  file->excludes(in)->excludes(value);
+  in->excludes(value);
+}
+
+Result<std::shared_ptr<Buffer>> ReadWholeFile(const std::string& path, uint64_t max_bytes) {
+  FileSystem* fs = PosixFileSystem();
+  auto info = fs->Stat(path);
+  if (!info.ok()) {
+    if (info.status().IsNotFound()) {
+      return Status::InvalidArgument("no such file: " + path);
+    }
+    return info.status().WithContext(path);
+  }
+  if (info->is_dir) return Status::InvalidArgument(path + " is a directory, not a file");
+  if (info->size > max_bytes) {
+    return Status::InvalidArgument(path + " has " + std::to_string(info->size) +
+                                   " bytes, more than the limit of " +
+                                   std::to_string(max_bytes));
+  }
+  auto data = fs->ReadFile(path, 0, info->size);
+  if (!data.ok()) return data.status().WithContext(path);
+  return std::move(data).value();
+}
+
+Status WriteWholeFile(const std::string& path, ByteView bytes) {
+  return PosixFileSystem()->WriteFileAtomic(path, {bytes}, /*sync=*/false);
+}
+
+namespace {
+
+Result<std::shared_ptr<Buffer>> ReadStdin(uint64_t max_bytes) {
+  std::string data;
+  char chunk[1 << 16];
+  for (;;) {
+    size_t n = std::fread(chunk, 1, sizeof chunk, stdin);
+    data.append(chunk, n);
+    if (data.size() > max_bytes) {
+      return Status::InvalidArgument("standard input has more than " +
+                                     std::to_string(max_bytes) + " bytes");
+    }
+    if (n < sizeof chunk) {
+      if (std::ferror(stdin)) return Status::Internal("cannot read standard input");
+      break;
+    }
+  }
+  return Buffer::CopyOf(AsBytes(data));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Buffer>> ReadPayload(const PayloadSource& src, uint64_t max_bytes) {
+  int sources = (src.file.empty() ? 0 : 1) + (src.from_stdin ? 1 : 0) + (src.value_given ? 1 : 0);
+  if (sources != 1) {
+    return Status::InvalidArgument("give the bytes with exactly one of --file PATH, --stdin, "
+                                   "--value STR");
+  }
+  if (!src.file.empty()) return ReadWholeFile(src.file, max_bytes);
+  if (src.from_stdin) return ReadStdin(max_bytes);
+  if (src.value.size() > max_bytes) {
+    return Status::InvalidArgument("--value has more than " + std::to_string(max_bytes) +
+                                   " bytes");
+  }
+  return Buffer::CopyOf(AsBytes(src.value));
+}
+
+}  // namespace wombatkv::cli

@@ -1,0 +1,86 @@
+// Context: what every `wombatkv` command shares — the global options (resolved from flags, then
+// WMBT_KV_* environment variables through Config, then built-in defaults), the Output, the
+// lazily opened Store, and the argument parsers that turn hex text into identifiers with errors
+// that name the argument.
+//
+// Not thread-safe: the CLI is single-threaded (the Store runs its own workers).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tools/wombatkv/output.h"
+#include "wombatkv/buffer.h"
+#include "wombatkv/store.h"
+#include "wombatkv/types.h"
+
+namespace wombatkv::cli {
+
+struct GlobalOptions {
+  std::string data_dir;
+  std::string ns;
+  std::string fingerprint_hex;
+  bool json = false;
+  bool quiet = false;
+  bool verbose = false;
+  // From Config only (no flags): passed through to StoreOptions.
+  std::string l2_prefix;
+  uint64_t cache_bytes_max = 0;
+  size_t upload_threads = 0;
+  // WMBT_KV_BUCKET: an S3 L2 is configured (this tool opens the local-directory L2 only).
+  std::string s3_bucket;
+};
+
+class Context {
+ public:
+  GlobalOptions opts;
+  Output out;
+  // Whether --namespace/-n was given on the command line (ls lists every namespace otherwise).
+  bool ns_given = false;
+  // Valid after Validate().
+  Fingerprint fp;
+
+  // Checks the global options after parsing. Returns an exit code (0 = fine).
+  int Validate();
+
+  // Opens the store on first use. On failure reports the error and returns nullptr with
+  // *exit_code set (5 when another process owns the data directory).
+  Store* OpenStore(int* exit_code);
+
+ private:
+  std::unique_ptr<Store> store_;
+};
+
+// Fills `opts` with the defaults from the environment (Config). Returns the error of a malformed
+// WMBT_KV_* variable, naming it.
+Status LoadEnvironmentDefaults(GlobalOptions* opts);
+
+// Identifier parsers: InvalidArgument naming `arg` (e.g. "KEY_HEX", "--parent").
+Result<BlockKey> ParseKey(std::string_view arg, std::string_view text);
+Result<ContentHash> ParseContentHash(std::string_view arg, std::string_view text);
+Result<std::vector<BlockKey>> ParseKeys(std::string_view arg, const std::vector<std::string>& text);
+
+// Where a payload comes from: exactly one of --file PATH, --stdin, --value STR.
+struct PayloadSource {
+  std::string file;
+  bool from_stdin = false;
+  std::string value;
+  bool value_given = false;  // --value "" is a valid (empty) payload
+};
+void AddPayloadOptions(CLI::App* app, PayloadSource* src, std::string_view what);
+// Reads the payload; InvalidArgument if not exactly one source is given or it exceeds
+// `max_bytes`, NotFound if the file does not exist.
+Result<std::shared_ptr<Buffer>> ReadPayload(const PayloadSource& src, uint64_t max_bytes);
+
+// Reads a whole regular file of at most `max_bytes`.
+Result<std::shared_ptr<Buffer>> ReadWholeFile(const std::string& path, uint64_t max_bytes);
+// Writes `bytes` to `path` atomically (temporary file + rename).
+Status WriteWholeFile(const std::string& path, ByteView bytes);
+
+}  // namespace wombatkv::cli

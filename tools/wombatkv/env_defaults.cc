@@ -1,0 +1,20 @@
+// Global option defaults from the environment, through Config (the one parser of WMBT_KV_*).
+#include "config/config.h"
+#include "tools/wombatkv/context.h"
+
+namespace wombatkv::cli {
+
+Status LoadEnvironmentDefaults(GlobalOptions* opts) {
+  auto config = Config::FromEnv();
+  if (!config.ok()) return config.status();
+  opts->data_dir = config->data_dir;
+  opts->ns = config->ns;
+  opts->fingerprint_hex = config->fingerprint.ToHex();
+  opts->l2_prefix = config->l2_prefix;
+  opts->cache_bytes_max = config->cache_bytes;
+  opts->upload_threads = config->upload_threads;
+  opts->s3_bucket = config->s3_bucket;
+  return Status::Ok();
+}
+
+}  // namespace wombatkv::cli

@@ -1,0 +1,173 @@
+// wombatkv: the command-line client of the embedded WombatKV store. A thin main: it parses the
+// command line (CLI11), resolves defaults from the environment (Config), and runs one command
+// from the command groups (cmd_*.cc). No exception leaves main; every outcome is an exit code
+// from tools/wombatkv/exit_codes.h.
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <iterator>
+#include <string>
+#include <string_view>
+
+#include "tools/wombatkv/commands.h"
+#include "tools/wombatkv/exit_codes.h"
+
+#ifndef WOMBATKV_VERSION
+#define WOMBATKV_VERSION "unknown"
+#endif
+
+namespace wombatkv::cli {
+
+std::string HelpFooter(std::initializer_list<std::string_view> examples) {
+  std::string out = "Examples:\n";
+  for (std::string_view e : examples) {
+    out += "  ";
+    out += e;
+    out += '\n';
+  }
+  out +=
+      "\nExit codes: 0 ok, 1 miss/not found, 2 usage/invalid argument, 3 conflict, "
+      "4 corruption,\n5 data dir locked/failed precondition, 6 unavailable (retry), 7 internal "
+      "(see `wombatkv --help`).\n";
+  return out;
+}
+
+namespace {
+
+bool ArgvHasJson(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--json") return true;
+  }
+  return false;
+}
+
+// "put", "sidecar get": the deepest subcommand the parser reached.
+std::string ParsedCommandPath(const CLI::App& app) {
+  std::string path;
+  const CLI::App* at = &app;
+  for (;;) {
+    auto subs = at->get_subcommands();
+    if (subs.empty()) break;
+    at = subs.front();
+    if (!path.empty()) path += ' ';
+    path += at->get_name();
+  }
+  return path;
+}
+
+// The first word that is neither an option nor the value of a global option: what the user meant
+// as the command, for "unknown command" errors.
+std::string FirstCommandWord(int argc, char** argv) {
+  static constexpr std::string_view kTakesValue[] = {"--data-dir", "-n", "--namespace", "-f",
+                                                     "--fingerprint"};
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg.empty() || arg[0] == '-') {
+      if (std::find(std::begin(kTakesValue), std::end(kTakesValue), arg) != std::end(kTakesValue)) {
+        ++i;  // skip its value
+      }
+      continue;
+    }
+    return std::string(arg);
+  }
+  return "";
+}
+
+int Main(int argc, char** argv) {
+  Context ctx;
+  if (Status s = LoadEnvironmentDefaults(&ctx.opts); !s.ok()) {
+    ctx.out.Configure(ArgvHasJson(argc, argv), false);
+    return ctx.out.Error("environment", s, "fix or unset that variable (see docs/cli.md)");
+  }
+
+  CLI::App app{
+      "wombatkv: inspect and drive a WombatKV block store in a local data directory.\n"
+      "Blocks are put (invisible), then published as chains (visible to lookups), and read back\n"
+      "all or nothing. Defaults come from WMBT_KV_* environment variables.",
+      "wombatkv"};
+  app.require_subcommand(1);
+  app.fallthrough();  // subcommands inherit: global options may follow the command
+  app.set_version_flag("--version", "wombatkv " WOMBATKV_VERSION);
+  app.add_option("--data-dir", ctx.opts.data_dir,
+                 "Data directory: LOCK, l1/ (metadata), l2/ (blocks when no S3) "
+                 "[env WMBT_KV_DATA_DIR]")
+      ->type_name("DIR")
+      ->capture_default_str();
+  CLI::Option* ns_opt =
+      app.add_option("-n,--namespace", ctx.opts.ns,
+                     "Namespace, [A-Za-z0-9._-]{1,64} [env WMBT_KV_NAMESPACE]")
+          ->type_name("NS")
+          ->capture_default_str();
+  app.add_option("-f,--fingerprint", ctx.opts.fingerprint_hex,
+                 "Model fingerprint, 24 hex digits [env WMBT_KV_FINGERPRINT]")
+      ->type_name("HEX")
+      ->capture_default_str();
+  app.add_flag("--json", ctx.opts.json,
+               "Print the result as one JSON document; errors as {\"error\":{...}} on stderr");
+  app.add_flag("-q,--quiet", ctx.opts.quiet,
+               "Print only results and errors (no notes, no headers)");
+  app.add_flag("-v,--verbose", ctx.opts.verbose, "Also print the store's informational log");
+  app.footer(
+      std::string(kExitCodesHelp) +
+      "\nErrors are one line on stderr: \"wombatkv: <what>: <why>; <what to do>\".\n"
+      "\nExamples:\n"
+      "  K1=$(printf '1%.0s' $(seq 64)); K2=$(printf '2%.0s' $(seq 64))\n"
+      "  wombatkv put $K1 --value 'root block'\n"
+      "  wombatkv put $K2 --parent $K1 --file block.bin\n"
+      "  wombatkv publish $K2 $K2          # chain id = tip, prints the version\n"
+      "  wombatkv lookup $K1 $K2           # prints 2\n"
+      "  wombatkv get $K1 $K2 --out ./restored\n"
+      "  wombatkv ls; wombatkv inspect $K2; wombatkv --json stat\n"
+      "Run `wombatkv <command> --help` for each command. Reference: docs/cli.md\n");
+
+  CommandTable table;
+  AddBlockCommands(app, table);
+  AddChainCommands(app, table);
+  AddSidecarCommands(app, table);
+  AddAdminCommands(app, table);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    ctx.out.Configure(ArgvHasJson(argc, argv), false);
+    std::string command = ParsedCommandPath(app);
+    if (command.empty()) {
+      std::string word = FirstCommandWord(argc, argv);
+      if (!word.empty()) {
+        return ctx.out.Usage("usage", "unknown command \"" + word + "\"",
+                             "run `wombatkv --help` for the commands");
+      }
+    }
+    std::string what = command.empty() ? std::string("usage") : command;
+    std::string hint = "run `wombatkv " + (command.empty() ? "" : command + " ") + "--help`";
+    return ctx.out.Usage(what, e.what(), hint);
+  }
+
+  ctx.ns_given = ns_opt->count() > 0;
+  if (int code = ctx.Validate(); code != kExitOk) return code;
+  for (auto& [sub, run] : table.entries) {
+    if (sub->parsed()) return run(ctx);
+  }
+  return ctx.out.Usage("usage", "no command given", "run `wombatkv --help`");
+}
+
+}  // namespace
+}  // namespace wombatkv::cli
+
+int main(int argc, char** argv) {
+  try {
+    return wombatkv::cli::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "wombatkv: internal error: %s; this is a bug: please report it\n",
+                 e.what());
+  } catch (...) {
+    std::fprintf(stderr, "wombatkv: internal error: unknown exception; this is a bug\n");
+  }
+  return wombatkv::cli::kExitInternal;
+}

@@ -1,0 +1,128 @@
+#include "tools/wombatkv/output.h"
+
+#include <cstdio>
+
+#include "tools/wombatkv/exit_codes.h"
+
+namespace wombatkv::cli {
+
+std::string DumpJson(const nlohmann::json& doc) {
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  double v = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (v >= 1024.0 && unit + 1 < std::size(kUnits)) {
+    v /= 1024.0;
+    ++unit;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[unit]);
+  return buf;
+}
+
+std::string Base64(ByteView in) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= in.size(); i += 3) {
+    uint32_t v = (uint32_t{in[i]} << 16) | (uint32_t{in[i + 1]} << 8) | in[i + 2];
+    for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(v >> s) & 63];
+  }
+  if (i < in.size()) {
+    uint32_t v = uint32_t{in[i]} << 16;
+    if (i + 1 < in.size()) v |= uint32_t{in[i + 1]} << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+void Output::Line(std::string_view text) {
+  if (json_) return;
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputc('\n', stdout);
+}
+
+void Output::Note(std::string_view text) {
+  if (json_ || quiet_) return;
+  std::fprintf(stderr, "%.*s\n", static_cast<int>(text.size()), text.data());
+}
+
+void Output::Warn(std::string_view text) {
+  if (json_ && quiet_) return;
+  std::fprintf(stderr, "%s: warning: %.*s\n", program_.c_str(), static_cast<int>(text.size()),
+               text.data());
+}
+
+void Output::Json(const nlohmann::json& doc) {
+  std::string text = DumpJson(doc);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputc('\n', stdout);
+}
+
+void Output::Table(const std::vector<std::string>& header,
+                   const std::vector<std::vector<std::string>>& rows) {
+  if (json_) return;
+  std::vector<size_t> width(header.size(), 0);
+  auto measure = [&](const std::vector<std::string>& row) {
+    for (size_t i = 0; i < row.size() && i < width.size(); ++i) {
+      width[i] = std::max(width[i], row[i].size());
+    }
+  };
+  if (!quiet_) measure(header);
+  for (const auto& row : rows) measure(row);
+  auto print = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (size_t i = 0; i < row.size() && i < width.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line.append(width[i] - row[i].size() + 2, ' ');
+    }
+    Line(line);
+  };
+  if (!quiet_) print(header);
+  for (const auto& row : rows) print(row);
+}
+
+Status Output::Raw(ByteView bytes) {
+  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size()) {
+    return Status::Internal("cannot write to stdout");
+  }
+  if (std::fflush(stdout) != 0) return Status::Internal("cannot write to stdout");
+  return Status::Ok();
+}
+
+int Output::Error(std::string_view what, const Status& status, std::string_view hint,
+                  const nlohmann::json& extra) {
+  if (hint.empty()) hint = DefaultHint(status.code());
+  const int exit_code = ExitCodeFor(status.code());
+  if (json_) {
+    nlohmann::json err = {{"code", std::string(CodeName(status.code()))},
+                          {"exit", exit_code},
+                          {"what", std::string(what)},
+                          {"message", status.message()},
+                          {"hint", std::string(hint)}};
+    if (extra.is_object()) err.update(extra);
+    std::string text = DumpJson({{"error", err}});
+    std::fprintf(stderr, "%s\n", text.c_str());
+  } else {
+    std::string why(CodeWords(status.code()));
+    if (!status.message().empty()) why += ": " + status.message();
+    std::fprintf(stderr, "%s: %.*s: %s; %.*s\n", program_.c_str(), static_cast<int>(what.size()),
+                 what.data(), why.c_str(), static_cast<int>(hint.size()), hint.data());
+  }
+  return exit_code;
+}
+
+int Output::Usage(std::string_view what, std::string_view why, std::string_view hint) {
+  return Error(what, Status::InvalidArgument(std::string(why)), hint);
+}
+
+}  // namespace wombatkv::cli

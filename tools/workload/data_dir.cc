@@ -1,0 +1,38 @@
+#include "tools/workload/data_dir.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace wombatkv::workload {
+
+Status WipeDataDir(FileSystem* fs, const std::string& dir) {
+  static constexpr std::array<std::string_view, 3> kStoreEntries = {"LOCK", "l1", "l2"};
+  auto names = fs->ListDir(dir);
+  if (!names.ok()) {
+    if (names.status().IsNotFound()) return Status::Ok();
+    return names.status().WithContext(dir);
+  }
+  std::sort(names->begin(), names->end());
+  for (const std::string& name : *names) {
+    if (std::find(kStoreEntries.begin(), kStoreEntries.end(), name) == kStoreEntries.end()) {
+      return Status::FailedPrecondition(
+          dir + " does not look like a WombatKV data directory (it holds \"" + name +
+          "\"; a data directory holds only LOCK, l1/ and l2/), so --fresh will not wipe it");
+    }
+  }
+  if (names->empty()) return Status::Ok();
+  auto lock = fs->LockFile(dir + "/LOCK", "wombatkv-workload --fresh, pid " +
+                                              std::to_string(getpid()));
+  if (!lock.ok()) return lock.status();
+  for (std::string_view sub : {"l1", "l2"}) {
+    if (Status s = fs->DeleteTree(dir + "/" + std::string(sub)); !s.ok()) {
+      return s.WithContext("wiping " + dir);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace wombatkv::workload
