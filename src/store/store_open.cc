@@ -182,7 +182,7 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
   // readable by content hash if their upload reached L2, and publishable by a later process.
   size_t pending = 0;
   Status bad_pending;
-  WMBT_RETURN_IF_ERROR(l1_->Scan(meta_records::kPendingPrefix,
+  Status pending_scan = l1_->Scan(meta_records::kPendingPrefix,
                                  [&](std::string_view k, std::string_view v) {
                                    auto e = meta_records::DecodePending(k, v);
                                    if (!e.ok()) {
@@ -196,7 +196,19 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
                                                     e->record.length};
                                    ++pending;
                                    return true;
-                                 }));
+                                 });
+  if (!pending_scan.ok()) {
+    // Pending records are only a convenience (L2 holds the blobs; nothing published depends on
+    // them): a corrupt one must not keep the store from opening. Forget them all.
+    Log(LogLevel::kWarn, "L1 pending records are unreadable (" + pending_scan.ToString() +
+                             "); forgetting every unpublished put");
+    {
+      std::lock_guard<std::mutex> g(pending_mu_);
+      pending_.clear();
+    }
+    pending = 0;
+    WMBT_RETURN_IF_ERROR(l1_->DeletePrefix(meta_records::kPendingPrefix));
+  }
   if (!bad_pending.ok()) {
     Log(LogLevel::kWarn, "dropping unreadable pending records from L1: " + bad_pending.ToString());
   }

@@ -157,6 +157,7 @@ class StoreHarness {
   const std::string& dir() const { return dir_.path(); }
   const std::vector<std::string>& log() const { return log_; }
   ObjectStore* mem_l2() { return l2_.get(); }
+  MetaStore* mem_l1() { return l1_.get(); }
 
  private:
   Planes planes_;
