@@ -1,0 +1,321 @@
+#include "sim/checkers.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "layout/chain_head.h"
+#include "layout/envelope.h"
+#include "layout/object_keys.h"
+
+namespace wombatkv::sim {
+namespace {
+
+std::string Code(const Status& s) { return std::string(CodeName(s.code())); }
+
+std::string Keys(const std::vector<BlockKey>& keys) {
+  std::string s = "[";
+  for (size_t i = 0; i < keys.size(); ++i) s += (i ? " " : "") + ShortKey(keys[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+bool Checkers::BlobCorrupted(int ns, const ContentHash& hash) const {
+  return bucket_->IsCorrupted(layout::BlobKey(kL2Prefix, NsName(ns), hash));
+}
+
+bool Checkers::AnyCorrupted(const Scope& s, const std::vector<BlockKey>& keys) const {
+  for (const auto& k : keys) {
+    for (const auto& h : model_.HashesOf(s, k)) {
+      if (BlobCorrupted(s.ns, h)) return true;
+    }
+  }
+  return false;
+}
+
+void Checkers::Put(Store& store, const Op& op, const Result<std::vector<ContentHash>>& r) {
+  if (!r.ok()) return Fail("G1", "PutBlocks failed: " + r.status().ToString());
+  const size_t n = op.keys.size() - op.put_from;
+  if (r->size() != n) return Fail("G1", "PutBlocks returned " + std::to_string(r->size()) +
+                                            " hashes for " + std::to_string(n) + " blocks");
+  for (size_t i = 0; i < n; ++i) {
+    const size_t k = op.put_from + i;
+    const auto bytes = PayloadBytes(cfg_, op.scope, op.keys[k], op.variants[k]);
+    if ((*r)[i] != HashPayload(bytes)) {
+      return Fail("G5", "PutBlocks returned hash " + (*r)[i].ToHex() + " for block " +
+                            ShortKey(op.keys[k]) + ", not BLAKE3-20 of its bytes");
+    }
+    auto got = store.GetByContentHash(NsName(op.scope.ns), (*r)[i]);
+    if (got.ok()) {
+      if (!std::ranges::equal(got->view(), bytes)) {
+        return Fail("G9", "read-back of a fresh put returned other bytes");
+      }
+    } else if (got.status().code() != Code::kUnavailable &&
+               !(got.status().code() == Code::kCorruption &&
+                 BlobCorrupted(op.scope.ns, (*r)[i]))) {
+      return Fail("G1", "a put that returned OK is not readable by content hash at once: " +
+                            got.status().ToString());
+    }
+  }
+}
+
+void Checkers::Publish(Store& store, const Op& op, const Result<uint64_t>& r,
+                       const std::optional<HeadTruth>& before, const ChainState& current) {
+  const ChainRef c{op.scope, op.chain_id};
+  const auto after = ReadL2Head(bucket_->truth(), c);
+  const std::string what = "publish of " + ScopeName(op.scope) + " chain " +
+                           ShortKey(op.chain_id) + " " + Keys(op.keys);
+  if (r.ok()) {
+    const uint64_t v = *r;
+    if (!after) return Fail("G3", what + " acknowledged (v" + std::to_string(v) +
+                                      ") but L2 has no head");
+    if (after->version != v || KeysOf(after->entries) != op.keys) {
+      return Fail("G3", what + " acknowledged v" + std::to_string(v) + " but L2 holds v" +
+                            std::to_string(after->version) + " " + Keys(KeysOf(after->entries)));
+    }
+    if (op.expected && v != *op.expected + 1) {
+      return Fail("G6", what + ": CAS on v" + std::to_string(*op.expected) + " returned v" +
+                            std::to_string(v));
+    }
+    if (op.session && v <= model_.MaxAckedVersion(c)) {
+      return Fail("G6", what + ": version " + std::to_string(v) +
+                            " does not exceed an earlier acknowledged version " +
+                            std::to_string(model_.MaxAckedVersion(c)));
+    }
+    // G1: visible to the next lookup and get in this process.
+    auto n = store.LookupPrefix(NsName(op.scope.ns), FpOf(op.scope.fp), op.keys);
+    if (!n.ok() || *n != op.keys.size()) {
+      return Fail("G1", what + " acknowledged but the next lookup found " +
+                            (n.ok() ? std::to_string(*n) : n.status().ToString()) + " of " +
+                            std::to_string(op.keys.size()));
+    }
+    auto chain = store.GetChain(NsName(op.scope.ns), FpOf(op.scope.fp), op.chain_id);
+    if (!chain.ok() || chain->size() != op.keys.size() || chain->back().key != op.keys.back()) {
+      return Fail("G1", what + " acknowledged but GetChain disagrees");
+    }
+    return;
+  }
+  const Status& s = r.status();
+  const bool unchanged = (before.has_value() == after.has_value()) &&
+                         (!before || before->version == after->version);
+  switch (s.code()) {
+    case Code::kUnavailable:
+      return;  // in doubt: either outcome is allowed
+    case Code::kConflict: {
+      if (!op.expected) return Fail("G6", what + ": last-writer-wins publish reported " + Code(s));
+      if (!unchanged) return Fail("G6", what + ": CAS reported Conflict but changed L2");
+      const uint64_t now = after ? after->version : 0;
+      if (current.version == *op.expected || current.version != now ||
+          (after && current.tip != after->entries.back().key)) {
+        return Fail("G6", what + ": CAS loser (expected v" + std::to_string(*op.expected) +
+                              ") was told v" + std::to_string(current.version) + " tip " +
+                              ShortKey(current.tip) + "; L2 holds v" + std::to_string(now));
+      }
+      return;
+    }
+    case Code::kFailedPrecondition:
+      if (!unchanged) return Fail("G4", what + " failed (" + s.ToString() + ") but changed L2");
+      return;
+    default:
+      return Fail("G3", what + ": unexpected error " + s.ToString());
+  }
+}
+
+void Checkers::Lookup(const Op& op, const Result<size_t>& r) {
+  if (!r.ok()) return Fail("G1", "LookupPrefix failed: " + r.status().ToString());
+  const size_t lb = model_.LowerBound(op.host, op.scope, op.keys);
+  const size_t ub = model_.UpperBound(op.scope, op.keys);
+  const std::string what = "h" + std::to_string(op.host) + " lookup " + ScopeName(op.scope) +
+                           " " + Keys(op.keys) + " found " + std::to_string(*r);
+  if (*r < lb) {
+    return Fail("G1/G3/G11", what + " but at least " + std::to_string(lb) +
+                                 " are published and known to this host");
+  }
+  if (*r > ub) {
+    return Fail(op.scope == op.owner ? "G4" : "G8",
+                what + " but only " + std::to_string(ub) +
+                    " were ever named by a publish in this namespace/fingerprint");
+  }
+}
+
+void Checkers::Get(const Op& op, const Result<Borrow>& r) {
+  const size_t lb = model_.LowerBound(op.host, op.scope, op.keys);
+  const size_t ub = model_.UpperBound(op.scope, op.keys);
+  const std::string what = "h" + std::to_string(op.host) + " get " + ScopeName(op.scope) + " " +
+                           Keys(op.keys);
+  if (r.ok()) {
+    if (r->size() != op.keys.size()) return Fail("G9", what + ": wrong number of payloads");
+    if (ub < op.keys.size()) {
+      return Fail(op.scope == op.owner ? "G4" : "G8", what + " returned blocks never published");
+    }
+    for (size_t i = 0; i < op.keys.size(); ++i) {
+      if (!model_.PayloadAllowed(cfg_, op.scope, op.keys[i], r->payload(i))) {
+        return Fail(op.scope == op.owner ? "G9" : "G8",
+                    what + ": block " + std::to_string(i) + " (" + std::to_string(
+                        r->payload(i).size()) + " bytes) is not what was put under that key");
+      }
+    }
+    return;
+  }
+  const Status& s = r.status();
+  if (s.IsNotFound()) {
+    if (op.keys.size() <= lb) {
+      return Fail("G1/G3/G11", what + ": NotFound but the chain is published and known here: " +
+                                   s.message());
+    }
+    return;
+  }
+  if (s.code() == Code::kUnavailable) return;
+  if (s.code() == Code::kCorruption && AnyCorrupted(op.scope, op.keys)) return;
+  Fail("G9", what + ": unexpected " + s.ToString());
+}
+
+void Checkers::GetByHash(const Op& op, const Result<BufferSlice>& r) {
+  const int ns = op.scope.ns;
+  const std::vector<uint8_t>* want = model_.BytesOf(ns, op.hash);
+  const std::string what = "h" + std::to_string(op.host) + " get-by-hash " + NsName(ns) + " " +
+                           op.hash.ToHex().substr(0, 10);
+  if (r.ok()) {
+    if (HashPayload(r->view()) != op.hash) {
+      return Fail("G9", what + ": returned bytes that do not hash to the content hash");
+    }
+    if (!want) return Fail("G8", what + ": returned bytes never put in this namespace");
+    if (!std::ranges::equal(*want, r->view())) return Fail("G9", what + ": wrong bytes");
+    return;
+  }
+  const Status& s = r.status();
+  const std::string key = layout::BlobKey(kL2Prefix, NsName(ns), op.hash);
+  if (s.IsNotFound()) {
+    if (want && bucket_->truth()->Head(key).ok()) {
+      return Fail("G1/G3", what + ": NotFound but the blob is in L2");
+    }
+    return;
+  }
+  if (s.code() == Code::kUnavailable) return;
+  if (s.code() == Code::kCorruption && bucket_->IsCorrupted(key)) return;
+  Fail("G9", what + ": unexpected " + s.ToString());
+}
+
+void Checkers::Sidecar(const Op& op, const Result<BufferSlice>& r) {
+  const ChainRef at{op.scope, op.keys.at(0)};
+  const std::string what = "h" + std::to_string(op.host) + " get-sidecar " +
+                           ScopeName(op.scope) + " tip " + ShortKey(at.id);
+  if (r.ok()) {
+    if (!model_.SidecarAllowed(at, r->view())) {
+      return Fail(op.scope == op.owner ? "G7" : "G8",
+                  what + ": returned bytes never put as this tip's sidecar");
+    }
+    return;
+  }
+  const Status& s = r.status();
+  if (s.IsNotFound()) {
+    if (auto gen = model_.SidecarSettled(at)) {
+      return Fail("G7", what + ": NotFound but generation " + std::to_string(*gen) +
+                            " was acknowledged and never replaced");
+    }
+    return;
+  }
+  if (s.code() == Code::kUnavailable) return;
+  const std::string key = layout::SidecarKey(kL2Prefix, NsName(op.scope.ns), FpOf(op.scope.fp),
+                                             at.id);
+  if (s.code() == Code::kCorruption && bucket_->IsCorrupted(key)) return;
+  Fail("G9", what + ": unexpected " + s.ToString());
+}
+
+void Checkers::SameAsL2(Store& store, int host, const L2Heads& heads, const char* after) {
+  using Row = std::tuple<std::string, Fingerprint, ChainId, uint64_t, BlockKey, uint32_t>;
+  std::set<Row> want, got;
+  for (const auto& [c, h] : heads) {
+    want.emplace(NsName(c.scope.ns), FpOf(c.scope.fp), c.id, h.version, h.entries.back().key,
+                 static_cast<uint32_t>(h.entries.size()));
+  }
+  for (const ChainState& s : store.ListChains("")) {
+    got.emplace(s.ns, s.fp, s.chain_id, s.version, s.tip, s.length);
+  }
+  if (want == got) return;
+  std::string diff;
+  for (const Row& r : want) {
+    if (!got.count(r)) {
+      diff += " missing " + std::get<0>(r) + " chain " + ShortKey(std::get<2>(r)) + " v" +
+              std::to_string(std::get<3>(r)) + ";";
+    }
+  }
+  for (const Row& r : got) {
+    if (!want.count(r)) {
+      diff += " stale/extra " + std::get<0>(r) + " chain " + ShortKey(std::get<2>(r)) + " v" +
+              std::to_string(std::get<3>(r)) + ";";
+    }
+  }
+  Fail(std::string(after) == "refresh" ? "G11" : "G3",
+       "h" + std::to_string(host) + " after " + after + " differs from L2:" + diff);
+}
+
+void Checkers::HeadWritten(const std::string& key) {
+  if (!l2_invariants) return;
+  auto obj = bucket_->truth()->Get(key, 0, kToEnd);
+  if (!obj.ok()) return;
+  auto head = layout::DecodeChainHead(obj->bytes->view(), key);
+  if (!head.ok()) return Fail("G9", "a host wrote an undecodable head " + key);
+  for (const ChainEntry& e : head->entries) {
+    const std::string blob = layout::BlobKey(kL2Prefix, head->ns, e.hash);
+    auto b = bucket_->truth()->Get(blob, 0, kToEnd);
+    if (!b.ok()) {
+      return Fail("G3", "head " + key.substr(key.size() - 16) + " v" +
+                            std::to_string(head->version) + " was written while its block " +
+                            ShortKey(e.key) + " (blob " + e.hash.ToHex().substr(0, 10) +
+                            ") is not in L2");
+    }
+    if (bucket_->IsCorrupted(blob)) continue;
+    auto payload = layout::DecodeVerified(layout::EnvelopeKind::kBlob, b->bytes, e.hash, blob);
+    if (!payload.ok() || payload->size != e.length) {
+      return Fail("G9", "head names blob " + blob + " whose bytes or length do not match");
+    }
+  }
+}
+
+void Checkers::HeadVersion(const std::string& key, bool deleted) {
+  if (deleted) {
+    head_versions_.erase(key);
+    return;
+  }
+  auto obj = bucket_->truth()->Get(key, 0, kToEnd);
+  if (!obj.ok()) return;
+  auto head = layout::DecodeChainHead(obj->bytes->view(), key);
+  if (!head.ok()) return;
+  auto [it, fresh] = head_versions_.try_emplace(key, head->version);
+  if (!fresh) {
+    if (head->version <= it->second) {
+      return Fail("G6", "head " + key.substr(key.size() - 16) + " went from v" +
+                            std::to_string(it->second) + " to v" +
+                            std::to_string(head->version) + ": two winners for one version");
+    }
+    it->second = head->version;
+  }
+}
+
+void Checkers::AuditBucket() {
+  std::string token;
+  for (;;) {
+    auto page = bucket_->truth()->List(std::string(kL2Prefix) + "/", "", token, 1000);
+    if (!page.ok()) return Fail("G9", "audit: listing failed");
+    for (const ObjectInfo& o : page->objects) {
+      const size_t at = o.key.find("/wombatkv/v1/blob/");
+      if (at != std::string::npos) {
+        if (bucket_->IsCorrupted(o.key)) continue;
+        auto hash = ContentHash::FromHex(o.key.substr(o.key.rfind('/') + 1));
+        auto obj = bucket_->truth()->Get(o.key, 0, kToEnd);
+        if (!hash.ok() || !obj.ok() ||
+            !layout::DecodeVerified(layout::EnvelopeKind::kBlob, obj->bytes, *hash, o.key).ok()) {
+          return Fail("G5/G9", "audit: blob " + o.key + " does not decode to its name (torn?)");
+        }
+      } else if (o.key.find("/wombatkv/v1/chain/") != std::string::npos) {
+        HeadWritten(o.key);  // when the L2 invariants are on
+      }
+    }
+    if (page->next_token.empty()) break;
+    token = page->next_token;
+  }
+}
+
+}  // namespace wombatkv::sim

@@ -1,0 +1,62 @@
+// Checkers: one function per guarantee of SPEC §5, each judging one answer of the store against
+// the reference model (model.h) and, where the guarantee is about L2, against the bucket's true
+// contents. They never drive the store except to read back what the guarantee promises (a G1
+// read right after a put or publish). A violation is reported through `fail(guarantee, what)`.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "sim/model.h"
+#include "sim/sim_planes.h"
+#include "sim/workload.h"
+#include "wombatkv/store.h"
+
+namespace wombatkv::sim {
+
+using FailFn = std::function<void(const std::string& guarantee, const std::string& what)>;
+
+class Checkers {
+ public:
+  Checkers(const SwarmConfig& cfg, const Model& model, SimBucket* bucket, FailFn fail)
+      : cfg_(cfg), model_(model), bucket_(bucket), fail_(std::move(fail)) {}
+
+  // G1 + G5: hashes are BLAKE3-20 of the bytes; each block is readable by hash at once.
+  void Put(Store& store, const Op& op, const Result<std::vector<ContentHash>>& r);
+  // G1 + G3 + G6: an acknowledged publish is in L2 with these entries and visible here; a CAS
+  // loser learns the current state and wrote nothing; versions only grow.
+  void Publish(Store& store, const Op& op, const Result<uint64_t>& r,
+               const std::optional<HeadTruth>& before,
+               const ChainState& current);
+  // G1/G3/G11 (lower bound) and G4/G8 (upper bound).
+  void Lookup(const Op& op, const Result<size_t>& r);
+  // Bounds as Lookup, plus G8/G9: every byte is what was put under that key in that scope.
+  void Get(const Op& op, const Result<Borrow>& r);
+  // G1/G8/G9 by content hash.
+  void GetByHash(const Op& op, const Result<BufferSlice>& r);
+  // G7: a miss or bytes put for this very tip, never other bytes; G9 for sidecars.
+  void Sidecar(const Op& op, const Result<BufferSlice>& r);
+  // G11 (and G3 after a restart): the host's chains are exactly the bucket's.
+  void SameAsL2(Store& store, int host, const L2Heads& heads, const char* after);
+  // G3 + G9 at the instant a head is written: every blob it names is durable and intact.
+  void HeadWritten(const std::string& key);
+  // G6 in L2: versions of one chain key strictly increase while it exists.
+  void HeadVersion(const std::string& key, bool deleted);
+  // G5 + G9 audit of the whole bucket: every blob decodes to its name; every head's blobs exist.
+  void AuditBucket();
+
+  bool l2_invariants = true;
+
+ private:
+  bool BlobCorrupted(int ns, const ContentHash& hash) const;
+  bool AnyCorrupted(const Scope& s, const std::vector<BlockKey>& keys) const;
+  void Fail(const std::string& g, const std::string& what) { fail_(g, what); }
+
+  const SwarmConfig& cfg_;
+  const Model& model_;
+  SimBucket* bucket_;
+  FailFn fail_;
+  std::map<std::string, uint64_t> head_versions_;
+};
+
+}  // namespace wombatkv::sim

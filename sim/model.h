@@ -1,0 +1,133 @@
+// The reference model: what the SPEC's guarantees say must (and must not) be observable, built
+// only from what the simulator asked for and what each call answered — never from the store's
+// own state. Operations in doubt (an error that may hide an applied write, or a crash in the
+// middle) are recorded as such, so a checker allows either outcome for them (RocksDB's
+// ExpectedState).
+//
+//   lower bound  LowerBound(host, scope, keys): what a lookup on that host must at least find —
+//                the host's own acknowledged publishes (G1) and, after its last successful
+//                Refresh or Open, everything that was in L2 at that moment (G3, G11).
+//   upper bound  UpperBound(scope, keys): keys that no publish of this (namespace, fingerprint)
+//                ever named are never found (G4, G8).
+//   bytes        every payload the workload put, per (scope, key), and per content hash (G9).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "index/radix_index.h"
+#include "sim/swarm.h"
+#include "wombatkv/object_store.h"
+#include "wombatkv/types.h"
+
+namespace wombatkv::sim {
+
+inline constexpr const char* kL2Prefix = "kv";
+
+// (namespace, fingerprint): the scope blocks, lookups and chains live in.
+struct Scope {
+  int ns = 0;
+  int fp = 0;
+  auto operator<=>(const Scope&) const = default;
+};
+std::string NsName(int ns);
+Fingerprint FpOf(int fp);
+std::string ScopeName(const Scope& s);
+std::string ShortKey(const BlockKey& k);
+
+struct ChainRef {
+  Scope scope;
+  ChainId id;
+  auto operator<=>(const ChainRef&) const = default;
+};
+
+// Deterministic payloads: the bytes of (scope, key, variant) never depend on the run, so a
+// checker can tell exactly which put a returned payload came from. Different scopes give
+// different bytes for the same key (the G8 case: same tokens, another model).
+std::vector<uint8_t> PayloadBytes(const SwarmConfig& cfg, const Scope& s, const BlockKey& key,
+                                  uint32_t variant);
+std::vector<uint8_t> SidecarBytes(const Scope& s, const BlockKey& tip, uint32_t gen);
+
+// A chain head as the bucket holds it right now.
+struct HeadTruth {
+  uint64_t version = 0;
+  std::vector<ChainEntry> entries;
+};
+using L2Heads = std::map<ChainRef, HeadTruth>;
+// Reads every head of the bucket (no faults). Undecodable heads are skipped (only the simulator
+// corrupts heads, and it never does yet).
+L2Heads ReadL2Heads(ObjectStore* truth, const SwarmConfig& cfg);
+std::vector<BlockKey> KeysOf(const std::vector<ChainEntry>& entries);
+
+class Model {
+ public:
+  explicit Model(int hosts) : known_(static_cast<size_t>(hosts)) {}
+
+  // --- puts ---
+  void OnPut(const Scope& s, const BlockKey& key, uint32_t variant, const ContentHash& hash,
+             const std::vector<uint8_t>& bytes);
+  // The bytes put under this hash in namespace `ns`, if any put returned it.
+  const std::vector<uint8_t>* BytesOf(int ns, const ContentHash& hash) const;
+  // Every hash the workload's puts of (scope, key) produced.
+  std::vector<ContentHash> HashesOf(const Scope& s, const BlockKey& key) const;
+  std::vector<std::pair<int, ContentHash>> AllHashes() const;
+  // Payload bytes allowed for (scope, key): any variant ever put there.
+  bool PayloadAllowed(const SwarmConfig& cfg, const Scope& s, const BlockKey& key,
+                      ByteView bytes) const;
+
+  // --- publishes ---
+  void OnPublishAttempt(const ChainRef& c, const std::vector<BlockKey>& keys);
+  void OnPublishAcked(int host, const ChainRef& c, const std::vector<BlockKey>& keys,
+                      uint64_t version);
+  // Any failure: the host's view of this chain is no longer known (it may have re-read L2).
+  void OnPublishFailed(int host, const ChainRef& c);
+  void OnSynced(int host, const L2Heads& heads);          // a successful Refresh or Open
+  void OnRefreshFailed(int host, const L2Heads& heads);   // partially applied
+  void OnCrash(int host) { known_[static_cast<size_t>(host)].clear(); }
+
+  size_t LowerBound(int host, const Scope& s, const std::vector<BlockKey>& keys) const;
+  size_t UpperBound(const Scope& s, const std::vector<BlockKey>& keys) const;
+
+  struct Ack {
+    std::vector<BlockKey> keys;
+    uint64_t version = 0;
+    int host = 0;
+    bool superseded = false;  // a later publish of the same chain was attempted
+  };
+  const std::map<ChainRef, Ack>& acks() const { return acks_; }
+  uint64_t MaxAckedVersion(const ChainRef& c) const;
+
+  // --- sidecars (keyed by scope and tip) ---
+  void OnSidecarAttempt(const ChainRef& at, uint32_t gen);
+  void OnSidecarAcked(const ChainRef& at, uint32_t gen);
+  bool SidecarAllowed(const ChainRef& at, ByteView bytes) const;
+  // The acknowledged generation if no later put of this sidecar was attempted.
+  std::optional<uint32_t> SidecarSettled(const ChainRef& at) const;
+  std::vector<ChainRef> Sidecars() const;
+
+ private:
+  std::map<std::tuple<Scope, BlockKey>, std::map<uint32_t, ContentHash>> puts_;
+  std::map<std::pair<int, ContentHash>, std::vector<uint8_t>> bytes_;
+  std::map<Scope, std::set<BlockKey>> attempted_keys_;
+  std::map<ChainRef, Ack> acks_;
+  std::map<ChainRef, uint64_t> max_acked_version_;
+  // Per host: chains whose content this host's L0 is known to hold.
+  std::vector<std::map<ChainRef, std::vector<BlockKey>>> known_;
+  struct SidecarState {
+    std::set<uint32_t> attempted;
+    std::optional<uint32_t> acked;
+    bool superseded = false;
+  };
+  std::map<ChainRef, SidecarState> sidecars_;
+};
+
+}  // namespace wombatkv::sim
+
+namespace wombatkv::sim {
+// One head as the bucket holds it right now (nullopt if absent or undecodable).
+std::optional<HeadTruth> ReadL2Head(ObjectStore* truth, const ChainRef& c);
+}  // namespace wombatkv::sim

@@ -1,0 +1,467 @@
+#include "sim/simulator.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "layout/object_keys.h"
+#include "sim/checkers.h"
+#include "sim/model.h"
+#include "sim/sim_env.h"
+#include "sim/sim_planes.h"
+#include "sim/swarm.h"
+#include "sim/workload.h"
+#include "wombatkv/store.h"
+
+namespace wombatkv::sim {
+namespace {
+
+std::string Code(const Status& s) { return std::string(CodeName(s.code())); }
+
+class World {
+ public:
+  World(uint64_t seed, const SimOptions& options)
+      : options_(options),
+        cfg_(SwarmConfig::FromSeed(seed, options.steps)),
+        workload_rng_(seed),
+        fault_rng_(seed ^ 0xfa017),
+        sched_rng_(seed ^ 0x5c4ed),
+        trace_(&clock_),
+        model_(cfg_.hosts),
+        workload_(cfg_, &workload_rng_),
+        checkers_(cfg_, model_, &bucket_,
+                  [this](const std::string& g, const std::string& w) { Fail(g, w); }),
+        rates_(cfg_.faults) {
+    trace_.verbose = options.verbose;
+    checkers_.l2_invariants = options.l2_invariants;
+    bucket_.on_head_written = [this](const std::string& key) {
+      checkers_.HeadWritten(key);
+      checkers_.HeadVersion(key, /*deleted=*/false);
+    };
+    bucket_.on_head_deleted = [this](const std::string& key) {
+      checkers_.HeadVersion(key, /*deleted=*/true);
+    };
+    for (int h = 0; h < cfg_.hosts; ++h) {
+      auto host = std::make_unique<Host>();
+      auto crash_point = [this](int id, const char*) { return CrashPointHit(id); };
+      host->l2 = std::make_unique<FaultyObjectStore>(h, &bucket_, &rates_, &fault_rng_, &clock_,
+                                                     &trace_, crash_point);
+      host->l1 = std::make_unique<CrashableMetaStore>(h, crash_point);
+      host->random = std::make_unique<SimRandom>(seed * 31 + static_cast<uint64_t>(h));
+      hosts_.push_back(std::move(host));
+    }
+  }
+
+  SimResult Run();
+
+ private:
+  struct Host {
+    std::unique_ptr<FaultyObjectStore> l2;
+    std::unique_ptr<CrashableMetaStore> l1;
+    std::unique_ptr<SimRandom> random;
+    std::unique_ptr<SimExecutor> executor;  // one per process lifetime
+    std::unique_ptr<Store> store;           // null while the host is down
+    int crash_countdown = -1;               // plane calls until a mid-operation crash
+  };
+
+  void Fail(const std::string& guarantee, const std::string& what) {
+    trace_.Add("VIOLATION " + guarantee + ": " + what);
+    if (!result_.ok) return;
+    result_.ok = false;
+    result_.guarantee = guarantee;
+    result_.failure = what;
+  }
+  bool CrashPointHit(int host) {
+    Host& h = *hosts_[static_cast<size_t>(host)];
+    if (h.crash_countdown < 0) return false;
+    if (h.crash_countdown-- > 0) return false;
+    h.executor->DropAll();  // the process dies: nothing queued ever runs, not even in ~Store
+    return true;
+  }
+  bool Up(int host) const { return hosts_[static_cast<size_t>(host)]->store != nullptr; }
+  Store& S(int host) { return *hosts_[static_cast<size_t>(host)]->store; }
+  L1CrashMode RandomCrashMode() {
+    const uint64_t m = fault_rng_.Uniform(10);
+    return m < 5 ? L1CrashMode::kProcess
+                 : m < 7 ? L1CrashMode::kMachineSubset
+                         : m < 9 ? L1CrashMode::kMachinePrefix : L1CrashMode::kLost;
+  }
+  void Crash(int host, L1CrashMode mode, const std::string& why);
+  void Restart(int host);
+  // Runs `fn` against a host; a HostCrash thrown inside becomes a crash of that host.
+  template <typename F>
+  void Guard(int host, F&& fn) {
+    try {
+      fn();
+    } catch (const HostCrash& c) {
+      Crash(c.host, RandomCrashMode(), "mid-operation");
+    }
+    (void)host;
+  }
+  void Step(const Op& op);
+  void DoPut(const Op& op);
+  void DoPublish(const Op& op);
+  void DoRefresh(int host);
+  void DoCorrupt(uint64_t n);
+  void Liveness();
+  WorldView View();
+
+  SimOptions options_;
+  SwarmConfig cfg_;
+  SimRandom workload_rng_, fault_rng_, sched_rng_;
+  SimClock clock_;
+  Trace trace_;
+  SimBucket bucket_;
+  Model model_;
+  Workload workload_;
+  Checkers checkers_;
+  FaultRates rates_;
+  std::vector<std::unique_ptr<Host>> hosts_;
+  SimResult result_;
+};
+
+WorldView World::View() {
+  WorldView v;
+  v.up = [this](int h) { return Up(h); };
+  v.chain = [this](int h, const ChainRef& c) -> std::pair<uint64_t, std::vector<BlockKey>> {
+    for (const ChainState& s : S(h).ListChains(NsName(c.scope.ns))) {
+      if (s.fp == FpOf(c.scope.fp) && s.chain_id == c.id) {
+        auto blocks = S(h).GetChain(s.ns, s.fp, s.chain_id);
+        std::vector<BlockKey> keys;
+        if (blocks.ok()) {
+          for (const auto& b : *blocks) keys.push_back(b.key);
+        }
+        return {s.version, keys};
+      }
+    }
+    return {0, {}};
+  };
+  return v;
+}
+
+void World::Crash(int host, L1CrashMode mode, const std::string& why) {
+  Host& h = *hosts_[static_cast<size_t>(host)];
+  h.crash_countdown = -1;
+  if (h.executor) h.executor->DropAll();
+  h.store.reset();  // ~Store drains the executor, which drops everything after DropAll
+  h.l1->Crash(mode, &fault_rng_);
+  model_.OnCrash(host);
+  workload_.OnCrash(host);
+  result_.crashes++;
+  trace_.Add("h" + std::to_string(host) + " CRASH " + why + " L1=" + L1CrashModeName(mode));
+}
+
+void World::Restart(int host) {
+  Host& h = *hosts_[static_cast<size_t>(host)];
+  h.executor = std::make_unique<SimExecutor>(&sched_rng_);
+  StoreOptions o;
+  o.object_store = h.l2.get();
+  o.meta_store = h.l1.get();
+  o.clock = &clock_;
+  o.random = h.random.get();
+  o.executor = h.executor.get();
+  o.cache_bytes_max = cfg_.cache_bytes_max;
+  o.log = [this](LogLevel, const std::string& m) {
+    if (trace_.verbose) std::printf("    log: %s\n", m.c_str());  // not traced: may name ETags
+  };
+  const L2Heads heads = ReadL2Heads(bucket_.truth(), cfg_);
+  Guard(host, [&] {
+    auto s = Store::Open(o);
+    trace_.Add("h" + std::to_string(host) + " open -> " + Code(s.status()));
+    if (!s.ok()) {
+      if (trace_.verbose) std::printf("    open: %s\n", s.status().ToString().c_str());
+      if (s.status().code() != Code::kUnavailable) {
+        Fail("G3", "h" + std::to_string(host) + " cannot open: " + s.status().ToString());
+      }
+      return;
+    }
+    h.store = std::move(s).value();
+    model_.OnSynced(host, heads);
+    checkers_.SameAsL2(*h.store, host, heads, "open");
+  });
+}
+
+void World::DoRefresh(int host) {
+  const L2Heads heads = ReadL2Heads(bucket_.truth(), cfg_);
+  Guard(host, [&] {
+    auto r = S(host).Refresh();
+    trace_.Add("h" + std::to_string(host) + " refresh -> " + Code(r.status()));
+    if (r.ok()) {
+      model_.OnSynced(host, heads);
+      checkers_.SameAsL2(S(host), host, heads, "refresh");
+    } else {
+      model_.OnRefreshFailed(host, heads);
+      if (r.status().code() != Code::kUnavailable) {
+        Fail("G11", "refresh failed with " + r.status().ToString());
+      }
+    }
+  });
+}
+
+void World::DoPut(const Op& op) {
+  std::vector<std::vector<uint8_t>> payloads;
+  std::vector<BlockPut> puts;
+  for (size_t i = op.put_from; i < op.keys.size(); ++i) {
+    payloads.push_back(PayloadBytes(cfg_, op.scope, op.keys[i], op.variants[i]));
+    // Attempted bytes are allowed to be seen later (a put in doubt may still be published).
+    model_.OnPut(op.scope, op.keys[i], op.variants[i], HashPayload(payloads.back()),
+                 payloads.back());
+  }
+  for (size_t i = op.put_from; i < op.keys.size(); ++i) {
+    puts.push_back(BlockPut{op.keys[i], i ? op.keys[i - 1] : BlockKey{},
+                            payloads[i - op.put_from]});
+  }
+  Guard(op.host, [&] {
+    auto r = S(op.host).PutBlocks(NsName(op.scope.ns), FpOf(op.scope.fp), puts);
+    trace_.Add("h" + std::to_string(op.host) + " put " + ScopeName(op.scope) + " " +
+               std::to_string(puts.size()) + " blocks up to " + ShortKey(op.keys.back()) +
+               " -> " + Code(r.status()));
+    checkers_.Put(S(op.host), op, r);
+    workload_.OnPut(op, r.ok());
+  });
+}
+
+void World::DoPublish(const Op& op) {
+  const ChainRef c{op.scope, op.chain_id};
+  const auto before = ReadL2Head(bucket_.truth(), c);
+  model_.OnPublishAttempt(c, op.keys);
+  Guard(op.host, [&] {
+    ChainState current;
+    auto r = S(op.host).PublishChain(NsName(op.scope.ns), FpOf(op.scope.fp), op.chain_id,
+                                     op.keys.back(), op.expected, &current);
+    std::string res = Code(r.status());
+    if (r.ok()) res += " v" + std::to_string(*r);
+    if (r.status().IsConflict()) res += " (now v" + std::to_string(current.version) + ")";
+    trace_.Add("h" + std::to_string(op.host) + " publish " + ScopeName(op.scope) + " " +
+               (op.session ? "session " : "chain ") + ShortKey(op.chain_id) + " len " +
+               std::to_string(op.keys.size()) +
+               (op.expected ? " cas v" + std::to_string(*op.expected) : std::string(" lww")) +
+               " -> " + res);
+    checkers_.Publish(S(op.host), op, r, before, current);
+    if (r.ok()) {
+      model_.OnPublishAcked(op.host, c, op.keys, *r);
+      result_.acked_publishes++;
+    } else {
+      model_.OnPublishFailed(op.host, c);
+    }
+    workload_.OnPublished(op, r.ok());
+  });
+  // A crash inside leaves the publish in doubt: the attempt is recorded, the ack is not.
+}
+
+void World::DoCorrupt(uint64_t n) {
+  std::vector<std::string> keys;
+  for (const auto& [ns, hash] : model_.AllHashes()) {
+    keys.push_back(layout::BlobKey(kL2Prefix, NsName(ns), hash));
+  }
+  for (const ChainRef& at : model_.Sidecars()) {
+    keys.push_back(layout::SidecarKey(kL2Prefix, NsName(at.scope.ns), FpOf(at.scope.fp), at.id));
+  }
+  if (keys.empty()) return;
+  const std::string& key = keys[n % keys.size()];
+  const bool done = bucket_.Corrupt(key, n / keys.size());
+  trace_.Add("corrupt " + key.substr(key.find("/v1/") + 4, 30) + (done ? "" : " (absent)"));
+}
+
+void World::Step(const Op& op) {
+  const int h = op.host;
+  switch (op.kind) {
+    case OpKind::kRestart:
+      return Restart(h);
+    case OpKind::kCrash:
+      return Crash(h, op.crash_mode, "between steps");
+    case OpKind::kCorrupt:
+      return DoCorrupt(op.n);
+    case OpKind::kBrownout:
+      rates_.brownout = !rates_.brownout;
+      trace_.Add(std::string("brown-out ") + (rates_.brownout ? "starts" : "ends"));
+      return;
+    default:
+      break;
+  }
+  if (!Up(h)) return;
+  if (fault_rng_.Chance(cfg_.p_crash_mid)) {
+    hosts_[static_cast<size_t>(h)]->crash_countdown = static_cast<int>(fault_rng_.Range(0, 8));
+  }
+  const std::string who = "h" + std::to_string(h) + " ";
+  switch (op.kind) {
+    case OpKind::kPut:
+      DoPut(op);
+      break;
+    case OpKind::kPublish:
+      DoPublish(op);
+      break;
+    case OpKind::kPutSidecar: {
+      const ChainRef at{op.scope, op.keys[0]};
+      model_.OnSidecarAttempt(at, op.gen);
+      const auto bytes = SidecarBytes(op.scope, at.id, op.gen);
+      Guard(h, [&] {
+        Status s = S(h).PutSidecar(NsName(op.scope.ns), FpOf(op.scope.fp), at.id, bytes);
+        trace_.Add(who + "put-sidecar " + ScopeName(op.scope) + " tip " + ShortKey(at.id) +
+                   " gen " + std::to_string(op.gen) + " -> " + Code(s));
+        if (s.ok()) {
+          model_.OnSidecarAcked(at, op.gen);
+        } else if (s.code() != Code::kUnavailable) {
+          Fail("G7", "PutSidecar failed with " + s.ToString());
+        }
+      });
+      break;
+    }
+    case OpKind::kLookup:
+      Guard(h, [&] {
+        auto r = S(h).LookupPrefix(NsName(op.scope.ns), FpOf(op.scope.fp), op.keys);
+        trace_.Add(who + "lookup " + ScopeName(op.scope) + " " + std::to_string(op.keys.size()) +
+                   " keys -> " + (r.ok() ? std::to_string(*r) : Code(r.status())));
+        checkers_.Lookup(op, r);
+      });
+      break;
+    case OpKind::kGet:
+      Guard(h, [&] {
+        auto r = S(h).GetBlocks(NsName(op.scope.ns), FpOf(op.scope.fp), op.keys);
+        trace_.Add(who + "get " + ScopeName(op.scope) + " " + std::to_string(op.keys.size()) +
+                   " keys -> " + Code(r.status()));
+        checkers_.Get(op, r);
+      });
+      break;
+    case OpKind::kGetByHash:
+      Guard(h, [&] {
+        auto r = S(h).GetByContentHash(NsName(op.scope.ns), op.hash);
+        trace_.Add(who + "get-by-hash " + NsName(op.scope.ns) + " " +
+                   op.hash.ToHex().substr(0, 8) + " -> " + Code(r.status()));
+        checkers_.GetByHash(op, r);
+      });
+      break;
+    case OpKind::kGetSidecar:
+      Guard(h, [&] {
+        auto r = S(h).GetSidecar(NsName(op.scope.ns), FpOf(op.scope.fp), op.keys[0]);
+        trace_.Add(who + "get-sidecar " + ScopeName(op.scope) + " tip " + ShortKey(op.keys[0]) +
+                   " -> " + Code(r.status()));
+        checkers_.Sidecar(op, r);
+      });
+      break;
+    case OpKind::kRefresh:
+      DoRefresh(h);
+      break;
+    case OpKind::kRunTasks:
+      Guard(h, [&] {
+        uint64_t ran = 0;
+        for (uint64_t i = 0; i < op.n && Up(h); ++i) {
+          if (!hosts_[static_cast<size_t>(h)]->executor->RunOne()) break;
+          ++ran;
+        }
+        trace_.Add(who + "ran " + std::to_string(ran) + " background tasks");
+      });
+      break;
+    default:
+      break;
+  }
+  if (Up(h)) hosts_[static_cast<size_t>(h)]->crash_countdown = -1;
+}
+
+void World::Liveness() {
+  trace_.Add("--- liveness phase: no faults ---");
+  rates_ = FaultRates{};
+  for (auto& h : hosts_) h->crash_countdown = -1;
+  for (int h = 0; h < cfg_.hosts && result_.ok; ++h) {
+    if (!Up(h)) Restart(h);
+    if (!Up(h)) return Fail("liveness", "h" + std::to_string(h) + " cannot open without faults");
+  }
+  for (int h = 0; h < cfg_.hosts; ++h) hosts_[static_cast<size_t>(h)]->executor->Drain();
+  for (int h = 0; h < cfg_.hosts && result_.ok; ++h) {
+    DoRefresh(h);
+    if (!Up(h)) return Fail("liveness", "h" + std::to_string(h) + " crashed without faults");
+  }
+  if (!result_.ok) return;
+  const L2Heads heads = ReadL2Heads(bucket_.truth(), cfg_);
+  // Every acknowledged chain not replaced since is readable, whole, from every host (G3, G11).
+  for (const auto& [c, ack] : model_.acks()) {
+    if (ack.superseded) continue;
+    for (int h = 0; h < cfg_.hosts && result_.ok; ++h) {
+      Op op;
+      op.kind = OpKind::kGet;
+      op.host = h;
+      op.scope = op.owner = c.scope;
+      op.keys = ack.keys;
+      auto n = S(h).LookupPrefix(NsName(c.scope.ns), FpOf(c.scope.fp), ack.keys);
+      if (!n.ok() || *n != ack.keys.size()) {
+        Fail("G3/G11", "liveness: h" + std::to_string(h) + " finds " +
+                           (n.ok() ? std::to_string(*n) : Code(n.status())) + " of " +
+                           std::to_string(ack.keys.size()) + " blocks of acknowledged chain " +
+                           ShortKey(c.id) + " (" + ScopeName(c.scope) + " v" +
+                           std::to_string(ack.version) + " by h" + std::to_string(ack.host) +
+                           ")");
+        return;
+      }
+      auto r = S(h).GetBlocks(NsName(c.scope.ns), FpOf(c.scope.fp), ack.keys);
+      if (!r.ok() && r.status().code() == Code::kUnavailable) {
+        return Fail("liveness", "get Unavailable without faults");
+      }
+      checkers_.Get(op, r);
+    }
+  }
+  // Every chain in L2 reads back on every host; acknowledged sidecars are there (G7).
+  for (const auto& [c, head] : heads) {
+    for (int h = 0; h < cfg_.hosts && result_.ok; ++h) {
+      Op op;
+      op.kind = OpKind::kGet;
+      op.host = h;
+      op.scope = op.owner = c.scope;
+      op.keys = KeysOf(head.entries);
+      checkers_.Get(op, S(h).GetBlocks(NsName(c.scope.ns), FpOf(c.scope.fp), op.keys));
+    }
+  }
+  for (const ChainRef& at : model_.Sidecars()) {
+    for (int h = 0; h < cfg_.hosts && result_.ok; ++h) {
+      Op op;
+      op.kind = OpKind::kGetSidecar;
+      op.host = h;
+      op.scope = op.owner = at.scope;
+      op.keys = {at.id};
+      checkers_.Sidecar(op, S(h).GetSidecar(NsName(at.scope.ns), FpOf(at.scope.fp), at.id));
+    }
+  }
+  if (result_.ok) checkers_.AuditBucket();
+}
+
+SimResult World::Run() {
+  result_.config = cfg_.Describe();
+  trace_.Add("config " + result_.config);
+  for (int h = 0; h < cfg_.hosts; ++h) Restart(h);
+  for (uint64_t step = 0; step < cfg_.safety_steps && result_.ok; ++step) {
+    const Op op = workload_.Next(View(), model_);
+    Step(op);
+    // Background work makes progress between the engine's calls, in a seed-chosen order.
+    if (result_.ok && sched_rng_.Chance(0.5)) {
+      const int h = static_cast<int>(sched_rng_.Uniform(static_cast<uint64_t>(cfg_.hosts)));
+      if (Up(h)) {
+        if (fault_rng_.Chance(cfg_.p_crash_mid)) {
+          hosts_[static_cast<size_t>(h)]->crash_countdown =
+              static_cast<int>(fault_rng_.Range(0, 3));
+        }
+        Guard(h, [&] { hosts_[static_cast<size_t>(h)]->executor->RunOne(); });
+        if (Up(h)) hosts_[static_cast<size_t>(h)]->crash_countdown = -1;
+      }
+    }
+    clock_.Advance(sched_rng_.Range(0, 1000));
+    result_.steps_run = step + 1;
+  }
+  if (result_.ok) Liveness();
+  trace_.Add(std::string("end ") + (result_.ok ? "ok" : "FAILED"));
+  result_.digest = trace_.digest();
+  result_.events = trace_.events();
+  if (!result_.ok) result_.tail = trace_.Tail(options_.tail_events);
+  // Stores go first: they reference the planes and executors.
+  for (auto& h : hosts_) {
+    if (h->executor) h->executor->DropAll();
+    h->store.reset();
+  }
+  return result_;
+}
+
+}  // namespace
+
+SimResult Simulate(uint64_t seed, const SimOptions& options) {
+  World world(seed, options);
+  return world.Run();
+}
+
+}  // namespace wombatkv::sim

@@ -1,0 +1,35 @@
+// The simulator: several hosts (each a real Store with its own L1, executor and view of the
+// bucket) driven by a seeded workload through a safety phase with faults and a liveness phase
+// without them, every answer judged by the checkers. `Simulate(seed)` is a pure function of the
+// seed, the options and the commit: the trace digest proves it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace wombatkv::sim {
+
+struct SimOptions {
+  uint64_t steps = 300;          // safety-phase steps
+  bool verbose = false;          // print every event
+  bool l2_invariants = true;     // check L2 at every head write (off: only API-visible checks)
+  size_t tail_events = 50;       // events printed on failure
+};
+
+struct SimResult {
+  bool ok = true;
+  std::string guarantee;  // of the first violation
+  std::string failure;
+  std::vector<std::string> tail;  // last events before the violation
+  uint64_t digest = 0;
+  uint64_t events = 0;
+  uint64_t steps_run = 0;
+  std::string config;
+  // Counters for the report.
+  uint64_t crashes = 0, acked_publishes = 0, faults_seen = 0;
+};
+
+SimResult Simulate(uint64_t seed, const SimOptions& options);
+
+}  // namespace wombatkv::sim

@@ -1,0 +1,53 @@
+#include "sim/swarm.h"
+
+#include <cstdio>
+
+namespace wombatkv::sim {
+
+SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps) {
+  SimRandom r(seed * 0x2545f4914f6cdd1dull + 7);
+  SwarmConfig c;
+  c.seed = seed;
+  c.safety_steps = steps;
+  c.hosts = static_cast<int>(r.Range(1, 4));
+  c.namespaces = static_cast<int>(r.Range(1, 3));
+  c.fingerprints = static_cast<int>(r.Range(1, 3));
+  c.block_bytes_max = r.Pick<uint64_t>({0, 1, 64, 1024, 4096, 16384, 65536});
+  c.block_bytes_min = r.Chance(0.5) ? 0 : c.block_bytes_max / 2;
+  c.cache_bytes_max = r.Pick<uint64_t>({0, 1, 100, 4096, 65536, 1u << 20, 64u << 20});
+  // Each fault class is on for roughly half the seeds; when on, at a tame or a hostile rate.
+  FaultRates& f = c.faults;
+  if (r.Chance(0.5)) f.unavailable = r.Pick({0.01, 0.05, 0.2});
+  if (r.Chance(0.3)) f.timeout = r.Pick({0.01, 0.05});
+  if (r.Chance(0.5)) f.lost_response = r.Pick({0.01, 0.05, 0.2});
+  if (r.Chance(0.5)) f.short_list = r.Pick({0.1, 0.5, 1.0});
+  if (r.Chance(0.7)) f.latency_us_max = r.Pick<uint64_t>({100, 10'000, 200'000});
+  if (r.Chance(0.6)) c.p_crash_step = r.Pick({0.005, 0.02, 0.05});
+  if (r.Chance(0.6)) c.p_crash_mid = r.Pick({0.01, 0.05, 0.1});
+  if (r.Chance(0.2)) c.p_brownout_toggle = 0.02;
+  if (r.Chance(0.4)) c.p_corrupt = r.Pick({0.005, 0.02});
+  if (r.Chance(0.6)) c.p_session = r.Pick({0.2, 0.5});
+  c.p_cas = r.Pick({0.0, 0.5, 1.0});
+  if (r.Chance(0.3)) c.p_variant = r.Pick({0.05, 0.3});
+  c.p_resave_all = r.Pick({0.0, 0.5, 1.0});
+  if (r.Chance(0.5)) c.p_buggify = r.Pick({0.05, 0.25});
+  return c;
+}
+
+std::string SwarmConfig::Describe() const {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "hosts=%d ns=%d fps=%d block=%llu..%llu cache=%llu 503=%.2f timeout=%.2f "
+                "lost=%.2f shortlist=%.2f lat<=%lluus crash(step=%.3f mid=%.2f) brownout=%.2f "
+                "corrupt=%.3f session=%.1f cas=%.1f variant=%.2f resave=%.1f buggify=%.2f "
+                "steps=%llu",
+                hosts, namespaces, fingerprints, (unsigned long long)block_bytes_min,
+                (unsigned long long)block_bytes_max, (unsigned long long)cache_bytes_max,
+                faults.unavailable, faults.timeout, faults.lost_response, faults.short_list,
+                (unsigned long long)faults.latency_us_max, p_crash_step, p_crash_mid,
+                p_brownout_toggle, p_corrupt, p_session, p_cas, p_variant, p_resave_all,
+                p_buggify, (unsigned long long)safety_steps);
+  return buf;
+}
+
+}  // namespace wombatkv::sim

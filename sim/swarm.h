@@ -1,0 +1,39 @@
+// Swarm configuration: every knob of a run drawn from its seed (TigerBeetle's swarm testing,
+// FoundationDB's randomised knobs). Each fault class is switched on for some seeds and off for
+// others, so a bug that needs "crashes but no 503s" is not drowned out by noise; sizes and limits
+// lean to hostile extremes (empty payloads, a cache smaller than one block).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/sim_env.h"
+#include "sim/sim_planes.h"
+
+namespace wombatkv::sim {
+
+struct SwarmConfig {
+  uint64_t seed = 0;
+  int hosts = 2;
+  int namespaces = 1;
+  int fingerprints = 1;
+  uint64_t block_bytes_min = 0;
+  uint64_t block_bytes_max = 4096;
+  uint64_t cache_bytes_max = 1 << 20;
+  FaultRates faults;  // for the safety phase
+  double p_crash_step = 0;    // a host crashes between steps
+  double p_crash_mid = 0;     // a host crash is armed inside the next operation
+  double p_brownout_toggle = 0;
+  double p_corrupt = 0;       // flip a byte in a stored blob or sidecar
+  double p_session = 0;       // a writer races on a shared chain id instead of id = tip
+  double p_cas = 0;           // a session write uses compare-and-swap
+  double p_variant = 0;       // an engine re-saves a key with different bytes
+  double p_resave_all = 0.5;  // a writer puts the whole chain again, not just new blocks
+  double p_buggify = 0;       // rate of the workload's own hostile decisions
+  uint64_t safety_steps = 300;
+
+  static SwarmConfig FromSeed(uint64_t seed, uint64_t steps);
+  std::string Describe() const;
+};
+
+}  // namespace wombatkv::sim
