@@ -34,3 +34,9 @@ add_library(wombatkv_blake3 STATIC
   ${BLAKE3_C_DIR}/blake3_avx512_x86-64_unix.S)
 target_include_directories(wombatkv_blake3 SYSTEM PUBLIC ${BLAKE3_C_DIR})
 set_target_properties(wombatkv_blake3 PROPERTIES C_VISIBILITY_PRESET hidden)
+
+# S3 L2 (src/object/s3/): libcurl with its AWS SigV4 signing, pugixml for S3's XML, and OpenSSL's
+# libcrypto for the payload SHA-256 (x-amz-content-sha256) and Content-MD5.
+find_package(CURL REQUIRED)
+pkg_check_modules(PUGIXML REQUIRED IMPORTED_TARGET pugixml)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)

@@ -6,5 +6,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
 build="${WOMBATKV_BUILD_DIR:-$root/build}"
+# A real S3 server on loopback for the S3 tests (docs/s3.md): radosgw, else moto; stopped on exit.
+trap '"$root/scripts/s3-server.sh" stop >/dev/null 2>&1 || true' EXIT
+eval "$("$root/scripts/s3-server.sh" start radosgw || "$root/scripts/s3-server.sh" start moto)"
 cd "$build"
 ctest --output-on-failure -j"$(nproc 2>/dev/null || echo 2)" --timeout 600 "$@"

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "capi/capi_internal.h"
+#include "object/s3/l2_from_config.h"
 
 namespace wombatkv::capi {
 namespace {
@@ -39,18 +40,20 @@ Status TransportUnavailable(std::string_view what, std::string_view setting,
 }  // namespace
 
 Result<std::unique_ptr<wmbt_kv_handle>> OpenEmbedded(const Config& config) {
-  if (!config.s3_bucket.empty()) {
-    // Falling back to the local directory would silently keep data off the bucket.
-    return Status::FailedPrecondition(
-        "S3 as L2 (WMBT_KV_BUCKET=" + config.s3_bucket +
-        ") is not available yet in this build; unset it to keep L2 in the local directory under "
-        "the data directory");
-  }
+  // L2: S3 when WMBT_KV_BUCKET is set (opened and probed here), else the local directory.
+  L2Env l2_env;
+  l2_env.warn = [](const std::string& line) {
+    std::fprintf(stderr, "wombatkv [warn] %s\n", line.c_str());
+  };
+  auto s3 = OpenL2FromConfig(config, l2_env);
+  if (!s3.ok()) return s3.status().WithContext("opening the S3 L2");
+  std::shared_ptr<ObjectStore> l2(std::move(s3).value());
   StoreOptions options;
   options.data_dir = config.data_dir;
   options.l2_prefix = config.l2_prefix;
   options.cache_bytes_max = config.cache_bytes;
   options.upload_threads = config.upload_threads;
+  options.object_store = l2.get();  // null: the local directory
   LogLevel threshold = ToStoreLevel(config.log_level);
   options.log = [threshold](LogLevel level, const std::string& line) {
     if (level < threshold) return;
@@ -60,7 +63,9 @@ Result<std::unique_ptr<wmbt_kv_handle>> OpenEmbedded(const Config& config) {
   if (!store.ok()) return store.status().WithContext("opening the embedded store");
   auto handle = std::make_unique<wmbt_kv_handle>();
   handle->config = config;
-  handle->store = std::shared_ptr<Store>(std::move(store).value());
+  // The store's deleter also owns the S3 L2, which must outlive the store.
+  handle->store = std::shared_ptr<Store>(std::move(store).value().release(),
+                                         [l2](Store* s) { delete s; });
   return handle;
 }
 

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "config/config.h"
+#include "object/s3/l2_from_config.h"
 #include "tools/wombatkv/exit_codes.h"
 #include "wombatkv/env.h"
 
@@ -41,8 +43,21 @@ Store* Context::OpenStore(int* exit_code) {
     }
   };
   if (!opts.s3_bucket.empty()) {
-    out.Warn("WMBT_KV_BUCKET is set, but this tool does not open S3 yet: using the "
-             "local-directory L2 under " + opts.data_dir + "/l2");
+    // S3 is the L2 (docs/s3.md): opened and probed before the store reconciles with it.
+    auto config = Config::FromEnv();
+    auto l2 = config.ok() ? OpenL2FromConfig(*config, L2Env{nullptr, nullptr, nullptr,
+                                                            [this](const std::string& m) {
+                                                              out.Warn(m);
+                                                            }})
+                          : Result<std::unique_ptr<S3ObjectStore>>(config.status());
+    if (!l2.ok()) {
+      *exit_code = out.Error("open S3 bucket " + opts.s3_bucket, l2.status(),
+                             "check the WMBT_KV_S3_* settings (docs/s3.md)",
+                             {{"bucket", opts.s3_bucket}});
+      return nullptr;
+    }
+    l2_ = std::move(l2).value();
+    options.object_store = l2_.get();
   }
   auto opened = Store::Open(options);
   if (!opened.ok()) {

@@ -33,7 +33,7 @@ struct GlobalOptions {
   std::string l2_prefix;
   uint64_t cache_bytes_max = 0;
   size_t upload_threads = 0;
-  // WMBT_KV_BUCKET: an S3 L2 is configured (this tool opens the local-directory L2 only).
+  // WMBT_KV_BUCKET: an S3 L2 is configured (opened with the other WMBT_KV_S3_* settings).
   std::string s3_bucket;
 };
 
@@ -54,6 +54,7 @@ class Context {
   Store* OpenStore(int* exit_code);
 
  private:
+  std::unique_ptr<ObjectStore> l2_;  // S3 when configured; declared first: outlives store_
   std::unique_ptr<Store> store_;
 };
 

@@ -12,6 +12,7 @@
 
 #include "base/limits.h"
 #include "config/config.h"
+#include "object/s3/l2_from_config.h"
 #include "tools/wombatkv/exit_codes.h"
 #include "tools/wombatkv/output.h"
 #include "tools/workload/data_dir.h"
@@ -153,9 +154,16 @@ int Main(int argc, char** argv) {
                        "stop the process using it, or pick another --data-dir");
     }
   }
+  // S3 as L2 when WMBT_KV_BUCKET is set (docs/s3.md); declared before the store: outlives it.
+  std::unique_ptr<ObjectStore> l2;
   if (!config->s3_bucket.empty()) {
-    out.Warn("WMBT_KV_BUCKET is set, but this tool does not open S3 yet: using the "
-             "local-directory L2 under " + f.data_dir + "/l2");
+    auto opened_l2 = OpenL2FromConfig(
+        *config, L2Env{RealClock(), nullptr, nullptr, [&out](const std::string& m) { out.Warn(m); }});
+    if (!opened_l2.ok()) {
+      return out.Error("open S3 bucket " + config->s3_bucket, opened_l2.status(),
+                       "check the WMBT_KV_S3_* settings (docs/s3.md)");
+    }
+    l2 = std::move(opened_l2).value();
   }
 
   StoreOptions options;
@@ -164,6 +172,7 @@ int Main(int argc, char** argv) {
   if (config->cache_bytes > 0) options.cache_bytes_max = config->cache_bytes;
   options.upload_threads = config->upload_threads;
   options.clock = RealClock();
+  options.object_store = l2.get();  // null: the local directory under --data-dir
   options.log = [&out](LogLevel level, const std::string& message) {
     if (level >= LogLevel::kWarn) out.Warn(message);
   };

@@ -1,0 +1,493 @@
+// libcurl and OpenSSL stay in this file: everything they report is converted to Status here.
+#include "object/s3/s3_http.h"
+
+#include <curl/curl.h>
+#include <openssl/evp.h>
+#include <pugixml.hpp>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "base/check.h"
+#include "base/hex.h"
+
+namespace wombatkv::s3 {
+namespace {
+
+void GlobalInitOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+std::string DigestHex(const EVP_MD* md, const std::vector<ByteView>& parts) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  WMBT_CHECK(ctx != nullptr);
+  WMBT_CHECK(EVP_DigestInit_ex(ctx, md, nullptr) == 1);
+  for (ByteView p : parts) {
+    if (!p.empty()) WMBT_CHECK(EVP_DigestUpdate(ctx, p.data(), p.size()) == 1);
+  }
+  WMBT_CHECK(EVP_DigestFinal_ex(ctx, out, &n) == 1);
+  EVP_MD_CTX_free(ctx);
+  return HexEncode(std::span<const uint8_t>(out, n));
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
+                        s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+bool HeaderIs(std::string_view name, std::string_view want) {
+  if (name.size() != want.size()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != want[i]) return false;
+  }
+  return true;
+}
+
+std::string Unquote(std::string_view etag) {
+  if (etag.starts_with("W/")) etag.remove_prefix(2);
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+    etag = etag.substr(1, etag.size() - 2);
+  }
+  return std::string(etag);
+}
+
+// State of one attempt, shared with libcurl's callbacks.
+struct Exchange {
+  const std::vector<ByteView>* body = nullptr;
+  size_t part = 0;
+  size_t offset = 0;
+  HttpResponse resp;
+  uint64_t response_bytes_max = 0;
+  uint64_t received = 0;
+  std::string spill;  // a body of unknown length
+  bool too_big = false;
+  long status = 0;  // from the status line, before the body arrives
+};
+
+// Error documents are small; a larger one is not an S3 error document.
+constexpr uint64_t kErrorBodyBytesMax = 1 << 20;
+
+size_t OnHeader(char* data, size_t size, size_t nitems, void* user) {
+  auto* ex = static_cast<Exchange*>(user);
+  const size_t n = size * nitems;
+  std::string_view line(data, n);
+  if (line.starts_with("HTTP/")) {  // a new response (after 100 Continue): start over
+    HttpResponse fresh;
+    ex->resp = std::move(fresh);
+    size_t sp = line.find(' ');
+    ex->status = sp == std::string_view::npos ? 0 : std::strtol(line.data() + sp + 1, nullptr, 10);
+    return n;
+  }
+  size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return n;
+  std::string_view name = line.substr(0, colon);
+  std::string_view value = Trim(line.substr(colon + 1));
+  if (HeaderIs(name, "etag")) {
+    ex->resp.etag = Unquote(value);
+  } else if (HeaderIs(name, "x-amz-request-id")) {
+    ex->resp.request_id = std::string(value);
+  } else if (HeaderIs(name, "content-range")) {
+    ex->resp.content_range = std::string(value);
+  } else if (HeaderIs(name, "content-length")) {
+    uint64_t v = 0;
+    bool ok = !value.empty();
+    for (char c : value) {
+      if (c < '0' || c > '9' || v > (UINT64_MAX - 9) / 10) {
+        ok = false;
+        break;
+      }
+      v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (ok) {
+      ex->resp.content_length = v;
+      ex->resp.has_content_length = true;
+    }
+  }
+  return n;
+}
+
+size_t OnBody(char* data, size_t size, size_t nitems, void* user) {
+  auto* ex = static_cast<Exchange*>(user);
+  const size_t n = size * nitems;
+  const bool success = ex->status >= 200 && ex->status < 300;
+  const uint64_t limit = success ? ex->response_bytes_max : kErrorBodyBytesMax;
+  if (ex->received + n > limit) {
+    ex->too_big = true;
+    return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+  }
+  if (!ex->resp.data && ex->spill.empty() && ex->resp.has_content_length &&
+      ex->resp.content_length <= limit) {
+    ex->resp.data = Buffer::Allocate(ex->resp.content_length);
+  }
+  if (ex->resp.data && ex->received + n <= ex->resp.data->size()) {
+    std::memcpy(ex->resp.data->data() + ex->received, data, n);
+  } else {
+    if (ex->resp.data) {  // more than Content-Length announced: keep it all, caller checks
+      ex->spill.assign(AsChars(ex->resp.data->view()).substr(0, ex->received));
+      ex->resp.data.reset();
+    }
+    ex->spill.append(data, n);
+  }
+  ex->received += n;
+  return n;
+}
+
+size_t OnRead(char* out, size_t size, size_t nitems, void* user) {
+  auto* ex = static_cast<Exchange*>(user);
+  const size_t room = size * nitems;
+  size_t written = 0;
+  while (written < room && ex->part < ex->body->size()) {
+    ByteView p = (*ex->body)[ex->part];
+    const size_t take = std::min(room - written, p.size() - ex->offset);
+    if (take > 0) std::memcpy(out + written, p.data() + ex->offset, take);
+    written += take;
+    ex->offset += take;
+    if (ex->offset == p.size()) {
+      ex->part++;
+      ex->offset = 0;
+    }
+  }
+  return written;
+}
+
+int OnSeek(void* user, curl_off_t offset, int origin) {
+  auto* ex = static_cast<Exchange*>(user);
+  if (origin != SEEK_SET || offset != 0) return CURL_SEEKFUNC_CANTSEEK;
+  ex->part = 0;
+  ex->offset = 0;
+  return CURL_SEEKFUNC_OK;
+}
+
+// Transport failures worth retrying; `applied` says whether the server may have acted.
+bool RetriableCurlCode(CURLcode code, bool* maybe_applied) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+      *maybe_applied = false;
+      return true;
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SEND_FAIL_REWIND:
+      *maybe_applied = true;
+      return true;
+    default:
+      *maybe_applied = false;
+      return false;
+  }
+}
+
+// HTTP answers worth retrying: throttling, server errors, and S3's transient RequestTimeout.
+bool RetriableHttp(long status, std::string_view code) {
+  if (status >= 500) return true;
+  if (status == 429) return true;
+  if (status == 400 && code == "RequestTimeout") return true;
+  return false;
+}
+
+struct AttemptOutcome {
+  bool transport_error = false;
+  bool retriable = false;
+  bool maybe_applied = false;
+  std::string error;  // for transport errors
+  Code code = Code::kUnavailable;
+  HttpResponse resp;
+};
+
+}  // namespace
+
+std::string Sha256Hex(const std::vector<ByteView>& parts) { return DigestHex(EVP_sha256(), parts); }
+std::string Md5Hex(const std::vector<ByteView>& parts) { return DigestHex(EVP_md5(), parts); }
+
+std::string Md5Base64(const std::vector<ByteView>& parts) {
+  std::string hex = Md5Hex(parts);
+  uint8_t raw[16];
+  WMBT_CHECK(HexDecode(hex, raw));
+  unsigned char out[32] = {0};
+  const int n = EVP_EncodeBlock(out, raw, sizeof raw);
+  return std::string(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
+}
+
+std::string UriEncode(std::string_view s, bool keep_slash) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+                            c == '~' || (keep_slash && c == '/');
+    if (unreserved) {
+      out.push_back(ch);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+std::pair<std::string, std::string> Http::ParseErrorBody(std::string_view xml) {
+  if (xml.empty()) return {};
+  pugi::xml_document doc;
+  if (!doc.load_buffer(xml.data(), xml.size())) return {};
+  pugi::xml_node err = doc.child("Error");
+  if (!err) return {};
+  return {err.child_value("Code"), err.child_value("Message")};
+}
+
+// ---- the handle pool ----
+
+struct Http::Pool {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<CURL*> idle;
+  size_t created = 0;
+  size_t max = 1;
+
+  ~Pool() {
+    for (CURL* h : idle) curl_easy_cleanup(h);
+  }
+  // Blocks while `max` handles are in use. Null if libcurl cannot make a handle.
+  CURL* Acquire() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return !idle.empty() || created < max; });
+    if (!idle.empty()) {
+      CURL* h = idle.back();
+      idle.pop_back();
+      return h;
+    }
+    CURL* h = curl_easy_init();
+    if (h) created++;
+    return h;
+  }
+  void Release(CURL* h) {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      idle.push_back(h);
+    }
+    cv.notify_one();
+  }
+};
+
+Http::Http(HttpConfig config) : config_(std::move(config)), pool_(std::make_unique<Pool>()) {
+  WMBT_CHECK(config_.clock != nullptr && config_.random != nullptr);
+  GlobalInitOnce();
+  pool_->max = std::max<size_t>(1, config_.requests_inflight_max);
+}
+
+Http::~Http() = default;
+
+namespace {
+
+std::string BuildUrl(const HttpConfig& c, const HttpRequest& r) {
+  std::string url = c.scheme + "://";
+  if (c.virtual_hosted) {
+    url += c.bucket + "." + c.host + "/" + UriEncode(r.key, true);
+  } else {
+    url += c.host + "/" + c.bucket;
+    if (!r.key.empty()) url += "/" + UriEncode(r.key, true);
+  }
+  if (!r.query.empty()) {
+    // SigV4 canonical query: sorted by encoded name then value, every pair "name=value".
+    std::vector<std::pair<std::string, std::string>> q;
+    for (const auto& [k, v] : r.query) q.emplace_back(UriEncode(k, false), UriEncode(v, false));
+    std::sort(q.begin(), q.end());
+    char sep = '?';
+    for (const auto& [k, v] : q) {
+      url += sep;
+      url += k + "=" + v;
+      sep = '&';
+    }
+  }
+  return url;
+}
+
+AttemptOutcome Attempt(const HttpConfig& c, CURL* h, const HttpRequest& r, std::string_view sha,
+                       const HttpFault& fault) {
+  AttemptOutcome out;
+  if (fault.kind == HttpFault::Kind::kConnectionReset) {
+    out.transport_error = out.retriable = true;
+    out.error = "injected fault: connection reset";
+    return out;
+  }
+  if (fault.kind == HttpFault::Kind::kStatus) {
+    out.resp.status = fault.status;
+    std::string xml = "<?xml version=\"1.0\"?><Error><Code>" + fault.code +
+                      "</Code><Message>injected fault</Message></Error>";
+    out.resp.data = Buffer::CopyOf(AsBytes(xml));
+    out.resp.request_id = "injected";
+    return out;
+  }
+
+  Exchange ex;
+  ex.body = &r.body;
+  ex.response_bytes_max = r.response_bytes_max;
+  uint64_t body_bytes = 0;
+  for (ByteView p : r.body) body_bytes += p.size();
+
+  curl_slist* headers = nullptr;
+  const std::string sha_header = "x-amz-content-sha256: " + std::string(sha);
+  headers = curl_slist_append(headers, sha_header.c_str());
+  for (const std::string& hdr : r.headers) headers = curl_slist_append(headers, hdr.c_str());
+
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  const std::string url = BuildUrl(c, r);
+  const std::string sigv4 = "aws:amz:" + c.region + ":s3";
+  curl_easy_reset(h);  // keeps the connection cache: the point of the pool
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(c.connect_timeout_ms));
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(c.request_timeout_ms));
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &ex);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &ex);
+  if (!c.access_key.empty()) {
+    curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    curl_easy_setopt(h, CURLOPT_USERNAME, c.access_key.c_str());
+    curl_easy_setopt(h, CURLOPT_PASSWORD, c.secret_key.c_str());
+  }
+  const std::string_view m = r.method;
+  if (m == "GET") {
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+  } else if (m == "HEAD") {
+    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  } else if (m == "PUT") {
+    curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(body_bytes));
+    curl_easy_setopt(h, CURLOPT_READFUNCTION, OnRead);
+    curl_easy_setopt(h, CURLOPT_READDATA, &ex);
+    curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, OnSeek);
+    curl_easy_setopt(h, CURLOPT_SEEKDATA, &ex);
+  } else if (m == "POST") {
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body_bytes));
+    curl_easy_setopt(h, CURLOPT_READFUNCTION, OnRead);
+    curl_easy_setopt(h, CURLOPT_READDATA, &ex);
+    curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, OnSeek);
+    curl_easy_setopt(h, CURLOPT_SEEKDATA, &ex);
+  } else {
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, std::string(m).c_str());
+  }
+
+  const CURLcode rc = curl_easy_perform(h);
+  long status = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
+  curl_slist_free_all(headers);
+
+  if (rc == CURLE_WRITE_ERROR && ex.too_big) {
+    out.transport_error = true;
+    out.code = Code::kCorruption;
+    out.error = "the server sent more than the " + std::to_string(r.response_bytes_max) +
+                " bytes asked for";
+    return out;
+  }
+  if (rc != CURLE_OK) {
+    out.transport_error = true;
+    out.retriable = RetriableCurlCode(rc, &out.maybe_applied);
+    out.error = std::string(curl_easy_strerror(rc)) + (errbuf[0] ? std::string(": ") + errbuf : "");
+    out.code = (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE)
+                   ? Code::kFailedPrecondition
+                   : Code::kInternal;
+    if (out.retriable) out.code = Code::kUnavailable;
+    return out;
+  }
+  out.resp = std::move(ex.resp);
+  out.resp.status = status;
+  if (!ex.spill.empty()) out.resp.data = Buffer::CopyOf(AsBytes(ex.spill));
+  if (!out.resp.data) out.resp.data = Buffer::Allocate(0);
+  // A body shorter than announced (libcurl normally reports CURLE_PARTIAL_FILE).
+  if (m != "HEAD" && out.resp.has_content_length && ex.received != out.resp.content_length) {
+    out.transport_error = out.retriable = out.maybe_applied = true;
+    out.error = "short body: " + std::to_string(ex.received) + " of " +
+                std::to_string(out.resp.content_length) + " bytes";
+    return out;
+  }
+  if (fault.kind == HttpFault::Kind::kResetAfterApply) {
+    out.transport_error = out.retriable = out.maybe_applied = true;
+    out.error = "injected fault: connection reset after the request was applied";
+    return out;
+  }
+  if (fault.kind == HttpFault::Kind::kTruncatedBody && out.resp.data->size() > 0) {
+    out.transport_error = out.retriable = out.maybe_applied = true;
+    out.error = "injected fault: body truncated";
+    return out;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<HttpResponse> Http::Execute(const HttpRequest& request, std::string_view what) {
+  const std::string sha = Sha256Hex(request.body);
+  std::string last_error;
+  bool ambiguous = false;
+  const uint32_t attempts_max = config_.retries_max + 1;
+  uint32_t attempt = 0;
+  for (; attempt < attempts_max; ++attempt) {
+    if (attempt > 0) {
+      // Exponential backoff with full jitter: uniform in [0, min(max, base * 2^(attempt-1))].
+      uint64_t cap_ms = config_.backoff_base_ms;
+      for (uint32_t i = 1; i < attempt && cap_ms < config_.backoff_max_ms; ++i) cap_ms *= 2;
+      cap_ms = std::min<uint64_t>(cap_ms, config_.backoff_max_ms);
+      config_.clock->SleepMicros(config_.random->Uniform(cap_ms * 1000 + 1));
+    }
+    HttpFault fault;
+    if (fault_hook_) fault = fault_hook_(request, attempt);
+    CURL* h = pool_->Acquire();
+    if (h == nullptr) return Status::Internal("s3 " + std::string(what) + ": curl_easy_init failed");
+    AttemptOutcome out = Attempt(config_, h, request, sha, fault);
+    pool_->Release(h);
+    if (out.transport_error) {
+      if (!out.retriable) {
+        return Status(out.code, "s3 " + std::string(what) + ": " + out.error);
+      }
+      ambiguous |= out.maybe_applied;
+      last_error = out.error;
+      continue;
+    }
+    std::string code;
+    if (out.resp.status >= 400) code = ParseErrorBody(AsChars(out.resp.data->view())).first;
+    if (RetriableHttp(out.resp.status, code)) {
+      // 503 (SlowDown) and 429 are refusals; other 5xx may have been applied.
+      ambiguous |= out.resp.status >= 500 && out.resp.status != 503;
+      last_error = "HTTP " + std::to_string(out.resp.status) + (code.empty() ? "" : " " + code) +
+                   " (request id " + (out.resp.request_id.empty() ? "-" : out.resp.request_id) +
+                   ")";
+      continue;
+    }
+    out.resp.attempts = attempt + 1;
+    out.resp.ambiguous = ambiguous;
+    return std::move(out.resp);
+  }
+  return Status::Unavailable("s3 " + std::string(what) + ": " + last_error + ", still failing after " +
+                             std::to_string(attempt) + " attempts");
+}
+
+}  // namespace wombatkv::s3

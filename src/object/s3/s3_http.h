@@ -1,0 +1,128 @@
+// S3Http: one signed HTTP exchange with an S3-compatible server, over a pool of reused libcurl
+// connections, with bounded retries. Internal to src/object/s3/: no libcurl type leaves s3_http.cc.
+//
+// What it does per request:
+//   - builds the URL (path-style or virtual-hosted), with the query already in SigV4 canonical
+//     form (names sorted, RFC 3986 encoding) because libcurl 7.88 signs the query as sent;
+//   - sends `x-amz-content-sha256` with the SHA-256 of the body (libcurl 7.88 does not add it,
+//     and radosgw/AWS reject SigV4 requests without it) and lets libcurl sign with
+//     CURLOPT_AWS_SIGV4 "aws:amz:<region>:s3";
+//   - never adds header-removal entries ("Expect:" and the like): libcurl would sign them, and the
+//     server, which never sees them, would answer 403;
+//   - retries transport failures (connect/reset/timeouts/short bodies), 5xx, 429 and the transient
+//     400 RequestTimeout with exponential backoff and full jitter (Clock/Random from env.h), at
+//     most `retries_max` times; never any other 4xx.
+//
+// Ownership: the pool owns its CURL handles. Thread-safety: Execute may be called from any number
+// of threads; at most `requests_inflight_max` requests are in flight, others wait for a handle.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "wombatkv/buffer.h"
+#include "wombatkv/env.h"
+#include "wombatkv/status.h"
+
+namespace wombatkv::s3 {
+
+struct HttpConfig {
+  std::string scheme;  // "http" or "https"
+  std::string host;    // host[:port] of the endpoint (no bucket)
+  std::string bucket;
+  bool virtual_hosted = false;
+  std::string region;
+  std::string access_key;  // empty: unsigned (anonymous) requests
+  std::string secret_key;
+  size_t requests_inflight_max = 32;
+  uint32_t connect_timeout_ms = 5000;
+  uint32_t request_timeout_ms = 120000;
+  uint32_t retries_max = 5;
+  uint32_t backoff_base_ms = 50;
+  uint32_t backoff_max_ms = 5000;
+  Clock* clock = nullptr;    // not owned
+  Random* random = nullptr;  // not owned
+};
+
+struct HttpRequest {
+  std::string_view method;  // GET, PUT, HEAD, DELETE, POST
+  std::string key;          // full object key in the bucket; empty for bucket-level requests
+  std::vector<std::pair<std::string, std::string>> query;  // raw values; encoded when sent
+  std::vector<std::string> headers;                        // "Name: value"
+  std::vector<ByteView> body;                              // concatenated
+  // A response body longer than this is an error (not retried): bounds what a server can make
+  // us allocate.
+  uint64_t response_bytes_max = std::numeric_limits<uint64_t>::max();
+};
+
+struct HttpResponse {
+  long status = 0;          // HTTP status of the last attempt
+  std::string etag;         // unquoted
+  std::string request_id;   // x-amz-request-id (or x-amz-id-2 / x-trans-id)
+  std::string content_range;
+  uint64_t content_length = 0;
+  bool has_content_length = false;
+  std::shared_ptr<Buffer> data;  // the body (GET payloads and XML documents alike)
+  uint32_t attempts = 0;         // 1 + retries made
+  bool ambiguous = false;        // an earlier attempt may have reached the server and applied
+  std::string text() const { return data ? std::string(AsChars(data->view())) : std::string(); }
+};
+
+// Fault injection for tests (the fault-injecting decorator, at the transport seam): called
+// before each attempt; a non-OK outcome replaces the attempt.
+struct HttpFault {
+  enum class Kind : uint8_t {
+    kNone,
+    kConnectionReset,  // as a reset before any byte was sent: nothing applied
+    kResetAfterApply,  // the request is performed, then the answer is lost (ambiguous)
+    kStatus,           // the server answers `status` (e.g. 503 SlowDown) without applying
+    kTruncatedBody,    // the request is performed, then the body is cut short
+  };
+  Kind kind = Kind::kNone;
+  long status = 503;
+  std::string code = "SlowDown";
+};
+using HttpFaultHook = std::function<HttpFault(const HttpRequest&, uint32_t attempt)>;
+
+class Http {
+ public:
+  // REQUIRES: config.clock and config.random non-null.
+  explicit Http(HttpConfig config);
+  ~Http();
+  Http(const Http&) = delete;
+  Http& operator=(const Http&) = delete;
+
+  // Performs `request`, retrying transient failures. Returns the response of the last attempt for
+  // any HTTP status that is not retried (the caller maps 4xx to Status), Unavailable once retries
+  // are exhausted (message: what failed last, attempts, request id), or Internal for a local
+  // libcurl setup failure. `what` names the operation and key in messages.
+  Result<HttpResponse> Execute(const HttpRequest& request, std::string_view what);
+
+  // The S3 error code of an XML error body ("" if none), and its <Message>.
+  static std::pair<std::string, std::string> ParseErrorBody(std::string_view xml);
+
+  void set_fault_hook(HttpFaultHook hook) { fault_hook_ = std::move(hook); }
+  const HttpConfig& config() const { return config_; }
+
+ private:
+  struct Pool;
+  HttpConfig config_;
+  std::unique_ptr<Pool> pool_;
+  HttpFaultHook fault_hook_;
+};
+
+// Lowercase hex SHA-256 and MD5 of the concatenated parts (OpenSSL EVP).
+std::string Sha256Hex(const std::vector<ByteView>& parts);
+std::string Md5Hex(const std::vector<ByteView>& parts);
+// Base64 of the binary MD5 (the Content-MD5 header).
+std::string Md5Base64(const std::vector<ByteView>& parts);
+// RFC 3986 percent-encoding of everything but unreserved characters (SigV4 canonical form).
+std::string UriEncode(std::string_view s, bool keep_slash);
+
+}  // namespace wombatkv::s3

@@ -1,0 +1,439 @@
+// S3ObjectStore against a real S3 server (scripts/s3-server.sh): the ObjectStore conformance
+// suite, then what only S3 has — credentials, paging at S3's 1000, multipart, retries.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "object/object_store_conformance.h"
+#include "object/s3/l2_from_config.h"
+#include "object/s3/s3_http.h"
+#include "object/s3/s3_test_server.h"
+
+namespace wombatkv {
+namespace {
+
+using s3::HttpFault;
+using s3::HttpRequest;
+using s3test::BaseOptions;
+using s3test::FreshBucketName;
+using s3test::ScratchS3Store;
+using s3test::Server;
+
+INSTANTIATE_TEST_SUITE_P(S3, ObjectStoreConformanceTest,
+                         ::testing::Values(ObjectStoreFactory{
+                             "S3",
+                             []() -> std::unique_ptr<ObjectStore> {
+                               if (!Server().configured) {
+                                 ADD_FAILURE() << s3test::kNoServer;
+                                 return nullptr;
+                               }
+                               return std::make_unique<ScratchS3Store>();
+                             }}),
+                         ObjectStoreFactoryName);
+
+std::string Pattern(size_t n, uint64_t seed) {
+  std::string s(n, '\0');
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (auto& c : s) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  return s;
+}
+
+class S3Test : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(Server().configured) << s3test::kNoServer; }
+  std::unique_ptr<ScratchS3Store> Scratch(S3Options o) {
+    auto s = std::make_unique<ScratchS3Store>(std::move(o));
+    EXPECT_TRUE(s->ok());
+    return s;
+  }
+  std::unique_ptr<ScratchS3Store> Scratch() { return Scratch(BaseOptions(FreshBucketName("s3"))); }
+};
+
+// ---- start-up: options, credentials, probe ----
+
+TEST(S3Options, LoopbackEndpointsAreRecognised) {
+  EXPECT_TRUE(IsLoopbackEndpoint("http://127.0.0.1:9000"));
+  EXPECT_TRUE(IsLoopbackEndpoint("http://localhost"));
+  EXPECT_TRUE(IsLoopbackEndpoint("https://[::1]:443/"));
+  EXPECT_TRUE(IsLoopbackEndpoint("http://127.1.2.3:80"));
+  EXPECT_FALSE(IsLoopbackEndpoint("http://10.0.0.1:9000"));
+  EXPECT_FALSE(IsLoopbackEndpoint("http://127.0.0.1.evil.com"));
+  EXPECT_FALSE(IsLoopbackEndpoint("https://s3.us-east-1.amazonaws.com"));
+  EXPECT_FALSE(IsLoopbackEndpoint("localhost:9000"));
+}
+
+TEST(S3Options, DevelopmentCredentialsAreRefusedOffLoopbackUnlessLocalDev) {
+  S3Options o;
+  o.bucket = "bucket";
+  o.access_key = o.secret_key = "minioadmin";
+  o.endpoint = "http://10.1.2.3:9000";
+  auto refused = S3ObjectStore::Open(o);
+  EXPECT_EQ(refused.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("WMBT_KV_LOCAL_DEV"), std::string::npos);
+  o.allow_dev_credentials = true;
+  EXPECT_TRUE(S3ObjectStore::Open(o).ok());
+  o.allow_dev_credentials = false;
+  o.endpoint = "http://127.0.0.1:9000";
+  EXPECT_TRUE(S3ObjectStore::Open(o).ok());
+  o.endpoint = "";  // AWS
+  EXPECT_EQ(S3ObjectStore::Open(o).status().code(), Code::kFailedPrecondition);
+}
+
+TEST(S3Options, MalformedOptionsAreInvalidArgument) {
+  S3Options o;
+  o.bucket = "Bad_Bucket";
+  EXPECT_EQ(S3ObjectStore::Open(o).status().code(), Code::kInvalidArgument);
+  o.bucket = "good-bucket";
+  o.endpoint = "ftp://x";
+  EXPECT_EQ(S3ObjectStore::Open(o).status().code(), Code::kInvalidArgument);
+  o.endpoint = "http://host:1/path";
+  EXPECT_EQ(S3ObjectStore::Open(o).status().code(), Code::kInvalidArgument);
+  o.endpoint = "http://host:1";
+  o.key_prefix = "no-slash";
+  EXPECT_EQ(S3ObjectStore::Open(o).status().code(), Code::kInvalidArgument);
+  o.key_prefix = "a/../";
+  EXPECT_EQ(S3ObjectStore::Open(o).status().code(), Code::kInvalidArgument);
+  o.key_prefix = "a/b/";
+  EXPECT_TRUE(S3ObjectStore::Open(o).ok());
+}
+
+TEST(S3Options, ConfigSelectsTheL2) {
+  Config c;
+  auto none = OpenL2FromConfig(c);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->get(), nullptr);  // no bucket: the local directory
+  c.s3_bucket = "some-bucket";
+  c.s3_endpoint = "http://127.0.0.1:1";
+  L2Env env;
+  env.lookup = [](const char* name) -> std::optional<std::string> {
+    if (std::string_view(name) == "WMBT_KV_S3_ADDRESSING") return "sideways";
+    return std::nullopt;
+  };
+  EXPECT_EQ(S3OptionsFromConfig(c, env).status().code(), Code::kInvalidArgument);
+  env.lookup = [](const char* name) -> std::optional<std::string> {
+    std::string_view n(name);
+    if (n == "WMBT_KV_S3_CONCURRENCY") return "7";
+    if (n == "WMBT_KV_LOCAL_DEV") return "1";
+    if (n == "WMBT_KV_S3_ADDRESSING") return "path";
+    return std::nullopt;
+  };
+  auto o = S3OptionsFromConfig(c, env);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->requests_inflight_max, 7u);
+  EXPECT_TRUE(o->allow_dev_credentials);
+  EXPECT_EQ(o->addressing, S3Addressing::kPath);
+}
+
+TEST_F(S3Test, TheProbePassesAndFindsConditionalWritesOnTheTestServer) {
+  auto store = Scratch();
+  std::string warning;
+  Status probe = store->s3()->Probe("kv/", &warning);
+  ASSERT_TRUE(probe.ok()) << probe.ToString();
+  EXPECT_TRUE(store->s3()->conditional_writes_supported()) << warning;
+  EXPECT_TRUE(warning.empty()) << warning;
+  auto page = store->List("", "", "", 1000);  // the probe key is gone again
+  ASSERT_TRUE(page.ok());
+  EXPECT_TRUE(page->objects.empty());
+}
+
+TEST_F(S3Test, OpenL2FromConfigProbesAndCanCreateTheBucket) {
+  Config c;
+  c.s3_endpoint = Server().endpoint;
+  c.s3_bucket = FreshBucketName("cfg");
+  c.s3_region = Server().region;
+  c.s3_access_key = Server().access_key;
+  c.s3_secret_key = Server().secret_key;
+  L2Env env;
+  env.lookup = [](const char*) -> std::optional<std::string> { return std::nullopt; };
+  auto missing = OpenL2FromConfig(c, env);
+  EXPECT_EQ(missing.status().code(), Code::kFailedPrecondition) << missing.status().ToString();
+  EXPECT_NE(missing.status().message().find(c.s3_bucket), std::string::npos);
+  env.lookup = [](const char* name) -> std::optional<std::string> {
+    if (std::string_view(name) == "WMBT_KV_S3_CREATE_BUCKET") return "1";
+    return std::nullopt;
+  };
+  auto store = OpenL2FromConfig(c, env);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_NE(store->get(), nullptr);
+  EXPECT_TRUE((*store)->conditional_writes_supported());
+  EXPECT_TRUE((*store)->DeleteBucket().ok());
+}
+
+TEST_F(S3Test, WrongCredentialsAreAClearFailedPreconditionThatHidesTheSecret) {
+  if (Server().server == "moto") {
+    GTEST_SKIP() << "moto checks no signatures; run against radosgw "
+                    "(scripts/s3-server.sh start radosgw) to test credentials";
+  }
+  auto good = Scratch();
+  S3Options bad = BaseOptions(good->s3()->options().bucket);
+  bad.secret_key = "definitely-the-wrong-secret-4f1c";
+  auto store = S3ObjectStore::Open(bad);
+  ASSERT_TRUE(store.ok());
+  Status probe = (*store)->Probe();
+  EXPECT_EQ(probe.code(), Code::kFailedPrecondition) << probe.ToString();
+  EXPECT_NE(probe.message().find("WMBT_KV_S3_ACCESS_KEY/SECRET"), std::string::npos);
+  EXPECT_EQ(probe.message().find(bad.secret_key), std::string::npos);
+  auto put = (*store)->Put("k", {AsBytes("v")}, {});
+  EXPECT_EQ(put.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(put.status().message().find("403"), std::string::npos) << put.status().ToString();
+  EXPECT_NE(put.status().message().find("request id"), std::string::npos);
+  EXPECT_NE(put.status().message().find("k"), std::string::npos);
+  EXPECT_EQ(put.status().message().find(bad.secret_key), std::string::npos);
+
+  bad.secret_key = Server().secret_key;
+  bad.access_key = "NOSUCHACCESSKEY";
+  auto unknown = S3ObjectStore::Open(bad);
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ((*unknown)->Probe().code(), Code::kFailedPrecondition);
+}
+
+TEST_F(S3Test, AMissingKeyIsNotFoundWithTheRequestId) {
+  auto store = Scratch();
+  auto got = store->Get("no/such/key", 0, kToEnd);
+  EXPECT_TRUE(got.status().IsNotFound());
+  EXPECT_NE(got.status().message().find("no/such/key"), std::string::npos);
+  EXPECT_NE(got.status().message().find("request id"), std::string::npos);
+}
+
+// ---- listing at S3's page size ----
+
+TEST_F(S3Test, ExactlyOneThousandKeysAreOnePageWithNoToken) {
+  auto store = Scratch();
+  for (int i = 0; i < 1000; ++i) {
+    char k[32];
+    std::snprintf(k, sizeof k, "k/%04d", i);
+    ASSERT_TRUE(store->Put(k, {}, {}).ok());
+  }
+  auto page = store->List("k/", "", "", 1000);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_EQ(page->objects.size(), 1000u);
+  EXPECT_TRUE(page->next_token.empty());
+  ASSERT_TRUE(store->Put("k/1000", {}, {}).ok());
+  page = store->List("k/", "", "", 1000);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->next_token, "k/0999");
+  auto rest = store->List("k/", "", page->next_token, 1000);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->objects.size(), 1u);
+  EXPECT_EQ(rest->objects[0].key, "k/1000");
+  EXPECT_TRUE(rest->next_token.empty());
+}
+
+TEST_F(S3Test, AKeyPrefixIsInvisibleToCallers) {
+  auto base = Scratch();
+  S3Options o = BaseOptions(base->s3()->options().bucket);
+  o.key_prefix = "tenant/a/";
+  auto store = S3ObjectStore::Open(o);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Put("x/1", {AsBytes("one")}, {}).ok());
+  ASSERT_TRUE(base->Put("x/2", {AsBytes("outside")}, {}).ok());
+  auto page = (*store)->List("", "/", "", 1000);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->common_prefixes, std::vector<std::string>{"x/"});
+  EXPECT_TRUE(base->Head("tenant/a/x/1").ok());
+  EXPECT_EQ((*store)->Head("x/1")->key, "x/1");
+  EXPECT_TRUE((*store)->Head("x/2").status().IsNotFound());
+}
+
+// ---- multipart and ranges ----
+
+TEST_F(S3Test, LargeObjectsGoUpInPartsAndReadBackByRange) {
+  S3Options o = BaseOptions(FreshBucketName("mp"));
+  o.multipart_threshold_bytes = 6ull << 20;
+  o.multipart_part_bytes = 5ull << 20;
+  auto store = Scratch(o);
+  // 13 MiB + 5 bytes in uneven caller parts: three S3 parts (5, 5, 3 MiB + 5).
+  const std::string a = Pattern(3 << 20, 1), b = Pattern(7 << 20, 2), c = Pattern((3 << 20) + 5, 3);
+  auto etag = store->Put("big/object", {AsBytes(a), AsBytes(b), AsBytes(c)}, {});
+  ASSERT_TRUE(etag.ok()) << etag.status().ToString();
+  EXPECT_NE(etag->find('-'), std::string::npos) << "a multipart ETag ends in -<parts>: " << *etag;
+  const std::string all = a + b + c;
+  auto head = store->Head("big/object");
+  ASSERT_TRUE(head.ok());
+  EXPECT_EQ(head->size, all.size());
+  EXPECT_EQ(head->etag, *etag);
+  auto got = store->Get("big/object", 0, kToEnd);
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(AsChars(got->bytes->view()) == all);
+  // A range across the first part boundary, and the tail.
+  const uint64_t at = (5ull << 20) - 100;
+  auto mid = store->Get("big/object", at, 300);
+  ASSERT_TRUE(mid.ok());
+  EXPECT_EQ(AsChars(mid->bytes->view()), all.substr(at, 300));
+  EXPECT_EQ(mid->object_size, all.size());
+  auto tail = store->Get("big/object", all.size() - 7, kToEnd);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(AsChars(tail->bytes->view()), all.substr(all.size() - 7));
+  // Conditional writes stay single PUTs (radosgw ignores conditions on multipart completion).
+  auto cas = store->Put("big/object", {AsBytes(all)}, {PutMode::kIfMatch, *etag});
+  ASSERT_TRUE(cas.ok()) << cas.status().ToString();
+  EXPECT_EQ(cas->find('-'), std::string::npos);
+  EXPECT_TRUE(store->Put("big/object", {AsBytes(all)}, {PutMode::kIfAbsent, ""}).status()
+                  .IsConflict());
+}
+
+TEST_F(S3Test, RangesOnAnEmptyObject) {
+  auto store = Scratch();
+  ASSERT_TRUE(store->Put("e", {}, {}).ok());
+  auto got = store->Get("e", 0, 10);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->bytes->size(), 0u);
+  EXPECT_EQ(got->object_size, 0u);
+  EXPECT_EQ(store->Get("e", 1, 10).status().code(), Code::kInvalidArgument);
+}
+
+// ---- retries and faults (injected at the transport seam, against the real server) ----
+
+TEST_F(S3Test, ThrottlingIsRetriedWithBackoffOnTheInjectedClock) {
+  auto store = Scratch();
+  std::atomic<int> calls{0};
+  store->s3()->SetFaultHookForTesting([&](const HttpRequest& r, uint32_t attempt) {
+    HttpFault f;
+    if (r.method == "PUT") {
+      ++calls;
+      if (attempt < 3) f.kind = HttpFault::Kind::kStatus;  // 503 SlowDown
+    }
+    return f;
+  });
+  const uint64_t sleeps_before = s3test::TestClock()->sleeps.load();
+  auto put = store->Put("throttled", {AsBytes("v")}, {});
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  EXPECT_EQ(calls.load(), 4);
+  EXPECT_GE(s3test::TestClock()->sleeps.load() - sleeps_before, 3u);
+  store->s3()->SetFaultHookForTesting(nullptr);
+  auto got = store->Get("throttled", 0, kToEnd);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(AsChars(got->bytes->view()), "v");
+}
+
+TEST_F(S3Test, ExhaustedRetriesAreUnavailableNamingTheCause) {
+  S3Options o = BaseOptions(FreshBucketName("s3"));
+  o.retries_max = 3;
+  auto store = Scratch(o);
+  std::atomic<int> calls{0};
+  store->s3()->SetFaultHookForTesting([&](const HttpRequest&, uint32_t) {
+    ++calls;
+    return HttpFault{HttpFault::Kind::kStatus, 503, "SlowDown"};
+  });
+  auto put = store->Put("k", {AsBytes("v")}, {});
+  EXPECT_EQ(put.status().code(), Code::kUnavailable);
+  EXPECT_NE(put.status().message().find("SlowDown"), std::string::npos);
+  EXPECT_NE(put.status().message().find("4 attempts"), std::string::npos)
+      << put.status().ToString();
+  EXPECT_NE(put.status().message().find("k"), std::string::npos);
+  EXPECT_EQ(calls.load(), 4);
+}
+
+TEST_F(S3Test, ClientErrorsAreNeverRetried) {
+  auto store = Scratch();
+  std::atomic<int> calls{0};
+  store->s3()->SetFaultHookForTesting([&](const HttpRequest&, uint32_t) {
+    ++calls;
+    return HttpFault{HttpFault::Kind::kStatus, 403, "AccessDenied"};
+  });
+  auto got = store->Get("k", 0, kToEnd);
+  EXPECT_EQ(got.status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST_F(S3Test, ResetsAndTruncatedBodiesAreRetried) {
+  auto store = Scratch();
+  const std::string v = Pattern(100000, 9);
+  ASSERT_TRUE(store->Put("k", {AsBytes(v)}, {}).ok());
+  store->s3()->SetFaultHookForTesting([&](const HttpRequest&, uint32_t attempt) {
+    HttpFault f;
+    if (attempt == 0) f.kind = HttpFault::Kind::kConnectionReset;
+    if (attempt == 1) f.kind = HttpFault::Kind::kTruncatedBody;
+    return f;
+  });
+  auto got = store->Get("k", 0, kToEnd);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(AsChars(got->bytes->view()) == v);
+}
+
+TEST_F(S3Test, AConditionalPutWhoseAnswerWasLostStillSucceeds) {
+  auto store = Scratch();
+  // The first attempt is applied but its answer lost; the retry then meets our own object (412).
+  store->s3()->SetFaultHookForTesting([&](const HttpRequest& r, uint32_t attempt) {
+    HttpFault f;
+    if (r.method == "PUT" && attempt == 0) f.kind = HttpFault::Kind::kResetAfterApply;
+    return f;
+  });
+  auto put = store->Put("blob", {AsBytes("content")}, {PutMode::kIfAbsent, ""});
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  auto cas = store->Put("blob", {AsBytes("next")}, {PutMode::kIfMatch, *put});
+  ASSERT_TRUE(cas.ok()) << cas.status().ToString();
+  store->s3()->SetFaultHookForTesting(nullptr);
+  EXPECT_EQ(store->Head("blob")->etag, *cas);
+  // Someone else's object is still a conflict.
+  store->s3()->SetFaultHookForTesting([&](const HttpRequest& r, uint32_t attempt) {
+    HttpFault f;
+    if (r.method == "PUT" && attempt == 0) f.kind = HttpFault::Kind::kResetAfterApply;
+    return f;
+  });
+  auto other = store->Put("blob", {AsBytes("different")}, {PutMode::kIfMatch, *put});
+  EXPECT_TRUE(other.status().IsConflict()) << other.status().ToString();
+}
+
+TEST(S3Stall, AServerThatNeverAnswersTimesOutAndIsUnavailableAfterRetries) {
+  // A listening socket nobody accepts on: connections complete (the kernel's backlog), requests
+  // are sent, and no answer ever comes — a stalled server.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  S3Options o;
+  o.endpoint = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  o.bucket = "stalled";
+  o.access_key = "a";
+  o.secret_key = "secret-never-shown";
+  o.request_timeout_ms = 200;
+  o.retries_max = 2;
+  o.clock = s3test::TestClock();
+  auto store = S3ObjectStore::Open(o);
+  ASSERT_TRUE(store.ok());
+  auto got = (*store)->Get("k", 0, kToEnd);
+  EXPECT_EQ(got.status().code(), Code::kUnavailable) << got.status().ToString();
+  EXPECT_NE(got.status().message().find("3 attempts"), std::string::npos);
+  EXPECT_NE(got.status().message().find("get k"), std::string::npos);
+  EXPECT_EQ(got.status().message().find(o.secret_key), std::string::npos);
+  ::close(fd);
+}
+
+TEST_F(S3Test, ManyThreadsShareTheConnectionPool) {
+  S3Options o = BaseOptions(FreshBucketName("s3"));
+  o.requests_inflight_max = 4;
+  auto store = Scratch(o);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        const std::string key = "t" + std::to_string(t) + "/" + std::to_string(i);
+        const std::string v = Pattern(4096 + i, t * 100 + i);
+        if (!store->Put(key, {AsBytes(v)}, {}).ok()) ++failures;
+        auto got = store->Get(key, 0, kToEnd);
+        if (!got.ok() || AsChars(got->bytes->view()) != v) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+}  // namespace
+}  // namespace wombatkv

@@ -1,0 +1,111 @@
+// End to end: the embedded Store with S3 as its L2 (SPEC §3: L2 is the source of truth).
+#include <filesystem>
+
+#include "object/s3/s3_http.h"
+#include "object/s3/s3_test_server.h"
+#include "store/store_test_util.h"
+
+namespace wombatkv {
+namespace {
+
+using s3test::ScratchS3Store;
+using s3test::Server;
+using testing::MakeChain;
+using testing::TestChain;
+
+const Fingerprint kFp = testing::Fp(7);
+
+class S3StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(Server().configured) << s3test::kNoServer;
+    l2_ = std::make_unique<ScratchS3Store>("store");
+    ASSERT_TRUE(l2_->ok());
+  }
+  StoreOptions Options() {
+    StoreOptions o;
+    o.data_dir = dir_.path() + "/data";
+    o.object_store = l2_.get();
+    o.cache_bytes_max = 64 << 20;
+    o.upload_threads = 4;
+    o.log = [this](LogLevel, const std::string& m) { log_.push_back(m); };
+    return o;
+  }
+  std::unique_ptr<Store> Open() {
+    auto s = Store::Open(Options());
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<ScratchS3Store> l2_;
+  std::vector<std::string> log_;
+};
+
+TEST_F(S3StoreTest, EverythingPublishedComesBackFromS3AloneAfterTheDataDirectoryIsWiped) {
+  const TestChain a = MakeChain(24, 64 << 10, 1), b = MakeChain(5, 3000, 2);
+  const std::string sidecar = "sidecar bytes for the tip of a";
+  {
+    auto s = Open();
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->PutBlocks("default", kFp, a.Puts()).ok());
+    auto v = s->PublishChain("default", kFp, a.tip(), a.tip());
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    ASSERT_TRUE(s->PutBlocks("other", kFp, b.Puts()).ok());
+    ASSERT_TRUE(s->PublishChain("other", kFp, b.tip(), b.tip()).ok());
+    ASSERT_TRUE(s->PutSidecar("default", kFp, a.tip(), AsBytes(sidecar)).ok());
+    EXPECT_EQ(s->DescribeL2().substr(0, 5), "s3://");
+  }
+  std::filesystem::remove_all(dir_.path() + "/data");
+
+  auto s = Open();
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(*s->LookupPrefix("default", kFp, a.keys), 24u);
+  EXPECT_EQ(*s->LookupPrefix("other", kFp, b.keys), 5u);
+  auto got = s->GetBlocks("default", kFp, a.keys);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  for (size_t i = 0; i < a.keys.size(); ++i) {
+    EXPECT_TRUE(std::ranges::equal(got->payload(i), a.payloads[i])) << "block " << i;
+  }
+  auto got_b = s->GetBlocks("other", kFp, b.keys);
+  ASSERT_TRUE(got_b.ok());
+  EXPECT_TRUE(std::ranges::equal(got_b->payload(4), b.payloads[4]));
+  auto side = s->GetSidecar("default", kFp, a.tip());
+  ASSERT_TRUE(side.ok()) << side.status().ToString();
+  EXPECT_EQ(AsChars(side->view()), sidecar);
+  EXPECT_EQ(s->ListChains("").size(), 2u);
+}
+
+TEST_F(S3StoreTest, AChainIsNotPublishedWhenItsBlocksCannotReachS3) {
+  // Every blob upload meets 503 SlowDown until the retries run out.
+  l2_->s3()->SetFaultHookForTesting([](const s3::HttpRequest& r, uint32_t) {
+    s3::HttpFault f;
+    if (r.method == "PUT" && r.key.find("/blob/") != std::string::npos) {
+      f.kind = s3::HttpFault::Kind::kStatus;
+    }
+    return f;
+  });
+  const TestChain a = MakeChain(4, 4096, 3);
+  {
+    auto s = Open();
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->PutBlocks("default", kFp, a.Puts()).ok());
+    auto v = s->PublishChain("default", kFp, a.tip(), a.tip());
+    EXPECT_FALSE(v.ok());
+    EXPECT_EQ(v.status().code(), Code::kUnavailable) << v.status().ToString();
+  }
+  l2_->s3()->SetFaultHookForTesting(nullptr);
+  // No head in S3: a fresh store finds nothing to serve.
+  auto heads = l2_->List("", "", "", 1000);
+  ASSERT_TRUE(heads.ok());
+  for (const auto& o : heads->objects) {
+    EXPECT_EQ(o.key.find("/chain/"), std::string::npos) << o.key;
+  }
+  std::filesystem::remove_all(dir_.path() + "/data");
+  auto s = Open();
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(*s->LookupPrefix("default", kFp, a.keys), 0u);
+}
+
+}  // namespace
+}  // namespace wombatkv
