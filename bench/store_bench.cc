@@ -98,7 +98,7 @@ struct Options {
   uint64_t disk_mib = 256;     // size of the sequential-write baseline file
   size_t batch = 16;           // blocks per PutBlocks call
   size_t chain = 16;           // blocks per published chain
-  size_t upload_threads = 4;   // StoreOptions::upload_threads
+  size_t upload_threads = StoreOptions{}.upload_threads;  // StoreOptions::upload_threads
   uint64_t blocks = 1'000'000; // blocks indexed for lookup/reopen (chains of 64)
   double min_seconds = 0.3;    // per CPU-bound repetition
 };
@@ -119,7 +119,7 @@ memcpy, BLAKE3 and the disk's fsync'd write bandwidth measured in the same run.
   --disk-mib=N       MiB of the sequential write+fsync baseline file (default 256)
   --batch=N          blocks per PutBlocks call (default 16)
   --chain=N          blocks per published chain in put+publish (default 16)
-  --upload-threads=N the store's background upload threads (default 4)
+  --upload-threads=N the store's background upload threads (default: the store's, 16)
   --blocks=N         blocks indexed for lookup/reopen, in chains of 64 (default 1000000)
   --min-seconds=X    minimum duration of a CPU-bound repetition (default 0.3)
 )";

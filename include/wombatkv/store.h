@@ -45,7 +45,7 @@ struct StoreOptions {
   // Bytes of payload the RAM cache keeps (pinned payloads may exceed it until released).
   uint64_t cache_bytes_max = 1ull << 30;
   // Background upload workers when no executor is injected.
-  size_t upload_threads = 4;
+  size_t upload_threads = 16;
 
   // Injected planes and environment (not owned; must outlive the Store). Null = the default:
   // FsObjectStore under data_dir/l2, RocksDB under data_dir/l1, the real clock, the POSIX file

@@ -73,6 +73,11 @@ struct FixedBytesHash {
 // Content hash of a payload: BLAKE3 truncated to 20 bytes.
 ContentHash HashPayload(std::span<const uint8_t> payload);
 
+// Copies `src` to `dst` (src.size() bytes) and returns the content hash of the copy. Works in
+// cache-sized steps, hashing each step right after copying it, so the bytes are read from memory
+// once; the hash is of the bytes that were written, whatever happens to `src` meanwhile.
+ContentHash CopyAndHashPayload(std::span<const uint8_t> src, uint8_t* dst);
+
 // Namespace names: [A-Za-z0-9._-]{1,64}, and not "." or "..". Returns InvalidArgument naming the
 // offending name otherwise.
 Status ValidateNamespace(std::string_view ns);

@@ -1,5 +1,8 @@
 #include "wombatkv/types.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "base/blake3_hash.h"
 #include "base/hex.h"
 
@@ -31,6 +34,19 @@ template struct FixedBytes<12, FingerprintTag>;
 ContentHash HashPayload(std::span<const uint8_t> payload) {
   Blake3Hasher h;
   h.Update(payload);
+  ContentHash out;
+  h.Finalize(out.bytes);
+  return out;
+}
+
+ContentHash CopyAndHashPayload(std::span<const uint8_t> src, uint8_t* dst) {
+  constexpr size_t kStepBytes = 64 << 10;  // fits L2 with room to spare
+  Blake3Hasher h;
+  for (size_t off = 0; off < src.size(); off += kStepBytes) {
+    const size_t n = std::min(kStepBytes, src.size() - off);
+    std::memcpy(dst + off, src.data() + off, n);
+    h.Update({dst + off, n});
+  }
   ContentHash out;
   h.Finalize(out.bytes);
   return out;

@@ -49,23 +49,26 @@ void PayloadCache::Unpin(const CacheKey& key) {
 }
 
 void PayloadCache::EvictLocked(const CacheKey* fresh) {
-  // Walk from the least recently used end, skipping pinned (C1) and borrowed (C2) entries. The
-  // walk is bounded by the number of entries.
-  auto it = lru_.end();
-  while (stats_.bytes > capacity_ && it != lru_.begin()) {
-    --it;
+  // Take victims from the least recently used end, skipping pinned (C1) and borrowed (C2)
+  // entries. A skipped entry moves to the recent end — it is in use — so later calls do not walk
+  // past it again; each entry is looked at most once per call, so the loop is bounded.
+  for (size_t looked = 0, n = lru_.size(); stats_.bytes > capacity_ && looked < n; ++looked) {
+    auto it = std::prev(lru_.end());
     auto m = map_.find(*it);
     WMBT_DCHECK(m != map_.end());
     Entry& e = m->second;
     // Only the cache holds the buffer (plus the slice Insert is about to return, for `fresh`),
     // so nobody borrows it (C2).
     const long owners = (fresh && *fresh == *it) ? 2 : 1;
-    if (e.pins > 0 || e.payload.owner.use_count() > owners) continue;
+    if (e.pins > 0 || e.payload.owner.use_count() > owners) {
+      lru_.splice(lru_.begin(), lru_, it);
+      continue;
+    }
     stats_.bytes -= e.payload.size;
     --stats_.entries;
     ++stats_.evictions;
     map_.erase(m);
-    it = lru_.erase(it);  // the next --it reaches the entry before the erased one
+    lru_.erase(it);
   }
 }
 

@@ -212,7 +212,8 @@ const std::vector<Setting>& Table() {
       {{"WMBT_KV_CACHE_BYTES", "1/8 of physical RAM, at most 8 GiB",
         "Payload bytes the RAM cache keeps; accepts K/M/G/T suffixes (binary)."},
        SetCacheBytes, false},
-      {{"WMBT_KV_UPLOAD_THREADS", "4", "Background L2 upload workers (1 to 64)."},
+      {{"WMBT_KV_UPLOAD_THREADS", "16",
+        "Background L2 upload workers (1 to 64): enough that the fsyncs of a chain overlap."},
        SetUploadThreads, false},
       {{"WMBT_KV_REMOTE_PREFIX", "(unset)",
         "Use the daemon over shared memory with this prefix (wombatkvd --prefix NAME). Highest "

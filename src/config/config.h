@@ -55,7 +55,7 @@ struct Config {
   // Bytes of payload the RAM cache keeps (WMBT_KV_CACHE_BYTES).
   uint64_t cache_bytes = 0;
   // Background L2 upload workers (WMBT_KV_UPLOAD_THREADS), 1..kUploadThreadsMax.
-  uint32_t upload_threads = 4;
+  uint32_t upload_threads = 16;
   // Transport selection for clients (empty = unset): a daemon over shared memory, TCP, HTTP.
   std::string remote_prefix;
   std::string tcp_addr;

@@ -51,7 +51,7 @@ TEST(Config, DefaultsApplyWhenNothingIsSet) {
   EXPECT_TRUE(c->fingerprint.IsZero());
   EXPECT_EQ(c->l2_prefix, "kv");
   EXPECT_EQ(c->cache_bytes, DefaultCacheBytes(PhysicalMemoryBytes()));
-  EXPECT_EQ(c->upload_threads, 4u);
+  EXPECT_EQ(c->upload_threads, 16u);
   EXPECT_EQ(c->remote_prefix, "");
   EXPECT_EQ(c->tcp_addr, "");
   EXPECT_EQ(c->http_addr, "");
@@ -82,7 +82,7 @@ TEST(Config, EveryVariableIsRead) {
   env.Set("WMBT_KV_FINGERPRINT", "00112233445566778899AABB");
   env.Set("WMBT_KV_S3_PREFIX", "org/kv");
   env.Set("WMBT_KV_CACHE_BYTES", "512M");
-  env.Set("WMBT_KV_UPLOAD_THREADS", "16");
+  env.Set("WMBT_KV_UPLOAD_THREADS", "7");
   env.Set("WMBT_KV_REMOTE_PREFIX", "wkv0");
   env.Set("WMBT_KV_TCP_ADDR", "[::1]:7070");
   env.Set("WMBT_KV_HTTP_ADDR", "http://localhost:8080");
@@ -99,7 +99,7 @@ TEST(Config, EveryVariableIsRead) {
   EXPECT_EQ(c->fingerprint.ToHex(), "00112233445566778899aabb");
   EXPECT_EQ(c->l2_prefix, "org/kv");
   EXPECT_EQ(c->cache_bytes, 512ull << 20);
-  EXPECT_EQ(c->upload_threads, 16u);
+  EXPECT_EQ(c->upload_threads, 7u);
   EXPECT_EQ(c->remote_prefix, "wkv0");
   EXPECT_EQ(c->tcp_addr, "[::1]:7070");
   EXPECT_EQ(c->http_addr, "http://localhost:8080");
@@ -118,7 +118,7 @@ TEST(Config, EmptyVariableMeansDefault) {
   auto c = Config::FromEnv();
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->ns, "default");
-  EXPECT_EQ(c->upload_threads, 4u);
+  EXPECT_EQ(c->upload_threads, 16u);
 }
 
 TEST(Config, AwsVariablesAreFallbacksOnly) {

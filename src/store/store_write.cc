@@ -45,8 +45,8 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocks(std::string_view ns, const
   for (const BlockPut& b : blocks) {
     // Copy first, then hash the copy: the bytes we name are exactly the bytes we keep, even if
     // the caller changes its buffer concurrently.
-    auto buf = Buffer::CopyOf(b.payload);
-    const ContentHash hash = HashPayload(buf->view());
+    auto buf = Buffer::Allocate(b.payload.size());
+    const ContentHash hash = CopyAndHashPayload(b.payload, buf->data());
     hashes.push_back(hash);
     const CacheKey ck{ns_id, hash};
     BufferSlice slice{buf, buf->data(), buf->size()};
@@ -87,7 +87,10 @@ void StoreImpl::StartUpload(const CacheKey& ck, std::string ns, BufferSlice payl
   }
   executor_->Submit([this, ck, up] {
     Status s = UploadBlob(up->ns, ck.hash, up->payload.view());
-    if (s.ok()) cache_.Unpin(ck);  // durable: evictable from RAM now
+    if (s.ok()) {
+      up->payload = BufferSlice{};  // kept only to retry a failed upload
+      cache_.Unpin(ck);             // durable: evictable from RAM now
+    }
     up->done.Set(std::move(s));
   });
 }

@@ -1,0 +1,29 @@
+#include "wombatkv/buffer.h"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <new>
+
+namespace wombatkv {
+namespace {
+constexpr size_t kHugePageBytes = 2u << 20;
+}
+
+std::shared_ptr<Buffer> Buffer::Allocate(size_t size) {
+  void* p;
+  if (size >= kHugePageBytes) {
+    const size_t rounded = (size + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+    p = std::aligned_alloc(kHugePageBytes, rounded);
+    // Advice only: without transparent huge pages the buffer simply uses small pages.
+    if (p != nullptr) (void)madvise(p, rounded, MADV_HUGEPAGE);
+  } else {
+    p = std::malloc(size ? size : 1);
+  }
+  if (p == nullptr) throw std::bad_alloc();  // as operator new: out of memory is fatal here
+  return std::shared_ptr<Buffer>(new Buffer(static_cast<uint8_t*>(p), size));
+}
+
+Buffer::~Buffer() { std::free(data_); }
+
+}  // namespace wombatkv
