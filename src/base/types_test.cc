@@ -10,6 +10,7 @@
 
 #include "base/blake3_hash.h"
 #include "base/hex.h"
+#include "wombatkv/buffer.h"
 
 namespace wombatkv {
 namespace {
@@ -225,6 +226,31 @@ TEST(HashPayload, IsTheFirst20BytesOfBlake3) {
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 7);
   auto full = Blake3(big);
   EXPECT_EQ(HashPayload(big).ToHex(), HexEncode(full).substr(0, 40));
+}
+
+}  // namespace
+}  // namespace wombatkv
+
+namespace wombatkv {
+namespace {
+
+TEST(CopyAndHashPayload, CopiesExactlyAndHashesLikeHashPayload) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{65535}, size_t{65536}, size_t{65537},
+                   size_t{300000}, size_t{(2u << 20) + 3}}) {
+    std::vector<uint8_t> src(n);
+    for (size_t i = 0; i < n; ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
+    auto dst = Buffer::Allocate(n);
+    ContentHash h = CopyAndHashPayload(src, dst->data());
+    EXPECT_EQ(h, HashPayload(src)) << n;
+    EXPECT_TRUE(std::equal(src.begin(), src.end(), dst->data())) << n;
+  }
+}
+
+TEST(Buffer, LargeBuffersAreHugePageAligned) {
+  auto b = Buffer::Allocate(3u << 20);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b->data()) % (2u << 20), 0u);
+  b->data()[(3u << 20) - 1] = 1;  // the whole size is writable
+  EXPECT_EQ(b->size(), 3u << 20);
 }
 
 }  // namespace
