@@ -64,7 +64,14 @@ struct StoreOptions {
 struct BlockPut {
   BlockKey key;
   BlockKey parent;
-  ByteView payload;  // up to limits::kBlockBytesMax; copied before PutBlocks returns
+  // Up to limits::kBlockBytesMax. Copied before PutBlocks returns — unless `owned` is set.
+  ByteView payload;
+  // Zero-copy put: bytes the caller hands over (e.g. filled in a Buffer::Allocate'd buffer).
+  // When set, `payload` is ignored, the store keeps a reference instead of a copy, and the caller
+  // must never write these bytes again.
+  BufferSlice owned;
+
+  ByteView bytes() const { return owned.owner ? owned.view() : payload; }
 };
 
 // Payloads lent by GetBlocks: valid (and pinned in the cache) until the Borrow is destroyed.

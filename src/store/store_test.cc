@@ -103,6 +103,20 @@ TEST_F(StoreApi, StaleCompareAndSwapIsAConflictBeforeAnythingElse) {
   EXPECT_EQ(cur.length, 2u);
 }
 
+TEST_F(StoreApi, OwnedPayloadsAreKeptWithoutACopy) {
+  auto buf = Buffer::Allocate(5000);
+  for (size_t i = 0; i < buf->size(); ++i) buf->data()[i] = static_cast<uint8_t>(i);
+  BlockPut put{Key(1), BlockKey{}, {}, BufferSlice{buf, buf->data(), buf->size()}};
+  auto hashes = s_.PutBlocks("default", kFp, {&put, 1});
+  ASSERT_TRUE(hashes.ok());
+  EXPECT_EQ((*hashes)[0], HashPayload(buf->view()));
+  ASSERT_TRUE(s_.PublishChain("default", kFp, Key(1), Key(1)).ok());
+  auto got = s_.GetBlocks("default", kFp, std::vector<BlockKey>{Key(1)});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->payload(0).data(), buf->data());
+  EXPECT_EQ(got->payload(0).size(), 5000u);
+}
+
 TEST_F(StoreApi, GetIsAllOrNothing) {
   auto c = MakeChain(3, 100);
   ASSERT_TRUE(s_.PutBlocks("default", kFp, c.Puts()).ok());

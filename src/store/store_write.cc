@@ -27,9 +27,9 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocks(std::string_view ns, const
   }
   for (size_t i = 0; i < blocks.size(); ++i) {
     const BlockPut& b = blocks[i];
-    if (b.payload.size() > limits::kBlockBytesMax) {
+    if (b.bytes().size() > limits::kBlockBytesMax) {
       return Status::InvalidArgument("block " + std::to_string(i) + " is " +
-                                     std::to_string(b.payload.size()) + " bytes (max " +
+                                     std::to_string(b.bytes().size()) + " bytes (max " +
                                      std::to_string(limits::kBlockBytesMax) + ")");
     }
     if (b.key.IsZero()) return Status::InvalidArgument("block " + std::to_string(i) + ": zero key");
@@ -43,29 +43,35 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocks(std::string_view ns, const
   hashes.reserve(blocks.size());
   MetaWriteBatch batch;
   for (const BlockPut& b : blocks) {
-    // Copy first, then hash the copy: the bytes we name are exactly the bytes we keep, even if
-    // the caller changes its buffer concurrently.
-    auto buf = Buffer::Allocate(b.payload.size());
-    const ContentHash hash = CopyAndHashPayload(b.payload, buf->data());
+    // Hash the bytes we keep: a copy (hashed while copying, so a caller changing its buffer
+    // concurrently cannot make the name and the bytes differ), or the caller's handed-over buffer.
+    BufferSlice slice = b.owned;
+    ContentHash hash;
+    if (slice.owner) {
+      hash = HashPayload(slice.view());
+    } else {
+      auto buf = Buffer::Allocate(b.payload.size());
+      hash = CopyAndHashPayload(b.payload, buf->data());
+      slice = BufferSlice{buf, buf->data(), buf->size()};
+    }
+    const uint64_t length = slice.size;
     hashes.push_back(hash);
     const CacheKey ck{ns_id, hash};
-    BufferSlice slice{buf, buf->data(), buf->size()};
     // Pinned until its upload is durable (C1): the upload reads these bytes.
     BufferSlice cached = cache_.Insert(ck, std::move(slice), /*pin=*/true);
     StartUpload(ck, std::string(ns), std::move(cached));
     batch.Put(meta_records::PendingKey(ns, fp, b.key),
-              meta_records::EncodePending({b.parent, hash, static_cast<uint32_t>(b.payload.size()),
-                                           now_us}));
+              meta_records::EncodePending({b.parent, hash, static_cast<uint32_t>(length), now_us}));
     counters_.puts++;
-    counters_.put_bytes += b.payload.size();
+    counters_.put_bytes += length;
   }
   // Written through before returning (not fsynced: unpublished blocks need no durability).
   WMBT_RETURN_IF_ERROR(l1_->Write(batch, /*sync=*/false));
   {
     std::lock_guard<std::mutex> g(pending_mu_);
     for (size_t i = 0; i < blocks.size(); ++i) {
-      pending_[PendingKey{ns_id, fp, blocks[i].key}] =
-          PendingBlock{blocks[i].parent, hashes[i], static_cast<uint32_t>(blocks[i].payload.size())};
+      pending_[PendingKey{ns_id, fp, blocks[i].key}] = PendingBlock{
+          blocks[i].parent, hashes[i], static_cast<uint32_t>(blocks[i].bytes().size())};
     }
   }
   return hashes;
