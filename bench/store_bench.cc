@@ -572,65 +572,6 @@ std::pair<size_t, uint64_t> RemoveTreeParallel(const std::string& dir) {
   return {files.size(), bytes};
 }
 
-// A thread pool whose workers run at a low priority (nice 19): for measuring PutBlocks with its
-// background uploads unable to take the CPU from the caller's thread. Same contract as
-// NewThreadPoolExecutor.
-class LowPriorityPool final : public Executor {
- public:
-  explicit LowPriorityPool(size_t threads) {
-    for (size_t i = 0; i < std::max<size_t>(threads, 1); ++i) {
-      workers_.emplace_back([this] {
-        ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
-        Loop();
-      });
-    }
-  }
-  ~LowPriorityPool() override {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : workers_) t.join();
-  }
-  void Submit(std::function<void()> task) override {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      queue_.push_back(std::move(task));
-      ++pending_;
-    }
-    cv_.notify_one();
-  }
-  Status Await(const Completion& c) override {
-    c.WaitBlocking();
-    return Status::Ok();
-  }
-  void Drain() override {
-    std::unique_lock<std::mutex> l(mu_);
-    idle_cv_.wait(l, [&] { return pending_ == 0; });
-  }
-
- private:
-  void Loop() {
-    std::unique_lock<std::mutex> l(mu_);
-    for (;;) {
-      cv_.wait(l, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      auto task = std::move(queue_.front());
-      queue_.pop_front();
-      l.unlock();
-      task();
-      l.lock();
-      if (--pending_ == 0) idle_cv_.notify_all();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_, idle_cv_;
-  std::deque<std::function<void()>> queue_;
-  size_t pending_ = 0;
-  bool stopping_ = false;
-  std::vector<std::thread> workers_;
-};
 
 // A FileSystem that never fsyncs: only for building the 1M-block store, whose build time is not
 // a measurement (the result is synced with syncfs before it is reopened and measured).
@@ -1086,9 +1027,9 @@ class Bench {
       }
       {
         // The same, with the uploads on nice-19 threads (an injected executor).
-        LowPriorityPool pool_low(o_.upload_threads);
+        auto pool_low = NewThreadPoolExecutor(o_.upload_threads, "bench-upload-nice", 19);
         StoreOptions so = DefaultStore(FreshDir("put"));
-        so.executor = &pool_low;
+        so.executor = pool_low.get();
         SyncFs(o_.dir);
         auto store = Check(Store::Open(so), "open store");
         double cpu = 0;

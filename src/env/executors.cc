@@ -1,4 +1,7 @@
 // Executors: a thread pool for production and an inline one for tests and the simulator.
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <deque>
 #include <thread>
 
@@ -9,9 +12,15 @@ namespace {
 
 class ThreadPoolExecutor final : public Executor {
  public:
-  explicit ThreadPoolExecutor(size_t threads) {
+  ThreadPoolExecutor(size_t threads, int nice) {
     if (threads == 0) threads = 1;
-    for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { Loop(); });
+    for (size_t i = 0; i < threads; ++i) {
+      workers_.emplace_back([this, nice] {
+        // Best effort: a failure leaves the worker at normal priority.
+        if (nice > 0) (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
+        Loop();
+      });
+    }
   }
   ~ThreadPoolExecutor() override {
     {
@@ -101,8 +110,8 @@ class InlineExecutor final : public Executor {
 
 }  // namespace
 
-std::unique_ptr<Executor> NewThreadPoolExecutor(size_t threads, std::string /*name*/) {
-  return std::make_unique<ThreadPoolExecutor>(threads);
+std::unique_ptr<Executor> NewThreadPoolExecutor(size_t threads, std::string /*name*/, int nice) {
+  return std::make_unique<ThreadPoolExecutor>(threads, nice);
 }
 
 std::unique_ptr<Executor> NewInlineExecutor() { return std::make_unique<InlineExecutor>(); }

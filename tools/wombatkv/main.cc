@@ -161,13 +161,5 @@ int Main(int argc, char** argv) {
 }  // namespace wombatkv::cli
 
 int main(int argc, char** argv) {
-  try {
-    return wombatkv::cli::Main(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "wombatkv: internal error: %s; this is a bug: please report it\n",
-                 e.what());
-  } catch (...) {
-    std::fprintf(stderr, "wombatkv: internal error: unknown exception; this is a bug\n");
-  }
-  return wombatkv::cli::kExitInternal;
+  return wombatkv::cli::RunMain("wombatkv", wombatkv::cli::Main, argc, argv);
 }

@@ -1,6 +1,7 @@
 #include "tools/wombatkv/output.h"
 
 #include <cstdio>
+#include <exception>
 
 #include "tools/wombatkv/exit_codes.h"
 
@@ -123,6 +124,18 @@ int Output::Error(std::string_view what, const Status& status, std::string_view 
 
 int Output::Usage(std::string_view what, std::string_view why, std::string_view hint) {
   return Error(what, Status::InvalidArgument(std::string(why)), hint);
+}
+
+int RunMain(const char* program, int (*main)(int, char**), int argc, char** argv) {
+  try {
+    return main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: internal error: %s; this is a bug: please report it\n", program,
+                 e.what());
+  } catch (...) {
+    std::fprintf(stderr, "%s: internal error: unknown exception; this is a bug\n", program);
+  }
+  return kExitInternal;
 }
 
 }  // namespace wombatkv::cli

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,5 +68,9 @@ std::string Base64(ByteView in);
 
 // "1.5 MiB", "512 B".
 std::string HumanBytes(uint64_t bytes);
+
+// Runs a tool's main, turning an escaped exception (a bug: the library reports errors as Status)
+// into one line on stderr naming `program`, and exit code kExitInternal.
+int RunMain(const char* program, int (*main)(int, char**), int argc, char** argv);
 
 }  // namespace wombatkv::cli

@@ -227,13 +227,5 @@ int Main(int argc, char** argv) {
 }  // namespace wombatkv::workload
 
 int main(int argc, char** argv) {
-  try {
-    return wombatkv::workload::Main(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "wombatkv-workload: internal error: %s; this is a bug: please report it\n",
-                 e.what());
-  } catch (...) {
-    std::fprintf(stderr, "wombatkv-workload: internal error: unknown exception; this is a bug\n");
-  }
-  return wombatkv::cli::kExitInternal;
+  return wombatkv::cli::RunMain("wombatkv-workload", wombatkv::workload::Main, argc, argv);
 }
