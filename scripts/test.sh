@@ -11,3 +11,4 @@ trap '"$root/scripts/s3-server.sh" stop >/dev/null 2>&1 || true' EXIT
 eval "$("$root/scripts/s3-server.sh" start radosgw || "$root/scripts/s3-server.sh" start moto)"
 cd "$build"
 ctest --output-on-failure -j"$(nproc 2>/dev/null || echo 2)" --timeout 600 "$@"
+"$root/scripts/fuzz.sh" 10

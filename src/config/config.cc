@@ -98,13 +98,13 @@ Status SetL2Prefix(Config& c, std::string_view v) {
   for (size_t start = 0; ok && start <= v.size();) {
     size_t slash = v.find('/', start);
     size_t end = slash == std::string_view::npos ? v.size() : slash;
-    ok = IsSafeName(v.substr(start, end - start), 256);
+    ok = IsSafeName(v.substr(start, end - start), 255);
     start = end + 1;
   }
   if (!ok)
     return Bad("WMBT_KV_S3_PREFIX", v,
                "'/'-separated segments of [A-Za-z0-9._-] (no empty, '.' or '..' segment), "
-               "at most 256 characters, e.g. kv or team/kv");
+               "each at most 255 characters, at most 256 in all, e.g. kv or team/kv");
   c.l2_prefix = std::string(v);
   return Status::Ok();
 }

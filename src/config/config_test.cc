@@ -137,6 +137,15 @@ TEST(Config, AwsVariablesAreFallbacksOnly) {
   EXPECT_EQ(c->s3_bucket, "");  // AWS variables alone never select S3
 }
 
+TEST(Config, PrefixSegmentsAreLimitedLikeTheStoreLimitsThem) {
+  // A file name holds 255 bytes and Store::Open checks the same (found by fuzz_config).
+  Config c;
+  EXPECT_TRUE(c.Set("WMBT_KV_S3_PREFIX", std::string(255, 'a')).ok());
+  Status s = c.Set("WMBT_KV_S3_PREFIX", std::string(256, 'a'));
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("255"), std::string::npos);
+}
+
 TEST(Config, ParseErrorNamesVariableValueAndExpectedForm) {
   struct Case {
     const char* name;
