@@ -81,7 +81,11 @@ class StoreImpl final : public Store {
   struct Upload {
     Completion done;
     std::string ns;
-    BufferSlice payload;
+    BufferSlice payload;  // kept (and pinned in the cache) until the blob is durable
+    // After a failed background upload, publishers retry it themselves: one at a time, and the
+    // pin is released exactly once.
+    std::mutex retry_mu;
+    bool retried_ok = false;  // GUARDED_BY(retry_mu)
   };
   struct CacheKeyHash {
     size_t operator()(const CacheKey& k) const {

@@ -245,15 +245,17 @@ Result<std::optional<std::pair<std::string, layout::ChainHead>>> StoreImpl::Read
 
 Status StoreImpl::ApplyHead(const layout::ChainHead& head, const std::string& etag,
                             const std::string& encoded) {
+  // L0 first: it must reflect L2 even if the L1 write fails (L1 is repaired at the next open).
+  ChainInfo info{head.chain_id, head.version, etag, head.tip(),
+                 static_cast<uint32_t>(head.entries.size())};
+  {
+    std::unique_lock<std::shared_mutex> g(index_mu_);
+    index_.PutChain(head.ns, head.fp, info, head.entries);
+  }
   MetaWriteBatch b;
   b.Put(meta_records::HeadKey(head.ns, head.fp, head.chain_id),
         meta_records::EncodeHeadValue(etag, encoded));
-  WMBT_RETURN_IF_ERROR(l1_->Write(b, /*sync=*/false));
-  ChainInfo info{head.chain_id, head.version, etag, head.tip(),
-                 static_cast<uint32_t>(head.entries.size())};
-  std::unique_lock<std::shared_mutex> g(index_mu_);
-  index_.PutChain(head.ns, head.fp, info, head.entries);
-  return Status::Ok();
+  return l1_->Write(b, /*sync=*/false);
 }
 
 Status StoreImpl::RemoveHeadLocally(std::string_view ns, const Fingerprint& fp,

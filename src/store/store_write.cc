@@ -1,6 +1,7 @@
 // The write path: PutBlocks (hash, cache, L1 pending record, background upload), PublishChain
 // (wait for durability, write the head, L1, L0) and sidecar puts.
 #include <algorithm>
+#include <unordered_set>
 
 #include "base/check.h"
 #include "base/limits.h"
@@ -110,20 +111,22 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash, Byt
       clock_->SleepMicros(limits::kRetryBackoffMicros
                           << std::min(attempt, limits::kRetryBackoffDoublingsMax));
     }
-    // Content addressed: an existing blob with this name already holds these bytes.
+    // Content addressed: an existing blob with this name holds these bytes — unless its size is
+    // wrong (a damaged object), which is replaced: any writer of this name writes these bytes.
+    const uint64_t object_size = layout::kEnvelopeHeaderBytes + payload.size();
     auto head = l2_->Head(key);
-    if (head.ok() && head->size == layout::kEnvelopeHeaderBytes + payload.size()) {
-      return Status::Ok();
-    }
+    if (head.ok() && head->size == object_size) return Status::Ok();
+    const bool damaged = head.ok();
     counters_.l2_puts++;
     auto put = l2_->Put(key, {ByteView(header.bytes, sizeof header.bytes), payload},
-                        PutOptions{PutMode::kIfAbsent, {}});
-    if (put.ok() || put.status().IsConflict()) {
-      if (put.ok()) counters_.l2_put_bytes += layout::kEnvelopeHeaderBytes + payload.size();
+                        PutOptions{damaged ? PutMode::kOverwrite : PutMode::kIfAbsent, {}});
+    if (put.ok()) {
+      counters_.l2_put_bytes += object_size;
       return Status::Ok();
     }
-    counters_.l2_errors++;
     last = put.status();
+    if (last.IsConflict()) continue;  // created meanwhile: its size is checked on the next pass
+    counters_.l2_errors++;
     if (last.code() != Code::kUnavailable) break;
   }
   return last.WithContext("uploading blob " + key);
@@ -141,13 +144,16 @@ Status StoreImpl::EnsureDurable(std::string_view ns, const CacheKey& ck) {
     Status s = up->done.status();
     if (s.ok()) return s;
     // The background upload failed; the payload is still pinned in RAM: try once more here.
-    s = UploadBlob(std::string(ns), ck.hash, up->payload.view());
-    if (s.ok()) cache_.Unpin(ck);
+    std::lock_guard<std::mutex> retry(up->retry_mu);
+    if (up->retried_ok) return Status::Ok();  // another publisher's retry made it durable
+    WMBT_RETURN_IF_ERROR(UploadBlob(std::string(ns), ck.hash, up->payload.view()));
+    up->retried_ok = true;
+    up->payload = BufferSlice{};
+    cache_.Unpin(ck);
     std::lock_guard<std::mutex> g(upload_mu_);
-    if (s.ok()) {
-      uploads_.erase(ck);
-    }
-    return s;
+    auto it = uploads_.find(ck);
+    if (it != uploads_.end() && it->second == up) uploads_.erase(it);  // not a newer upload
+    return Status::Ok();
   }
   // Put by another publish that already consumed the upload, or learned from L2: check L2.
   auto head = l2_->Head(layout::BlobKey(options_.l2_prefix, ns, ck.hash));
@@ -165,16 +171,21 @@ Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uin
   // Walk from the tip through blocks put in this process; the first key that is not pending must
   // already be indexed (a published prefix), or be the root's zero parent.
   std::vector<ChainEntry> reversed;
+  std::unordered_set<BlockKey, FixedBytesHash> seen;  // parent links put by callers may loop
   BlockKey cur = tip;
   {
     std::lock_guard<std::mutex> g(pending_mu_);
     while (!cur.IsZero()) {
       auto it = pending_.find(PendingKey{ns_id, fp, cur});
       if (it == pending_.end()) break;
+      if (!seen.insert(cur).second) {
+        return Status::FailedPrecondition("the parent links from tip " + ShortHex(tip) +
+                                          " form a cycle at block " + cur.ToHex() +
+                                          ": put these blocks again with their real parents");
+      }
       if (reversed.size() >= limits::kChainBlocksMax) {
         return Status::InvalidArgument("chain from tip " + ShortHex(tip) + " is longer than " +
-                                       std::to_string(limits::kChainBlocksMax) +
-                                       " blocks (or its parent links form a cycle)");
+                                       std::to_string(limits::kChainBlocksMax) + " blocks");
       }
       reversed.push_back(ChainEntry{cur, it->second.hash, it->second.length});
       cur = it->second.parent;
@@ -289,11 +300,19 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
     counters_.l2_puts++;
     auto put = l2_->Put(key, {AsBytes(encoded)}, opts);
     if (put.ok()) {
+      // Committed: the head is in L2. What follows only updates caches of it, so a failure there
+      // is logged (open and refresh repair L1 from L2), never reported as a failed publish.
       counters_.l2_put_bytes += encoded.size();
-      WMBT_RETURN_IF_ERROR(ApplyHead(head, *put, encoded));
+      if (Status s = ApplyHead(head, *put, encoded); !s.ok()) {
+        Log(LogLevel::kWarn, "published " + key + " but could not record it in L1: " +
+                                 s.ToString());
+      }
       counters_.publishes++;
       stripe.unlock();  // the rest touches other chains' stripes
-      WMBT_RETURN_IF_ERROR(ForgetPublished(ns, ns_id, fp, head.entries));
+      if (Status s = ForgetPublished(ns, ns_id, fp, head.entries); !s.ok()) {
+        Log(LogLevel::kWarn, "published " + key + " but could not clear its pending records: " +
+                                 s.ToString());
+      }
       if (chain_id == tip) CompactRedundantHeads(ns, fp, head.entries);
       return head.version;
     }

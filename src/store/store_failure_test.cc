@@ -1,0 +1,162 @@
+// The store under L2 failures and hostile inputs: failed uploads retried by publishers, damaged
+// blobs replaced, parent cycles refused.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "layout/object_keys.h"
+#include "store/store_test_util.h"
+
+namespace wombatkv::testing {
+namespace {
+
+const Fingerprint kFp = Fp(5);
+
+// Forwards to an in-memory store; fails every Put with Unavailable while `fail_puts` is set.
+// With a gate on a key, Head of that key waits (briefly) until `gate_callers` callers are inside
+// at once: it lets a test line up racing retries without knowing the store's internals.
+class FlakyObjectStore final : public ObjectStore {
+ public:
+  std::atomic<bool> fail_puts{false};
+  void Gate(std::string key, int callers) {
+    std::lock_guard<std::mutex> g(gate_mu_);
+    gate_key_ = std::move(key);
+    gate_callers_ = callers;
+  }
+  std::string Describe() const override { return "flaky+" + inner_->Describe(); }
+  Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
+                          const PutOptions& options) override {
+    if (fail_puts) return Status::Unavailable("injected: L2 is down");
+    return inner_->Put(key, parts, options);
+  }
+  Result<ObjectData> Get(std::string_view key, uint64_t offset, uint64_t length) override {
+    return inner_->Get(key, offset, length);
+  }
+  Result<ObjectInfo> Head(std::string_view key) override {
+    {
+      std::unique_lock<std::mutex> l(gate_mu_);
+      if (key == gate_key_) {
+        ++gate_arrived_;
+        gate_cv_.notify_all();
+        // Bounded: if the store serialises these calls, each one just waits out the bound.
+        gate_cv_.wait_for(l, std::chrono::milliseconds(200),
+                          [&] { return gate_arrived_ >= gate_callers_; });
+      }
+    }
+    return inner_->Head(key);
+  }
+  Status Delete(std::string_view key) override { return inner_->Delete(key); }
+  Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
+                        std::string_view token, size_t max_keys) override {
+    return inner_->List(prefix, delimiter, token, max_keys);
+  }
+  ObjectStore* inner() { return inner_.get(); }
+
+ private:
+  std::unique_ptr<ObjectStore> inner_ = NewMemObjectStore();
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  std::string gate_key_;
+  int gate_callers_ = 0;
+  int gate_arrived_ = 0;
+};
+
+// Sleeps take no time: retries with backoff run instantly.
+class NoSleepClock final : public Clock {
+ public:
+  uint64_t NowMicros() override { return now_ += 1; }
+  uint64_t WallMicros() override { return 1'700'000'000'000'000ull + now_; }
+  void SleepMicros(uint64_t micros) override { now_ += micros; }
+  bool WaitFor(std::condition_variable&, std::unique_lock<std::mutex>&, uint64_t micros) override {
+    now_ += micros;
+    return false;
+  }
+
+ private:
+  std::atomic<uint64_t> now_{0};
+};
+
+struct FlakyStore {
+  FlakyObjectStore l2;
+  std::unique_ptr<MetaStore> l1 = NewMemMetaStore();
+  NoSleepClock clock;
+  std::unique_ptr<Store> store;
+  FlakyStore() {
+    StoreOptions o;
+    o.object_store = &l2;
+    o.meta_store = l1.get();
+    o.clock = &clock;
+    o.upload_threads = 4;
+    o.log = [](LogLevel, const std::string&) {};
+    auto s = Store::Open(o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    store = std::move(s).value();
+  }
+};
+
+TEST(StoreFailures, PublishersRetryAFailedUploadOnceAndReleaseItsPinOnce) {
+  FlakyStore f;
+  auto shared = MakeChain(1, 4096, 1);  // a block every chain below starts with
+  f.l2.fail_puts = true;
+  ASSERT_TRUE(f.store->PutBlocks("default", kFp, shared.Puts()).ok());
+  std::vector<BlockKey> tips;
+  for (int i = 0; i < 6; ++i) {
+    tips.push_back(Key(100 + i));
+    auto p = Payload(100 + i, 512);
+    BlockPut put{tips.back(), shared.tip(), p};
+    ASSERT_TRUE(f.store->PutBlocks("default", kFp, {&put, 1}).ok());
+  }
+  // While L2 is down the publish fails as retryable and leaves nothing half-published.
+  EXPECT_EQ(f.store->PublishChain("default", kFp, tips[0], tips[0]).status().code(),
+            Code::kUnavailable);
+  EXPECT_EQ(f.store->ListChains("default").size(), 0u);
+  f.l2.fail_puts = false;
+  // Now six publishers meet the same failed upload of the shared block at once, and all of them
+  // would retry it together if the store let them.
+  f.l2.Gate(layout::BlobKey("kv", "default", HashPayload(shared.payloads[0])), 6);
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      if (f.store->PublishChain("default", kFp, tips[i], tips[i]).ok()) ok++;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 6);
+  EXPECT_EQ(f.store->Stats().cache_pinned_bytes, 0u);
+  for (const auto& tip : tips) {
+    auto got = f.store->GetBlocks("default", kFp, std::vector<BlockKey>{shared.tip(), tip});
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_TRUE(std::ranges::equal(got->payload(0), shared.payloads[0]));
+  }
+}
+
+TEST(StoreFailures, ABlobOfTheWrongSizeInL2IsReplacedWhenTheBytesArePutAgain) {
+  FlakyStore f;
+  auto c = MakeChain(1, 10000, 2);
+  const std::string key = layout::BlobKey("kv", "default", HashPayload(c.payloads[0]));
+  const std::vector<uint8_t> junk(100, 0xee);
+  ASSERT_TRUE(f.l2.inner()->Put(key, {ByteView(junk)}, {}).ok());  // a damaged leftover
+  ASSERT_TRUE(f.store->PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_TRUE(f.store->PublishChain("default", kFp, c.tip(), c.tip()).ok());
+  auto stored = f.l2.inner()->Head(key);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->size, 48u + 10000u);
+}
+
+TEST(StoreFailures, ParentLinksThatFormACycleAreRefused) {
+  FlakyStore f;
+  auto a = Payload(1, 64), b = Payload(2, 64);
+  BlockPut pa{Key(1), Key(2), a};  // A's parent is B ...
+  BlockPut pb{Key(2), Key(1), b};  // ... and B's parent is A
+  ASSERT_TRUE(f.store->PutBlocks("default", kFp, {&pa, 1}).ok());
+  ASSERT_TRUE(f.store->PutBlocks("default", kFp, {&pb, 1}).ok());
+  auto r = f.store->PublishChain("default", kFp, Key(1), Key(1));
+  EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("cycle"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace wombatkv::testing
