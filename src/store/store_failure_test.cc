@@ -146,6 +146,25 @@ TEST(StoreFailures, ABlobOfTheWrongSizeInL2IsReplacedWhenTheBytesArePutAgain) {
   EXPECT_EQ(stored->size, 48u + 10000u);
 }
 
+TEST(StoreFailures, ADamagedHeadIsReplacedByTheNextLastWriterWinsPublish) {
+  FlakyStore f;
+  auto c = MakeChain(2, 256, 3);
+  ASSERT_TRUE(f.store->PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_TRUE(f.store->PublishChain("default", kFp, Key(900), c.keys[0]).ok());
+  const std::string key = layout::ChainKey("kv", "default", kFp, Key(900));
+  const std::vector<uint8_t> junk(80, 0x11);
+  ASSERT_TRUE(f.l2.inner()->Put(key, {ByteView(junk)}, {}).ok());
+  // A compare-and-swap cannot trust a head it cannot read ...
+  EXPECT_EQ(f.store->PublishChain("default", kFp, Key(900), c.tip(), 1).status().code(),
+            Code::kCorruption);
+  // ... but the next last-writer-wins publish replaces it instead of failing forever.
+  auto v = f.store->PublishChain("default", kFp, Key(900), c.tip());
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(*f.store->LookupPrefix("default", kFp, c.keys), 2u);
+  EXPECT_TRUE(f.store->Refresh().ok());
+  EXPECT_EQ(*f.store->LookupPrefix("default", kFp, c.keys), 2u);
+}
+
 TEST(StoreFailures, ParentLinksThatFormACycleAreRefused) {
   FlakyStore f;
   auto a = Payload(1, 64), b = Payload(2, 64);

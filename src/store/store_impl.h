@@ -135,7 +135,8 @@ class StoreImpl final : public Store {
   Status RefreshNamespace(const std::string& ns, RefreshReport* report);
 
   // --- shared ---
-  uint32_t NamespaceId(std::string_view ns);
+  uint32_t NamespaceId(std::string_view ns);  // creates the id on first use
+  std::optional<uint32_t> FindNamespaceId(std::string_view ns);
   std::mutex& StripeFor(const ChainId& chain_id) {
     return publish_stripes_[chain_id.Prefix64() % publish_stripes_.size()];
   }

@@ -53,6 +53,13 @@ uint32_t StoreImpl::NamespaceId(std::string_view ns) {
   return id;
 }
 
+std::optional<uint32_t> StoreImpl::FindNamespaceId(std::string_view ns) {
+  std::lock_guard<std::mutex> g(ns_mu_);
+  auto it = ns_ids_.find(std::string(ns));
+  if (it == ns_ids_.end()) return std::nullopt;
+  return it->second;
+}
+
 Result<ObjectData> StoreImpl::L2Read(const std::string& key, uint64_t bytes_max) {
   counters_.l2_gets++;
   auto r = l2_->Get(key, 0, bytes_max + 1);
@@ -245,6 +252,10 @@ Result<std::optional<std::pair<std::string, layout::ChainHead>>> StoreImpl::Read
 
 Status StoreImpl::ApplyHead(const layout::ChainHead& head, const std::string& etag,
                             const std::string& encoded) {
+  if (etag.size() > UINT16_MAX) {  // L1 records store its length in 16 bits
+    return Status::Corruption("L2 returned an ETag of " + std::to_string(etag.size()) +
+                              " bytes for chain " + head.chain_id.ToHex());
+  }
   // L0 first: it must reflect L2 even if the L1 write fails (L1 is repaired at the next open).
   ChainInfo info{head.chain_id, head.version, etag, head.tip(),
                  static_cast<uint32_t>(head.entries.size())};

@@ -74,8 +74,12 @@ Result<Borrow> StoreImpl::GetBlocks(std::string_view ns, const Fingerprint& fp,
 
 Result<BufferSlice> StoreImpl::GetByContentHash(std::string_view ns, const ContentHash& hash) {
   WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
-  const CacheKey ck{NamespaceId(ns), hash};
-  if (auto hit = cache_.Lookup(ck)) return std::move(*hit);
+  // A namespace this process has never seen has nothing cached; its id is made only once L2
+  // proves the namespace exists, so probing names cannot grow the id table.
+  std::optional<uint32_t> ns_id = FindNamespaceId(ns);
+  if (ns_id) {
+    if (auto hit = cache_.Lookup(CacheKey{*ns_id, hash})) return std::move(*hit);
+  }
   const std::string key = layout::BlobKey(options_.l2_prefix, ns, hash);
   WMBT_ASSIGN_OR_RETURN(ObjectData object,
                         L2Read(key, layout::kEnvelopeHeaderBytes + limits::kBlockBytesMax));
@@ -85,7 +89,8 @@ Result<BufferSlice> StoreImpl::GetByContentHash(std::string_view ns, const Conte
     counters_.corruptions++;
     return payload.status();
   }
-  return cache_.Insert(ck, std::move(payload).value(), /*pin=*/false);
+  return cache_.Insert(CacheKey{ns_id ? *ns_id : NamespaceId(ns), hash},
+                       std::move(payload).value(), /*pin=*/false);
 }
 
 Result<BufferSlice> StoreImpl::GetSidecar(std::string_view ns, const Fingerprint& fp,

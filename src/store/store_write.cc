@@ -322,7 +322,17 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
     }
     // Someone else changed the head since we looked: learn the current one, then retry (LWW) or
     // report the conflict (CAS) on the next pass.
-    WMBT_ASSIGN_OR_RETURN(base, SyncHeadFromL2(ns, fp, chain_id));
+    auto synced = SyncHeadFromL2(ns, fp, chain_id);
+    if (!synced.ok() && synced.status().code() == Code::kCorruption && !expected_version) {
+      // A damaged head must not block its chain forever: last writer wins over it (its version
+      // is unknown, so numbering restarts). A CAS caller gets the Corruption instead.
+      Log(LogLevel::kWarn, synced.status().message() + "; replacing it");
+      WMBT_ASSIGN_OR_RETURN(ObjectInfo damaged, l2_->Head(key));
+      base = ChainInfo{chain_id, 0, damaged.etag, BlockKey{}, 0};
+      confirmed = true;
+      continue;
+    }
+    WMBT_ASSIGN_OR_RETURN(base, std::move(synced));
     confirmed = true;
   }
   return Status::Unavailable("publishing chain head " + key + ": lost " +
