@@ -124,8 +124,10 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash, Byt
       counters_.l2_put_bytes += object_size;
       return Status::Ok();
     }
+    // Conflict: another writer (or our own earlier attempt whose answer was lost) created the
+    // blob since the HEAD; whoever writes this name writes these bytes.
+    if (put.status().IsConflict()) return Status::Ok();
     last = put.status();
-    if (last.IsConflict()) continue;  // created meanwhile: its size is checked on the next pass
     counters_.l2_errors++;
     if (last.code() != Code::kUnavailable) break;
   }
