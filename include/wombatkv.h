@@ -77,6 +77,7 @@ extern "C" {
 
 typedef struct wmbt_kv_handle wmbt_kv_handle_t; /* opaque: one open store */
 typedef struct wmbt_kv_borrow wmbt_kv_borrow_t; /* opaque: lent bytes, see Ownership */
+typedef struct wmbt_kv_payload wmbt_kv_payload_t; /* opaque: a buffer handed to the store */
 
 /* ---- Version, hashing, errors (1.0) ---------------------------------------------------------- */
 
@@ -221,6 +222,23 @@ WMBT_KV_API int32_t wmbt_kv_put_blocks_ex(wmbt_kv_handle_t* handle, const char* 
                                           const uint8_t* const* payloads, const size_t* lens,
                                           size_t count, char* out_hashes, char* err_buf,
                                           size_t err_len);
+
+/* Zero-copy puts. wmbt_kv_payload_alloc returns a buffer of len bytes (up to 256 MiB) for the
+ * engine to fill in place (*out_data); wmbt_kv_put_blocks_owned then stores the filled buffers
+ * without copying them. Returns NULL (and sets last_error) on a bad length or out of memory.
+ * wmbt_kv_payload_free releases a payload that is never put (NULL is a no-op). */
+WMBT_KV_API wmbt_kv_payload_t* wmbt_kv_payload_alloc(size_t len, uint8_t** out_data);
+WMBT_KV_API void wmbt_kv_payload_free(wmbt_kv_payload_t* payload);
+
+/* As wmbt_kv_put_blocks_ex, with the payloads given as filled wmbt_kv_payload_t buffers. The call
+ * takes ownership of every payloads[i] whatever its result: do not touch or free them after it.
+ * Identical behaviour otherwise: 0 (also for count 0) or -1. */
+WMBT_KV_API int32_t wmbt_kv_put_blocks_owned(wmbt_kv_handle_t* handle, const char* namespace_,
+                                             const char* fingerprint_hex,
+                                             const char* const* keys_hex,
+                                             const char* const* parent_keys_hex,
+                                             wmbt_kv_payload_t* const* payloads, size_t count,
+                                             char* out_hashes, char* err_buf, size_t err_len);
 
 /* Publishes chain chain_id_hex (64 hex; NULL = the tip key) with tip tip_hex: the chain is the
  * blocks from the tip back to a root through parent links. Waits until every block is durable,

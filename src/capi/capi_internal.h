@@ -37,6 +37,11 @@ struct wmbt_kv_handle {
 
 // Lent bytes. Holds the store (declared first, so destroyed last) so that the bytes and any pins
 // stay valid even if the handle is freed before the borrow is released.
+// A buffer the engine fills and then hands to the store (zero-copy put).
+struct wmbt_kv_payload {
+  std::shared_ptr<wombatkv::Buffer> buffer;
+};
+
 struct wmbt_kv_borrow {
   std::shared_ptr<wombatkv::Store> store;
   wombatkv::Borrow blocks;      // get_kv_blocks

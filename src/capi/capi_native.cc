@@ -32,18 +32,22 @@ Status FingerprintDigest(const char* model_id, const char* tokenizer_id, const c
   return Status::Ok();
 }
 
+// Payloads come either as (pointer, length) pairs that the store copies, or as `owned` buffers it
+// keeps (zero copy).
 Status PutBlocksEx(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex,
                    const char* const* keys_hex, const char* const* parents_hex,
-                   const uint8_t* const* payloads, const size_t* lens, size_t count,
-                   char* out_hashes) {
+                   const uint8_t* const* payloads, const size_t* lens,
+                   wmbt_kv_payload* const* owned, size_t count, char* out_hashes) {
   WMBT_RETURN_IF_ERROR(CheckHandle(handle));
   WMBT_ASSIGN_OR_RETURN(std::string_view ns, ParseNamespace(handle, ns_arg));
   WMBT_ASSIGN_OR_RETURN(Fingerprint fp, ParseFingerprint(handle, fp_hex));
   if (count == 0) return Status::Ok();
   WMBT_RETURN_IF_ERROR(CheckCount(count, limits::kBatchBlocksMax, "count"));
   WMBT_RETURN_IF_ERROR(CheckNotNull(keys_hex, "keys_hex"));
-  WMBT_RETURN_IF_ERROR(CheckNotNull(payloads, "payloads"));
-  WMBT_RETURN_IF_ERROR(CheckNotNull(lens, "lens"));
+  if (owned == nullptr) {
+    WMBT_RETURN_IF_ERROR(CheckNotNull(payloads, "payloads"));
+    WMBT_RETURN_IF_ERROR(CheckNotNull(lens, "lens"));
+  }
   WMBT_ASSIGN_OR_RETURN(std::vector<BlockKey> keys, ParseKeys(keys_hex, count, "keys_hex"));
   std::vector<BlockPut> blocks(count);
   for (size_t i = 0; i < count; ++i) {
@@ -54,6 +58,14 @@ Status PutBlocksEx(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_he
       WMBT_ASSIGN_OR_RETURN(blocks[i].parent,
                             ParseKey(parents_hex[i], "parent_keys_hex[" + std::to_string(i) + "]"));
     }  // else: a root (zero parent)
+    if (owned != nullptr) {
+      if (owned[i] == nullptr) {
+        return Status::InvalidArgument("payloads[" + std::to_string(i) + "] is NULL");
+      }
+      const auto& buf = owned[i]->buffer;
+      blocks[i].owned = BufferSlice{buf, buf->data(), buf->size()};
+      continue;
+    }
     WMBT_ASSIGN_OR_RETURN(blocks[i].payload,
                           ParsePayload(payloads[i], lens[i], limits::kBlockBytesMax,
                                        "payloads[" + std::to_string(i) + "]"));
@@ -204,7 +216,55 @@ int32_t wmbt_kv_put_blocks_ex(wmbt_kv_handle_t* handle, const char* namespace_,
                               size_t err_len) {
   return Guarded("wmbt_kv_put_blocks_ex", int32_t{-1}, err_buf, err_len, [&] {
     return Finish(wombatkv::capi::PutBlocksEx(handle, namespace_, fingerprint_hex, keys_hex,
-                                              parent_keys_hex, payloads, lens, count, out_hashes),
+                                              parent_keys_hex, payloads, lens, nullptr, count,
+                                              out_hashes),
+                  CallKind::kPlain);
+  });
+}
+
+wmbt_kv_payload_t* wmbt_kv_payload_alloc(size_t len, uint8_t** out_data) {
+  using wombatkv::capi::Fail;
+  return Guarded("wmbt_kv_payload_alloc", static_cast<wmbt_kv_payload_t*>(nullptr), nullptr, 0,
+                 [&]() -> wmbt_kv_payload_t* {
+                   if (out_data == nullptr) {
+                     return Fail(wombatkv::Status::InvalidArgument("out_data is NULL"));
+                   }
+                   if (len > wombatkv::limits::kBlockBytesMax) {
+                     return Fail(wombatkv::Status::InvalidArgument(
+                         "len " + std::to_string(len) + " is over the block limit of " +
+                         std::to_string(wombatkv::limits::kBlockBytesMax) + " bytes"));
+                   }
+                   auto p = std::make_unique<wmbt_kv_payload>();
+                   p->buffer = wombatkv::Buffer::Allocate(len);
+                   *out_data = p->buffer->data();
+                   return p.release();
+                 });
+}
+
+void wmbt_kv_payload_free(wmbt_kv_payload_t* payload) { delete payload; }
+
+int32_t wmbt_kv_put_blocks_owned(wmbt_kv_handle_t* handle, const char* namespace_,
+                                 const char* fingerprint_hex, const char* const* keys_hex,
+                                 const char* const* parent_keys_hex,
+                                 wmbt_kv_payload_t* const* payloads, size_t count,
+                                 char* out_hashes, char* err_buf, size_t err_len) {
+  // Ownership passes whatever happens: the payloads are released when this returns (the store
+  // keeps its own references to what it stored).
+  struct Release {
+    wmbt_kv_payload_t* const* p;
+    size_t n;
+    ~Release() {
+      if (p == nullptr) return;
+      for (size_t i = 0; i < n && i <= wombatkv::limits::kBatchBlocksMax; ++i) delete p[i];
+    }
+  } release{payloads, count};
+  return Guarded("wmbt_kv_put_blocks_owned", int32_t{-1}, err_buf, err_len, [&] {
+    if (payloads == nullptr && count > 0) {
+      return Finish(wombatkv::Status::InvalidArgument("payloads is NULL"), CallKind::kPlain);
+    }
+    return Finish(wombatkv::capi::PutBlocksEx(handle, namespace_, fingerprint_hex, keys_hex,
+                                              parent_keys_hex, nullptr, nullptr, payloads, count,
+                                              out_hashes),
                   CallKind::kPlain);
   });
 }
