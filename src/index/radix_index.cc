@@ -40,9 +40,9 @@ inline bool SameKey(const BlockKey& a, const BlockKey& b) {
 // hash(scope, key). Keys are normally hashes already, but engines may pass structured keys, so all
 // 32 bytes are mixed (four independent multiplies, then a finaliser). The scope takes part so the
 // same prompt under many tenants does not pile up in one probe run.
-inline uint32_t KeyHash(uint32_t scope, const BlockKey& key) {
+inline uint32_t KeyHash(uint64_t seed, uint32_t scope, const BlockKey& key) {
   const uint8_t* p = key.data();
-  uint64_t h = (Load64(p) * 0x9E3779B97F4A7C15ull) ^
+  uint64_t h = ((Load64(p) ^ seed) * 0x9E3779B97F4A7C15ull) ^
                std::rotl(Load64(p + 8) * 0xC2B2AE3D27D4EB4Full, 17) ^
                std::rotl(Load64(p + 16) * 0x165667B19E3779F9ull, 31) ^
                std::rotl(Load64(p + 24) * 0xD6E8FEB86659FD93ull, 47);
@@ -152,7 +152,8 @@ struct RadixIndex::Impl {
   size_t chains = 0;
   uint32_t clock = 0;  // logical time, one tick per PutChain
 
-  Impl() { ResetTable(kSlotsMin); }
+  explicit Impl(uint64_t hash_seed) : seed(hash_seed) { ResetTable(kSlotsMin); }
+  const uint64_t seed;  // mixed into every key hash (crafted keys cannot aim at one probe run)
 
   Node& N(uint32_t i) { return chunks[i >> kChunkShift][i & (kChunkNodes - 1)]; }
   const Node& N(uint32_t i) const { return chunks[i >> kChunkShift][i & (kChunkNodes - 1)]; }
@@ -310,7 +311,7 @@ struct RadixIndex::Impl {
         // I2: the chains through a child also pass through x, so a node losing its last chain is
         // a tip, and nodes are released tip first.
         WMBT_CHECK(x.children == 0);  // I5
-        EraseSlot(KeyHash(scope, x.key), n);
+        EraseSlot(KeyHash(seed, scope, x.key), n);
         if (!IsRoot(parent)) {
           WMBT_CHECK(N(parent).children > 0);  // I5
           --N(parent).children;
@@ -336,7 +337,7 @@ struct RadixIndex::Impl {
     // Take the new path first so nodes shared with the replaced chain never drop to zero refs.
     uint32_t parent = RootOf(scope);
     for (const ChainEntry& e : entries) {
-      const uint32_t hash = KeyHash(scope, e.key);
+      const uint32_t hash = KeyHash(seed, scope, e.key);
       uint32_t n = Find(hash, parent, e.key);
       if (n == kNone) {
         n = NewNode();
@@ -409,14 +410,14 @@ struct RadixIndex::Impl {
     const size_t n = keys.size();
     uint32_t ring[kAhead];
     for (size_t j = 0; j < std::min(n, kAhead); ++j) {
-      ring[j] = KeyHash(scope, keys[j]);
+      ring[j] = KeyHash(seed, scope, keys[j]);
       Prefetch(&slots[ring[j] & mask]);
     }
     uint32_t parent = RootOf(scope);
     for (size_t i = 0; i < n; ++i) {
       const uint32_t hash = ring[i & (kAhead - 1)];
       if (i + kAhead < n) {
-        const uint32_t ahead = KeyHash(scope, keys[i + kAhead]);
+        const uint32_t ahead = KeyHash(seed, scope, keys[i + kAhead]);
         ring[i & (kAhead - 1)] = ahead;
         Prefetch(&slots[ahead & mask]);
       }
@@ -463,7 +464,7 @@ struct RadixIndex::Impl {
                                     const BlockKey& key) const {
     const uint32_t scope = FindScope(ns, fp);
     if (scope == kNone) return {};
-    const uint32_t hash = KeyHash(scope, key);
+    const uint32_t hash = KeyHash(seed, scope, key);
     uint32_t best = kNone;
     uint32_t best_depth = 0;
     for (uint32_t i = hash & mask; slots[i].node != kNone; i = (i + 1) & mask) {
@@ -600,7 +601,7 @@ Status RadixIndex::Impl::Check() const {
       return fail("I6: a slot names a free node or a node twice");
     seen[s.node] = 1;
     const Node& x = N(s.node);
-    if (KeyHash(scope_of[s.node], x.key) != s.hash) return fail("I6: a slot's hash is wrong");
+    if (KeyHash(seed, scope_of[s.node], x.key) != s.hash) return fail("I6: a slot's hash is wrong");
     for (uint32_t j = s.hash & mask; j != i; j = (j + 1) & mask) {
       if (slots[j].node == kNone) return fail("I6: an empty slot separates a node from its home");
     }
@@ -613,7 +614,7 @@ Status RadixIndex::Impl::Check() const {
 
 // ------------------------------------------------------------------ RadixIndex
 
-RadixIndex::RadixIndex() : impl_(new Impl) {}
+RadixIndex::RadixIndex(uint64_t hash_seed) : impl_(new Impl(hash_seed)) {}
 RadixIndex::~RadixIndex() { delete impl_; }
 
 void RadixIndex::PutChain(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,

@@ -64,7 +64,9 @@ struct ChainInfo {
 
 class RadixIndex {
  public:
-  RadixIndex();
+  // `hash_seed` is mixed into the table's hash: give each process a random one so that keys chosen
+  // by one tenant cannot be crafted to collide in the table every tenant shares.
+  explicit RadixIndex(uint64_t hash_seed = 0);
   ~RadixIndex();
   RadixIndex(const RadixIndex&) = delete;
   RadixIndex& operator=(const RadixIndex&) = delete;

@@ -29,7 +29,8 @@ StoreImpl::StoreImpl(const StoreOptions& options)
                           ? nullptr
                           : NewThreadPoolExecutor(options.upload_threads, "wombatkv-upload")),
       executor_(options.executor ? options.executor : owned_executor_.get()),
-      cache_(options.cache_bytes_max) {}
+      cache_(options.cache_bytes_max),
+      index_(random_->Next64()) {}
 
 StoreImpl::~StoreImpl() {
   // Background uploads reference this object: let them finish before the planes go away.
