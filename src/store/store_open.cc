@@ -304,6 +304,7 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
   for (size_t pages = 0;; ++pages) {
     WMBT_CHECK(pages < (1u << 24));
     WMBT_ASSIGN_OR_RETURN(ListPage page, l2_->List(prefix, "", token, 1000));
+    std::vector<layout::ChainName> changed;
     for (const ObjectInfo& obj : page.objects) {
       auto name = layout::ParseChainKey(prefix, obj.key);
       if (!name) {
@@ -317,24 +318,49 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
         std::shared_lock<std::shared_mutex> g(index_mu_);
         known = index_.GetChain(ns, name->fp, name->chain_id);
       }
-      if (known && known->etag == obj.etag) continue;
-      // Changed or new: re-read under the chain's stripe so a concurrent publish in this process
-      // is never overwritten by the older listing.
-      std::lock_guard<std::mutex> stripe(StripeFor(name->chain_id));
-      auto current = ReadHead(ns, name->fp, name->chain_id);
+      if (!known || known->etag != obj.etag) changed.push_back(*name);
+    }
+    // Read the changed heads in parallel (a bootstrap reads every head: one round trip each would
+    // make opening on S3 take minutes), then install them one by one under their stripes.
+    using HeadRead = Result<std::optional<std::pair<std::string, layout::ChainHead>>>;
+    std::vector<HeadRead> reads(changed.size(), Status::Internal("not read"));
+    std::vector<Completion> read_done(changed.size());
+    for (size_t i = 0; i < changed.size(); ++i) {
+      executor_->Submit([this, &ns, &changed, &reads, &read_done, i] {
+        reads[i] = ReadHead(ns, changed[i].fp, changed[i].chain_id);
+        read_done[i].Set(Status::Ok());
+      });
+    }
+    Status waited;
+    for (const Completion& c : read_done) {  // every task is awaited: they reference this frame
+      Status s = executor_->Await(c);
+      if (waited.ok() && !s.ok()) waited = s;
+    }
+    WMBT_RETURN_IF_ERROR(waited);
+    for (size_t i = 0; i < changed.size(); ++i) {
+      const auto& [fp, chain_id] = changed[i];
+      std::lock_guard<std::mutex> stripe(StripeFor(chain_id));
+      std::optional<ChainInfo> now;
+      {
+        std::shared_lock<std::shared_mutex> g(index_mu_);
+        now = index_.GetChain(ns, fp, chain_id);
+      }
+      HeadRead& current = reads[i];
+      // A publish in this process since the read may have installed a newer head: then the read
+      // may be stale, so read again under the stripe (rare) instead of trusting it.
+      if (now && current.ok() && current->has_value() && now->etag != (*current)->first &&
+          now->version >= (*current)->second.version) {
+        current = ReadHead(ns, fp, chain_id);
+      }
       if (!current.ok()) {
         if (current.status().code() != Code::kCorruption) return current.status();
-        Log(LogLevel::kError, current.status().message() + " — the chain is ignored until it is published again");
-        WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, name->fp, name->chain_id));
+        Log(LogLevel::kError, current.status().message() +
+                                  " — the chain is ignored until it is published again");
+        WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, fp, chain_id));
         continue;
       }
       if (!current->has_value()) continue;  // deleted since the listing
       const auto& [etag, head] = **current;
-      std::optional<ChainInfo> now;
-      {
-        std::shared_lock<std::shared_mutex> g(index_mu_);
-        now = index_.GetChain(ns, name->fp, name->chain_id);
-      }
       if (now && now->etag == etag) continue;
       WMBT_RETURN_IF_ERROR(ApplyHead(head, etag, layout::EncodeChainHead(head)));
       ++(now ? report->chains_updated : report->chains_added);
