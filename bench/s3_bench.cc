@@ -55,11 +55,20 @@
 #include "wombatkv/store.h"
 #include "wombatkv/types.h"
 
+#include "bench_util.h"
+
 namespace wombatkv {
 namespace {
 
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kMiB = 1024 * 1024;
+using bench::Check;
+using bench::Die;
+using bench::Fmt;
+using bench::kKiB;
+using bench::kMiB;
+using bench::Median;
+using bench::SizeName;
+using bench::WallSeconds;
+
 constexpr const char* kNs = "bench";
 constexpr const char* kL2Prefix = "kv";
 
@@ -74,28 +83,6 @@ struct Options {
   std::set<std::string> only;
 };
 
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "s3_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-template <typename T>
-T Check(Result<T> r, const char* what) {
-  if (!r.ok()) Die(std::string(what) + ": " + r.status().ToString());
-  return std::move(r).value();
-}
-void Check(const Status& s, const char* what) {
-  if (!s.ok()) Die(std::string(what) + ": " + s.ToString());
-}
-
-double Now() { return static_cast<double>(RealClock()->NowMicros()) / 1e6; }
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 double Pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -127,10 +114,6 @@ Fingerprint Fp(uint8_t v) {
   return f;
 }
 
-std::string SizeName(size_t n) {
-  return n % kMiB == 0 ? std::to_string(n / kMiB) + " MiB" : std::to_string(n / kKiB) + " KiB";
-}
-
 // ---------------------------------------------------------------------------------------------
 // The table
 
@@ -138,12 +121,6 @@ struct Row {
   std::string metric, value, baseline, ratio, target, met;
 };
 std::vector<Row> g_rows;
-
-std::string Fmt(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
 
 // ---------------------------------------------------------------------------------------------
 // curl
@@ -185,7 +162,7 @@ class Curl {
       configs.push_back(path);
     }
     Outcome out;
-    double t0 = Now();
+    double t0 = WallSeconds();
     std::vector<FILE*> pipes;
     for (const auto& c : configs) {
       std::string cmd = "curl -K '" + c + "'";
@@ -208,7 +185,7 @@ class Curl {
       int rc = pclose(p);
       if (rc != 0) out.failures++;
     }
-    out.wall = Now() - t0;
+    out.wall = WallSeconds() - t0;
     if (out.latencies.size() != expected) out.failures += expected - std::min(expected, out.latencies.size());
     if (out.failures) {
       Die("curl: " + std::to_string(out.failures) + " failed transfers (try one by hand with " +
@@ -233,20 +210,20 @@ struct Outcome {
 Outcome RunOurs(size_t ops, size_t conc, const std::function<void(size_t)>& op) {
   std::atomic<size_t> next{0};
   std::vector<double> lat(ops);
-  double t0 = Now();
+  double t0 = WallSeconds();
   std::vector<std::thread> threads;
   for (size_t t = 0; t < conc; ++t) {
     threads.emplace_back([&] {
       for (size_t i; (i = next.fetch_add(1)) < ops;) {
-        double a = Now();
+        double a = WallSeconds();
         op(i);
-        lat[i] = Now() - a;
+        lat[i] = WallSeconds() - a;
       }
     });
   }
   for (auto& t : threads) t.join();
   Outcome o;
-  o.wall = Now() - t0;
+  o.wall = WallSeconds() - t0;
   o.latencies = std::move(lat);
   return o;
 }
@@ -356,7 +333,7 @@ void BenchBootstrap(const Server& s, const Options& opt, const std::string& root
     std::atomic<size_t> next{0}, built{0};
     std::atomic<bool> cut{false};
     std::vector<uint8_t> payload = Payload(7, 1024);
-    double t0 = Now();
+    double t0 = WallSeconds();
     std::vector<std::thread> threads;
     for (int t = 0; t < 32; ++t) {
       threads.emplace_back([&] {
@@ -373,7 +350,7 @@ void BenchBootstrap(const Server& s, const Options& opt, const std::string& root
           Check(store->PublishChain(kNs, fp, Key(i, 2), k), "PublishChain");
           size_t done = ++built;
           if (done == 1000 && n > 2000) {
-            double projected = (Now() - t0) * static_cast<double>(n) / 1000.0;
+            double projected = (WallSeconds() - t0) * static_cast<double>(n) / 1000.0;
             if (projected > opt.build_seconds_max) {
               std::printf("building %zu chains would take ~%.0f s (> %.0f s): using 2,000\n", n,
                           projected, opt.build_seconds_max);
@@ -385,7 +362,7 @@ void BenchBootstrap(const Server& s, const Options& opt, const std::string& root
     }
     for (auto& t : threads) t.join();
     n = built.load();
-    std::printf("built %zu chains (1 KiB block + head each) in %.1f s\n", n, Now() - t0);
+    std::printf("built %zu chains (1 KiB block + head each) in %.1f s\n", n, WallSeconds() - t0);
   }
   std::vector<double> open_s, list_s, seq_s, par_s, ratio, curl_head_ms, ours_head_ms;
   const std::string chains_prefix = layout::ChainsPrefix(kL2Prefix, kNs);
@@ -393,7 +370,7 @@ void BenchBootstrap(const Server& s, const Options& opt, const std::string& root
   for (int r = 0; r < reps; ++r) {
     // Baseline first: the bare client lists and reads every head, 32 in flight.
     auto bare = OpenS3(s, prefix);
-    double t0 = Now();
+    double t0 = WallSeconds();
     std::vector<std::string> keys;
     std::string token;
     for (;;) {
@@ -402,7 +379,7 @@ void BenchBootstrap(const Server& s, const Options& opt, const std::string& root
       if (page.next_token.empty()) break;
       token = page.next_token;
     }
-    double listed = Now() - t0;
+    double listed = WallSeconds() - t0;
     std::atomic<size_t> next{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < 32; ++t) {
@@ -411,14 +388,14 @@ void BenchBootstrap(const Server& s, const Options& opt, const std::string& root
       });
     }
     for (auto& t : threads) t.join();
-    double par = Now() - t0;
+    double par = WallSeconds() - t0;
     if (keys.size() != n) Die("listed " + std::to_string(keys.size()) + " heads, built " +
                               std::to_string(n));
     // Sequential reads as Store::Open does them, on a sample (all of them would take minutes).
     const size_t sample = std::min<size_t>(keys.size(), 200);
-    double t1 = Now();
+    double t1 = WallSeconds();
     for (size_t i = 0; i < sample; ++i) Check(bare->Get(keys[i], 0, kToEnd), "Get");
-    double per_head = (Now() - t1) / static_cast<double>(sample);
+    double per_head = (WallSeconds() - t1) / static_cast<double>(sample);
     double seq = listed + per_head * static_cast<double>(keys.size());
     bare.reset();
     // The same sequential reads by one curl process over one connection.
@@ -433,9 +410,9 @@ void BenchBootstrap(const Server& s, const Options& opt, const std::string& root
 
     std::string dir = tmp + "/boot-open-" + std::to_string(r);
     auto l2 = OpenS3(s, prefix);
-    double t2 = Now();
+    double t2 = WallSeconds();
     auto store = OpenStore(l2.get(), dir);
-    double open = Now() - t2;
+    double open = WallSeconds() - t2;
     size_t seen = store->ListChains(kNs).size();
     if (seen != n) Die("bootstrap saw " + std::to_string(seen) + " chains of " + std::to_string(n));
     store.reset();
@@ -505,12 +482,12 @@ void BenchRestore(const Server& s, const Options& opt, const std::string& root,
     Curl::Outcome cp = curl.Run(par);
     std::string dir = tmp + "/restore-open-" + std::to_string(r);
     auto l2 = OpenS3(s, prefix);
-    double t0 = Now();
+    double t0 = WallSeconds();
     auto store = OpenStore(l2.get(), dir);
-    double open = Now() - t0;
-    double t1 = Now();
+    double open = WallSeconds() - t0;
+    double t1 = WallSeconds();
     auto borrow = Check(store->GetBlocks(kNs, fp, keys), "GetBlocks");
-    double got = Now() - t1;
+    double got = WallSeconds() - t1;
     if (borrow.size() != kBlocks || borrow.total_bytes() != kBlocks * kBlock) {
       Die("GetBlocks returned the wrong bytes");
     }
@@ -557,6 +534,7 @@ void Cleanup(const Server& s, const std::string& root) {
 }
 
 int Main(int argc, char** argv) {
+  bench::SetProgramName("s3_bench");
   Options opt;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
@@ -574,14 +552,7 @@ int Main(int argc, char** argv) {
     } else if (a.rfind("--chains=", 0) == 0) {
       opt.chains = std::max(1, std::atoi(argv[i] + 9));
     } else if (a.rfind("--only=", 0) == 0) {
-      std::string v(a.substr(7));
-      size_t p = 0;
-      while (p <= v.size()) {
-        size_t c = v.find(',', p);
-        if (c == std::string::npos) c = v.size();
-        if (c > p) opt.only.insert(v.substr(p, c - p));
-        p = c + 1;
-      }
+      for (auto& name : bench::Split(a.substr(7))) opt.only.insert(name);
     } else {
       std::fprintf(stderr, "s3_bench: unknown argument %s (see --help)\n", argv[i]);
       return 2;
@@ -615,7 +586,7 @@ int Main(int argc, char** argv) {
   std::printf("s3_bench: server %s at %s, bucket %s, objects under %s\n",
               s.name.empty() ? "?" : s.name.c_str(), s.endpoint.c_str(), s.bucket.c_str(),
               root.c_str());
-  double t0 = Now();
+  double t0 = WallSeconds();
   auto want = [&](const char* n) { return opt.only.empty() || opt.only.count(n); };
   if (want("tp")) BenchThroughput(s, opt, root, tmp);
   if (want("restore")) BenchRestore(s, opt, root, tmp);
@@ -628,7 +599,7 @@ int Main(int argc, char** argv) {
     std::printf("| %s | %s | %s | %s | %s | %s |\n", r.metric.c_str(), r.value.c_str(),
                 r.baseline.c_str(), r.ratio.c_str(), r.target.c_str(), r.met.c_str());
   }
-  std::printf("\ntotal %.0f s\n", Now() - t0);
+  std::printf("\ntotal %.0f s\n", WallSeconds() - t0);
   return 0;
 }
 

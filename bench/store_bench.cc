@@ -76,20 +76,23 @@
 #include "wombatkv/store.h"
 #include "wombatkv/types.h"
 
+#include "bench_disk.h"
+#include "bench_util.h"
+
 namespace wombatkv {
 namespace {
 
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kMiB = 1024 * 1024;
+using namespace bench;  // NOLINT: the shared harness (bench_util.h, bench_disk.h)
+
 constexpr const char* kNs = "bench";
 
 // ---------------------------------------------------------------------------------------------
 // Options
 
-struct Options {
+// reps (default 3) and min_seconds (default 0.3) come from HarnessOptions.
+struct Options : HarnessOptions {
   std::set<std::string> only;  // empty = everything
   std::vector<size_t> sizes{256 * kKiB, 2 * kMiB};
-  int reps = 3;
   std::string dir;             // parent of every data directory; default /var/tmp/...
   bool keep = false;           // keep the data directories (and reuse the 1M-block store)
   uint64_t pool_mib = 256;     // distinct source payloads per size
@@ -100,7 +103,6 @@ struct Options {
   size_t chain = 16;           // blocks per published chain
   size_t upload_threads = StoreOptions{}.upload_threads;  // StoreOptions::upload_threads
   uint64_t blocks = 1'000'000; // blocks indexed for lookup/reopen (chains of 64)
-  double min_seconds = 0.3;    // per CPU-bound repetition
 };
 
 const char* kHelp = R"(store_bench: WombatKV embedded store throughput and latency, side by side with
@@ -124,34 +126,6 @@ memcpy, BLAKE3 and the disk's fsync'd write bandwidth measured in the same run.
   --min-seconds=X    minimum duration of a CPU-bound repetition (default 0.3)
 )";
 
-bool ParseSize(std::string_view s, size_t* out) {
-  if (s.empty()) return false;
-  uint64_t mult = 1;
-  char last = s.back();
-  if (last == 'K' || last == 'k') mult = kKiB;
-  if (last == 'M' || last == 'm') mult = kMiB;
-  if (mult != 1) s.remove_suffix(1);
-  if (s.empty()) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = static_cast<size_t>(v * mult);
-  return *out > 0;
-}
-
-std::vector<std::string> Split(std::string_view s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string_view::npos) comma = s.size();
-    if (comma > start) out.emplace_back(s.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
 
 bool ParseArgs(int argc, char** argv, Options* o) {
   static const std::set<std::string> kKnown = {"memcpy", "blake3", "components", "put", "get",
@@ -219,78 +193,7 @@ bool ParseArgs(int argc, char** argv, Options* o) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Timing and small helpers
-
-double WallSeconds() { return static_cast<double>(RealClock()->NowMicros()) * 1e-6; }
-
-double ThreadCpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string SizeName(size_t bytes) {
-  if (bytes % kMiB == 0) return std::to_string(bytes / kMiB) + " MiB";
-  if (bytes % kKiB == 0) return std::to_string(bytes / kKiB) + " KiB";
-  return std::to_string(bytes) + " B";
-}
-
-std::string Fmt(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
-std::string GBps(double bytes_per_second) { return Fmt("%.2f GB/s", bytes_per_second / 1e9); }
-
-[[noreturn]] void Die(const std::string& what, const Status& s) {
-  std::fprintf(stderr, "store_bench: %s: %s\n", what.c_str(), s.ToString().c_str());
-  std::exit(1);
-}
-template <typename T>
-T Check(Result<T> r, const std::string& what) {
-  if (!r.ok()) Die(what, r.status());
-  return std::move(r).value();
-}
-void Check(const Status& s, const std::string& what) {
-  if (!s.ok()) Die(what, s);
-}
-
-uint64_t SplitMix(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-void FillRandom(uint8_t* p, size_t n, uint64_t seed) {
-  uint64_t state = seed;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t v = SplitMix(state);
-    std::memcpy(p + i, &v, 8);
-  }
-  for (; i < n; ++i) p[i] = static_cast<uint8_t>(SplitMix(state));
-}
-
-// A distinct key for (stream, index): no two calls with different arguments collide.
-BlockKey MakeKey(uint64_t stream, uint64_t index) {
-  BlockKey k;
-  uint64_t state = (stream << 40) ^ index ^ 0x5eed5eed00000000ull;
-  for (int w = 0; w < 4; ++w) {
-    uint64_t v = SplitMix(state);
-    std::memcpy(k.data() + 8 * w, &v, 8);
-  }
-  if (k.IsZero()) k.data()[0] = 1;
-  return k;
-}
+// Small helpers
 
 Fingerprint BenchFingerprint() {
   Fingerprint fp;
@@ -298,316 +201,6 @@ Fingerprint BenchFingerprint() {
   fp.bytes[1] = 0x4c;
   return fp;
 }
-
-// Distinct source payloads of one size, filled with random bytes once. Fresh(serial, stream)
-// stamps both into the first 16 bytes of slot `serial`, so every (serial, stream) names a payload
-// never seen before (nothing dedups) while the pool stays a fixed size.
-class PayloadPool {
- public:
-  PayloadPool(size_t block, uint64_t pool_bytes) : block_(block) {
-    count_ = std::max<size_t>(pool_bytes / block, 2);
-    bytes_.reset(new uint8_t[count_ * block_]);
-    FillRandom(bytes_.get(), count_ * block_, block * 7919);
-  }
-  size_t count() const { return count_; }
-  size_t block() const { return block_; }
-  uint8_t* slot(size_t i) { return bytes_.get() + (i % count_) * block_; }
-  ByteView Fresh(uint64_t serial, uint64_t stream) {
-    uint8_t* p = slot(serial);
-    if (block_ >= 16) {
-      std::memcpy(p, &serial, 8);
-      std::memcpy(p + 8, &stream, 8);
-    }
-    return {p, block_};
-  }
-
- private:
-  size_t block_;
-  size_t count_;
-  std::unique_ptr<uint8_t[]> bytes_;
-};
-
-// ---------------------------------------------------------------------------------------------
-// Results
-
-struct Row {
-  std::string metric;
-  std::string value;
-  std::string baseline;  // "BLAKE3 2.61 GB/s", or "" for none
-  double ratio = NAN;    // value / baseline, when there is one
-  std::string target;    // "≥ 0.8×", "≤ 5 µs", or "" for a diagnostic
-  int met = -1;          // 1 met, 0 not met, -1 no target
-};
-
-double g_start_seconds = 0;
-
-void Section(const std::string& title) {
-  std::printf("\n== %s  [t=%.0f s]\n", title.c_str(), WallSeconds() - g_start_seconds);
-  std::fflush(stdout);
-}
-
-struct Rate {
-  double wall = NAN;  // bytes per wall second
-  double cpu = NAN;   // bytes per CPU second of the calling thread
-};
-
-// One repetition: calls `body` (which processes `bytes_per_call`) until min_seconds have passed.
-Rate Sample(const Options& o, uint64_t bytes_per_call, const std::function<void()>& body) {
-  uint64_t calls = 0;
-  const double w0 = WallSeconds(), c0 = ThreadCpuSeconds();
-  double w1;
-  do {
-    body();
-    ++calls;
-    w1 = WallSeconds();
-  } while (w1 - w0 < o.min_seconds);
-  const double c1 = ThreadCpuSeconds();
-  const double bytes = static_cast<double>(calls * bytes_per_call);
-  return {bytes / (w1 - w0), bytes / (c1 - c0)};
-}
-
-struct Samples {
-  std::vector<double> wall, cpu;
-  void Add(Rate r) {
-    wall.push_back(r.wall);
-    cpu.push_back(r.cpu);
-  }
-  double median() const { return Median(wall); }
-};
-
-void PrintRate(const std::string& label, const Samples& s) {
-  std::printf("  %-46s %7.2f GB/s", label.c_str(), s.median() / 1e9);
-  if (!s.cpu.empty() && !std::isnan(s.cpu[0])) {
-    std::printf("  (%.2f per CPU second)", Median(s.cpu) / 1e9);
-  }
-  std::printf("  reps:");
-  for (double x : s.wall) std::printf(" %.2f", x / 1e9);
-  std::printf("\n");
-}
-
-// `reps` samples of `body` after one warm-up call, printed; returns them.
-Samples Measure(const std::string& label, const Options& o, uint64_t bytes_per_call,
-                const std::function<void()>& body, const std::function<void()>& before = nullptr) {
-  Samples s;
-  body();
-  for (int r = 0; r < o.reps; ++r) {
-    if (before) before();
-    s.Add(Sample(o, bytes_per_call, body));
-  }
-  PrintRate(label, s);
-  return s;
-}
-
-// CPU seconds (user + system) used so far by every thread of this process.
-double ProcessCpuSeconds() {
-  rusage ru;
-  ::getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
-}
-
-uint64_t MinorFaults() {
-  rusage ru;
-  ::getrusage(RUSAGE_SELF, &ru);
-  return static_cast<uint64_t>(ru.ru_minflt);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The disk
-
-// Flushes everything dirty on the file system holding `dir`, so writeback left over from one
-// measurement does not slow the next one down.
-void SyncFs(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::syncfs(fd);
-    ::close(fd);
-  }
-}
-
-void FsyncPath(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-
-bool WriteAllFd(int fd, const uint8_t* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-// One large file written sequentially in 4 MiB writes, then one fsync: the disk's bandwidth.
-// `path` must not exist yet; the file is left in place (see Bench::FreshDir).
-double SeqWriteFsync(const std::string& path, uint64_t bytes, const uint8_t* src,
-                     size_t src_bytes) {
-  SyncFs(std::filesystem::path(path).parent_path().string());
-  const double t0 = WallSeconds();
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) Die("open " + path, Status::Internal(std::strerror(errno)));
-  const size_t chunk = std::min<size_t>(4 * kMiB, src_bytes);
-  for (uint64_t done = 0; done < bytes; done += chunk) {
-    if (!WriteAllFd(fd, src + (done % (src_bytes - chunk + 1)), chunk)) {
-      Die("write " + path, Status::Internal(std::strerror(errno)));
-    }
-  }
-  ::fsync(fd);
-  ::close(fd);
-  const double t1 = WallSeconds();
-  return static_cast<double>(bytes) / (t1 - t0);
-}
-
-enum class FileMode {
-  kStoreLike,   // as FsObjectStore's if-absent put: temp, write, fsync, link, unlink, fsync dir
-  kDirPerBatch, // the same, but the directory fsync once per `batch` files (per thread)
-};
-
-// Files of `block` bytes written by `threads` threads, each made durable before the next: the
-// bandwidth a file-per-blob L2 can reach on this disk. Stops after `bytes` or `max_seconds`.
-// `sub` is a new directory (created here, left in place).
-double FileWrites(const std::string& sub, size_t block, int threads, FileMode mode, size_t batch,
-                  uint64_t bytes, double max_seconds, const uint8_t* src, size_t src_bytes) {
-  std::filesystem::create_directories(sub);
-  FsyncPath(std::filesystem::path(sub).parent_path().string());
-  SyncFs(sub);
-  std::atomic<uint64_t> next{0};
-  std::atomic<uint64_t> written{0};
-  const uint64_t files = std::max<uint64_t>(bytes / block, 1);
-  const double t0 = WallSeconds();
-  auto worker = [&] {
-    int dfd = ::open(sub.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    size_t since_dir_sync = 0;
-    for (;;) {
-      uint64_t i = next.fetch_add(1);
-      if (i >= files || WallSeconds() - t0 > max_seconds) break;
-      const std::string name = sub + "/" + std::to_string(i);
-      const std::string tmp = sub + "/." + std::to_string(i) + ".tmp~";
-      int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-      if (fd < 0) Die("open " + tmp, Status::Internal(std::strerror(errno)));
-      const uint8_t* p = src + (i * block) % (src_bytes - block + 1);
-      if (!WriteAllFd(fd, p, block)) Die("write " + tmp, Status::Internal(std::strerror(errno)));
-      ::fsync(fd);
-      ::close(fd);
-      ::link(tmp.c_str(), name.c_str());
-      ::unlink(tmp.c_str());
-      if (mode == FileMode::kStoreLike || ++since_dir_sync == batch) {
-        ::fsync(dfd);
-        since_dir_sync = 0;
-      }
-      written += block;
-    }
-    if (since_dir_sync > 0) ::fsync(dfd);
-    ::close(dfd);
-  };
-  std::vector<std::thread> ts;
-  for (int t = 0; t < threads; ++t) ts.emplace_back(worker);
-  for (auto& t : ts) t.join();
-  const double t1 = WallSeconds();
-  return static_cast<double>(written.load()) / (t1 - t0);
-}
-
-// Median latencies in ms over `n` files of `bytes`, written as FsObjectStore writes a blob:
-// (create temp + write + fsync + close) and then (link + unlink temp + directory fsync).
-std::pair<double, double> FsyncLatency(const std::string& sub, size_t bytes, int n,
-                                       const uint8_t* src) {
-  std::filesystem::create_directories(sub);
-  SyncFs(sub);
-  int dfd = ::open(sub.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  std::vector<double> file_ms, dir_ms;
-  for (int i = 0; i < n; ++i) {
-    const std::string name = sub + "/" + std::to_string(i);
-    const std::string tmp = sub + "/." + std::to_string(i) + ".tmp~";
-    const double t0 = WallSeconds();
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0 || !WriteAllFd(fd, src, bytes)) {
-      Die("write " + tmp, Status::Internal(std::strerror(errno)));
-    }
-    ::fsync(fd);
-    ::close(fd);
-    const double t1 = WallSeconds();
-    ::link(tmp.c_str(), name.c_str());
-    ::unlink(tmp.c_str());
-    ::fsync(dfd);
-    const double t2 = WallSeconds();
-    file_ms.push_back((t1 - t0) * 1e3);
-    dir_ms.push_back((t2 - t1) * 1e3);
-  }
-  ::close(dfd);
-  return {Median(file_ms), Median(dir_ms)};
-}
-
-// Deletes `dir` and everything below it, unlinking files from 16 threads: on a file system
-// mounted with `discard` (ext4 without a journal discards synchronously in unlink), each unlink
-// waits for the device: one thread takes tens of seconds for the ~10,000 files a full
-// run leaves behind.
-// Returns the number of files and their bytes.
-std::pair<size_t, uint64_t> RemoveTreeParallel(const std::string& dir) {
-  std::vector<std::string> files;
-  uint64_t bytes = 0;
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_directory(ec)) {
-      files.push_back(it->path().string());
-      if (it->is_regular_file(ec)) bytes += it->file_size(ec);
-    }
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> ts;
-  for (int t = 0; t < 16; ++t) {
-    ts.emplace_back([&] {
-      for (size_t i; (i = next.fetch_add(1)) < files.size();) ::unlink(files[i].c_str());
-    });
-  }
-  for (auto& t : ts) t.join();
-  std::filesystem::remove_all(dir, ec);
-  return {files.size(), bytes};
-}
-
-
-// A FileSystem that never fsyncs: only for building the 1M-block store, whose build time is not
-// a measurement (the result is synced with syncfs before it is reopened and measured).
-class NoSyncFileSystem final : public FileSystem {
- public:
-  explicit NoSyncFileSystem(FileSystem* base) : base_(base) {}
-  Status CreateDirs(const std::string& path) override { return base_->CreateDirs(path); }
-  Status WriteFileAtomic(const std::string& path, const std::vector<ByteView>& parts, bool,
-                         FileInfo* written) override {
-    return base_->WriteFileAtomic(path, parts, false, written);
-  }
-  Status CreateFileExclusive(const std::string& path, const std::vector<ByteView>& parts, bool,
-                             FileInfo* written) override {
-    return base_->CreateFileExclusive(path, parts, false, written);
-  }
-  Result<std::shared_ptr<Buffer>> ReadFile(const std::string& path, uint64_t offset,
-                                           uint64_t length, FileInfo* info) override {
-    return base_->ReadFile(path, offset, length, info);
-  }
-  Result<FileInfo> Stat(const std::string& path) override { return base_->Stat(path); }
-  Status DeleteFile(const std::string& path) override { return base_->DeleteFile(path); }
-  Result<std::vector<std::string>> ListDir(const std::string& path) override {
-    return base_->ListDir(path);
-  }
-  Status DeleteTree(const std::string& path) override { return base_->DeleteTree(path); }
-  Result<std::unique_ptr<FileLock>> LockFile(const std::string& path,
-                                             const std::string& owner_note) override {
-    return base_->LockFile(path, owner_note);
-  }
-  Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string& path) override {
-    return base_->LockFileBlocking(path);
-  }
-
- private:
-  FileSystem* base_;
-};
 
 // ---------------------------------------------------------------------------------------------
 // The benchmark
@@ -617,7 +210,7 @@ class Bench {
   explicit Bench(Options o) : o_(std::move(o)) {}
 
   int Run() {
-    g_start_seconds = WallSeconds();
+    MarkStart();
     PrepareDir();
     PrintMachine();
     if (Want("disk")) Disk();
@@ -673,7 +266,7 @@ class Bench {
     auto [files, bytes] = RemoveTreeParallel(o_.dir);
     std::printf("\nremoved %s (%zu files, %.1f GB) in %.1f s; total run time %.0f s\n",
                 o_.dir.c_str(), files, double(bytes) / 1e9, WallSeconds() - t0,
-                WallSeconds() - g_start_seconds);
+                SinceStart());
   }
 
   // A new scratch directory name. Nothing is deleted before the end of the run: deleting files
@@ -1498,43 +1091,6 @@ class Bench {
 
   // --- the tables -----------------------------------------------------------------------------
 
-  static void PrintTable(const std::vector<Row>& rows) {
-    auto ratio_text = [](const Row& r) {
-      return std::isnan(r.ratio) ? std::string("") : Fmt("%.2f×", r.ratio);
-    };
-    auto met_text = [](const Row& r) {
-      return r.met < 0 ? std::string("") : r.met ? std::string("yes") : std::string("NO");
-    };
-    // Widths in characters: "µ", "≥", "×" are multi-byte in UTF-8.
-    auto len = [](const std::string& s) {
-      size_t n = 0;
-      for (unsigned char c : s) n += (c & 0xc0) != 0x80;
-      return n;
-    };
-    size_t w[6] = {6, 5, 8, 5, 6, 4};
-    for (const Row& r : rows) {
-      w[0] = std::max(w[0], len(r.metric));
-      w[1] = std::max(w[1], len(r.value));
-      w[2] = std::max(w[2], len(r.baseline));
-      w[3] = std::max(w[3], len(ratio_text(r)));
-      w[4] = std::max(w[4], len(r.target));
-    }
-    auto line = [&](std::vector<std::string> cells) {
-      std::string out = "|";
-      for (size_t i = 0; i < cells.size(); ++i) {
-        out += " " + cells[i] + std::string(w[i] - len(cells[i]) + 1, ' ') + "|";
-      }
-      std::printf("%s\n", out.c_str());
-    };
-    line({"metric", "value", "baseline", "ratio", "target", "met?"});
-    std::string sep = "|";
-    for (size_t x : w) sep += std::string(x + 2, '-') + "|";
-    std::printf("%s\n", sep.c_str());
-    for (const Row& r : rows) {
-      line({r.metric, r.value, r.baseline, ratio_text(r), r.target, met_text(r)});
-    }
-  }
-
   void PrintTables() {
     std::vector<Row> rows;
     for (size_t size : o_.sizes) {
@@ -1601,6 +1157,7 @@ class Bench {
 }  // namespace wombatkv
 
 int main(int argc, char** argv) {
+  wombatkv::bench::SetProgramName("store_bench");
   wombatkv::Options o;
   if (!wombatkv::ParseArgs(argc, argv, &o)) return 2;
   wombatkv::Bench bench(std::move(o));
