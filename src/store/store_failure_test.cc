@@ -83,11 +83,12 @@ struct FlakyStore {
   std::unique_ptr<MetaStore> l1 = NewMemMetaStore();
   NoSleepClock clock;
   std::unique_ptr<Store> store;
-  FlakyStore() {
+  explicit FlakyStore(Executor* executor = nullptr) {
     StoreOptions o;
     o.object_store = &l2;
     o.meta_store = l1.get();
     o.clock = &clock;
+    o.executor = executor;
     o.upload_threads = 4;
     o.log = [](LogLevel, const std::string&) {};
     auto s = Store::Open(o);
@@ -131,6 +132,29 @@ TEST(StoreFailures, PublishersRetryAFailedUploadOnceAndReleaseItsPinOnce) {
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     EXPECT_TRUE(std::ranges::equal(got->payload(0), shared.payloads[0]));
   }
+}
+
+TEST(StoreFailures, AFailedUploadGivesWayWhenTheSameBytesArePutAgain) {
+  // Without a publish nobody retries a failed upload; a later put of the same bytes must upload
+  // them anew and release the old pin, or the RAM of every failed upload is held forever.
+  ManualExecutor exec;
+  FlakyStore f(&exec);
+  auto payload = Payload(7, 8192);
+  BlockPut first{Key(1), BlockKey{}, payload};
+  BlockPut second{Key(2), BlockKey{}, payload};
+  f.l2.fail_puts = true;
+  ASSERT_TRUE(f.store->PutBlocks("default", kFp, {&first, 1}).ok());
+  exec.Drain();  // the upload runs, exhausts its retries (sleeps take no time) and fails
+  EXPECT_EQ(f.store->Stats().cache_pinned_bytes, 8192u);
+  f.l2.fail_puts = false;
+  ASSERT_TRUE(f.store->PutBlocks("default", kFp, {&second, 1}).ok());
+  exec.Drain();  // the new upload of the same bytes succeeds
+  EXPECT_EQ(f.store->Stats().cache_pinned_bytes, 0u);
+  // Both keys, published later, find their bytes durable.
+  ASSERT_TRUE(f.store->PublishChain("default", kFp, Key(1), Key(1)).ok());
+  ASSERT_TRUE(f.store->PublishChain("default", kFp, Key(2), Key(2)).ok());
+  EXPECT_EQ(*f.store->LookupPrefix("default", kFp, std::vector<BlockKey>{Key(2)}), 1u);
+  f.store.reset();  // before the executor it uses
 }
 
 TEST(StoreFailures, ABlobOfTheWrongSizeInL2IsReplacedWhenTheBytesArePutAgain) {

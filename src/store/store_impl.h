@@ -86,6 +86,7 @@ class StoreImpl final : public Store {
     // pin is released exactly once.
     std::mutex retry_mu;
     bool retried_ok = false;  // GUARDED_BY(retry_mu)
+    bool superseded = false;  // GUARDED_BY(retry_mu): failed, and a newer upload replaced it
   };
   struct CacheKeyHash {
     size_t operator()(const CacheKey& k) const {
@@ -95,6 +96,9 @@ class StoreImpl final : public Store {
 
   // --- helpers (store_write.cc) ---
   void StartUpload(const CacheKey& ck, std::string ns, BufferSlice payload);
+  // A failed upload that no publisher is retrying gives way to a new upload of the same bytes
+  // (a later put): releases its pin and returns true. REQUIRES: upload_mu_ held.
+  bool RetireFailedUpload(const CacheKey& ck, Upload& old);
   Status UploadBlob(const std::string& ns, const ContentHash& hash, ByteView payload);
   Status EnsureDurable(std::string_view ns, const CacheKey& ck);
   // The chain root→tip; `*indexed` gets how many leading entries came from L0 (published, hence

@@ -83,8 +83,8 @@ void StoreImpl::StartUpload(const CacheKey& ck, std::string ns, BufferSlice payl
   {
     std::lock_guard<std::mutex> g(upload_mu_);
     auto& slot = uploads_[ck];
-    if (slot) {
-      cache_.Unpin(ck);  // the existing upload holds its own pin
+    if (slot && !RetireFailedUpload(ck, *slot)) {
+      cache_.Unpin(ck);  // the live upload holds its own pin
       return;
     }
     slot = std::make_shared<Upload>();
@@ -134,20 +134,34 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash, Byt
   return last.WithContext("uploading blob " + key);
 }
 
+bool StoreImpl::RetireFailedUpload(const CacheKey& ck, Upload& old) {
+  if (!old.done.done() || old.done.status().ok()) return false;
+  // try_lock: a publisher retrying it holds retry_mu and then takes upload_mu_ (held here).
+  std::unique_lock<std::mutex> retry(old.retry_mu, std::try_to_lock);
+  if (!retry.owns_lock() || old.retried_ok || old.superseded) return false;
+  old.superseded = true;
+  old.payload = BufferSlice{};
+  cache_.Unpin(ck);  // its pin; the new upload holds its own
+  return true;
+}
+
 Status StoreImpl::EnsureDurable(std::string_view ns, const CacheKey& ck) {
-  std::shared_ptr<Upload> up;
-  {
-    std::lock_guard<std::mutex> g(upload_mu_);
-    auto it = uploads_.find(ck);
-    if (it != uploads_.end()) up = it->second;
-  }
-  if (up) {
+  // Bounded: each pass either finishes or follows a newer upload that replaced a failed one.
+  for (int pass = 0; pass < 4; ++pass) {
+    std::shared_ptr<Upload> up;
+    {
+      std::lock_guard<std::mutex> g(upload_mu_);
+      auto it = uploads_.find(ck);
+      if (it != uploads_.end()) up = it->second;
+    }
+    if (!up) break;
     WMBT_RETURN_IF_ERROR(executor_->Await(up->done));
     Status s = up->done.status();
     if (s.ok()) return s;
     // The background upload failed; the payload is still pinned in RAM: try once more here.
     std::lock_guard<std::mutex> retry(up->retry_mu);
     if (up->retried_ok) return Status::Ok();  // another publisher's retry made it durable
+    if (up->superseded) continue;             // a later put of these bytes uploads them anew
     WMBT_RETURN_IF_ERROR(UploadBlob(std::string(ns), ck.hash, up->payload.view()));
     up->retried_ok = true;
     up->payload = BufferSlice{};
