@@ -88,6 +88,36 @@ class ObjectStore {
                                 std::string_view token, size_t max_keys) = 0;
 };
 
+// Forwards every call to a target store (not owned). Decorators — fault injection, tracing,
+// scratch stores in tests — derive from it and override only what they change (after LevelDB's
+// EnvWrapper). REQUIRES: a target is set before the first call.
+class ObjectStoreWrapper : public ObjectStore {
+ public:
+  explicit ObjectStoreWrapper(ObjectStore* target = nullptr) : target_(target) {}
+
+  std::string Describe() const override { return target_->Describe(); }
+  Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
+                          const PutOptions& options) override {
+    return target_->Put(key, parts, options);
+  }
+  Result<ObjectData> Get(std::string_view key, uint64_t offset, uint64_t length) override {
+    return target_->Get(key, offset, length);
+  }
+  Result<ObjectInfo> Head(std::string_view key) override { return target_->Head(key); }
+  Status Delete(std::string_view key) override { return target_->Delete(key); }
+  Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
+                        std::string_view token, size_t max_keys) override {
+    return target_->List(prefix, delimiter, token, max_keys);
+  }
+
+ protected:
+  ObjectStore* target() const { return target_; }
+  void set_target(ObjectStore* target) { target_ = target; }
+
+ private:
+  ObjectStore* target_;
+};
+
 // Checks an object key against the rules above.
 Status ValidateObjectKey(std::string_view key);
 

@@ -17,22 +17,19 @@ const Fingerprint kFp = Fp(5);
 // Forwards to an in-memory store; fails every Put with Unavailable while `fail_puts` is set.
 // With a gate on a key, Head of that key waits (briefly) until `gate_callers` callers are inside
 // at once: it lets a test line up racing retries without knowing the store's internals.
-class FlakyObjectStore final : public ObjectStore {
+class FlakyObjectStore final : public ObjectStoreWrapper {
  public:
+  FlakyObjectStore() { set_target(inner_.get()); }
   std::atomic<bool> fail_puts{false};
   void Gate(std::string key, int callers) {
     std::lock_guard<std::mutex> g(gate_mu_);
     gate_key_ = std::move(key);
     gate_callers_ = callers;
   }
-  std::string Describe() const override { return "flaky+" + inner_->Describe(); }
   Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
                           const PutOptions& options) override {
     if (fail_puts) return Status::Unavailable("injected: L2 is down");
-    return inner_->Put(key, parts, options);
-  }
-  Result<ObjectData> Get(std::string_view key, uint64_t offset, uint64_t length) override {
-    return inner_->Get(key, offset, length);
+    return ObjectStoreWrapper::Put(key, parts, options);
   }
   Result<ObjectInfo> Head(std::string_view key) override {
     {
@@ -45,12 +42,7 @@ class FlakyObjectStore final : public ObjectStore {
                           [&] { return gate_arrived_ >= gate_callers_; });
       }
     }
-    return inner_->Head(key);
-  }
-  Status Delete(std::string_view key) override { return inner_->Delete(key); }
-  Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
-                        std::string_view token, size_t max_keys) override {
-    return inner_->List(prefix, delimiter, token, max_keys);
+    return ObjectStoreWrapper::Head(key);
   }
   ObjectStore* inner() { return inner_.get(); }
 

@@ -86,13 +86,14 @@ inline std::string FreshBucketName(std::string_view what) {
 }
 
 // An S3ObjectStore on a bucket of its own, created now and emptied and deleted on destruction.
-class ScratchS3Store final : public ObjectStore {
+class ScratchS3Store final : public ObjectStoreWrapper {
  public:
   explicit ScratchS3Store(S3Options options) {
     auto s = S3ObjectStore::Open(std::move(options));
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     if (!s.ok()) return;
     inner_ = std::move(s).value();
+    set_target(inner_.get());
     Status created = inner_->CreateBucket();
     EXPECT_TRUE(created.ok()) << created.ToString();
   }
@@ -118,21 +119,6 @@ class ScratchS3Store final : public ObjectStore {
   }
   S3ObjectStore* s3() { return inner_.get(); }
   bool ok() const { return inner_ != nullptr; }
-
-  std::string Describe() const override { return inner_->Describe(); }
-  Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
-                          const PutOptions& options) override {
-    return inner_->Put(key, parts, options);
-  }
-  Result<ObjectData> Get(std::string_view key, uint64_t offset, uint64_t length) override {
-    return inner_->Get(key, offset, length);
-  }
-  Result<ObjectInfo> Head(std::string_view key) override { return inner_->Head(key); }
-  Status Delete(std::string_view key) override { return inner_->Delete(key); }
-  Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
-                        std::string_view token, size_t max_keys) override {
-    return inner_->List(prefix, delimiter, token, max_keys);
-  }
 
  private:
   std::unique_ptr<S3ObjectStore> inner_;
