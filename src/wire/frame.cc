@@ -1,0 +1,138 @@
+#include "wire/frame.h"
+
+#include <cstdio>
+#include <string>
+
+#include "base/crc32c.h"
+#include "base/endian.h"
+
+namespace wombatkv::wire {
+
+void EncodeEnvelope(uint32_t body_len, uint32_t crc, uint8_t out[kEnvelopeBytes]) {
+  StoreLe32(out, kMagic);
+  StoreLe32(out + 4, kVersion);
+  StoreLe32(out + 8, crc);
+  StoreLe32(out + 12, body_len);
+}
+
+Result<Envelope> ParseEnvelope(const uint8_t in[kEnvelopeBytes], uint32_t max_body) {
+  const uint32_t magic = LoadLe32(in);
+  if (magic != kMagic) {
+    char buf[80];
+    std::snprintf(buf, sizeof buf, "bad magic 0x%08x (expected \"WMBT\"): not a WombatKV frame",
+                  magic);
+    return Status::InvalidArgument(buf);
+  }
+  Envelope e{LoadLe32(in + 4), LoadLe32(in + 8), LoadLe32(in + 12)};
+  if (e.version != kVersion) {
+    return Status::InvalidArgument("unsupported wire version " + std::to_string(e.version) +
+                                   " (this side speaks " + std::to_string(kVersion) + ")");
+  }
+  if (e.body_len > max_body) {
+    return Status::InvalidArgument("frame body " + std::to_string(e.body_len) +
+                                   " bytes exceeds the limit " + std::to_string(max_body));
+  }
+  return e;
+}
+
+std::vector<iovec> FramedMessage::iov() const {
+  std::vector<iovec> v;
+  v.reserve(1 + payloads.size());
+  v.push_back({const_cast<uint8_t*>(head.data()), head.size()});
+  for (const auto& p : payloads) {
+    if (p.size) v.push_back({const_cast<uint8_t*>(p.data), p.size});
+  }
+  return v;
+}
+
+size_t FramedMessage::total_bytes() const {
+  size_t n = head.size();
+  for (const auto& p : payloads) n += p.size;
+  return n;
+}
+
+Result<FramedMessage> Frame(Message m, uint32_t max_body) {
+  if (m.payloads.size() > kMaxPayloadsPerMessage) {
+    return Status::InvalidArgument("message carries " + std::to_string(m.payloads.size()) +
+                                   " payloads; the limit is " +
+                                   std::to_string(kMaxPayloadsPerMessage));
+  }
+  uint64_t body = kBodyFixedBytes + 8ull * m.payloads.size() + m.fields.size();
+  for (const auto& p : m.payloads) body += p.size;
+  if (body > max_body) {
+    return Status::InvalidArgument("message of " + std::to_string(body) +
+                                   " bytes exceeds the frame limit " + std::to_string(max_body));
+  }
+  FramedMessage f;
+  f.head.resize(kEnvelopeBytes + kBodyFixedBytes + 8 * m.payloads.size() + m.fields.size());
+  uint8_t* b = f.head.data() + kEnvelopeBytes;
+  StoreLe64(b, m.id);
+  StoreLe16(b + 8, m.op);
+  StoreLe16(b + 10, m.flags);
+  StoreLe32(b + 12, static_cast<uint32_t>(m.payloads.size()));
+  StoreLe32(b + 16, static_cast<uint32_t>(m.fields.size()));
+  uint8_t* p = b + kBodyFixedBytes;
+  for (const auto& s : m.payloads) {
+    StoreLe64(p, s.size);
+    p += 8;
+  }
+  if (!m.fields.empty()) std::memcpy(p, m.fields.data(), m.fields.size());
+  uint32_t crc = Crc32c(b, f.head.size() - kEnvelopeBytes);
+  for (const auto& s : m.payloads) crc = Crc32cAppend(crc, s.data, s.size);
+  EncodeEnvelope(static_cast<uint32_t>(body), crc, f.head.data());
+  f.payloads = std::move(m.payloads);
+  return f;
+}
+
+Result<Message> ParseBody(std::shared_ptr<const Buffer> body) {
+  const uint8_t* b = body->data();
+  const size_t n = body->size();
+  if (n < kBodyFixedBytes) {
+    return Status::InvalidArgument("frame body of " + std::to_string(n) +
+                                   " bytes is shorter than the fixed " +
+                                   std::to_string(kBodyFixedBytes) + "-byte message header");
+  }
+  Message m;
+  m.id = LoadLe64(b);
+  m.op = LoadLe16(b + 8);
+  m.flags = LoadLe16(b + 10);
+  const uint32_t count = LoadLe32(b + 12);
+  const uint32_t fields_len = LoadLe32(b + 16);
+  if (count > kMaxPayloadsPerMessage || kBodyFixedBytes + 8ull * count + fields_len > n) {
+    return Status::InvalidArgument("frame body of " + std::to_string(n) + " bytes cannot hold " +
+                                   std::to_string(count) + " payload lengths and " +
+                                   std::to_string(fields_len) + " bytes of fields");
+  }
+  const uint8_t* table = b + kBodyFixedBytes;
+  const uint8_t* fields = table + 8ull * count;
+  m.fields.assign(fields, fields + fields_len);
+  uint64_t offset = kBodyFixedBytes + 8ull * count + fields_len;
+  m.payloads.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint64_t len = LoadLe64(table + 8ull * i);
+    if (len > n - offset) {
+      return Status::InvalidArgument("payload " + std::to_string(i) + " of " +
+                                     std::to_string(len) + " bytes runs past the frame body");
+    }
+    m.payloads.push_back(BufferSlice{body, b + offset, static_cast<size_t>(len)});
+    offset += len;
+  }
+  if (offset != n) {
+    return Status::InvalidArgument("frame body has " + std::to_string(n - offset) +
+                                   " trailing bytes after its payloads");
+  }
+  return m;
+}
+
+Result<Message> ParseBody(std::shared_ptr<const Buffer> body, uint32_t expected_crc) {
+  const uint32_t crc = Crc32c(body->data(), body->size());
+  if (crc != expected_crc) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "frame CRC32C mismatch (envelope 0x%08x, body 0x%08x)",
+                  expected_crc, crc);
+    return Status::Corruption(buf);
+  }
+  return ParseBody(std::move(body));
+}
+
+}  // namespace wombatkv::wire
