@@ -1,0 +1,389 @@
+// daemon_bench: the serving paths side by side in one run — embedded (threads sharing a handle),
+// wombatkvd over shared memory and over TCP (client processes, through the C ABI exactly as an
+// engine calls it), and a Redis 7 server (unix socket and TCP, same payloads, same client
+// pattern: one request at a time per client process). Prints ops/s, GB/s, p50/p99 per
+// (mode, op, size, clients), then the issue-4 targets as ratios from this run. Never asserts.
+//
+//   build/bench/daemon_bench [--seconds 1] [--sizes 1K,4K,64K,2M] [--clients 1,4,8]
+//       [--modes embedded,shm,tcp,redis-unix,redis-tcp] [--ops get,lookup,put]
+//       [--wombatkvd build/tools/wombatkvd] [--dir /tmp]
+//
+// Durable puts: ours are put+publish acknowledged only when durable (G3: fsync'd L1, blob and
+// head in L2); Redis's are SET with `appendonly yes` + `appendfsync always` on the same disk.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "resp_client.h"
+#include "server_process.h"
+#include "workers.h"
+#include "wombatkv.h"
+
+namespace wombatkv::bench {
+namespace {
+
+struct Options {
+  double seconds = 1.0;
+  std::vector<size_t> sizes = {1 * kKiB, 4 * kKiB, 64 * kKiB, 2 * kMiB};
+  std::vector<int> clients = {1, 4, 8};
+  std::vector<std::string> modes = {"embedded", "shm", "tcp", "redis-unix", "redis-tcp"};
+  std::vector<std::string> ops = {"get", "lookup", "put"};
+  std::string wombatkvd;
+  std::string dir;
+};
+
+constexpr const char* kNs = "bench";
+
+size_t KeysFor(size_t size) { return std::max<size_t>(4, std::min<size_t>(256, (64 * kMiB) / size)); }
+
+std::string KeyHex(uint64_t stream, uint64_t i) { return MakeKey(stream, i).ToHex(); }
+
+// The payload of key i: deterministic, distinct per key.
+std::vector<uint8_t> PayloadOf(size_t size, uint64_t seed) {
+  std::vector<uint8_t> p(size);
+  FillRandom(p.data(), p.size(), seed);
+  return p;
+}
+
+wmbt_kv_handle_t* OpenClient(const std::string& mode, const std::string& embedded_dir) {
+  wmbt_kv_handle_t* h = mode == "embedded" ? wmbt_kv_open_embedded(embedded_dir.c_str())
+                                           : wmbt_kv_init_from_env();
+  if (!h) Die("opening a " + mode + " client: " + wmbt_kv_last_error());
+  return h;
+}
+
+void Populate(wmbt_kv_handle_t* h, size_t size) {
+  const size_t n = KeysFor(size);
+  for (size_t i = 0; i < n; ++i) {
+    std::string key = KeyHex(size, i);
+    const char* keys[1] = {key.c_str()};
+    auto p = PayloadOf(size, size * 1000003 + i);
+    const uint8_t* ptrs[1] = {p.data()};
+    size_t lens[1] = {size};
+    if (wmbt_kv_put_kv_blocks(h, kNs, keys, ptrs, lens, 1) < 0)
+      Die(std::string("populating: ") + wmbt_kv_last_error());
+  }
+}
+
+// The Op of one of our clients: get/lookup one of the populated keys, or put+publish a fresh one.
+Op OurOp(wmbt_kv_handle_t* h, const std::string& op, size_t size, int client) {
+  const size_t n = KeysFor(size);
+  auto keys = std::make_shared<std::vector<std::string>>();
+  for (size_t i = 0; i < n; ++i) keys->push_back(KeyHex(size, i));
+  if (op == "get") {
+    return [h, keys, n, client](uint64_t it) -> uint64_t {
+      const char* k[1] = {(*keys)[(it + static_cast<uint64_t>(client) * 7) % n].c_str()};
+      const uint8_t** ptrs = nullptr;
+      const size_t* lens = nullptr;
+      wmbt_kv_borrow_t* b = nullptr;
+      if (wmbt_kv_get_kv_blocks_borrowed(h, kNs, k, 1, &ptrs, &lens, &b) != 1)
+        Die(std::string("get missed or failed: ") + wmbt_kv_last_error());
+      const uint64_t got = lens[0];
+      wmbt_kv_release_borrow(b);
+      return got;
+    };
+  }
+  if (op == "lookup") {
+    return [h, keys, n, client](uint64_t it) -> uint64_t {
+      const char* k[1] = {(*keys)[(it + static_cast<uint64_t>(client) * 7) % n].c_str()};
+      size_t matched = 0;
+      if (wmbt_kv_lookup_block_prefix(h, kNs, k, 1, &matched, nullptr, 0) != 0 || matched != 1)
+        Die(std::string("lookup failed: ") + wmbt_kv_last_error());
+      return 0;
+    };
+  }
+  auto payload = std::make_shared<std::vector<uint8_t>>(PayloadOf(size, 77 + client));
+  const uint64_t stream = (uint64_t{1} << 40) + static_cast<uint64_t>(client) * 1000 + size;
+  return [h, payload, stream, size](uint64_t it) -> uint64_t {
+    std::memcpy(payload->data(), &it, sizeof it);  // a payload never seen before: no dedup
+    std::string key = KeyHex(stream, it + static_cast<uint64_t>(getpid()) * 1000000000ull);
+    const char* k[1] = {key.c_str()};
+    const uint8_t* ptrs[1] = {payload->data()};
+    size_t lens[1] = {size};
+    if (wmbt_kv_put_kv_blocks(h, kNs, k, ptrs, lens, 1) < 0)
+      Die(std::string("put failed: ") + wmbt_kv_last_error());
+    return size;
+  };
+}
+
+Op RedisOp(const std::string& addr, const std::string& op, size_t size, int client) {
+  auto c = std::make_shared<RespClient>(addr);
+  const size_t n = KeysFor(size);
+  if (op == "get" || op == "lookup") {
+    return [c, n, size, client](uint64_t it) -> uint64_t {
+      const std::string key = "k" + std::to_string(size) + ":" +
+                              std::to_string((it + static_cast<uint64_t>(client) * 7) % n);
+      return c->Get(key);
+    };
+  }
+  auto payload = std::make_shared<std::vector<uint8_t>>(PayloadOf(size, 77 + client));
+  return [c, payload, size, client](uint64_t it) -> uint64_t {
+    std::memcpy(payload->data(), &it, sizeof it);
+    c->Set("p" + std::to_string(client) + ":" + std::to_string(it), payload->data(), size);
+    return size;
+  };
+}
+
+struct Measured {
+  std::string mode, op;
+  size_t size;
+  int clients;
+  WorkerResult r;
+};
+
+std::string Micros(uint64_t ns) { return Fmt("%.1f", double(ns) / 1000.0) + " µs"; }
+
+double MemcpyBandwidth() {
+  const size_t n = 2 * kMiB;
+  std::vector<uint8_t> a(n, 1), b(n);
+  HarnessOptions o;
+  auto s = Measure("memcpy 2 MiB (one core)", o, n, [&] { std::memcpy(b.data(), a.data(), n); });
+  return s.median();
+}
+
+class Bench {
+ public:
+  explicit Bench(Options o) : o_(std::move(o)) {}
+
+  void Run() {
+    Section("baseline");
+    memcpy_ = MemcpyBandwidth();
+    for (const auto& mode : o_.modes) RunMode(mode);
+    Report();
+  }
+
+ private:
+  void RunMode(const std::string& mode) {
+    Section("mode " + mode);
+    const bool redis = mode.rfind("redis", 0) == 0;
+    const std::string mode_dir = o_.dir + "/" + mode;
+    ::mkdir(mode_dir.c_str(), 0700);
+    std::unique_ptr<ServerProcess> server;
+    std::string redis_addr;
+    if (redis) {
+      const int port = FreePort();
+      const std::string sock = mode_dir + "/redis.sock";
+      // Non-durable for get/lookup; the put rows restart it durable (appendfsync always).
+      redis_addr = mode == "redis-unix" ? "unix:" + sock : "127.0.0.1:" + std::to_string(port);
+      auto start = [&](bool durable) {
+        server.reset();
+        std::vector<std::string> argv = {"redis-server", "--port", std::to_string(port),
+                                         "--bind", "127.0.0.1", "--unixsocket", sock,
+                                         "--unixsocketperm", "700", "--save", "",
+                                         "--dir", mode_dir, "--appendonly", durable ? "yes" : "no",
+                                         "--appendfsync", "always", "--protected-mode", "no"};
+        server = std::make_unique<ServerProcess>(argv, std::vector<std::string>{}, redis_addr,
+                                                 mode_dir + "/redis.log");
+      };
+      start(false);
+      for (size_t size : o_.sizes) {
+        RespClient c(redis_addr);
+        auto p = PayloadOf(size, 5);
+        for (size_t i = 0; i < KeysFor(size); ++i)
+          c.Set("k" + std::to_string(size) + ":" + std::to_string(i), p.data(), size);
+      }
+      for (const auto& op : o_.ops) {
+        if (op == "lookup") continue;  // Redis has no prefix lookup; compare gets
+        if (op == "put") start(true);
+        for (size_t size : o_.sizes)
+          for (int clients : o_.clients)
+            Record(mode, op, size, clients,
+                   RunClients(clients, true, o_.seconds, [&, op, size](int c) {
+                     return RedisOp(redis_addr, op, size, c);
+                   }));
+      }
+      return;
+    }
+    const std::string data_dir = mode_dir + "/data";
+    std::vector<std::string> env;
+    if (mode != "embedded") {
+      if (o_.wombatkvd.empty()) Die("--wombatkvd is required for mode " + mode);
+      const int port = FreePort();
+      const std::string addr = "127.0.0.1:" + std::to_string(port);
+      const std::string prefix = "bench" + std::to_string(getpid());
+      server = std::make_unique<ServerProcess>(
+          std::vector<std::string>{o_.wombatkvd, "--data-dir", data_dir, "--tcp", addr, "--prefix",
+                                   prefix, "--log-level", "warn"},
+          std::vector<std::string>{}, addr, mode_dir + "/wombatkvd.log");
+      if (mode == "shm") ::setenv("WMBT_KV_REMOTE_PREFIX", prefix.c_str(), 1);
+      else ::setenv("WMBT_KV_TCP_ADDR", addr.c_str(), 1);
+    }
+    wmbt_kv_handle_t* h = OpenClient(mode, data_dir);
+    for (size_t size : o_.sizes) Populate(h, size);
+    for (const auto& op : o_.ops) {
+      for (size_t size : o_.sizes) {
+        for (int clients : o_.clients) {
+          WorkerResult r;
+          if (mode == "embedded") {
+            r = RunClients(clients, false, o_.seconds,
+                           [&, op, size](int c) { return OurOp(h, op, size, c); });
+          } else {
+            r = RunClients(clients, true, o_.seconds, [&, op, size](int c) {
+              return OurOp(OpenClient(mode, ""), op, size, c);
+            });
+          }
+          Record(mode, op, size, clients, r);
+        }
+      }
+    }
+    wmbt_kv_free(h);
+    ::unsetenv("WMBT_KV_REMOTE_PREFIX");
+    ::unsetenv("WMBT_KV_TCP_ADDR");
+  }
+
+  void Record(const std::string& mode, const std::string& op, size_t size, int clients,
+              const WorkerResult& r) {
+    std::printf("  %-10s %-6s %8s %d clients: %10.0f ops/s %8s  p50 %s  p99 %s\n", mode.c_str(),
+                op.c_str(), SizeName(size).c_str(), clients, r.ops_per_second(),
+                GBps(r.bytes_per_second()).c_str(), Micros(r.latency.QuantileNs(0.5)).c_str(),
+                Micros(r.latency.QuantileNs(0.99)).c_str());
+    std::fflush(stdout);
+    results_.push_back({mode, op, size, clients, r});
+  }
+
+  const WorkerResult* Find(const std::string& mode, const std::string& op, size_t size,
+                           int clients) const {
+    for (const auto& m : results_)
+      if (m.mode == mode && m.op == op && m.size == size && m.clients == clients) return &m.r;
+    return nullptr;
+  }
+
+  void Target(std::vector<Row>& rows, const std::string& metric, double value,
+              const std::string& value_text, double baseline, const std::string& baseline_text,
+              double min_ratio, const std::string& target) {
+    Row row{metric, value_text, baseline_text};
+    row.ratio = baseline > 0 ? value / baseline : NAN;
+    row.target = target;
+    row.met = std::isnan(row.ratio) ? -1 : (row.ratio >= min_ratio ? 1 : 0);
+    rows.push_back(row);
+  }
+
+  void Report() {
+    Section("results");
+    std::vector<Row> rows;
+    for (const auto& m : results_) {
+      rows.push_back({m.mode + " " + m.op + " " + SizeName(m.size) + " ×" +
+                          std::to_string(m.clients),
+                      Fmt("%.0f ops/s", m.r.ops_per_second()) + ", " +
+                          GBps(m.r.bytes_per_second()) + ", p50 " +
+                          Micros(m.r.latency.QuantileNs(0.5)) + ", p99 " +
+                          Micros(m.r.latency.QuantileNs(0.99)),
+                      ""});
+    }
+    PrintTable(rows);
+    Section("targets (issue 4)");
+    rows.clear();
+    const int most = o_.clients.back();
+    for (const char* op : {"get", "lookup"}) {
+      if (auto* r = Find("shm", op, kKiB, most))
+        Target(rows, std::string("shm 1 KiB ") + op + " ×" + std::to_string(most),
+               r->ops_per_second(), Fmt("%.0f ops/s", r->ops_per_second()), 250000,
+               "250,000 ops/s", 1.0, "≥ 1×");
+    }
+    if (auto* r = Find("shm", "get", 2 * kMiB, most)) {
+      Target(rows, "shm 2 MiB get ×" + std::to_string(most), r->bytes_per_second(),
+             GBps(r->bytes_per_second()), memcpy_, "memcpy " + GBps(memcpy_), 0.5, "≥ 0.5×");
+      if (auto* redis = Find("redis-unix", "get", 2 * kMiB, most))
+        Target(rows, "shm 2 MiB get vs Redis unix", r->bytes_per_second(),
+               GBps(r->bytes_per_second()), redis->bytes_per_second(),
+               "Redis " + GBps(redis->bytes_per_second()), 3.0, "≥ 3×");
+    }
+    for (size_t size : o_.sizes) {
+      auto* r = Find("tcp", "get", size, most);
+      auto* redis = Find("redis-tcp", "get", size, most);
+      if (r && redis)
+        Target(rows, "TCP get " + SizeName(size) + " ×" + std::to_string(most),
+               r->ops_per_second(), Fmt("%.0f ops/s", r->ops_per_second()),
+               redis->ops_per_second(), Fmt("Redis %.0f ops/s", redis->ops_per_second()), 1.0,
+               "≥ 1×");
+    }
+    if (auto* r = Find("tcp", "get", 4 * kKiB, 1)) {
+      const double p50 = double(r->latency.QuantileNs(0.5)) / 1000.0;
+      Target(rows, "TCP get 4 KiB p50 (1 client)", 30.0, Fmt("%.1f µs", p50), p50, "30 µs", 1.0,
+             "p50 ≤ 30 µs");
+    }
+    for (const char* mode : {"shm", "tcp"}) {
+      for (size_t size : o_.sizes) {
+        auto* r = Find(mode, "put", size, most);
+        auto* redis = Find(std::string(mode) == "shm" ? "redis-unix" : "redis-tcp", "put", size,
+                           most);
+        if (r && redis)
+          Target(rows, std::string(mode) + " durable put+publish " + SizeName(size) + " ×" +
+                           std::to_string(most),
+                 r->ops_per_second(), Fmt("%.0f ops/s", r->ops_per_second()),
+                 redis->ops_per_second(),
+                 Fmt("Redis fsync-always %.0f ops/s", redis->ops_per_second()), 1.0, "≥ 1×");
+        auto* emb = Find("embedded", "put", size, 1);
+        auto* one = Find(mode, "put", size, 1);
+        if (emb && one) {
+          const double d = double(one->latency.QuantileNs(0.5));
+          const double e = double(emb->latency.QuantileNs(0.5));
+          Target(rows, std::string(mode) + " save " + SizeName(size) + " p50 vs embedded",
+                 1.5 * e, Micros(uint64_t(d)), d, "embedded " + Micros(uint64_t(e)), 1.0,
+                 "≤ 1.5× embedded");
+        }
+      }
+    }
+    PrintTable(rows);
+  }
+
+  Options o_;
+  double memcpy_ = 0;
+  std::vector<Measured> results_;
+};
+
+[[noreturn]] void Usage() {
+  std::fprintf(stderr,
+               "usage: daemon_bench [--seconds S] [--sizes 1K,4K,64K,2M] [--clients 1,4,8]\n"
+               "       [--modes embedded,shm,tcp,redis-unix,redis-tcp] [--ops get,lookup,put]\n"
+               "       [--wombatkvd PATH] [--dir DIR]\n");
+  std::exit(2);
+}
+
+}  // namespace
+}  // namespace wombatkv::bench
+
+int main(int argc, char** argv) {
+  using namespace wombatkv::bench;
+  SetProgramName("daemon_bench");
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) Usage();
+    std::string v = argv[++i];
+    if (a == "--seconds") o.seconds = std::atof(v.c_str());
+    else if (a == "--sizes") {
+      o.sizes.clear();
+      for (auto& s : Split(v)) {
+        size_t n;
+        if (!ParseSize(s, &n)) Usage();
+        o.sizes.push_back(n);
+      }
+    } else if (a == "--clients") {
+      o.clients.clear();
+      for (auto& s : Split(v)) o.clients.push_back(std::atoi(s.c_str()));
+    } else if (a == "--modes") o.modes = Split(v);
+    else if (a == "--ops") o.ops = Split(v);
+    else if (a == "--wombatkvd") o.wombatkvd = v;
+    else if (a == "--dir") o.dir = v;
+    else Usage();
+  }
+  if (o.dir.empty()) {
+    char tmpl[] = "/tmp/wombatkv-daemon-bench-XXXXXX";
+    if (!::mkdtemp(tmpl)) Die("mkdtemp");
+    o.dir = tmpl;
+  }
+  MarkStart();
+  Bench(o).Run();
+  std::string cmd = "rm -rf '" + o.dir + "'";
+  if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", o.dir.c_str());
+  return 0;
+}

@@ -1,0 +1,30 @@
+// Runs one operation in a loop on N concurrent clients — separate processes (as engines are) or
+// threads — for a fixed time, and merges their counts and latency histograms.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "latency_histogram.h"
+
+namespace wombatkv::bench {
+
+// One client's loop body: performs one operation and returns the payload bytes it moved.
+using Op = std::function<uint64_t(uint64_t iteration)>;
+// Runs inside the client (after fork, for processes): connects, prepares, returns its Op.
+using OpFactory = std::function<Op(int client)>;
+
+struct WorkerResult {
+  uint64_t ops = 0;
+  uint64_t bytes = 0;
+  double seconds = 0;  // the slowest client's measured time
+  LatencyHistogram latency;
+  double ops_per_second() const { return seconds > 0 ? double(ops) / seconds : 0; }
+  double bytes_per_second() const { return seconds > 0 ? double(bytes) / seconds : 0; }
+};
+
+// Starts `clients` clients (processes when `processes`, else threads), waits until all are ready,
+// lets them run for `seconds`, and merges their results. Dies if a client process fails.
+WorkerResult RunClients(int clients, bool processes, double seconds, const OpFactory& factory);
+
+}  // namespace wombatkv::bench
