@@ -59,6 +59,12 @@ class NoSyncFileSystem final : public FileSystem {
                              FileInfo* written) override {
     return base_->CreateFileExclusive(path, parts, false, written);
   }
+  Result<std::unique_ptr<PendingFile>> WriteTemp(const std::string& path,
+                                                 const std::vector<ByteView>& parts, bool,
+                                                 bool later_than_current) override {
+    return base_->WriteTemp(path, parts, false, later_than_current);
+  }
+  Status SyncDir(const std::string&) override { return Status::Ok(); }
   Result<std::shared_ptr<Buffer>> ReadFile(const std::string& path, uint64_t offset,
                                            uint64_t length, FileInfo* info) override {
     return base_->ReadFile(path, offset, length, info);

@@ -85,9 +85,27 @@ class FileLock {
   virtual ~FileLock() = default;
 };
 
+// A file written next to its destination but not yet named: the first half of an atomic write,
+// for callers that make many names durable in one directory sync (group commit: FsObjectStore).
+// Destroying it before a successful Commit removes the file.
+class PendingFile {
+ public:
+  virtual ~PendingFile() = default;
+  // The Stat of the written file (as WriteFileAtomic's `written`); a name given to it by Commit
+  // keeps this inode, size and mtime.
+  virtual const FileInfo& info() const = 0;
+  // Gives the file its name, atomically: with `replace`, over whatever `path` holds (rename(2));
+  // without, Conflict if `path` exists (link(2)). The new directory entry is NOT synced: it
+  // survives a crash only once SyncDir of its directory, started after Commit returned, has
+  // returned. REQUIRES: called at most once.
+  virtual Status Commit(bool replace) = 0;
+};
+
 // Paths are absolute or relative POSIX paths; callers validate untrusted names before they become
 // paths. Durability contract: a call with sync=true returns only after the data and the directory
-// entry are on stable storage (fsync of the file and of its directory).
+// entry are on stable storage (fsync of the file and of its directory). Two-phase writes
+// (WriteTemp, PendingFile::Commit, SyncDir) spell the same steps out: content durable before the
+// name exists, then the name durable.
 //
 // The `FileInfo* out` parameters are optional (may be null): when given, they receive the Stat of
 // the very file written or read (taken from its open descriptor, so no concurrent replacement of
@@ -108,6 +126,16 @@ class FileSystem {
   // As WriteFileAtomic, but fails with Conflict if `path` exists (atomic create: link(2)).
   virtual Status CreateFileExclusive(const std::string& path, const std::vector<ByteView>& parts,
                                      bool sync, FileInfo* written = nullptr) = 0;
+  // Writes parts (concatenated) to a new temporary file beside `path` (named as WriteFileAtomic's)
+  // and returns it unnamed. With `sync`, its content is on stable storage on return (so a name
+  // given to it later never shows other bytes after a crash). With `later_than_current`, its
+  // mtime_ns is made greater than that of the file `path` holds now (as WriteFileAtomic does).
+  virtual Result<std::unique_ptr<PendingFile>> WriteTemp(const std::string& path,
+                                                         const std::vector<ByteView>& parts,
+                                                         bool sync, bool later_than_current) = 0;
+  // Makes the directory's entries (names created, replaced or removed so far) durable: fsync of
+  // the directory. OK on file systems that cannot sync a directory (they need no such sync).
+  virtual Status SyncDir(const std::string& dir) = 0;
   // Reads up to `length` bytes from `offset` (fewer at end of file, none past it). NotFound if
   // absent.
   virtual Result<std::shared_ptr<Buffer>> ReadFile(const std::string& path, uint64_t offset,
@@ -129,6 +157,53 @@ class FileSystem {
   // sections shared by threads and processes (e.g. FsObjectStore's conditional writes). Each
   // call is a separate holder, so two threads of one process exclude each other too.
   virtual Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string& path) = 0;
+};
+
+// Forwards every call to a target file system (not owned), so that decorators — fault injection,
+// recording the order of syncs in tests — override only what they change (as ObjectStoreWrapper).
+// REQUIRES: the target outlives the wrapper.
+class FileSystemWrapper : public FileSystem {
+ public:
+  explicit FileSystemWrapper(FileSystem* target) : target_(target) {}
+
+  Status CreateDirs(const std::string& path) override { return target_->CreateDirs(path); }
+  Status WriteFileAtomic(const std::string& path, const std::vector<ByteView>& parts, bool sync,
+                         FileInfo* written) override {
+    return target_->WriteFileAtomic(path, parts, sync, written);
+  }
+  Status CreateFileExclusive(const std::string& path, const std::vector<ByteView>& parts,
+                             bool sync, FileInfo* written) override {
+    return target_->CreateFileExclusive(path, parts, sync, written);
+  }
+  Result<std::unique_ptr<PendingFile>> WriteTemp(const std::string& path,
+                                                 const std::vector<ByteView>& parts, bool sync,
+                                                 bool later_than_current) override {
+    return target_->WriteTemp(path, parts, sync, later_than_current);
+  }
+  Status SyncDir(const std::string& dir) override { return target_->SyncDir(dir); }
+  Result<std::shared_ptr<Buffer>> ReadFile(const std::string& path, uint64_t offset,
+                                           uint64_t length, FileInfo* info) override {
+    return target_->ReadFile(path, offset, length, info);
+  }
+  Result<FileInfo> Stat(const std::string& path) override { return target_->Stat(path); }
+  Status DeleteFile(const std::string& path) override { return target_->DeleteFile(path); }
+  Result<std::vector<std::string>> ListDir(const std::string& path) override {
+    return target_->ListDir(path);
+  }
+  Status DeleteTree(const std::string& path) override { return target_->DeleteTree(path); }
+  Result<std::unique_ptr<FileLock>> LockFile(const std::string& path,
+                                             const std::string& owner_note) override {
+    return target_->LockFile(path, owner_note);
+  }
+  Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string& path) override {
+    return target_->LockFileBlocking(path);
+  }
+
+ protected:
+  FileSystem* target() const { return target_; }
+
+ private:
+  FileSystem* target_;
 };
 
 // The process-wide POSIX implementations (never destroyed).

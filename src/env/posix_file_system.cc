@@ -16,6 +16,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/check.h"
 #include "wombatkv/env.h"
 
 namespace wombatkv {
@@ -167,11 +168,50 @@ std::string TempPathFor(const std::string& path) {
   return path.find('/') == std::string::npos ? name : dir + "/" + name;
 }
 
-// Writes `parts` to a fresh temporary file next to `path` and returns its name. With
-// `later_than_target`, the temp file's mtime is made greater than that of the current `path`
-// (env.h: (inode, mtime_ns, size) never repeats across replacements). On failure nothing is left.
-Result<std::string> WriteTemp(const std::string& path, const std::vector<ByteView>& parts,
-                              bool sync, bool later_than_target, FileInfo* written) {
+// A written temporary file awaiting its name; unlinked on destruction unless Commit named it.
+class PosixPendingFile final : public PendingFile {
+ public:
+  PosixPendingFile(std::string tmp, std::string path, const FileInfo& info)
+      : tmp_(std::move(tmp)), path_(std::move(path)), info_(info) {}
+  ~PosixPendingFile() override {
+    if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  }
+  PosixPendingFile(const PosixPendingFile&) = delete;
+  PosixPendingFile& operator=(const PosixPendingFile&) = delete;
+
+  const FileInfo& info() const override { return info_; }
+
+  Status Commit(bool replace) override {
+    WMBT_CHECK_MSG(!tmp_.empty(), "PendingFile::Commit called twice");
+    if (replace) {
+      if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+        return ErrnoStatus(errno, "rename over", path_);  // the destructor removes the temporary
+      }
+    } else {
+      // link(2) fails if `path` exists, atomically; rename(2) would replace it.
+      if (::link(tmp_.c_str(), path_.c_str()) != 0) {
+        int err = errno;
+        if (err == EEXIST) return Status::Conflict(path_ + " already exists");
+        return ErrnoStatus(err, "link", path_);
+      }
+      ::unlink(tmp_.c_str());  // a leftover would be harmless: temp names are never listed
+    }
+    tmp_.clear();
+    return Status::Ok();
+  }
+
+ private:
+  std::string tmp_;  // empty once committed
+  std::string path_;
+  FileInfo info_;
+};
+
+// Writes `parts` to a fresh temporary file next to `path`. With `later_than_target`, the temp
+// file's mtime is made greater than that of the current `path` (env.h: (inode, mtime_ns, size)
+// never repeats across replacements). On failure nothing is left.
+Result<std::unique_ptr<PendingFile>> WriteTempFile(const std::string& path,
+                                                   const std::vector<ByteView>& parts, bool sync,
+                                                   bool later_than_target) {
   std::string tmp;
   int raw = -1;
   for (int attempt = 0; attempt < kTempCreateAttemptsMax && raw < 0; ++attempt) {
@@ -183,7 +223,7 @@ Result<std::string> WriteTemp(const std::string& path, const std::vector<ByteVie
   }
   if (raw < 0) return ErrnoStatus(EEXIST, "create temporary file", tmp);
   Fd fd(raw);
-  auto fail = [&](Status s) -> Result<std::string> {
+  auto fail = [&](Status s) -> Result<std::unique_ptr<PendingFile>> {
     fd.Close();
     ::unlink(tmp.c_str());
     return s;
@@ -213,10 +253,11 @@ Result<std::string> WriteTemp(const std::string& path, const std::vector<ByteVie
       return fail(ErrnoStatus(errno, "stat", path));
     }
   }
+  // fsync, not fdatasync: the mtime is part of the ETag (fs_object_store.cc), so it must not
+  // revert after a crash either.
   if (sync && ::fsync(fd.get()) != 0) return fail(ErrnoStatus(errno, "fsync", tmp));
   if (fd.Close() != 0 && errno != EINTR) return fail(ErrnoStatus(errno, "close", tmp));
-  if (written != nullptr) *written = InfoOf(st);
-  return tmp;
+  return std::unique_ptr<PendingFile>(new PosixPendingFile(tmp, path, InfoOf(st)));
 }
 
 class PosixFileLock final : public FileLock {
@@ -274,28 +315,21 @@ class PosixFs final : public FileSystem {
 
   Status WriteFileAtomic(const std::string& path, const std::vector<ByteView>& parts, bool sync,
                          FileInfo* written) override {
-    WMBT_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(path, parts, sync, true, written));
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      Status s = ErrnoStatus(errno, "rename over", path);
-      ::unlink(tmp.c_str());
-      return s;
-    }
-    return sync ? FsyncDir(DirOf(path)) : Status::Ok();
+    return WriteAndName(path, parts, sync, /*replace=*/true, written);
   }
 
   Status CreateFileExclusive(const std::string& path, const std::vector<ByteView>& parts,
                              bool sync, FileInfo* written) override {
-    WMBT_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(path, parts, sync, false, written));
-    // link(2) fails if `path` exists, atomically; rename(2) would replace it.
-    if (::link(tmp.c_str(), path.c_str()) != 0) {
-      int err = errno;
-      ::unlink(tmp.c_str());
-      if (err == EEXIST) return Status::Conflict(path + " already exists");
-      return ErrnoStatus(err, "link", path);
-    }
-    ::unlink(tmp.c_str());  // a leftover would be harmless: temp names are never listed
-    return sync ? FsyncDir(DirOf(path)) : Status::Ok();
+    return WriteAndName(path, parts, sync, /*replace=*/false, written);
   }
+
+  Result<std::unique_ptr<PendingFile>> WriteTemp(const std::string& path,
+                                                 const std::vector<ByteView>& parts, bool sync,
+                                                 bool later_than_current) override {
+    return WriteTempFile(path, parts, sync, later_than_current);
+  }
+
+  Status SyncDir(const std::string& dir) override { return FsyncDir(dir); }
 
   Result<std::shared_ptr<Buffer>> ReadFile(const std::string& path, uint64_t offset,
                                            uint64_t length, FileInfo* info) override {
@@ -399,6 +433,16 @@ class PosixFs final : public FileSystem {
     } while (rc != 0 && errno == EINTR);
     if (rc != 0) return ErrnoStatus(errno, "lock", path);
     return std::unique_ptr<FileLock>(new PosixFileLock(fd.Release()));
+  }
+
+ private:
+  // Both halves of a two-phase write at once: content (synced), name, then directory.
+  Status WriteAndName(const std::string& path, const std::vector<ByteView>& parts, bool sync,
+                      bool replace, FileInfo* written) {
+    WMBT_ASSIGN_OR_RETURN(auto file, WriteTempFile(path, parts, sync, replace));
+    WMBT_RETURN_IF_ERROR(file->Commit(replace));
+    if (written != nullptr) *written = file->info();
+    return sync ? FsyncDir(DirOf(path)) : Status::Ok();
   }
 };
 

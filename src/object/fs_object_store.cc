@@ -8,6 +8,10 @@
 //      atomic by itself (link(2)) and takes no lock, so blob uploads run in parallel.
 //   3. Names containing '~' (the lock, temporaries: env.h) or otherwise not valid key segments
 //      are not objects: List skips them and no key can name them.
+//   4. A Put returns after the object's content was synced before it got its name, and a sync of
+//      its directory started after that (DirSyncGroup: concurrent Puts into one directory share
+//      that sync). Get and Head of an object whose name is not durable yet wait until it is, so
+//      this process never acts on a name a crash could take back (see dir_sync_group.h).
 //
 // ETag = "<inode>-<mtime_ns>-<size>" in lowercase hex, from one stat of the file: cheap, and
 // unique enough. By (1) and (2) the versions of a key are a sequence of files, each created while
@@ -22,6 +26,7 @@
 #include <charconv>
 #include <queue>
 
+#include "object/dir_sync_group.h"
 #include "object/object_key.h"
 #include "wombatkv/env.h"
 
@@ -54,7 +59,7 @@ std::string ParentOf(std::string_view key) {
 
 class FsObjectStore final : public ObjectStore {
  public:
-  FsObjectStore(std::string root, FileSystem* fs) : fs_(fs) {
+  FsObjectStore(std::string root, FileSystem* fs) : fs_(fs), syncs_(fs) {
     while (root.size() > 1 && root.back() == '/') root.pop_back();
     root_ = root.empty() ? "." : root;
     base_ = root_ == "/" ? "/" : root_ + "/";
@@ -77,8 +82,8 @@ class FsObjectStore final : public ObjectStore {
       Status s = fs_->CreateDirs(dir);
       FileInfo written;
       if (s.ok()) {
-        s = options.mode == PutMode::kIfAbsent ? Create(key, path, parts, &written)
-                                               : Replace(key, path, parts, options, &written);
+        s = options.mode == PutMode::kIfAbsent ? Create(key, dir, path, parts, &written)
+                                               : Replace(key, dir, path, parts, options, &written);
       }
       if (s.ok()) return EtagOf(written);
       if (!s.IsNotFound()) return s.WithContext("put " + std::string(key) + " in " + Describe());
@@ -90,8 +95,10 @@ class FsObjectStore final : public ObjectStore {
   Result<ObjectData> Get(std::string_view key, uint64_t offset, uint64_t length) override {
     WMBT_RETURN_IF_ERROR(ValidateObjectKey(key));
     FileInfo info;
-    auto bytes = fs_->ReadFile(PathOf(key), offset, length, &info);
+    const std::string path = PathOf(key);
+    auto bytes = fs_->ReadFile(path, offset, length, &info);
     if (!bytes.ok()) return MissingOr(key, bytes.status());
+    WMBT_RETURN_IF_ERROR(syncs_.AwaitDurable(PathOf(ParentOf(key)), path));
     if (offset > info.size) {
       return Status::InvalidArgument("get " + std::string(key) + ": offset " +
                                      std::to_string(offset) + " is past the object size " +
@@ -106,10 +113,12 @@ class FsObjectStore final : public ObjectStore {
 
   Result<ObjectInfo> Head(std::string_view key) override {
     WMBT_RETURN_IF_ERROR(ValidateObjectKey(key));
-    auto info = fs_->Stat(PathOf(key));
+    const std::string path = PathOf(key);
+    auto info = fs_->Stat(path);
     if (!info.ok()) return MissingOr(key, info.status());
     if (info->is_dir) return NotFound(key);
-    return ObjectInfo{std::string(key), info->size, EtagOf(*info)};
+    WMBT_RETURN_IF_ERROR(syncs_.AwaitDurable(PathOf(ParentOf(key)), path));
+    return ObjectInfo{std::string(key), info->size, EtagOf(*info), info->mtime_ns / 1000};
   }
 
   Status Delete(std::string_view key) override {
@@ -155,33 +164,53 @@ class FsObjectStore final : public ObjectStore {
 
   Result<std::unique_ptr<FileLock>> Lock() { return fs_->LockFileBlocking(lock_path_); }
 
-  Status Create(std::string_view key, const std::string& path, const std::vector<ByteView>& parts,
-                FileInfo* written) {
-    Status s = fs_->CreateFileExclusive(path, parts, /*sync=*/true, written);
-    if (!s.IsConflict()) return s;
+  // The content is written and synced outside any lock (blob uploads run in parallel); only the
+  // directory sync is shared (invariant 4).
+  Status Create(std::string_view key, const std::string& dir, const std::string& path,
+                const std::vector<ByteView>& parts, FileInfo* written) {
+    WMBT_ASSIGN_OR_RETURN(auto file, fs_->WriteTemp(path, parts, /*sync=*/true,
+                                                    /*later_than_current=*/false));
+    auto ticket = syncs_.Name(*file, dir, path, /*replace=*/false);
+    if (ticket.ok()) {
+      *written = file->info();
+      return syncs_.Await(*ticket);
+    }
+    if (!ticket.status().IsConflict()) return ticket.status();
     auto info = fs_->Stat(path);
     if (info.ok() && info->is_dir) return DirectoryInTheWay(key);
+    // The object that won may still await its directory sync here: a caller that takes this
+    // Conflict as "the object exists" (a blob upload) must not act on it before it is durable.
+    WMBT_RETURN_IF_ERROR(syncs_.AwaitDurable(dir, path));
     return Status::Conflict("object " + std::string(key) + " already exists");
   }
 
-  Status Replace(std::string_view key, const std::string& path, const std::vector<ByteView>& parts,
-                 const PutOptions& options, FileInfo* written) {
-    WMBT_ASSIGN_OR_RETURN(auto lock, Lock());
-    auto current = fs_->Stat(path);
-    if (!current.ok() && !current.status().IsNotFound()) return current.status();
-    if (current.ok() && current->is_dir) return DirectoryInTheWay(key);
-    if (options.mode == PutMode::kIfMatch) {
-      if (!current.ok()) {
-        return Status::Conflict("object " + std::string(key) + " does not exist (if-match " +
-                                options.if_match + ")");
+  Status Replace(std::string_view key, const std::string& dir, const std::string& path,
+                 const std::vector<ByteView>& parts, const PutOptions& options,
+                 FileInfo* written) {
+    DirSyncGroup::Ticket ticket;
+    {
+      WMBT_ASSIGN_OR_RETURN(auto lock, Lock());
+      auto current = fs_->Stat(path);
+      if (!current.ok() && !current.status().IsNotFound()) return current.status();
+      if (current.ok() && current->is_dir) return DirectoryInTheWay(key);
+      if (options.mode == PutMode::kIfMatch) {
+        if (!current.ok()) {
+          return Status::Conflict("object " + std::string(key) + " does not exist (if-match " +
+                                  options.if_match + ")");
+        }
+        std::string etag = EtagOf(*current);
+        if (etag != options.if_match) {
+          return Status::Conflict("object " + std::string(key) + " has etag " + etag + ", not " +
+                                  options.if_match);
+        }
       }
-      std::string etag = EtagOf(*current);
-      if (etag != options.if_match) {
-        return Status::Conflict("object " + std::string(key) + " has etag " + etag + ", not " +
-                                options.if_match);
-      }
+      WMBT_ASSIGN_OR_RETURN(auto file, fs_->WriteTemp(path, parts, /*sync=*/true,
+                                                      /*later_than_current=*/true));
+      WMBT_ASSIGN_OR_RETURN(ticket, syncs_.Name(*file, dir, path, /*replace=*/true));
+      *written = file->info();
     }
-    return fs_->WriteFileAtomic(path, parts, /*sync=*/true, written);
+    // Renamed under the lock; its directory sync, shared with other writers, needs no lock.
+    return syncs_.Await(ticket);
   }
 
   // Lists directory `rel` ("" or ending in '/') into the walk: its entries whose names start
@@ -229,7 +258,9 @@ class FsObjectStore final : public ObjectStore {
       if (info->is_dir) {
         if (!SubtreeSkippedByToken(as_dir, walk.token)) dirs.push(as_dir);
       } else if (!SkippedByToken(key, walk.token)) {
-        if (!walk.page.AddObject({key, info->size, EtagOf(*info)})) return Status::Ok();
+        if (!walk.page.AddObject({key, info->size, EtagOf(*info), info->mtime_ns / 1000})) {
+          return Status::Ok();
+        }
       }
     }
     return flush_dirs_before(nullptr);
@@ -285,6 +316,7 @@ class FsObjectStore final : public ObjectStore {
   }
 
   FileSystem* fs_;
+  DirSyncGroup syncs_;
   std::string root_;
   std::string base_;  // root_ with a trailing '/'
   std::string lock_path_;
