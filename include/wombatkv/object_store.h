@@ -23,6 +23,7 @@
 
 namespace wombatkv {
 
+class Clock;
 class FileSystem;
 
 enum class PutMode : uint8_t {
@@ -40,6 +41,10 @@ struct ObjectInfo {
   std::string key;
   uint64_t size = 0;
   std::string etag;
+  // When the current version was written, µs since the Unix epoch, by the store's clock (the
+  // file's mtime, S3's LastModified); 0 when the backend does not say. Informational: orphan GC
+  // ages blobs by it (docs/layout.md §7), nothing orders writes by it.
+  uint64_t modified_us = 0;
 };
 
 struct ObjectData {
@@ -130,7 +135,8 @@ Status ValidateObjectKey(std::string_view key);
 // they are never keys and never listed.
 std::unique_ptr<ObjectStore> NewFsObjectStore(std::string root, FileSystem* fs);
 
-// In memory. Honours every condition exactly; ETags are unique per write.
-std::unique_ptr<ObjectStore> NewMemObjectStore();
+// In memory. Honours every condition exactly; ETags are unique per write. Modification times
+// come from `clock` (WallMicros; null = the real clock), so a test can age objects.
+std::unique_ptr<ObjectStore> NewMemObjectStore(Clock* clock = nullptr);
 
 }  // namespace wombatkv

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -47,6 +48,25 @@ struct StoreOptions {
   // Background upload workers when no executor is injected.
   size_t upload_threads = 16;
 
+  // Capacity (docs/capacity.md). Per-namespace values: key = namespace, "" = every namespace not
+  // named; a namespace with no entry (and no "") or 0 has no limit. See NamespaceSetting().
+  // L2 bytes a namespace's heads may reference (blobs + heads + sidecars); over it, the least
+  // recently used chain tails are evicted (WMBT_KV_NAMESPACE_MAX_BYTES).
+  std::map<std::string, uint64_t> namespace_bytes_max;
+  // Chain tails unused for longer than this many seconds are evicted (WMBT_KV_NAMESPACE_TTL).
+  std::map<std::string, uint64_t> namespace_ttl_seconds;
+  // A put not yet published keeps the chain it extends from eviction for this long after the put
+  // (SPEC G10; WMBT_KV_PUBLISH_GRACE). Older unpublished puts are taken as abandoned.
+  uint64_t publish_grace_seconds = 600;
+  // The background evictor runs a pass at most this often (and at once when a publish pushes a
+  // namespace over its budget). With an injected executor or clock there is no timer: passes are
+  // started by operations (puts, publishes, gets, sidecar puts). 0 = no background passes at
+  // all, only Evict().
+  uint64_t eviction_interval_ms = 1000;
+  // Work bound of one pass: chain heads rewritten or deleted (one L2 write each), and blocks.
+  size_t eviction_heads_per_pass = 64;
+  size_t eviction_blocks_per_pass = 65536;
+
   // Injected planes and environment (not owned; must outlive the Store). Null = the default:
   // FsObjectStore under data_dir/l2, RocksDB under data_dir/l1, the real clock, the POSIX file
   // system, a system-seeded random source, an internal thread pool.
@@ -73,6 +93,15 @@ struct BlockPut {
 
   ByteView bytes() const { return owned.owner ? owned.view() : payload; }
 };
+
+// The value of a per-namespace setting (StoreOptions::namespace_*): the namespace's own entry,
+// else the "" entry, else 0 (none).
+inline uint64_t NamespaceSetting(const std::map<std::string, uint64_t>& values,
+                                 std::string_view ns) {
+  auto it = values.find(std::string(ns));
+  if (it == values.end()) it = values.find("");
+  return it == values.end() ? 0 : it->second;
+}
 
 // Payloads lent by GetBlocks: valid (and pinned in the cache) until the Borrow is destroyed.
 class Borrow {
@@ -148,6 +177,60 @@ struct StoreStats {
   uint64_t l2_get_bytes = 0;
   uint64_t l2_errors = 0;
   uint64_t corruptions_detected = 0;
+  // Capacity (docs/capacity.md; append new counters at the end: the wire carries them in order)
+  uint64_t l2_referenced_bytes = 0;    // blobs and heads the heads name + known sidecars, all ns
+  uint64_t l2_unreferenced_bytes = 0;  // blobs no head references any more, not yet seen deleted
+  uint64_t evict_passes = 0;
+  uint64_t evict_chains = 0;           // heads rewritten shorter or deleted by eviction
+  uint64_t evict_heads_deleted = 0;
+  uint64_t evict_blocks = 0;           // head entries removed
+  uint64_t evict_bytes = 0;            // bytes eviction stopped referencing (blobs, heads, ...)
+  uint64_t evict_freed_bytes = 0;      // bytes actually gone from L2 (heads, sidecars, GC'd blobs)
+  uint64_t evict_skipped_in_flight = 0;  // trims stopped by an unpublished put or a borrow (G10)
+  uint64_t evict_conflicts = 0;        // a head changed under eviction; re-read and re-planned
+};
+
+// L2 bytes one fingerprint's heads reference (part of NamespaceUsage).
+struct FingerprintUsage {
+  Fingerprint fp;
+  uint64_t chains = 0, head_bytes = 0;
+  uint64_t blobs = 0, blob_bytes = 0;  // distinct within this fingerprint
+  uint64_t sidecars = 0, sidecar_bytes = 0;
+  uint64_t stray_sidecars = 0, stray_sidecar_bytes = 0;
+};
+
+// What a namespace holds in L2 as this store knows it (object sizes, docs/capacity.md). Exact
+// for what this process indexes; another host's heads count once Refresh has loaded them.
+struct NamespaceUsage {
+  std::string ns;
+  uint64_t chains = 0, head_bytes = 0;
+  uint64_t blobs = 0, blob_bytes = 0;        // distinct blobs the heads name (48 + payload each)
+  uint64_t sidecars = 0, sidecar_bytes = 0;  // sidecars whose tip key is indexed
+  // Sidecars whose tip is not indexed (never published, or its chain went): not evictable, not
+  // in the budget.
+  uint64_t stray_sidecars = 0, stray_sidecar_bytes = 0;
+  // Blobs this store stopped referencing that are not yet seen deleted: orphans awaiting orphan
+  // GC. Still in L2, not in the budget (docs/capacity.md states the bound).
+  uint64_t unreferenced_blobs = 0, unreferenced_bytes = 0;
+  uint64_t budget_bytes = 0;  // 0 = unlimited
+  uint64_t ttl_seconds = 0;   // 0 = none
+  std::vector<FingerprintUsage> fingerprints;  // by fingerprint, when asked for
+
+  // What the budget limits.
+  uint64_t referenced_bytes() const { return blob_bytes + head_bytes + sidecar_bytes; }
+};
+
+// What one eviction pass did.
+struct EvictionReport {
+  uint64_t chains = 0;         // heads rewritten shorter or deleted
+  uint64_t heads_deleted = 0;
+  uint64_t blocks = 0;         // head entries removed
+  uint64_t bytes = 0;          // bytes no longer referenced (what the budget counts as gone)
+  uint64_t freed_bytes = 0;    // bytes deleted from L2 in this pass
+  uint64_t skipped_in_flight = 0;
+  uint64_t conflicts = 0;
+  uint64_t orphans_gone = 0;   // unreferenced blobs found deleted (by orphan GC) in this pass
+  bool work_left = false;      // stopped at the pass's work bound with more to do
 };
 
 class Store {
@@ -209,6 +292,17 @@ class Store {
                                                    const ChainId& chain_id) = 0;
 
   virtual StoreStats Stats() = 0;
+
+  // L2 usage per namespace (`ns` empty = every namespace this store knows), sorted by name; with
+  // `by_fingerprint`, each with a breakdown per fingerprint (costs a walk of the namespace's
+  // chains). No I/O. For `wombatkv du` and monitoring.
+  virtual std::vector<NamespaceUsage> Usage(std::string_view ns, bool by_fingerprint) = 0;
+
+  // Runs one eviction pass on the calling thread: namespace budgets, TTLs, and probes of
+  // unreferenced blobs (docs/capacity.md). The background evictor runs the same pass; at most one
+  // runs at a time. Never removes a borrowed block or the chain a pending put extends (G10);
+  // trims chains from the tip only. Errors of single trims are logged and counted, not returned.
+  virtual Result<EvictionReport> Evict() = 0;
 
   // Where L2 lives ("file:///...", "s3://..."), for messages.
   virtual std::string DescribeL2() const = 0;

@@ -72,6 +72,12 @@ void PayloadCache::EvictLocked(const CacheKey* fresh) {
   }
 }
 
+bool PayloadCache::InUse(const CacheKey& key) const {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = map_.find(key);
+  return it != map_.end() && (it->second.pins > 0 || it->second.payload.owner.use_count() > 1);
+}
+
 CacheStats PayloadCache::Stats() const {
   std::lock_guard<std::mutex> g(mu_);
   return stats_;

@@ -1,5 +1,5 @@
 // PayloadCache: the RAM payload plane. Maps (namespace id, content hash) → payload bytes,
-// bounded in bytes, least-recently-used first out.
+// bounded in bytes, least-recently-used first out: every Lookup hit and Insert counts as a use.
 //
 // Invariants:
 //   C1. An entry that is pinned (a put whose upload to L2 has not finished) is never evicted:
@@ -54,6 +54,11 @@ class PayloadCache {
 
   // Drops one pin; the entry becomes evictable when its pins reach zero.
   void Unpin(const CacheKey& key);
+
+  // Whether the entry is pinned (C1) or borrowed (C2) right now: L2 eviction leaves such blocks
+  // alone (SPEC G10). A miss is not in use — though bytes lent earlier and since dropped from the
+  // cache stay valid for their borrower anyway, who co-owns them.
+  bool InUse(const CacheKey& key) const;
 
   CacheStats Stats() const;
 

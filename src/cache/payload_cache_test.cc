@@ -56,6 +56,23 @@ TEST(PayloadCache, BorrowedEntriesAreNotEvictedAndStayValid) {
   EXPECT_EQ(c.Stats().bytes, 50u);
 }
 
+TEST(PayloadCache, InUseMeansPinnedOrBorrowed) {
+  PayloadCache c(1000);
+  c.Insert(K(1), Bytes(10), /*pin=*/true);
+  (void)c.Insert(K(2), Bytes(10), /*pin=*/false);
+  EXPECT_TRUE(c.InUse(K(1)));
+  EXPECT_FALSE(c.InUse(K(2)));
+  EXPECT_FALSE(c.InUse(K(3)));  // a miss
+  {
+    std::optional<BufferSlice> lent = c.Lookup(K(2));
+    ASSERT_TRUE(lent.has_value());
+    EXPECT_TRUE(c.InUse(K(2)));
+  }
+  EXPECT_FALSE(c.InUse(K(2)));
+  c.Unpin(K(1));
+  EXPECT_FALSE(c.InUse(K(1)));
+}
+
 TEST(PayloadCache, NamespacesAreSeparateKeys) {
   PayloadCache c(1000);
   c.Insert(K(1, 0), Bytes(10), false);

@@ -1,6 +1,7 @@
 #include "index/radix_index.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <memory>
@@ -16,7 +17,7 @@ constexpr uint32_t kNone = UINT32_MAX;         // no node / empty slot
 constexpr uint32_t kRootBit = 0x8000'0000u;    // parent field of a root: kRootBit | scope id (I3)
 constexpr uint32_t kNodesMax = kRootBit - 1;   // node indices stay below kRootBit
 constexpr uint32_t kScopesMax = kRootBit - 2;  // so kRootBit | id never equals kNone
-constexpr uint32_t kChunkShift = 12;           // 4096 nodes (288 KiB) per arena chunk
+constexpr uint32_t kChunkShift = 12;           // 4096 nodes (304 KiB) per arena chunk
 constexpr uint32_t kChunkNodes = 1u << kChunkShift;
 constexpr size_t kSlotsMin = 64;
 
@@ -69,9 +70,22 @@ struct Node {
   uint32_t length = 0;
   uint32_t refs = 0;       // chains through this node (I1, I2); 0 = on the free list
   uint32_t children = 0;   // live nodes whose parent is this one (I5)
-  uint32_t last_used = 0;  // logical time of the newest PutChain through it (PathTo; LRU later)
+  uint32_t last_used = 0;  // logical time of the newest PutChain through it (PathTo)
+  // Use stamp (I7). Written by shared-lock readers through UseOf() (relaxed atomics); plain
+  // accesses only under the exclusive lock.
+  mutable uint32_t used = 0;
 };
-static_assert(sizeof(Node) == 72, "the memory budget in radix_index.h assumes 72-byte nodes");
+static_assert(sizeof(Node) == 76, "the memory budget in radix_index.h assumes 76-byte nodes");
+static_assert(alignof(Node) >= std::atomic_ref<uint32_t>::required_alignment);
+
+inline std::atomic_ref<uint32_t> UseOf(const Node& n) { return std::atomic_ref<uint32_t>(n.used); }
+
+// Raises a node's stamp; a no-op (one load) when it is already there, which is the common case:
+// stamps are coarse, so a hot node is written at most once per tick.
+inline void Touch(const Node& n, uint32_t tick) {
+  auto u = UseOf(n);
+  if (u.load(std::memory_order_relaxed) < tick) u.store(tick, std::memory_order_relaxed);
+}
 
 // A table slot: the node and the 32-bit hash of (scope, key); home = hash & mask. Keeping the hash
 // lets the table grow and shift back without touching nodes, and filters candidates before the
@@ -326,7 +340,7 @@ struct RadixIndex::Impl {
   }
 
   void Put(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,
-           std::span<const ChainEntry> entries) {
+           std::span<const ChainEntry> entries, uint32_t used) {
     WMBT_CHECK(!entries.empty());
     WMBT_CHECK(entries.size() <= limits::kChainBlocksMax);
     WMBT_CHECK(info.length == entries.size());
@@ -346,6 +360,7 @@ struct RadixIndex::Impl {
         x.key = e.key;
         x.refs = 0;
         x.children = 0;
+        x.used = 0;
         if (!IsRoot(parent)) ++N(parent).children;  // I5
         InsertSlot(hash, n);                        // I6
         ++sc.nodes;
@@ -356,6 +371,7 @@ struct RadixIndex::Impl {
       x.hash = e.hash;  // the newest publish wins
       x.length = e.length;
       x.last_used = clock;
+      x.used = std::max(x.used, used);  // I7 (exclusive lock: a plain access)
       parent = n;
     }
     WMBT_DCHECK(PathMatches(parent, entries));  // I3, I4 for the new chain
@@ -404,7 +420,8 @@ struct RadixIndex::Impl {
   // next kAhead keys are computed and their slots prefetched while the current step is verified,
   // and the likely node of the next step is prefetched too: steps overlap their cache misses
   // although each one needs the node found by the previous.
-  size_t Walk(uint32_t scope, std::span<const BlockKey> keys, BlockMeta* out) const {
+  size_t Walk(uint32_t scope, std::span<const BlockKey> keys, BlockMeta* out,
+              uint32_t touch) const {
     constexpr size_t kAhead = 8;
     static_assert(std::has_single_bit(kAhead));
     const size_t n = keys.size();
@@ -426,7 +443,10 @@ struct RadixIndex::Impl {
         if (next.node != kNone) Prefetch(&N(next.node));
       }
       const uint32_t node = Find(hash, parent, keys[i]);
-      if (node == kNone) return i;
+      if (node == kNone) {
+        if (touch != 0 && i > 0) Touch(N(parent), touch);  // I7: the deepest node matched
+        return i;
+      }
       if (out != nullptr) {
         const Node& x = N(node);
         out[i].hash = x.hash;
@@ -434,6 +454,7 @@ struct RadixIndex::Impl {
       }
       parent = node;
     }
+    if (touch != 0 && n > 0) Touch(N(parent), touch);
     return n;
   }
 
@@ -618,8 +639,8 @@ RadixIndex::RadixIndex(uint64_t hash_seed) : impl_(new Impl(hash_seed)) {}
 RadixIndex::~RadixIndex() { delete impl_; }
 
 void RadixIndex::PutChain(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,
-                          std::span<const ChainEntry> entries) {
-  impl_->Put(ns, fp, info, entries);
+                          std::span<const ChainEntry> entries, uint32_t used) {
+  impl_->Put(ns, fp, info, entries, used);
 }
 
 bool RadixIndex::RemoveChain(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id) {
@@ -627,18 +648,19 @@ bool RadixIndex::RemoveChain(std::string_view ns, const Fingerprint& fp, const C
 }
 
 size_t RadixIndex::LookupPrefix(std::string_view ns, const Fingerprint& fp,
-                                std::span<const BlockKey> keys) const {
+                                std::span<const BlockKey> keys, uint32_t touch) const {
   const uint32_t scope = impl_->FindScope(ns, fp);
   if (scope == kNone) return 0;
-  return impl_->Walk(scope, keys, nullptr);
+  return impl_->Walk(scope, keys, nullptr, touch);
 }
 
 size_t RadixIndex::Resolve(std::string_view ns, const Fingerprint& fp,
-                           std::span<const BlockKey> keys, std::span<BlockMeta> out) const {
+                           std::span<const BlockKey> keys, std::span<BlockMeta> out,
+                           uint32_t touch) const {
   WMBT_CHECK(out.size() >= keys.size());
   const uint32_t scope = impl_->FindScope(ns, fp);
   if (scope == kNone) return 0;
-  return impl_->Walk(scope, keys, out.data());
+  return impl_->Walk(scope, keys, out.data(), touch);
 }
 
 std::optional<ChainInfo> RadixIndex::GetChain(std::string_view ns, const Fingerprint& fp,
@@ -687,6 +709,83 @@ void RadixIndex::ForEachBlock(
     const Scope& sc = *impl_->scopes[scope_of[i]];
     fn(sc.ns, sc.fp, x.key, BlockMeta{x.hash, x.length});
   }
+}
+
+void RadixIndex::ForEachTrimmableChain(
+    std::string_view ns,
+    const std::function<void(const Fingerprint& fp, const ChainId& chain_id, uint32_t tip_used)>&
+        fn) const {
+  for (const auto& sc : impl_->scopes) {
+    if (!sc || sc->ns != ns) continue;
+    for (const auto& [id, rec] : sc->chains) {
+      const Node& tip = impl_->N(rec.tip);
+      if (tip.children != 0) continue;  // I5: a prefix of a longer path, not a tip
+      fn(sc->fp, id, UseOf(tip).load(std::memory_order_relaxed));
+    }
+  }
+}
+
+void RadixIndex::ForEachChainId(const std::function<void(std::string_view ns, const Fingerprint& fp,
+                                                         const ChainId& chain_id)>& fn) const {
+  for (const auto& sc : impl_->scopes) {
+    if (!sc) continue;
+    for (const auto& [id, rec] : sc->chains) fn(sc->ns, sc->fp, id);
+  }
+}
+
+std::vector<RadixIndex::TailNode> RadixIndex::TrimmableTail(std::string_view ns,
+                                                            const Fingerprint& fp,
+                                                            const ChainId& chain_id,
+                                                            size_t nodes_max) const {
+  std::vector<TailNode> out;
+  const uint32_t scope = impl_->FindScope(ns, fp);
+  if (scope == kNone) return out;
+  const Scope& sc = *impl_->scopes[scope];
+  auto it = sc.chains.find(chain_id);
+  if (it == sc.chains.end()) return out;
+  uint32_t n = it->second.tip;
+  const Node& tip = impl_->N(n);
+  if (tip.children != 0) return out;
+  // I2: refs never grow toward the tip, so the first node with more refs than the tip is where
+  // another chain joins (or passes); it and everything above it stay.
+  for (uint32_t step = 0; step < it->second.length && out.size() < nodes_max; ++step) {
+    const Node& x = impl_->N(n);
+    if (x.refs != tip.refs) break;
+    out.push_back(TailNode{ChainEntry{x.key, x.hash, x.length},
+                           UseOf(x).load(std::memory_order_relaxed)});
+    n = x.parent;
+  }
+  return out;
+}
+
+std::optional<uint32_t> RadixIndex::ChainUsed(std::string_view ns, const Fingerprint& fp,
+                                              const ChainId& chain_id) const {
+  const uint32_t scope = impl_->FindScope(ns, fp);
+  if (scope == kNone) return std::nullopt;
+  const Scope& sc = *impl_->scopes[scope];
+  auto it = sc.chains.find(chain_id);
+  if (it == sc.chains.end()) return std::nullopt;
+  uint32_t newest = 0;
+  uint32_t n = it->second.tip;
+  for (uint32_t step = 0; step < it->second.length; ++step) {
+    const Node& x = impl_->N(n);
+    newest = std::max(newest, UseOf(x).load(std::memory_order_relaxed));
+    n = x.parent;
+  }
+  return newest;
+}
+
+bool RadixIndex::HasKey(std::string_view ns, const Fingerprint& fp, const BlockKey& key) const {
+  const uint32_t scope = impl_->FindScope(ns, fp);
+  if (scope == kNone) return false;
+  const uint32_t hash = KeyHash(impl_->seed, scope, key);
+  const uint32_t mask = impl_->mask;
+  for (uint32_t i = hash & mask; impl_->slots[i].node != kNone; i = (i + 1) & mask) {
+    const Slot s = impl_->slots[i];
+    if (s.hash != hash || !SameKey(impl_->N(s.node).key, key)) continue;
+    if (impl_->RootAndDepth(s.node).first == RootOf(scope)) return true;
+  }
+  return false;
 }
 
 size_t RadixIndex::block_count() const { return impl_->live_nodes; }

@@ -2,7 +2,7 @@
 // chains as one tree of block keys: a node is (parent node, key) → block meta, so a lookup walks
 // from the scope's roots down the caller's key path, one hash probe per block.
 //
-// Invariants (referred to in the code as I1..I5):
+// Invariants (referred to in the code as I1..I7):
 //   I1. A node exists iff at least one published chain passes through it (refs > 0).
 //   I2. refs(node) >= refs(child) for every child: chains are paths from a root.
 //   I3. A node's identity is (scope, parent node, key); the same key under two different parents
@@ -11,6 +11,11 @@
 //       in exactly `length` steps.
 //   I5. children(node) counts live nodes whose parent is node: a node with children == 0 is a tip
 //       of some chain, so eviction can trim chains from the tip without breaking any prefix.
+//   I7. used(node) is a coarse time stamp chosen by the caller (the store uses seconds): PutChain
+//       raises it on every node of the path, a touching lookup on the deepest node it matched.
+//       Using a node uses its ancestors too, so the use of a tail is the running maximum of the
+//       stamps from the tip; eviction reads it that way, and a trim carries the trimmed nodes'
+//       stamp onto the new tip (PutChain with `used`).
 //   I6. The hash table holds exactly one slot per live node, reached by probing linearly from the
 //       home slot of hash(scope, key) with no empty slot in between (deletion shifts back).
 //
@@ -19,14 +24,16 @@
 // comparing its key and parent. Because the probe position does not depend on the parent, a
 // lookup computes and prefetches the slots of the next keys while it verifies the current one.
 //
-// Memory: ≤ 128 bytes per indexed block (asserted by a test via MemoryBytes()): a 72-byte node,
+// Memory: ≤ 128 bytes per indexed block (asserted by a test via MemoryBytes()): a 76-byte node,
 // one 8-byte slot in a table kept 3/16..3/4 full (3/8 right after it grows), and ~150 bytes per
 // chain record (~2 bytes per block with 64-block chains). Freed nodes are reused, not returned.
 //
 // Thread-safety: none. The store guards it with a reader/writer lock: const methods may run
 // concurrently with each other, mutators need exclusive access. LookupPrefix and Resolve never
 // allocate; the other const methods allocate only what they return (ForEachBlock and
-// CheckInvariants also use a temporary of a few bytes per node).
+// CheckInvariants also use a temporary of a few bytes per node). The one write a const method
+// makes — a touching lookup raising a use stamp (I7) — is a relaxed atomic store, so concurrent
+// readers may touch the same node; two racing touches may leave the older of their two stamps.
 #pragma once
 
 #include <cstdint>
@@ -73,21 +80,23 @@ class RadixIndex {
 
   // Inserts chain `info.chain_id` of scope (ns, fp) with `entries` root→tip, replacing any chain
   // of that id (its nodes no other chain uses are removed, I1). Nodes shared with other chains are
-  // shared; an existing node's meta is replaced by the entry's (the newest publish wins).
+  // shared; an existing node's meta is replaced by the entry's (the newest publish wins). Every
+  // node of the path gets used = max(its stamp, `used`) (I7).
   // REQUIRES: entries non-empty; info.tip == entries.back().key; info.length == entries.size().
   void PutChain(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,
-                std::span<const ChainEntry> entries);
+                std::span<const ChainEntry> entries, uint32_t used = 0);
 
   // Removes a chain; returns false if it was not there.
   bool RemoveChain(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id);
 
-  // Number of leading keys that form a path from a root of the scope. No allocation.
-  size_t LookupPrefix(std::string_view ns, const Fingerprint& fp,
-                      std::span<const BlockKey> keys) const;
+  // Number of leading keys that form a path from a root of the scope. No allocation. With
+  // `touch` != 0 the deepest matched node's use stamp is raised to `touch` (I7).
+  size_t LookupPrefix(std::string_view ns, const Fingerprint& fp, std::span<const BlockKey> keys,
+                      uint32_t touch = 0) const;
 
   // As LookupPrefix, and fills out[i] for each matched key. REQUIRES: out.size() >= keys.size().
   size_t Resolve(std::string_view ns, const Fingerprint& fp, std::span<const BlockKey> keys,
-                 std::span<BlockMeta> out) const;
+                 std::span<BlockMeta> out, uint32_t touch = 0) const;
 
   std::optional<ChainInfo> GetChain(std::string_view ns, const Fingerprint& fp,
                                     const ChainId& chain_id) const;
@@ -110,6 +119,36 @@ class RadixIndex {
   // Every content hash referenced by any node, once per node (for GC and audit).
   void ForEachBlock(const std::function<void(std::string_view ns, const Fingerprint& fp,
                                              const BlockKey& key, const BlockMeta& meta)>& fn) const;
+
+  // --- eviction (I5, I7) ---
+
+  // Calls fn for every chain of namespace `ns` (all fingerprints) whose tip has no children: the
+  // chains that can be trimmed without shortening any other path. `tip_used` is the tip's stamp.
+  // Allocates nothing per chain (an eviction pass visits every chain of a namespace).
+  void ForEachTrimmableChain(
+      std::string_view ns,
+      const std::function<void(const Fingerprint& fp, const ChainId& chain_id, uint32_t tip_used)>&
+          fn) const;
+  // Calls fn for every chain of every scope, allocating nothing per chain.
+  void ForEachChainId(const std::function<void(std::string_view ns, const Fingerprint& fp,
+                                               const ChainId& chain_id)>& fn) const;
+
+  struct TailNode {
+    ChainEntry entry;
+    uint32_t used = 0;  // the node's own stamp
+  };
+  // The tail of a chain, tip first: its nodes while every chain through them ends at this tip
+  // (their refs equal the tip's), so removing them shortens no other path; at most `nodes_max`.
+  // Empty if the chain is absent or its tip has children.
+  std::vector<TailNode> TrimmableTail(std::string_view ns, const Fingerprint& fp,
+                                      const ChainId& chain_id, size_t nodes_max) const;
+
+  // The newest use stamp on the path of a chain (the chain's last use); nullopt if absent.
+  std::optional<uint32_t> ChainUsed(std::string_view ns, const Fingerprint& fp,
+                                    const ChainId& chain_id) const;
+
+  // Whether any node of scope (ns, fp) carries `key` (under any parent).
+  bool HasKey(std::string_view ns, const Fingerprint& fp, const BlockKey& key) const;
 
   size_t block_count() const;  // live nodes
   size_t chain_count() const;

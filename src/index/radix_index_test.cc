@@ -356,9 +356,87 @@ TEST(RadixIndex, LookupAndResolveDoNotAllocate) {
   found += index.Resolve(ns, kFp, keys, metas);
   found += index.LookupPrefix("another-namespace-longer-than-sso", kFp, keys);
   found += index.LookupPrefix(ns, Fp(9), keys);
+  found += index.LookupPrefix(ns, kFp, keys, /*touch=*/7);  // raising a use stamp allocates nothing
+  found += index.Resolve(ns, kFp, keys, metas, /*touch=*/8);
   const size_t after = g_allocations.load();
-  EXPECT_EQ(found, 80u);
+  EXPECT_EQ(found, 160u);
   EXPECT_EQ(after, before);
+}
+
+// ------------------------------------------------------------------ use stamps and trimming (I7)
+
+std::vector<uint32_t> TailStamps(const RadixIndex& index, const ChainId& id) {
+  std::vector<uint32_t> out;
+  for (const auto& t : index.TrimmableTail("ns", kFp, id, SIZE_MAX)) out.push_back(t.used);
+  return out;
+}
+
+TEST(RadixIndex, TouchingLookupStampsOnlyTheDeepestMatchedNode) {
+  RadixIndex index;
+  const std::vector<BlockKey> keys = {Key(1), Key(2), Key(3), Key(4)};
+  index.PutChain("ns", kFp, Info(Id(1), Entries(keys)), Entries(keys), /*used=*/10);
+  EXPECT_EQ(TailStamps(index, Id(1)), (std::vector<uint32_t>{10, 10, 10, 10}));  // tip first
+  std::vector<BlockKey> probe = {Key(1), Key(2), Key(9)};
+  EXPECT_EQ(index.LookupPrefix("ns", kFp, probe, /*touch=*/20), 2u);
+  EXPECT_EQ(TailStamps(index, Id(1)), (std::vector<uint32_t>{10, 10, 20, 10}));
+  EXPECT_EQ(index.LookupPrefix("ns", kFp, probe), 2u);  // touch 0: a pure read
+  EXPECT_EQ(index.LookupPrefix("ns", kFp, probe, /*touch=*/15), 2u);  // never lowers a stamp
+  EXPECT_EQ(TailStamps(index, Id(1)), (std::vector<uint32_t>{10, 10, 20, 10}));
+  std::vector<BlockMeta> metas(keys.size());
+  EXPECT_EQ(index.Resolve("ns", kFp, keys, metas, /*touch=*/30), 4u);
+  EXPECT_EQ(TailStamps(index, Id(1)), (std::vector<uint32_t>{30, 10, 20, 10}));
+  EXPECT_EQ(index.ChainUsed("ns", kFp, Id(1)), 30u);
+  EXPECT_FALSE(index.ChainUsed("ns", kFp, Id(2)).has_value());
+  // A publish through the path raises every node of it, and never lowers one.
+  index.PutChain("ns", kFp, Info(Id(1), Entries(keys), 2), Entries(keys), /*used=*/25);
+  EXPECT_EQ(TailStamps(index, Id(1)), (std::vector<uint32_t>{30, 25, 25, 25}));
+  EXPECT_INVARIANTS(index);
+}
+
+TEST(RadixIndex, TrimmableTailStopsWhereAnotherChainJoins) {
+  RadixIndex index;
+  // Id(1): 1-2-3-4-5; Id(2): 1-2-6 (branches at 2); Id(3): 1-2-3 (a prefix of Id(1)).
+  Put(index, "ns", kFp, Id(1), Entries({Key(1), Key(2), Key(3), Key(4), Key(5)}));
+  Put(index, "ns", kFp, Id(2), Entries({Key(1), Key(2), Key(6)}));
+  Put(index, "ns", kFp, Id(3), Entries({Key(1), Key(2), Key(3)}));
+  EXPECT_EQ(KeysOf([&] {
+              std::vector<ChainEntry> e;
+              for (const auto& t : index.TrimmableTail("ns", kFp, Id(1), SIZE_MAX))
+                e.push_back(t.entry);
+              return e;
+            }()),
+            (std::vector<BlockKey>{Key(5), Key(4)}));  // node 3 is also Id(3)'s
+  EXPECT_EQ(index.TrimmableTail("ns", kFp, Id(2), SIZE_MAX).size(), 1u);  // node 2 is shared
+  EXPECT_TRUE(index.TrimmableTail("ns", kFp, Id(3), SIZE_MAX).empty());   // tip has a child (I5)
+  EXPECT_EQ(index.TrimmableTail("ns", kFp, Id(1), 1).size(), 1u);          // bounded
+  std::set<ChainId> trimmable;
+  index.ForEachTrimmableChain("ns", [&](const Fingerprint& fp, const ChainId& id, uint32_t) {
+    EXPECT_EQ(fp, kFp);
+    trimmable.insert(id);
+  });
+  size_t all = 0;
+  index.ForEachChainId([&](std::string_view, const Fingerprint&, const ChainId&) { ++all; });
+  EXPECT_EQ(all, 3u);
+  EXPECT_EQ(trimmable, (std::set<ChainId>{Id(1), Id(2)}));
+  // Two chains with one tip: the tail is both chains' (refs 2 all the way to the join).
+  Put(index, "ns", kFp, Id(4), Entries({Key(1), Key(2), Key(6)}));
+  EXPECT_EQ(index.TrimmableTail("ns", kFp, Id(2), SIZE_MAX).size(), 1u);
+  EXPECT_EQ(index.TrimmableTail("ns", kFp, Id(4), SIZE_MAX).size(), 1u);
+}
+
+TEST(RadixIndex, HasKeyFindsAKeyUnderAnyParentOfItsScopeOnly) {
+  RadixIndex index;
+  Put(index, "ns", kFp, Id(1), Entries({Key(1), Key(2)}));
+  Put(index, "ns", kFp, Id(2), Entries({Key(7), Key(8), Key(2)}));
+  EXPECT_TRUE(index.HasKey("ns", kFp, Key(2)));
+  EXPECT_TRUE(index.HasKey("ns", kFp, Key(8)));
+  EXPECT_FALSE(index.HasKey("ns", kFp, Key(3)));
+  EXPECT_FALSE(index.HasKey("ns", Fp(2), Key(2)));
+  EXPECT_FALSE(index.HasKey("other", kFp, Key(2)));
+  EXPECT_TRUE(index.RemoveChain("ns", kFp, Id(1)));
+  EXPECT_TRUE(index.HasKey("ns", kFp, Key(2)));  // still under Key(8)
+  EXPECT_TRUE(index.RemoveChain("ns", kFp, Id(2)));
+  EXPECT_FALSE(index.HasKey("ns", kFp, Key(2)));
 }
 
 // ------------------------------------------------------------------ randomized model test

@@ -15,10 +15,14 @@ constexpr size_t kFixedBytes = 72;
 constexpr size_t kEntryBytes = 56;
 }  // namespace
 
+size_t ChainHeadBytes(size_t ns_bytes, size_t entries) {
+  return kFixedBytes + ns_bytes + kEntryBytes * entries + 4;
+}
+
 std::string EncodeChainHead(const ChainHead& head) {
   WMBT_CHECK(!head.entries.empty() && head.entries.size() <= limits::kChainBlocksMax);
   WMBT_CHECK(head.ns.size() <= limits::kNamespaceBytesMax);
-  const size_t n = kFixedBytes + head.ns.size() + kEntryBytes * head.entries.size() + 4;
+  const size_t n = ChainHeadBytes(head.ns.size(), head.entries.size());
   std::string out(n, '\0');
   auto* p = reinterpret_cast<uint8_t*>(out.data());
   std::memcpy(p, kMagic, 4);

@@ -41,6 +41,10 @@ struct ChainHead {
 // REQUIRES: entries non-empty and within limits::kChainBlocksMax.
 std::string EncodeChainHead(const ChainHead& head);
 
+// Size of the encoded head of a chain of `entries` blocks in a namespace of `ns_bytes` bytes:
+// 76 + ns_bytes + 56·entries (what EncodeChainHead returns, and the object's size in L2).
+size_t ChainHeadBytes(size_t ns_bytes, size_t entries);
+
 // Corruption (naming `what`) on any framing, limit or CRC failure; never a partial head.
 Result<ChainHead> DecodeChainHead(ByteView bytes, std::string_view what);
 

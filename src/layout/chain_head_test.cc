@@ -26,6 +26,7 @@ TEST(ChainHead, EncodeDecodeRoundTrips) {
   ChainHead h = Sample(5);
   std::string bytes = EncodeChainHead(h);
   EXPECT_EQ(bytes.size(), 72 + h.ns.size() + 56 * 5 + 4);
+  EXPECT_EQ(bytes.size(), ChainHeadBytes(h.ns.size(), 5));
   auto d = DecodeChainHead(AsBytes(bytes), "t");
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->ns, h.ns);

@@ -56,15 +56,49 @@ std::string SidecarKey(std::string_view prefix, std::string_view ns, const Finge
   return NamespaceRoot(prefix, ns) + "sidecar/" + fp.ToHex() + "/" + tip.ToHex();
 }
 
-std::optional<ChainName> ParseChainKey(std::string_view chains_prefix, std::string_view key) {
-  if (key.substr(0, chains_prefix.size()) != chains_prefix) return std::nullopt;
-  std::string_view rest = key.substr(chains_prefix.size());
-  if (rest.size() != Fingerprint::kHexSize + 1 + ChainId::kHexSize) return std::nullopt;
+std::string BlobsPrefix(std::string_view prefix, std::string_view ns) {
+  return NamespaceRoot(prefix, ns) + "blob/";
+}
+
+std::string SidecarsPrefix(std::string_view prefix, std::string_view ns) {
+  return NamespaceRoot(prefix, ns) + "sidecar/";
+}
+
+namespace {
+// "<dir><fp hex>/<64 hex>" after `dir`, as heads and sidecars are named.
+std::optional<std::pair<Fingerprint, BlockKey>> ParseFpAndKey(std::string_view dir,
+                                                              std::string_view key) {
+  if (key.substr(0, dir.size()) != dir) return std::nullopt;
+  std::string_view rest = key.substr(dir.size());
+  if (rest.size() != Fingerprint::kHexSize + 1 + BlockKey::kHexSize) return std::nullopt;
   if (rest[Fingerprint::kHexSize] != '/') return std::nullopt;
   auto fp = Fingerprint::FromHex(rest.substr(0, Fingerprint::kHexSize));
-  auto id = ChainId::FromHex(rest.substr(Fingerprint::kHexSize + 1));
-  if (!fp.ok() || !id.ok()) return std::nullopt;
-  return ChainName{*fp, *id};
+  auto k = BlockKey::FromHex(rest.substr(Fingerprint::kHexSize + 1));
+  if (!fp.ok() || !k.ok()) return std::nullopt;
+  return std::make_pair(*fp, *k);
+}
+}  // namespace
+
+std::optional<ChainName> ParseChainKey(std::string_view chains_prefix, std::string_view key) {
+  auto parsed = ParseFpAndKey(chains_prefix, key);
+  if (!parsed) return std::nullopt;
+  return ChainName{parsed->first, parsed->second};
+}
+
+std::optional<ContentHash> ParseBlobKey(std::string_view blobs_prefix, std::string_view key) {
+  if (key.substr(0, blobs_prefix.size()) != blobs_prefix) return std::nullopt;
+  std::string_view rest = key.substr(blobs_prefix.size());
+  if (rest.size() != ContentHash::kHexSize) return std::nullopt;
+  auto hash = ContentHash::FromHex(rest);
+  if (!hash.ok()) return std::nullopt;
+  return *hash;
+}
+
+std::optional<SidecarName> ParseSidecarKey(std::string_view sidecars_prefix,
+                                           std::string_view key) {
+  auto parsed = ParseFpAndKey(sidecars_prefix, key);
+  if (!parsed) return std::nullopt;
+  return SidecarName{parsed->first, parsed->second};
 }
 
 std::optional<std::string> ParseNamespaceDir(std::string_view prefix, std::string_view dir) {

@@ -26,6 +26,8 @@ std::string ChainKey(std::string_view prefix, std::string_view ns, const Fingerp
                      const ChainId& chain_id);
 std::string SidecarKey(std::string_view prefix, std::string_view ns, const Fingerprint& fp,
                        const BlockKey& tip);
+std::string BlobsPrefix(std::string_view prefix, std::string_view ns);     // ".../v1/blob/"
+std::string SidecarsPrefix(std::string_view prefix, std::string_view ns);  // ".../v1/sidecar/"
 
 // Parses "<chains prefix><fp hex>/<chain hex>"; nullopt for anything else.
 struct ChainName {
@@ -33,6 +35,17 @@ struct ChainName {
   ChainId chain_id;
 };
 std::optional<ChainName> ParseChainKey(std::string_view chains_prefix, std::string_view key);
+
+// Parses "<blobs prefix><40 hex>"; nullopt for anything else. Like ParseChainKey it accepts
+// either case: callers that need the canonical (lowercase) name compare with BlobKey.
+std::optional<ContentHash> ParseBlobKey(std::string_view blobs_prefix, std::string_view key);
+
+// Parses "<sidecars prefix><fp hex>/<tip hex>"; nullopt for anything else.
+struct SidecarName {
+  Fingerprint fp;
+  BlockKey tip;
+};
+std::optional<SidecarName> ParseSidecarKey(std::string_view sidecars_prefix, std::string_view key);
 
 // From a common prefix "<prefix>/<ns>/" of a delimited listing, the namespace; nullopt if the
 // segment is not a valid namespace.

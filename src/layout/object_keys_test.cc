@@ -35,6 +35,28 @@ TEST(ObjectKeys, ChainKeysParseBackAndOthersDoNot) {
   EXPECT_FALSE(ParseChainKey(prefix, "other/" + fp.ToHex()).has_value());
 }
 
+TEST(ObjectKeys, BlobAndSidecarKeysParseBackAndOthersDoNot) {
+  ContentHash h;
+  h.bytes.fill(0xcd);
+  Fingerprint fp;
+  fp.bytes.fill(0x03);
+  BlockKey tip;
+  tip.bytes.fill(0x04);
+  const std::string blobs = BlobsPrefix("kv", "ns");
+  EXPECT_EQ(blobs, "kv/ns/wombatkv/v1/blob/");
+  EXPECT_EQ(ParseBlobKey(blobs, BlobKey("kv", "ns", h)), h);
+  EXPECT_FALSE(ParseBlobKey(blobs, BlobKey("kv", "ns", h) + "0"));
+  EXPECT_FALSE(ParseBlobKey(blobs, blobs + std::string(40, 'g')));
+  EXPECT_FALSE(ParseBlobKey(blobs, BlobKey("kv", "other", h)));
+  const std::string sidecars = SidecarsPrefix("kv", "ns");
+  auto sc = ParseSidecarKey(sidecars, SidecarKey("kv", "ns", fp, tip));
+  ASSERT_TRUE(sc.has_value());
+  EXPECT_EQ(sc->fp, fp);
+  EXPECT_EQ(sc->tip, tip);
+  EXPECT_FALSE(ParseSidecarKey(sidecars, sidecars + fp.ToHex() + "/" + tip.ToHex().substr(1)));
+  EXPECT_FALSE(ParseSidecarKey(sidecars, ChainKey("kv", "ns", fp, tip)));
+}
+
 TEST(ObjectKeys, PrefixMustBeSafeSegments) {
   EXPECT_TRUE(ValidateL2Prefix("kv").ok());
   EXPECT_TRUE(ValidateL2Prefix("team-1/kv.v2").ok());

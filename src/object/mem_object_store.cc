@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "object/object_key.h"
+#include "wombatkv/env.h"
 
 namespace wombatkv {
 namespace {
@@ -14,6 +15,7 @@ namespace {
 struct MemObject {
   std::shared_ptr<const Buffer> bytes;
   std::string etag;
+  uint64_t modified_us = 0;
 };
 
 std::string NextEtag() {
@@ -23,6 +25,7 @@ std::string NextEtag() {
 
 class MemObjectStore final : public ObjectStore {
  public:
+  explicit MemObjectStore(Clock* clock) : clock_(clock ? clock : RealClock()) {}
   std::string Describe() const override { return "mem://"; }
 
   Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
@@ -61,7 +64,7 @@ class MemObjectStore final : public ObjectStore {
         }
         break;
     }
-    MemObject obj{std::move(bytes), NextEtag()};
+    MemObject obj{std::move(bytes), NextEtag(), clock_->WallMicros()};
     std::string etag = obj.etag;
     if (it == objects_.end()) {
       objects_.emplace(std::string(key), std::move(obj));
@@ -100,7 +103,8 @@ class MemObjectStore final : public ObjectStore {
     std::lock_guard<std::mutex> g(mu_);
     auto it = objects_.find(key);
     if (it == objects_.end()) return NotFound(key);
-    return ObjectInfo{std::string(key), it->second.bytes->size(), it->second.etag};
+    return ObjectInfo{std::string(key), it->second.bytes->size(), it->second.etag,
+                      it->second.modified_us};
   }
 
   Status Delete(std::string_view key) override {
@@ -132,7 +136,10 @@ class MemObjectStore final : public ObjectStore {
       const std::string& key = it->first;
       size_t slash = group ? key.find('/', prefix.size()) : std::string::npos;
       if (slash == std::string::npos) {
-        if (!page.AddObject({key, it->second.bytes->size(), it->second.etag})) break;
+        if (!page.AddObject(
+                {key, it->second.bytes->size(), it->second.etag, it->second.modified_us})) {
+          break;
+        }
         ++it;
         continue;
       }
@@ -148,12 +155,15 @@ class MemObjectStore final : public ObjectStore {
     return Status::NotFound("object " + std::string(key) + " not found in mem://");
   }
 
+  Clock* const clock_;
   std::mutex mu_;
   std::map<std::string, MemObject, std::less<>> objects_;
 };
 
 }  // namespace
 
-std::unique_ptr<ObjectStore> NewMemObjectStore() { return std::make_unique<MemObjectStore>(); }
+std::unique_ptr<ObjectStore> NewMemObjectStore(Clock* clock) {
+  return std::make_unique<MemObjectStore>(clock);
+}
 
 }  // namespace wombatkv

@@ -8,6 +8,8 @@
 #include <set>
 #include <thread>
 
+#include "wombatkv/env.h"
+
 namespace wombatkv {
 
 std::string ObjectStoreFactoryName(const ::testing::TestParamInfo<ObjectStoreFactory>& info) {
@@ -139,6 +141,24 @@ TEST_P(ObjectStoreConformanceTest, HeadReportsTheSizeAndTheEtagThatPutReturned) 
   EXPECT_EQ(head->key, "a/b/c");
   EXPECT_EQ(head->size, 5u);
   EXPECT_EQ(head->etag, etag);
+}
+
+TEST_P(ObjectStoreConformanceTest, HeadAndListReportWhenTheObjectWasWritten) {
+  // Orphan GC ages blobs by this time. The server's clock may differ from ours a little: allow
+  // ten minutes either way (and S3 reports whole seconds in Last-Modified).
+  const uint64_t before_us = RealClock()->WallMicros();
+  MustPut("m/a", "x");
+  const uint64_t after_us = RealClock()->WallMicros();
+  constexpr uint64_t kSlackUs = 600ull * 1000000;
+  auto head = store_->Head("m/a");
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_GE(head->modified_us + kSlackUs, before_us);
+  EXPECT_LE(head->modified_us, after_us + kSlackUs);
+  auto page = store_->List("m/", "", "", 1000);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  ASSERT_EQ(page->objects.size(), 1u);
+  EXPECT_GE(page->objects[0].modified_us + kSlackUs, before_us);
+  EXPECT_LE(page->objects[0].modified_us, after_us + kSlackUs);
 }
 
 TEST_P(ObjectStoreConformanceTest, MissingKeysAreNotFoundForGetAndHead) {

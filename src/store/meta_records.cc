@@ -82,4 +82,65 @@ Result<PendingEntry> DecodePending(std::string_view key, std::string_view value)
   return e;
 }
 
+std::string UseKey(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id) {
+  return ScopedKey(kUsePrefix, ns, fp, chain_id);
+}
+
+std::string EncodeUse(uint32_t tick) {
+  std::string v(4, '\0');
+  StoreLe32(reinterpret_cast<uint8_t*>(v.data()), tick);
+  return v;
+}
+
+Result<UseEntry> DecodeUse(std::string_view key, std::string_view value) {
+  constexpr size_t kTail = Fingerprint::kSize + ChainId::kSize;
+  const size_t nul = key.find('\0');
+  if (key.substr(0, 1) != kUsePrefix || nul == std::string_view::npos ||
+      key.size() != nul + 1 + kTail || value.size() != 4) {
+    return Status::Corruption("L1 use record is malformed");
+  }
+  UseEntry e;
+  e.ns.assign(key.substr(1, nul - 1));
+  if (!ValidateNamespace(e.ns).ok()) return Status::Corruption("L1 use record: bad namespace");
+  auto k = reinterpret_cast<const uint8_t*>(key.data()) + nul + 1;
+  e.fp = Fingerprint::FromBytes({k, Fingerprint::kSize});
+  e.chain_id = ChainId::FromBytes({k + Fingerprint::kSize, ChainId::kSize});
+  e.tick = LoadLe32(reinterpret_cast<const uint8_t*>(value.data()));
+  return e;
+}
+
+std::string OrphanKey(std::string_view ns, const ContentHash& hash) {
+  std::string k;
+  k.reserve(1 + ns.size() + 1 + ContentHash::kSize);
+  k += kOrphanPrefix;
+  k += ns;
+  k += '\0';
+  k.append(reinterpret_cast<const char*>(hash.data()), ContentHash::kSize);
+  return k;
+}
+
+std::string EncodeOrphan(uint64_t bytes, uint64_t since_us) {
+  std::string v(16, '\0');
+  StoreLe64(reinterpret_cast<uint8_t*>(v.data()), bytes);
+  StoreLe64(reinterpret_cast<uint8_t*>(v.data()) + 8, since_us);
+  return v;
+}
+
+Result<OrphanEntry> DecodeOrphan(std::string_view key, std::string_view value) {
+  const size_t nul = key.find('\0');
+  if (key.substr(0, 1) != kOrphanPrefix || nul == std::string_view::npos ||
+      key.size() != nul + 1 + ContentHash::kSize || value.size() != 16) {
+    return Status::Corruption("L1 orphan record is malformed");
+  }
+  OrphanEntry e;
+  e.ns.assign(key.substr(1, nul - 1));
+  if (!ValidateNamespace(e.ns).ok()) return Status::Corruption("L1 orphan record: bad namespace");
+  e.hash = ContentHash::FromBytes(
+      {reinterpret_cast<const uint8_t*>(key.data()) + nul + 1, ContentHash::kSize});
+  auto v = reinterpret_cast<const uint8_t*>(value.data());
+  e.bytes = LoadLe64(v);
+  e.since_us = LoadLe64(v + 8);
+  return e;
+}
+
 }  // namespace wombatkv::meta_records

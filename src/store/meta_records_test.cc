@@ -52,5 +52,32 @@ TEST(MetaRecords, KeysOfNamespacesThatArePrefixesOfEachOtherDoNotCollide) {
   EXPECT_NE(HeadKey("ab", fp, id).substr(0, 4), HeadKey("a", fp, id).substr(0, 4));
 }
 
+TEST(MetaRecords, UseAndOrphanRecordsRoundTripAndRejectBadShapes) {
+  auto h = Head();
+  auto u = DecodeUse(UseKey(h.ns, h.fp, h.chain_id), EncodeUse(123456));
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_EQ(u->ns, "n");
+  EXPECT_EQ(u->fp, h.fp);
+  EXPECT_EQ(u->chain_id, h.chain_id);
+  EXPECT_EQ(u->tick, 123456u);
+  EXPECT_EQ(DecodeUse(UseKey(h.ns, h.fp, h.chain_id), "abc").status().code(), Code::kCorruption);
+  EXPECT_EQ(DecodeUse(HeadKey(h.ns, h.fp, h.chain_id), EncodeUse(1)).status().code(),
+            Code::kCorruption);
+
+  ContentHash hash;
+  hash.bytes.fill(7);
+  auto o = DecodeOrphan(OrphanKey("tenant", hash), EncodeOrphan(4144, 99));
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->ns, "tenant");
+  EXPECT_EQ(o->hash, hash);
+  EXPECT_EQ(o->bytes, 4144u);
+  EXPECT_EQ(o->since_us, 99u);
+  std::string key = OrphanKey("tenant", hash);
+  EXPECT_EQ(DecodeOrphan(key.substr(0, key.size() - 1), EncodeOrphan(1, 1)).status().code(),
+            Code::kCorruption);
+  EXPECT_EQ(DecodeOrphan(OrphanKey("../x", hash), EncodeOrphan(1, 1)).status().code(),
+            Code::kCorruption);
+}
+
 }  // namespace
 }  // namespace wombatkv::meta_records

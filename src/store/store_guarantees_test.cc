@@ -1,6 +1,7 @@
 // The guarantees of SPEC §5 that hold inside one process, each tested on in-memory planes and on
 // real disk planes (RocksDB L1 + local-directory L2). Restart and L1-loss cases are in
-// store_restart_test.cc.
+// store_restart_test.cc. The same suite runs through the daemon's code path (RemoteStore over a
+// loopback Service) in src/client's remote_store_test: see StoreVariants().
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -13,7 +14,7 @@
 namespace wombatkv::testing {
 namespace {
 
-class StoreGuarantees : public ::testing::TestWithParam<Planes> {
+class StoreGuarantees : public ::testing::TestWithParam<StoreVariant> {
  protected:
   StoreHarness h_{GetParam()};
   Fingerprint fp_ = Fp(7);
@@ -352,8 +353,7 @@ TEST_P(StoreGuarantees, G9CorruptBlobIsReportedNeverServed) {
   EXPECT_TRUE(std::ranges::equal(first->payload(0), c.payloads[0]));
 }
 
-INSTANTIATE_TEST_SUITE_P(Planes, StoreGuarantees, ::testing::Values(Planes::kMemory, Planes::kDisk),
-                         PlanesName);
+INSTANTIATE_TEST_SUITE_P(Planes, StoreGuarantees, ::testing::ValuesIn(StoreVariants()), VariantName);
 
 }  // namespace
 }  // namespace wombatkv::testing

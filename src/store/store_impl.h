@@ -1,18 +1,22 @@
 // StoreImpl: the engine behind Store. It only composes planes; each plane is its own module.
 // The .cc files are split by operation: store_open.cc (open, L1 load, refresh/reconcile),
-// store_write.cc (put, publish, sidecar put), store_read.cc (lookup, get, stats).
+// store_write.cc (put, publish, sidecar put), store_read.cc (lookup, get, stats),
+// store_evict.cc (usage accounting, use stamps, eviction; docs/capacity.md).
 //
 // Locking (always acquired in this order, never the reverse):
 //   refresh_mu_          one Refresh at a time (held across its L2 listing and reads)
+//   evict_mu_            one eviction pass at a time (held across its L2 I/O); a pass never
+//                        takes refresh_mu_, but an inline executor may run one inside a refresh
 //   publish_stripes_[i]  serialises head changes of chains hashing to stripe i (publish,
 //                        refresh, compaction); at most one stripe is held at a time
 //   index_mu_            the L0 index (shared for reads, exclusive for changes)
-//   upload_mu_ → the cache's mutex;  pending_mu_, ns_mu_: leaf locks
-// Only refresh_mu_ and a publish stripe are ever held across L2 I/O.
+//   upload_mu_ → the cache's mutex;  pending_mu_, ns_mu_, the ledger's mutex: leaf locks
+// Only evict_mu_, refresh_mu_ and a publish stripe are ever held across L2 I/O.
 #pragma once
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -25,6 +29,7 @@
 #include "index/radix_index.h"
 #include "layout/chain_head.h"
 #include "meta/meta_store.h"
+#include "store/usage_ledger.h"
 #include "wombatkv/store.h"
 
 namespace wombatkv {
@@ -57,6 +62,8 @@ class StoreImpl final : public Store {
   Result<std::vector<ChainBlock>> GetChain(std::string_view ns, const Fingerprint& fp,
                                            const ChainId& chain_id) override;
   StoreStats Stats() override;
+  std::vector<NamespaceUsage> Usage(std::string_view ns, bool by_fingerprint) override;
+  Result<EvictionReport> Evict() override;
   std::string DescribeL2() const override { return l2_->Describe(); }
 
  private:
@@ -76,6 +83,13 @@ class StoreImpl final : public Store {
     BlockKey parent;
     ContentHash hash;
     uint32_t length = 0;
+    uint64_t put_us = 0;  // wall clock
+  };
+  // For G10: how many pending blocks name a key as their own key or their parent, and the newest
+  // of their put times. Such a key is "in flight" while that time is within the publish grace.
+  struct PendingRef {
+    uint32_t count = 0;
+    uint64_t newest_put_us = 0;
   };
   // One background upload of a blob to L2. Lives in uploads_ until a publish consumes it.
   struct Upload {
@@ -85,6 +99,9 @@ class StoreImpl final : public Store {
     // After a failed background upload, publishers retry it themselves: one at a time, and the
     // pin is released exactly once.
     std::mutex retry_mu;
+    // The blob was already in L2 (another writer's): set by the upload before `done` (or by the
+    // retry, under retry_mu). Such a blob is re-checked after the head names it (R4).
+    bool reused = false;
     bool retried_ok = false;  // GUARDED_BY(retry_mu)
     bool superseded = false;  // GUARDED_BY(retry_mu): failed, and a newer upload replaced it
   };
@@ -99,13 +116,24 @@ class StoreImpl final : public Store {
   // A failed upload that no publisher is retrying gives way to a new upload of the same bytes
   // (a later put): releases its pin and returns true. REQUIRES: upload_mu_ held.
   bool RetireFailedUpload(const CacheKey& ck, Upload& old);
-  Status UploadBlob(const std::string& ns, const ContentHash& hash, ByteView payload);
+  // `*reused` (optional) is set when the blob was already in L2 and nothing was written.
+  Status UploadBlob(const std::string& ns, const ContentHash& hash, ByteView payload,
+                    bool* reused = nullptr);
   Status EnsureDurable(std::string_view ns, const CacheKey& ck);
   // The chain root→tip; `*indexed` gets how many leading entries came from L0 (published, hence
   // already durable in L2).
   Result<std::vector<ChainEntry>> CollectChain(std::string_view ns, uint32_t ns_id,
                                                const Fingerprint& fp, const BlockKey& tip,
                                                size_t* indexed);
+  // Orphan-GC safety for publishers (R4 in gc/orphan_gc.h). Before the head is written: the new
+  // entries' blobs this process did not write itself (found in L2, or put by another process).
+  std::vector<ContentHash> BlobsNotWrittenHere(uint32_t ns_id,
+                                               const std::vector<ChainEntry>& entries, size_t from);
+  // After the head is written: each of those blobs still exists, else it is put back from this
+  // process's copy of its bytes. FailedPrecondition (naming the blob) if it is gone and no copy
+  // is left.
+  Status ReverifyReusedBlobs(std::string_view ns, uint32_t ns_id,
+                             const std::vector<ContentHash>& hashes);
   // After a publish: its blocks are no longer pending, their uploads are done.
   Status ForgetPublished(std::string_view ns, uint32_t ns_id, const Fingerprint& fp,
                          const std::vector<ChainEntry>& entries);
@@ -137,6 +165,56 @@ class StoreImpl final : public Store {
   Status RemoveHeadLocally(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id);
   Result<std::vector<std::string>> ListNamespacesInL2();
   Status RefreshNamespace(const std::string& ns, RefreshReport* report);
+
+  // --- capacity (store_evict.cc) ---
+  // Every change of a chain in L0 goes through these two (REQUIRES: index_mu_ held exclusively):
+  // they keep the ledger in step and add the L1 records of blobs that became unreferenced, or
+  // referenced again, to `batch`. Install stamps the chain's nodes with `used` (I7).
+  // Both return the bytes of blobs that became unreferenced.
+  uint64_t InstallChainLocked(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,
+                              std::span<const ChainEntry> entries, uint32_t used,
+                              MetaWriteBatch* batch);
+  uint64_t DropChainLocked(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
+                           MetaWriteBatch* batch);
+  void RecordOrphans(std::string_view ns, const UsageLedger::Changes& changes,
+                     MetaWriteBatch* batch);
+  // The pending map and its G10 references change only through these (REQUIRES: pending_mu_).
+  void AddPendingLocked(const PendingKey& key, const PendingBlock& block);
+  void ErasePendingLocked(const PendingKey& key);
+  void ReleasePendingRefsLocked(const PendingKey& key, const PendingBlock& block);
+  // Whether a put awaiting its publish (within the grace) names `key` or has it as parent.
+  bool InFlightLocked(uint32_t ns_id, const Fingerprint& fp, const BlockKey& key,
+                      uint64_t now_us) const;  // REQUIRES: pending_mu_
+  // Use stamps: seconds since kUseEpochMicros, at least 1.
+  static uint32_t TickOf(uint64_t wall_us);
+  static uint64_t MicrosOfTick(uint32_t tick);
+  uint32_t RefreshUseTick();  // reads the clock; the tick never goes back
+  bool EvictionConfigured() const { return evict_configured_; }
+  // Starts a background pass on the executor unless one is queued: at once when `urgent`, else
+  // only if the interval has passed since the last one.
+  void MaybeScheduleEviction(bool urgent);
+  void MaybeScheduleEvictionFor(std::string_view ns);  // urgent if `ns` is over its budget
+  void BackgroundPass();
+  void EvictorLoop();  // the timer thread of a store with its own executor
+  EvictionReport EvictPass();
+  struct EvictBudget {
+    size_t heads_left = 0;
+    size_t blocks_left = 0;
+  };
+  // Returns whether the namespace is still over its budget.
+  bool EvictNamespace(const std::string& ns, uint32_t tick, uint64_t now_us, EvictBudget* work,
+                      EvictionReport* report);
+  struct TrimPlan;
+  enum class Trimmed : uint8_t { kDone, kConflict, kInFlight, kFailed };
+  Trimmed TrimChain(const std::string& ns, uint32_t ns_id, const Fingerprint& fp,
+                    const TrimPlan& plan, uint64_t now_us, EvictionReport* report);
+  void ProbeUnreferenced(uint64_t now_us, EvictionReport* report);
+  // Writes the use of chains (a slice of them per pass, all at close) to L1 "U" records.
+  void PersistUse(bool all);
+  // Referenced bytes of a namespace (REQUIRES: index_mu_ held, shared is enough).
+  uint64_t ReferencedBytesLocked(std::string_view ns) const;
+  // Lists the namespace's sidecars in L2 into the ledger.
+  Status ListSidecars(const std::string& ns);
 
   // --- shared ---
   uint32_t NamespaceId(std::string_view ns);  // creates the id on first use
@@ -172,12 +250,35 @@ class StoreImpl final : public Store {
 
   std::mutex pending_mu_;
   std::unordered_map<PendingKey, PendingBlock, PendingKeyHash> pending_;  // GUARDED_BY
+  std::unordered_map<PendingKey, PendingRef, PendingKeyHash> pending_refs_;  // GUARDED_BY
 
   std::mutex upload_mu_;
   std::unordered_map<CacheKey, std::shared_ptr<Upload>, CacheKeyHash> uploads_;  // GUARDED_BY
 
   std::array<std::mutex, limits::kPublishStripes> publish_stripes_;
   std::mutex refresh_mu_;
+
+  // Capacity.
+  UsageLedger ledger_;  // in step with index_ (changed under index_mu_ held exclusively)
+  std::atomic<uint32_t> use_tick_{1};
+  bool evict_configured_ = false;  // any budget or TTL
+  std::mutex evict_mu_;            // one pass at a time
+  uint64_t use_sweeps_ = 0;        // GUARDED_BY(evict_mu_): PersistUse slices done
+  uint32_t use_slice_tick_ = 0;    // GUARDED_BY(evict_mu_): tick of the last slice written
+  struct EvictCandidate {
+    uint32_t used;
+    Fingerprint fp;
+    ChainId chain_id;
+  };
+  std::vector<EvictCandidate> evict_candidates_;  // GUARDED_BY(evict_mu_): a pass's scratch
+  std::array<uint32_t, 64> use_swept_tick_{};  // GUARDED_BY(evict_mu_): per slice
+  std::atomic<bool> pass_queued_{false};
+  std::atomic<bool> last_pass_stuck_{false};  // over a limit and could evict nothing
+  std::atomic<uint64_t> next_pass_us_{0};  // monotonic clock
+  std::atomic<bool> evict_stopped_{true};  // until Init has finished, and from the destructor
+  std::unique_ptr<Executor> evict_thread_;  // only with an internal executor and eviction set
+  std::mutex evict_wait_mu_;
+  std::condition_variable evict_wait_cv_;
 
   struct Counters {
     std::atomic<uint64_t> lookups{0}, lookup_keys{0}, lookup_hit_keys{0};
@@ -186,6 +287,9 @@ class StoreImpl final : public Store {
     std::atomic<uint64_t> heads_compacted{0};
     std::atomic<uint64_t> l2_puts{0}, l2_put_bytes{0}, l2_gets{0}, l2_get_bytes{0}, l2_errors{0};
     std::atomic<uint64_t> corruptions{0};
+    std::atomic<uint64_t> evict_passes{0}, evict_chains{0}, evict_heads_deleted{0};
+    std::atomic<uint64_t> evict_blocks{0}, evict_bytes{0}, evict_freed_bytes{0};
+    std::atomic<uint64_t> evict_skipped_in_flight{0}, evict_conflicts{0};
   };
   mutable Counters counters_;
 };

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -30,11 +31,26 @@ StoreImpl::StoreImpl(const StoreOptions& options)
                           : NewThreadPoolExecutor(options.upload_threads, "wombatkv-upload")),
       executor_(options.executor ? options.executor : owned_executor_.get()),
       cache_(options.cache_bytes_max),
-      index_(random_->Next64()) {}
+      index_(random_->Next64()) {
+  for (const auto* values : {&options.namespace_bytes_max, &options.namespace_ttl_seconds}) {
+    for (const auto& [ns, v] : *values) evict_configured_ = evict_configured_ || v > 0;
+  }
+}
 
 StoreImpl::~StoreImpl() {
+  // No new eviction pass from here on; a queued one returns at once.
+  const bool opened = !evict_stopped_.exchange(true);
+  if (evict_thread_) {
+    {
+      std::lock_guard<std::mutex> g(evict_wait_mu_);
+      evict_wait_cv_.notify_all();
+    }
+    evict_thread_->Drain();
+  }
   // Background uploads reference this object: let them finish before the planes go away.
   executor_->Drain();
+  // A clean close records every chain's last use, so the next open keeps the LRU order.
+  if (opened) PersistUse(/*all=*/true);
 }
 
 void StoreImpl::Log(LogLevel level, const std::string& message) const {
@@ -87,6 +103,15 @@ Status StoreImpl::Init() {
   if (!report.ok()) {
     return report.status().WithContext("reconciling the index with L2 (" + l2_->Describe() +
                                        ")");
+  }
+  evict_stopped_ = false;
+  if (evict_configured_ && options_.eviction_interval_ms > 0 && options_.executor == nullptr &&
+      options_.clock == nullptr) {
+    // With its own threads and the real clock the store also has its own timer: one thread that
+    // starts a pass every interval. With an injected executor or clock (tests, the simulator)
+    // passes are started by operations instead.
+    evict_thread_ = NewThreadPoolExecutor(1, "wombatkv-evict");
+    evict_thread_->Submit([this] { EvictorLoop(); });
   }
   if (l1_was_empty && report->chains_added > 0) {
     Log(LogLevel::kWarn, "L1 was empty or rebuilt: index rebuilt from L2 (" +
@@ -157,8 +182,21 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
 
   size_t heads = 0;
   Status bad;
+  // Last uses recorded by the previous process ("U" records; a chain without one was last used
+  // when it was published, as far as this process can know).
+  std::map<std::tuple<std::string, Fingerprint, ChainId>, uint32_t> used;
   if (!wipe) {
+    Status scan = l1_->Scan(meta_records::kUsePrefix, [&](std::string_view k, std::string_view v) {
+      if (auto u = meta_records::DecodeUse(k, v); u.ok()) {
+        used[{u->ns, u->fp, u->chain_id}] = u->tick;
+      }
+      return true;  // a bad use record only costs LRU accuracy
+    });
+    if (!scan.ok()) bad = scan;
+  }
+  if (!wipe && bad.ok()) {
     std::unique_lock<std::shared_mutex> g(index_mu_);
+    MetaWriteBatch ignored;  // nothing is unreferenced while chains are only added
     Status scan = l1_->Scan(meta_records::kHeadPrefix, [&](std::string_view k, std::string_view v) {
       auto rec = meta_records::DecodeHeadRecord(k, v);
       if (!rec.ok()) {
@@ -168,7 +206,11 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
       const auto& h = rec->head;
       ChainInfo info{h.chain_id, h.version, rec->etag, h.tip(),
                      static_cast<uint32_t>(h.entries.size())};
-      index_.PutChain(h.ns, h.fp, info, h.entries);
+      uint32_t tick = TickOf(h.published_us);
+      if (auto it = used.find({h.ns, h.fp, h.chain_id}); it != used.end()) {
+        tick = std::max(tick, it->second);
+      }
+      InstallChainLocked(h.ns, h.fp, info, h.entries, tick, &ignored);
       ++heads;
       return true;
     });
@@ -181,7 +223,8 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
     index_.ForEachChain([&](std::string_view ns, const Fingerprint& fp, const ChainInfo& info) {
       loaded.emplace_back(std::string(ns), fp, info.chain_id);
     });
-    for (const auto& [ns, fp, id] : loaded) index_.RemoveChain(ns, fp, id);
+    MetaWriteBatch ignored;  // L1 is wiped below
+    for (const auto& [ns, fp, id] : loaded) DropChainLocked(ns, fp, id, &ignored);
     wipe = true;
     *l1_was_empty = true;
   }
@@ -199,9 +242,10 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
                                    }
                                    const uint32_t ns_id = NamespaceId(e->ns);
                                    std::lock_guard<std::mutex> g(pending_mu_);
-                                   pending_[PendingKey{ns_id, e->fp, e->key}] =
-                                       PendingBlock{e->record.parent, e->record.hash,
-                                                    e->record.length};
+                                   AddPendingLocked(PendingKey{ns_id, e->fp, e->key},
+                                                    PendingBlock{e->record.parent, e->record.hash,
+                                                                 e->record.length,
+                                                                 e->record.put_us});
                                    ++pending;
                                    return true;
                                  });
@@ -213,6 +257,7 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
     {
       std::lock_guard<std::mutex> g(pending_mu_);
       pending_.clear();
+      pending_refs_.clear();
     }
     pending = 0;
     WMBT_RETURN_IF_ERROR(l1_->DeletePrefix(meta_records::kPendingPrefix));
@@ -227,6 +272,22 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
   }
   MetaWriteBatch b;
   b.Put(std::string(meta_records::kFormatKey), std::string(meta_records::kFormatValue));
+  // Blobs the previous process stopped referencing and had not seen deleted ("O" records): still
+  // orphans in L2 as far as anyone knows, unless a head names them again.
+  Status orphan_scan = l1_->Scan(meta_records::kOrphanPrefix,
+                                 [&](std::string_view k, std::string_view v) {
+                                   auto o = meta_records::DecodeOrphan(k, v);
+                                   if (!o.ok() ||
+                                       !ledger_.UnrefLoaded(o->ns, {o->hash, o->bytes,
+                                                                    o->since_us})) {
+                                     b.Delete(std::string(k));
+                                   }
+                                   return true;
+                                 });
+  if (!orphan_scan.ok()) {
+    Log(LogLevel::kWarn, "L1 orphan records are unreadable (" + orphan_scan.ToString() +
+                             "); unreferenced bytes are counted from now on only");
+  }
   return l1_->Write(b, /*sync=*/true);
 }
 
@@ -260,24 +321,30 @@ Status StoreImpl::ApplyHead(const layout::ChainHead& head, const std::string& et
   // L0 first: it must reflect L2 even if the L1 write fails (L1 is repaired at the next open).
   ChainInfo info{head.chain_id, head.version, etag, head.tip(),
                  static_cast<uint32_t>(head.entries.size())};
+  MetaWriteBatch b;
   {
     std::unique_lock<std::shared_mutex> g(index_mu_);
-    index_.PutChain(head.ns, head.fp, info, head.entries);
+    // A publish stamps its chain as used now (published_us is now); a head learned from L2 as
+    // used when it was published.
+    InstallChainLocked(head.ns, head.fp, info, head.entries, TickOf(head.published_us), &b);
   }
-  MetaWriteBatch b;
   b.Put(meta_records::HeadKey(head.ns, head.fp, head.chain_id),
         meta_records::EncodeHeadValue(etag, encoded));
-  return l1_->Write(b, /*sync=*/false);
+  Status written = l1_->Write(b, /*sync=*/false);
+  MaybeScheduleEvictionFor(head.ns);
+  return written;
 }
 
 Status StoreImpl::RemoveHeadLocally(std::string_view ns, const Fingerprint& fp,
                                     const ChainId& chain_id) {
   MetaWriteBatch b;
+  {
+    std::unique_lock<std::shared_mutex> g(index_mu_);
+    DropChainLocked(ns, fp, chain_id, &b);
+  }
   b.Delete(meta_records::HeadKey(ns, fp, chain_id));
-  WMBT_RETURN_IF_ERROR(l1_->Write(b, /*sync=*/false));
-  std::unique_lock<std::shared_mutex> g(index_mu_);
-  index_.RemoveChain(ns, fp, chain_id);
-  return Status::Ok();
+  b.Delete(meta_records::UseKey(ns, fp, chain_id));
+  return l1_->Write(b, /*sync=*/false);
 }
 
 Result<std::vector<std::string>> StoreImpl::ListNamespacesInL2() {
@@ -384,7 +451,8 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
     WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, fp, chain_id));
     ++report->chains_removed;
   }
-  return Status::Ok();
+  // Sidecars are not in L1: the accounting learns them from L2 here (docs/capacity.md).
+  return ListSidecars(ns);
 }
 
 Result<RefreshReport> StoreImpl::Refresh() {

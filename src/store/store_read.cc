@@ -16,12 +16,16 @@ Result<size_t> StoreImpl::LookupPrefix(std::string_view ns, const Fingerprint& f
     return Status::InvalidArgument("lookup of " + std::to_string(keys.size()) +
                                    " keys (max " + std::to_string(limits::kLookupKeysMax) + ")");
   }
+  // A lookup is a use (docs/capacity.md): it stamps the deepest node it matched with the current
+  // tick — a relaxed load here, at most one relaxed store in the index. The clock is read only on
+  // every 256th lookup (gets and writes read it too), so the tick is coarse, never costly.
+  if ((counters_.lookups.fetch_add(1, std::memory_order_relaxed) & 255) == 0) RefreshUseTick();
+  const uint32_t tick = use_tick_.load(std::memory_order_relaxed);
   size_t matched;
   {
     std::shared_lock<std::shared_mutex> g(index_mu_);
-    matched = index_.LookupPrefix(ns, fp, keys);
+    matched = index_.LookupPrefix(ns, fp, keys, tick);
   }
-  counters_.lookups.fetch_add(1, std::memory_order_relaxed);
   counters_.lookup_keys.fetch_add(keys.size(), std::memory_order_relaxed);
   counters_.lookup_hit_keys.fetch_add(matched, std::memory_order_relaxed);
   return matched;
@@ -35,11 +39,13 @@ Result<Borrow> StoreImpl::GetBlocks(std::string_view ns, const Fingerprint& fp,
                                    std::to_string(limits::kLookupKeysMax) + ")");
   }
   counters_.gets++;
+  const uint32_t tick = RefreshUseTick();  // a get is a use of the blocks it resolves
+  MaybeScheduleEviction(/*urgent=*/false);
   std::vector<BlockMeta> metas(keys.size());
   size_t matched;
   {
     std::shared_lock<std::shared_mutex> g(index_mu_);
-    matched = index_.Resolve(ns, fp, keys, metas);
+    matched = index_.Resolve(ns, fp, keys, metas, tick);
   }
   if (matched < keys.size()) {
     counters_.get_misses++;
@@ -212,6 +218,16 @@ StoreStats StoreImpl::Stats() {
   s.l2_get_bytes = k.l2_get_bytes;
   s.l2_errors = k.l2_errors;
   s.corruptions_detected = k.corruptions;
+  s.l2_referenced_bytes = ledger_.AllReferencedBytes();
+  s.l2_unreferenced_bytes = ledger_.AllUnreferencedBytes();
+  s.evict_passes = k.evict_passes;
+  s.evict_chains = k.evict_chains;
+  s.evict_heads_deleted = k.evict_heads_deleted;
+  s.evict_blocks = k.evict_blocks;
+  s.evict_bytes = k.evict_bytes;
+  s.evict_freed_bytes = k.evict_freed_bytes;
+  s.evict_skipped_in_flight = k.evict_skipped_in_flight;
+  s.evict_conflicts = k.evict_conflicts;
   return s;
 }
 

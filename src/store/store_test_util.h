@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,27 @@ class ManualExecutor final : public Executor {
 // directory with RocksDB L1 and the local-directory L2).
 enum class Planes { kMemory, kDisk };
 
+// A Store put in front of the one a harness opens (e.g. a RemoteStore talking to it through a
+// loopback daemon), so one suite runs against every way of reaching a store.
+using StoreWrapper = std::function<std::unique_ptr<Store>(Store&)>;
+
+// One way a parameterised suite reaches its store: the planes, and an optional wrapper.
+struct StoreVariant {
+  Planes planes = Planes::kMemory;
+  std::string name;    // the test-name suffix: "Memory", "DiskRemote"
+  StoreWrapper wrap;   // null: the embedded Store itself
+  bool operator==(Planes p) const { return planes == p; }  // so `GetParam() == Planes::kDisk` reads
+};
+inline void PrintTo(const StoreVariant& v, std::ostream* os) { *os << v.name; }
+
+// The variants of the test binary that links this: the embedded store in store_test
+// (store_variants_embedded_test.cc), RemoteStore over a loopback Service in remote_store_test
+// (src/client/remote_store_variants_test.cc). Suites instantiate with ValuesIn(StoreVariants()).
+std::vector<StoreVariant> StoreVariants();
+inline std::string VariantName(const ::testing::TestParamInfo<StoreVariant>& info) {
+  return info.param.name;
+}
+
 class StoreHarness {
  public:
   explicit StoreHarness(Planes planes) : planes_(planes) {
@@ -127,6 +149,7 @@ class StoreHarness {
       l1_ = NewMemMetaStore();
     }
   }
+  explicit StoreHarness(const StoreVariant& v) : StoreHarness(v.planes) { wrap_ = v.wrap; }
   StoreOptions Options() {
     StoreOptions o;
     if (planes_ == Planes::kMemory) {
@@ -140,20 +163,30 @@ class StoreHarness {
     o.log = [this](LogLevel, const std::string& m) { log_.push_back(m); };
     return o;
   }
+  // Returns the store the test talks to: the wrapper's when the variant has one.
   Store& Open(StoreOptions o) {
+    front_.reset();
     store_.reset();
     auto s = Store::Open(o);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     store_ = std::move(s).value();
+    if (wrap_ && store_) {
+      front_ = wrap_(*store_);
+      return *front_;
+    }
     return *store_;
   }
   Store& Open() { return Open(Options()); }
   Store& Reopen() {
+    front_.reset();
     store_.reset();
     return Open();
   }
-  void Close() { store_.reset(); }
-  Store& store() { return *store_; }
+  void Close() {
+    front_.reset();
+    store_.reset();
+  }
+  Store& store() { return front_ ? *front_ : *store_; }
   const std::string& dir() const { return dir_.path(); }
   const std::vector<std::string>& log() const { return log_; }
   ObjectStore* mem_l2() { return l2_.get(); }
@@ -165,6 +198,8 @@ class StoreHarness {
   std::unique_ptr<ObjectStore> l2_;
   std::unique_ptr<MetaStore> l1_;
   std::unique_ptr<Store> store_;
+  StoreWrapper wrap_;
+  std::unique_ptr<Store> front_;  // wraps *store_: destroyed first
   std::vector<std::string> log_;
 };
 

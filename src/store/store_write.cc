@@ -71,10 +71,12 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocks(std::string_view ns, const
   {
     std::lock_guard<std::mutex> g(pending_mu_);
     for (size_t i = 0; i < blocks.size(); ++i) {
-      pending_[PendingKey{ns_id, fp, blocks[i].key}] = PendingBlock{
-          blocks[i].parent, hashes[i], static_cast<uint32_t>(blocks[i].bytes().size())};
+      AddPendingLocked(PendingKey{ns_id, fp, blocks[i].key},
+                       PendingBlock{blocks[i].parent, hashes[i],
+                                    static_cast<uint32_t>(blocks[i].bytes().size()), now_us});
     }
   }
+  MaybeScheduleEviction(/*urgent=*/false);
   return hashes;
 }
 
@@ -93,7 +95,7 @@ void StoreImpl::StartUpload(const CacheKey& ck, std::string ns, BufferSlice payl
     up = slot;
   }
   executor_->Submit([this, ck, up] {
-    Status s = UploadBlob(up->ns, ck.hash, up->payload.view());
+    Status s = UploadBlob(up->ns, ck.hash, up->payload.view(), &up->reused);
     if (s.ok()) {
       up->payload = BufferSlice{};  // kept only to retry a failed upload
       cache_.Unpin(ck);             // durable: evictable from RAM now
@@ -102,7 +104,8 @@ void StoreImpl::StartUpload(const CacheKey& ck, std::string ns, BufferSlice payl
   });
 }
 
-Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash, ByteView payload) {
+Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash, ByteView payload,
+                             bool* reused) {
   const std::string key = layout::BlobKey(options_.l2_prefix, ns, hash);
   const auto header = layout::EncodeEnvelopeHeader(layout::EnvelopeKind::kBlob, payload.size(), hash);
   Status last;
@@ -115,7 +118,10 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash, Byt
     // wrong (a damaged object), which is replaced: any writer of this name writes these bytes.
     const uint64_t object_size = layout::kEnvelopeHeaderBytes + payload.size();
     auto head = l2_->Head(key);
-    if (head.ok() && head->size == object_size) return Status::Ok();
+    if (head.ok() && head->size == object_size) {
+      if (reused) *reused = true;
+      return Status::Ok();
+    }
     const bool damaged = head.ok();
     counters_.l2_puts++;
     auto put = l2_->Put(key, {ByteView(header.bytes, sizeof header.bytes), payload},
@@ -126,7 +132,10 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash, Byt
     }
     // Conflict: another writer (or our own earlier attempt whose answer was lost) created the
     // blob since the HEAD; whoever writes this name writes these bytes.
-    if (put.status().IsConflict()) return Status::Ok();
+    if (put.status().IsConflict()) {
+      if (reused) *reused = true;
+      return Status::Ok();
+    }
     last = put.status();
     counters_.l2_errors++;
     if (last.code() != Code::kUnavailable) break;
@@ -162,7 +171,7 @@ Status StoreImpl::EnsureDurable(std::string_view ns, const CacheKey& ck) {
     std::lock_guard<std::mutex> retry(up->retry_mu);
     if (up->retried_ok) return Status::Ok();  // another publisher's retry made it durable
     if (up->superseded) continue;             // a later put of these bytes uploads them anew
-    WMBT_RETURN_IF_ERROR(UploadBlob(std::string(ns), ck.hash, up->payload.view()));
+    WMBT_RETURN_IF_ERROR(UploadBlob(std::string(ns), ck.hash, up->payload.view(), &up->reused));
     up->retried_ok = true;
     up->payload = BufferSlice{};
     cache_.Unpin(ck);
@@ -289,6 +298,7 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
   for (size_t i = indexed; i < entries.size(); ++i) {
     WMBT_RETURN_IF_ERROR(EnsureDurable(ns, CacheKey{ns_id, entries[i].hash}));
   }
+  const std::vector<ContentHash> reused = BlobsNotWrittenHere(ns_id, entries, indexed);
 
   layout::ChainHead head;
   head.ns = std::string(ns);
@@ -330,6 +340,8 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
                                  s.ToString());
       }
       if (chain_id == tip) CompactRedundantHeads(ns, fp, head.entries);
+      WMBT_RETURN_IF_ERROR(ReverifyReusedBlobs(ns, ns_id, reused)
+                               .WithContext("published chain head " + key));
       return head.version;
     }
     if (!put.status().IsConflict()) {
@@ -355,11 +367,56 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
                              std::to_string(kPublishAttemptsMax) + " races in a row; retry");
 }
 
+std::vector<ContentHash> StoreImpl::BlobsNotWrittenHere(uint32_t ns_id,
+                                                        const std::vector<ChainEntry>& entries,
+                                                        size_t from) {
+  // Called after the durability barrier: every upload of these entries has finished. An entry
+  // with no upload in this table was put by an earlier process (reloaded pending record) or by an
+  // earlier publish here; either way this publish cannot vouch for it.
+  std::vector<ContentHash> out;
+  std::lock_guard<std::mutex> g(upload_mu_);
+  for (size_t i = from; i < entries.size(); ++i) {
+    auto it = uploads_.find(CacheKey{ns_id, entries[i].hash});
+    if (it != uploads_.end() && it->second->done.done() && it->second->done.status().ok() &&
+        !it->second->reused) {
+      continue;  // this process created the object moments ago: younger than any GC grace
+    }
+    out.push_back(entries[i].hash);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+Status StoreImpl::ReverifyReusedBlobs(std::string_view ns, uint32_t ns_id,
+                                      const std::vector<ContentHash>& hashes) {
+  // R4 (gc/orphan_gc.h): an orphan collector may have deleted a blob between our finding it in L2
+  // and our head naming it, after its own re-check of the heads. Only a check after the head
+  // write can see that; the bytes usually still sit in the RAM cache.
+  for (const ContentHash& hash : hashes) {
+    const std::string key = layout::BlobKey(options_.l2_prefix, ns, hash);
+    auto head = l2_->Head(key);
+    if (head.ok()) continue;
+    if (!head.status().IsNotFound()) return head.status().WithContext("re-checking blob " + key);
+    std::optional<BufferSlice> bytes = cache_.Lookup(CacheKey{ns_id, hash});
+    if (!bytes) {
+      return Status::FailedPrecondition(
+          "blob " + hash.ToHex() + " was deleted from L2 (by orphan GC) while this publish "
+          "relied on it, and its bytes are no longer in memory: put the block again and publish "
+          "again");
+    }
+    Log(LogLevel::kWarn, "blob " + key + " was deleted by orphan GC during a publish naming it; "
+                         "uploading it again");
+    WMBT_RETURN_IF_ERROR(UploadBlob(std::string(ns), hash, bytes->view()));
+  }
+  return Status::Ok();
+}
+
 Status StoreImpl::ForgetPublished(std::string_view ns, uint32_t ns_id, const Fingerprint& fp,
                                   const std::vector<ChainEntry>& entries) {
   {
     std::lock_guard<std::mutex> g(pending_mu_);
-    for (const ChainEntry& e : entries) pending_.erase(PendingKey{ns_id, fp, e.key});
+    for (const ChainEntry& e : entries) ErasePendingLocked(PendingKey{ns_id, fp, e.key});
   }
   {
     std::lock_guard<std::mutex> g(upload_mu_);
@@ -433,6 +490,8 @@ Status StoreImpl::PutSidecar(std::string_view ns, const Fingerprint& fp, const B
     return put.status().WithContext("writing sidecar " + key);
   }
   counters_.l2_put_bytes += sizeof header.bytes + bytes.size();
+  ledger_.SidecarPut(ns, fp, tip, sizeof header.bytes + bytes.size());
+  MaybeScheduleEvictionFor(ns);
   return Status::Ok();
 }
 

@@ -28,6 +28,7 @@ void AddBlockCommands(CLI::App& root, CommandTable& table);    // put, put-chain
 void AddChainCommands(CLI::App& root, CommandTable& table);    // publish, ls, inspect
 void AddSidecarCommands(CLI::App& root, CommandTable& table);  // sidecar put|get
 void AddAdminCommands(CLI::App& root, CommandTable& table);    // stat, refresh
+void AddAuditCommands(CLI::App& root, CommandTable& table);    // audit, du, gc
 
 // A --help footer: the examples, then a one-line reminder of the exit codes.
 std::string HelpFooter(std::initializer_list<std::string_view> examples);

@@ -44,20 +44,8 @@ Store* Context::OpenStore(int* exit_code) {
   };
   if (!opts.s3_bucket.empty()) {
     // S3 is the L2 (docs/s3.md): opened and probed before the store reconciles with it.
-    auto config = Config::FromEnv();
-    auto l2 = config.ok() ? OpenL2FromConfig(*config, L2Env{nullptr, nullptr, nullptr,
-                                                            [this](const std::string& m) {
-                                                              out.Warn(m);
-                                                            }})
-                          : Result<std::unique_ptr<S3ObjectStore>>(config.status());
-    if (!l2.ok()) {
-      *exit_code = out.Error("open S3 bucket " + opts.s3_bucket, l2.status(),
-                             "check the WMBT_KV_S3_* settings (docs/s3.md)",
-                             {{"bucket", opts.s3_bucket}});
-      return nullptr;
-    }
-    l2_ = std::move(l2).value();
-    options.object_store = l2_.get();
+    options.object_store = OpenConfiguredS3(exit_code);
+    if (!options.object_store) return nullptr;
   }
   auto opened = Store::Open(options);
   if (!opened.ok()) {
@@ -72,6 +60,24 @@ Store* Context::OpenStore(int* exit_code) {
   }
   store_ = std::move(opened).value();
   return store_.get();
+}
+
+ObjectStore* Context::OpenConfiguredS3(int* exit_code) {
+  if (l2_ || opts.s3_bucket.empty()) return l2_.get();
+  auto config = Config::FromEnv();
+  auto l2 = config.ok() ? OpenL2FromConfig(*config, L2Env{nullptr, nullptr, nullptr,
+                                                          [this](const std::string& m) {
+                                                            out.Warn(m);
+                                                          }})
+                        : Result<std::unique_ptr<S3ObjectStore>>(config.status());
+  if (!l2.ok()) {
+    *exit_code = out.Error("open S3 bucket " + opts.s3_bucket, l2.status(),
+                           "check the WMBT_KV_S3_* settings (docs/s3.md)",
+                           {{"bucket", opts.s3_bucket}});
+    return nullptr;
+  }
+  l2_ = std::move(l2).value();
+  return l2_.get();
 }
 
 Result<BlockKey> ParseKey(std::string_view arg, std::string_view text) {

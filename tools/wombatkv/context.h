@@ -35,6 +35,8 @@ struct GlobalOptions {
   size_t upload_threads = 0;
   // WMBT_KV_BUCKET: an S3 L2 is configured (opened with the other WMBT_KV_S3_* settings).
   std::string s3_bucket;
+  // WMBT_KV_GC_GRACE: orphans older than this are expired (audit, gc).
+  uint64_t gc_grace_us = 0;
 };
 
 class Context {
@@ -52,6 +54,10 @@ class Context {
   // Opens the store on first use. On failure reports the error and returns nullptr with
   // *exit_code set (5 when another process owns the data directory).
   Store* OpenStore(int* exit_code);
+
+  // The S3 L2 when WMBT_KV_BUCKET is set (opened and probed on first use); null when L2 is the
+  // local directory. On failure reports the error, sets *exit_code and returns null.
+  ObjectStore* OpenConfiguredS3(int* exit_code);
 
  private:
   std::unique_ptr<ObjectStore> l2_;  // S3 when configured; declared first: outlives store_

@@ -14,6 +14,7 @@ Status LoadEnvironmentDefaults(GlobalOptions* opts) {
   opts->cache_bytes_max = config->cache_bytes;
   opts->upload_threads = config->upload_threads;
   opts->s3_bucket = config->s3_bucket;
+  opts->gc_grace_us = config->gc_grace_us;
   return Status::Ok();
 }
 

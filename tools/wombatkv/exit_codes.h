@@ -20,6 +20,7 @@ enum ExitCode : int {
   kExitPrecondition = 5,  // FailedPrecondition / ResourceExhausted: e.g. data dir locked
   kExitUnavailable = 6,   // Unavailable: transient, retry
   kExitInternal = 7,      // Internal: a bug or an unexpected failure
+  kExitPermissionDenied = 8,  // PermissionDenied: the daemon refused the auth token
 };
 
 inline int ExitCodeFor(Code code) {
@@ -33,6 +34,7 @@ inline int ExitCodeFor(Code code) {
     case Code::kResourceExhausted: return kExitPrecondition;
     case Code::kUnavailable: return kExitUnavailable;
     case Code::kInternal: return kExitInternal;
+    case Code::kPermissionDenied: return kExitPermissionDenied;
   }
   return kExitInternal;
 }
@@ -52,6 +54,8 @@ inline std::string_view DefaultHint(Code code) {
     case Code::kResourceExhausted: return "free space or raise the limit, then retry";
     case Code::kUnavailable: return "retry; check that the object store (L2) is reachable";
     case Code::kInternal: return "this is a bug: please report it with the command line";
+    case Code::kPermissionDenied:
+      return "set WMBT_KV_AUTH_TOKEN to a token the daemon grants for this namespace";
   }
   return "";
 }
@@ -68,6 +72,7 @@ inline std::string_view CodeWords(Code code) {
     case Code::kResourceExhausted: return "resource exhausted";
     case Code::kUnavailable: return "unavailable";
     case Code::kInternal: return "internal error";
+    case Code::kPermissionDenied: return "permission denied";
   }
   return "error";
 }
@@ -81,6 +86,7 @@ inline constexpr std::string_view kExitCodesHelp =
     "  4  corruption detected (stored bytes failed their hash; nothing wrong was served)\n"
     "  5  data directory locked by another process, or another failed precondition\n"
     "  6  unavailable: transient failure, retry\n"
-    "  7  internal error (a bug)\n";
+    "  7  internal error (a bug)\n"
+    "  8  permission denied (the daemon refused the auth token)\n";
 
 }  // namespace wombatkv::cli

@@ -125,6 +125,7 @@ int Main(int argc, char** argv) {
   AddChainCommands(app, table);
   AddSidecarCommands(app, table);
   AddAdminCommands(app, table);
+  AddAuditCommands(app, table);
 
   try {
     app.parse(argc, argv);

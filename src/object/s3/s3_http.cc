@@ -100,6 +100,8 @@ size_t OnHeader(char* data, size_t size, size_t nitems, void* user) {
     ex->resp.request_id = std::string(value);
   } else if (HeaderIs(name, "content-range")) {
     ex->resp.content_range = std::string(value);
+  } else if (HeaderIs(name, "last-modified")) {
+    ex->resp.last_modified = std::string(value);
   } else if (HeaderIs(name, "content-length")) {
     uint64_t v = 0;
     bool ok = !value.empty();
@@ -488,6 +490,79 @@ Result<HttpResponse> Http::Execute(const HttpRequest& request, std::string_view 
   }
   return Status::Unavailable("s3 " + std::string(what) + ": " + last_error + ", still failing after " +
                              std::to_string(attempt) + " attempts");
+}
+
+namespace {
+
+// Days from 1970-01-01 to a proleptic Gregorian date (the well-known era arithmetic): no timegm,
+// which depends on the process's time zone tables.
+int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+// Reads exactly `n` digits at `at`; -1 if they are not there.
+int64_t Digits(std::string_view s, size_t at, size_t n) {
+  if (at + n > s.size()) return -1;
+  int64_t v = 0;
+  for (size_t i = at; i < at + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+uint64_t ToMicros(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t sec,
+                  uint64_t micros) {
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
+      sec < 0 || sec > 60) {
+    return 0;
+  }
+  const int64_t days = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
+  return static_cast<uint64_t>(((days * 24 + h) * 60 + mi) * 60 + sec) * 1000000 + micros;
+}
+
+}  // namespace
+
+uint64_t ParseIso8601Micros(std::string_view t) {
+  // YYYY-MM-DDTHH:MM:SS[.fff...]Z
+  if (t.size() < 20 || t[4] != '-' || t[7] != '-' || t[10] != 'T' || t[13] != ':' ||
+      t[16] != ':' || t.back() != 'Z') {
+    return 0;
+  }
+  uint64_t micros = 0;
+  if (t.size() > 20) {
+    if (t[19] != '.') return 0;
+    std::string_view frac = t.substr(20, t.size() - 21);
+    if (frac.empty() || frac.size() > 9) return 0;
+    for (size_t i = 0; i < 6; ++i) {
+      int64_t digit = i < frac.size() ? Digits(frac, i, 1) : 0;
+      if (digit < 0) return 0;
+      micros = micros * 10 + static_cast<uint64_t>(digit);
+    }
+    for (size_t i = 6; i < frac.size(); ++i) {
+      if (Digits(frac, i, 1) < 0) return 0;
+    }
+  }
+  return ToMicros(Digits(t, 0, 4), Digits(t, 5, 2), Digits(t, 8, 2), Digits(t, 11, 2),
+                  Digits(t, 14, 2), Digits(t, 17, 2), micros);
+}
+
+uint64_t ParseHttpDateMicros(std::string_view t) {
+  // "Mon, 06 May 2024 07:08:09 GMT"
+  static constexpr std::string_view kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  if (t.size() != 29 || t[3] != ',' || t[4] != ' ' || t[7] != ' ' || t[11] != ' ' ||
+      t[16] != ' ' || t[19] != ':' || t[22] != ':' || t.substr(25) != " GMT") {
+    return 0;
+  }
+  const size_t month = kMonths.find(t.substr(8, 3));
+  if (month == std::string_view::npos || month % 3 != 0) return 0;
+  return ToMicros(Digits(t, 12, 4), static_cast<int64_t>(month / 3 + 1), Digits(t, 5, 2),
+                  Digits(t, 17, 2), Digits(t, 20, 2), Digits(t, 23, 2), 0);
 }
 
 }  // namespace wombatkv::s3

@@ -66,6 +66,7 @@ struct HttpResponse {
   std::string etag;         // unquoted
   std::string request_id;   // x-amz-request-id (or x-amz-id-2 / x-trans-id)
   std::string content_range;
+  std::string last_modified;  // the Last-Modified header as sent (HEAD, GET)
   uint64_t content_length = 0;
   bool has_content_length = false;
   std::shared_ptr<Buffer> data;  // the body (GET payloads and XML documents alike)
@@ -124,5 +125,11 @@ std::string Md5Hex(const std::vector<ByteView>& parts);
 std::string Md5Base64(const std::vector<ByteView>& parts);
 // RFC 3986 percent-encoding of everything but unreserved characters (SigV4 canonical form).
 std::string UriEncode(std::string_view s, bool keep_slash);
+
+// Times S3 sends, as µs since the Unix epoch; 0 if `text` is not in the expected form.
+// ISO 8601 as in ListObjectsV2's LastModified: "2024-05-06T07:08:09.123Z".
+uint64_t ParseIso8601Micros(std::string_view text);
+// An HTTP date (RFC 9110 IMF-fixdate) as in Last-Modified: "Mon, 06 May 2024 07:08:09 GMT".
+uint64_t ParseHttpDateMicros(std::string_view text);
 
 }  // namespace wombatkv::s3

@@ -454,7 +454,8 @@ Result<ObjectInfo> S3ObjectStore::HeadFull(const std::string& full, std::string_
                             (r->request_id.empty() ? std::string("-") : r->request_id) + ")");
   }
   if (r->status != 200) return MapError(*r, "head", full, options_);
-  return ObjectInfo{std::string(key), r->content_length, r->etag};
+  return ObjectInfo{std::string(key), r->content_length, r->etag,
+                    s3::ParseHttpDateMicros(r->last_modified)};
 }
 
 Result<ObjectInfo> S3ObjectStore::Head(std::string_view key) {
@@ -629,6 +630,7 @@ Result<ListPage> S3ObjectStore::List(std::string_view prefix, std::string_view d
       info.key = k.substr(kp.size());
       info.size = std::strtoull(c.child_value("Size"), nullptr, 10);
       info.etag = StripQuotes(c.child_value("ETag"));
+      info.modified_us = s3::ParseIso8601Micros(c.child_value("LastModified"));
       entries.emplace_back(info.key, std::move(info));
     }
     for (pugi::xml_node c : root.children("CommonPrefixes")) {

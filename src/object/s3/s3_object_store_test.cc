@@ -58,6 +58,25 @@ class S3Test : public ::testing::Test {
   std::unique_ptr<ScratchS3Store> Scratch() { return Scratch(BaseOptions(FreshBucketName("s3"))); }
 };
 
+// ---- times S3 sends (no server needed) ----
+
+TEST(S3Times, ListAndHeadDatesParseToEpochMicros) {
+  // 2024-05-06T07:08:09Z = 1714979289 s (date -u -d ... +%s).
+  EXPECT_EQ(s3::ParseIso8601Micros("2024-05-06T07:08:09.123Z"), 1714979289123000u);
+  EXPECT_EQ(s3::ParseIso8601Micros("2024-05-06T07:08:09Z"), 1714979289000000u);
+  EXPECT_EQ(s3::ParseIso8601Micros("1970-01-01T00:00:00.000Z"), 0u);
+  EXPECT_EQ(s3::ParseHttpDateMicros("Mon, 06 May 2024 07:08:09 GMT"), 1714979289000000u);
+  EXPECT_EQ(s3::ParseHttpDateMicros("Thu, 29 Feb 2024 23:59:59 GMT"), 1709251199000000u);
+  for (const char* bad : {"", "2024-05-06 07:08:09Z", "2024-13-06T07:08:09Z", "2024-05-06T07:08:09",
+                          "2024-05-06T07:08:09.Z", "2024-05-06T07:08:xxZ"}) {
+    EXPECT_EQ(s3::ParseIso8601Micros(bad), 0u) << bad;
+  }
+  for (const char* bad : {"", "Mon, 06 Foo 2024 07:08:09 GMT", "Mon, 06 May 2024 07:08:09 UTC",
+                          "Monday, 06-May-24 07:08:09 GMT"}) {
+    EXPECT_EQ(s3::ParseHttpDateMicros(bad), 0u) << bad;
+  }
+}
+
 // ---- start-up: options, credentials, probe ----
 
 TEST(S3Options, LoopbackEndpointsAreRecognised) {

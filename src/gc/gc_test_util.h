@@ -1,0 +1,39 @@
+// Test helpers for orphan GC and the audit: a clock a test moves by hand, and a store on shared
+// planes (an L2 and an L1 the test also reads and damages directly).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+#include "wombatkv/env.h"
+
+namespace wombatkv::testing {
+
+// Wall time starts at a plausible epoch and moves only by Advance (and by sleeps, so upload
+// retries take no real time).
+class ManualClock final : public Clock {
+ public:
+  static constexpr uint64_t kStartMicros = 1'700'000'000'000'000ull;
+  // `start_us`: the wall time at construction (a test on real files starts it at the real time,
+  // so that file modification times and this clock agree).
+  explicit ManualClock(uint64_t start_us = kStartMicros) : start_us_(start_us) {}
+  uint64_t NowMicros() override { return now_; }
+  uint64_t WallMicros() override { return start_us_ + now_; }
+  void SleepMicros(uint64_t micros) override { now_ += micros; }
+  bool WaitFor(std::condition_variable&, std::unique_lock<std::mutex>&, uint64_t micros) override {
+    now_ += micros;
+    return false;
+  }
+  void Advance(uint64_t micros) { now_ += micros; }
+
+ private:
+  const uint64_t start_us_;
+  std::atomic<uint64_t> now_{0};
+};
+
+inline constexpr uint64_t kMinuteUs = 60ull * 1000000;
+inline constexpr uint64_t kHourUs = 60 * kMinuteUs;
+
+}  // namespace wombatkv::testing

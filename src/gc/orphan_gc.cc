@@ -1,0 +1,240 @@
+#include "gc/orphan_gc.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+#include "base/limits.h"
+#include "layout/envelope.h"
+#include "layout/object_keys.h"
+
+namespace wombatkv::gc {
+namespace {
+
+void AddReferences(const HeadRead& read, HashSet* refs) {
+  if (!read.head) return;
+  for (const ChainEntry& e : read.head->entries) refs->insert(e.hash);
+}
+
+bool OlderFirst(const OrphanBlob& a, const OrphanBlob& b) {
+  if (a.age_us != b.age_us) return a.age_us > b.age_us;
+  return a.key < b.key;
+}
+
+}  // namespace
+
+std::vector<OrphanBlob> FindOrphans(const NamespaceListing& listing, const HashSet& referenced,
+                                    uint64_t now_us) {
+  std::vector<OrphanBlob> out;
+  for (const ListedBlob& b : listing.blobs) {
+    if (referenced.count(b.hash)) continue;
+    OrphanBlob o{listing.ns, b.info.key, b.hash, b.info.size, 0, false};
+    if (b.info.modified_us > 0) {
+      o.age_known = true;
+      o.age_us = now_us > b.info.modified_us ? now_us - b.info.modified_us : 0;
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+OrphanCollector::OrphanCollector(ObjectStore* l2, Clock* clock, GcOptions options)
+    : l2_(l2), clock_(clock), options_(std::move(options)) {
+  WMBT_CHECK(l2_ != nullptr && clock_ != nullptr);
+}
+
+Result<GcReport> OrphanCollector::RunPass(const ScanProgressFn& progress) {
+  GcReport report;
+  if (!options_.only_ns.empty()) {
+    WMBT_RETURN_IF_ERROR(ValidateNamespace(options_.only_ns));
+    WMBT_ASSIGN_OR_RETURN(NamespaceListing listing,
+                          ListNamespace(l2_, options_.l2_prefix, options_.only_ns, progress));
+    WMBT_RETURN_IF_ERROR(CollectNamespace(listing, &report));
+  } else {
+    WMBT_RETURN_IF_ERROR(ScanL2(
+        l2_, options_.l2_prefix,
+        [&](NamespaceListing&& listing) -> Status {
+          if (!listing.ns_valid) return Status::Ok();  // strays only: never ours to delete
+          return CollectNamespace(listing, &report);
+        },
+        nullptr, progress));
+  }
+  std::sort(report.removed.begin(), report.removed.end(), OlderFirst);
+  return report;
+}
+
+Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcReport* report) {
+  const std::string& ns = listing.ns;
+  ++report->namespaces;
+  report->blobs += listing.blobs.size();
+  WMBT_ASSIGN_OR_RETURN(std::vector<HeadRead> reads,
+                        ReadHeads(l2_, ns, listing.heads, options_.executor));
+  report->heads += reads.size();
+  HashSet refs;
+  std::map<std::string, std::string> known;  // head key → ETag read (R3 re-reads only changes)
+  const HeadRead* unreadable = nullptr;
+  const ListedHead* unreadable_at = nullptr;
+  for (size_t i = 0; i < reads.size(); ++i) {
+    const HeadRead& r = reads[i];
+    if (r.state == HeadRead::State::kGone) continue;
+    known[listing.heads[i].info.key] = r.etag;
+    if (r.state == HeadRead::State::kUnreadable && !unreadable) {
+      unreadable = &r;
+      unreadable_at = &listing.heads[i];
+    }
+    AddReferences(r, &refs);
+  }
+
+  const uint64_t now_us = clock_->WallMicros();
+  std::vector<OrphanBlob> orphans = FindOrphans(listing, refs, now_us);
+  // R1 without modification times: age since this collector first saw the blob unreferenced.
+  // Sightings of this namespace are replaced by this pass's (a blob referenced again starts over).
+  const std::string root = layout::NamespaceRoot(options_.l2_prefix, ns);
+  std::map<std::string, uint64_t> seen;
+  for (OrphanBlob& o : orphans) {
+    if (o.age_known) continue;
+    auto it = first_seen_.find(o.key);
+    const uint64_t first = it == first_seen_.end() ? now_us : it->second;
+    seen[o.key] = first;
+    o.age_us = now_us - std::min(now_us, first);
+  }
+  first_seen_.erase(first_seen_.lower_bound(root), first_seen_.lower_bound(root + '~'));
+  first_seen_.merge(seen);
+
+  std::vector<OrphanBlob> expired;
+  for (const OrphanBlob& o : orphans) {
+    report->orphans++;
+    report->orphan_bytes += o.bytes;
+    // An object of unknown age seen for the first time has age 0: it waits a grace period.
+    if (o.age_us >= options_.grace_us) expired.push_back(o);
+  }
+  std::sort(expired.begin(), expired.end(), OlderFirst);
+  // Failed deletes of earlier passes that are not candidates any more (referenced, or gone) are
+  // done with; the others are retried below (R5).
+  if (!failed_.empty()) {
+    std::unordered_set<std::string> candidates;
+    for (const OrphanBlob& o : expired) candidates.insert(o.key);
+    for (auto it = failed_.begin(); it != failed_.end();) {
+      const bool done_with = it->starts_with(root) && !candidates.count(*it);
+      it = done_with ? failed_.erase(it) : std::next(it);
+    }
+  }
+  for (const OrphanBlob& o : expired) {
+    report->expired++;
+    report->expired_bytes += o.bytes;
+  }
+  if (unreadable) {
+    // R2: a head we cannot read may name any of these blobs.
+    report->namespaces_skipped++;
+    report->problems.push_back("namespace " + ns + ": chain head " + unreadable_at->info.key +
+                               " cannot be read (" + unreadable->error.message() +
+                               "), so what it references is unknown: no blob of this namespace "
+                               "is deleted; run `wombatkv audit --repair`");
+    return Status::Ok();
+  }
+  if (options_.dry_run) {
+    report->removed.insert(report->removed.end(), expired.begin(), expired.end());
+    return Status::Ok();
+  }
+
+  std::vector<Held> batch;
+  uint64_t batch_bytes = 0;
+  for (const OrphanBlob& o : expired) {
+    const uint64_t attempted = report->deleted + report->restored + report->delete_failures;
+    if (options_.deletes_per_pass_max > 0 &&
+        attempted + batch.size() >= options_.deletes_per_pass_max) {
+      break;
+    }
+    if (failed_.erase(o.key)) report->retried++;
+    // R3: keep the bytes until the re-check has shown that no new head names the blob.
+    auto obj = l2_->Get(o.key, 0, layout::kEnvelopeHeaderBytes + limits::kBlockBytesMax + 1);
+    if (!obj.ok()) {
+      if (obj.status().IsNotFound()) continue;  // deleted by someone else meanwhile
+      report->delete_failures++;
+      failed_.insert(o.key);
+      report->problems.push_back("reading " + o.key + " before deleting it: " +
+                                 obj.status().ToString() + " (retried at the next pass)");
+      continue;
+    }
+    if (obj->bytes->size() != obj->object_size) {
+      // Larger than any blob: the bytes we could hold would not restore it whole (R3).
+      report->problems.push_back(o.key + " is " + std::to_string(obj->object_size) +
+                                 " bytes, more than a blob can be: not deleted; see `wombatkv "
+                                 "audit`");
+      continue;
+    }
+    if (Status s = l2_->Delete(o.key); !s.ok()) {
+      report->delete_failures++;
+      failed_.insert(o.key);
+      report->problems.push_back("deleting " + o.key + ": " + s.ToString() +
+                                 " (retried at the next pass)");
+      continue;
+    }
+    batch_bytes += obj->bytes->size();
+    batch.push_back(Held{o, std::move(obj->bytes)});
+    if (batch_bytes >= options_.batch_bytes_max) {
+      WMBT_RETURN_IF_ERROR(RecheckAndRestore(ns, &known, &batch, report));
+      batch_bytes = 0;
+    }
+  }
+  return RecheckAndRestore(ns, &known, &batch, report);
+}
+
+Status OrphanCollector::RecheckAndRestore(const std::string& ns,
+                                          std::map<std::string, std::string>* known,
+                                          std::vector<Held>* held, GcReport* report) {
+  if (held->empty()) return Status::Ok();
+  HashSet refs;
+  bool restore_all = false;  // the re-check failed or found a head it cannot read: keep them all
+  Status failed;
+  auto heads = ListHeads(l2_, options_.l2_prefix, ns);
+  if (!heads.ok()) {
+    restore_all = true;
+    failed = heads.status();
+  } else {
+    std::vector<ListedHead> changed;
+    for (ListedHead& h : *heads) {
+      auto it = known->find(h.info.key);
+      if (it == known->end() || it->second != h.info.etag) changed.push_back(std::move(h));
+    }
+    auto reads = ReadHeads(l2_, ns, changed, options_.executor);
+    if (!reads.ok()) {
+      restore_all = true;
+      failed = reads.status();
+    } else {
+      for (size_t i = 0; i < reads->size(); ++i) {
+        const HeadRead& r = (*reads)[i];
+        if (r.state == HeadRead::State::kGone) continue;
+        if (r.state == HeadRead::State::kUnreadable) restore_all = true;
+        (*known)[changed[i].info.key] = r.etag;
+        AddReferences(r, &refs);
+      }
+    }
+  }
+  for (Held& h : *held) {
+    if (!restore_all && !refs.count(h.orphan.hash)) {
+      report->deleted++;
+      report->freed_bytes += h.orphan.bytes;
+      report->removed.push_back(std::move(h.orphan));
+      continue;
+    }
+    // Conflict: the publisher (R4) or another writer put it back first; same name, same bytes.
+    auto put = l2_->Put(h.orphan.key, {h.object->view()}, PutOptions{PutMode::kIfAbsent, {}});
+    if (put.ok() || put.status().IsConflict()) {
+      report->restored++;
+    } else {
+      report->problems.push_back("restoring " + h.orphan.key +
+                                 " (a chain head published during this pass may name it): " +
+                                 put.status().ToString() +
+                                 "; its publisher re-uploads it if it still holds the bytes "
+                                 "(run `wombatkv audit`)");
+    }
+  }
+  held->clear();
+  if (!failed.ok()) {
+    return failed.WithContext("re-checking the chain heads of namespace " + ns +
+                              " after deleting orphans (they were put back)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace wombatkv::gc

@@ -1,0 +1,134 @@
+// Orphan GC: deletes blobs that no chain head references once they are older than a grace period
+// (docs/layout.md §7). Used by `wombatkv gc` / `wombatkv audit --repair`, and meant for the
+// store's background work: construct one OrphanCollector per L2 prefix and call RunPass
+// periodically.
+//
+// Safety against concurrent publishers (on this host or any other), in numbered rules that
+// orphan_gc.cc and store_write.cc refer to:
+//   R1. Age. A blob is a candidate only if no head named it when the pass listed and read the
+//       heads, and it is older than the grace period: by its L2 modification time, or — when the
+//       backend does not report one — since this collector first saw it unreferenced (so an
+//       object of unknown age survives at least one full grace period of observation).
+//   R2. Unknown references stop deletion. If any head of a namespace cannot be decoded, its
+//       references are unknown and no blob of that namespace is deleted in that pass.
+//   R3. Read, delete, re-check, restore. Before deleting a candidate the collector reads it
+//       whole and keeps the bytes. After each batch of deletes it lists the heads again and
+//       reads every head that is new or changed since the first listing; any deleted blob such a
+//       head names is put back (put-if-absent) from the kept bytes. This covers a publisher
+//       whose head was written after the collector's first listing and before its re-check.
+//   R4. Publisher re-check (StoreImpl::ReverifyReusedBlobs). A publisher that relied on a blob
+//       it did not upload itself (it found the blob already in L2) checks, after writing its
+//       head, that the blob still exists, and re-uploads it from its own copy if not. This
+//       covers a head written after the collector's re-check in R3: the collector's delete
+//       happened before that re-check, so before the head write, so the publisher sees it.
+//   Together: for any head H naming blob B written while B was being deleted, either the
+//   collector's re-check (R3) sees H and restores B, or H was written after that re-check and
+//   the publisher's check (R4) sees B missing. The window in which B is absent is short
+//   (between the delete and the restore), and a reader in it gets a miss, never wrong bytes.
+//   R5. A failed delete is reported, retried at the next pass, and never counted as freed;
+//       a restored blob is never counted as freed either.
+//
+// Thread-safety: RunPass must not be called concurrently on one collector (it keeps state between
+// passes); different collectors, and any number of publishers, may run at the same time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "gc/l2_scan.h"
+#include "wombatkv/env.h"
+#include "wombatkv/object_store.h"
+#include "wombatkv/status.h"
+#include "wombatkv/types.h"
+
+namespace wombatkv::gc {
+
+struct GcOptions {
+  std::string l2_prefix = "kv";
+  // R1. WMBT_KV_GC_GRACE (Config::gc_grace_us).
+  uint64_t grace_us = 3600ull * 1000000;
+  // Find and report expired orphans, delete nothing.
+  bool dry_run = false;
+  // Only this namespace (empty: every namespace in L2).
+  std::string only_ns;
+  // R3: orphan bytes held in memory per delete batch (a batch always takes at least one blob).
+  uint64_t batch_bytes_max = 64ull << 20;
+  // Deletes attempted per pass, 0 = unbounded: lets a background caller bound its work.
+  uint64_t deletes_per_pass_max = 0;
+  // Reads heads in parallel when set (not owned).
+  Executor* executor = nullptr;
+};
+
+struct OrphanBlob {
+  std::string ns;
+  std::string key;
+  ContentHash hash;
+  uint64_t bytes = 0;       // object size in L2 (envelope included)
+  uint64_t age_us = 0;      // meaningful when age_known
+  bool age_known = false;   // false: L2 reports no modification time (and no earlier sighting)
+};
+
+using HashSet = std::unordered_set<ContentHash, FixedBytesHash>;
+
+// The blobs of `listing` that no hash in `referenced` names, in key order, aged against `now_us`
+// by their L2 modification time.
+std::vector<OrphanBlob> FindOrphans(const NamespaceListing& listing, const HashSet& referenced,
+                                    uint64_t now_us);
+
+struct GcReport {
+  uint64_t namespaces = 0;      // scanned
+  uint64_t heads = 0;           // read
+  uint64_t blobs = 0;           // listed
+  uint64_t orphans = 0;         // unreferenced blobs
+  uint64_t orphan_bytes = 0;
+  uint64_t expired = 0;         // orphans older than the grace period (deleted unless dry run)
+  uint64_t expired_bytes = 0;
+  uint64_t deleted = 0;         // deleted and not restored
+  uint64_t freed_bytes = 0;     // bytes of those (R5: nothing else counts)
+  uint64_t restored = 0;        // deleted, then put back because a new head names them (R3)
+  uint64_t delete_failures = 0; // left in place; retried at the next pass (R5)
+  uint64_t retried = 0;         // of this pass's attempts, blobs whose delete failed last pass
+  uint64_t namespaces_skipped = 0;  // R2
+  std::vector<OrphanBlob> removed;  // deleted (or, with dry_run, that would be), oldest first
+  std::vector<std::string> problems;  // one line each: skipped namespaces, failed deletes
+};
+
+class OrphanCollector {
+ public:
+  // `l2` and `clock` are not owned and must outlive the collector. `clock` gives "now" (wall
+  // time) to age blobs against their modification times.
+  OrphanCollector(ObjectStore* l2, Clock* clock, GcOptions options);
+
+  // One pass over L2 (or options.only_ns). An error means L2 could not be listed or read; what
+  // was deleted before it is in neither the error nor a report, but every rule above still held.
+  Result<GcReport> RunPass(const ScanProgressFn& progress = {});
+
+  // Deletes that failed and will be retried at the next pass.
+  size_t retry_backlog() const { return failed_.size(); }
+
+  const GcOptions& options() const { return options_; }
+
+ private:
+  Status CollectNamespace(const NamespaceListing& listing, GcReport* report);
+  // R3 for one batch: re-lists the heads, restores what a new or changed head names, and
+  // accounts the rest as freed. `known` maps head keys to the ETag already read (updated).
+  struct Held {
+    OrphanBlob orphan;
+    std::shared_ptr<Buffer> object;
+  };
+  Status RecheckAndRestore(const std::string& ns, std::map<std::string, std::string>* known,
+                           std::vector<Held>* held, GcReport* report);
+
+  ObjectStore* const l2_;
+  Clock* const clock_;
+  const GcOptions options_;
+  // R1 for backends without modification times: key → wall µs when first seen unreferenced.
+  std::map<std::string, uint64_t> first_seen_;
+  // R5: keys whose delete failed in the last pass.
+  std::unordered_set<std::string> failed_;
+};
+
+}  // namespace wombatkv::gc

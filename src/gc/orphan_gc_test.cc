@@ -1,0 +1,344 @@
+// Orphan GC on real store output: only expired orphans go, referenced blobs never do, failed
+// deletes are retried and never counted as freed, and the two halves of the race protection
+// (R3: the collector restores; R4: the publisher re-uploads) each save a concurrent publish.
+#include "gc/orphan_gc.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+
+#include "gc/gc_test_util.h"
+#include "layout/chain_head.h"
+#include "layout/envelope.h"
+#include "layout/object_keys.h"
+#include "store/store_test_util.h"
+
+namespace wombatkv::testing {
+namespace {
+
+const Fingerprint kFp = Fp(7);
+constexpr size_t kBlockBytes = 1000;
+constexpr uint64_t kBlobBytes = layout::kEnvelopeHeaderBytes + kBlockBytes;
+
+// One L2 shared by every store of a test (each store gets its own L1, as separate processes).
+struct Planes {
+  ManualClock clock;
+  std::unique_ptr<ObjectStore> l2 = NewMemObjectStore(&clock);
+  std::vector<std::unique_ptr<MetaStore>> l1s;
+  std::unique_ptr<Executor> inline_executor = NewInlineExecutor();
+
+  // A store on `l2` (default: the shared one). Uploads run inline, when a publish awaits them.
+  std::unique_ptr<Store> Open(ObjectStore* over = nullptr) {
+    l1s.push_back(NewMemMetaStore());
+    StoreOptions o;
+    o.object_store = over ? over : l2.get();
+    o.meta_store = l1s.back().get();
+    o.clock = &clock;
+    o.executor = inline_executor.get();
+    o.log = [](LogLevel, const std::string&) {};
+    auto s = Store::Open(o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  // Puts `chain` in `ns` and publishes it (tip = chain id).
+  void Publish(const TestChain& chain, std::string_view ns = "default") {
+    auto store = Open();
+    ASSERT_TRUE(store->PutBlocks(ns, kFp, chain.Puts()).ok());
+    auto v = store->PublishChain(ns, kFp, chain.tip(), chain.tip(), std::nullopt, nullptr);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+  }
+
+  // Puts blocks and stops before publishing: their blobs reach L2 (the close drains the uploads)
+  // and become orphans.
+  void PutOrphans(const TestChain& chain, std::string_view ns = "default") {
+    auto store = Open();
+    ASSERT_TRUE(store->PutBlocks(ns, kFp, chain.Puts()).ok());
+    store.reset();
+  }
+
+  std::string BlobKey(const std::vector<uint8_t>& payload, std::string_view ns = "default") {
+    return layout::BlobKey("kv", ns, HashPayload(payload));
+  }
+  bool Exists(const std::string& key) { return l2->Head(key).ok(); }
+
+  gc::GcReport Pass(gc::OrphanCollector& collector) {
+    auto r = collector.RunPass();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : gc::GcReport{};
+  }
+};
+
+gc::GcOptions Grace(uint64_t grace_us) {
+  gc::GcOptions o;
+  o.grace_us = grace_us;
+  return o;
+}
+
+TEST(OrphanGc, DeletesOnlyExpiredOrphansAndNeverAReferencedBlob) {
+  Planes p;
+  TestChain published = MakeChain(3, kBlockBytes, 1);
+  TestChain old_orphans = MakeChain(2, kBlockBytes, 2);
+  TestChain young_orphan = MakeChain(1, kBlockBytes, 3);
+  p.Publish(published);
+  p.PutOrphans(old_orphans);
+  p.clock.Advance(50 * kMinuteUs);
+  p.PutOrphans(young_orphan);
+  p.clock.Advance(20 * kMinuteUs);  // old: 70 min, young: 20 min
+
+  gc::OrphanCollector collector(p.l2.get(), &p.clock, Grace(kHourUs));
+  gc::GcReport r = p.Pass(collector);
+  EXPECT_EQ(r.heads, 1u);
+  EXPECT_EQ(r.blobs, 6u);
+  EXPECT_EQ(r.orphans, 3u);
+  EXPECT_EQ(r.orphan_bytes, 3 * kBlobBytes);
+  EXPECT_EQ(r.expired, 2u);
+  EXPECT_EQ(r.deleted, 2u);
+  EXPECT_EQ(r.freed_bytes, 2 * kBlobBytes);
+  EXPECT_EQ(r.delete_failures, 0u);
+  ASSERT_EQ(r.removed.size(), 2u);
+  EXPECT_EQ(r.removed[0].age_us, 70 * kMinuteUs);
+  for (const auto& payload : old_orphans.payloads) EXPECT_FALSE(p.Exists(p.BlobKey(payload)));
+  EXPECT_TRUE(p.Exists(p.BlobKey(young_orphan.payloads[0])));
+  for (const auto& payload : published.payloads) EXPECT_TRUE(p.Exists(p.BlobKey(payload)));
+
+  // Much later: the young orphan goes too; the published chain's blobs never do.
+  p.clock.Advance(10 * kHourUs);
+  r = p.Pass(collector);
+  EXPECT_EQ(r.deleted, 1u);
+  EXPECT_EQ(r.freed_bytes, kBlobBytes);
+  for (const auto& payload : published.payloads) EXPECT_TRUE(p.Exists(p.BlobKey(payload)));
+  auto store = p.Open();
+  auto got = store->GetBlocks("default", kFp, published.keys);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->total_bytes(), 3 * kBlockBytes);
+}
+
+TEST(OrphanGc, DryRunReportsWhatWouldGoAndDeletesNothing) {
+  Planes p;
+  TestChain orphans = MakeChain(2, kBlockBytes, 2);
+  p.PutOrphans(orphans);
+  p.clock.Advance(2 * kHourUs);
+  gc::GcOptions o = Grace(kHourUs);
+  o.dry_run = true;
+  gc::OrphanCollector collector(p.l2.get(), &p.clock, o);
+  gc::GcReport r = p.Pass(collector);
+  EXPECT_EQ(r.expired, 2u);
+  EXPECT_EQ(r.removed.size(), 2u);
+  EXPECT_EQ(r.deleted, 0u);
+  EXPECT_EQ(r.freed_bytes, 0u);
+  for (const auto& payload : orphans.payloads) EXPECT_TRUE(p.Exists(p.BlobKey(payload)));
+}
+
+// Fails the first `failures` deletes of one key with Unavailable.
+class FailingDeletes final : public ObjectStoreWrapper {
+ public:
+  explicit FailingDeletes(ObjectStore* target) : ObjectStoreWrapper(target) {}
+  std::string key;
+  int failures = 0;
+  int attempts = 0;
+  Status Delete(std::string_view k) override {
+    if (k == key) {
+      ++attempts;
+      if (failures > 0) {
+        --failures;
+        return Status::Unavailable("injected: delete failed");
+      }
+    }
+    return ObjectStoreWrapper::Delete(k);
+  }
+};
+
+TEST(OrphanGc, AFailedDeleteIsReportedRetriedAtTheNextPassAndNeverCountedAsFreed) {
+  Planes p;
+  TestChain orphans = MakeChain(2, kBlockBytes, 2);
+  p.PutOrphans(orphans);
+  p.clock.Advance(2 * kHourUs);
+  FailingDeletes l2(p.l2.get());
+  l2.key = p.BlobKey(orphans.payloads[0]);
+  l2.failures = 1;
+  gc::OrphanCollector collector(&l2, &p.clock, Grace(kHourUs));
+
+  gc::GcReport first = p.Pass(collector);
+  EXPECT_EQ(first.expired, 2u);
+  EXPECT_EQ(first.delete_failures, 1u);
+  EXPECT_EQ(first.deleted, 1u);
+  EXPECT_EQ(first.freed_bytes, kBlobBytes);  // only the one that went
+  ASSERT_EQ(first.problems.size(), 1u);
+  EXPECT_NE(first.problems[0].find("retried at the next pass"), std::string::npos);
+  EXPECT_EQ(collector.retry_backlog(), 1u);
+  EXPECT_TRUE(p.Exists(l2.key));
+
+  gc::GcReport second = p.Pass(collector);
+  EXPECT_EQ(second.retried, 1u);
+  EXPECT_EQ(second.deleted, 1u);
+  EXPECT_EQ(second.freed_bytes, kBlobBytes);
+  EXPECT_EQ(second.delete_failures, 0u);
+  EXPECT_EQ(collector.retry_backlog(), 0u);
+  EXPECT_FALSE(p.Exists(l2.key));
+  EXPECT_EQ(l2.attempts, 2);
+}
+
+TEST(OrphanGc, AnUnreadableHeadStopsDeletionInItsNamespaceOnly) {
+  Planes p;
+  TestChain a = MakeChain(2, kBlockBytes, 1), b = MakeChain(2, kBlockBytes, 2);
+  p.Publish(a, "ns-a");
+  p.PutOrphans(MakeChain(1, kBlockBytes, 3), "ns-a");
+  p.PutOrphans(MakeChain(1, kBlockBytes, 4), "ns-b");
+  // Damage ns-a's head: what it references is now unknown (R2).
+  const std::string head = layout::ChainKey("kv", "ns-a", kFp, a.tip());
+  ASSERT_TRUE(p.l2->Put(head, {AsBytes(std::string("garbage"))}, PutOptions{}).ok());
+  p.clock.Advance(2 * kHourUs);
+  gc::OrphanCollector collector(p.l2.get(), &p.clock, Grace(kHourUs));
+  gc::GcReport r = p.Pass(collector);
+  EXPECT_EQ(r.namespaces, 2u);
+  EXPECT_EQ(r.namespaces_skipped, 1u);
+  EXPECT_EQ(r.deleted, 1u);  // ns-b's orphan only
+  ASSERT_EQ(r.removed.size(), 1u);
+  EXPECT_EQ(r.removed[0].ns, "ns-b");
+  for (const auto& payload : a.payloads) EXPECT_TRUE(p.Exists(p.BlobKey(payload, "ns-a")));
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_NE(r.problems[0].find(head), std::string::npos) << r.problems[0];
+}
+
+// Reports no modification times, like a backend that does not know them.
+class NoTimes final : public ObjectStoreWrapper {
+ public:
+  explicit NoTimes(ObjectStore* target) : ObjectStoreWrapper(target) {}
+  Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
+                        std::string_view token, size_t max_keys) override {
+    auto page = ObjectStoreWrapper::List(prefix, delimiter, token, max_keys);
+    if (page.ok()) {
+      for (ObjectInfo& o : page->objects) o.modified_us = 0;
+    }
+    return page;
+  }
+};
+
+TEST(OrphanGc, AnOrphanOfUnknownAgeIsWatchedForAGracePeriodBeforeItGoes) {
+  Planes p;
+  TestChain orphans = MakeChain(1, kBlockBytes, 2);
+  p.PutOrphans(orphans);
+  p.clock.Advance(5 * kHourUs);  // old, but nothing says so
+  NoTimes l2(p.l2.get());
+  gc::OrphanCollector collector(&l2, &p.clock, Grace(kHourUs));
+  gc::GcReport r = p.Pass(collector);
+  EXPECT_EQ(r.orphans, 1u);
+  EXPECT_EQ(r.expired, 0u);
+  p.clock.Advance(30 * kMinuteUs);
+  EXPECT_EQ(p.Pass(collector).expired, 0u);
+  // A new collector has seen nothing: it starts its own watch.
+  gc::OrphanCollector fresh(&l2, &p.clock, Grace(kHourUs));
+  p.clock.Advance(31 * kMinuteUs);
+  EXPECT_EQ(p.Pass(fresh).expired, 0u);
+  r = p.Pass(collector);
+  EXPECT_EQ(r.deleted, 1u);
+  EXPECT_FALSE(p.Exists(p.BlobKey(orphans.payloads[0])));
+}
+
+TEST(OrphanGc, DeletesPerPassAreBounded) {
+  Planes p;
+  p.PutOrphans(MakeChain(5, kBlockBytes, 2));
+  p.clock.Advance(2 * kHourUs);
+  gc::GcOptions o = Grace(kHourUs);
+  o.deletes_per_pass_max = 2;
+  o.batch_bytes_max = 1;  // one blob per batch: the re-check runs after each
+  gc::OrphanCollector collector(p.l2.get(), &p.clock, o);
+  EXPECT_EQ(p.Pass(collector).deleted, 2u);
+  EXPECT_EQ(p.Pass(collector).deleted, 2u);
+  EXPECT_EQ(p.Pass(collector).deleted, 1u);
+  EXPECT_EQ(p.Pass(collector).orphans, 0u);
+}
+
+// ---- the race with a publisher that reuses an orphan (docs/layout.md §7) -------------------
+
+// Runs `hook` once, just before the first call that matches.
+class Interposer final : public ObjectStoreWrapper {
+ public:
+  explicit Interposer(ObjectStore* target) : ObjectStoreWrapper(target) {}
+  std::function<bool(std::string_view key)> before_put, before_delete;
+  std::function<void()> hook;
+  Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
+                          const PutOptions& options) override {
+    if (before_put && before_put(key)) Fire();
+    return ObjectStoreWrapper::Put(key, parts, options);
+  }
+  Status Delete(std::string_view key) override {
+    if (before_delete && before_delete(key)) Fire();
+    return ObjectStoreWrapper::Delete(key);
+  }
+
+ private:
+  void Fire() {
+    if (!hook) return;
+    auto h = std::move(hook);
+    hook = nullptr;
+    h();
+  }
+};
+
+bool IsHead(std::string_view key) { return key.find("/chain/") != std::string_view::npos; }
+
+// R4: the collector runs entirely between the publisher's finding the blob in L2 and its head
+// write (so its re-check cannot see the head). Only the publisher's check after the head write
+// can notice, and it must put the blob back.
+TEST(OrphanGcRace, APublisherThatReusedABlobDeletedBeforeItsHeadUploadsItAgain) {
+  Planes p;
+  TestChain chain = MakeChain(1, kBlockBytes, 9);
+  p.PutOrphans(chain);  // an earlier writer's orphan: same bytes, same blob
+  p.clock.Advance(2 * kHourUs);
+  const std::string blob = p.BlobKey(chain.payloads[0]);
+
+  Interposer publisher_l2(p.l2.get());
+  auto publisher = p.Open(&publisher_l2);
+  ASSERT_TRUE(publisher->PutBlocks("default", kFp, chain.Puts()).ok());
+  gc::OrphanCollector collector(p.l2.get(), &p.clock, Grace(kHourUs));
+  gc::GcReport during;
+  publisher_l2.before_put = IsHead;
+  publisher_l2.hook = [&] { during = p.Pass(collector); };
+
+  auto v = publisher->PublishChain("default", kFp, chain.tip(), chain.tip(), std::nullopt, nullptr);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(during.deleted, 1u);  // the collector did delete it...
+  EXPECT_TRUE(p.Exists(blob));    // ...and the publisher put it back before returning OK (G3)
+  auto reader = p.Open();
+  auto got = reader->GetBlocks("default", kFp, chain.keys);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->total_bytes(), kBlockBytes);
+}
+
+// R3: the publisher's whole publish — finding the blob, writing its head, checking the blob —
+// runs after the collector listed the heads and before its delete. Only the collector's re-check
+// after the delete can notice, and it must restore the blob.
+TEST(OrphanGcRace, AHeadPublishedWhileTheCollectorDeletesGetsItsBlobBack) {
+  Planes p;
+  TestChain chain = MakeChain(1, kBlockBytes, 9);
+  p.PutOrphans(chain);
+  p.clock.Advance(2 * kHourUs);
+  const std::string blob = p.BlobKey(chain.payloads[0]);
+
+  auto publisher = p.Open();
+  ASSERT_TRUE(publisher->PutBlocks("default", kFp, chain.Puts()).ok());
+  Interposer collector_l2(p.l2.get());
+  collector_l2.before_delete = [&](std::string_view key) { return key == blob; };
+  collector_l2.hook = [&] {
+    auto v =
+        publisher->PublishChain("default", kFp, chain.tip(), chain.tip(), std::nullopt, nullptr);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+  };
+  gc::OrphanCollector collector(&collector_l2, &p.clock, Grace(kHourUs));
+  gc::GcReport r = p.Pass(collector);
+  EXPECT_EQ(r.expired, 1u);
+  EXPECT_EQ(r.restored, 1u);
+  EXPECT_EQ(r.deleted, 0u);
+  EXPECT_EQ(r.freed_bytes, 0u);
+  EXPECT_TRUE(r.removed.empty());
+  EXPECT_TRUE(p.Exists(blob));
+  auto reader = p.Open();
+  auto got = reader->GetBlocks("default", kFp, chain.keys);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+}
+
+}  // namespace
+}  // namespace wombatkv::testing

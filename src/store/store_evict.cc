@@ -1,0 +1,717 @@
+// Capacity: exact L2 accounting (the ledger kept in step with L0), use stamps, and the evictor
+// that holds namespaces to their budgets and TTLs by trimming chains from the tip. The rules and
+// their reasons are in docs/capacity.md; the guarantee is SPEC G10.
+#include <algorithm>
+#include <cstdio>
+#include <queue>
+#include <set>
+
+#include "base/check.h"
+#include "layout/envelope.h"
+#include "layout/object_keys.h"
+#include "store/meta_records.h"
+#include "store/store_impl.h"
+
+namespace wombatkv {
+namespace {
+
+constexpr uint64_t kUseEpochMicros = 1577836800ull * 1000000;  // 2020-01-01T00:00:00Z
+constexpr uint64_t kMicrosPerTick = 1000000;                    // use stamps are seconds
+// Unreferenced blobs: at most this many existence probes (HEAD) per pass, each blob probed at
+// most once per interval.
+constexpr size_t kOrphanProbesPerPass = 16;
+constexpr uint64_t kOrphanProbeIntervalMicros = 300ull * 1000000;
+// PersistUse writes one slice of the chains per pass (by chain id), all of them at close.
+constexpr size_t kUseSlices = 64;
+
+std::string ShortId(const BlockKey& k) { return k.ToHex().substr(0, 16) + "…"; }
+
+std::string BytesText(uint64_t n) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[u]);
+  return buf;
+}
+
+std::string SecondsText(uint64_t s) {
+  char buf[48];
+  if (s < 120) {
+    std::snprintf(buf, sizeof buf, "%llus", static_cast<unsigned long long>(s));
+  } else if (s < 2 * 3600) {
+    std::snprintf(buf, sizeof buf, "%llum", static_cast<unsigned long long>(s / 60));
+  } else if (s < 2 * 86400) {
+    std::snprintf(buf, sizeof buf, "%lluh%02llum", static_cast<unsigned long long>(s / 3600),
+                  static_cast<unsigned long long>(s % 3600 / 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%llud%02lluh", static_cast<unsigned long long>(s / 86400),
+                  static_cast<unsigned long long>(s % 86400 / 3600));
+  }
+  return buf;
+}
+
+}  // namespace
+
+// What one trim of one chain is to do, planned under L0's shared lock and checked again under
+// the chain's stripe before anything is written.
+struct StoreImpl::TrimPlan {
+  ChainInfo chain;              // the head as planned (version and ETag are the CAS base)
+  std::vector<ChainEntry> cut;  // the tail to remove, tip first
+  uint32_t cut_used = 0;        // newest use stamp in the cut: carried to the new tip (I7)
+  std::string why;
+};
+
+// ------------------------------------------------------------------------------ use stamps
+
+uint32_t StoreImpl::TickOf(uint64_t wall_us) {
+  if (wall_us <= kUseEpochMicros) return 1;
+  const uint64_t t = (wall_us - kUseEpochMicros) / kMicrosPerTick + 1;
+  return t > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(t);
+}
+
+uint64_t StoreImpl::MicrosOfTick(uint32_t tick) {
+  return kUseEpochMicros + uint64_t{tick > 0 ? tick - 1 : 0} * kMicrosPerTick;
+}
+
+uint32_t StoreImpl::RefreshUseTick() {
+  const uint32_t t = TickOf(clock_->WallMicros());
+  uint32_t cur = use_tick_.load(std::memory_order_relaxed);
+  // Monotonic: a wall clock stepping back never makes new uses look older than old ones.
+  while (cur < t && !use_tick_.compare_exchange_weak(cur, t, std::memory_order_relaxed)) {
+  }
+  return std::max(cur, t);
+}
+
+// ------------------------------------------------------------------- L0 and the ledger in step
+
+void StoreImpl::RecordOrphans(std::string_view ns, const UsageLedger::Changes& changes,
+                              MetaWriteBatch* batch) {
+  for (const auto& u : changes.unreferenced) {
+    batch->Put(meta_records::OrphanKey(ns, u.hash),
+               meta_records::EncodeOrphan(u.bytes, u.since_us));
+  }
+  for (const auto& h : changes.rereferenced) batch->Delete(meta_records::OrphanKey(ns, h));
+}
+
+uint64_t StoreImpl::InstallChainLocked(std::string_view ns, const Fingerprint& fp,
+                                       const ChainInfo& info, std::span<const ChainEntry> entries,
+                                       uint32_t used, MetaWriteBatch* batch) {
+  index_.PutChain(ns, fp, info, entries, used);
+  UsageLedger::Changes changes;
+  ledger_.ChainSet(ns, fp, info.chain_id, entries, clock_->WallMicros(), &changes);
+  RecordOrphans(ns, changes, batch);
+  uint64_t bytes = 0;
+  for (const auto& u : changes.unreferenced) bytes += u.bytes;
+  return bytes;
+}
+
+uint64_t StoreImpl::DropChainLocked(std::string_view ns, const Fingerprint& fp,
+                                    const ChainId& chain_id, MetaWriteBatch* batch) {
+  if (!index_.RemoveChain(ns, fp, chain_id)) return 0;
+  UsageLedger::Changes changes;
+  ledger_.ChainRemoved(ns, fp, chain_id, clock_->WallMicros(), &changes);
+  RecordOrphans(ns, changes, batch);
+  uint64_t bytes = 0;
+  for (const auto& u : changes.unreferenced) bytes += u.bytes;
+  return bytes;
+}
+
+// ---------------------------------------------------------------- pending puts (G10)
+
+void StoreImpl::AddPendingLocked(const PendingKey& key, const PendingBlock& block) {
+  auto [it, inserted] = pending_.try_emplace(key, block);
+  if (!inserted) {
+    ReleasePendingRefsLocked(key, it->second);
+    it->second = block;
+  }
+  auto hold = [&](const BlockKey& k) {
+    PendingRef& r = pending_refs_[PendingKey{key.ns_id, key.fp, k}];
+    ++r.count;
+    r.newest_put_us = std::max(r.newest_put_us, block.put_us);
+  };
+  hold(key.key);
+  if (!block.parent.IsZero()) hold(block.parent);
+}
+
+void StoreImpl::ReleasePendingRefsLocked(const PendingKey& key, const PendingBlock& block) {
+  auto release = [&](const BlockKey& k) {
+    auto it = pending_refs_.find(PendingKey{key.ns_id, key.fp, k});
+    WMBT_CHECK(it != pending_refs_.end() && it->second.count > 0);
+    // The newest put time stays while others still hold the key: at worst the key is protected
+    // a little longer, never less.
+    if (--it->second.count == 0) pending_refs_.erase(it);
+  };
+  release(key.key);
+  if (!block.parent.IsZero()) release(block.parent);
+}
+
+void StoreImpl::ErasePendingLocked(const PendingKey& key) {
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return;
+  ReleasePendingRefsLocked(key, it->second);
+  pending_.erase(it);
+}
+
+bool StoreImpl::InFlightLocked(uint32_t ns_id, const Fingerprint& fp, const BlockKey& key,
+                               uint64_t now_us) const {
+  auto it = pending_refs_.find(PendingKey{ns_id, fp, key});
+  if (it == pending_refs_.end()) return false;
+  // A wall clock that stepped back (now before the put) counts as within the grace.
+  return now_us < it->second.newest_put_us + options_.publish_grace_seconds * 1000000;
+}
+
+// ---------------------------------------------------------------------------- accounting
+
+uint64_t StoreImpl::ReferencedBytesLocked(std::string_view ns) const {
+  const UsageLedger::Totals t = ledger_.NamespaceTotals(
+      ns, [&](const Fingerprint& fp, const BlockKey& tip) { return index_.HasKey(ns, fp, tip); });
+  return t.blob_bytes + t.head_bytes + t.sidecar_bytes;
+}
+
+Status StoreImpl::ListSidecars(const std::string& ns) {
+  const std::string prefix = layout::NamespaceRoot(options_.l2_prefix, ns) + "sidecar/";
+  const uint64_t token = ledger_.BeginSidecarListing();
+  std::vector<UsageLedger::ListedSidecar> listed;
+  std::string next;
+  for (size_t pages = 0;; ++pages) {
+    WMBT_CHECK(pages < (1u << 24));
+    WMBT_ASSIGN_OR_RETURN(ListPage page, l2_->List(prefix, "", next, limits::kListPageKeysMax));
+    for (const ObjectInfo& obj : page.objects) {
+      // Same shape as a chain key: "<24-hex fingerprint>/<64-hex tip>".
+      auto name = layout::ParseChainKey(prefix, obj.key);
+      if (!name) continue;  // outside the layout: the audit reports it
+      listed.push_back({name->fp, name->chain_id, obj.size});
+    }
+    if (page.next_token.empty()) break;
+    next = page.next_token;
+  }
+  ledger_.ReplaceSidecars(ns, token, listed);
+  return Status::Ok();
+}
+
+std::vector<NamespaceUsage> StoreImpl::Usage(std::string_view only, bool by_fingerprint) {
+  std::vector<std::string> names;
+  if (only.empty()) {
+    names = ledger_.Namespaces();
+  } else if (ValidateNamespace(only).ok()) {
+    names.emplace_back(only);
+  }
+  std::vector<NamespaceUsage> out;
+  for (const std::string& ns : names) {
+    NamespaceUsage u;
+    u.ns = ns;
+    u.budget_bytes = NamespaceSetting(options_.namespace_bytes_max, ns);
+    u.ttl_seconds = NamespaceSetting(options_.namespace_ttl_seconds, ns);
+    UsageLedger::Totals t;
+    std::map<Fingerprint, UsageLedger::Totals> per_fp;
+    {
+      std::shared_lock<std::shared_mutex> g(index_mu_);
+      auto indexed = [&](const Fingerprint& fp, const BlockKey& tip) {
+        return index_.HasKey(ns, fp, tip);
+      };
+      t = ledger_.NamespaceTotals(ns, indexed);
+      if (by_fingerprint) per_fp = ledger_.FingerprintTotals(ns, indexed);
+    }
+    u.chains = t.chains;
+    u.head_bytes = t.head_bytes;
+    u.blobs = t.blobs;
+    u.blob_bytes = t.blob_bytes;
+    u.sidecars = t.sidecars;
+    u.sidecar_bytes = t.sidecar_bytes;
+    u.stray_sidecars = t.stray_sidecars;
+    u.stray_sidecar_bytes = t.stray_sidecar_bytes;
+    u.unreferenced_blobs = t.unreferenced_blobs;
+    u.unreferenced_bytes = t.unreferenced_bytes;
+    if (only.empty() && u.chains == 0 && u.sidecars + u.stray_sidecars == 0 &&
+        u.unreferenced_blobs == 0) {
+      continue;  // a namespace this store once knew and that holds nothing now
+    }
+    for (const auto& [fp, ft] : per_fp) {
+      FingerprintUsage f;
+      f.fp = fp;
+      f.chains = ft.chains;
+      f.head_bytes = ft.head_bytes;
+      f.blobs = ft.blobs;
+      f.blob_bytes = ft.blob_bytes;
+      f.sidecars = ft.sidecars;
+      f.sidecar_bytes = ft.sidecar_bytes;
+      f.stray_sidecars = ft.stray_sidecars;
+      f.stray_sidecar_bytes = ft.stray_sidecar_bytes;
+      u.fingerprints.push_back(f);
+    }
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------- scheduling
+
+void StoreImpl::MaybeScheduleEviction(bool urgent) {
+  if (!evict_configured_ || options_.eviction_interval_ms == 0 ||
+      evict_stopped_.load(std::memory_order_relaxed)) {
+    return;
+  }
+  const uint64_t now = clock_->NowMicros();
+  // A pass that could not get under a limit is not retried on every publish, only per interval.
+  if (urgent && last_pass_stuck_.load(std::memory_order_relaxed)) urgent = false;
+  if (!urgent && now < next_pass_us_.load(std::memory_order_relaxed)) return;
+  if (pass_queued_.exchange(true)) return;
+  next_pass_us_.store(now + options_.eviction_interval_ms * 1000, std::memory_order_relaxed);
+  executor_->Submit([this] { BackgroundPass(); });
+}
+
+void StoreImpl::MaybeScheduleEvictionFor(std::string_view ns) {
+  if (!evict_configured_ || evict_stopped_.load(std::memory_order_relaxed)) return;
+  const uint64_t budget = NamespaceSetting(options_.namespace_bytes_max, ns);
+  MaybeScheduleEviction(budget > 0 && ledger_.QuickBytes(ns) > budget);
+}
+
+void StoreImpl::BackgroundPass() {
+  if (evict_stopped_.load()) {
+    pass_queued_ = false;
+    return;
+  }
+  const EvictionReport r = EvictPass();
+  next_pass_us_.store(clock_->NowMicros() + options_.eviction_interval_ms * 1000,
+                      std::memory_order_relaxed);
+  pass_queued_ = false;
+  // More to do and progress made: go on at once (each pass is bounded, so others get turns).
+  if (r.work_left && r.chains > 0) MaybeScheduleEviction(/*urgent=*/true);
+}
+
+void StoreImpl::EvictorLoop() {
+  std::unique_lock<std::mutex> lock(evict_wait_mu_);
+  while (!evict_stopped_.load()) {
+    clock_->WaitFor(evict_wait_cv_, lock, options_.eviction_interval_ms * 1000);
+    if (evict_stopped_.load()) break;
+    lock.unlock();
+    if (!pass_queued_.exchange(true)) BackgroundPass();  // on this thread, not an upload worker
+    lock.lock();
+  }
+}
+
+Result<EvictionReport> StoreImpl::Evict() { return EvictPass(); }
+
+// ---------------------------------------------------------------------------- the pass
+
+EvictionReport StoreImpl::EvictPass() {
+  std::lock_guard<std::mutex> pass(evict_mu_);
+  EvictionReport report;
+  counters_.evict_passes++;
+  const uint32_t tick = RefreshUseTick();
+  const uint64_t now_us = clock_->WallMicros();
+  ProbeUnreferenced(now_us, &report);
+  PersistUse(/*all=*/false);
+  EvictBudget work{std::max<size_t>(1, options_.eviction_heads_per_pass),
+                   std::max<size_t>(1, options_.eviction_blocks_per_pass)};
+  bool stuck = false;
+  for (const std::string& ns : ledger_.Namespaces()) {
+    if (work.heads_left == 0 || work.blocks_left == 0) {
+      report.work_left = true;
+      break;
+    }
+    const uint64_t chains_before = report.chains;
+    const bool over = EvictNamespace(ns, tick, now_us, &work, &report);
+    // Still over the budget yet nothing evicted: what is left is in flight or borrowed. Publishes
+    // then stop starting passes at once; the interval's pass tries again.
+    if (over && report.chains == chains_before) stuck = true;
+  }
+  last_pass_stuck_ = stuck;
+  if (report.chains > 0 || report.orphans_gone > 0) {
+    Log(LogLevel::kInfo,
+        "eviction pass: " + std::to_string(report.chains) + " chains trimmed (" +
+            std::to_string(report.heads_deleted) + " heads deleted), " +
+            std::to_string(report.blocks) + " blocks, " + BytesText(report.bytes) +
+            " no longer referenced, " + BytesText(report.freed_bytes) + " deleted from L2" +
+            (report.orphans_gone ? " (" + std::to_string(report.orphans_gone) +
+                                       " orphans collected by GC since unreferenced)"
+                                 : std::string()) +
+            (report.skipped_in_flight
+                 ? "; " + std::to_string(report.skipped_in_flight) + " trims stopped at a block in "
+                                                                        "flight or borrowed"
+                 : std::string()) +
+            (report.work_left ? "; more next pass" : ""));
+  }
+  return report;
+}
+
+bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t now_us,
+                               EvictBudget* work, EvictionReport* report) {
+  const uint64_t budget = NamespaceSetting(options_.namespace_bytes_max, ns);
+  const uint64_t ttl = NamespaceSetting(options_.namespace_ttl_seconds, ns);
+  if (budget == 0 && ttl == 0) return false;
+  // Stamps below the cutoff are older than the TTL (0: no TTL, nothing is below it).
+  const uint32_t cutoff = (ttl == 0 || ttl >= tick) ? 0 : static_cast<uint32_t>(tick - ttl);
+  auto excess_now = [&]() -> uint64_t {
+    if (budget == 0) return 0;
+    std::shared_lock<std::shared_mutex> g(index_mu_);
+    const uint64_t used = ReferencedBytesLocked(ns);
+    return used > budget ? used - budget : 0;
+  };
+  uint64_t excess = excess_now();
+  if (excess == 0 && cutoff == 0) return false;
+  const uint32_t ns_id = NamespaceId(ns);
+
+  // Candidates: chains whose tip is a tip of the tree (I5), least recently used first. Popping
+  // one trims its tail while the tail is no newer than the next candidate (and still needed):
+  // LRU order at block granularity, one head write per run of cold blocks. A pass can rewrite
+  // only heads_left heads, so it keeps only the coldest few candidates; `beyond` is the stamp of
+  // the coldest one it left out, which bounds the trims as the next candidate would.
+  using Candidate = EvictCandidate;
+  auto newer = [](const Candidate& a, const Candidate& b) { return a.used > b.used; };
+  std::vector<Candidate>& all = evict_candidates_;  // reused: a pass visits every chain
+  all.clear();
+  {
+    std::shared_lock<std::shared_mutex> g(index_mu_);
+    index_.ForEachTrimmableChain(ns, [&](const Fingerprint& fp, const ChainId& id, uint32_t used) {
+      if (excess > 0 || used < cutoff) all.push_back(Candidate{used, fp, id});
+    });
+  }
+  uint32_t beyond = UINT32_MAX;
+  const size_t keep = std::min(all.size(), 4 * work->heads_left + 16);
+  if (keep < all.size()) {
+    auto older = [](const Candidate& a, const Candidate& b) { return a.used < b.used; };
+    std::nth_element(all.begin(), all.begin() + static_cast<ptrdiff_t>(keep), all.end(), older);
+    for (size_t i = keep; i < all.size(); ++i) beyond = std::min(beyond, all[i].used);
+    all.resize(keep);
+  }
+  std::priority_queue<Candidate, std::vector<Candidate>, decltype(newer)> heap(newer, all);
+  std::set<ChainId> replanned;  // each chain is re-read and re-planned at most once per pass
+  while (!heap.empty()) {
+    if (work->heads_left == 0 || work->blocks_left == 0) {
+      report->work_left = true;
+      return excess > 0;
+    }
+    const Candidate c = heap.top();
+    heap.pop();
+    const bool expired = c.used < cutoff;
+    if (excess == 0 && !expired) break;  // ordered: nothing older is left
+    const uint32_t next_used = heap.empty() ? beyond : std::min(beyond, heap.top().used);
+
+    TrimPlan plan;
+    bool held = false;  // stopped at a block in flight or borrowed (G10)
+    {
+      std::shared_lock<std::shared_mutex> g(index_mu_);
+      auto info = index_.GetChain(ns, c.fp, c.chain_id);
+      if (!info) continue;
+      plan.chain = *info;
+      const auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, work->blocks_left);
+      std::vector<bool> in_flight(tail.size());
+      {
+        std::lock_guard<std::mutex> p(pending_mu_);
+        for (size_t i = 0; i < tail.size(); ++i) {
+          in_flight[i] = InFlightLocked(ns_id, c.fp, tail[i].entry.key, now_us);
+        }
+      }
+      uint32_t run = 0;  // I7: a tail's use is the newest stamp from the tip down to it
+      uint64_t freed = 0;
+      for (size_t i = 0; i < tail.size(); ++i) {
+        run = std::max(run, tail[i].used);
+        const bool old = run < cutoff;
+        if (!old && !(excess > freed && run <= next_used)) break;
+        if (in_flight[i] || cache_.InUse(CacheKey{ns_id, tail[i].entry.hash})) {
+          held = true;
+          break;
+        }
+        plan.cut.push_back(tail[i].entry);
+        plan.cut_used = run;
+        freed += ledger_.BytesFreedIfDropped(ns, tail[i].entry.hash, 1) +
+                 (layout::ChainHeadBytes(0, 1) - layout::ChainHeadBytes(0, 0));
+      }
+    }
+    if (held) {
+      report->skipped_in_flight++;
+      counters_.evict_skipped_in_flight++;
+    }
+    if (plan.cut.empty()) continue;
+    if (cutoff != 0 && plan.cut_used < cutoff) {
+      plan.why = "unused for " + SecondsText(tick - plan.cut_used) + ", over the TTL of " +
+                 SecondsText(ttl);
+    } else {
+      plan.why = "namespace over its budget of " + BytesText(budget) + " by " + BytesText(excess) +
+                 " (least recently used: " + SecondsText(tick - std::min(tick, plan.cut_used)) +
+                 " ago)";
+    }
+    const Trimmed outcome = TrimChain(ns, ns_id, c.fp, plan, now_us, report);
+    work->heads_left--;
+    if (outcome == Trimmed::kConflict && replanned.insert(c.chain_id).second) {
+      // The head changed under us (TrimChain re-read it): plan it again from its new state.
+      std::shared_lock<std::shared_mutex> g(index_mu_);
+      auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, 1);
+      if (!tail.empty()) heap.push(Candidate{tail[0].used, c.fp, c.chain_id});
+      continue;
+    }
+    if (outcome != Trimmed::kDone) continue;
+    work->blocks_left -= std::min(work->blocks_left, plan.cut.size());
+    excess = excess_now();
+    if (!held && plan.cut.size() < plan.chain.length) {
+      std::shared_lock<std::shared_mutex> g(index_mu_);
+      auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, 1);
+      if (!tail.empty()) heap.push(Candidate{tail[0].used, c.fp, c.chain_id});
+    }
+  }
+  if (excess > 0) report->work_left = report->work_left || !heap.empty() || beyond != UINT32_MAX;
+  return excess > 0;
+}
+
+StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
+                                        const Fingerprint& fp, const TrimPlan& plan,
+                                        uint64_t now_us, EvictionReport* report) {
+  const ChainId& chain_id = plan.chain.chain_id;
+  const std::string key = layout::ChainKey(options_.l2_prefix, ns, fp, chain_id);
+  std::lock_guard<std::mutex> stripe(StripeFor(chain_id));
+  auto conflict = [&](const std::string& what) {
+    report->conflicts++;
+    counters_.evict_conflicts++;
+    Log(LogLevel::kDebug, "eviction of chain " + ShortId(chain_id) + ": " + what + "; re-planned");
+    return Trimmed::kConflict;
+  };
+  auto in_flight = [&] {
+    std::lock_guard<std::mutex> p(pending_mu_);
+    for (const ChainEntry& e : plan.cut) {
+      if (InFlightLocked(ns_id, fp, e.key, now_us)) return true;
+    }
+    return false;
+  };
+
+  // Under the stripe no publish of this chain runs: check the plan still describes it.
+  std::vector<ChainEntry> entries;
+  uint32_t chain_used = 0;
+  {
+    std::shared_lock<std::shared_mutex> g(index_mu_);
+    auto now = index_.GetChain(ns, fp, chain_id);
+    if (!now || now->version != plan.chain.version || now->etag != plan.chain.etag) {
+      return conflict("its head changed since the pass planned");
+    }
+    entries = index_.ChainEntries(ns, fp, chain_id);
+    chain_used = index_.ChainUsed(ns, fp, chain_id).value_or(0);
+  }
+  if (plan.cut.size() > entries.size() ||
+      !std::equal(plan.cut.begin(), plan.cut.end(), entries.rbegin())) {
+    return conflict("its tail changed since the pass planned");
+  }
+  // G10: a put that arrived since the plan keeps the chain it extends.
+  if (in_flight()) {
+    report->skipped_in_flight++;
+    counters_.evict_skipped_in_flight++;
+    return Trimmed::kInFlight;
+  }
+
+  const size_t keep = entries.size() - plan.cut.size();
+  layout::ChainHead head;
+  head.ns = ns;
+  head.fp = fp;
+  head.chain_id = chain_id;
+  head.version = plan.chain.version + 1;
+  // A trimmed head carries its chain's last use as its time, so a restart that finds no "U"
+  // record still orders it by use (docs/capacity.md).
+  head.published_us = MicrosOfTick(chain_used);
+  head.entries.assign(entries.begin(), entries.begin() + static_cast<ptrdiff_t>(keep));
+  std::string encoded;
+  std::string etag;
+  if (keep > 0) {
+    encoded = layout::EncodeChainHead(head);
+    counters_.l2_puts++;
+    auto put = l2_->Put(key, {AsBytes(encoded)}, PutOptions{PutMode::kIfMatch, plan.chain.etag});
+    if (!put.ok()) {
+      if (!put.status().IsConflict()) {
+        counters_.l2_errors++;
+        Log(LogLevel::kWarn, "eviction could not rewrite " + key + ": " + put.status().ToString());
+        return Trimmed::kFailed;
+      }
+      (void)SyncHeadFromL2(ns, fp, chain_id);  // learn the new head; the next plan starts there
+      return conflict("another writer replaced its head");
+    }
+    counters_.l2_put_bytes += encoded.size();
+    etag = *put;
+  } else {
+    // The ObjectStore has no conditional delete: delete only after reading back the very head
+    // planned against. (Another host replacing it between the read and the delete loses that
+    // head, as with compaction — docs/capacity.md.)
+    auto cur = l2_->Head(key);
+    if (!cur.ok() || cur->etag != plan.chain.etag) {
+      if (!cur.ok() && !cur.status().IsNotFound()) {
+        counters_.l2_errors++;
+        return Trimmed::kFailed;
+      }
+      (void)SyncHeadFromL2(ns, fp, chain_id);
+      return conflict("its head changed in L2");
+    }
+    if (Status d = l2_->Delete(key); !d.ok()) {
+      counters_.l2_errors++;
+      Log(LogLevel::kWarn, "eviction could not delete " + key + ": " + d.ToString());
+      return Trimmed::kFailed;
+    }
+  }
+
+  // Committed in L2. Now L0, atomically with a last G10 check: a put that arrived while the head
+  // was being written keeps the chain — L0 never loses it, and L2 gets it back below.
+  MetaWriteBatch batch;
+  bool restore = false;
+  uint64_t unreferenced = 0;
+  {
+    std::unique_lock<std::shared_mutex> g(index_mu_);
+    restore = in_flight();
+    if (!restore) {
+      unreferenced =
+          keep > 0 ? InstallChainLocked(ns, fp,
+                                        ChainInfo{chain_id, head.version, etag, head.tip(),
+                                                  static_cast<uint32_t>(keep)},
+                                        head.entries, plan.cut_used, &batch)
+                   : DropChainLocked(ns, fp, chain_id, &batch);
+    }
+  }
+  if (restore) {
+    head.entries = entries;
+    head.version += 1;
+    const std::string full = layout::EncodeChainHead(head);
+    PutOptions opts = keep > 0 ? PutOptions{PutMode::kIfMatch, etag}
+                               : PutOptions{PutMode::kIfAbsent, {}};
+    counters_.l2_puts++;
+    auto back = l2_->Put(key, {AsBytes(full)}, opts);
+    if (back.ok()) {
+      if (Status s = ApplyHead(head, *back, full); !s.ok()) {
+        Log(LogLevel::kWarn, "restored " + key + " but could not record it in L1: " + s.ToString());
+      }
+    } else {
+      // Someone else wrote the head meanwhile: theirs stands (L2 wins), L0 follows it.
+      Log(LogLevel::kWarn, "eviction could not restore " + key + " for a put in flight: " +
+                               back.status().ToString());
+      (void)SyncHeadFromL2(ns, fp, chain_id);
+    }
+    report->skipped_in_flight++;
+    counters_.evict_skipped_in_flight++;
+    return Trimmed::kInFlight;
+  }
+  if (keep > 0) {
+    batch.Put(meta_records::HeadKey(ns, fp, chain_id),
+              meta_records::EncodeHeadValue(etag, encoded));
+  } else {
+    batch.Delete(meta_records::HeadKey(ns, fp, chain_id));
+    batch.Delete(meta_records::UseKey(ns, fp, chain_id));
+  }
+  if (Status s = l1_->Write(batch, /*sync=*/false); !s.ok()) {
+    Log(LogLevel::kWarn, "evicted from " + key + " but could not record it in L1: " + s.ToString());
+  }
+  const uint64_t head_freed = layout::ChainHeadBytes(ns.size(), entries.size()) -
+                              (keep > 0 ? layout::ChainHeadBytes(ns.size(), keep) : 0);
+
+  // Sidecars go with their tip: each cut key no chain of the scope still holds.
+  uint64_t sidecar_freed = 0;
+  size_t sidecars = 0;
+  for (const ChainEntry& e : plan.cut) {
+    {
+      std::shared_lock<std::shared_mutex> g(index_mu_);
+      if (index_.HasKey(ns, fp, e.key)) continue;
+    }
+    const uint64_t bytes = ledger_.SidecarBytes(ns, fp, e.key);
+    if (bytes == 0) continue;
+    const std::string sidecar = layout::SidecarKey(options_.l2_prefix, ns, fp, e.key);
+    if (Status d = l2_->Delete(sidecar); !d.ok()) {
+      counters_.l2_errors++;
+      Log(LogLevel::kWarn, "eviction could not delete sidecar " + sidecar + ": " + d.ToString() +
+                               " (it stays, counted as a stray sidecar)");
+      continue;
+    }
+    ledger_.SidecarDeleted(ns, fp, e.key);
+    sidecar_freed += bytes;
+    ++sidecars;
+  }
+
+  const uint64_t bytes = unreferenced + head_freed + sidecar_freed;
+  const uint64_t freed = head_freed + sidecar_freed;  // blobs are freed when GC deletes them
+  report->chains++;
+  report->heads_deleted += keep == 0;
+  report->blocks += plan.cut.size();
+  report->bytes += bytes;
+  report->freed_bytes += freed;
+  counters_.evict_chains++;
+  counters_.evict_heads_deleted += keep == 0;
+  counters_.evict_blocks += plan.cut.size();
+  counters_.evict_bytes += bytes;
+  counters_.evict_freed_bytes += freed;
+  Log(LogLevel::kInfo,
+      "evicted " + std::to_string(plan.cut.size()) + " blocks from the tip of chain " +
+          ShortId(chain_id) + " (namespace " + ns + ", fingerprint " + fp.ToHex() + "): " +
+          plan.why + "; " +
+          (keep > 0 ? "head now " + std::to_string(keep) + " of " + std::to_string(entries.size()) +
+                          " blocks"
+                    : std::string("head deleted")) +
+          "; " + BytesText(unreferenced) + " of blobs unreferenced (left to orphan GC), " +
+          BytesText(head_freed) + " of head" +
+          (sidecars ? " and " + std::to_string(sidecars) + " sidecars (" +
+                          BytesText(sidecar_freed) + ")"
+                    : std::string()) +
+          " deleted");
+  return Trimmed::kDone;
+}
+
+void StoreImpl::ProbeUnreferenced(uint64_t now_us, EvictionReport* report) {
+  // Blobs this store stopped referencing stay in L2 until orphan GC (mark-sweep over all heads,
+  // with a grace period) deletes them; only then are their bytes freed. A HEAD tells.
+  MetaWriteBatch batch;
+  for (const auto& [ns, blob] :
+       ledger_.DueForProbe(now_us, kOrphanProbeIntervalMicros, kOrphanProbesPerPass)) {
+    auto head = l2_->Head(layout::BlobKey(options_.l2_prefix, ns, blob.hash));
+    if (head.ok()) continue;
+    if (!head.status().IsNotFound()) {
+      counters_.l2_errors++;
+      continue;
+    }
+    const uint64_t freed = ledger_.UnrefDeleted(ns, blob.hash);
+    if (freed == 0) continue;
+    batch.Delete(meta_records::OrphanKey(ns, blob.hash));
+    report->orphans_gone++;
+    report->freed_bytes += freed;
+    counters_.evict_freed_bytes += freed;
+  }
+  if (batch.empty()) return;
+  if (Status s = l1_->Write(batch, /*sync=*/false); !s.ok()) {
+    Log(LogLevel::kWarn, "could not drop collected orphans from L1: " + s.ToString());
+  }
+}
+
+void StoreImpl::PersistUse(bool all) {
+  // Chains are sliced by id; a pass writes the use of one slice's chains used since that slice was
+  // last written (at most one slice per second), so every use reaches L1 within kUseSlices
+  // passes a second or more apart, and all of them at close.
+  std::array<bool, kUseSlices> chosen{};
+  std::unique_lock<std::mutex> pass(evict_mu_, std::defer_lock);
+  if (all) pass.lock();  // a pass calls this with evict_mu_ already held
+  const uint32_t tick = use_tick_.load(std::memory_order_relaxed);
+  if (all) {
+    chosen.fill(true);
+  } else {
+    // At most one slice per tick: passes run back to back under pressure, and each slice costs a
+    // visit of every chain.
+    if (tick == use_slice_tick_) return;
+    use_slice_tick_ = tick;
+    chosen[use_sweeps_++ % kUseSlices] = true;
+  }
+  MetaWriteBatch batch;
+  {
+    std::shared_lock<std::shared_mutex> g(index_mu_);
+    index_.ForEachChainId([&](std::string_view ns, const Fingerprint& fp, const ChainId& id) {
+      const size_t slice = id.Prefix64() % kUseSlices;
+      if (!chosen[slice]) return;
+      const auto used = index_.ChainUsed(ns, fp, id);
+      if (used && *used >= use_swept_tick_[slice]) {
+        batch.Put(meta_records::UseKey(ns, fp, id), meta_records::EncodeUse(*used));
+      }
+    });
+  }
+  for (size_t i = 0; i < kUseSlices; ++i) {
+    if (chosen[i]) use_swept_tick_[i] = tick;
+  }
+  if (batch.empty()) return;
+  if (Status s = l1_->Write(batch, /*sync=*/false); !s.ok()) {
+    Log(LogLevel::kWarn, "could not record chain uses in L1: " + s.ToString());
+  }
+}
+
+}  // namespace wombatkv
