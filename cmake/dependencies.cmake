@@ -7,6 +7,8 @@ find_package(spdlog REQUIRED CONFIG)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
 find_path(NLOHMANN_JSON_INCLUDE_DIR nlohmann/json.hpp REQUIRED)
+# wombatkvd's /healthz, /readyz and /metrics endpoint (src/daemon/http_endpoint.cc).
+pkg_check_modules(CPPHTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 if(WOMBATKV_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)

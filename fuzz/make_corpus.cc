@@ -12,6 +12,8 @@
 #include "layout/chain_head.h"
 #include "layout/envelope.h"
 #include "store/meta_records.h"
+#include "wire/codec.h"
+#include "wire/frame.h"
 
 using namespace wombatkv;
 namespace fs = std::filesystem;
@@ -218,5 +220,56 @@ int main(int argc, char** argv) {
   }
   Write("fuzz_config", "bytes_8gib", "8GiB" + std::string(1, '\2'));
   Write("fuzz_config", "bytes_overflow", "17179869184T" + std::string(1, '\2'));
+
+  // fuzz_wire_codec: '\0' + a frame body, or '\1' + op, flags, payload count, lengths, bytes.
+  {
+    auto slice = [](std::string_view s) {
+      auto b = Buffer::CopyOf(AsBytes(s));
+      return BufferSlice{b, b->data(), b->size()};
+    };
+    auto body = [](const wire::Message& m) {
+      auto f = wire::Frame(m);
+      std::string out(1, '\0');
+      for (const auto& v : f->iov()) out.append(static_cast<const char*>(v.iov_base), v.iov_len);
+      out.erase(1, wire::kEnvelopeBytes);
+      return out;
+    };
+    auto direct = [](const wire::Message& m) {
+      std::string out(1, '\1');
+      out += static_cast<char>(m.op & 0xff);
+      out += static_cast<char>(m.op >> 8);
+      out += static_cast<char>(m.flags);
+      out += static_cast<char>(m.payloads.size());
+      for (const auto& p : m.payloads) out += static_cast<char>(p.size);
+      for (const auto& p : m.payloads) out += std::string(AsChars(p.view()));
+      out.append(reinterpret_cast<const char*>(m.fields.data()), m.fields.size());
+      return out;
+    };
+    const Fingerprint fp = Filled<Fingerprint>(4);
+    const BlockKey k1 = Filled<BlockKey>(5), k2 = Filled<BlockKey>(6);
+    const std::pair<std::string, wire::Message> msgs[] = {
+        {"hello", wire::HelloRequest{1, "vllm", "token"}.Encode()},
+        {"put_blocks", wire::PutBlocksRequest{"default", fp, {{k1, {}, slice("ab")},
+                                                             {k2, k1, slice("cde")}}}.Encode()},
+        {"publish_cas", wire::PublishChainRequest{"default", fp, k2, k2, 3}.Encode()},
+        {"publish_conflict", wire::PublishChainResponse::EncodeConflict(
+                                 Status::Conflict("v4"), ChainState{"default", fp, k2, k2, 4, 2})},
+        {"lookup", wire::LookupPrefixRequest{"default", fp, {k1, k2}}.Encode()},
+        {"get_blocks_response", wire::GetBlocksResponse{{slice("abc"), slice("de")}}.Encode()},
+        {"not_found", wire::EncodeStatusResponse(wire::Op::kGetBlocks, Status::NotFound("miss"))},
+        {"list_chains", wire::ListChainsResponse{{ChainState{"default", fp, k2, k2, 4, 2}}}.Encode()},
+        {"get_chain", wire::GetChainResponse{{{k1, Filled<ContentHash>(7), 2}}}.Encode()},
+        {"sidecar", wire::PutSidecarRequest{"default", fp, k2, slice("tail")}.Encode()},
+        {"stats", wire::StatsResponse{StoreStats{}, "file:///l2"}.Encode()},
+        {"usage", wire::UsageResponse{{NamespaceUsage{"default", 1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0,
+                                                      {FingerprintUsage{fp, 1, 2, 3, 4, 5, 6, 0, 0}}}}}
+                      .Encode()},
+    };
+    for (const auto& [name, m] : msgs) {
+      Write("fuzz_wire_codec", "body_" + name, body(m));
+      Write("fuzz_wire_codec", "direct_" + name, direct(m));
+    }
+    Write("fuzz_wire_codec", "body_truncated", body(msgs[1].second).substr(0, 30));
+  }
   return 0;
 }

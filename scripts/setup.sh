@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config git ca-certificates
   librocksdb-dev libzstd-dev libxxhash-dev librust-blake3-dev
   libcurl4-openssl-dev libssl-dev libpugixml-dev liburing-dev
-  nlohmann-json3-dev libcli11-dev libspdlog-dev
+  nlohmann-json3-dev libcli11-dev libspdlog-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev
   redis-server

@@ -1,6 +1,8 @@
-// Buffer: an immutable-after-fill heap byte array shared by reference count. Payloads live in
-// Buffers so that a borrow can point into the store's own memory with no copy: the borrow holds a
-// reference, and the bytes stay valid until the last reference goes.
+// Buffer: an immutable-after-fill byte array shared by reference count. Payloads live in Buffers
+// so that a borrow can point into the store's own memory with no copy: the borrow holds a
+// reference, and the bytes stay valid until the last reference goes. Usually the Buffer owns heap
+// memory (Allocate, CopyOf); Adopt wraps memory owned elsewhere (e.g. a region of a shared-memory
+// segment) and runs a release callback instead of freeing it.
 //
 // Allocation does not zero the bytes (payloads are filled right after). Buffers of 2 MiB and more
 // are 2 MiB-aligned and advised for transparent huge pages: filling one then takes one page fault
@@ -10,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -34,6 +37,11 @@ class Buffer {
     return b;
   }
 
+  // Wraps `size` bytes at `data` that the Buffer does not own. When the last reference goes,
+  // `release` runs once (on that thread) instead of free(); it must not throw. The memory must
+  // stay valid until then.
+  static std::shared_ptr<Buffer> Adopt(uint8_t* data, size_t size, std::function<void()> release);
+
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -47,8 +55,9 @@ class Buffer {
 
  private:
   Buffer(uint8_t* data, size_t size) : data_(data), size_(size) {}
-  uint8_t* data_;  // owned: malloc/aligned_alloc memory, freed with free()
+  uint8_t* data_;  // owned (malloc/aligned_alloc memory, freed with free()) unless release_ is set
   size_t size_;
+  std::function<void()> release_;  // set by Adopt: runs instead of free()
 };
 
 // A view into a Buffer that keeps it alive.

@@ -28,6 +28,7 @@ enum class Code : uint8_t {
   kResourceExhausted = 6,   // a limit or budget was hit
   kFailedPrecondition = 7,  // the system is not in a state to do this (e.g. directory owned)
   kInternal = 8,            // a bug or an unexpected failure
+  kPermissionDenied = 9,    // the caller is not allowed to: fix its credentials (auth token)
 };
 
 std::string_view CodeName(Code code);
@@ -50,6 +51,9 @@ class [[nodiscard]] Status {
     return {Code::kFailedPrecondition, std::move(m)};
   }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+  static Status PermissionDenied(std::string m) {
+    return {Code::kPermissionDenied, std::move(m)};
+  }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

@@ -24,6 +24,19 @@ std::shared_ptr<Buffer> Buffer::Allocate(size_t size) {
   return std::shared_ptr<Buffer>(new Buffer(static_cast<uint8_t*>(p), size));
 }
 
-Buffer::~Buffer() { std::free(data_); }
+std::shared_ptr<Buffer> Buffer::Adopt(uint8_t* data, size_t size, std::function<void()> release) {
+  auto b = std::shared_ptr<Buffer>(new Buffer(data, size));
+  // An empty callback still must not free() memory the Buffer never owned.
+  b->release_ = release ? std::move(release) : [] {};
+  return b;
+}
+
+Buffer::~Buffer() {
+  if (release_) {
+    release_();
+  } else {
+    std::free(data_);
+  }
+}
 
 }  // namespace wombatkv

@@ -16,6 +16,7 @@ std::string_view CodeName(Code code) {
     case Code::kResourceExhausted: return "RESOURCE_EXHAUSTED";
     case Code::kFailedPrecondition: return "FAILED_PRECONDITION";
     case Code::kInternal: return "INTERNAL";
+    case Code::kPermissionDenied: return "PERMISSION_DENIED";
   }
   return "UNKNOWN";
 }

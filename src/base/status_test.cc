@@ -14,6 +14,7 @@ const std::vector<Code> kAllCodes = {
     Code::kOk,           Code::kNotFound,          Code::kUnavailable,
     Code::kConflict,     Code::kInvalidArgument,   Code::kCorruption,
     Code::kResourceExhausted, Code::kFailedPrecondition, Code::kInternal,
+    Code::kPermissionDenied,
 };
 
 TEST(Status, DefaultIsOkWithNoMessage) {
@@ -39,6 +40,7 @@ TEST(Status, EachFactoryProducesItsCodeAndKeepsTheMessage) {
       {Status::ResourceExhausted("m"), Code::kResourceExhausted},
       {Status::FailedPrecondition("m"), Code::kFailedPrecondition},
       {Status::Internal("m"), Code::kInternal},
+      {Status::PermissionDenied("m"), Code::kPermissionDenied},
   };
   for (const Case& c : cases) {
     EXPECT_FALSE(c.s.ok());
@@ -62,6 +64,7 @@ TEST(Status, CodeNamesAreDistinctAndStable) {
   EXPECT_EQ(CodeName(Code::kResourceExhausted), "RESOURCE_EXHAUSTED");
   EXPECT_EQ(CodeName(Code::kFailedPrecondition), "FAILED_PRECONDITION");
   EXPECT_EQ(CodeName(Code::kInternal), "INTERNAL");
+  EXPECT_EQ(CodeName(Code::kPermissionDenied), "PERMISSION_DENIED");
   std::set<std::string_view> names;
   for (Code c : kAllCodes) names.insert(CodeName(c));
   EXPECT_EQ(names.size(), kAllCodes.size());

@@ -1,71 +1,49 @@
-// Handles: choosing a backend from the environment, opening the embedded store, closing.
+// Handles: choosing a backend from the environment (embedded, or wombatkvd over shared memory
+// or TCP: every backend is a Store, so every entry point behaves the same), opening, closing.
 #include <cstdio>
 #include <string>
 
 #include "capi/capi_internal.h"
-#include "object/s3/l2_from_config.h"
+#include "client/remote_store.h"
+#include "setup/store_from_config.h"
+#include "transport/shm/shm_channel.h"
+#include "transport/tcp/tcp_channel.h"
 
 namespace wombatkv::capi {
 namespace {
 
-LogLevel ToStoreLevel(Config::LogLevel level) {
-  switch (level) {
-    case Config::LogLevel::kDebug: return LogLevel::kDebug;
-    case Config::LogLevel::kInfo: return LogLevel::kInfo;
-    case Config::LogLevel::kWarn: return LogLevel::kWarn;
-    case Config::LogLevel::kError: return LogLevel::kError;
+wmbt_kv_handle* HandleOver(const Config& config, Result<std::unique_ptr<Channel>> channel,
+                           std::string_view setting, std::string_view value) {
+  if (!channel.ok()) {
+    return Fail(channel.status().WithContext("connecting to wombatkvd (" + std::string(setting) +
+                                             "=" + std::string(value) + ")"));
   }
-  return LogLevel::kWarn;
+  auto handle = std::make_unique<wmbt_kv_handle>();
+  handle->config = config;
+  handle->store = std::make_shared<RemoteStore>(std::move(channel).value());
+  return handle.release();
 }
 
-const char* LevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kError: return "error";
-  }
-  return "?";
-}
-
-// The transports this build does not have yet: why the call fails, and what to do instead.
-Status TransportUnavailable(std::string_view what, std::string_view setting,
-                            std::string_view value) {
-  return Status::FailedPrecondition(std::string(what) + " (" + std::string(setting) + "=" +
-                                    std::string(value) +
-                                    ") is not available yet in this build; unset it to use the "
-                                    "embedded store");
+wmbt_kv_handle* ConnectTcpHandle(const Config& config, const std::string& addr) {
+  tcp::TcpClientOptions o;
+  o.address = addr;
+  o.auth_token = config.auth_token;
+  o.client_name = "libwombatkv";
+  return HandleOver(config, tcp::ConnectTcp(o), "WMBT_KV_TCP_ADDR", addr);
 }
 
 }  // namespace
 
+wmbt_kv_handle* OpenHttp(const char* addr);
+
 Result<std::unique_ptr<wmbt_kv_handle>> OpenEmbedded(const Config& config) {
-  // L2: S3 when WMBT_KV_BUCKET is set (opened and probed here), else the local directory.
-  L2Env l2_env;
-  l2_env.warn = [](const std::string& line) {
-    std::fprintf(stderr, "wombatkv [warn] %s\n", line.c_str());
-  };
-  auto s3 = OpenL2FromConfig(config, l2_env);
-  if (!s3.ok()) return s3.status().WithContext("opening the S3 L2");
-  std::shared_ptr<ObjectStore> l2(std::move(s3).value());
-  StoreOptions options;
-  options.data_dir = config.data_dir;
-  options.l2_prefix = config.l2_prefix;
-  options.cache_bytes_max = config.cache_bytes;
-  options.upload_threads = config.upload_threads;
-  options.object_store = l2.get();  // null: the local directory
-  LogLevel threshold = ToStoreLevel(config.log_level);
-  options.log = [threshold](LogLevel level, const std::string& line) {
-    if (level < threshold) return;
-    std::fprintf(stderr, "wombatkv [%s] %s\n", LevelName(level), line.c_str());
-  };
-  auto store = Store::Open(options);
+  // L2 from the Config (S3 when WMBT_KV_BUCKET is set, else the local directory), shared with
+  // the daemon: src/setup/store_from_config.h.
+  auto store = OpenStoreFromConfig(config);
   if (!store.ok()) return store.status().WithContext("opening the embedded store");
   auto handle = std::make_unique<wmbt_kv_handle>();
   handle->config = config;
-  // The store's deleter also owns the S3 L2, which must outlive the store.
-  handle->store = std::shared_ptr<Store>(std::move(store).value().release(),
-                                         [l2](Store* s) { delete s; });
+  handle->store = std::move(store).value();
   return handle;
 }
 
@@ -73,15 +51,13 @@ wmbt_kv_handle* InitFromEnv() {
   auto config = Config::FromEnv();
   if (!config.ok()) return Fail(config.status());
   // Precedence (SPEC §7): shared memory > TCP > HTTP > embedded.
-  if (!config->remote_prefix.empty())
-    return Fail(TransportUnavailable("daemon transport over shared memory",
-                                     "WMBT_KV_REMOTE_PREFIX", config->remote_prefix));
-  if (!config->tcp_addr.empty())
-    return Fail(
-        TransportUnavailable("daemon transport over TCP", "WMBT_KV_TCP_ADDR", config->tcp_addr));
-  if (!config->http_addr.empty())
-    return Fail(TransportUnavailable("daemon transport over HTTP", "WMBT_KV_HTTP_ADDR",
-                                     config->http_addr));
+  if (!config->remote_prefix.empty()) {
+    ShmClientOptions o;
+    o.prefix = config->remote_prefix;
+    return HandleOver(*config, ConnectShm(o), "WMBT_KV_REMOTE_PREFIX", config->remote_prefix);
+  }
+  if (!config->tcp_addr.empty()) return ConnectTcpHandle(*config, config->tcp_addr);
+  if (!config->http_addr.empty()) return OpenHttp(config->http_addr.c_str());
   auto handle = OpenEmbedded(*config);
   if (!handle.ok()) return Fail(handle.status());
   return std::move(handle).value().release();
@@ -98,13 +74,12 @@ wmbt_kv_handle* OpenEmbeddedAt(const char* data_dir) {
 
 wmbt_kv_handle* OpenTcp(const char* addr) {
   if (addr == nullptr) return Fail(Status::InvalidArgument("addr is NULL"));
-  Config probe;  // validates HOST:PORT exactly as the environment variable would be
-  Status st = probe.Set("WMBT_KV_TCP_ADDR", addr);
+  // The rest of the configuration (fingerprint, namespace, auth token) from the environment.
+  auto config = Config::FromEnv();
+  if (!config.ok()) return Fail(config.status());
+  Status st = config->Set("WMBT_KV_TCP_ADDR", addr);  // validates HOST:PORT as the variable would
   if (!st.ok()) return Fail(st);
-  return Fail(Status::FailedPrecondition(
-      std::string("daemon transport over TCP (") + addr +
-      ") is not available yet in this build; use the embedded store (wmbt_kv_open_embedded, or "
-      "wmbt_kv_init_from_env without WMBT_KV_TCP_ADDR)"));
+  return ConnectTcpHandle(*config, addr);
 }
 
 wmbt_kv_handle* OpenHttp(const char* addr) {

@@ -35,6 +35,7 @@ inline constexpr CReturns kStatusToC[] = {
     {Code::kResourceExhausted,      -1,    -1,   -1},
     {Code::kFailedPrecondition,     -1,    -1,   -1},
     {Code::kInternal,               -1,    -1,   -1},
+    {Code::kPermissionDenied,       -1,    -1,   -1},  // daemon refused the auth token
 };
 
 // The C return for `code` in a function of `kind`; -1 for a code missing from the table.

@@ -151,6 +151,11 @@ Status SetHttpAddr(Config& c, std::string_view v) {
   return Status::Ok();
 }
 
+Status SetAuthToken(Config& c, std::string_view v) {
+  c.auth_token = std::string(v);
+  return Status::Ok();
+}
+
 Status SetLogLevel(Config& c, std::string_view v) {
   std::string lower;
   for (char ch : v) lower += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
@@ -195,6 +200,74 @@ Status SetSecretKey(Config& c, std::string_view v) {
   return Status::Ok();
 }
 
+Status SetGcGrace(Config& c, std::string_view v) {
+  auto us = ParseDurationMicros(v);
+  if (!us) return Bad("WMBT_KV_GC_GRACE", v, "a duration such as 90s, 30m, 1h or 2d");
+  c.gc_grace_us = *us;
+  return Status::Ok();
+}
+
+// "VALUE" (every namespace) or "NS=VALUE" items, comma separated; at most one bare VALUE, each
+// namespace once. Values go through `parse`.
+std::optional<std::map<std::string, uint64_t>> ParseNamespaceValues(
+    std::string_view text, const std::function<std::optional<uint64_t>(std::string_view)>& parse) {
+  std::map<std::string, uint64_t> out;
+  for (size_t start = 0; start <= text.size();) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    const std::string_view item = text.substr(start, comma - start);
+    const size_t eq = item.find('=');
+    const std::string ns(eq == std::string_view::npos ? std::string_view() : item.substr(0, eq));
+    if (eq != std::string_view::npos && !ValidateNamespace(ns).ok()) return std::nullopt;
+    auto v = parse(eq == std::string_view::npos ? item : item.substr(eq + 1));
+    if (!v || !out.emplace(ns, *v).second) return std::nullopt;
+    start = comma + 1;
+  }
+  return out;
+}
+
+Status SetNamespaceMaxBytes(Config& c, std::string_view v) {
+  auto values = ParseNamespaceValues(v, ParseByteSize);
+  if (!values)
+    return Bad("WMBT_KV_NAMESPACE_MAX_BYTES", v,
+               "a byte count for every namespace (10G), or NS=BYTES items separated by commas, "
+               "at most one without NS= (50G,scratch=1G,vip=0); 0 = unlimited");
+  c.namespace_bytes_max = std::move(*values);
+  return Status::Ok();
+}
+
+Status SetNamespaceTtl(Config& c, std::string_view v) {
+  auto values = ParseNamespaceValues(v, [](std::string_view t) -> std::optional<uint64_t> {
+    auto us = ParseDurationMicros(t);
+    if (!us) return std::nullopt;
+    return *us / 1000000;
+  });
+  if (!values)
+    return Bad("WMBT_KV_NAMESPACE_TTL", v,
+               "a duration for every namespace (24h), or NS=DURATION items separated by commas, "
+               "at most one without NS= (7d,scratch=30m,vip=0); units s, m, h, d; 0 = none");
+  c.namespace_ttl_seconds = std::move(*values);
+  return Status::Ok();
+}
+
+Status SetPublishGrace(Config& c, std::string_view v) {
+  auto us = ParseDurationMicros(v);
+  if (!us) return Bad("WMBT_KV_PUBLISH_GRACE", v, "a duration such as 90s, 10m or 1h");
+  c.publish_grace_seconds = *us / 1000000;
+  return Status::Ok();
+}
+
+std::string NamespaceValuesText(const std::map<std::string, uint64_t>& values,
+                                std::string_view unit) {
+  if (values.empty()) return "0";
+  std::string out;
+  for (const auto& [ns, v] : values) {
+    if (!out.empty()) out += ",";
+    out += (ns.empty() ? "" : ns + "=") + std::to_string(v) + std::string(unit);
+  }
+  return out;
+}
+
 const std::vector<Setting>& Table() {
   static const std::vector<Setting> kTable = {
       {{"WMBT_KV_DATA_DIR", "~/.wombatkv ($HOME), else /tmp/wombatkv-<uid>",
@@ -225,6 +298,11 @@ const std::vector<Setting>& Table() {
       {{"WMBT_KV_HTTP_ADDR", "(unset)",
         "Use the daemon over HTTP at HOST:PORT. Third precedence in wmbt_kv_init_from_env."},
        SetHttpAddr, true},
+      {{"WMBT_KV_AUTH_TOKEN", "(unset)",
+        "Auth token a client sends to the daemon (wombatkvd --auth-token); required when the "
+        "daemon listens on a non-loopback address.",
+        true},
+       SetAuthToken, true},
       {{"WMBT_KV_LOG_LEVEL", "warn", "Least severe log level written: debug, info, warn, error."},
        SetLogLevel, false},
       {{"WMBT_KV_S3_ENDPOINT", "(unset: AWS; fallback AWS_ENDPOINT_URL)",
@@ -239,6 +317,23 @@ const std::vector<Setting>& Table() {
        SetAccessKey, true},
       {{"WMBT_KV_S3_SECRET_KEY", "(unset; fallback AWS_SECRET_ACCESS_KEY)", "S3 secret key.", true},
        SetSecretKey, true},
+      {{"WMBT_KV_GC_GRACE", "1h",
+        "Orphan GC deletes a blob no chain head references only once it is older than this: "
+        "time for a writer to publish what it put (docs/layout.md §7)."},
+       SetGcGrace, false},
+      {{"WMBT_KV_NAMESPACE_MAX_BYTES", "0 (unlimited)",
+        "L2 bytes each namespace's chains may reference (blobs, heads, sidecars); beyond it the "
+        "least recently used chain tails are evicted. 10G for every namespace, or "
+        "default=10G,scratch=1G; a bare value applies to namespaces not named (docs/capacity.md)."},
+       SetNamespaceMaxBytes, false},
+      {{"WMBT_KV_NAMESPACE_TTL", "0 (none)",
+        "Chain tails unused for longer than this are evicted: 24h for every namespace, or "
+        "scratch=30m,default=7d; units s, m, h, d (docs/capacity.md)."},
+       SetNamespaceTtl, false},
+      {{"WMBT_KV_PUBLISH_GRACE", "10m",
+        "A put not yet published keeps the chain it extends from eviction this long (SPEC G10); "
+        "older unpublished puts count as abandoned."},
+       SetPublishGrace, false},
   };
   return kTable;
 }
@@ -304,6 +399,23 @@ std::optional<uint64_t> ParseByteSize(std::string_view text) {
   }
   if (shift > 0 && *n > (std::numeric_limits<uint64_t>::max() >> shift)) return std::nullopt;
   return *n << shift;
+}
+
+std::optional<uint64_t> ParseDurationMicros(std::string_view text) {
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  auto n = ParseUint(text.substr(0, digits));
+  if (!n) return std::nullopt;
+  const std::string_view unit = text.substr(digits);
+  uint64_t scale;
+  if (unit == "ms") scale = 1000;
+  else if (unit.empty() || unit == "s") scale = 1000000;
+  else if (unit == "m") scale = 60ull * 1000000;
+  else if (unit == "h") scale = 3600ull * 1000000;
+  else if (unit == "d") scale = 86400ull * 1000000;
+  else return std::nullopt;
+  if (*n > std::numeric_limits<uint64_t>::max() / scale) return std::nullopt;
+  return *n * scale;
 }
 
 Config Config::Defaults(const EnvLookup& lookup) {
@@ -383,12 +495,17 @@ std::string Config::Describe() const {
   line("WMBT_KV_REMOTE_PREFIX", remote_prefix);
   line("WMBT_KV_TCP_ADDR", tcp_addr);
   line("WMBT_KV_HTTP_ADDR", http_addr);
+  line("WMBT_KV_AUTH_TOKEN", secret(auth_token));
   line("WMBT_KV_LOG_LEVEL", std::string(LogLevelName(log_level)));
   line("WMBT_KV_S3_ENDPOINT", s3_endpoint);
   line("WMBT_KV_BUCKET", s3_bucket);
   line("WMBT_KV_S3_REGION", s3_region);
   line("WMBT_KV_S3_ACCESS_KEY", secret(s3_access_key));
   line("WMBT_KV_S3_SECRET_KEY", secret(s3_secret_key));
+  line("WMBT_KV_GC_GRACE", std::to_string(gc_grace_us / 1000000) + "s");
+  line("WMBT_KV_NAMESPACE_MAX_BYTES", NamespaceValuesText(namespace_bytes_max, ""));
+  line("WMBT_KV_NAMESPACE_TTL", NamespaceValuesText(namespace_ttl_seconds, "s"));
+  line("WMBT_KV_PUBLISH_GRACE", std::to_string(publish_grace_seconds) + "s");
   return out;
 }
 

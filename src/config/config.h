@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +61,9 @@ struct Config {
   std::string remote_prefix;
   std::string tcp_addr;
   std::string http_addr;
+  // Sent in the Hello of every connection to a daemon (WMBT_KV_AUTH_TOKEN); secret. Required by
+  // a daemon listening on a non-loopback address.
+  std::string auth_token;
   LogLevel log_level = LogLevel::kWarn;
   // S3 L2 (empty bucket = the local directory under data_dir).
   std::string s3_endpoint;
@@ -67,10 +71,23 @@ struct Config {
   std::string s3_region = "us-east-1";
   std::string s3_access_key;  // secret
   std::string s3_secret_key;  // secret
+  // Orphan GC deletes a blob no head references only once it is older than this
+  // (WMBT_KV_GC_GRACE; docs/layout.md §7).
+  uint64_t gc_grace_us = kGcGraceDefaultUs;
+  // Capacity (docs/capacity.md). Per-namespace values, key = namespace, "" = every namespace
+  // not named, absent or 0 = no limit: the L2 budget in bytes (WMBT_KV_NAMESPACE_MAX_BYTES) and
+  // the TTL in seconds (WMBT_KV_NAMESPACE_TTL). Text form: "10G" (every namespace),
+  // "default=10G,scratch=500M", or "50G,vip=0".
+  std::map<std::string, uint64_t> namespace_bytes_max;
+  std::map<std::string, uint64_t> namespace_ttl_seconds;
+  // A put not yet published keeps the chain it extends from eviction this long
+  // (WMBT_KV_PUBLISH_GRACE).
+  uint64_t publish_grace_seconds = 600;
 
   static constexpr uint32_t kUploadThreadsMax = 64;
   static constexpr uint64_t kCacheBytesDefaultMax = 8ull << 30;
   static constexpr uint64_t kCacheBytesFallback = 1ull << 30;  // when RAM size is unknown
+  static constexpr uint64_t kGcGraceDefaultUs = 3600ull * 1000000;  // one hour
 
   // The defaults, with nothing read from WMBT_KV_* variables. The data directory default needs
   // $HOME (read through `lookup`), else /tmp/wombatkv-<uid>; the cache default needs the RAM size.
@@ -102,5 +119,9 @@ uint64_t PhysicalMemoryBytes();
 // Parses a byte count: digits with an optional binary suffix K, M, G or T (also KiB/KB..., any
 // case), e.g. "1073741824", "512M", "8GiB". nullopt on bad form or overflow.
 std::optional<uint64_t> ParseByteSize(std::string_view text);
+
+// Parses a duration into microseconds: digits with a unit ms, s, m, h or d (e.g. "90s", "30m",
+// "1h", "0s"); bare digits are seconds. nullopt on bad form or overflow.
+std::optional<uint64_t> ParseDurationMicros(std::string_view text);
 
 }  // namespace wombatkv

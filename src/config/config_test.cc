@@ -230,6 +230,51 @@ TEST(Config, LookupIsInjectable) {
   EXPECT_EQ(c->ns, "n1");
 }
 
+TEST(Config, GcGraceIsADurationDefaultingToAnHour) {
+  Config c = Config::Defaults([](const char*) { return std::nullopt; });
+  EXPECT_EQ(c.gc_grace_us, 3600ull * 1000000);
+  ASSERT_TRUE(c.Set("WMBT_KV_GC_GRACE", "90s").ok());
+  EXPECT_EQ(c.gc_grace_us, 90ull * 1000000);
+  ASSERT_TRUE(c.Set("WMBT_KV_GC_GRACE", "0").ok());
+  EXPECT_EQ(c.gc_grace_us, 0u);
+  EXPECT_EQ(ParseDurationMicros("250ms"), 250000u);
+  EXPECT_EQ(ParseDurationMicros("30m"), 1800ull * 1000000);
+  EXPECT_EQ(ParseDurationMicros("2d"), 172800ull * 1000000);
+  for (const char* bad : {"", "h", "1x", "-1s", "1.5h", "99999999999999999999s"}) {
+    EXPECT_FALSE(ParseDurationMicros(bad).has_value()) << bad;
+  }
+  Status st = c.Set("WMBT_KV_GC_GRACE", "soon");
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("WMBT_KV_GC_GRACE"), std::string::npos) << st.message();
+}
+
+TEST(Config, NamespaceBudgetsAndTtlsTakeOneValueOrOnePerNamespace) {
+  Config c = Config::Defaults([](const char*) { return std::nullopt; });
+  EXPECT_TRUE(c.namespace_bytes_max.empty());
+  EXPECT_EQ(c.publish_grace_seconds, 600u);
+  ASSERT_TRUE(c.Set("WMBT_KV_NAMESPACE_MAX_BYTES", "10G").ok());
+  EXPECT_EQ(c.namespace_bytes_max, (std::map<std::string, uint64_t>{{"", 10ull << 30}}));
+  ASSERT_TRUE(c.Set("WMBT_KV_NAMESPACE_MAX_BYTES", "50G,scratch=1G,vip=0").ok());
+  EXPECT_EQ(c.namespace_bytes_max, (std::map<std::string, uint64_t>{
+                                       {"", 50ull << 30}, {"scratch", 1ull << 30}, {"vip", 0}}));
+  ASSERT_TRUE(c.Set("WMBT_KV_NAMESPACE_TTL", "default=7d,scratch=30m").ok());
+  EXPECT_EQ(c.namespace_ttl_seconds,
+            (std::map<std::string, uint64_t>{{"default", 7 * 86400}, {"scratch", 1800}}));
+  ASSERT_TRUE(c.Set("WMBT_KV_PUBLISH_GRACE", "90s").ok());
+  EXPECT_EQ(c.publish_grace_seconds, 90u);
+  const std::string d = c.Describe();
+  EXPECT_NE(d.find("WMBT_KV_NAMESPACE_MAX_BYTES=53687091200,scratch=1073741824,vip=0"),
+            std::string::npos) << d;
+  EXPECT_NE(d.find("WMBT_KV_NAMESPACE_TTL=default=604800s,scratch=1800s"), std::string::npos) << d;
+  for (const char* bad : {"1G,2G", "a=1G,a=2G", "bad/ns=1G", "=1G", "1G,", "x=", "10Q"}) {
+    Status st = c.Set("WMBT_KV_NAMESPACE_MAX_BYTES", bad);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("WMBT_KV_NAMESPACE_MAX_BYTES"), std::string::npos);
+  }
+  EXPECT_EQ(c.Set("WMBT_KV_NAMESPACE_TTL", "scratch=soon").code(), Code::kInvalidArgument);
+  EXPECT_EQ(c.Set("WMBT_KV_PUBLISH_GRACE", "-1").code(), Code::kInvalidArgument);
+}
+
 TEST(Config, SecretsNeverAppearInDescribe) {
   Config c = Config::Defaults([](const char*) { return std::nullopt; });
   ASSERT_TRUE(c.Set("WMBT_KV_S3_SECRET_KEY", "hunter2-secret").ok());

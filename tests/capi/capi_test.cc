@@ -96,6 +96,7 @@ TEST(CApiStatusMap, EveryCodeMapsToTheDocumentedReturn) {
       {Code::kResourceExhausted, -1, -1, -1},
       {Code::kFailedPrecondition, -1, -1, -1},
       {Code::kInternal, -1, -1, -1},
+      {Code::kPermissionDenied, -1, -1, -1},
   };
   ASSERT_EQ(std::size(wombatkv::capi::kStatusToC), std::size(rows)) << "a code without a row";
   for (const Row& r : rows) {

@@ -3,6 +3,11 @@
 //
 //   crash_writer --data-dir DIR --log FILE --seed N [--iters N]   write until killed (or N iters)
 //   crash_writer --data-dir DIR --log FILE --verify               check the store against the log
+//   crash_writer --tcp HOST:PORT --log FILE --seed N              write through a wombatkvd
+//
+// With --tcp the writer is a client of a daemon (RemoteStore over TCP) and the harness SIGKILLs the
+// daemon instead; a writer that loses its daemon exits 4 (expected then). --verify always opens
+// the data directory itself, after the daemon is dead.
 //
 // The writer opens the embedded store (local-directory L2, or S3 when WMBT_KV_BUCKET is set, as
 // the CLI does) and loops: builds chains (fresh roots; extensions of its earlier chains, on disk
@@ -54,6 +59,10 @@
 #include "wombatkv/store.h"
 #ifdef WOMBATKV_CRASH_HAVE_S3
 #include "object/s3/l2_from_config.h"
+#endif
+#ifdef WOMBATKV_CRASH_HAVE_DAEMON
+#include "client/remote_store.h"
+#include "transport/tcp/tcp_channel.h"
 #endif
 
 namespace wombatkv {
@@ -238,6 +247,23 @@ struct Opened {
   std::unique_ptr<Store> store;
 };
 
+#ifdef WOMBATKV_CRASH_HAVE_DAEMON
+std::optional<Opened> OpenRemote(const std::string& address) {
+  tcp::TcpClientOptions options;
+  options.address = address;
+  options.client_name = "crash_writer";
+  auto channel = tcp::ConnectTcp(options);
+  if (!channel.ok()) {
+    std::fprintf(stderr, "crash_writer: connect %s: %s\n", address.c_str(),
+                 channel.status().ToString().c_str());
+    return std::nullopt;
+  }
+  Opened o;
+  o.store = std::make_unique<RemoteStore>(std::move(channel).value());
+  return o;
+}
+#endif
+
 std::optional<Opened> OpenStore(const std::string& data_dir) {
   Opened o;
   StoreOptions options;
@@ -290,8 +316,11 @@ std::string Join(const std::vector<BlockKey>& keys) {
   return s;
 }
 
-int RunWriter(const std::string& data_dir, const std::string& log_path, uint64_t seed,
-              uint64_t iters) {
+// Exit code of a writer whose daemon went away (--tcp): expected when the harness kills it.
+constexpr int kLostDaemon = 4;
+
+int RunWriter(const std::string& data_dir, const std::string& tcp, const std::string& log_path,
+              uint64_t seed, uint64_t iters) {
   size_t skipped;
   uint64_t runs;
   auto lines = ReadLog(log_path, &skipped, &runs);
@@ -320,9 +349,19 @@ int RunWriter(const std::string& data_dir, const std::string& log_path, uint64_t
   }
   auto log = AckLog::Open(log_path);
   if (!log) return 3;
+#ifdef WOMBATKV_CRASH_HAVE_DAEMON
+  auto opened = tcp.empty() ? OpenStore(data_dir) : OpenRemote(tcp);
+#else
+  if (!tcp.empty()) {
+    std::fprintf(stderr, "crash_writer: --tcp needs a build with the daemon client\n");
+    return 3;
+  }
   auto opened = OpenStore(data_dir);
-  if (!opened) return 3;
+#endif
+  if (!opened) return tcp.empty() ? 3 : kLostDaemon;
   Store& store = *opened->store;
+  // A daemon that went away fails every call with Unavailable: the run ends there.
+  auto lost = [&](const Status& s) { return !tcp.empty() && s.code() == Code::kUnavailable; };
   log->Append("START " + std::to_string(runs), true);
 
   std::mt19937_64 rng(seed ^ (runs * 0x9E3779B97F4A7C15ull));
@@ -364,7 +403,7 @@ int RunWriter(const std::string& data_dir, const std::string& log_path, uint64_t
     auto put = store.PutBlocks(ns, fp, puts);
     if (!put.ok()) {
       std::fprintf(stderr, "crash_writer: PutBlocks: %s\n", put.status().ToString().c_str());
-      return 2;
+      return lost(put.status()) ? kLostDaemon : 2;
     }
     hashes.insert(hashes.end(), put->begin(), put->end());
     if (pick(10) == 0) continue;  // abandoned: these blocks stay orphans (G4)
@@ -389,6 +428,7 @@ int RunWriter(const std::string& data_dir, const std::string& log_path, uint64_t
     if (!version.ok()) {
       // In doubt; the checker allows either outcome. Keep going (the kill comes anyway).
       std::fprintf(stderr, "crash_writer: PublishChain: %s\n", version.status().ToString().c_str());
+      if (lost(version.status())) return kLostDaemon;
       continue;
     }
     std::string line = "ACK " + ns + " " + fp.ToHex() + " " + id.ToHex() + " " +
@@ -403,6 +443,7 @@ int RunWriter(const std::string& data_dir, const std::string& log_path, uint64_t
       Status s = store.PutSidecar(ns, fp, tip, side);
       if (!s.ok()) {
         std::fprintf(stderr, "crash_writer: PutSidecar: %s\n", s.ToString().c_str());
+        if (lost(s)) return kLostDaemon;
         continue;
       }
       log->Append("SIDE " + ns + " " + fp.ToHex() + " " + tip.ToHex(), true);
@@ -641,7 +682,8 @@ int RunVerify(const std::string& data_dir, const std::string& log_path) {
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: crash_writer --data-dir DIR --log FILE (--seed N [--iters N] | --verify)\n");
+               "usage: crash_writer (--data-dir DIR | --tcp HOST:PORT) --log FILE "
+               "(--seed N [--iters N] | --verify)\n");
   return 2;
 }
 
@@ -649,7 +691,7 @@ int Usage() {
 }  // namespace wombatkv
 
 int main(int argc, char** argv) {
-  std::string data_dir, log;
+  std::string data_dir, log, tcp;
   uint64_t seed = 1, iters = 0;
   bool verify = false;
   for (int i = 1; i < argc; ++i) {
@@ -660,6 +702,8 @@ int main(int argc, char** argv) {
       verify = true;
     } else if (a == "--data-dir" && (v = next())) {
       data_dir = v;
+    } else if (a == "--tcp" && (v = next())) {
+      tcp = v;
     } else if (a == "--log" && (v = next())) {
       log = v;
     } else if (a == "--seed" && (v = next())) {
@@ -670,7 +714,8 @@ int main(int argc, char** argv) {
       return wombatkv::Usage();
     }
   }
-  if (data_dir.empty() || log.empty()) return wombatkv::Usage();
+  if (log.empty() || (verify ? data_dir.empty() : data_dir.empty() == tcp.empty()))
+    return wombatkv::Usage();
   return verify ? wombatkv::RunVerify(data_dir, log)
-                : wombatkv::RunWriter(data_dir, log, seed, iters);
+                : wombatkv::RunWriter(data_dir, tcp, log, seed, iters);
 }

@@ -1,0 +1,210 @@
+#include "client/remote_store.h"
+
+#include "base/limits.h"
+#include "wire/codec.h"
+
+namespace wombatkv {
+namespace {
+
+Status CheckKeys(std::string_view what, size_t n) {
+  if (n <= limits::kLookupKeysMax) return Status::Ok();
+  return Status::InvalidArgument(std::string(what) + " of " + std::to_string(n) + " keys (max " +
+                                 std::to_string(limits::kLookupKeysMax) + ")");
+}
+
+}  // namespace
+
+RemoteStore::RemoteStore(std::unique_ptr<Channel> channel, LogSink log)
+    : channel_(std::move(channel)), log_(std::move(log)) {}
+
+RemoteStore::~RemoteStore() = default;
+
+template <typename Response>
+Result<Response> RemoteStore::Call(wire::Message request) const {
+  WMBT_ASSIGN_OR_RETURN(wire::Message response, channel_->Call(std::move(request)));
+  return Response::Decode(response);
+}
+
+void RemoteStore::Log(LogLevel level, const std::string& line) const {
+  if (log_) log_(level, line);
+}
+
+Result<std::vector<ContentHash>> RemoteStore::PutBlocks(std::string_view ns, const Fingerprint& fp,
+                                                        std::span<const BlockPut> blocks) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  if (blocks.empty()) return Status::InvalidArgument("PutBlocks: empty batch");
+  if (blocks.size() > limits::kBatchBlocksMax) {
+    return Status::InvalidArgument("PutBlocks: " + std::to_string(blocks.size()) +
+                                   " blocks in one batch (max " +
+                                   std::to_string(limits::kBatchBlocksMax) + ")");
+  }
+  wire::PutBlocksRequest req;
+  req.ns = std::string(ns);
+  req.fp = fp;
+  req.blocks.resize(blocks.size());
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const BlockPut& b = blocks[i];
+    // Checked here too, before the transport reads (copies) the bytes.
+    if (b.bytes().size() > limits::kBlockBytesMax) {
+      return Status::InvalidArgument("block " + std::to_string(i) + " is " +
+                                     std::to_string(b.bytes().size()) + " bytes (max " +
+                                     std::to_string(limits::kBlockBytesMax) + ")");
+    }
+    req.blocks[i].key = b.key;
+    req.blocks[i].parent = b.parent;
+    // The caller's own memory, not copied: valid until this call returns (channel.h).
+    req.blocks[i].payload =
+        b.owned.owner ? b.owned : BufferSlice{nullptr, b.payload.data(), b.payload.size()};
+  }
+  WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::PutBlocksResponse>(req.Encode()));
+  if (resp.hashes.size() != blocks.size()) {
+    return Status::InvalidArgument("daemon answered a PutBlocks of " +
+                                   std::to_string(blocks.size()) + " blocks with " +
+                                   std::to_string(resp.hashes.size()) + " hashes");
+  }
+  return std::move(resp.hashes);
+}
+
+Result<uint64_t> RemoteStore::PublishChain(std::string_view ns, const Fingerprint& fp,
+                                           const ChainId& chain_id, const BlockKey& tip,
+                                           std::optional<uint64_t> expected_version,
+                                           ChainState* current) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  wire::PublishChainRequest req{std::string(ns), fp, chain_id, tip, expected_version};
+  WMBT_ASSIGN_OR_RETURN(wire::Message response, channel_->Call(req.Encode()));
+  WMBT_ASSIGN_OR_RETURN(auto resp, wire::PublishChainResponse::Decode(response, current));
+  return resp.version;
+}
+
+Result<size_t> RemoteStore::LookupPrefix(std::string_view ns, const Fingerprint& fp,
+                                         std::span<const BlockKey> keys) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  WMBT_RETURN_IF_ERROR(CheckKeys("lookup", keys.size()));
+  wire::LookupPrefixRequest req{std::string(ns), fp, {keys.begin(), keys.end()}};
+  WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::LookupPrefixResponse>(req.Encode()));
+  if (resp.matched > keys.size()) {
+    return Status::InvalidArgument("daemon matched " + std::to_string(resp.matched) + " of " +
+                                   std::to_string(keys.size()) + " lookup keys");
+  }
+  return static_cast<size_t>(resp.matched);
+}
+
+Result<Borrow> RemoteStore::GetBlocks(std::string_view ns, const Fingerprint& fp,
+                                      std::span<const BlockKey> keys) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  WMBT_RETURN_IF_ERROR(CheckKeys("get", keys.size()));
+  wire::GetBlocksRequest req{std::string(ns), fp, {keys.begin(), keys.end()}};
+  WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::GetBlocksResponse>(req.Encode()));
+  if (resp.payloads.size() != keys.size()) {
+    return Status::InvalidArgument("daemon answered a get of " + std::to_string(keys.size()) +
+                                   " keys with " + std::to_string(resp.payloads.size()) +
+                                   " payloads");
+  }
+  return Borrow(std::move(resp.payloads));
+}
+
+Result<BufferSlice> RemoteStore::GetByContentHash(std::string_view ns, const ContentHash& hash) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  wire::GetByContentHashRequest req{std::string(ns), hash};
+  WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::GetByContentHashResponse>(req.Encode()));
+  return std::move(resp.payload);
+}
+
+Status RemoteStore::PutSidecar(std::string_view ns, const Fingerprint& fp, const BlockKey& tip,
+                               ByteView bytes) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  if (bytes.size() > limits::kSidecarBytesMax) {
+    return Status::InvalidArgument("sidecar of " + std::to_string(bytes.size()) +
+                                   " bytes exceeds the limit " +
+                                   std::to_string(limits::kSidecarBytesMax));
+  }
+  wire::PutSidecarRequest req{std::string(ns), fp, tip,
+                              BufferSlice{nullptr, bytes.data(), bytes.size()}};
+  return Call<wire::PutSidecarResponse>(req.Encode()).status();
+}
+
+Result<BufferSlice> RemoteStore::GetSidecar(std::string_view ns, const Fingerprint& fp,
+                                            const BlockKey& tip) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  wire::GetSidecarRequest req{std::string(ns), fp, tip};
+  WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::GetSidecarResponse>(req.Encode()));
+  return std::move(resp.bytes);
+}
+
+Result<RefreshReport> RemoteStore::Refresh() {
+  WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::RefreshResponse>(wire::RefreshRequest{}.Encode()));
+  return resp.report;
+}
+
+std::vector<ChainState> RemoteStore::ListChains(std::string_view ns) {
+  if (!ns.empty() && !ValidateNamespace(ns).ok()) return {};
+  auto resp = Call<wire::ListChainsResponse>(wire::ListChainsRequest{std::string(ns)}.Encode());
+  if (!resp.ok()) {
+    Log(LogLevel::kWarn, "ListChains via " + channel_->Describe() +
+                             " failed (listing nothing): " + resp.status().ToString());
+    return {};
+  }
+  return std::move(resp->chains);
+}
+
+Result<std::vector<ChainBlock>> RemoteStore::GetChain(std::string_view ns, const Fingerprint& fp,
+                                                      const ChainId& chain_id) {
+  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  wire::GetChainRequest req{std::string(ns), fp, chain_id};
+  WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::GetChainResponse>(req.Encode()));
+  return std::move(resp.blocks);
+}
+
+StoreStats RemoteStore::Stats() {
+  auto resp = Call<wire::StatsResponse>(wire::StatsRequest{}.Encode());
+  if (!resp.ok()) {
+    Log(LogLevel::kWarn, "Stats via " + channel_->Describe() +
+                             " failed (reporting zeros): " + resp.status().ToString());
+    return {};
+  }
+  {
+    std::lock_guard lock(l2_mu_);
+    if (!l2_) l2_ = resp->l2;
+  }
+  return resp->stats;
+}
+
+std::vector<NamespaceUsage> RemoteStore::Usage(std::string_view ns, bool by_fingerprint) {
+  if (!ns.empty() && !ValidateNamespace(ns).ok()) return {};
+  auto resp =
+      Call<wire::UsageResponse>(wire::UsageRequest{std::string(ns), by_fingerprint}.Encode());
+  if (!resp.ok()) {
+    Log(LogLevel::kWarn, "Usage via " + channel_->Describe() +
+                             " failed (reporting nothing): " + resp.status().ToString());
+    return {};
+  }
+  return std::move(resp->namespaces);
+}
+
+Result<EvictionReport> RemoteStore::Evict() {
+  WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::EvictResponse>(wire::EvictRequest{}.Encode()));
+  return resp.report;
+}
+
+std::string RemoteStore::DescribeL2() const {
+  std::string l2;
+  {
+    std::lock_guard lock(l2_mu_);
+    if (l2_) l2 = *l2_;
+  }
+  if (l2.empty()) {
+    auto resp = Call<wire::StatsResponse>(wire::StatsRequest{}.Encode());
+    if (!resp.ok())
+      return "daemon " + channel_->Describe() + " (L2 unknown: " + resp.status().ToString() + ")";
+    l2 = resp->l2;
+    std::lock_guard lock(l2_mu_);
+    l2_ = l2;
+  }
+  return "daemon " + channel_->Describe() + " (L2 " + l2 + ")";
+}
+
+Status RemoteStore::Ping() {
+  return Call<wire::PingResponse>(wire::PingRequest{}.Encode()).status();
+}
+
+}  // namespace wombatkv

@@ -1,0 +1,155 @@
+// RemoteStore's own contract, beyond the store suites it also runs (remote_store_variants_test.cc):
+// what it copies and what it does not, how channel and daemon failures arrive, DescribeL2.
+#include "client/remote_store.h"
+
+#include <gtest/gtest.h>
+
+#include "client/loopback_channel.h"
+#include "store/store_test_util.h"
+#include "wire/codec.h"
+
+namespace wombatkv::testing {
+namespace {
+
+const Fingerprint kFp = Fp(3);
+
+// Records what it was asked and answers with a canned response (or error).
+class ScriptedChannel final : public Channel {
+ public:
+  Result<wire::Message> Call(wire::Message request) override {
+    requests.push_back(request);
+    for (const auto& p : request.payloads) seen_payload_data.push_back(p.data);
+    if (!status.ok()) return status;
+    wire::Message r = response;
+    r.id = request.id;
+    return r;
+  }
+  std::string Describe() const override { return "scripted://"; }
+
+  std::vector<wire::Message> requests;
+  std::vector<const uint8_t*> seen_payload_data;
+  Status status;
+  wire::Message response;
+};
+
+TEST(RemoteStore, PutSendsTheCallersBytesWithoutCopyingThem) {
+  auto ch = std::make_unique<ScriptedChannel>();
+  ScriptedChannel* raw = ch.get();
+  raw->response = wire::PutBlocksResponse{{ContentHash{}, ContentHash{}}}.Encode();
+  RemoteStore remote(std::move(ch));
+  std::vector<uint8_t> a = Payload(1, 100);
+  auto owned = Buffer::CopyOf(Payload(2, 50));
+  BlockPut puts[2] = {{Key(1), BlockKey{}, a, {}},
+                      {Key(2), Key(1), {}, BufferSlice{owned, owned->data(), owned->size()}}};
+  ASSERT_TRUE(remote.PutBlocks("default", kFp, puts).ok());
+  ASSERT_EQ(raw->seen_payload_data.size(), 2u);
+  EXPECT_EQ(raw->seen_payload_data[0], a.data()) << "a view of the caller's vector";
+  EXPECT_EQ(raw->seen_payload_data[1], owned->data()) << "the caller's owned slice";
+  EXPECT_EQ(raw->requests[0].payloads[0].owner, nullptr);
+  EXPECT_EQ(raw->requests[0].payloads[1].owner, owned);
+}
+
+TEST(RemoteStore, GetReturnsABorrowOverTheResponsePayloads) {
+  auto ch = std::make_unique<ScriptedChannel>();
+  ScriptedChannel* raw = ch.get();
+  auto body = Buffer::CopyOf(AsBytes("abcdef"));
+  raw->response = wire::GetBlocksResponse{{BufferSlice{body, body->data(), 2},
+                                           BufferSlice{body, body->data() + 2, 4}}}
+                      .Encode();
+  RemoteStore remote(std::move(ch));
+  auto got = remote.GetBlocks("default", kFp, std::vector<BlockKey>{Key(1), Key(2)});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->payload(0).data(), body->data()) << "no copy out of the response";
+  EXPECT_EQ(AsChars(got->payload(1)), "cdef");
+}
+
+TEST(RemoteStore, ChannelAndDaemonFailuresArriveWithTheirCodes) {
+  auto ch = std::make_unique<ScriptedChannel>();
+  ScriptedChannel* raw = ch.get();
+  RemoteStore remote(std::move(ch));
+  raw->status = Status::Unavailable("tcp://10.0.0.1:7070: connection refused");
+  EXPECT_EQ(remote.LookupPrefix("default", kFp, std::vector<BlockKey>{Key(1)}).status().code(),
+            Code::kUnavailable);
+  EXPECT_TRUE(remote.ListChains("").empty());
+  EXPECT_EQ(remote.Stats().l0_blocks, 0u);
+  EXPECT_NE(remote.DescribeL2().find("L2 unknown"), std::string::npos);
+
+  raw->status = Status::Ok();
+  raw->response = wire::EncodeStatusResponse(wire::Op::kGetSidecar, Status::NotFound("no sidecar"));
+  auto miss = remote.GetSidecar("default", kFp, Key(1));
+  EXPECT_TRUE(miss.status().IsNotFound());
+  EXPECT_EQ(miss.status().message(), "no sidecar");
+
+  // A daemon answering with the wrong shape is refused, not believed.
+  raw->response = wire::LookupPrefixResponse{5}.Encode();
+  auto lying = remote.LookupPrefix("default", kFp, std::vector<BlockKey>{Key(1)});
+  EXPECT_EQ(lying.status().code(), Code::kInvalidArgument);
+  raw->response = wire::PingResponse{}.Encode();
+  EXPECT_EQ(remote.GetChain("default", kFp, Key(1)).status().code(), Code::kInvalidArgument)
+      << "a response to another op";
+}
+
+TEST(RemoteStore, ArgumentsTheDaemonWouldRefuseAreRefusedBeforeSending) {
+  auto ch = std::make_unique<ScriptedChannel>();
+  ScriptedChannel* raw = ch.get();
+  RemoteStore remote(std::move(ch));
+  EXPECT_EQ(remote.PutBlocks("a/b", kFp, {}).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(remote.PutBlocks("default", kFp, {}).status().code(), Code::kInvalidArgument);
+  uint8_t one = 0;
+  BlockPut huge{Key(1), BlockKey{}, ByteView(&one, (256ull << 20) + 1)};
+  EXPECT_EQ(remote.PutBlocks("default", kFp, {&huge, 1}).status().code(),
+            Code::kInvalidArgument);  // never read: the size is checked first
+  EXPECT_EQ(remote.GetBlocks(std::string(65, 'x'), kFp, {}).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_TRUE(raw->requests.empty());
+}
+
+TEST(RemoteStore, DescribeL2NamesTheChannelAndTheDaemonsL2) {
+  StoreHarness h(Planes::kMemory);
+  Service service(h.Open(), *RealClock(), ServiceOptions{});
+  RemoteStore remote(std::make_unique<LoopbackChannel>(service));
+  const std::string d = remote.DescribeL2();
+  EXPECT_EQ(d, "daemon loopback (L2 " + h.store().DescribeL2() + ")");
+  EXPECT_TRUE(remote.Ping().ok());
+}
+
+TEST(RemoteStore, LoopbackChannelSendsItsTokenInAHelloFirst) {
+  StoreHarness h(Planes::kMemory);
+  auto grants = ParseTokenGrants("right-token=default");
+  ASSERT_TRUE(grants.ok());
+  Service service(h.Open(), *RealClock(), ServiceOptions{*grants});
+  LoopbackOptions wrong;
+  wrong.token_required = true;
+  wrong.token = "wrong-token";
+  RemoteStore refused(std::make_unique<LoopbackChannel>(service, wrong));
+  auto r = refused.LookupPrefix("default", kFp, std::vector<BlockKey>{Key(1)});
+  EXPECT_EQ(r.status().code(), Code::kPermissionDenied) << r.status().ToString();
+
+  LoopbackOptions right = wrong;
+  right.token = "right-token";
+  RemoteStore allowed(std::make_unique<LoopbackChannel>(service, right));
+  EXPECT_EQ(*allowed.LookupPrefix("default", kFp, std::vector<BlockKey>{Key(1)}), 0u);
+  EXPECT_EQ(allowed.LookupPrefix("other", kFp, std::vector<BlockKey>{Key(1)}).status().code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(service.metrics().auth_failures.load(), 2u);
+}
+
+TEST(RemoteStore, OwnedPutThroughTheDaemonIsCopiedThere) {
+  // The daemon may not keep a client's request memory (a shm client reuses its area): the store
+  // behind it holds its own copy.
+  StoreHarness h(Planes::kMemory);
+  Service service(h.Open(), *RealClock(), ServiceOptions{});
+  RemoteStore remote(std::make_unique<LoopbackChannel>(service));
+  std::vector<uint8_t> p = Payload(9, 4096);
+  BlockPut put{Key(9), BlockKey{}, p};
+  ASSERT_TRUE(remote.PutBlocks("default", kFp, {&put, 1}).ok());
+  ASSERT_TRUE(remote.PublishChain("default", kFp, Key(9), Key(9)).ok());
+  std::vector<uint8_t> expected = p;
+  std::fill(p.begin(), p.end(), 0);  // the caller reuses its buffer
+  auto got = remote.GetBlocks("default", kFp, std::vector<BlockKey>{Key(9)});
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(std::ranges::equal(got->payload(0), expected));
+}
+
+}  // namespace
+}  // namespace wombatkv::testing

@@ -1,0 +1,266 @@
+#include "daemon/daemon.h"
+
+#include <cstdio>
+#include <mutex>
+#include <shared_mutex>
+
+#include "daemon/http_endpoint.h"
+#include "daemon/metrics_text.h"
+#include "daemon/service.h"
+#include "setup/store_from_config.h"
+#include "transport/tcp/sockets.h"
+#include "transport/shm/shm_server.h"
+#include "transport/tcp/tcp_server.h"
+
+namespace wombatkv {
+namespace {
+
+std::string Bytes(uint64_t n) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[u]);
+  return buf;
+}
+
+// SPEC §10: a listener anyone on the network can reach needs a token. Checked before the store
+// is opened, so a misconfigured daemon fails in milliseconds with the fix in the message.
+Status CheckListenersAreSafe(const DaemonSettings& s) {
+  for (const std::string& addr : s.tcp) {
+    WMBT_ASSIGN_OR_RETURN(tcp::HostPort hp, tcp::ParseHostPort(addr, /*allow_port_zero=*/true));
+    auto resolved = tcp::Resolve(hp, /*passive=*/true);
+    if (!resolved.ok()) return resolved.status().WithContext("--tcp " + addr);
+    if (!tcp::IsLoopback(resolved->front()) && s.tokens.empty()) {
+      return Status::FailedPrecondition(
+          "refusing to listen on " + addr +
+          ": it is not a loopback address and no auth token is configured. Pass --auth-token "
+          "TOKEN (or set WMBT_KV_AUTH_TOKENS), or listen on 127.0.0.1 / [::1] only (SPEC §10)");
+    }
+  }
+  if (s.tcp.empty() && s.shm_prefix.empty()) {
+    return Status::FailedPrecondition(
+        "nothing to serve: pass --tcp HOST:PORT (WMBT_KV_TCP) and/or --prefix NAME "
+        "(WMBT_KV_DAEMON_SHM_PREFIX)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+struct Daemon::Impl {
+  DaemonOptions options;
+  Clock* clock = nullptr;
+  LogSink log;
+  std::function<void(const std::string&)> announce;
+
+  // Guards the components against /metrics while Shutdown takes them down.
+  mutable std::shared_mutex components_mu;
+  std::shared_ptr<Store> store;
+  std::unique_ptr<Service> service;
+  std::unique_ptr<tcp::TcpServer> tcp;
+  std::unique_ptr<ShmServer> shm;
+  std::unique_ptr<HttpEndpoint> http;  // outlives the others: /healthz answers to the end
+
+  mutable std::mutex state_mu;
+  std::string not_ready = "starting";  // "" = ready
+  bool shut_down = false;
+  std::vector<std::string> tcp_addresses;
+
+  void SetNotReady(std::string why) {
+    std::lock_guard<std::mutex> g(state_mu);
+    not_ready = std::move(why);
+  }
+  std::string NotReadyReason() const {
+    std::lock_guard<std::mutex> g(state_mu);
+    return not_ready;
+  }
+
+  Status StartTcp();
+  // ---- Shared-memory transport hook (docs/shm.md) ----
+  // The shm server starts here with `*service` and options.settings.shm_prefix, is kept as a
+  // member next to `tcp`, and stops in StopShm (called by Shutdown beside the TCP server, with
+  // the same bound; it returns how many requests it abandoned).
+  Status StartShm();
+  size_t StopShm(uint64_t timeout_ms);
+};
+
+Status Daemon::Impl::StartTcp() {
+  if (options.settings.tcp.empty()) return Status::Ok();
+  tcp::TcpServerOptions o;
+  o.listen = options.settings.tcp;
+  o.max_frame_bytes = options.settings.max_frame_bytes;
+  o.idle_timeout_ms = options.settings.idle_timeout_ms;
+  o.worker_threads = options.settings.workers;
+  o.clock = clock;
+  LogSink sink = log;
+  o.log = [sink](LogLevel level, const std::string& line) { sink(level, "tcp: " + line); };
+  Service* svc = service.get();
+  auto server = tcp::TcpServer::Start(
+      [svc](Session& session, const wire::Message& request) {
+        return svc->Handle(session, request);
+      },
+      std::move(o));
+  if (!server.ok()) return server.status();
+  tcp = std::move(server).value();
+  for (const tcp::ListenerInfo& l : tcp->listeners()) {
+    tcp_addresses.push_back(l.address);
+    announce("listening on tcp://" + l.address +
+             (l.loopback ? " (loopback: no token needed)" : " (auth token required)"));
+  }
+  return Status::Ok();
+}
+
+Status Daemon::Impl::StartShm() {
+  if (options.settings.shm_prefix.empty()) return Status::Ok();
+  ShmServerOptions o;
+  o.prefix = options.settings.shm_prefix;
+  o.workers = options.settings.workers;
+  o.clock = clock;
+  LogSink sink = log;
+  o.log = [sink](LogLevel level, const std::string& line) { sink(level, "shm: " + line); };
+  auto server = std::make_unique<ShmServer>(*service, std::move(o));
+  WMBT_RETURN_IF_ERROR(server->Start());
+  announce("listening for shared-memory clients on " + server->socket_path() +
+           " (WMBT_KV_REMOTE_PREFIX=" + options.settings.shm_prefix + ", same user only)");
+  shm = std::move(server);
+  return Status::Ok();
+}
+
+size_t Daemon::Impl::StopShm(uint64_t timeout_ms) {
+  if (!shm) return 0;
+  return shm->Shutdown(timeout_ms * 1000);
+}
+
+Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  Impl& d = *impl;
+  d.clock = d.options.clock ? d.options.clock : RealClock();
+  d.log = d.options.log ? d.options.log : StderrLogSink(d.options.config.log_level, "wombatkvd");
+  d.announce = d.options.announce ? d.options.announce : [](const std::string& line) {
+    std::fprintf(stdout, "wombatkvd: %s\n", line.c_str());
+    std::fflush(stdout);
+  };
+  WMBT_RETURN_IF_ERROR(CheckListenersAreSafe(d.options.settings));
+  auto daemon = std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
+
+  if (!d.options.settings.http.empty()) {
+    HttpEndpointCallbacks cb;
+    cb.not_ready_reason = [&d] { return d.NotReadyReason(); };
+    Daemon* self = daemon.get();
+    cb.metrics = [self] { return self->Metrics(); };
+    auto http = HttpEndpoint::Start(d.options.settings.http, std::move(cb));
+    if (!http.ok()) return http.status();
+    d.http = std::move(http).value();
+    d.announce("http on " + d.http->url() + " (/healthz /readyz /metrics)");
+  }
+
+  d.SetNotReady("opening the store (loading chains from L1 and L2)");
+  const uint64_t open_start = d.clock->NowMicros();
+  StoreSetup setup;
+  setup.log = d.log;
+  setup.program = "wombatkvd";
+  auto store = OpenStoreFromConfig(d.options.config, setup);
+  if (!store.ok()) return store.status();
+  {
+    std::unique_lock lock(d.components_mu);
+    d.store = std::move(store).value();
+    ServiceOptions so;
+    so.tokens = d.options.settings.tokens;
+    so.server_version = d.options.version;
+    so.max_frame_bytes = d.options.settings.max_frame_bytes;
+    d.service = std::make_unique<Service>(*d.store, *d.clock, std::move(so));
+  }
+  const StoreStats stats = d.store->Stats();
+  d.announce("store: data dir " + d.options.config.data_dir + ", L2 " + d.store->DescribeL2() +
+             "; loaded " + std::to_string(stats.l0_chains) + " chains, " +
+             std::to_string(stats.l0_blocks) + " blocks (L0 " + Bytes(stats.l0_memory_bytes) +
+             ") in " + std::to_string((d.clock->NowMicros() - open_start) / 1000) +
+             " ms; RAM cache " + Bytes(d.options.config.cache_bytes) + "; " +
+             std::to_string(d.options.settings.tokens.size()) + " auth token(s)");
+
+  {
+    std::unique_lock lock(d.components_mu);
+    Status st = d.StartTcp();
+    if (st.ok()) st = d.StartShm();
+    if (!st.ok()) {
+      lock.unlock();
+      daemon->Shutdown();
+      return st;
+    }
+  }
+  d.SetNotReady("");
+  d.announce("ready");
+  return daemon;
+}
+
+Daemon::~Daemon() {
+  if (impl_ && !impl_->shut_down) Shutdown();
+}
+
+size_t Daemon::Shutdown() {
+  Impl& d = *impl_;
+  if (d.shut_down) return 0;
+  d.shut_down = true;
+  d.SetNotReady("shutting down");
+  const uint64_t timeout = d.options.settings.shutdown_timeout_ms;
+  size_t abandoned = 0;
+  if (d.tcp) abandoned += d.tcp->Shutdown(timeout);
+  abandoned += d.StopShm(timeout);
+  if (abandoned > 0) {
+    d.announce(std::to_string(abandoned) + " request(s) did not finish within " +
+               std::to_string(timeout) +
+               " ms; leaving the store open for an immediate exit (acknowledged publishes are "
+               "durable)");
+    // Deliberately leaked: worker threads are still inside Service/Store calls.
+    std::unique_lock lock(d.components_mu);
+    (void)d.tcp.release();
+    (void)d.shm.release();
+    (void)d.service.release();
+    (void)new std::shared_ptr<Store>(std::move(d.store));
+    return abandoned;
+  }
+  {
+    std::unique_lock lock(d.components_mu);
+    d.tcp.reset();
+    d.shm.reset();
+    d.service.reset();
+    if (d.store) {
+      // The store's destructor waits for its background uploads: the flush.
+      d.store.reset();
+      d.announce("store closed");
+    }
+  }
+  d.http.reset();
+  return 0;
+}
+
+bool Daemon::ready() const { return impl_->NotReadyReason().empty(); }
+
+std::string Daemon::Metrics() const {
+  const Impl& d = *impl_;
+  std::shared_lock lock(d.components_mu);
+  MetricsSources src;
+  src.ready = ready();
+  StoreStats stats;
+  if (d.store) {
+    stats = d.store->Stats();
+    src.store = &stats;
+  }
+  if (d.service) src.service = &d.service->metrics();
+  if (d.tcp) src.tcp = &d.tcp->stats();
+  return RenderMetrics(src);
+}
+
+std::vector<std::string> Daemon::tcp_addresses() const { return impl_->tcp_addresses; }
+
+std::string Daemon::http_url() const { return impl_->http ? impl_->http->url() : ""; }
+
+}  // namespace wombatkv

@@ -1,0 +1,202 @@
+#include "daemon/daemon_settings.h"
+
+#include <charconv>
+#include <cstdlib>
+
+namespace wombatkv {
+namespace {
+
+using Setter = Status (*)(DaemonSettings& s, std::string_view value);
+
+struct Row {
+  SettingDoc doc;
+  Setter set;
+};
+
+Status Bad(std::string_view name, std::string_view value, std::string_view expected) {
+  return Status::InvalidArgument(std::string(name) + "=\"" + std::string(value.substr(0, 120)) +
+                                 "\" is not valid: expected " + std::string(expected));
+}
+
+std::optional<uint64_t> ParseUint(std::string_view s) {
+  uint64_t v = 0;
+  if (s.empty()) return std::nullopt;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// HOST:PORT with PORT 0..65535 (0 = any free port). The transport parses it fully; this catches
+// the obvious mistakes at flag-parsing time with the setting's name in the message.
+bool LooksLikeHostPort(std::string_view s) {
+  size_t colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  auto port = ParseUint(s.substr(colon + 1));
+  return port && *port <= 65535;
+}
+
+Status SetTcp(DaemonSettings& s, std::string_view v) {
+  std::vector<std::string> list;
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t comma = v.find(',', start);
+    std::string_view item = v.substr(start, comma == std::string_view::npos ? v.npos : comma - start);
+    if (!LooksLikeHostPort(item))
+      return Bad("WMBT_KV_TCP", v,
+                 "HOST:PORT[,HOST:PORT...], e.g. 127.0.0.1:7070 or [::1]:7070,0.0.0.0:7070 "
+                 "(port 0 = any free port)");
+    list.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  s.tcp = std::move(list);
+  return Status::Ok();
+}
+
+Status SetShmPrefix(DaemonSettings& s, std::string_view v) {
+  Config probe;  // same rule as the clients' WMBT_KV_REMOTE_PREFIX
+  if (Status st = probe.Set("WMBT_KV_REMOTE_PREFIX", v); !st.ok())
+    return Bad("WMBT_KV_DAEMON_SHM_PREFIX", v,
+               "a shared-memory prefix of 1 to 64 characters from [A-Za-z0-9._-]");
+  s.shm_prefix = std::string(v);
+  return Status::Ok();
+}
+
+Status SetTokens(DaemonSettings& s, std::string_view v) {
+  auto grants = ParseTokenGrants(v);
+  if (!grants.ok()) return grants.status().WithContext("WMBT_KV_AUTH_TOKENS");
+  for (auto& g : *grants) s.tokens.push_back(std::move(g));
+  return Status::Ok();
+}
+
+Status SetHttp(DaemonSettings& s, std::string_view v) {
+  if (!LooksLikeHostPort(v))
+    return Bad("WMBT_KV_DAEMON_HTTP", v, "HOST:PORT, e.g. 127.0.0.1:9090 (port 0 = any free port)");
+  s.http = std::string(v);
+  return Status::Ok();
+}
+
+Status SetMaxFrame(DaemonSettings& s, std::string_view v) {
+  auto n = ParseByteSize(v);
+  if (!n || *n < DaemonSettings::kMaxFrameBytesMin || *n > (1ull << 32) - 1)
+    return Bad("WMBT_KV_MAX_FRAME_BYTES", v,
+               "a byte count from 4K to 4294967295 (the wire carries u32 lengths), e.g. 64M");
+  s.max_frame_bytes = static_cast<uint32_t>(*n);
+  return Status::Ok();
+}
+
+Status SetMillis(std::string_view name, uint64_t* out, std::string_view v) {
+  auto n = ParseUint(v);
+  if (!n || *n > 24ull * 3600 * 1000)
+    return Bad(name, v, "milliseconds, 0 to 86400000 (a day)");
+  *out = *n;
+  return Status::Ok();
+}
+
+Status SetShutdownTimeout(DaemonSettings& s, std::string_view v) {
+  return SetMillis("WMBT_KV_SHUTDOWN_TIMEOUT_MS", &s.shutdown_timeout_ms, v);
+}
+
+Status SetIdleTimeout(DaemonSettings& s, std::string_view v) {
+  return SetMillis("WMBT_KV_IDLE_TIMEOUT_MS", &s.idle_timeout_ms, v);
+}
+
+Status SetWorkers(DaemonSettings& s, std::string_view v) {
+  auto n = ParseUint(v);
+  if (!n || *n == 0 || *n > DaemonSettings::kWorkersMax)
+    return Bad("WMBT_KV_DAEMON_WORKERS", v,
+               "an integer from 1 to " + std::to_string(DaemonSettings::kWorkersMax));
+  s.workers = static_cast<uint32_t>(*n);
+  return Status::Ok();
+}
+
+const std::vector<Row>& Table() {
+  static const std::vector<Row> kTable = {
+      {{"WMBT_KV_TCP", "(unset: no TCP listener)",
+        "wombatkvd --tcp: TCP listen addresses, HOST:PORT[,...]; port 0 = any free port. A "
+        "non-loopback address requires auth tokens."},
+       SetTcp},
+      {{"WMBT_KV_DAEMON_SHM_PREFIX", "(unset: no shared-memory transport)",
+        "wombatkvd --prefix: shared-memory prefix clients attach to with WMBT_KV_REMOTE_PREFIX."},
+       SetShmPrefix},
+      {{"WMBT_KV_AUTH_TOKENS", "(unset: no tokens; loopback listeners only)",
+        "wombatkvd --auth-token: accepted tokens, ';'-separated, each TOKEN or TOKEN=NS1,NS2 "
+        "(limited to those namespaces).",
+        true},
+       SetTokens},
+      {{"WMBT_KV_DAEMON_HTTP", "(unset: no HTTP endpoint)",
+        "wombatkvd --http: HOST:PORT serving /healthz, /readyz and Prometheus /metrics."},
+       SetHttp},
+      {{"WMBT_KV_MAX_FRAME_BYTES", "1G",
+        "wombatkvd --max-frame-bytes: largest request frame body; larger ones are refused before "
+        "allocation and the connection is closed."},
+       SetMaxFrame},
+      {{"WMBT_KV_SHUTDOWN_TIMEOUT_MS", "30000",
+        "wombatkvd --shutdown-timeout: on SIGTERM/SIGINT, how long running requests may finish."},
+       SetShutdownTimeout},
+      {{"WMBT_KV_IDLE_TIMEOUT_MS", "300000",
+        "wombatkvd --idle-timeout: a TCP connection with nothing in flight that sends nothing "
+        "for this long is closed (0 = never)."},
+       SetIdleTimeout},
+      {{"WMBT_KV_DAEMON_WORKERS", "16",
+        "wombatkvd --workers: threads running requests (a durable publish holds one while it "
+        "waits for L2)."},
+       SetWorkers},
+  };
+  return kTable;
+}
+
+}  // namespace
+
+const std::vector<SettingDoc>& DaemonSettingDocs() {
+  static const std::vector<SettingDoc> kDocs = [] {
+    std::vector<SettingDoc> docs;
+    for (const Row& r : Table()) docs.push_back(r.doc);
+    return docs;
+  }();
+  return kDocs;
+}
+
+Status DaemonSettings::Set(std::string_view name, std::string_view value) {
+  for (const Row& r : Table()) {
+    if (r.doc.name == name) return r.set(*this, value);
+  }
+  return Status::InvalidArgument("unknown daemon setting \"" + std::string(name.substr(0, 80)) +
+                                 "\"");
+}
+
+Result<DaemonSettings> DaemonSettings::FromLookup(const EnvLookup& lookup) {
+  DaemonSettings s;
+  for (const Row& r : Table()) {
+    std::string name(r.doc.name);
+    auto value = lookup(name.c_str());
+    if (!value || value->empty()) continue;
+    WMBT_RETURN_IF_ERROR(r.set(s, *value));
+  }
+  return s;
+}
+
+Result<DaemonSettings> DaemonSettings::FromEnv() {
+  return FromLookup([](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  });
+}
+
+std::string DaemonSettings::Describe() const {
+  std::string tcp_list;
+  for (const auto& a : tcp) tcp_list += (tcp_list.empty() ? "" : ",") + a;
+  std::string out;
+  out += "WMBT_KV_TCP=" + tcp_list + "\n";
+  out += "WMBT_KV_DAEMON_SHM_PREFIX=" + shm_prefix + "\n";
+  out += "WMBT_KV_AUTH_TOKENS=(" + std::to_string(tokens.size()) + " token(s))\n";
+  out += "WMBT_KV_DAEMON_HTTP=" + http + "\n";
+  out += "WMBT_KV_MAX_FRAME_BYTES=" + std::to_string(max_frame_bytes) + "\n";
+  out += "WMBT_KV_SHUTDOWN_TIMEOUT_MS=" + std::to_string(shutdown_timeout_ms) + "\n";
+  out += "WMBT_KV_IDLE_TIMEOUT_MS=" + std::to_string(idle_timeout_ms) + "\n";
+  out += "WMBT_KV_DAEMON_WORKERS=" + std::to_string(workers) + "\n";
+  return out;
+}
+
+}  // namespace wombatkv

@@ -1,0 +1,108 @@
+#include "daemon/daemon_settings.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+namespace wombatkv {
+namespace {
+
+EnvLookup MapLookup(std::map<std::string, std::string> env) {
+  return [env](const char* name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(DaemonSettings, DefaultsServeNothingUntilToldAndBoundEverything) {
+  auto s = DaemonSettings::FromLookup(MapLookup({}));
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->tcp.empty());
+  EXPECT_TRUE(s->tokens.empty());
+  EXPECT_EQ(s->max_frame_bytes, 1u << 30);
+  EXPECT_GT(s->shutdown_timeout_ms, 0u);
+  EXPECT_GT(s->idle_timeout_ms, 0u);
+}
+
+TEST(DaemonSettings, ReadsEveryVariable) {
+  auto s = DaemonSettings::FromLookup(MapLookup({
+      {"WMBT_KV_TCP", "127.0.0.1:7070,[::1]:0"},
+      {"WMBT_KV_DAEMON_SHM_PREFIX", "engines"},
+      {"WMBT_KV_AUTH_TOKENS", "alpha=ns1,ns2;beta"},
+      {"WMBT_KV_DAEMON_HTTP", "127.0.0.1:9090"},
+      {"WMBT_KV_MAX_FRAME_BYTES", "64M"},
+      {"WMBT_KV_SHUTDOWN_TIMEOUT_MS", "1500"},
+      {"WMBT_KV_IDLE_TIMEOUT_MS", "0"},
+      {"WMBT_KV_DAEMON_WORKERS", "4"},
+  }));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->tcp, (std::vector<std::string>{"127.0.0.1:7070", "[::1]:0"}));
+  EXPECT_EQ(s->shm_prefix, "engines");
+  ASSERT_EQ(s->tokens.size(), 2u);
+  EXPECT_EQ(s->tokens[0].namespaces, (std::vector<std::string>{"ns1", "ns2"}));
+  EXPECT_TRUE(s->tokens[1].namespaces.empty());
+  EXPECT_EQ(s->http, "127.0.0.1:9090");
+  EXPECT_EQ(s->max_frame_bytes, 64u << 20);
+  EXPECT_EQ(s->shutdown_timeout_ms, 1500u);
+  EXPECT_EQ(s->idle_timeout_ms, 0u);
+  EXPECT_EQ(s->workers, 4u);
+}
+
+TEST(DaemonSettings, BadValuesNameTheVariableAndNeverEchoATokenGrant) {
+  struct Case {
+    const char* name;
+    const char* value;
+  } cases[] = {
+      {"WMBT_KV_TCP", "7070"},          {"WMBT_KV_TCP", "a:1,,b:2"},
+      {"WMBT_KV_DAEMON_SHM_PREFIX", "../x"}, {"WMBT_KV_DAEMON_HTTP", "nowhere"},
+      {"WMBT_KV_MAX_FRAME_BYTES", "8G"}, {"WMBT_KV_MAX_FRAME_BYTES", "100"},
+      {"WMBT_KV_SHUTDOWN_TIMEOUT_MS", "-1"}, {"WMBT_KV_IDLE_TIMEOUT_MS", "10s"},
+      {"WMBT_KV_DAEMON_WORKERS", "0"},
+  };
+  for (const Case& c : cases) {
+    DaemonSettings s;
+    Status st = s.Set(c.name, c.value);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << c.name << "=" << c.value;
+    EXPECT_NE(st.message().find(c.name), std::string::npos) << st.ToString();
+  }
+  DaemonSettings s;
+  Status st = s.Set("WMBT_KV_AUTH_TOKENS", "sup3rsecret=bad/ns");
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.message().find("sup3rsecret"), std::string::npos) << st.ToString();
+  EXPECT_EQ(s.Describe().find("sup3rsecret"), std::string::npos);
+}
+
+TEST(DaemonSettings, RepeatedTokensAccumulate) {
+  DaemonSettings s;
+  ASSERT_TRUE(s.Set("WMBT_KV_AUTH_TOKENS", "one").ok());
+  ASSERT_TRUE(s.Set("WMBT_KV_AUTH_TOKENS", "two=ns").ok());
+  EXPECT_EQ(s.tokens.size(), 2u);
+  EXPECT_EQ(s.Describe().find("one"), std::string::npos) << "tokens are shown as a count";
+}
+
+TEST(DaemonSettings, DocsListEverySettingOnceAndSetAcceptsThem) {
+  std::set<std::string_view> names;
+  for (const SettingDoc& d : DaemonSettingDocs()) {
+    EXPECT_TRUE(names.insert(d.name).second) << d.name;
+    EXPECT_FALSE(d.meaning.empty());
+    DaemonSettings s;
+    EXPECT_EQ(s.Set(d.name, "").message().find("unknown"), std::string::npos) << d.name;
+    EXPECT_NE(s.Describe().find(std::string(d.name) + "="), std::string::npos) << d.name;
+  }
+  for (const SettingDoc& d : AllSettings()) {
+    EXPECT_EQ(names.count(d.name), 0u) << d.name << " is both a Config and a daemon setting";
+  }
+}
+
+TEST(DaemonSettings, TheClientTokenIsAConfigSecret) {
+  Config c = Config::Defaults([](const char*) { return std::nullopt; });
+  ASSERT_TRUE(c.Set("WMBT_KV_AUTH_TOKEN", "client-s3cret").ok());
+  EXPECT_EQ(c.auth_token, "client-s3cret");
+  EXPECT_EQ(c.Describe().find("client-s3cret"), std::string::npos);
+  EXPECT_NE(c.Describe().find("WMBT_KV_AUTH_TOKEN=(set)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace wombatkv

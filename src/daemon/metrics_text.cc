@@ -1,0 +1,176 @@
+#include "daemon/metrics_text.h"
+
+#include <cstdio>
+
+#include "wire/codec.h"
+
+namespace wombatkv {
+namespace {
+
+class Page {
+ public:
+  void Family(const char* name, const char* type, const char* help) {
+    out_ += "# HELP ";
+    out_ += name;
+    out_ += ' ';
+    out_ += help;
+    out_ += "\n# TYPE ";
+    out_ += name;
+    out_ += ' ';
+    out_ += type;
+    out_ += '\n';
+  }
+  void Sample(const std::string& name, const std::string& labels, uint64_t value) {
+    out_ += name;
+    if (!labels.empty()) out_ += "{" + labels + "}";
+    out_ += ' ';
+    out_ += std::to_string(value);
+    out_ += '\n';
+  }
+  void SampleSeconds(const std::string& name, const std::string& labels, uint64_t micros) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(micros) / 1e6);
+    out_ += name;
+    if (!labels.empty()) out_ += "{" + labels + "}";
+    out_ += ' ';
+    out_ += buf;
+    out_ += '\n';
+  }
+  // A one-sample family.
+  void One(const char* name, const char* type, const char* help, uint64_t value) {
+    Family(name, type, help);
+    Sample(name, "", value);
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+uint64_t Load(const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); }
+
+std::string OpLabel(size_t op) {
+  return "op=\"" + (op == 0 ? std::string("unknown") : wire::OpName(static_cast<uint16_t>(op))) +
+         "\"";
+}
+
+void RenderService(Page& p, const ServiceMetrics& m) {
+  // Only ops that exist (and slot 0, unknown ops) get series.
+  const size_t ops = std::min<size_t>(ServiceMetrics::kOps, wire::kOpMax + 1);
+  p.Family("wombatkv_requests_total", "counter", "Requests handled, by op.");
+  for (size_t op = 0; op < ops; ++op) p.Sample("wombatkv_requests_total", OpLabel(op), Load(m.requests[op]));
+  p.Family("wombatkv_request_errors_total", "counter",
+           "Requests answered with a non-OK status (misses included), by op.");
+  for (size_t op = 0; op < ops; ++op)
+    p.Sample("wombatkv_request_errors_total", OpLabel(op), Load(m.errors[op]));
+  p.Family("wombatkv_request_duration_seconds", "histogram",
+           "Time in the service (decode, store call, encode), by op; transport time excluded.");
+  for (size_t op = 0; op < ops; ++op) {
+    const std::string label = OpLabel(op);
+    uint64_t cumulative = 0;
+    // ServiceMetrics bucket i holds latencies below 2^i us not counted by a lower bucket; the
+    // last bucket also holds everything above, so it becomes +Inf.
+    for (size_t b = 0; b < ServiceMetrics::kLatencyBuckets; ++b) {
+      cumulative += Load(m.latency_us_buckets[op][b]);
+      std::string le;
+      if (b + 1 == ServiceMetrics::kLatencyBuckets) {
+        le = "+Inf";
+      } else {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", static_cast<double>(1ull << b) / 1e6);
+        le = buf;
+      }
+      p.Sample("wombatkv_request_duration_seconds_bucket", label + ",le=\"" + le + "\"",
+               cumulative);
+    }
+    p.SampleSeconds("wombatkv_request_duration_seconds_sum", label, Load(m.latency_us_sum[op]));
+    p.Sample("wombatkv_request_duration_seconds_count", label, cumulative);
+  }
+  p.One("wombatkv_request_payload_bytes_total", "counter", "Payload bytes received in requests.",
+        Load(m.bytes_in));
+  p.One("wombatkv_response_payload_bytes_total", "counter", "Payload bytes sent in responses.",
+        Load(m.bytes_out));
+  p.One("wombatkv_auth_failures_total", "counter",
+        "Requests refused for a missing, wrong or too narrow auth token.", Load(m.auth_failures));
+  p.One("wombatkv_bad_requests_total", "counter", "Requests with undecodable fields or unknown ops.",
+        Load(m.bad_requests));
+}
+
+void RenderStore(Page& p, const StoreStats& s) {
+  p.One("wombatkv_l0_blocks", "gauge", "Blocks indexed in L0 (published chains).", s.l0_blocks);
+  p.One("wombatkv_l0_chains", "gauge", "Published chains indexed in L0.", s.l0_chains);
+  p.One("wombatkv_l0_memory_bytes", "gauge", "RAM used by the L0 index.", s.l0_memory_bytes);
+  p.Family("wombatkv_plane_hits_total", "counter",
+           "Hits per plane: l0 = lookup keys found, ram = payloads served from the RAM cache, "
+           "l2 = payloads read from L2 after a RAM miss.");
+  p.Sample("wombatkv_plane_hits_total", "plane=\"l0\"", s.lookup_hit_keys);
+  p.Sample("wombatkv_plane_hits_total", "plane=\"ram\"", s.cache_hits);
+  p.Sample("wombatkv_plane_hits_total", "plane=\"l2\"", s.l2_gets);
+  p.Family("wombatkv_plane_misses_total", "counter",
+           "Misses per plane: l0 = lookup keys not found, ram = RAM cache misses.");
+  p.Sample("wombatkv_plane_misses_total", "plane=\"l0\"",
+           s.lookup_keys > s.lookup_hit_keys ? s.lookup_keys - s.lookup_hit_keys : 0);
+  p.Sample("wombatkv_plane_misses_total", "plane=\"ram\"", s.cache_misses);
+  p.One("wombatkv_lookups_total", "counter", "LookupPrefix calls.", s.lookups);
+  p.One("wombatkv_cache_bytes", "gauge", "Payload bytes in the RAM cache.", s.cache_bytes);
+  p.One("wombatkv_cache_entries", "gauge", "Payloads in the RAM cache.", s.cache_entries);
+  p.One("wombatkv_cache_pinned_bytes", "gauge",
+        "RAM cache bytes pinned (uploads in flight, borrows).", s.cache_pinned_bytes);
+  p.One("wombatkv_cache_evictions_total", "counter", "Payloads evicted from the RAM cache.",
+        s.cache_evictions);
+  p.One("wombatkv_puts_total", "counter", "Blocks put.", s.puts);
+  p.One("wombatkv_put_bytes_total", "counter", "Payload bytes put.", s.put_bytes);
+  p.One("wombatkv_publishes_total", "counter", "Chains published.", s.publishes);
+  p.One("wombatkv_publish_conflicts_total", "counter", "Publishes that lost a race (CAS).",
+        s.publish_conflicts);
+  p.One("wombatkv_gets_total", "counter", "GetBlocks calls.", s.gets);
+  p.One("wombatkv_get_hits_total", "counter", "GetBlocks calls that returned every block.",
+        s.get_hits);
+  p.One("wombatkv_get_misses_total", "counter", "GetBlocks calls that missed.", s.get_misses);
+  p.One("wombatkv_get_bytes_total", "counter", "Payload bytes returned by gets.", s.get_bytes);
+  p.One("wombatkv_pending_blocks", "gauge", "Blocks put but not yet published.", s.pending_blocks);
+  p.One("wombatkv_heads_compacted_total", "counter", "Redundant chain heads compacted.",
+        s.heads_compacted);
+  p.One("wombatkv_l2_puts_total", "counter", "Objects written to L2.", s.l2_puts);
+  p.One("wombatkv_l2_put_bytes_total", "counter", "Bytes written to L2.", s.l2_put_bytes);
+  p.One("wombatkv_l2_gets_total", "counter", "Objects read from L2.", s.l2_gets);
+  p.One("wombatkv_l2_get_bytes_total", "counter", "Bytes read from L2.", s.l2_get_bytes);
+  p.One("wombatkv_l2_errors_total", "counter", "Failed L2 (S3 or directory) operations.",
+        s.l2_errors);
+  p.One("wombatkv_corruptions_detected_total", "counter",
+        "Bytes that failed their content hash or checksum (never served).",
+        s.corruptions_detected);
+}
+
+void RenderTcp(Page& p, const tcp::TcpServerStats& t) {
+  p.One("wombatkv_tcp_connections_open", "gauge", "Open TCP client connections.",
+        Load(t.connections_open));
+  p.One("wombatkv_tcp_connections_accepted_total", "counter", "TCP connections accepted.",
+        Load(t.connections_accepted));
+  p.One("wombatkv_tcp_connections_refused_total", "counter",
+        "TCP connections closed at once: over the connection limit.", Load(t.connections_refused));
+  p.One("wombatkv_tcp_connections_idle_closed_total", "counter",
+        "TCP connections closed for idleness (including ones stuck mid-frame).",
+        Load(t.connections_idle_closed));
+  p.One("wombatkv_tcp_frames_in_total", "counter", "Request frames received.", Load(t.frames_in));
+  p.One("wombatkv_tcp_frames_out_total", "counter", "Response frames queued.", Load(t.frames_out));
+  p.One("wombatkv_tcp_frames_rejected_total", "counter",
+        "Malformed frames (magic, version, length, CRC, body): answered, connection closed.",
+        Load(t.frames_rejected));
+  p.One("wombatkv_tcp_bytes_in_total", "counter", "Bytes received on TCP.", Load(t.bytes_in));
+  p.One("wombatkv_tcp_bytes_out_total", "counter", "Bytes sent on TCP.", Load(t.bytes_out));
+}
+
+}  // namespace
+
+std::string RenderMetrics(const MetricsSources& sources) {
+  Page p;
+  p.One("wombatkv_ready", "gauge", "1 once the store is open and the daemon serves requests.",
+        sources.ready ? 1 : 0);
+  if (sources.service) RenderService(p, *sources.service);
+  if (sources.store) RenderStore(p, *sources.store);
+  if (sources.tcp) RenderTcp(p, *sources.tcp);
+  return p.Take();
+}
+
+}  // namespace wombatkv

@@ -1,0 +1,27 @@
+// RenderMetrics: the daemon's /metrics page in the Prometheus text exposition format (0.0.4):
+// per-op request, error and latency-histogram series from ServiceMetrics, the store's StoreStats
+// (hit/miss per plane, cache sizes, L2 traffic and errors), and the TCP transport's counters.
+// Names are documented in docs/daemon.md. Secrets never appear (no metric carries a token).
+//
+// Thread-safety: a function; the sources are read with relaxed loads, so series of one page are
+// not a consistent snapshot of each other (as usual for Prometheus counters).
+#pragma once
+
+#include <string>
+
+#include "daemon/service.h"
+#include "transport/tcp/tcp_server.h"
+#include "wombatkv/store.h"
+
+namespace wombatkv {
+
+struct MetricsSources {
+  const ServiceMetrics* service = nullptr;  // null: no request series (store not open yet)
+  const StoreStats* store = nullptr;
+  const tcp::TcpServerStats* tcp = nullptr;
+  bool ready = false;
+};
+
+std::string RenderMetrics(const MetricsSources& sources);
+
+}  // namespace wombatkv

@@ -1,0 +1,67 @@
+#include "daemon/metrics_text.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+namespace wombatkv {
+namespace {
+
+TEST(MetricsText, HistogramsAreCumulativeAndEndAtInf) {
+  ServiceMetrics m;
+  const size_t get = 6;  // wire::Op::kGetBlocks
+  m.requests[get] = 3;
+  m.latency_us_buckets[get][0] = 1;  // < 1 us
+  m.latency_us_buckets[get][5] = 1;  // < 32 us
+  m.latency_us_buckets[get][ServiceMetrics::kLatencyBuckets - 1] = 1;  // the overflow bucket
+  m.latency_us_sum[get] = 2'000'040;
+  MetricsSources src;
+  src.service = &m;
+  src.ready = true;
+  const std::string page = RenderMetrics(src);
+  EXPECT_NE(page.find("wombatkv_ready 1\n"), std::string::npos);
+  EXPECT_NE(page.find("wombatkv_requests_total{op=\"GetBlocks\"} 3\n"), std::string::npos);
+  EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",le=\"1e-06\"} 1\n"),
+            std::string::npos) << page;
+  EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",le=\"1.6e-05\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",le=\"3.2e-05\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",le=\"+Inf\"} 3\n"),
+            std::string::npos);
+  EXPECT_NE(page.find("wombatkv_request_duration_seconds_count{op=\"GetBlocks\"} 3\n"),
+            std::string::npos);
+  EXPECT_NE(page.find("wombatkv_request_duration_seconds_sum{op=\"GetBlocks\"} 2.000040\n"),
+            std::string::npos);
+}
+
+TEST(MetricsText, EveryFamilyIsDeclaredOnceBeforeItsSamples) {
+  ServiceMetrics m;
+  StoreStats s;
+  s.lookup_keys = 10;
+  s.lookup_hit_keys = 7;
+  tcp::TcpServerStats t;
+  MetricsSources src{&m, &s, &t, false};
+  std::istringstream lines(RenderMetrics(src));
+  std::set<std::string> declared;
+  std::string line, current;
+  bool saw_l0_misses = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      std::string name = line.substr(7, line.find(' ', 7) - 7);
+      EXPECT_TRUE(declared.insert(name).second) << "declared twice: " << name;
+      current = name;
+      continue;
+    }
+    if (line.empty() || line[0] == '#') continue;
+    std::string name = line.substr(0, line.find_first_of("{ "));
+    EXPECT_EQ(name.rfind(current, 0), 0u) << "sample outside its family: " << line;
+    if (line == "wombatkv_plane_misses_total{plane=\"l0\"} 3") saw_l0_misses = true;
+  }
+  EXPECT_TRUE(saw_l0_misses);
+  EXPECT_TRUE(declared.count("wombatkv_tcp_connections_open"));
+}
+
+}  // namespace
+}  // namespace wombatkv

@@ -1,0 +1,344 @@
+#include "daemon/service.h"
+
+#include <algorithm>
+#include <bit>
+#include <mutex>
+#include <shared_mutex>
+
+#include "wire/codec.h"
+
+namespace wombatkv {
+namespace {
+
+using wire::Message;
+using wire::Op;
+
+// Compares without an early exit, so the time taken does not tell how many leading bytes of a
+// guess were right. (Only the lengths leak, which is not the secret.)
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  const size_t n = std::max(a.size(), b.size());
+  volatile uint8_t diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t x = i < a.size() ? static_cast<uint8_t>(a[i]) : 0;
+    const uint8_t y = i < b.size() ? static_cast<uint8_t>(b[i]) : 0;
+    diff = diff | static_cast<uint8_t>(x ^ y);
+  }
+  return diff == 0;
+}
+
+uint64_t PayloadBytes(const Message& m) {
+  uint64_t n = 0;
+  for (const auto& p : m.payloads) n += p.size;
+  return n;
+}
+
+std::string Joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+struct Service::Impl {
+  Store& store;
+  Clock& clock;
+  ServiceOptions options;
+  ServiceMetrics metrics;
+  // Guards every Session::namespaces: a Hello writes it while pipelined requests of the same
+  // session may read it.
+  std::shared_mutex sessions_mu;
+
+  Impl(Store& s, Clock& c, ServiceOptions o) : store(s), clock(c), options(std::move(o)) {}
+
+  Message Dispatch(Session& session, Op op, const Message& request);
+  Message Hello(Session& session, const Message& request);
+  Status CheckNamespace(Session& session, std::string_view ns);
+  Message ListChains(Session& session, const Message& request);
+  Message Usage(Session& session, const Message& request);
+  std::vector<std::string> Granted(Session& session) {
+    std::shared_lock lock(sessions_mu);
+    std::vector<std::string> g = session.namespaces;
+    std::sort(g.begin(), g.end());
+    g.erase(std::unique(g.begin(), g.end()), g.end());
+    return g;
+  }
+
+  Message Refuse(Op op, const Status& s) {
+    metrics.auth_failures.fetch_add(1, std::memory_order_relaxed);
+    return wire::EncodeStatusResponse(op, s);
+  }
+  Message BadRequest(Op op, const Status& s) {
+    metrics.bad_requests.fetch_add(1, std::memory_order_relaxed);
+    return wire::EncodeStatusResponse(op, s);
+  }
+};
+
+Status Service::Impl::CheckNamespace(Session& session, std::string_view ns) {
+  std::shared_lock lock(sessions_mu);
+  if (session.namespaces.empty()) return Status::Ok();
+  for (const auto& granted : session.namespaces) {
+    if (granted == ns) return Status::Ok();
+  }
+  return Status::PermissionDenied("namespace \"" + std::string(ns) +
+                                  "\" is not granted to this session's auth token (it grants: " +
+                                  Joined(session.namespaces) + ")");
+}
+
+Message Service::Impl::Hello(Session& session, const Message& request) {
+  auto req = wire::HelloRequest::Decode(request);
+  if (!req.ok()) return BadRequest(Op::kHello, req.status());
+  if (req->protocol_version != wire::kProtocolVersion) {
+    return BadRequest(Op::kHello,
+                      Status::FailedPrecondition(
+                          "client speaks protocol " + std::to_string(req->protocol_version) +
+                          ", this daemon speaks " + std::to_string(wire::kProtocolVersion) +
+                          ": use a client and daemon of the same release"));
+  }
+  if (!req->token.empty() && !options.tokens.empty()) {
+    const TokenGrant* match = nullptr;
+    for (const auto& g : options.tokens) {  // every grant, no early exit
+      if (ConstantTimeEquals(req->token, g.token)) match = &g;
+    }
+    if (!match) {
+      return Refuse(Op::kHello, Status::PermissionDenied(
+                                    "the auth token was refused: it matches none of the daemon's "
+                                    "tokens (check WMBT_KV_AUTH_TOKEN)"));
+    }
+    {
+      std::unique_lock lock(sessions_mu);
+      session.namespaces = match->namespaces;
+    }
+    session.authenticated.store(true, std::memory_order_release);
+  } else if (session.token_required) {
+    return Refuse(Op::kHello,
+                  Status::PermissionDenied("this listener requires an auth token: set "
+                                           "WMBT_KV_AUTH_TOKEN to one the daemon was given"));
+  }
+  wire::HelloResponse resp;
+  resp.server_version = options.server_version;
+  resp.max_frame_bytes = options.max_frame_bytes;
+  return resp.Encode();
+}
+
+Message Service::Impl::ListChains(Session& session, const Message& request) {
+  auto req = wire::ListChainsRequest::Decode(request);
+  if (!req.ok()) return BadRequest(Op::kListChains, req.status());
+  wire::ListChainsResponse resp;
+  if (!req->ns.empty()) {
+    Status allowed = CheckNamespace(session, req->ns);
+    if (!allowed.ok()) return Refuse(Op::kListChains, allowed);
+    resp.chains = store.ListChains(req->ns);
+    return resp.Encode();
+  }
+  const std::vector<std::string> granted = Granted(session);
+  if (granted.empty()) {
+    resp.chains = store.ListChains("");
+    return resp.Encode();
+  }
+  // Only the granted namespaces, in the store's order (ns first).
+  for (const auto& ns : granted) {
+    auto part = store.ListChains(ns);
+    resp.chains.insert(resp.chains.end(), part.begin(), part.end());
+  }
+  return resp.Encode();
+}
+
+Message Service::Impl::Usage(Session& session, const Message& request) {
+  auto req = wire::UsageRequest::Decode(request);
+  if (!req.ok()) return BadRequest(Op::kUsage, req.status());
+  wire::UsageResponse resp;
+  if (!req->ns.empty()) {
+    Status allowed = CheckNamespace(session, req->ns);
+    if (!allowed.ok()) return Refuse(Op::kUsage, allowed);
+    resp.namespaces = store.Usage(req->ns, req->by_fingerprint);
+    return resp.Encode();
+  }
+  const std::vector<std::string> granted = Granted(session);
+  if (granted.empty()) {
+    resp.namespaces = store.Usage("", req->by_fingerprint);
+    return resp.Encode();
+  }
+  for (const auto& ns : granted) {
+    auto part = store.Usage(ns, req->by_fingerprint);
+    for (auto& u : part) resp.namespaces.push_back(std::move(u));
+  }
+  return resp.Encode();
+}
+
+Message Service::Impl::Dispatch(Session& session, Op op, const Message& request) {
+  // Decodes the request of type T or answers with a bad request.
+#define WMBT_DECODE(T, var)                                   \
+  auto var##_r = wire::T::Decode(request);                    \
+  if (!var##_r.ok()) return BadRequest(op, var##_r.status()); \
+  auto& var = *var##_r
+#define WMBT_CHECK_NS(ns)                            \
+  do {                                               \
+    Status allowed_ = CheckNamespace(session, ns);   \
+    if (!allowed_.ok()) return Refuse(op, allowed_); \
+  } while (0)
+
+  switch (op) {
+    case Op::kHello:
+      return Hello(session, request);
+    case Op::kPing: {
+      WMBT_DECODE(PingRequest, req);
+      (void)req;
+      return wire::PingResponse{}.Encode();
+    }
+    case Op::kPutBlocks: {
+      WMBT_DECODE(PutBlocksRequest, req);
+      WMBT_CHECK_NS(req.ns);
+      // Request payloads are only valid during this call (a shm client reuses its area), so the
+      // store copies them: `payload`, never `owned`.
+      std::vector<BlockPut> puts(req.blocks.size());
+      for (size_t i = 0; i < puts.size(); ++i) {
+        puts[i].key = req.blocks[i].key;
+        puts[i].parent = req.blocks[i].parent;
+        puts[i].payload = req.blocks[i].payload.view();
+      }
+      auto hashes = store.PutBlocks(req.ns, req.fp, puts);
+      if (!hashes.ok()) return wire::EncodeStatusResponse(op, hashes.status());
+      return wire::PutBlocksResponse{std::move(hashes).value()}.Encode();
+    }
+    case Op::kPublishChain: {
+      WMBT_DECODE(PublishChainRequest, req);
+      WMBT_CHECK_NS(req.ns);
+      ChainState current;
+      auto v =
+          store.PublishChain(req.ns, req.fp, req.chain_id, req.tip, req.expected_version, &current);
+      if (v.ok()) return wire::PublishChainResponse{*v}.Encode();
+      if (v.status().IsConflict() && req.expected_version) {
+        return wire::PublishChainResponse::EncodeConflict(v.status(), current);
+      }
+      return wire::EncodeStatusResponse(op, v.status());
+    }
+    case Op::kLookupPrefix: {
+      WMBT_DECODE(LookupPrefixRequest, req);
+      WMBT_CHECK_NS(req.ns);
+      auto n = store.LookupPrefix(req.ns, req.fp, req.keys);
+      if (!n.ok()) return wire::EncodeStatusResponse(op, n.status());
+      return wire::LookupPrefixResponse{*n}.Encode();
+    }
+    case Op::kGetBlocks: {
+      WMBT_DECODE(GetBlocksRequest, req);
+      WMBT_CHECK_NS(req.ns);
+      auto borrow = store.GetBlocks(req.ns, req.fp, req.keys);
+      if (!borrow.ok()) return wire::EncodeStatusResponse(op, borrow.status());
+      // The borrow's slices hold the cache pins: they live on in the response's payloads.
+      return wire::GetBlocksResponse{borrow->slices()}.Encode();
+    }
+    case Op::kGetByContentHash: {
+      WMBT_DECODE(GetByContentHashRequest, req);
+      WMBT_CHECK_NS(req.ns);
+      auto got = store.GetByContentHash(req.ns, req.hash);
+      if (!got.ok()) return wire::EncodeStatusResponse(op, got.status());
+      return wire::GetByContentHashResponse{std::move(got).value()}.Encode();
+    }
+    case Op::kPutSidecar: {
+      WMBT_DECODE(PutSidecarRequest, req);
+      WMBT_CHECK_NS(req.ns);
+      Status s = store.PutSidecar(req.ns, req.fp, req.tip, req.bytes.view());
+      if (!s.ok()) return wire::EncodeStatusResponse(op, s);
+      return wire::PutSidecarResponse{}.Encode();
+    }
+    case Op::kGetSidecar: {
+      WMBT_DECODE(GetSidecarRequest, req);
+      WMBT_CHECK_NS(req.ns);
+      auto got = store.GetSidecar(req.ns, req.fp, req.tip);
+      if (!got.ok()) return wire::EncodeStatusResponse(op, got.status());
+      return wire::GetSidecarResponse{std::move(got).value()}.Encode();
+    }
+    case Op::kRefresh: {
+      WMBT_DECODE(RefreshRequest, req);
+      (void)req;
+      auto report = store.Refresh();
+      if (!report.ok()) return wire::EncodeStatusResponse(op, report.status());
+      return wire::RefreshResponse{*report}.Encode();
+    }
+    case Op::kListChains:
+      return ListChains(session, request);
+    case Op::kGetChain: {
+      WMBT_DECODE(GetChainRequest, req);
+      WMBT_CHECK_NS(req.ns);
+      auto blocks = store.GetChain(req.ns, req.fp, req.chain_id);
+      if (!blocks.ok()) return wire::EncodeStatusResponse(op, blocks.status());
+      return wire::GetChainResponse{std::move(blocks).value()}.Encode();
+    }
+    case Op::kStats: {
+      WMBT_DECODE(StatsRequest, req);
+      (void)req;
+      return wire::StatsResponse{store.Stats(), store.DescribeL2()}.Encode();
+    }
+    case Op::kUsage:
+      return Usage(session, request);
+    case Op::kEvict: {
+      WMBT_DECODE(EvictRequest, req);
+      (void)req;
+      {
+        std::shared_lock lock(sessions_mu);
+        if (!session.namespaces.empty()) {
+          return Refuse(op, Status::PermissionDenied(
+                                "Evict runs over every namespace: it needs an auth token that "
+                                "grants all of them"));
+        }
+      }
+      auto report = store.Evict();
+      if (!report.ok()) return wire::EncodeStatusResponse(op, report.status());
+      return wire::EvictResponse{*report}.Encode();
+    }
+  }
+#undef WMBT_DECODE
+#undef WMBT_CHECK_NS
+  return BadRequest(op, Status::InvalidArgument("unknown op " + std::to_string(uint16_t(op))));
+}
+
+Service::Service(Store& store, Clock& clock, ServiceOptions options)
+    : impl_(std::make_unique<Impl>(store, clock, std::move(options))) {}
+
+Service::~Service() = default;
+
+wire::Message Service::Handle(Session& session, const wire::Message& request) {
+  auto& m = impl_->metrics;
+  const uint64_t start = impl_->clock.NowMicros();
+  const size_t slot =
+      request.op < ServiceMetrics::kOps && request.op <= wire::kOpMax ? request.op : 0;
+  m.requests[slot].fetch_add(1, std::memory_order_relaxed);
+  m.bytes_in.fetch_add(PayloadBytes(request), std::memory_order_relaxed);
+
+  const Op op = static_cast<Op>(request.op);
+  Message response;
+  if (slot == 0) {
+    response =
+        impl_->BadRequest(op, Status::InvalidArgument("unknown op " + std::to_string(request.op) +
+                                                      ": this daemon speaks protocol " +
+                                                      std::to_string(wire::kProtocolVersion)));
+  } else if (session.token_required && op != Op::kHello && op != Op::kPing &&
+             !session.authenticated.load(std::memory_order_acquire)) {
+    response = impl_->Refuse(
+        op, Status::PermissionDenied(wire::OpName(request.op) +
+                                     " refused: this listener requires an auth token; set "
+                                     "WMBT_KV_AUTH_TOKEN so the client sends it in its Hello"));
+  } else {
+    response = impl_->Dispatch(session, op, request);
+  }
+  response.id = request.id;
+  response.op = request.op;
+  response.flags |= wire::kFlagResponse;
+
+  if (!wire::ResponseStatus(response).ok()) m.errors[slot].fetch_add(1, std::memory_order_relaxed);
+  m.bytes_out.fetch_add(PayloadBytes(response), std::memory_order_relaxed);
+  const uint64_t now = impl_->clock.NowMicros();
+  const uint64_t micros = now > start ? now - start : 0;
+  const size_t bucket =
+      std::min<size_t>(std::bit_width(micros), ServiceMetrics::kLatencyBuckets - 1);
+  m.latency_us_buckets[slot][bucket].fetch_add(1, std::memory_order_relaxed);
+  m.latency_us_sum[slot].fetch_add(micros, std::memory_order_relaxed);
+  return response;
+}
+
+const ServiceMetrics& Service::metrics() const { return impl_->metrics; }
+
+Store& Service::store() { return impl_->store; }
+
+}  // namespace wombatkv

@@ -1,0 +1,261 @@
+// The Service on a real Store: authentication and namespace grants, refusal of bad requests
+// without losing the session, metrics, and the zero-copy GetBlocks response.
+#include "daemon/service.h"
+
+#include <gtest/gtest.h>
+
+#include "store/store_test_util.h"
+#include "wire/codec.h"
+
+namespace wombatkv::testing {
+namespace {
+
+using wire::Message;
+using wire::Op;
+
+const Fingerprint kFp = Fp(4);
+
+// Every reading is 3 µs after the previous one: a request measures 3 µs (bucket 2: < 4 µs).
+class SteppingClock final : public Clock {
+ public:
+  uint64_t NowMicros() override { return now_ += 3; }
+  uint64_t WallMicros() override { return now_; }
+  void SleepMicros(uint64_t) override {}
+  bool WaitFor(std::condition_variable&, std::unique_lock<std::mutex>&, uint64_t) override {
+    return false;
+  }
+
+ private:
+  uint64_t now_ = 0;
+};
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  ServiceTest() {
+    // "ops" may use every namespace; "alpha-only" only tenant-a.
+    auto grants = ParseTokenGrants("ops-token-1234;alpha-token-5678=tenant-a");
+    EXPECT_TRUE(grants.ok());
+    service_ = std::make_unique<Service>(store_, clock_, ServiceOptions{*grants, "wombatkvd test"});
+    remote_.token_required = true;
+    auto c = MakeChain(2, 300);
+    for (const char* ns : {"tenant-a", "tenant-b"}) {
+      EXPECT_TRUE(store_.PutBlocks(ns, kFp, c.Puts()).ok());
+      EXPECT_TRUE(store_.PublishChain(ns, kFp, c.tip(), c.tip()).ok());
+    }
+    chain_ = c;
+  }
+
+  Message Call(Session& s, Message request) {
+    request.id = ++id_;
+    Message r = service_->Handle(s, request);
+    EXPECT_EQ(r.id, id_);
+    EXPECT_EQ(r.op, request.op);
+    EXPECT_TRUE(r.flags & wire::kFlagResponse);
+    return r;
+  }
+  Status Hello(Session& s, std::string token) {
+    return wire::HelloResponse::Decode(
+               Call(s,
+                    wire::HelloRequest{wire::kProtocolVersion, "test", std::move(token)}.Encode()))
+        .status();
+  }
+  Result<size_t> Lookup(Session& s, std::string ns) {
+    auto r = wire::LookupPrefixResponse::Decode(
+        Call(s, wire::LookupPrefixRequest{std::move(ns), kFp, chain_.keys}.Encode()));
+    if (!r.ok()) return r.status();
+    return static_cast<size_t>(r->matched);
+  }
+  const ServiceMetrics& m() { return service_->metrics(); }
+  uint64_t Requests(Op op) { return m().requests[static_cast<size_t>(op)].load(); }
+  uint64_t Errors(Op op) { return m().errors[static_cast<size_t>(op)].load(); }
+
+  StoreHarness h_{Planes::kMemory};
+  Store& store_ = h_.Open();
+  SteppingClock clock_;
+  std::unique_ptr<Service> service_;
+  Session remote_;  // as on a non-loopback listener
+  Session local_;   // as on a loopback listener: no token needed
+  TestChain chain_;
+  uint64_t id_ = 0;
+};
+
+TEST_F(ServiceTest, TokenRequiredSessionIsRefusedEverythingButHelloAndPingUntilAuthenticated) {
+  auto r = Lookup(remote_, "tenant-a");
+  EXPECT_EQ(r.status().code(), Code::kPermissionDenied);
+  EXPECT_NE(r.status().message().find("WMBT_KV_AUTH_TOKEN"), std::string::npos);
+  EXPECT_TRUE(wire::PingResponse::Decode(Call(remote_, wire::PingRequest{}.Encode())).ok());
+  Status no_token = Hello(remote_, "");
+  EXPECT_EQ(no_token.code(), Code::kPermissionDenied);
+  EXPECT_FALSE(remote_.authenticated);
+  EXPECT_EQ(m().auth_failures.load(), 2u);
+}
+
+TEST_F(ServiceTest, WrongTokenIsRefusedWithoutEchoingIt) {
+  Status s = Hello(remote_, "ops-token-1235");
+  EXPECT_EQ(s.code(), Code::kPermissionDenied);
+  EXPECT_EQ(s.message().find("ops-token"), std::string::npos) << "no token in messages";
+  EXPECT_FALSE(remote_.authenticated);
+  EXPECT_EQ(Hello(remote_, "ops-token-123").code(), Code::kPermissionDenied) << "a prefix";
+  EXPECT_EQ(Hello(remote_, "ops-token-12345").code(), Code::kPermissionDenied) << "an extension";
+  EXPECT_EQ(Lookup(remote_, "tenant-a").status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(m().auth_failures.load(), 4u);
+}
+
+TEST_F(ServiceTest, CorrectTokenOpensEveryNamespaceItGrants) {
+  ASSERT_TRUE(Hello(remote_, "ops-token-1234").ok());
+  EXPECT_TRUE(remote_.authenticated);
+  EXPECT_EQ(*Lookup(remote_, "tenant-a"), 2u);
+  EXPECT_EQ(*Lookup(remote_, "tenant-b"), 2u);
+  auto all = wire::ListChainsResponse::Decode(Call(remote_, wire::ListChainsRequest{""}.Encode()));
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->chains.size(), 2u);
+}
+
+TEST_F(ServiceTest, NamespaceLimitedTokenCannotReachAnotherNamespace) {
+  ASSERT_TRUE(Hello(remote_, "alpha-token-5678").ok());
+  EXPECT_EQ(*Lookup(remote_, "tenant-a"), 2u);
+  auto denied = Lookup(remote_, "tenant-b");
+  EXPECT_EQ(denied.status().code(), Code::kPermissionDenied);
+  EXPECT_NE(denied.status().message().find("\"tenant-b\""), std::string::npos)
+      << denied.status().message();
+  // Every op that names a namespace is checked, reads and writes alike.
+  auto get = wire::GetBlocksResponse::Decode(
+      Call(remote_, wire::GetBlocksRequest{"tenant-b", kFp, chain_.keys}.Encode()));
+  EXPECT_EQ(get.status().code(), Code::kPermissionDenied);
+  auto hash = wire::GetByContentHashResponse::Decode(
+      Call(remote_,
+           wire::GetByContentHashRequest{"tenant-b", HashPayload(chain_.payloads[0])}.Encode()));
+  EXPECT_EQ(hash.status().code(), Code::kPermissionDenied);
+  auto side = wire::PutSidecarResponse::Decode(
+      Call(remote_, wire::PutSidecarRequest{"tenant-b", kFp, chain_.tip(), {}}.Encode()));
+  EXPECT_EQ(side.status().code(), Code::kPermissionDenied);
+  EXPECT_TRUE(store_.GetSidecar("tenant-b", kFp, chain_.tip()).status().IsNotFound())
+      << "the refused write did not happen";
+  auto one =
+      wire::ListChainsResponse::Decode(Call(remote_, wire::ListChainsRequest{"tenant-b"}.Encode()));
+  EXPECT_EQ(one.status().code(), Code::kPermissionDenied);
+  // Listing everything lists only what the token grants.
+  auto all = wire::ListChainsResponse::Decode(Call(remote_, wire::ListChainsRequest{""}.Encode()));
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->chains.size(), 1u);
+  EXPECT_EQ(all->chains[0].ns, "tenant-a");
+}
+
+TEST_F(ServiceTest, UsageIsNarrowedToTheGrantAndEvictNeedsAnAllNamespaceToken) {
+  ASSERT_TRUE(Hello(remote_, "alpha-token-5678").ok());
+  auto usage = wire::UsageResponse::Decode(Call(remote_, wire::UsageRequest{"", false}.Encode()));
+  ASSERT_TRUE(usage.ok()) << usage.status().ToString();
+  ASSERT_EQ(usage->namespaces.size(), 1u);
+  EXPECT_EQ(usage->namespaces[0].ns, "tenant-a");
+  EXPECT_EQ(usage->namespaces[0].chains, 1u);
+  auto other =
+      wire::UsageResponse::Decode(Call(remote_, wire::UsageRequest{"tenant-b", false}.Encode()));
+  EXPECT_EQ(other.status().code(), Code::kPermissionDenied);
+  auto evict = wire::EvictResponse::Decode(Call(remote_, wire::EvictRequest{}.Encode()));
+  EXPECT_EQ(evict.status().code(), Code::kPermissionDenied);
+
+  Session ops;
+  ops.token_required = true;
+  ASSERT_TRUE(Hello(ops, "ops-token-1234").ok());
+  auto all = wire::UsageResponse::Decode(Call(ops, wire::UsageRequest{"", true}.Encode()));
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->namespaces.size(), 2u);
+  EXPECT_TRUE(wire::EvictResponse::Decode(Call(ops, wire::EvictRequest{}.Encode())).ok());
+}
+
+TEST_F(ServiceTest, LoopbackSessionNeedsNoTokenButAGivenOneStillLimitsIt) {
+  EXPECT_EQ(*Lookup(local_, "tenant-b"), 2u);
+  ASSERT_TRUE(Hello(local_, "alpha-token-5678").ok());
+  EXPECT_EQ(Lookup(local_, "tenant-b").status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(Hello(local_, "not-a-token").code(), Code::kPermissionDenied);
+}
+
+TEST_F(ServiceTest, HelloReportsTheServerAndRefusesAnotherProtocolVersion) {
+  auto ok = wire::HelloResponse::Decode(Call(local_, wire::HelloRequest{}.Encode()));
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->server_version, "wombatkvd test");
+  EXPECT_EQ(ok->max_frame_bytes, 1u << 30);
+  auto old = wire::HelloResponse::Decode(
+      Call(local_, wire::HelloRequest{wire::kProtocolVersion + 1, "future", ""}.Encode()));
+  EXPECT_EQ(old.status().code(), Code::kFailedPrecondition);
+}
+
+TEST_F(ServiceTest, UnknownOpIsAnInvalidArgumentAnswerAndTheSessionGoesOn) {
+  Message unknown;
+  unknown.op = 77;
+  Message r = Call(local_, unknown);
+  Status s = wire::ResponseStatus(r);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("unknown op 77"), std::string::npos) << s.message();
+  EXPECT_EQ(m().requests[0].load(), 1u) << "slot 0 counts unknown ops";
+  EXPECT_EQ(m().bad_requests.load(), 1u);
+  EXPECT_EQ(*Lookup(local_, "tenant-a"), 2u);
+}
+
+TEST_F(ServiceTest, UndecodableFieldsAreABadRequestNotACrash) {
+  Message cut = wire::GetBlocksRequest{"tenant-a", kFp, chain_.keys}.Encode();
+  cut.fields.resize(cut.fields.size() - 7);
+  Status s = wire::ResponseStatus(Call(local_, cut));
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("GetBlocksRequest: truncated field keys"), std::string::npos)
+      << s.message();
+  Message flipped = wire::PingRequest{}.Encode();
+  flipped.flags = wire::kFlagResponse;
+  EXPECT_EQ(wire::ResponseStatus(Call(local_, flipped)).code(), Code::kInvalidArgument);
+  Message put = wire::PutBlocksRequest{"tenant-a", kFp, {{Key(50), BlockKey{}, {}}}}.Encode();
+  put.payloads.clear();
+  EXPECT_EQ(wire::ResponseStatus(Call(local_, put)).code(), Code::kInvalidArgument);
+  EXPECT_EQ(m().bad_requests.load(), 3u);
+  EXPECT_EQ(Errors(Op::kGetBlocks), 1u);
+  EXPECT_EQ(store_.Stats().gets, 0u) << "nothing reached the store";
+}
+
+TEST_F(ServiceTest, MetricsCountRequestsErrorsBytesAndLatencyPerOp) {
+  ASSERT_EQ(*Lookup(local_, "tenant-a"), 2u);
+  ASSERT_EQ(Lookup(local_, "bad/ns").status().code(), Code::kInvalidArgument);
+  auto got = wire::GetBlocksResponse::Decode(
+      Call(local_, wire::GetBlocksRequest{"tenant-a", kFp, chain_.keys}.Encode()));
+  ASSERT_TRUE(got.ok());
+  std::vector<uint8_t> p = Payload(60, 1000);
+  Message put =
+      wire::PutBlocksRequest{
+          "tenant-a", kFp, {{Key(60), BlockKey{}, BufferSlice{nullptr, p.data(), p.size()}}}}
+          .Encode();
+  ASSERT_TRUE(wire::PutBlocksResponse::Decode(Call(local_, put)).ok());
+
+  EXPECT_EQ(Requests(Op::kLookupPrefix), 2u);
+  EXPECT_EQ(Errors(Op::kLookupPrefix), 1u);
+  EXPECT_EQ(Requests(Op::kGetBlocks), 1u);
+  EXPECT_EQ(Errors(Op::kGetBlocks), 0u);
+  EXPECT_EQ(Requests(Op::kPutBlocks), 1u);
+  EXPECT_EQ(m().bytes_in.load(), 1000u);
+  EXPECT_EQ(m().bytes_out.load(), 600u);
+  EXPECT_EQ(m().bad_requests.load(), 0u) << "a store error is not a bad request";
+  const size_t op = static_cast<size_t>(Op::kLookupPrefix);
+  EXPECT_EQ(m().latency_us_buckets[op][2].load(), 2u) << "3 µs per request on this clock";
+  EXPECT_EQ(m().latency_us_sum[op].load(), 6u);
+}
+
+TEST_F(ServiceTest, GetBlocksResponseLendsTheCachesBytesWithoutACopy) {
+  Message r = Call(local_, wire::GetBlocksRequest{"tenant-a", kFp, chain_.keys}.Encode());
+  auto direct = store_.GetBlocks("tenant-a", kFp, chain_.keys);
+  ASSERT_TRUE(direct.ok());
+  ASSERT_EQ(r.payloads.size(), 2u);
+  EXPECT_EQ(r.payloads[0].data, direct->payload(0).data()) << "the cached bytes themselves";
+  EXPECT_TRUE(r.payloads[0].owner) << "the response holds the pin";
+}
+
+TEST_F(ServiceTest, CasConflictCarriesTheCurrentChainState) {
+  auto c = MakeChain(1, 10, 77);
+  ASSERT_TRUE(store_.PutBlocks("tenant-a", kFp, c.Puts()).ok());
+  ChainState cur;
+  auto r = wire::PublishChainResponse::Decode(
+      Call(local_, wire::PublishChainRequest{"tenant-a", kFp, chain_.tip(), c.tip(), 0}.Encode()),
+      &cur);
+  EXPECT_TRUE(r.status().IsConflict());
+  EXPECT_EQ(cur.version, 1u);
+  EXPECT_EQ(cur.tip, chain_.tip());
+}
+
+}  // namespace
+}  // namespace wombatkv::testing

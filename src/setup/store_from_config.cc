@@ -1,0 +1,68 @@
+#include "setup/store_from_config.h"
+
+#include <cstdio>
+
+#include "object/s3/l2_from_config.h"
+
+namespace wombatkv {
+namespace {
+
+const char* LevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarn: return "warn";
+    case LogLevel::kError: return "error";
+  }
+  return "?";
+}
+
+}  // namespace
+
+LogLevel ToStoreLogLevel(Config::LogLevel level) {
+  switch (level) {
+    case Config::LogLevel::kDebug: return LogLevel::kDebug;
+    case Config::LogLevel::kInfo: return LogLevel::kInfo;
+    case Config::LogLevel::kWarn: return LogLevel::kWarn;
+    case Config::LogLevel::kError: return LogLevel::kError;
+  }
+  return LogLevel::kWarn;
+}
+
+LogSink StderrLogSink(Config::LogLevel threshold, std::string program) {
+  const LogLevel min = ToStoreLogLevel(threshold);
+  return [min, program = std::move(program)](LogLevel level, const std::string& line) {
+    if (level < min) return;
+    // One fprintf per line, so lines of concurrent threads do not interleave.
+    std::fprintf(stderr, "%s [%s] %s\n", program.c_str(), LevelName(level), line.c_str());
+  };
+}
+
+Result<std::shared_ptr<Store>> OpenStoreFromConfig(const Config& config, const StoreSetup& setup) {
+  LogSink log = setup.log ? setup.log : StderrLogSink(config.log_level, setup.program);
+  L2Env l2_env;
+  l2_env.warn = [log](const std::string& line) { log(LogLevel::kWarn, line); };
+  auto s3 = OpenL2FromConfig(config, l2_env);
+  if (!s3.ok()) return s3.status().WithContext("opening the S3 L2");
+  std::shared_ptr<ObjectStore> l2(std::move(s3).value());
+
+  StoreOptions options;
+  options.data_dir = config.data_dir;
+  options.l2_prefix = config.l2_prefix;
+  options.cache_bytes_max = config.cache_bytes;
+  options.upload_threads = config.upload_threads;
+  options.namespace_bytes_max = config.namespace_bytes_max;
+  options.namespace_ttl_seconds = config.namespace_ttl_seconds;
+  options.publish_grace_seconds = config.publish_grace_seconds;
+  options.object_store = l2.get();  // null: the local directory
+  const LogLevel min = ToStoreLogLevel(config.log_level);
+  options.log = [min, log](LogLevel level, const std::string& line) {
+    if (level >= min) log(level, line);
+  };
+  auto store = Store::Open(options);
+  if (!store.ok()) return store.status();
+  // The deleter also owns the S3 L2, which must outlive the store.
+  return std::shared_ptr<Store>(std::move(store).value().release(), [l2](Store* s) { delete s; });
+}
+
+}  // namespace wombatkv

@@ -1,0 +1,90 @@
+// Futex wait/wake on 32-bit words, for the shared-memory transport's wake-ups.
+//
+// Shared*: words inside a MAP_SHARED segment, waited on and woken from different processes (the
+// kernel keys the futex by the backing page, not the address). Private*: words of this process
+// only (cheaper in the kernel). A wake on a word nobody waits on — even one whose memory was
+// reused — is harmless; waiters tolerate spurious returns and re-check their condition.
+//
+// The waits have no timeout on purpose: every waiter has a peer or a monitor thread that wakes it
+// (docs/shm.md, "Wake-ups"), so an idle transport never polls.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace wombatkv::shm {
+
+// Sleeps while `*word == expected` (returns at once otherwise), until woken.
+void SharedFutexWait(uint32_t* word, uint32_t expected);
+// Wakes up to `count` waiters of `word`.
+void SharedFutexWake(uint32_t* word, int count);
+
+void PrivateFutexWait(std::atomic<uint32_t>* word, uint32_t expected);
+void PrivateFutexWake(std::atomic<uint32_t>* word, int count);
+
+// Atomic access to a plain word of a shared segment (C++20 atomic_ref: the segment holds plain
+// integers, never std::atomic objects, so both processes agree on the bytes).
+inline std::atomic_ref<uint32_t> Atomic(uint32_t& word) { return std::atomic_ref<uint32_t>(word); }
+
+// Gives this thread's core to another runnable thread (sched_yield). Used between spinning and
+// sleeping: a peer that is runnable on our core gets to run without the cross-core wake-up a
+// futex sleep would need from it later (on a VM an inter-processor interrupt, several µs).
+void YieldCore();
+// Rounds of YieldCore() a waiter tries after its spin before it sleeps: bounded, so a long wait
+// (a publish waiting for L2) costs a few dozen syscalls, then nothing.
+inline constexpr uint32_t kYieldRounds = 32;
+
+// The seq_cst fence of R3 (segment_layout.h). ThreadSanitizer does not model fences (and GCC
+// refuses them under -fsanitize=thread), so there it is a seq_cst read-modify-write, which on
+// every target the project builds for is a full barrier too.
+inline void FullFence() {
+#if defined(__SANITIZE_THREAD__)
+  static std::atomic<uint32_t> fence_word{0};
+  fence_word.fetch_add(0, std::memory_order_seq_cst);
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
+// A hint for spin loops: lets the sibling hyper-thread run (x86 PAUSE).
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// How long to spin before sleeping, learnt from how long waits have recently taken (after the
+// adaptive mutexes of glibc, but shrinking on failure): on idle cores a peer answers within a
+// few microseconds and spinning saves two context switches per call; on oversubscribed cores
+// (more busy processes than cores) spinning only delays the peer, and the limit decays towards
+// its floor so the waiter sleeps soon. Relaxed races between threads are harmless.
+class AdaptiveSpin {
+ public:
+  static constexpr uint32_t kCeiling = 4096;  // ~120 µs of CpuRelax()
+
+  // `floor`: rounds spun even when recent spins all failed (~30 ns each).
+  explicit AdaptiveSpin(uint32_t floor) : floor_(floor) {}
+
+  uint32_t limit() const {
+    const uint32_t l = 2 * avg_.load(std::memory_order_relaxed) + floor_;
+    return l < kCeiling ? l : kCeiling;
+  }
+  // The awaited event came after `spins` rounds of spinning.
+  void Succeeded(uint32_t spins) {
+    const int64_t avg = avg_.load(std::memory_order_relaxed);
+    avg_.store(static_cast<uint32_t>(avg + (int64_t{spins} - avg) / 8), std::memory_order_relaxed);
+  }
+  // The spin ran out and the waiter had to sleep.
+  void Failed() {
+    const uint32_t avg = avg_.load(std::memory_order_relaxed);
+    avg_.store(avg - avg / 4, std::memory_order_relaxed);
+  }
+
+ private:
+  const uint32_t floor_;
+  std::atomic<uint32_t> avg_{256};
+};
+
+}  // namespace wombatkv::shm

@@ -1,0 +1,554 @@
+#include "transport/shm/shm_channel.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include "base/check.h"
+#include "transport/shm/futex.h"
+#include "transport/shm/os.h"
+#include "transport/shm/region_allocator.h"
+#include "transport/shm/ring.h"
+#include "wire/codec.h"
+
+namespace wombatkv {
+namespace {
+
+using shm::Fd;
+using shm::Ring;
+
+// Rounds of CpuRelax() a caller waits for a worker to take its request before it rings the
+// doorbell (a scanning worker takes it within a microsecond or two; only a sleeping daemon needs
+// the doorbell, and its workers arm it before they sleep).
+constexpr uint32_t kDoorbellSpins = 512;
+
+// The mapped segment, shared by the attachment and every Buffer adopted over a response region,
+// so borrows stay valid after the attachment (or the daemon) is gone.
+class ClientSegment {
+ public:
+  ClientSegment(std::unique_ptr<shm::Mapping> map, const shm::Layout& l)
+      : map_(std::move(map)),
+        layout_(l),
+        req_(Control(l.request_ring_control), map_->base() + l.request_slots, l.params.slot_count,
+             l.params.slot_bytes),
+        resp_(Control(l.response_ring_control), map_->base() + l.response_slots,
+              l.params.slot_count, l.params.slot_bytes),
+        rel_(Control(l.release_ring_control), map_->base() + l.release_slots,
+             l.params.release_count, sizeof(uint64_t)) {}
+
+  const shm::Layout& layout() const { return layout_; }
+  const Ring& req() const { return req_; }
+  const Ring& resp() const { return resp_; }
+  uint8_t* req_area() const { return map_->base() + layout_.request_area; }
+  uint8_t* resp_area() const { return map_->base() + layout_.response_area; }
+
+  // Hands a response region back to the daemon (A3). Never blocks: the release ring has room for
+  // every region the daemon can have live at once, so it is full only if the daemon is gone.
+  void Release(uint64_t offset) {
+    std::lock_guard<std::mutex> lk(rel_mu_);
+    const int64_t used = rel_.Used(rel_tail_, rel_.head().load(std::memory_order_acquire));
+    if (used < 0 || used >= rel_.capacity()) return;
+    std::memcpy(rel_.slot(rel_tail_), &offset, sizeof offset);
+    rel_tail_++;
+    rel_.tail().store(rel_tail_, std::memory_order_release);
+  }
+
+ private:
+  shm::RingControl* Control(uint64_t offset) const {
+    return reinterpret_cast<shm::RingControl*>(map_->base() + offset);
+  }
+  const std::unique_ptr<shm::Mapping> map_;
+  const shm::Layout layout_;
+  const Ring req_, resp_, rel_;
+  std::mutex rel_mu_;
+  uint32_t rel_tail_ = 0;  // GUARDED_BY(rel_mu_)
+};
+
+// One call waiting for its response. `state` is its private futex word.
+struct Waiter {
+  static constexpr uint32_t kSpinning = 0, kSleeping = 1, kDone = 2, kPoked = 3;
+  std::atomic<uint32_t> state{kSpinning};
+  std::optional<Result<wire::Message>> result;  // set before state becomes kDone
+  uint64_t region_offset = 0;                   // its request region, freed on delivery
+  uint64_t region_bytes = 0;
+};
+
+// One attachment to one daemon incarnation. Dead once the daemon hangs up; never revived (the
+// channel makes a new one).
+class Attachment {
+ public:
+  static Result<std::shared_ptr<Attachment>> Connect(const ShmClientOptions& options,
+                                                     const std::string& path);
+  ~Attachment();
+
+  Result<wire::Message> Call(wire::Message request);
+  bool dead() const { return dead_.load(std::memory_order_acquire); }
+
+  Attachment(std::shared_ptr<ClientSegment> seg, Fd sock, Fd stop, std::string path)
+      : seg_(std::move(seg)),
+        sock_(std::move(sock)),
+        stop_(std::move(stop)),
+        path_(std::move(path)),
+        alloc_(seg_->layout().params.request_area_bytes) {}
+
+ private:
+  Status AcquirePermit();
+  void ReleasePermits(uint32_t n);
+  Result<uint64_t> AllocateRequest(uint64_t bytes);
+  void FreeRequest(uint64_t offset, uint64_t bytes);
+  void RingDoorbellIfNeeded(uint32_t index);
+  Result<wire::Message> Wait(Waiter& w, uint64_t id);
+  Result<wire::Message> Finish(Waiter& w);
+  void Drain();  // REQUIRES: recv_mu_ held
+  Result<wire::Message> ToMessage(shm::SlotMessage m);
+  void PokeOne();
+  void Monitor();
+  void MarkDead(const std::string& why);
+  Status DeadStatus() const {
+    return Status::Unavailable("wombatkvd at " + path_ +
+                               " went away; the call may or may not have taken effect. The next "
+                               "call re-attaches");
+  }
+
+  const std::shared_ptr<ClientSegment> seg_;
+  Fd sock_;
+  Fd stop_;
+  const std::string path_;
+  std::thread monitor_;
+  std::atomic<bool> dead_{false};
+  std::atomic<uint64_t> next_id_{1};
+
+  std::mutex permit_mu_;
+  std::condition_variable permit_cv_;
+  uint32_t inflight_ = 0;  // GUARDED_BY(permit_mu_): requests whose response is not drained
+
+  std::mutex alloc_mu_;
+  std::condition_variable alloc_cv_;
+  shm::RegionAllocator alloc_;   // GUARDED_BY(alloc_mu_): the request area (A1)
+  uint32_t alloc_holders_ = 0;   // GUARDED_BY(alloc_mu_): requests holding a region
+
+  std::mutex submit_mu_;
+  uint32_t req_tail_ = 0;  // GUARDED_BY(submit_mu_)
+
+  std::mutex recv_mu_;      // held by the one receiving thread
+  uint32_t resp_head_ = 0;  // GUARDED_BY(recv_mu_)
+
+  std::mutex pending_mu_;
+  std::unordered_map<uint64_t, Waiter*> pending_;  // GUARDED_BY(pending_mu_)
+
+  // How long a wait for a response spins before sleeping: at least ~1 µs.
+  shm::AdaptiveSpin spin_{32};
+};
+
+Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& options,
+                                                        const std::string& path) {
+  WMBT_ASSIGN_OR_RETURN(Fd sock, shm::ConnectControlSocket(path));
+  WMBT_ASSIGN_OR_RETURN(shm::PeerCred peer, shm::GetPeerCred(sock.get()));
+  if (!shm::PeerAllowed(peer)) {
+    return Status::PermissionDenied(
+        "the control socket " + path + " is served by uid " + std::to_string(peer.uid) +
+        ", neither this user nor root: refusing to attach (check WMBT_KV_RUN_DIR)");
+  }
+  timeval tv{static_cast<time_t>(options.attach_timeout_ms / 1000),
+             static_cast<suseconds_t>(options.attach_timeout_ms % 1000) * 1000};
+  (void)::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+
+  shm::AttachReply reply{};
+  Fd seg_fd;
+  WMBT_ASSIGN_OR_RETURN(size_t n, shm::ReceiveWithFd(sock.get(), &reply, sizeof reply, &seg_fd));
+  if (n == 0) return Status::Unavailable("wombatkvd at " + path + " hung up during attach");
+  if (n != sizeof reply || reply.magic != shm::kSegmentMagic)
+    return Status::FailedPrecondition("the peer at " + path + " is not a wombatkvd");
+  if (reply.code != 0) {
+    const uint32_t len = std::min<uint32_t>(reply.message_bytes, sizeof reply.message);
+    const Code code = reply.code <= static_cast<uint32_t>(Code::kPermissionDenied)
+                          ? static_cast<Code>(reply.code)
+                          : Code::kInternal;
+    return Status(code, "wombatkvd refused to attach: " + std::string(reply.message, len));
+  }
+  if (!seg_fd.valid())
+    return Status::FailedPrecondition("wombatkvd at " + path + " sent no shared segment");
+  struct stat st {};
+  if (::fstat(seg_fd.get(), &st) != 0 || static_cast<uint64_t>(st.st_size) != reply.segment_bytes)
+    return Status::FailedPrecondition("the shared segment from " + path +
+                                      " does not have the announced size");
+  WMBT_ASSIGN_OR_RETURN(auto map, shm::Mapping::Map(seg_fd.get(), reply.segment_bytes));
+  WMBT_ASSIGN_OR_RETURN(shm::Layout layout, shm::ReadLayout(map->base(), map->bytes()));
+  seg_fd.Reset();  // the mapping keeps the memory; nobody can reopen the memfd by name
+
+  Fd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!stop.valid()) return Status::ResourceExhausted("eventfd: " + shm::ErrnoText(errno));
+  auto seg = std::make_shared<ClientSegment>(std::move(map), layout);
+  auto a = std::make_shared<Attachment>(std::move(seg), std::move(sock), std::move(stop), path);
+  a->monitor_ = std::thread([p = a.get()] { p->Monitor(); });
+
+  // The session's first message: checks that both sides speak the same op layouts.
+  wire::HelloRequest hello;
+  hello.client_name =
+      options.client_name.empty() ? "pid " + std::to_string(::getpid()) : options.client_name;
+  WMBT_ASSIGN_OR_RETURN(wire::Message response, a->Call(hello.Encode()));
+  auto welcome = wire::HelloResponse::Decode(response);
+  if (!welcome.ok()) return welcome.status().WithContext("wombatkvd at " + path + " refused Hello");
+  return a;
+}
+
+Attachment::~Attachment() {
+  uint64_t one = 1;
+  (void)!::write(stop_.get(), &one, sizeof one);
+  monitor_.join();
+}
+
+void Attachment::Monitor() {
+  pollfd fds[2] = {{sock_.get(), POLLIN | POLLRDHUP, 0}, {stop_.get(), POLLIN, 0}};
+  for (;;) {
+    const int n = ::poll(fds, 2, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return MarkDead("poll: " + shm::ErrnoText(errno));
+    if (fds[1].revents) return;  // the attachment is being destroyed
+    if (fds[0].revents & (POLLHUP | POLLRDHUP | POLLERR)) return MarkDead("hang-up");
+    if (fds[0].revents & POLLIN) {
+      char buf[64];
+      if (::recv(sock_.get(), buf, sizeof buf, MSG_DONTWAIT) == 0) return MarkDead("hang-up");
+    }
+  }
+}
+
+void Attachment::MarkDead(const std::string& why) {
+  (void)why;
+  dead_.store(true, std::memory_order_seq_cst);
+  // The receiving thread may sleep on wake_seq: changing it first makes its wait return even if
+  // it is just about to start (R3).
+  const Ring& resp = seg_->resp();
+  resp.wake_seq().fetch_add(1, std::memory_order_seq_cst);
+  shm::SharedFutexWake(resp.wake_seq_word(), INT_MAX);
+  {
+    std::lock_guard<std::mutex> lk(pending_mu_);
+    for (auto& [id, w] : pending_) {
+      if (w->state.exchange(Waiter::kPoked) == Waiter::kSleeping)
+        shm::PrivateFutexWake(&w->state, 1);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lk(permit_mu_);
+    permit_cv_.notify_all();
+  }
+  {
+    std::lock_guard<std::mutex> lk(alloc_mu_);
+    alloc_cv_.notify_all();
+  }
+}
+
+Status Attachment::AcquirePermit() {
+  std::unique_lock<std::mutex> lk(permit_mu_);
+  // Responses pending never exceed the response ring (R1), so the daemon never waits for room.
+  permit_cv_.wait(lk, [&] { return inflight_ < seg_->resp().capacity() || dead(); });
+  if (dead()) return DeadStatus();
+  inflight_++;
+  return Status::Ok();
+}
+
+void Attachment::ReleasePermits(uint32_t n) {
+  std::lock_guard<std::mutex> lk(permit_mu_);
+  const bool was_full = inflight_ >= seg_->resp().capacity();
+  inflight_ -= n;
+  if (was_full) permit_cv_.notify_all();
+}
+
+Result<uint64_t> Attachment::AllocateRequest(uint64_t bytes) {
+  std::unique_lock<std::mutex> lk(alloc_mu_);
+  for (;;) {
+    if (dead()) return DeadStatus();
+    if (auto off = alloc_.Allocate(bytes)) {
+      alloc_holders_++;
+      return *off;
+    }
+    // Calls in flight will give space back; with none, waiting cannot help.
+    if (alloc_holders_ == 0 || bytes > alloc_.capacity()) {
+      return Status::ResourceExhausted(
+          "a request of " + std::to_string(bytes) + " bytes does not fit the shared request area (" +
+          std::to_string(alloc_.capacity()) +
+          " bytes): put fewer or smaller blocks per call, or raise WMBT_KV_SHM_DATA_BYTES "
+          "(wombatkvd --shm-data-bytes)");
+    }
+    alloc_cv_.wait(lk);
+  }
+}
+
+void Attachment::FreeRequest(uint64_t offset, uint64_t bytes) {
+  std::lock_guard<std::mutex> lk(alloc_mu_);
+  alloc_.Free(offset, bytes);
+  alloc_holders_--;
+  alloc_cv_.notify_all();
+}
+
+Result<wire::Message> Attachment::Call(wire::Message request) {
+  if (dead()) return DeadStatus();
+  WMBT_RETURN_IF_ERROR(AcquirePermit());
+  const uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  request.id = id;
+  request.flags &= static_cast<uint16_t>(~wire::kFlagResponse);
+  const Ring& req = seg_->req();
+  const shm::MessagePlan plan = shm::PlanMessage(request, req.slot_bytes());
+
+  Waiter w;
+  if (plan.region_bytes) {
+    auto off = AllocateRequest(plan.region_bytes);
+    if (!off.ok()) {
+      ReleasePermits(1);
+      return off.status();
+    }
+    w.region_offset = *off;
+    w.region_bytes = plan.region_bytes;
+    // The one copy of a put: the caller's payload into shared memory.
+    shm::WriteRegion(request, plan, seg_->req_area() + *off, *off);
+  }
+  {
+    std::lock_guard<std::mutex> lk(pending_mu_);
+    pending_.emplace(id, &w);
+  }
+  uint32_t index;
+  {
+    std::lock_guard<std::mutex> lk(submit_mu_);
+    index = req_tail_;
+    // Slots in use <= calls in flight <= capacity (AcquirePermit), so the ring has room.
+    WMBT_CHECK(req.Used(req_tail_, req.head().load(std::memory_order_acquire)) <
+               int64_t{req.capacity()});
+    shm::WriteSlot(req.slot(index), request, plan, w.region_offset);
+    req_tail_++;
+    req.tail().store(req_tail_, std::memory_order_release);  // R2
+  }
+  RingDoorbellIfNeeded(index);
+  auto response = Wait(w, id);
+  if (response.ok() && response->op != request.op) {
+    return Status::Internal("wombatkvd answered request " + std::to_string(id) + " (op " +
+                            std::to_string(request.op) + ") with op " +
+                            std::to_string(response->op));
+  }
+  return response;
+}
+
+void Attachment::RingDoorbellIfNeeded(uint32_t index) {
+  const Ring& req = seg_->req();
+  shm::FullFence();  // R3: our tail store, then their word
+  if (req.wake().load(std::memory_order_relaxed) == 0) return;  // a worker is awake and scanning
+  auto taken = [&] {
+    return static_cast<int32_t>(req.head().load(std::memory_order_acquire) - index) > 0;
+  };
+  for (uint32_t i = 0; i < kDoorbellSpins; ++i) {
+    if (taken()) return;
+    shm::CpuRelax();
+  }
+  if (taken()) return;
+  if (req.wake().exchange(0, std::memory_order_seq_cst) == 1) {
+    const char bell = 1;
+    // A full socket buffer (EAGAIN) means earlier doorbells are still unread: the daemon will
+    // wake anyway. A dead daemon is noticed by the monitor.
+    (void)::send(sock_.get(), &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
+}
+
+Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id) {
+  uint32_t spins = 0;
+  for (;;) {
+    if (w.state.load(std::memory_order_acquire) == Waiter::kDone) return Finish(w);
+    if (dead()) {
+      std::lock_guard<std::mutex> lk(pending_mu_);
+      if (pending_.erase(id)) return DeadStatus();
+      // Otherwise a receiver took our response and is delivering it right now.
+    } else {
+      std::unique_lock<std::mutex> rl(recv_mu_, std::try_to_lock);
+      if (rl.owns_lock()) {
+        // We are the receiver: drain for everyone until our own response is in.
+        const Ring& resp = seg_->resp();
+        while (w.state.load(std::memory_order_acquire) != Waiter::kDone && !dead()) {
+          Drain();
+          if (w.state.load(std::memory_order_acquire) == Waiter::kDone) break;
+          uint32_t rspins = 0;
+          const uint32_t limit = spin_.limit();
+          while (resp.tail().load(std::memory_order_acquire) == resp_head_ && rspins < limit) {
+            rspins++;
+            shm::CpuRelax();
+          }
+          if (rspins < limit) {
+            spin_.Succeeded(rspins);
+            continue;
+          }
+          spin_.Failed();
+          uint32_t yields = 0;
+          while (resp.tail().load(std::memory_order_acquire) == resp_head_ &&
+                 yields++ < shm::kYieldRounds && !dead())
+            shm::YieldCore();
+          if (resp.tail().load(std::memory_order_acquire) != resp_head_) continue;
+          // R3: read the sequence, announce, re-check, sleep.
+          const uint32_t seq = resp.wake_seq().load(std::memory_order_seq_cst);
+          resp.wake().fetch_add(1, std::memory_order_seq_cst);
+          if (resp.tail().load(std::memory_order_seq_cst) == resp_head_ && !dead())
+            shm::SharedFutexWait(resp.wake_seq_word(), seq);
+          resp.wake().fetch_sub(1, std::memory_order_seq_cst);
+        }
+        rl.unlock();
+        PokeOne();  // someone else must receive now
+        continue;
+      }
+    }
+    // Another thread receives for us; it sets kDone (or kPoked when we should take over).
+    uint32_t st = w.state.load(std::memory_order_acquire);
+    if (st == Waiter::kPoked) {
+      w.state.compare_exchange_strong(st, Waiter::kSpinning);
+      spins = 0;
+      continue;
+    }
+    if (st == Waiter::kDone) continue;
+    if (spins < spin_.limit()) {
+      spins++;
+      shm::CpuRelax();
+      continue;
+    }
+    if (spins < spin_.limit() + shm::kYieldRounds) {
+      spins++;
+      shm::YieldCore();
+      continue;
+    }
+    uint32_t expected = Waiter::kSpinning;
+    if (w.state.compare_exchange_strong(expected, Waiter::kSleeping))
+      shm::PrivateFutexWait(&w.state, Waiter::kSleeping);
+    expected = Waiter::kSleeping;
+    w.state.compare_exchange_strong(expected, Waiter::kSpinning);
+    spins = 0;
+  }
+}
+
+Result<wire::Message> Attachment::Finish(Waiter& w) {
+  WMBT_CHECK(w.result.has_value());
+  return std::move(*w.result);
+}
+
+void Attachment::PokeOne() {
+  std::lock_guard<std::mutex> lk(pending_mu_);
+  // Waiters in pending_ are never kDone (delivery erases them first), so the first one will do.
+  for (auto& [id, w] : pending_) {
+    uint32_t st = w->state.load(std::memory_order_acquire);
+    while (st == Waiter::kSpinning || st == Waiter::kSleeping) {
+      if (w->state.compare_exchange_weak(st, Waiter::kPoked)) {
+        if (st == Waiter::kSleeping) shm::PrivateFutexWake(&w->state, 1);
+        return;
+      }
+    }
+    if (st == Waiter::kPoked) return;  // already asked to take over
+  }
+}
+
+void Attachment::Drain() {
+  const Ring& resp = seg_->resp();
+  const uint32_t tail = resp.tail().load(std::memory_order_acquire);
+  if (resp.Used(tail, resp_head_) < 0) return MarkDead("response ring tail out of range");
+  uint32_t drained = 0;
+  while (resp_head_ != tail) {
+    auto m = shm::ReadSlot(resp.slot(resp_head_), resp.slot_bytes(), seg_->resp_area(),
+                           seg_->layout().params.response_area_bytes);
+    resp_head_++;
+    resp.head().store(resp_head_, std::memory_order_release);  // R2
+    drained++;
+    if (!m.ok()) {
+      // Without a trustworthy id nobody can be answered: give up on this daemon.
+      MarkDead(m.status().message());
+      break;
+    }
+    const uint64_t id = m->header.id;
+    Waiter* w = nullptr;
+    {
+      std::lock_guard<std::mutex> lk(pending_mu_);
+      auto it = pending_.find(id);
+      if (it != pending_.end()) {
+        w = it->second;
+        pending_.erase(it);
+      }
+    }
+    if (w == nullptr) {  // nobody waits (cannot happen today): still hand the region back
+      if (m->header.region_bytes) seg_->Release(m->header.region_offset);
+      continue;
+    }
+    if (w->region_bytes) FreeRequest(w->region_offset, w->region_bytes);
+    w->result = ToMessage(std::move(*m));
+    // After this exchange the waiter may return and its Waiter vanish: touch nothing but the
+    // futex address (a wake of a stale address is harmless).
+    if (w->state.exchange(Waiter::kDone, std::memory_order_acq_rel) == Waiter::kSleeping)
+      shm::PrivateFutexWake(&w->state, 1);
+  }
+  if (drained) ReleasePermits(drained);
+}
+
+Result<wire::Message> Attachment::ToMessage(shm::SlotMessage m) {
+  if (m.header.kind == static_cast<uint8_t>(shm::SlotKind::kError)) return std::move(m.error);
+  wire::Message out;
+  out.id = m.header.id;
+  out.op = m.header.op;
+  out.flags = m.header.flags;
+  out.fields = std::move(m.fields);
+  if (m.header.region_bytes == 0) return out;
+  const uint64_t region = m.header.region_offset;
+  if (m.payloads.empty()) {  // a spilled body only: already copied out
+    seg_->Release(region);
+    return out;
+  }
+  // One Buffer per response region: every payload slice shares it, and the region goes back to
+  // the daemon when the last slice does (zero copy for the engine).
+  auto owner = Buffer::Adopt(seg_->resp_area() + region, m.header.region_bytes,
+                             [seg = seg_, region] { seg->Release(region); });
+  out.payloads.reserve(m.payloads.size());
+  for (const shm::PayloadRef& p : m.payloads)
+    out.payloads.push_back(BufferSlice{owner, seg_->resp_area() + p.offset, p.bytes});
+  return out;
+}
+
+class ShmChannel : public Channel {
+ public:
+  ShmChannel(ShmClientOptions options, std::string path, std::shared_ptr<Attachment> first)
+      : options_(std::move(options)), path_(std::move(path)), attachment_(std::move(first)) {}
+
+  Result<wire::Message> Call(wire::Message request) override {
+    std::shared_ptr<Attachment> a;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!attachment_ || attachment_->dead()) {
+        attachment_.reset();
+        auto fresh = Attachment::Connect(options_, path_);
+        if (!fresh.ok()) return fresh.status();
+        attachment_ = std::move(*fresh);
+      }
+      a = attachment_;
+    }
+    return a->Call(std::move(request));
+  }
+
+  std::string Describe() const override { return "shm://" + options_.prefix; }
+
+ private:
+  const ShmClientOptions options_;
+  const std::string path_;
+  std::mutex mu_;
+  std::shared_ptr<Attachment> attachment_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Channel>> ConnectShm(const ShmClientOptions& options) {
+  const std::string run_dir = options.run_dir.empty() ? shm::DefaultRunDir() : options.run_dir;
+  WMBT_ASSIGN_OR_RETURN(std::string path, shm::ControlSocketPath(run_dir, options.prefix));
+  WMBT_ASSIGN_OR_RETURN(auto attachment, Attachment::Connect(options, path));
+  return std::unique_ptr<Channel>(
+      std::make_unique<ShmChannel>(options, std::move(path), std::move(attachment)));
+}
+
+}  // namespace wombatkv

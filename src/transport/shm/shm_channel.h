@@ -1,0 +1,44 @@
+// The client side of the same-host shared-memory transport (design: docs/shm.md).
+//
+// ConnectShm attaches to the wombatkvd serving `prefix`: it connects to the daemon's control
+// socket, checks that the daemon runs as this user or root (SO_PEERCRED: data is never sent to a
+// socket someone else planted), receives its own segment and maps it. Calls then travel through
+// the segment's rings; request payloads are copied once into the request area, response payloads
+// stay in the response area and the returned Message's payload slices point there (zero copy):
+// each response's region goes back to the daemon when the last slice referring to it is
+// destroyed (e.g. wmbt_kv_release_borrow), from whatever thread, even after the channel is gone.
+//
+// Failure handling: a monitor thread watches the control socket; when the daemon goes away (exit,
+// crash, SIGKILL, Stop) every call in flight returns Unavailable at once, and the next call
+// attaches again (to a restarted daemon) by itself. Borrows of the old segment stay valid.
+//
+// Thread-safety: the Channel is thread-safe; calls from many threads are in flight together (up
+// to the ring's slot count; more wait) and their responses are matched by id.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "client/channel.h"
+#include "wombatkv/status.h"
+
+namespace wombatkv {
+
+struct ShmClientOptions {
+  // The daemon's prefix (WMBT_KV_REMOTE_PREFIX): 1..64 of [A-Za-z0-9._-].
+  std::string prefix;
+  // Directory of the control socket; empty = $WMBT_KV_RUN_DIR, else /tmp.
+  std::string run_dir;
+  // How long to wait for the daemon's answer to an attach (a wedged daemon is Unavailable).
+  uint32_t attach_timeout_ms = 5000;
+  // Sent in the Hello that opens each attachment, for the daemon's logs; empty = "pid N".
+  std::string client_name;
+};
+
+// Attaches now. Unavailable when no daemon serves the prefix (naming how to start one);
+// FailedPrecondition when the daemon belongs to another user, refuses this process, or speaks
+// another segment layout version; InvalidArgument for a bad prefix.
+Result<std::unique_ptr<Channel>> ConnectShm(const ShmClientOptions& options);
+
+}  // namespace wombatkv

@@ -1,0 +1,146 @@
+// The shared-memory transport across real processes (shm_test_peer): a client SIGKILLed while
+// holding borrows, a daemon SIGKILLed under a waiting client, and other users kept out.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "transport/shm/shm_channel.h"
+#include "transport/shm/shm_server.h"
+#include "transport/shm/shm_test_handler.h"
+#include "transport/shm/shm_test_util.h"
+
+namespace wombatkv {
+namespace {
+
+using shm_test::Peer;
+using shm_test::TextMessage;
+
+constexpr uint64_t kWaitMicros = 20'000'000;
+constexpr uid_t kNobody = 65534;
+
+ShmServerOptions ServerOptions(const std::string& dir) {
+  ShmServerOptions o;
+  o.run_dir = dir;
+  o.prefix = "p";
+  o.workers = 2;
+  o.layout.request_area_bytes = o.layout.response_area_bytes = 8 << 20;
+  return o;
+}
+
+ShmClientOptions ClientOptions(const std::string& dir) {
+  ShmClientOptions o;
+  o.run_dir = dir;
+  o.prefix = "p";
+  return o;
+}
+
+TEST(ShmProcess, ASigkilledClientHoldingBorrowsLosesItsSegmentAndRegions) {
+  shm_test::TempRunDir dir;
+  ShmServer server(shm_test::TestHandler, ServerOptions(dir.path()));
+  ASSERT_TRUE(server.Start().ok());
+  {
+    Peer a({"hold", dir.path(), "p"});
+    Peer b({"hold", dir.path(), "p"});
+    ASSERT_EQ(a.ReadLine(), "holding");
+    ASSERT_EQ(b.ReadLine(), "holding");
+    ShmServerStats s = server.Stats();
+    EXPECT_EQ(s.clients, 2u);
+    EXPECT_EQ(s.segments_live, 2u);
+    EXPECT_EQ(s.response_regions_live, 2u);  // each holds a 100,000-byte payload
+    a.Kill();                                // SIGKILL: no chance to release anything
+    ASSERT_TRUE(server.WaitFor(
+        [](const ShmServerStats& st) { return st.segments_live == 1 && st.clients == 1; },
+        kWaitMicros));
+    s = server.Stats();
+    EXPECT_EQ(s.response_regions_live, 1u);  // b's borrow is untouched
+    EXPECT_EQ(s.detaches, 1u);
+  }  // b is killed too
+  ASSERT_TRUE(server.WaitFor([](const ShmServerStats& st) { return st.segments_live == 0; },
+                             kWaitMicros));
+  EXPECT_EQ(server.Stats().response_regions_live, 0u);
+  EXPECT_EQ(server.Stats().response_bytes_live, 0u);
+  // And the daemon serves the next client as if nothing happened.
+  auto ch = ConnectShm(ClientOptions(dir.path()));
+  ASSERT_TRUE(ch.ok());
+  EXPECT_TRUE((*ch)->Call(TextMessage(shm_test::kOpEcho, "next")).ok());
+}
+
+TEST(ShmProcess, AKilledDaemonFailsWaitingCallsAndTheClientReattachesToANewOne) {
+  shm_test::TempRunDir dir;
+  auto daemon = std::make_unique<Peer>(std::vector<std::string>{"daemon", dir.path(), "p"});
+  ASSERT_EQ(daemon->ReadLine(), "ready");
+  auto ch = ConnectShm(ClientOptions(dir.path()));
+  ASSERT_TRUE(ch.ok()) << ch.status().ToString();
+  Channel& channel = **ch;
+  ASSERT_TRUE(channel.Call(TextMessage(shm_test::kOpEcho, "before")).ok());
+  auto held = channel.Call(TextMessage(shm_test::kOpPayloadOfSize, "5000"));
+  ASSERT_TRUE(held.ok());
+
+  // A call the daemon never answers, then SIGKILL: the waiting call returns Unavailable.
+  Status blocked;
+  std::thread caller([&] { blocked = channel.Call(TextMessage(shm_test::kOpBlock, "")).status(); });
+  ASSERT_EQ(daemon->ReadLine(), "blocked");  // the call is inside the daemon now
+  daemon->Kill();
+  caller.join();
+  EXPECT_EQ(blocked.code(), Code::kUnavailable) << blocked.ToString();
+  auto r = channel.Call(TextMessage(shm_test::kOpEcho, "while down"));
+  EXPECT_EQ(r.status().code(), Code::kUnavailable);
+
+  // A new daemon (same prefix: the dead one's lock and socket are taken over).
+  daemon = std::make_unique<Peer>(std::vector<std::string>{"daemon", dir.path(), "p"});
+  ASSERT_EQ(daemon->ReadLine(), "ready");
+  r = channel.Call(TextMessage(shm_test::kOpEcho, "after"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(shm_test::FieldsText(*r), "after");
+  // The borrow of the dead daemon's segment is still readable.
+  EXPECT_EQ(held->payloads[0].data[4999], static_cast<uint8_t>('a' + 4999 % 26));
+}
+
+// SPEC §10: another user can neither attach (socket 0600) nor, with the socket opened up by
+// mistake, get past the daemon's SO_PEERCRED check.
+TEST(ShmProcess, AnotherUserCannotAttach) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a child as another user";
+  shm_test::TempRunDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0711), 0);  // let the other user reach the socket path
+  ShmServer server(shm_test::TestHandler, ServerOptions(dir.path()));
+  ASSERT_TRUE(server.Start().ok());
+
+  Peer refused_by_mode({"attach", dir.path(), "p"}, kNobody);
+  const std::string first = refused_by_mode.ReadLine();
+  EXPECT_EQ(refused_by_mode.Wait(), 1);
+  EXPECT_NE(first.find("PERMISSION_DENIED"), std::string::npos) << first;
+  EXPECT_EQ(server.Stats().attaches, 0u);
+
+  ASSERT_EQ(::chmod(server.socket_path().c_str(), 0666), 0);  // a misconfiguration
+  Peer refused_by_cred({"attach", dir.path(), "p"}, kNobody);
+  const std::string second = refused_by_cred.ReadLine();
+  EXPECT_EQ(refused_by_cred.Wait(), 1);
+  EXPECT_NE(second.find("uid 65534 may not attach"), std::string::npos) << second;
+  EXPECT_EQ(server.Stats().refusals, 1u);
+  EXPECT_EQ(server.Stats().segments_live, 0u);
+
+  // Root may (it can read any process's memory anyway); this process is root.
+  EXPECT_TRUE(ConnectShm(ClientOptions(dir.path())).ok());
+}
+
+// A client never sends its data to a daemon run by another user (a socket planted in /tmp).
+TEST(ShmProcess, AClientRefusesADaemonOfAnotherUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a daemon as another user";
+  shm_test::TempRunDir dir;
+  ASSERT_EQ(::chown(dir.path().c_str(), kNobody, kNobody), 0);
+  Peer daemon({"daemon", dir.path(), "p"}, kNobody);
+  ASSERT_EQ(daemon.ReadLine(), "ready");
+  const std::string sock = dir.path() + "/wombatkv-p.sock";
+  ASSERT_EQ(::chmod(sock.c_str(), 0666), 0);
+  // Root passes any file permission, so the daemon's socket accepts us; our own check refuses.
+  // (As root we are allowed by the daemon's check too: only the client side stops this.)
+  auto ch = ConnectShm(ClientOptions(dir.path()));
+  ASSERT_FALSE(ch.ok());
+  EXPECT_EQ(ch.status().code(), Code::kPermissionDenied);
+  EXPECT_NE(ch.status().message().find("uid 65534"), std::string::npos) << ch.status().ToString();
+}
+
+}  // namespace
+}  // namespace wombatkv

@@ -1,0 +1,726 @@
+#include "transport/shm/shm_server.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/check.h"
+#include "transport/shm/futex.h"
+#include "transport/shm/os.h"
+#include "transport/shm/region_allocator.h"
+#include "transport/shm/ring.h"
+
+namespace wombatkv {
+
+using shm::Fd;
+using shm::Ring;
+
+namespace {
+
+constexpr uint64_t kStopEventId = 0;
+constexpr uint64_t kListenEventId = 1;
+constexpr uint64_t kFirstSessionId = 2;
+
+// Counters shared by the server and its connections (a Conn outlives no server: Stop joins every
+// thread that could hold one).
+struct Counters {
+  std::atomic<uint64_t> clients{0}, segments_live{0}, regions_live{0}, region_bytes_live{0},
+      attaches{0}, detaches{0}, refusals{0}, requests{0}, doorbells{0}, protocol_errors{0},
+      too_large{0};
+  std::atomic<uint64_t> running{0};  // handler calls in progress
+  std::mutex mu;
+  std::condition_variable cv;  // notified when a client attaches, detaches or is destroyed, and
+                               // when the last running handler call returns during a shutdown
+
+  void Notify() {
+    std::lock_guard<std::mutex> lk(mu);
+    cv.notify_all();
+  }
+};
+
+}  // namespace
+
+// One attached client. Owned by shared_ptr: the io thread's table, worker snapshots and the
+// requests in flight each hold one; the segment is unmapped when the last goes.
+struct Conn {
+  Conn(Counters* counters, uint64_t id, shm::PeerCred peer, Fd sock,
+       std::unique_ptr<shm::Mapping> map, const shm::Layout& layout);
+  ~Conn();
+
+  Counters* const counters;
+  const uint64_t id;
+  const shm::PeerCred peer;
+  Fd sock;  // GUARDED_BY(mu) once published: Break shuts it down, Detach closes it
+  const std::unique_ptr<shm::Mapping> map;
+  const shm::Layout layout;
+  const Ring req, resp, rel;
+  uint8_t* const req_area;
+  uint8_t* const resp_area;
+  Session session;
+  std::atomic<bool> dead{false};
+
+  struct Region {
+    uint64_t bytes;
+    bool delivered;  // published in a response: from now on the client may release it (A3)
+  };
+  std::mutex mu;
+  uint32_t req_head = 0;     // GUARDED_BY(mu)
+  uint32_t resp_tail = 0;    // GUARDED_BY(mu)
+  uint32_t rel_head = 0;     // GUARDED_BY(mu)
+  uint32_t outstanding = 0;  // GUARDED_BY(mu): requests taken whose response is not published
+  shm::RegionAllocator alloc;                   // GUARDED_BY(mu)
+  std::unordered_map<uint64_t, Region> live;    // GUARDED_BY(mu): response regions by offset
+};
+
+// A request taken from a ring, or the reason it could not be decoded.
+struct Taken {
+  std::shared_ptr<Conn> conn;
+  wire::Message msg;
+  Status error;
+};
+
+struct ShmServer::Impl {
+  Impl(Handler h, ShmServerOptions o) : handler(std::move(h)), options(std::move(o)) {
+    clock = options.clock ? options.clock : RealClock();
+  }
+
+  Handler handler;
+  ShmServerOptions options;
+  Clock* clock;
+  shm::Layout layout;
+  shm::Listener listener;
+  Fd epoll, stop_event;
+  std::thread io;
+  std::vector<std::thread> workers;
+  bool started = false;
+
+  // Connections, as the io thread sees them (io thread only) and as workers see them.
+  std::unordered_map<uint64_t, std::shared_ptr<Conn>> table;
+  uint64_t next_id = kFirstSessionId;
+  std::mutex conns_mu;
+  std::vector<std::shared_ptr<Conn>> conns;  // GUARDED_BY(conns_mu)
+  std::atomic<uint64_t> conns_version{1};
+
+  // Worker pool (docs/shm.md, "Wake-ups").
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> spinner{false};  // one idle worker at most spins
+  // How long that worker spins: long enough to catch the next request of a busy client when a
+  // core is free for it, shrinking when the cores are oversubscribed (futex.h), but never below
+  // ~30 µs — a client's turnaround between two calls — or a client calling in a loop would need
+  // a doorbell (three context switches) for every call.
+  shm::AdaptiveSpin scan_spin{1024};
+  std::mutex pool_mu;
+  std::condition_variable pool_cv;
+  size_t idle = 0;         // GUARDED_BY(pool_mu): workers asleep or about to sleep
+  size_t wake_tokens = 0;  // GUARDED_BY(pool_mu): <= idle
+
+  Counters n;
+
+  void Log(LogLevel level, const std::string& line) {
+    if (options.log) {
+      options.log(level, line);
+    } else if (level >= LogLevel::kWarn) {
+      std::fprintf(stderr, "wombatkvd shm: %s\n", line.c_str());
+    }
+  }
+
+  // --- io thread -------------------------------------------------------------------------------
+  void IoLoop();
+  void Accept();
+  void AttachClient(Fd sock);
+  void Refuse(int sock, const Status& why);
+  void Detach(uint64_t id);
+  void PublishConns();
+
+  // --- workers ---------------------------------------------------------------------------------
+  void WorkerLoop(size_t index);
+  bool TakeAny(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr, Taken* out);
+  bool TryTake(const std::shared_ptr<Conn>& c, Taken* out);
+  void Serve(Taken& t);
+  void Publish(Conn& c, const wire::Message& m, const Status& error);
+  void DrainReleases(Conn& c);  // REQUIRES: c.mu held
+  void Break(Conn& c, const std::string& why);  // REQUIRES: c.mu held
+  void WakeOne();
+  void GoIdle(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr);
+};
+
+Conn::Conn(Counters* s, uint64_t i, shm::PeerCred p, Fd so,
+           std::unique_ptr<shm::Mapping> m, const shm::Layout& l)
+    : counters(s),
+      id(i),
+      peer(p),
+      sock(std::move(so)),
+      map(std::move(m)),
+      layout(l),
+      req(reinterpret_cast<shm::RingControl*>(map->base() + l.request_ring_control),
+          map->base() + l.request_slots, l.params.slot_count, l.params.slot_bytes),
+      resp(reinterpret_cast<shm::RingControl*>(map->base() + l.response_ring_control),
+           map->base() + l.response_slots, l.params.slot_count, l.params.slot_bytes),
+      rel(reinterpret_cast<shm::RingControl*>(map->base() + l.release_ring_control),
+          map->base() + l.release_slots, l.params.release_count, sizeof(uint64_t)),
+      req_area(map->base() + l.request_area),
+      resp_area(map->base() + l.response_area),
+      alloc(l.params.response_area_bytes) {
+  session.id = id;
+  session.peer = "shm pid " + std::to_string(peer.pid) + " uid " + std::to_string(peer.uid);
+  session.token_required = false;  // same-user peers only (SO_PEERCRED), SPEC §10
+  counters->segments_live++;
+}
+
+Conn::~Conn() {
+  uint64_t bytes = 0;
+  for (const auto& [offset, r] : live) bytes += shm::RegionAllocator::Rounded(r.bytes);
+  counters->regions_live -= live.size();
+  counters->region_bytes_live -= bytes;
+  counters->segments_live--;
+  counters->Notify();
+}
+
+// ---------------------------------------------------------------------------------------------
+// io thread
+
+void ShmServer::Impl::IoLoop() {
+  epoll_event events[64];
+  for (;;) {
+    const int count = ::epoll_wait(epoll.get(), events, 64, -1);
+    if (count < 0) {
+      if (errno == EINTR) continue;
+      Log(LogLevel::kError, "epoll_wait: " + shm::ErrnoText(errno));
+      return;
+    }
+    for (int i = 0; i < count; ++i) {
+      const uint64_t id = events[i].data.u64;
+      if (id == kStopEventId) return;
+      if (id == kListenEventId) {
+        Accept();
+        continue;
+      }
+      auto it = table.find(id);
+      if (it == table.end()) continue;
+      Conn& c = *it->second;
+      bool gone = (events[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)) != 0;
+      if (!gone && (events[i].events & EPOLLIN)) {
+        // Doorbell bytes: their number does not matter, only that a client found a worker
+        // asleep. Drain them all, wake one worker.
+        char buf[64];
+        ssize_t got;
+        bool rang = false;
+        while ((got = ::recv(c.sock.get(), buf, sizeof buf, MSG_DONTWAIT)) > 0) rang = true;
+        if (got == 0) gone = true;
+        if (rang) {
+          n.doorbells++;
+          WakeOne();
+        }
+      }
+      if (gone) Detach(id);
+    }
+  }
+}
+
+void ShmServer::Impl::Accept() {
+  for (;;) {
+    Fd sock(::accept4(listener.sock.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!sock.valid()) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        Log(LogLevel::kWarn, "accept on " + listener.path + ": " + shm::ErrnoText(errno));
+      return;
+    }
+    AttachClient(std::move(sock));
+  }
+}
+
+void ShmServer::Impl::Refuse(int sock, const Status& why) {
+  n.refusals++;
+  Log(LogLevel::kWarn, "refused a client: " + why.ToString());
+  shm::AttachReply r{};
+  r.magic = shm::kSegmentMagic;
+  r.layout_version = shm::kLayoutVersion;
+  r.code = static_cast<uint32_t>(why.code());
+  r.message_bytes = static_cast<uint32_t>(std::min(why.message().size(), sizeof r.message));
+  std::memcpy(r.message, why.message().data(), r.message_bytes);
+  (void)shm::SendWithFd(sock, &r, sizeof r, -1);
+}
+
+void ShmServer::Impl::AttachClient(Fd sock) {
+  auto peer = shm::GetPeerCred(sock.get());
+  if (!peer.ok()) return Refuse(sock.get(), peer.status());
+  if (!shm::PeerAllowed(*peer)) {
+    return Refuse(sock.get(),
+                  Status::PermissionDenied(
+                      "uid " + std::to_string(peer->uid) + " may not attach: this wombatkvd runs "
+                      "as uid " + std::to_string(::geteuid()) +
+                      " and shares memory with its own user only (use TCP with a token)"));
+  }
+  if (table.size() >= options.clients_max) {
+    return Refuse(sock.get(), Status::ResourceExhausted(
+                                  "wombatkvd serves " + std::to_string(table.size()) +
+                                  " shared-memory clients, its limit: retry later or use TCP"));
+  }
+  auto fd = shm::CreateSegmentFd(layout.segment_bytes);
+  if (!fd.ok()) return Refuse(sock.get(), fd.status());
+  auto map = shm::Mapping::Map(fd->get(), layout.segment_bytes);
+  if (!map.ok()) return Refuse(sock.get(), map.status());
+  const uint64_t id = next_id++;
+  shm::InitSegment((*map)->base(), layout, id);
+  // Advice only: with shmem huge pages enabled ("advise"), 2 MiB payloads fault in 1 page.
+  (void)::madvise((*map)->base() + layout.request_area,
+                  layout.segment_bytes - layout.request_area, MADV_HUGEPAGE);
+
+  shm::AttachReply r{};
+  r.magic = shm::kSegmentMagic;
+  r.layout_version = shm::kLayoutVersion;
+  r.segment_bytes = layout.segment_bytes;
+  r.session_id = id;
+  if (!shm::SendWithFd(sock.get(), &r, sizeof r, fd->get()).ok()) return;  // client already gone
+  fd->Reset();  // the client has its own descriptor now; ours is not needed once mapped
+
+  auto conn = std::make_shared<Conn>(&n, id, *peer, std::move(sock), std::move(*map), layout);
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.u64 = id;
+  if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, conn->sock.get(), &ev) != 0) {
+    Log(LogLevel::kError, "epoll_ctl: " + shm::ErrnoText(errno));
+    return;
+  }
+  table.emplace(id, conn);
+  PublishConns();
+  n.clients++;
+  n.attaches++;
+  Log(LogLevel::kDebug, "attached " + conn->session.peer + " as session " + std::to_string(id));
+  n.Notify();
+}
+
+void ShmServer::Impl::Detach(uint64_t id) {
+  auto it = table.find(id);
+  if (it == table.end()) return;
+  std::shared_ptr<Conn> c = std::move(it->second);
+  table.erase(it);
+  {
+    std::lock_guard<std::mutex> lk(c->mu);  // Break may be shutting the socket down right now
+    c->dead.store(true);
+    (void)::epoll_ctl(epoll.get(), EPOLL_CTL_DEL, c->sock.get(), nullptr);
+    c->sock.Reset();
+  }
+  PublishConns();
+  n.clients--;
+  n.detaches++;
+  Log(LogLevel::kDebug, "detached " + c->session.peer);
+  n.Notify();
+  // `c` goes here; workers drop their references at their next scan or when their request ends.
+}
+
+void ShmServer::Impl::PublishConns() {
+  std::vector<std::shared_ptr<Conn>> v;
+  v.reserve(table.size());
+  for (auto& [id, c] : table) v.push_back(c);
+  std::lock_guard<std::mutex> lk(conns_mu);
+  conns = std::move(v);
+  conns_version++;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workers
+
+void ShmServer::Impl::WakeOne() {
+  std::lock_guard<std::mutex> lk(pool_mu);
+  if (wake_tokens < idle) {
+    wake_tokens++;
+    pool_cv.notify_one();
+  }
+}
+
+bool ShmServer::Impl::TakeAny(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr, Taken* out) {
+  const size_t n = snap.size();
+  for (size_t i = 0; i < n; ++i) {
+    const size_t k = (*rr + i) % n;
+    if (TryTake(snap[k], out)) {
+      *rr = k + 1;  // round robin: the next scan starts after this client
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ShmServer::Impl::TryTake(const std::shared_ptr<Conn>& cp, Taken* out) {
+  Conn& c = *cp;
+  if (c.dead.load(std::memory_order_relaxed)) return false;
+  // Cheap look without the lock: the ring's own head is ours, so equal counters mean empty.
+  if (c.req.tail().load(std::memory_order_acquire) == c.req.head().load(std::memory_order_relaxed))
+    return false;
+  std::unique_lock<std::mutex> lk(c.mu, std::try_to_lock);
+  if (!lk.owns_lock()) return false;  // another worker is at this client; look elsewhere
+  const uint32_t tail = c.req.tail().load(std::memory_order_acquire);
+  const int64_t used = c.req.Used(tail, c.req_head);
+  if (used < 0) {
+    Break(c, "request ring tail out of range");
+    return false;
+  }
+  if (used == 0) return false;
+  // Take a request only if its response will find a free slot (the client, not the daemon,
+  // waits when it does not consume its responses).
+  const int64_t resp_used = c.resp.Used(c.resp_tail, c.resp.head().load(std::memory_order_acquire));
+  if (resp_used < 0) {
+    Break(c, "response ring head out of range");
+    return false;
+  }
+  if (resp_used + c.outstanding >= c.resp.capacity()) return false;
+
+  const uint8_t* slot = c.req.slot(c.req_head);
+  auto m = shm::ReadSlot(slot, c.req.slot_bytes(), c.req_area, c.layout.params.request_area_bytes);
+  shm::SlotHeader raw;
+  std::memcpy(&raw, slot, sizeof raw);
+  c.req_head++;
+  c.req.head().store(c.req_head, std::memory_order_release);  // R2: the slot is the client's again
+  c.outstanding++;
+  lk.unlock();
+
+  out->conn = cp;
+  out->error = Status::Ok();
+  out->msg = wire::Message{};
+  out->msg.id = raw.id;
+  out->msg.op = raw.op;
+  if (m.ok() && m->header.kind != static_cast<uint8_t>(shm::SlotKind::kMessage))
+    m = Status::InvalidArgument("malformed shared-memory message: a request cannot be an error");
+  if (!m.ok()) {
+    n.protocol_errors++;
+    out->error = m.status();
+    return true;
+  }
+  out->msg.flags = m->header.flags;
+  out->msg.fields = std::move(m->fields);
+  out->msg.payloads.reserve(m->payloads.size());
+  for (const shm::PayloadRef& p : m->payloads) {
+    // Non-owning views into the client's request area: valid while `conn` (and so the mapping)
+    // lives, which covers the handler call. The handler reads them in place (docs/shm.md).
+    out->msg.payloads.push_back(BufferSlice{nullptr, c.req_area + p.offset, p.bytes});
+  }
+  return true;
+}
+
+void ShmServer::Impl::Serve(Taken& t) {
+  n.requests++;
+  n.running++;
+  if (!t.error.ok()) {
+    Publish(*t.conn, t.msg, t.error);
+  } else {
+    wire::Message resp = handler(t.conn->session, t.msg);
+    resp.id = t.msg.id;
+    resp.op = t.msg.op;
+    resp.flags |= wire::kFlagResponse;
+    Publish(*t.conn, resp, Status::Ok());
+  }
+  // Dropping the response here releases what its payloads pinned (cache entries).
+  t = Taken{};
+  if (--n.running == 0 && stopping.load()) n.Notify();
+}
+
+void ShmServer::Impl::Publish(Conn& c, const wire::Message& m, const Status& error) {
+  Status failure = error;
+  shm::MessagePlan plan;
+  uint64_t region = 0;
+  if (failure.ok()) {
+    plan = shm::PlanMessage(m, c.resp.slot_bytes());
+    if (plan.region_bytes) {
+      std::unique_lock<std::mutex> lk(c.mu);
+      DrainReleases(c);
+      // A3: at most release_count regions live, so the release ring can never overflow.
+      auto off = c.live.size() < c.rel.capacity() ? c.alloc.Allocate(plan.region_bytes)
+                                                  : std::nullopt;
+      if (!off) {
+        n.too_large++;
+        failure = Status::ResourceExhausted(
+            "the response (" + std::to_string(plan.region_bytes) +
+            " bytes of payload) does not fit this client's shared response area (" +
+            std::to_string(c.alloc.free_bytes()) + " of " + std::to_string(c.alloc.capacity()) +
+            " bytes free, " + std::to_string(c.live.size()) +
+            " regions still borrowed): release borrows sooner, ask for fewer blocks per call, "
+            "or raise WMBT_KV_SHM_DATA_BYTES (wombatkvd --shm-data-bytes)");
+      } else {
+        region = *off;
+        c.live.emplace(region, Conn::Region{plan.region_bytes, false});
+        n.regions_live++;
+        n.region_bytes_live += shm::RegionAllocator::Rounded(plan.region_bytes);
+      }
+    }
+    // The bulk copy runs without the lock, so other workers can serve this client meanwhile.
+    if (failure.ok() && plan.region_bytes) WriteRegion(m, plan, c.resp_area + region, region);
+  }
+
+  {
+    std::lock_guard<std::mutex> lk(c.mu);
+    c.outstanding--;
+    if (c.dead.load()) return;  // the segment goes with the connection
+    const int64_t used = c.resp.Used(c.resp_tail, c.resp.head().load(std::memory_order_acquire));
+    if (used < 0 || used >= c.resp.capacity()) {
+      // TryTake reserved a slot; only a client rewinding its head can get here.
+      Break(c, "response ring head out of range");
+      return;
+    }
+    uint8_t* slot = c.resp.slot(c.resp_tail);
+    if (failure.ok()) {
+      shm::WriteSlot(slot, m, plan, region);
+      if (plan.region_bytes) c.live[region].delivered = true;
+    } else {
+      shm::WriteErrorSlot(slot, c.resp.slot_bytes(), m.id, m.op, failure);
+    }
+    c.resp_tail++;
+    c.resp.tail().store(c.resp_tail, std::memory_order_release);
+  }
+  // R3: wake the client's receiving thread if it announced it is going to sleep.
+  shm::FullFence();
+  if (c.resp.wake().load(std::memory_order_relaxed) != 0) {
+    c.resp.wake_seq().fetch_add(1, std::memory_order_seq_cst);
+    shm::SharedFutexWake(c.resp.wake_seq_word(), INT_MAX);
+  }
+}
+
+void ShmServer::Impl::DrainReleases(Conn& c) {
+  const uint32_t tail = c.rel.tail().load(std::memory_order_acquire);
+  if (c.rel.Used(tail, c.rel_head) < 0) {
+    Break(c, "release ring tail out of range");
+    return;
+  }
+  while (c.rel_head != tail) {
+    uint64_t offset;
+    std::memcpy(&offset, c.rel.slot(c.rel_head), sizeof offset);
+    c.rel_head++;
+    auto it = c.live.find(offset);
+    if (it == c.live.end() || !it->second.delivered) {
+      n.protocol_errors++;  // A3: not a region we gave this client; ignore it
+      continue;
+    }
+    const uint64_t bytes = it->second.bytes;
+    c.live.erase(it);
+    c.alloc.Free(offset, bytes);
+    n.regions_live--;
+    n.region_bytes_live -= shm::RegionAllocator::Rounded(bytes);
+    const uint64_t end = offset + bytes;
+    if (end > options.warm_bytes) {
+      const uint64_t from = std::max(offset, options.warm_bytes);
+      c.map->Discard(c.layout.response_area + from, end - from);
+    }
+  }
+  c.rel.head().store(c.rel_head, std::memory_order_release);
+}
+
+void ShmServer::Impl::Break(Conn& c, const std::string& why) {
+  n.protocol_errors++;
+  if (c.dead.exchange(true)) return;
+  Log(LogLevel::kWarn, "disconnecting " + c.session.peer + ": " + why);
+  // The io thread sees the hang-up and detaches the client; its fd stays valid until then.
+  (void)::shutdown(c.sock.get(), SHUT_RDWR);
+}
+
+void ShmServer::Impl::WorkerLoop(size_t index) {
+  std::vector<std::shared_ptr<Conn>> snap;
+  uint64_t version = 0;
+  size_t rr = index;
+  uint32_t spins = 0;
+  bool spinning = false;
+  Taken t;
+  while (!stopping.load(std::memory_order_acquire)) {
+    const uint64_t v = conns_version.load(std::memory_order_acquire);
+    if (v != version) {
+      std::lock_guard<std::mutex> lk(conns_mu);
+      snap = conns;
+      version = conns_version.load();
+    }
+    if (TakeAny(snap, &rr, &t)) {
+      if (spinning) {
+        if (spins < scan_spin.limit()) scan_spin.Succeeded(spins);
+        spinner.store(false);
+      }
+      spinning = false;
+      Serve(t);
+      continue;
+    }
+    if (!spinning && !spinner.exchange(true)) {
+      spinning = true;
+      spins = 0;
+    }
+    if (spinning && ++spins < scan_spin.limit()) {
+      shm::CpuRelax();
+      continue;
+    }
+    if (spinning && spins < scan_spin.limit() + shm::kYieldRounds) {
+      shm::YieldCore();  // clients runnable on this core get to publish their next request
+      continue;
+    }
+    if (spinning) {
+      scan_spin.Failed();
+      spinner.store(false);
+    }
+    spinning = false;
+    GoIdle(snap, &rr);
+    version = 0;  // GoIdle dropped the snapshot
+  }
+}
+
+void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr) {
+  {
+    std::lock_guard<std::mutex> lk(pool_mu);
+    idle++;  // before arming: a doorbell rung from now on finds this worker to wake
+  }
+  // R3: arm every doorbell, then look once more; a request published before a client could
+  // see the doorbell armed is found by this scan.
+  for (auto& c : snap) {
+    if (c->req.wake().load(std::memory_order_relaxed) == 0)
+      c->req.wake().store(1, std::memory_order_relaxed);
+  }
+  shm::FullFence();
+  Taken t;
+  if (TakeAny(snap, rr, &t)) {
+    {
+      std::lock_guard<std::mutex> lk(pool_mu);
+      idle--;
+      wake_tokens = std::min(wake_tokens, idle);
+    }
+    Serve(t);
+    return;
+  }
+  snap.clear();  // hold no client while asleep: a detached client's segment can go now
+  std::unique_lock<std::mutex> lk(pool_mu);
+  pool_cv.wait(lk, [&] { return wake_tokens > 0 || stopping.load(); });
+  const bool rung = wake_tokens > 0;
+  if (rung) wake_tokens--;
+  idle--;
+  lk.unlock();
+  // A client had to ring: the spinner gave up too early for this client's pace (its next call
+  // came later than the spin lasted, e.g. because it slept). Spin longer from now on, or the two
+  // sides settle into sleeping and waking each other on every call.
+  if (rung) scan_spin.Succeeded(shm::AdaptiveSpin::kCeiling);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+ShmServer::ShmServer(Handler handler, ShmServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(handler), std::move(options))) {}
+
+ShmServer::~ShmServer() {
+  if (impl_) Stop();
+}
+
+Status ShmServer::Start() {
+  if (!impl_) return Status::FailedPrecondition("shared-memory server was shut down");
+  Impl& s = *impl_;
+  if (s.started) return Status::FailedPrecondition("shared-memory server already started");
+  if (s.options.workers == 0) return Status::InvalidArgument("shared-memory server needs a worker");
+  WMBT_ASSIGN_OR_RETURN(s.layout, shm::ComputeLayout(s.options.layout));
+  const std::string run_dir = s.options.run_dir.empty() ? shm::DefaultRunDir() : s.options.run_dir;
+  WMBT_ASSIGN_OR_RETURN(std::string path, shm::ControlSocketPath(run_dir, s.options.prefix));
+  WMBT_ASSIGN_OR_RETURN(s.listener, shm::ListenControlSocket(path));
+
+  s.epoll = Fd(::epoll_create1(EPOLL_CLOEXEC));
+  s.stop_event = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!s.epoll.valid() || !s.stop_event.valid())
+    return Status::ResourceExhausted("epoll/eventfd: " + shm::ErrnoText(errno));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kStopEventId;
+  ::epoll_ctl(s.epoll.get(), EPOLL_CTL_ADD, s.stop_event.get(), &ev);
+  ev.data.u64 = kListenEventId;
+  ::epoll_ctl(s.epoll.get(), EPOLL_CTL_ADD, s.listener.sock.get(), &ev);
+
+  s.stopping = false;
+  s.started = true;
+  for (size_t i = 0; i < s.options.workers; ++i) s.workers.emplace_back([&s, i] { s.WorkerLoop(i); });
+  s.io = std::thread([&s] { s.IoLoop(); });
+  s.Log(LogLevel::kInfo, "listening for shared-memory clients on " + path);
+  return Status::Ok();
+}
+
+void ShmServer::Stop() { (void)Shutdown(UINT64_MAX); }
+
+size_t ShmServer::Shutdown(uint64_t timeout_micros) {
+  if (!impl_ || !impl_->started) return 0;  // never started, stopped, or leaked by a shutdown
+  Impl& s = *impl_;
+  s.started = false;
+  // 1. No new clients.
+  (void)::unlink(s.listener.path.c_str());
+  uint64_t one = 1;
+  (void)!::write(s.stop_event.get(), &one, sizeof one);
+  s.io.join();
+  // 2. Workers take no new request; the running ones finish and publish their responses.
+  s.stopping = true;
+  {
+    std::lock_guard<std::mutex> lk(s.pool_mu);
+    s.pool_cv.notify_all();
+  }
+  size_t abandoned = 0;
+  if (timeout_micros != UINT64_MAX) {
+    const uint64_t deadline = s.clock->NowMicros() + timeout_micros;
+    std::unique_lock<std::mutex> lk(s.n.mu);
+    for (uint64_t now = s.clock->NowMicros(); s.n.running.load() > 0 && now < deadline;
+         now = s.clock->NowMicros())
+      s.clock->WaitFor(s.n.cv, lk, deadline - now);
+    abandoned = s.n.running.load();
+  }
+  if (abandoned == 0) {
+    for (auto& w : s.workers) w.join();
+  } else {
+    for (auto& w : s.workers) w.detach();
+  }
+  s.workers.clear();
+  // 3. Hang up on everyone: clients see Unavailable and re-attach by themselves later.
+  std::vector<uint64_t> ids;
+  for (auto& [id, c] : s.table) ids.push_back(id);
+  for (uint64_t id : ids) s.Detach(id);
+  s.listener = shm::Listener{};
+  s.epoll.Reset();
+  s.stop_event.Reset();
+  if (abandoned) {
+    s.Log(LogLevel::kWarn, std::to_string(abandoned) + " shared-memory request(s) still running");
+    (void)impl_.release();  // the detached workers still use it
+  }
+  return abandoned;
+}
+
+std::string ShmServer::socket_path() const { return impl_ ? impl_->listener.path : ""; }
+
+ShmServerStats ShmServer::Stats() const {
+  if (!impl_) return ShmServerStats{};
+  const Impl& s = *impl_;
+  ShmServerStats st;
+  st.clients = s.n.clients.load();
+  st.segments_live = s.n.segments_live.load();
+  st.response_regions_live = s.n.regions_live.load();
+  st.response_bytes_live = s.n.region_bytes_live.load();
+  st.attaches = s.n.attaches.load();
+  st.detaches = s.n.detaches.load();
+  st.refusals = s.n.refusals.load();
+  st.requests = s.n.requests.load();
+  st.doorbells = s.n.doorbells.load();
+  st.protocol_errors = s.n.protocol_errors.load();
+  st.responses_too_large = s.n.too_large.load();
+  return st;
+}
+
+bool ShmServer::WaitFor(const std::function<bool(const ShmServerStats&)>& done,
+                        uint64_t timeout_micros) {
+  if (!impl_) return false;
+  Impl& s = *impl_;
+  const uint64_t deadline = s.clock->NowMicros() + timeout_micros;
+  std::unique_lock<std::mutex> lk(s.n.mu);
+  while (!done(Stats())) {
+    const uint64_t now = s.clock->NowMicros();
+    if (now >= deadline) return false;
+    s.clock->WaitFor(s.n.cv, lk, deadline - now);
+  }
+  return true;
+}
+
+}  // namespace wombatkv

@@ -1,0 +1,113 @@
+// ShmServer: the daemon side of the same-host shared-memory transport (design: docs/shm.md).
+//
+// It listens on the control socket `<run_dir>/wombatkv-<prefix>.sock` (mode 0600, one daemon per
+// prefix). A process that connects — only the daemon's own user or root (SO_PEERCRED) — gets a
+// segment of its own: a sealed memfd holding a request ring, a response ring, a release ring and
+// two data areas (segment_layout.h), passed over the socket. Its requests are handed to the
+// handler (normally Service::Handle) with the client's Session; responses, payloads included, are
+// written into that client's segment only, so a client can never see bytes of another client.
+//
+// Threads: one io thread (accepts, doorbell bytes, hang-ups) and `workers` worker threads that take
+// requests from every client's ring, run the handler (which may block, e.g. a publish waiting for
+// L2), and publish the responses. At most one idle worker spins looking for work before sleeping;
+// sleeping workers are woken through the doorbell (docs/shm.md, "Wake-ups").
+//
+// Failure handling: a client that exits or dies (even SIGKILL) hangs up its socket; the io thread
+// detaches it at once, and its segment, its response regions (the memory behind its borrows) and
+// its Session go away as soon as no worker still runs one of its requests. A client that breaks
+// the ring protocol is disconnected; one that stops reading its responses only stalls itself: no
+// worker ever waits for a client.
+//
+// Thread-safety: Start and Stop from one thread; Stats, WaitFor and socket_path from any.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "daemon/service.h"
+#include "transport/shm/segment_layout.h"
+#include "wire/message.h"
+#include "wombatkv/env.h"
+#include "wombatkv/status.h"
+#include "wombatkv/store.h"
+
+namespace wombatkv {
+
+struct ShmServerOptions {
+  // Clients attach with WMBT_KV_REMOTE_PREFIX=<prefix>: 1..64 of [A-Za-z0-9._-].
+  std::string prefix;
+  // Directory of the control socket; empty = $WMBT_KV_RUN_DIR, else /tmp.
+  std::string run_dir;
+  // Per-client segment: ring slots and the two data areas (virtual size; pages are allocated
+  // only when touched). A response larger than the free response area fails with
+  // ResourceExhausted naming WMBT_KV_SHM_DATA_BYTES.
+  shm::LayoutParams layout;
+  // Worker threads shared by all clients. Requests that block (publishes) each hold one.
+  size_t workers = 16;
+  // Clients attached at once; more are refused with ResourceExhausted.
+  size_t clients_max = 256;
+  // Bytes at the start of each response area whose pages stay resident when freed; pages of
+  // regions freed beyond it are given back to the kernel.
+  uint64_t warm_bytes = 64ull << 20;
+  // For WaitFor; null = RealClock().
+  Clock* clock = nullptr;
+  // Attach/detach at debug level, refusals and protocol errors at warn. Null = warnings to stderr.
+  LogSink log;
+};
+
+struct ShmServerStats {
+  uint64_t clients = 0;                // attached now
+  uint64_t segments_live = 0;          // segments the daemon still maps (detached ones included
+                                       // until their last in-flight request finishes)
+  uint64_t response_regions_live = 0;  // response regions not released yet, over all clients
+  uint64_t response_bytes_live = 0;
+  uint64_t attaches = 0;
+  uint64_t detaches = 0;
+  uint64_t refusals = 0;          // wrong uid, too many clients, segment creation failed
+  uint64_t requests = 0;
+  uint64_t doorbells = 0;         // wake-ups a client had to ask for (the daemon was asleep)
+  uint64_t protocol_errors = 0;   // malformed slots, bad counters, bogus releases
+  uint64_t responses_too_large = 0;
+};
+
+class ShmServer {
+ public:
+  using Handler = std::function<wire::Message(Session&, const wire::Message&)>;
+
+  // `service` must outlive the server. (Inline so that users of the handler form — tests — need
+  // not link the Service.)
+  ShmServer(Service& service, ShmServerOptions options)
+      : ShmServer([&service](Session& s, const wire::Message& m) { return service.Handle(s, m); },
+                  std::move(options)) {}
+  ShmServer(Handler handler, ShmServerOptions options);
+  ~ShmServer();  // Stop()
+  ShmServer(const ShmServer&) = delete;
+  ShmServer& operator=(const ShmServer&) = delete;
+
+  // Creates the control socket and starts the threads. InvalidArgument for a bad prefix or
+  // layout; FailedPrecondition when another daemon serves the prefix or the path is not ours.
+  Status Start();
+  // Stops accepting (the socket is removed), lets running requests finish and publish their
+  // responses, then hangs up on every client (they see Unavailable and re-attach by themselves).
+  // Idempotent.
+  void Stop();
+  // As Stop, but waits at most `timeout_micros` (on the clock) for running requests. Returns how
+  // many were still running: then the clients are hung up on anyway and the worker threads are
+  // left running inside their handler calls, with this server's internals deliberately leaked so
+  // they stay valid (for a process about to exit; the handler's Service/Store must outlive them).
+  size_t Shutdown(uint64_t timeout_micros);
+
+  std::string socket_path() const;
+  ShmServerStats Stats() const;
+  // Waits until `done(Stats())` holds (re-checked at every attach, detach and segment release) or
+  // `timeout_micros` pass on the clock; returns whether it holds.
+  bool WaitFor(const std::function<bool(const ShmServerStats&)>& done, uint64_t timeout_micros);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace wombatkv

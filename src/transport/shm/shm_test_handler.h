@@ -1,0 +1,53 @@
+// Test-only: a stand-in for Service::Handle that the transport tests and shm_test_peer share, so
+// the transport can be exercised without a Store. It answers Hello like the Service, and a few
+// test ops: echo (fields and payloads back), a payload of a requested size, and "block" (never
+// answers until the process dies — for killing a daemon mid-call).
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "daemon/service.h"
+#include "wire/codec.h"
+#include "wire/message.h"
+
+namespace wombatkv::shm_test {
+
+inline constexpr uint16_t kOpEcho = 100;
+inline constexpr uint16_t kOpPayloadOfSize = 101;  // fields: decimal byte count; payload i = 'a'+i%26
+inline constexpr uint16_t kOpBlock = 102;
+
+inline wire::Message TestHandler(Session& session, const wire::Message& request) {
+  (void)session;
+  if (request.op == static_cast<uint16_t>(wire::Op::kHello)) {
+    wire::HelloResponse hello;
+    hello.server_version = "shm test handler";
+    return hello.Encode();
+  }
+  wire::Message out;
+  out.op = request.op;
+  out.flags = wire::kFlagResponse;
+  if (request.op == kOpEcho) {
+    out.fields = request.fields;
+    out.payloads = request.payloads;  // views into the request area: copied before the response
+  } else if (request.op == kOpPayloadOfSize) {
+    const size_t n = std::strtoull(
+        std::string(request.fields.begin(), request.fields.end()).c_str(), nullptr, 10);
+    auto b = Buffer::Allocate(n);
+    for (size_t i = 0; i < n; ++i) b->data()[i] = static_cast<uint8_t>('a' + i % 26);
+    out.payloads.push_back(BufferSlice{b, b->data(), n});
+  } else if (request.op == kOpBlock) {
+    std::printf("blocked\n");  // tells shm_process_test the call is inside the daemon
+    std::fflush(stdout);
+    for (;;) ::pause();  // until the process dies
+  } else {
+    return wire::EncodeStatusResponse(static_cast<wire::Op>(request.op),
+                                      Status::InvalidArgument("unknown test op"));
+  }
+  return out;
+}
+
+}  // namespace wombatkv::shm_test

@@ -1,0 +1,378 @@
+// The shared-memory transport in one process: a ShmServer with the test handler, and channels
+// attached to it through the real control socket and real memfd segments.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <cstring>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "transport/shm/os.h"
+#include "transport/shm/ring.h"
+#include "transport/shm/shm_channel.h"
+#include "transport/shm/shm_server.h"
+#include "transport/shm/shm_test_handler.h"
+#include "transport/shm/shm_test_util.h"
+
+namespace wombatkv {
+namespace {
+
+using shm_test::FieldsText;
+using shm_test::TextMessage;
+
+constexpr uint64_t kWaitMicros = 20'000'000;  // a bound for waits on the server, never reached
+
+class ShmTransport : public ::testing::Test {
+ protected:
+  void SetUp() override { StartServer(); }
+
+  void StartServer(uint64_t area_bytes = 4 << 20) {
+    ShmServerOptions o;
+    o.run_dir = dir_.path();
+    o.prefix = "t";
+    o.workers = 4;
+    o.layout.request_area_bytes = area_bytes;
+    o.layout.response_area_bytes = area_bytes;
+    server_ = std::make_unique<ShmServer>(shm_test::TestHandler, o);
+    ASSERT_TRUE(server_->Start().ok());
+  }
+
+  ShmClientOptions ClientOptions() {
+    ShmClientOptions o;
+    o.run_dir = dir_.path();
+    o.prefix = "t";
+    return o;
+  }
+  std::unique_ptr<Channel> Connect() {
+    auto c = ConnectShm(ClientOptions());
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+  static wire::Message PayloadOfSize(size_t n) {
+    return TextMessage(shm_test::kOpPayloadOfSize, std::to_string(n));
+  }
+  bool WaitForSegments(uint64_t n) {
+    return server_->WaitFor([n](const ShmServerStats& s) { return s.segments_live == n; },
+                            kWaitMicros);
+  }
+
+  shm_test::TempRunDir dir_;
+  std::unique_ptr<ShmServer> server_;
+};
+
+TEST_F(ShmTransport, EchoCarriesFieldsAndPayloadsThroughSharedMemory) {
+  auto ch = Connect();
+  ASSERT_TRUE(ch);
+  EXPECT_EQ(ch->Describe(), "shm://t");
+  std::string a(3000, 'a'), b = "bb";
+  wire::Message m = TextMessage(shm_test::kOpEcho, "fields");
+  m.payloads.push_back(BufferSlice{nullptr, reinterpret_cast<const uint8_t*>(a.data()), a.size()});
+  m.payloads.push_back(BufferSlice{nullptr, reinterpret_cast<const uint8_t*>(b.data()), b.size()});
+  auto r = ch->Call(std::move(m));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(FieldsText(*r), "fields");
+  EXPECT_TRUE(r->flags & wire::kFlagResponse);
+  ASSERT_EQ(r->payloads.size(), 2u);
+  EXPECT_EQ(AsChars(r->payloads[0].view()), a);
+  EXPECT_EQ(AsChars(r->payloads[1].view()), b);
+  // The response payload is the daemon's copy in our shared mapping, kept alive by its slice.
+  EXPECT_NE(r->payloads[0].data, reinterpret_cast<const uint8_t*>(a.data()));
+  EXPECT_TRUE(r->payloads[0].owner);
+}
+
+TEST_F(ShmTransport, FieldsOfTenThousandKeysSpillBothWays) {
+  auto ch = Connect();
+  ASSERT_TRUE(ch);
+  std::string keys(10000 * 32, '\0');
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = static_cast<char>(i * 31 + 7);
+  auto r = ch->Call(TextMessage(shm_test::kOpEcho, keys));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(FieldsText(*r), keys);
+}
+
+TEST_F(ShmTransport, ManyThreadsPipelineAndEachGetsItsOwnResponse) {
+  auto ch = Connect();
+  ASSERT_TRUE(ch);
+  constexpr int kThreads = 8, kCalls = 3000;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        const std::string text = std::to_string(t) + ":" + std::to_string(i);
+        // Every 50th call spills, every 7th carries a payload: both paths interleave.
+        std::string fields = i % 50 == 0 ? text + std::string(2000, '.') : text;
+        wire::Message m = TextMessage(shm_test::kOpEcho, fields);
+        if (i % 7 == 0)
+          m.payloads.push_back(
+              BufferSlice{nullptr, reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+        auto r = ch->Call(std::move(m));
+        if (!r.ok() || FieldsText(*r) != fields ||
+            (i % 7 == 0 && (r->payloads.size() != 1 || AsChars(r->payloads[0].view()) != text)))
+          wrong++;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GE(server_->Stats().requests, uint64_t{kThreads * kCalls});
+}
+
+TEST_F(ShmTransport, ReleasedBorrowsGiveTheirRegionBackToTheDaemon) {
+  auto ch = Connect();
+  ASSERT_TRUE(ch);
+  // 200 MiB through a 4 MiB response area: only possible if every region comes back.
+  for (int i = 0; i < 200; ++i) {
+    auto r = ch->Call(PayloadOfSize(1 << 20));
+    ASSERT_TRUE(r.ok()) << i << ": " << r.status().ToString();
+    ASSERT_EQ(r->payloads[0].size, 1u << 20);
+    ASSERT_EQ(r->payloads[0].data[27], 'b');
+  }
+}
+
+TEST_F(ShmTransport, BorrowsHeldTooLongExhaustTheAreaWithAnErrorNamingTheSetting) {
+  auto ch = Connect();
+  ASSERT_TRUE(ch);
+  std::vector<wire::Message> held;
+  Status failure;
+  for (int i = 0; i < 8 && failure.ok(); ++i) {
+    auto r = ch->Call(PayloadOfSize(1 << 20));
+    if (r.ok()) {
+      held.push_back(std::move(*r));
+    } else {
+      failure = r.status();
+    }
+  }
+  ASSERT_FALSE(failure.ok());
+  EXPECT_EQ(failure.code(), Code::kResourceExhausted);
+  EXPECT_NE(failure.message().find("WMBT_KV_SHM_DATA_BYTES"), std::string::npos) << failure.message();
+  EXPECT_EQ(held.size(), 4u);  // 4 MiB area, 1 MiB regions
+  EXPECT_EQ(server_->Stats().responses_too_large, 1u);
+  held.pop_back();
+  auto again = ch->Call(PayloadOfSize(1 << 20));
+  EXPECT_TRUE(again.ok()) << again.status().ToString();
+  // The daemon keeps serving small calls all along.
+  EXPECT_TRUE(ch->Call(TextMessage(shm_test::kOpEcho, "x")).ok());
+}
+
+TEST_F(ShmTransport, ARequestLargerThanTheRequestAreaIsResourceExhausted) {
+  auto ch = Connect();
+  ASSERT_TRUE(ch);
+  std::vector<uint8_t> big(5 << 20, 1);
+  wire::Message m = TextMessage(shm_test::kOpEcho, "");
+  m.payloads.push_back(BufferSlice{nullptr, big.data(), big.size()});
+  auto r = ch->Call(std::move(m));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("WMBT_KV_SHM_DATA_BYTES"), std::string::npos);
+  EXPECT_TRUE(ch->Call(TextMessage(shm_test::kOpEcho, "still fine")).ok());
+}
+
+TEST_F(ShmTransport, ABorrowOutlivesItsChannelAndTheDaemon) {
+  auto ch = Connect();
+  ASSERT_TRUE(ch);
+  auto r = ch->Call(PayloadOfSize(100000));
+  ASSERT_TRUE(r.ok());
+  BufferSlice kept = r->payloads[0];
+  r = Status::NotFound("dropped");
+  ch.reset();
+  server_->Stop();
+  server_.reset();
+  EXPECT_EQ(kept.size, 100000u);
+  EXPECT_EQ(kept.data[99999], static_cast<uint8_t>('a' + 99999 % 26));
+}
+
+TEST_F(ShmTransport, AClientThatDetachesLeavesNoSegmentOrRegionBehind) {
+  auto ch = Connect();
+  ASSERT_TRUE(ch);
+  auto r = ch->Call(PayloadOfSize(1000));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(server_->Stats().clients, 1u);
+  EXPECT_GE(server_->Stats().response_regions_live, 1u);
+  ch.reset();  // the borrow in `r` is still held: the daemon frees it with the segment
+  ASSERT_TRUE(WaitForSegments(0));
+  const ShmServerStats s = server_->Stats();
+  EXPECT_EQ(s.clients, 0u);
+  EXPECT_EQ(s.detaches, 1u);
+  EXPECT_EQ(s.response_regions_live, 0u);
+  EXPECT_EQ(s.response_bytes_live, 0u);
+  EXPECT_EQ(AsChars(r->payloads[0].view()).substr(0, 3), "abc");  // still mapped here
+}
+
+TEST_F(ShmTransport, StopMakesCallsUnavailableAndTheChannelReattachesToTheNextServer) {
+  auto ch = Connect();
+  ASSERT_TRUE(ch);
+  ASSERT_TRUE(ch->Call(TextMessage(shm_test::kOpEcho, "1")).ok());
+  server_->Stop();
+  auto r = ch->Call(TextMessage(shm_test::kOpEcho, "2"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().ToString();
+  StartServer();
+  auto again = ch->Call(TextMessage(shm_test::kOpEcho, "3"));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(FieldsText(*again), "3");
+}
+
+TEST_F(ShmTransport, NoDaemonIsUnavailableNamingHowToStartOne) {
+  ShmClientOptions o = ClientOptions();
+  o.prefix = "nobody-here";
+  auto c = ConnectShm(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kUnavailable);
+  EXPECT_NE(c.status().message().find("wombatkvd --prefix"), std::string::npos);
+}
+
+TEST_F(ShmTransport, BadPrefixesNeverBecomePaths) {
+  for (const char* bad : {"", "..", "a/b", "x y", "../../etc"}) {
+    ShmClientOptions o = ClientOptions();
+    o.prefix = bad;
+    EXPECT_EQ(ConnectShm(o).status().code(), Code::kInvalidArgument) << bad;
+  }
+}
+
+TEST_F(ShmTransport, ASecondDaemonForTheSamePrefixIsRefused) {
+  ShmServerOptions o;
+  o.run_dir = dir_.path();
+  o.prefix = "t";
+  ShmServer second(shm_test::TestHandler, o);
+  Status s = second.Start();
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("another wombatkvd"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(Connect());  // the first one still serves
+}
+
+TEST_F(ShmTransport, TheSocketOfADeadDaemonIsReplaced) {
+  server_->Stop();
+  // What a SIGKILLed daemon leaves: a socket file nobody listens on.
+  const std::string path = dir_.path() + "/wombatkv-t.sock";
+  int s = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strcpy(a.sun_path, path.c_str());
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ::close(s);
+  StartServer();
+  EXPECT_TRUE(Connect());
+}
+
+// SPEC §10: the socket, its lock and every segment are 0600; the segment cannot be resized by the
+// client (sealed), so the daemon can never be made to fault on it.
+TEST_F(ShmTransport, SocketLockAndSegmentAre0600AndTheSegmentIsSealed) {
+  struct stat st {};
+  ASSERT_EQ(::stat(server_->socket_path().c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((dir_.path() + "/wombatkv-t.lock").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  auto sock = shm::ConnectControlSocket(server_->socket_path());
+  ASSERT_TRUE(sock.ok());
+  shm::AttachReply reply{};
+  shm::Fd seg;
+  auto n = shm::ReceiveWithFd(sock->get(), &reply, sizeof reply, &seg);
+  ASSERT_TRUE(n.ok());
+  ASSERT_EQ(reply.code, 0u);
+  ASSERT_TRUE(seg.valid());
+  ASSERT_EQ(::fstat(seg.get(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), reply.segment_bytes);
+  EXPECT_NE(::ftruncate(seg.get(), 4096), 0);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(::ftruncate(seg.get(), st.st_size * 2), 0);
+}
+
+// A client that writes garbage into its ring gets an error back (or is disconnected when its
+// counters make no sense); the daemon keeps serving everyone else.
+TEST_F(ShmTransport, MalformedSlotsAreAnsweredWithAnErrorAndBadCountersDisconnect) {
+  auto good = Connect();
+  ASSERT_TRUE(good);
+
+  auto sock = shm::ConnectControlSocket(server_->socket_path());
+  ASSERT_TRUE(sock.ok());
+  shm::AttachReply reply{};
+  shm::Fd fd;
+  ASSERT_TRUE(shm::ReceiveWithFd(sock->get(), &reply, sizeof reply, &fd).ok());
+  auto map = shm::Mapping::Map(fd.get(), reply.segment_bytes);
+  ASSERT_TRUE(map.ok());
+  auto layout = shm::ReadLayout((*map)->base(), (*map)->bytes());
+  ASSERT_TRUE(layout.ok());
+  uint8_t* base = (*map)->base();
+  shm::Ring req(reinterpret_cast<shm::RingControl*>(base + layout->request_ring_control),
+                base + layout->request_slots, layout->params.slot_count,
+                layout->params.slot_bytes);
+  shm::Ring resp(reinterpret_cast<shm::RingControl*>(base + layout->response_ring_control),
+                 base + layout->response_slots, layout->params.slot_count,
+                 layout->params.slot_bytes);
+
+  // A slot whose payload points far outside the request area.
+  shm::SlotHeader h{};
+  h.id = 5;
+  h.op = shm_test::kOpEcho;
+  h.kind = static_cast<uint8_t>(shm::SlotKind::kMessage);
+  h.payload_count = 1;
+  shm::PayloadRef far{1ull << 50, 16};
+  std::memcpy(req.slot(0), &h, sizeof h);
+  std::memcpy(req.slot(0) + sizeof h, &far, sizeof far);
+  req.tail().store(1);
+  const char bell = 1;
+  ASSERT_EQ(::send(sock->get(), &bell, 1, 0), 1);
+  // Wait for the answer without a clock: the daemon answers within microseconds.
+  for (uint64_t spins = 0; resp.tail().load() == 0 && spins < 2'000'000'000ull; ++spins)
+    shm::CpuRelax();
+  ASSERT_EQ(resp.tail().load(), 1u);
+  auto answer = shm::ReadSlot(resp.slot(0), resp.slot_bytes(), base + layout->response_area,
+                              layout->params.response_area_bytes);
+  ASSERT_TRUE(answer.ok());
+  EXPECT_EQ(answer->header.id, 5u);
+  EXPECT_EQ(answer->error.code(), Code::kInvalidArgument);
+  EXPECT_NE(answer->error.message().find("outside the data area"), std::string::npos);
+  EXPECT_EQ(server_->Stats().protocol_errors, 1u);
+
+  // A tail that claims more requests than the ring holds: disconnected.
+  req.tail().store(1 + 10 * layout->params.slot_count);
+  ASSERT_EQ(::send(sock->get(), &bell, 1, 0), 1);
+  ASSERT_TRUE(server_->WaitFor([](const ShmServerStats& s) { return s.detaches == 1; },
+                               kWaitMicros));
+  char buf[8];
+  EXPECT_EQ(::recv(sock->get(), buf, sizeof buf, 0), 0);  // hung up on
+
+  auto r = good->Call(TextMessage(shm_test::kOpEcho, "unaffected"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(FieldsText(*r), "unaffected");
+}
+
+// A bounded shutdown: the running request is abandoned (its client told Unavailable), the server
+// reports it, and the worker left inside the handler can still finish safely later.
+TEST(ShmServerShutdown, ARequestRunningPastTheBoundIsAbandonedAndReported) {
+  shm_test::TempRunDir dir;
+  std::promise<void> release, entered;
+  std::shared_future<void> released = release.get_future().share();
+  auto server = std::make_unique<ShmServer>(
+      [released, &entered](Session& s, const wire::Message& m) {
+        if (m.op == shm_test::kOpBlock) {
+          entered.set_value();
+          released.wait();
+        }
+        return shm_test::TestHandler(s, m.op == shm_test::kOpBlock
+                                            ? TextMessage(shm_test::kOpEcho, "late")
+                                            : m);
+      },
+      ShmServerOptions{.prefix = "s", .run_dir = dir.path(), .workers = 2});
+  ASSERT_TRUE(server->Start().ok());
+  auto ch = ConnectShm(ShmClientOptions{.prefix = "s", .run_dir = dir.path()});
+  ASSERT_TRUE(ch.ok());
+  Status blocked;
+  std::thread caller([&] { blocked = (*ch)->Call(TextMessage(shm_test::kOpBlock, "")).status(); });
+  entered.get_future().wait();  // the call is inside the handler
+  EXPECT_EQ(server->Shutdown(1000), 1u);
+  caller.join();
+  EXPECT_EQ(blocked.code(), Code::kUnavailable);
+  release.set_value();  // the abandoned worker finishes into a closed connection
+  server.reset();
+}
+
+}  // namespace
+}  // namespace wombatkv

@@ -1,0 +1,68 @@
+// FrameReader: turns the bytes of one TCP connection into framed Messages (wire/frame.h). Both
+// ends use it: the server on non-blocking sockets from its event loop, the client from its
+// blocking reader thread.
+//
+// Invariants:
+//   1. The envelope is validated (magic, version, body length <= max_body) before the body is
+//      allocated, so a hostile length never costs memory (SPEC §8).
+//   2. The body lands in one Buffer; a parsed Message's payloads are slices of it (no copy).
+//   3. Small frames are read many at a time through a staging buffer (one read(2) for many
+//      pipelined frames); the remainder of a large body is read straight into its Buffer.
+//   4. After any error the stream cannot be resynchronised: the caller closes the connection.
+//
+// Thread-safety: none; one reader per connection, used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "wire/frame.h"
+#include "wire/message.h"
+#include "wombatkv/buffer.h"
+#include "wombatkv/status.h"
+
+namespace wombatkv::tcp {
+
+class FrameReader {
+ public:
+  explicit FrameReader(uint32_t max_body_bytes, size_t staging_bytes = 64 << 10);
+
+  enum class ReadResult { kData, kWouldBlock, kEof };
+  // One read(2) from `fd` into the staging buffer or the body being received. kWouldBlock on
+  // EAGAIN (non-blocking sockets). Unavailable naming the error on a socket failure.
+  Result<ReadResult> ReadFrom(int fd);
+
+  // The next complete Message among the bytes read so far, or nullopt when more are needed.
+  // InvalidArgument for a bad envelope or body, Corruption for a CRC mismatch (invariant 4).
+  Result<std::optional<wire::Message>> Next();
+
+  // True while part of a frame has been received: for idle-close log lines.
+  bool mid_frame() const { return body_ != nullptr || end_ > begin_; }
+
+  // After Next() failed on a received body (CRC or layout), the id and op it claimed (0 when the
+  // envelope itself was bad), so the error response can name the request.
+  uint64_t rejected_id() const { return rejected_id_; }
+  uint16_t rejected_op() const { return rejected_op_; }
+
+  // Changes the body limit for envelopes not parsed yet (e.g. raised after authentication).
+  void set_max_body_bytes(uint32_t max_body_bytes) { max_body_ = max_body_bytes; }
+
+  // Bytes received so far, for statistics.
+  uint64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  uint32_t max_body_;
+  std::vector<uint8_t> staging_;
+  size_t begin_ = 0;  // staged, unconsumed bytes are [begin_, end_)
+  size_t end_ = 0;
+  std::shared_ptr<Buffer> body_;  // non-null while receiving a body
+  size_t body_filled_ = 0;
+  uint32_t body_crc_ = 0;
+  uint64_t rejected_id_ = 0;
+  uint16_t rejected_op_ = 0;
+  uint64_t bytes_read_ = 0;
+};
+
+}  // namespace wombatkv::tcp

@@ -1,0 +1,179 @@
+#include "transport/tcp/frame_reader.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "base/endian.h"
+
+namespace wombatkv::tcp {
+namespace {
+
+// Both ends of a local stream socket, closed on destruction.
+struct SocketPair {
+  int a = -1, b = -1;
+  SocketPair() {
+    int fds[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
+    a = fds[0];
+    b = fds[1];
+  }
+  ~SocketPair() {
+    if (a >= 0) ::close(a);
+    if (b >= 0) ::close(b);
+  }
+  void Write(const std::vector<uint8_t>& bytes) {
+    ASSERT_EQ(::write(a, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  }
+};
+
+std::vector<uint8_t> Bytes(const wire::Message& m) {
+  auto f = wire::Frame(m);
+  EXPECT_TRUE(f.ok());
+  std::vector<uint8_t> out;
+  for (const iovec& v : f->iov()) {
+    auto* p = static_cast<const uint8_t*>(v.iov_base);
+    out.insert(out.end(), p, p + v.iov_len);
+  }
+  return out;
+}
+
+wire::Message Sample(uint64_t id, size_t payload_bytes) {
+  wire::Message m;
+  m.id = id;
+  m.op = 5;
+  m.fields = {1, 2, 3};
+  auto b = Buffer::Allocate(payload_bytes);
+  for (size_t i = 0; i < payload_bytes; ++i) b->data()[i] = static_cast<uint8_t>(i * 7 + id);
+  m.payloads = {BufferSlice{b, b->data(), b->size()}};
+  return m;
+}
+
+// Reads until the socket has nothing more and returns every message parsed.
+std::vector<wire::Message> Drain(FrameReader& r, int fd, Status* error = nullptr) {
+  std::vector<wire::Message> out;
+  for (;;) {
+    auto rr = r.ReadFrom(fd);
+    EXPECT_TRUE(rr.ok());
+    for (;;) {
+      auto m = r.Next();
+      if (!m.ok()) {
+        if (error) *error = m.status();
+        return out;
+      }
+      if (!m->has_value()) break;
+      out.push_back(std::move(**m));
+    }
+    if (*rr != FrameReader::ReadResult::kData) return out;
+  }
+}
+
+TEST(FrameReader, ManyPipelinedFramesArriveFromFewReads) {
+  SocketPair s;
+  std::vector<uint8_t> all;
+  for (uint64_t id = 1; id <= 50; ++id) {
+    auto b = Bytes(Sample(id, 100));
+    all.insert(all.end(), b.begin(), b.end());
+  }
+  s.Write(all);
+  FrameReader r(1 << 20);
+  auto got = Drain(r, s.b);
+  ASSERT_EQ(got.size(), 50u);
+  for (uint64_t id = 1; id <= 50; ++id) {
+    EXPECT_EQ(got[id - 1].id, id);
+    EXPECT_EQ(got[id - 1].payloads[0].data[3], static_cast<uint8_t>(3 * 7 + id));
+  }
+  EXPECT_FALSE(r.mid_frame());
+}
+
+TEST(FrameReader, AFrameSplitAtEveryByteBoundaryIsReassembled) {
+  auto bytes = Bytes(Sample(9, 300));
+  for (size_t cut = 1; cut < bytes.size(); cut += 7) {
+    SocketPair s;
+    FrameReader r(1 << 20);
+    s.Write({bytes.begin(), bytes.begin() + cut});
+    EXPECT_TRUE(Drain(r, s.b).empty()) << cut;
+    EXPECT_TRUE(r.mid_frame());
+    s.Write({bytes.begin() + cut, bytes.end()});
+    auto got = Drain(r, s.b);
+    ASSERT_EQ(got.size(), 1u) << cut;
+    EXPECT_EQ(got[0].id, 9u);
+    EXPECT_EQ(got[0].payloads[0].size, 300u);
+  }
+}
+
+TEST(FrameReader, LargeBodyLandsInOneBufferThatPayloadsSlice) {
+  SocketPair s;
+  auto bytes = Bytes(Sample(3, 3 << 20));
+  FrameReader r(64 << 20);
+  std::vector<wire::Message> got;
+  size_t at = 0;
+  while (got.empty()) {  // the socket holds less than the frame: feed it in pieces
+    if (at < bytes.size()) {
+      ssize_t n = ::write(s.a, bytes.data() + at, bytes.size() - at);
+      if (n > 0) at += static_cast<size_t>(n);
+    }
+    auto more = Drain(r, s.b);
+    for (auto& m : more) got.push_back(std::move(m));
+  }
+  ASSERT_EQ(got.size(), 1u);
+  const auto& p = got[0].payloads[0];
+  ASSERT_EQ(p.size, 3u << 20);
+  EXPECT_EQ(p.data[12345], static_cast<uint8_t>(12345 * 7 + 3));
+  EXPECT_GE(p.data, p.owner->data());
+  EXPECT_LE(p.data + p.size, p.owner->data() + p.owner->size()) << "a slice of the body";
+}
+
+TEST(FrameReader, OversizedLengthIsRefusedFromTheEnvelopeAlone) {
+  SocketPair s;
+  uint8_t env[wire::kEnvelopeBytes];
+  wire::EncodeEnvelope(0xF0000000u, 0, env);  // ~4 GB announced, nothing behind it
+  s.Write({env, env + sizeof env});
+  FrameReader r(1 << 20);
+  Status error;
+  EXPECT_TRUE(Drain(r, s.b, &error).empty());
+  EXPECT_EQ(error.code(), Code::kInvalidArgument);
+  EXPECT_NE(error.message().find("exceeds the limit 1048576"), std::string::npos) << error.message();
+}
+
+TEST(FrameReader, BadMagicAndBadCrcAreErrorsNamingTheRequest) {
+  {
+    SocketPair s;
+    auto bytes = Bytes(Sample(1, 10));
+    bytes[0] = 'X';
+    s.Write(bytes);
+    FrameReader r(1 << 20);
+    Status error;
+    Drain(r, s.b, &error);
+    EXPECT_NE(error.message().find("bad magic"), std::string::npos) << error.ToString();
+    EXPECT_EQ(r.rejected_id(), 0u);
+  }
+  {
+    SocketPair s;
+    auto bytes = Bytes(Sample(77, 10));
+    bytes.back() ^= 1;  // a payload bit flipped in transit
+    s.Write(bytes);
+    FrameReader r(1 << 20);
+    Status error;
+    Drain(r, s.b, &error);
+    EXPECT_EQ(error.code(), Code::kCorruption) << error.ToString();
+    EXPECT_EQ(r.rejected_id(), 77u);
+    EXPECT_EQ(r.rejected_op(), 5u);
+  }
+}
+
+TEST(FrameReader, EndOfStreamIsReported) {
+  SocketPair s;
+  ::close(s.a);
+  s.a = -1;
+  FrameReader r(1024);
+  auto rr = r.ReadFrom(s.b);
+  ASSERT_TRUE(rr.ok());
+  EXPECT_EQ(*rr, FrameReader::ReadResult::kEof);
+}
+
+}  // namespace
+}  // namespace wombatkv::tcp

@@ -1,0 +1,373 @@
+#include "transport/tcp/tcp_channel.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/tcp/frame_reader.h"
+#include "transport/tcp/sockets.h"
+#include "wire/codec.h"
+
+namespace wombatkv::tcp {
+namespace {
+
+// A call waiting for its response. Lives on the caller's stack; the connection touches it only
+// under its mutex and only while it is registered.
+struct PendingCall {
+  std::condition_variable cv;
+  bool done = false;
+  std::optional<Result<wire::Message>> result;
+};
+
+// One TCP connection to the daemon and its reader thread.
+class Connection {
+ public:
+  Connection(int fd, std::string where, uint32_t max_frame)
+      : fd_(fd), where_(std::move(where)), max_frame_(max_frame) {}
+
+  // Stops the reader (shutdown makes its recv return) and closes the socket. Never runs on the
+  // reader thread: the reader holds no reference to its Connection.
+  ~Connection() {
+    ::shutdown(fd_, SHUT_RDWR);
+    if (reader_.joinable()) reader_.join();
+    ::close(fd_);
+  }
+
+  void StartReader() {
+    reader_ = std::thread([this] { ReadLoop(); });
+  }
+
+  bool dead() {
+    std::lock_guard<std::mutex> g(mu_);
+    return dead_;
+  }
+
+  // False when the connection is already dead (nothing was sent).
+  bool Register(uint64_t id, PendingCall* call) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (dead_) return false;
+    calls_.emplace(id, call);
+    return true;
+  }
+
+  // Writes the whole frame (frames of concurrent callers never interleave). On failure the
+  // connection is dead and every call on it, this one included, has failed.
+  Status Send(const wire::FramedMessage& frame) {
+    std::vector<iovec> iov = frame.iov();
+    std::lock_guard<std::mutex> g(write_mu_);
+    size_t first = 0;
+    while (first < iov.size()) {
+      msghdr msg{};
+      msg.msg_iov = iov.data() + first;
+      msg.msg_iovlen = std::min<size_t>(iov.size() - first, 256);
+      ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        Status st = errno == EAGAIN || errno == EWOULDBLOCK
+                        ? Status::Unavailable("sending to wombatkvd at " + where_ +
+                                              " timed out (the daemon is not reading)")
+                        : SocketError("sending to wombatkvd at " + where_, errno);
+        Kill(st);
+        return st;
+      }
+      size_t done = static_cast<size_t>(n);
+      while (first < iov.size() && done >= iov[first].iov_len) done -= iov[first++].iov_len;
+      if (done > 0) {
+        iov[first].iov_base = static_cast<uint8_t*>(iov[first].iov_base) + done;
+        iov[first].iov_len -= done;
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Waits for the response of call `id` for at most `timeout_micros` (0 = for ever).
+  Result<wire::Message> Wait(uint64_t id, PendingCall& call, Clock& clock,
+                             uint64_t timeout_micros) {
+    std::unique_lock<std::mutex> l(mu_);
+    const uint64_t start = clock.NowMicros();
+    while (!call.done) {
+      uint64_t wait = 3'600'000'000ull;  // re-check hourly when waiting for ever
+      if (timeout_micros > 0) {
+        const uint64_t now = clock.NowMicros();
+        const uint64_t elapsed = now > start ? now - start : 0;
+        if (elapsed >= timeout_micros) {
+          calls_.erase(id);
+          return Status::Unavailable(
+              "no response from wombatkvd at " + where_ + " within " +
+              std::to_string(timeout_micros / 1000) +
+              " ms; the call may or may not have taken effect (raise the request timeout, or "
+              "check the daemon)");
+        }
+        wait = timeout_micros - elapsed;
+      }
+      clock.WaitFor(call.cv, l, wait);
+    }
+    return std::move(*call.result);
+  }
+
+  // Fails every call in flight with `why` and makes the connection unusable.
+  void Kill(const Status& why) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (dead_) return;
+    dead_ = true;
+    for (auto& [id, call] : calls_) {
+      call->result.emplace(why);
+      call->done = true;
+      call->cv.notify_one();  // under the mutex: the waiter may destroy `call` once it returns
+    }
+    calls_.clear();
+    ::shutdown(fd_, SHUT_RDWR);
+  }
+
+  uint32_t server_max_frame = wire::kDefaultMaxBodyBytes;
+
+ private:
+  void ReadLoop() {
+    FrameReader reader(max_frame_);
+    for (;;) {
+      auto r = reader.ReadFrom(fd_);
+      if (!r.ok()) {
+        Kill(Gone(r.status().message()));
+        return;
+      }
+      if (*r == FrameReader::ReadResult::kEof) {
+        Kill(Gone("the daemon closed the connection"));
+        return;
+      }
+      for (;;) {
+        auto m = reader.Next();
+        if (!m.ok()) {
+          Kill(Gone("malformed frame from the daemon: " + m.status().ToString()));
+          return;
+        }
+        if (!m->has_value()) break;
+        Deliver(std::move(**m));
+      }
+    }
+  }
+
+  void Deliver(wire::Message m) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = calls_.find(m.id);
+    if (it == calls_.end()) {
+      // Id 0: the daemon's answer to a frame it could not read; it closes the connection next.
+      // Late answers to calls that timed out are dropped.
+      if (m.id == 0) server_error_ = wire::ResponseStatus(m).ToString();
+      return;
+    }
+    PendingCall* call = it->second;
+    calls_.erase(it);
+    call->result.emplace(std::move(m));
+    call->done = true;
+    call->cv.notify_one();
+  }
+
+  Status Gone(const std::string& what) {
+    std::string reported;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (!server_error_.empty()) reported = " (it reported " + server_error_ + ")";
+    }
+    return Status::Unavailable("lost the connection to wombatkvd at " + where_ + ": " + what +
+                               reported +
+                               "; calls in flight may or may not have taken effect, the next "
+                               "call reconnects");
+  }
+
+  const int fd_;
+  const std::string where_;
+  const uint32_t max_frame_;
+  std::thread reader_;
+  std::mutex write_mu_;
+  std::mutex mu_;  // guards the fields below
+  bool dead_ = false;
+  std::unordered_map<uint64_t, PendingCall*> calls_;
+  std::string server_error_;
+};
+
+class TcpChannel final : public Channel {
+ public:
+  explicit TcpChannel(TcpClientOptions options)
+      : options_(std::move(options)),
+        clock_(options_.clock ? options_.clock : RealClock()),
+        where_("tcp://" + options_.address) {}
+
+  // The first connection, so that ConnectTcp reports a bad address or token itself.
+  Status Open() {
+    std::lock_guard<std::mutex> g(mu_);
+    auto c = Dial();
+    if (!c.ok()) return c.status();
+    current_ = std::move(c).value();
+    return Status::Ok();
+  }
+
+  Result<wire::Message> Call(wire::Message request) override {
+    request.id = next_id_.fetch_add(1, std::memory_order_relaxed);
+    request.flags &= static_cast<uint16_t>(~wire::kFlagResponse);
+    const uint16_t op = request.op;
+    WMBT_ASSIGN_OR_RETURN(wire::FramedMessage frame, wire::Frame(std::move(request)));
+    for (int attempt = 0;; ++attempt) {
+      WMBT_ASSIGN_OR_RETURN(std::shared_ptr<Connection> conn, Current());
+      bool sent = false;
+      auto r = Exchange(*conn, frame, op, &sent, options_.request_timeout_ms);
+      // A request that never fully left this process cannot have taken effect: it is safe to
+      // send again once, on a fresh connection (the daemon restarted while we were idle).
+      if (!r.ok() && !sent && attempt == 0) continue;
+      return r;
+    }
+  }
+
+  std::string Describe() const override { return where_; }
+
+ private:
+  Result<std::shared_ptr<Connection>> Current() {
+    std::lock_guard<std::mutex> g(mu_);
+    if (current_ && !current_->dead()) return current_;
+    current_.reset();
+    auto c = Dial();
+    if (!c.ok()) return c.status();
+    current_ = *c;
+    return current_;
+  }
+
+  Result<wire::Message> Exchange(Connection& conn, const wire::FramedMessage& frame, uint16_t op,
+                                 bool* sent, uint64_t timeout_ms) {
+    const uint64_t body = frame.total_bytes() - wire::kEnvelopeBytes;
+    if (body > conn.server_max_frame) {
+      *sent = true;  // a retry would not help
+      return Status::InvalidArgument(
+          wire::OpName(op) + " request of " + std::to_string(body) +
+          " bytes exceeds the daemon's frame limit of " + std::to_string(conn.server_max_frame) +
+          " bytes (wombatkvd --max-frame-bytes); send fewer or smaller blocks per call");
+    }
+    const uint64_t id = LoadId(frame);
+    PendingCall call;
+    if (!conn.Register(id, &call)) return Status::Unavailable("connection lost");
+    Status st = conn.Send(frame);
+    if (!st.ok()) return st;
+    *sent = true;
+    auto r = conn.Wait(id, call, *clock_, timeout_ms * 1000);
+    if (!r.ok()) return r.status();
+    if (r->op != op || !(r->flags & wire::kFlagResponse)) {
+      return Status::Internal("wombatkvd at " + where_ + " answered " + wire::OpName(op) +
+                              " with a " + wire::OpName(r->op) +
+                              " message: a daemon/client mismatch or a bug");
+    }
+    return r;
+  }
+
+  static uint64_t LoadId(const wire::FramedMessage& frame) {
+    uint64_t id = 0;
+    for (int i = 7; i >= 0; --i) id = (id << 8) | frame.head[wire::kEnvelopeBytes + i];
+    return id;
+  }
+
+  // Connects and says Hello. Called with mu_ held (one dial at a time).
+  Result<std::shared_ptr<Connection>> Dial() {
+    WMBT_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(options_.address, false));
+    auto addrs = Resolve(hp, /*passive=*/false);
+    if (!addrs.ok()) return addrs.status().WithContext("cannot reach wombatkvd at " + where_);
+    Status last = Status::Unavailable("no address");
+    int fd = -1;
+    for (const SocketAddress& a : *addrs) {
+      auto connected = ConnectOne(a);
+      if (connected.ok()) {
+        fd = *connected;
+        break;
+      }
+      last = connected.status();
+    }
+    if (fd < 0) {
+      return Status::Unavailable("cannot connect to wombatkvd at " + where_ + ": " +
+                                 last.message() +
+                                 " (is wombatkvd running and listening there? docs/daemon.md)");
+    }
+    auto conn = std::make_shared<Connection>(fd, where_, options_.max_frame_bytes);
+    conn->StartReader();
+    wire::HelloRequest hello;
+    hello.client_name = options_.client_name;
+    hello.token = options_.auth_token;
+    wire::Message m = hello.Encode();
+    m.id = next_id_.fetch_add(1, std::memory_order_relaxed);
+    WMBT_ASSIGN_OR_RETURN(wire::FramedMessage frame, wire::Frame(std::move(m)));
+    bool sent = false;
+    // A daemon that accepts but does not answer Hello is as unreachable as one that refuses:
+    // the connect timeout applies (callers wait on this dial).
+    auto r = Exchange(*conn, frame, static_cast<uint16_t>(wire::Op::kHello), &sent,
+                      options_.connect_timeout_ms);
+    if (!r.ok()) return r.status();
+    auto welcome = wire::HelloResponse::Decode(*r);
+    if (!welcome.ok()) return welcome.status().WithContext("wombatkvd at " + where_);
+    if (welcome->max_frame_bytes > 0) conn->server_max_frame = welcome->max_frame_bytes;
+    return conn;
+  }
+
+  Result<int> ConnectOne(const SocketAddress& a) {
+    int fd = ::socket(a.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+    if (fd < 0) return SocketError("socket", errno);
+    auto fail = [fd](Status st) {
+      ::close(fd);
+      return st;
+    };
+    if (::connect(fd, a.get(), a.length) != 0) {
+      if (errno != EINPROGRESS) return fail(SocketError(FormatAddress(a), errno));
+      pollfd p{fd, POLLOUT, 0};
+      const int timeout = static_cast<int>(std::min<uint64_t>(options_.connect_timeout_ms,
+                                                              24ull * 3600 * 1000));
+      int n;
+      do {
+        n = ::poll(&p, 1, options_.connect_timeout_ms == 0 ? -1 : timeout);
+      } while (n < 0 && errno == EINTR);
+      if (n == 0) {
+        return fail(Status::Unavailable(FormatAddress(a) + ": no answer within " +
+                                        std::to_string(options_.connect_timeout_ms) + " ms"));
+      }
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (n < 0) err = errno;
+      else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      if (err != 0) return fail(SocketError(FormatAddress(a), err));
+    }
+    // Blocking from here on: the reader thread sleeps in recv, senders in sendmsg.
+    int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+      return fail(SocketError("fcntl", errno));
+    (void)SetNoDelay(fd);
+    if (options_.request_timeout_ms > 0) {
+      timeval tv{};
+      tv.tv_sec = static_cast<time_t>(options_.request_timeout_ms / 1000);
+      tv.tv_usec = static_cast<suseconds_t>((options_.request_timeout_ms % 1000) * 1000);
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
+    return fd;
+  }
+
+  const TcpClientOptions options_;
+  Clock* const clock_;
+  const std::string where_;
+  std::atomic<uint64_t> next_id_{1};
+  std::mutex mu_;  // guards current_; one (re)connect at a time
+  std::shared_ptr<Connection> current_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Channel>> ConnectTcp(const TcpClientOptions& options) {
+  auto channel = std::make_unique<TcpChannel>(options);
+  WMBT_RETURN_IF_ERROR(channel->Open());
+  return std::unique_ptr<Channel>(std::move(channel));
+}
+
+}  // namespace wombatkv::tcp

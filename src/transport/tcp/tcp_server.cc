@@ -1,0 +1,662 @@
+#include "transport/tcp/tcp_server.h"
+
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "base/check.h"
+#include "transport/tcp/frame_reader.h"
+#include "transport/tcp/send_queue.h"
+#include "transport/tcp/sockets.h"
+#include "wire/codec.h"
+
+namespace wombatkv::tcp {
+namespace {
+
+constexpr uint64_t kWakeTag = 0;
+constexpr uint64_t kListenerTag = 1ull << 63;  // | listener index
+constexpr int kReadsPerWakeup = 16;            // then other sockets get their turn
+constexpr int kEventsPerWait = 256;
+constexpr uint64_t kScanIntervalMaxMicros = 1'000'000;
+constexpr uint64_t kScanIntervalMinMicros = 10'000;
+constexpr int kListenBacklog = 1024;
+
+// One client connection. The loop that accepted it owns its socket events; workers only queue
+// responses. The fd is closed when the last reference goes, so a worker finishing late can never
+// write to a reused descriptor.
+struct Connection {
+  Connection(uint64_t id_, int fd_, int epfd_, uint32_t max_body)
+      : id(id_), fd(fd_), epfd(epfd_), reader(max_body) {}
+  ~Connection() { ::close(fd); }
+
+  const uint64_t id;
+  const int fd;
+  const int epfd;
+  Session session;
+  FrameReader reader;  // loop thread only
+  std::atomic<uint64_t> last_active_us{0};
+
+  std::mutex mu;  // guards everything below
+  SendQueue out;
+  size_t inflight = 0;
+  uint32_t events = 0;          // the epoll mask registered now
+  bool closed = false;          // removed from the loop; responses are dropped
+  bool read_paused = false;     // invariant 2: too many requests in flight
+  bool read_done = false;       // never read again (peer EOF, rejected frame, draining)
+  bool close_when_idle = false; // close once nothing is in flight or queued
+};
+
+struct Loop {
+  int epfd = -1;
+  int wakefd = -1;
+  std::thread thread;
+  std::unordered_map<uint64_t, std::shared_ptr<Connection>> conns;  // loop thread only
+  std::mutex tasks_mu;
+  std::vector<std::function<void()>> tasks;
+  std::atomic<bool> stop{false};
+  bool accept_paused = false;  // out of descriptors: listeners re-armed at the next scan
+  uint64_t next_scan_us = 0;
+  ~Loop() {
+    if (epfd >= 0) ::close(epfd);
+    if (wakefd >= 0) ::close(wakefd);
+  }
+};
+
+const char* LevelTag(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarn: return "warn";
+    case LogLevel::kError: return "error";
+  }
+  return "?";
+}
+
+}  // namespace
+
+struct TcpServer::Impl {
+  RequestHandler handler;
+  TcpServerOptions options;
+  Clock* clock = nullptr;
+  std::unique_ptr<Executor> own_executor;
+  Executor* executor = nullptr;
+  std::vector<int> listen_fds;
+  std::vector<ListenerInfo> listeners;
+  std::vector<std::unique_ptr<Loop>> loops;
+  TcpServerStats stats;
+  std::atomic<uint64_t> next_conn_id{1};
+  std::atomic<size_t> inflight_total{0};
+  std::atomic<bool> draining{false};
+  bool shut_down = false;
+  std::mutex drain_mu;
+  std::condition_variable drain_cv;
+
+  ~Impl() {
+    // Worker tasks reference this object: they finish before any member goes.
+    if (own_executor) {
+      own_executor.reset();
+    } else if (executor != nullptr) {
+      executor->Drain();
+    }
+    for (int fd : listen_fds) ::close(fd);
+  }
+
+  void Log(LogLevel level, const std::string& line) const {
+    if (options.log) {
+      options.log(level, line);
+    } else if (level >= LogLevel::kWarn) {
+      std::fprintf(stderr, "wombatkvd [%s] tcp: %s\n", LevelTag(level), line.c_str());
+    }
+  }
+
+  Status Listen(const std::string& text);
+  Status StartLoops();
+  void Run(Loop& loop);
+  void Accept(Loop& loop, size_t listener);
+  void OnReadable(Loop& loop, const std::shared_ptr<Connection>& c);
+  void OnWritable(Loop& loop, const std::shared_ptr<Connection>& c);
+  void OnPeerClosed(Loop& loop, const std::shared_ptr<Connection>& c);
+  void Reject(Loop& loop, const std::shared_ptr<Connection>& c, const Status& why);
+  void Dispatch(const std::shared_ptr<Connection>& c, wire::Message request);
+  void Work(const std::shared_ptr<Connection>& c, const wire::Message& request);
+  void Close(Loop& loop, const std::shared_ptr<Connection>& c, const std::string& why);
+  void Drain(Loop& loop);
+  void ScanIdle(Loop& loop);
+  int WaitTimeoutMs(Loop& loop);
+  void RunInLoop(Loop& loop, std::function<void()> task);
+  void UpdateEventsLocked(Connection& c);
+  void NotifyDrainers();
+  void SetListenersArmed(Loop& loop, bool armed);
+};
+
+// ---- Setup ----
+
+Status TcpServer::Impl::Listen(const std::string& text) {
+  WMBT_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(text, /*allow_port_zero=*/true));
+  auto resolved = Resolve(hp, /*passive=*/true);
+  if (!resolved.ok()) return resolved.status().WithContext("cannot listen on " + text);
+  const SocketAddress& a = resolved->front();
+  int fd = ::socket(a.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) return SocketError("cannot listen on " + text + ": socket", errno);
+  listen_fds.push_back(fd);  // closed by ~Impl on any failure below
+  int one = 1;
+  // A restarted daemon must not wait for the old connections' TIME_WAIT to rebind.
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  // "[::]" and "0.0.0.0" are separate listeners; each listens only where it says.
+  if (a.family() == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (::bind(fd, a.get(), a.length) != 0) {
+    int err = errno;
+    Status st = SocketError("cannot listen on " + text + ": bind", err);
+    if (err == EADDRINUSE)
+      return Status::Unavailable(st.message() +
+                                 " (another wombatkvd, or another program, has that port: stop "
+                                 "it or choose another --tcp port)");
+    return st;
+  }
+  if (::listen(fd, kListenBacklog) != 0) {
+    return SocketError("cannot listen on " + text + ": listen", errno);
+  }
+  ListenerInfo info;
+  info.address = LocalAddressOf(fd);
+  info.loopback = IsLoopback(a);
+  listeners.push_back(std::move(info));
+  return Status::Ok();
+}
+
+Status TcpServer::Impl::StartLoops() {
+  const size_t n = options.io_threads == 0 ? 1 : options.io_threads;
+  for (size_t i = 0; i < n; ++i) {
+    auto loop = std::make_unique<Loop>();
+    loop->epfd = ::epoll_create1(EPOLL_CLOEXEC);
+    if (loop->epfd < 0) return SocketError("epoll_create1", errno);
+    loop->wakefd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (loop->wakefd < 0) return SocketError("eventfd", errno);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kWakeTag;
+    if (::epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->wakefd, &ev) != 0)
+      return SocketError("epoll_ctl(eventfd)", errno);
+    SetListenersArmed(*loop, true);
+    loops.push_back(std::move(loop));
+  }
+  for (auto& loop : loops) {
+    Loop* l = loop.get();
+    l->thread = std::thread([this, l] { Run(*l); });
+  }
+  return Status::Ok();
+}
+
+void TcpServer::Impl::SetListenersArmed(Loop& loop, bool armed) {
+  for (size_t i = 0; i < listen_fds.size(); ++i) {
+    if (armed) {
+      epoll_event ev{};
+      // Every loop waits on every listener; EPOLLEXCLUSIVE wakes one of them per connection.
+      ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+      ev.data.u64 = kListenerTag | i;
+      ::epoll_ctl(loop.epfd, EPOLL_CTL_ADD, listen_fds[i], &ev);
+    } else {
+      ::epoll_ctl(loop.epfd, EPOLL_CTL_DEL, listen_fds[i], nullptr);
+    }
+  }
+}
+
+// ---- The event loop ----
+
+void TcpServer::Impl::RunInLoop(Loop& loop, std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> g(loop.tasks_mu);
+    loop.tasks.push_back(std::move(task));
+  }
+  uint64_t one = 1;
+  (void)!::write(loop.wakefd, &one, sizeof one);
+}
+
+int TcpServer::Impl::WaitTimeoutMs(Loop& loop) {
+  if (options.idle_timeout_ms == 0 && !loop.accept_paused) return -1;
+  const uint64_t now = clock->NowMicros();
+  if (loop.next_scan_us <= now) return 0;
+  return static_cast<int>((loop.next_scan_us - now + 999) / 1000);
+}
+
+void TcpServer::Impl::Run(Loop& loop) {
+  epoll_event events[kEventsPerWait];
+  while (!loop.stop.load(std::memory_order_acquire)) {
+    int n = ::epoll_wait(loop.epfd, events, kEventsPerWait, WaitTimeoutMs(loop));
+    if (n < 0) {
+      // EBADF/EFAULT/EINVAL can only be a bug here; a loop that silently stopped would wedge
+      // every connection it owns and the shutdown that waits for it.
+      WMBT_CHECK_MSG(errno == EINTR, "epoll_wait failed");
+      continue;
+    }
+    for (int i = 0; i < n; ++i) {
+      const uint64_t tag = events[i].data.u64;
+      const uint32_t ev = events[i].events;
+      if (tag == kWakeTag) {
+        uint64_t count;
+        (void)!::read(loop.wakefd, &count, sizeof count);
+        std::vector<std::function<void()>> tasks;
+        {
+          std::lock_guard<std::mutex> g(loop.tasks_mu);
+          tasks.swap(loop.tasks);
+        }
+        for (auto& t : tasks) t();
+        continue;
+      }
+      if (tag & kListenerTag) {
+        if (!draining.load()) Accept(loop, static_cast<size_t>(tag & ~kListenerTag));
+        continue;
+      }
+      auto it = loop.conns.find(tag);
+      if (it == loop.conns.end()) continue;  // closed earlier in this batch
+      std::shared_ptr<Connection> c = it->second;
+      if (ev & EPOLLERR) {
+        Close(loop, c, "socket error");
+        continue;
+      }
+      if (ev & EPOLLIN) OnReadable(loop, c);
+      if (ev & EPOLLOUT) OnWritable(loop, c);
+      // Both directions shut: the peer reset, or a worker asked for the close (shutdown(2)).
+      if (ev & EPOLLHUP) Close(loop, c, "connection closed");
+    }
+    ScanIdle(loop);
+  }
+}
+
+void TcpServer::Impl::Accept(Loop& loop, size_t li) {
+  for (;;) {
+    int fd = ::accept4(listen_fds[li], nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      Log(LogLevel::kWarn, SocketError("accept on " + listeners[li].address, errno).message() +
+                               "; accepting again within a second");
+      // Out of descriptors: a level-triggered listener would wake us in a loop. Re-armed by
+      // ScanIdle.
+      SetListenersArmed(loop, false);
+      loop.accept_paused = true;
+      loop.next_scan_us = clock->NowMicros() + kScanIntervalMaxMicros;
+      return;
+    }
+    if (stats.connections_open.load() >= options.connections_max) {
+      stats.connections_refused.fetch_add(1, std::memory_order_relaxed);
+      Log(LogLevel::kWarn, "refusing a connection from " + PeerAddressOf(fd) + ": " +
+                               std::to_string(options.connections_max) +
+                               " connections are open (the limit)");
+      ::close(fd);
+      continue;
+    }
+    (void)SetNoDelay(fd);  // best effort: only latency suffers without it
+    auto c = std::make_shared<Connection>(next_conn_id.fetch_add(1), fd, loop.epfd,
+                                          options.max_frame_bytes);
+    c->session.id = c->id;
+    c->session.peer = PeerAddressOf(fd);
+    c->session.token_required = !listeners[li].loopback;  // invariant 1
+    c->last_active_us.store(clock->NowMicros(), std::memory_order_relaxed);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = c->id;
+    if (::epoll_ctl(loop.epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      Log(LogLevel::kWarn, SocketError("epoll_ctl(add connection)", errno).message());
+      continue;  // ~Connection closes fd
+    }
+    c->events = EPOLLIN;
+    loop.conns.emplace(c->id, c);
+    stats.connections_accepted.fetch_add(1, std::memory_order_relaxed);
+    stats.connections_open.fetch_add(1);
+    Log(LogLevel::kDebug, "connection " + std::to_string(c->id) + " from " + c->session.peer +
+                              " on " + listeners[li].address +
+                              (c->session.token_required ? " (token required)" : ""));
+  }
+}
+
+void TcpServer::Impl::UpdateEventsLocked(Connection& c) {
+  if (c.closed) return;
+  const uint32_t want =
+      (c.read_done || c.read_paused ? 0u : uint32_t{EPOLLIN}) | (c.out.empty() ? 0u : EPOLLOUT);
+  if (want == c.events) return;
+  epoll_event ev{};
+  ev.events = want;
+  ev.data.u64 = c.id;
+  // epoll_ctl is thread-safe: workers change the mask of a connection its loop waits on.
+  ::epoll_ctl(c.epfd, EPOLL_CTL_MOD, c.fd, &ev);
+  c.events = want;
+}
+
+void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& c) {
+  for (int i = 0; i < kReadsPerWakeup; ++i) {
+    {
+      std::lock_guard<std::mutex> g(c->mu);
+      if (c->closed || c->read_done || c->read_paused) return;
+    }
+    const uint64_t before = c->reader.bytes_read();
+    auto r = c->reader.ReadFrom(c->fd);
+    if (!r.ok()) {
+      Close(loop, c, r.status().message());
+      return;
+    }
+    if (*r == FrameReader::ReadResult::kWouldBlock) return;
+    if (*r == FrameReader::ReadResult::kEof) {
+      OnPeerClosed(loop, c);
+      return;
+    }
+    stats.bytes_in.fetch_add(c->reader.bytes_read() - before, std::memory_order_relaxed);
+    c->last_active_us.store(clock->NowMicros(), std::memory_order_relaxed);
+    for (;;) {
+      // Invariant 4, re-checked per frame: a Hello answered in between lifts the limit.
+      c->reader.set_max_body_bytes(
+          c->session.token_required && !c->session.authenticated.load(std::memory_order_acquire)
+              ? std::min(options.max_frame_bytes, kUnauthenticatedFrameBytesMax)
+              : options.max_frame_bytes);
+      auto m = c->reader.Next();
+      if (!m.ok()) {
+        Reject(loop, c, m.status());
+        return;
+      }
+      if (!m->has_value()) break;
+      Dispatch(c, std::move(**m));
+    }
+  }
+}
+
+void TcpServer::Impl::OnWritable(Loop& loop, const std::shared_ptr<Connection>& c) {
+  bool close_now = false;
+  std::string why;
+  {
+    std::lock_guard<std::mutex> g(c->mu);
+    if (c->closed) return;
+    size_t written = 0;
+    auto r = c->out.Flush(c->fd, &written);
+    stats.bytes_out.fetch_add(written, std::memory_order_relaxed);
+    if (written > 0) c->last_active_us.store(clock->NowMicros(), std::memory_order_relaxed);
+    if (!r.ok()) {
+      close_now = true;
+      why = r.status().message();
+    } else {
+      UpdateEventsLocked(*c);
+      close_now = c->close_when_idle && c->inflight == 0 && c->out.empty();
+      why = "closed after its last response";
+    }
+  }
+  if (close_now) Close(loop, c, why);
+}
+
+void TcpServer::Impl::OnPeerClosed(Loop& loop, const std::shared_ptr<Connection>& c) {
+  // The peer may have only shut its sending side: it still gets the responses in flight.
+  if (c->reader.mid_frame()) {
+    Log(LogLevel::kInfo, "connection " + std::to_string(c->id) + " from " + c->session.peer +
+                             " ended half-way through a frame");
+  }
+  bool idle;
+  {
+    std::lock_guard<std::mutex> g(c->mu);
+    c->read_done = true;
+    c->close_when_idle = true;
+    idle = c->inflight == 0 && c->out.empty();
+    UpdateEventsLocked(*c);
+  }
+  if (idle) Close(loop, c, "peer closed the connection");
+}
+
+void TcpServer::Impl::Reject(Loop& loop, const std::shared_ptr<Connection>& c,
+                             const Status& why) {
+  stats.frames_rejected.fetch_add(1, std::memory_order_relaxed);
+  Log(LogLevel::kWarn, "connection " + std::to_string(c->id) + " from " + c->session.peer +
+                           ": rejected a frame (" + why.ToString() +
+                           "); answering with the error and closing the connection");
+  // Invariant 3: one error response, then close. Its id is the request's when the body could be
+  // read, else 0 (the client then knows it concerns the connection, not a call).
+  wire::Message response =
+      wire::EncodeStatusResponse(static_cast<wire::Op>(c->reader.rejected_op()), why);
+  response.id = c->reader.rejected_id();
+  response.flags |= wire::kFlagResponse;
+  auto framed = wire::Frame(std::move(response));
+  bool idle;
+  {
+    std::lock_guard<std::mutex> g(c->mu);
+    if (c->closed) return;
+    if (framed.ok()) {
+      c->out.Push(std::move(framed).value());
+      size_t written = 0;
+      (void)c->out.Flush(c->fd, &written);
+      stats.bytes_out.fetch_add(written, std::memory_order_relaxed);
+    }
+    c->read_done = true;
+    c->close_when_idle = true;
+    idle = c->inflight == 0 && c->out.empty();
+    UpdateEventsLocked(*c);
+  }
+  if (idle) Close(loop, c, "rejected frame");
+}
+
+void TcpServer::Impl::Dispatch(const std::shared_ptr<Connection>& c, wire::Message request) {
+  stats.frames_in.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> g(c->mu);
+    ++c->inflight;
+    if (c->inflight >= options.inflight_per_connection_max && !c->read_paused) {
+      c->read_paused = true;  // invariant 2
+      UpdateEventsLocked(*c);
+    }
+  }
+  inflight_total.fetch_add(1);
+  executor->Submit([this, c, m = std::move(request)] { Work(c, m); });
+}
+
+void TcpServer::Impl::Work(const std::shared_ptr<Connection>& c, const wire::Message& request) {
+  wire::Message response;
+  try {
+    response = handler(c->session, request);
+  } catch (const std::exception& e) {
+    // The handler reports errors as statuses; this is the edge where a stray exception (e.g.
+    // bad_alloc) becomes one instead of ending the process.
+    response = wire::EncodeStatusResponse(static_cast<wire::Op>(request.op),
+                                          Status::Internal(std::string("request failed: ") +
+                                                           e.what()));
+  }
+  response.id = request.id;
+  response.flags |= wire::kFlagResponse;
+  auto framed = wire::Frame(std::move(response));
+  if (!framed.ok()) {
+    wire::Message error = wire::EncodeStatusResponse(
+        static_cast<wire::Op>(request.op),
+        Status::ResourceExhausted("the response does not fit one frame (" +
+                                  framed.status().message() +
+                                  "); ask for fewer or smaller blocks per call"));
+    error.id = request.id;
+    error.flags |= wire::kFlagResponse;
+    framed = wire::Frame(std::move(error));
+  }
+  {
+    std::lock_guard<std::mutex> g(c->mu);
+    --c->inflight;
+    if (!c->closed && framed.ok()) {
+      c->out.Push(std::move(framed).value());
+      stats.frames_out.fetch_add(1, std::memory_order_relaxed);
+      // Written from this worker at once when the socket has room: no loop wake-up on the
+      // common path.
+      size_t written = 0;
+      auto r = c->out.Flush(c->fd, &written);
+      stats.bytes_out.fetch_add(written, std::memory_order_relaxed);
+      if (written > 0) c->last_active_us.store(clock->NowMicros(), std::memory_order_relaxed);
+      if (c->read_paused && c->inflight <= options.inflight_per_connection_max / 2)
+        c->read_paused = false;
+      if (!r.ok() || (c->close_when_idle && c->inflight == 0 && c->out.empty())) {
+        // The loop owns the connection: shutting the socket down makes it report EPOLLHUP,
+        // and the loop closes it.
+        c->read_done = true;
+        ::shutdown(c->fd, SHUT_RDWR);
+      }
+      UpdateEventsLocked(*c);
+    }
+  }
+  if (inflight_total.fetch_sub(1) == 1 && draining.load()) NotifyDrainers();
+}
+
+void TcpServer::Impl::NotifyDrainers() {
+  // Taking the mutex orders this with a drainer that has checked but not yet waited.
+  std::lock_guard<std::mutex> g(drain_mu);
+  drain_cv.notify_all();
+}
+
+void TcpServer::Impl::Close(Loop& loop, const std::shared_ptr<Connection>& c,
+                            const std::string& why) {
+  {
+    std::lock_guard<std::mutex> g(c->mu);
+    if (c->closed) return;
+    c->closed = true;
+    ::epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->fd, nullptr);
+    ::shutdown(c->fd, SHUT_RDWR);
+    c->out = SendQueue();  // invariant 6: queued responses and their pins go now
+  }
+  loop.conns.erase(c->id);
+  stats.connections_open.fetch_sub(1);
+  Log(LogLevel::kDebug,
+      "connection " + std::to_string(c->id) + " from " + c->session.peer + " closed: " + why);
+  if (draining.load()) NotifyDrainers();
+}
+
+void TcpServer::Impl::ScanIdle(Loop& loop) {
+  const uint64_t now = clock->NowMicros();
+  if (now < loop.next_scan_us) return;
+  uint64_t interval = kScanIntervalMaxMicros;
+  if (options.idle_timeout_ms > 0) {
+    interval = std::min<uint64_t>(interval, options.idle_timeout_ms * 1000 / 4);
+    interval = std::max<uint64_t>(interval, kScanIntervalMinMicros);
+  }
+  loop.next_scan_us = now + interval;
+  if (loop.accept_paused && !draining.load()) {
+    loop.accept_paused = false;
+    SetListenersArmed(loop, true);
+  }
+  if (options.idle_timeout_ms == 0) return;
+  const uint64_t idle_us = options.idle_timeout_ms * 1000;
+  std::vector<std::shared_ptr<Connection>> idle;
+  for (auto& [id, c] : loop.conns) {
+    uint64_t last = c->last_active_us.load(std::memory_order_relaxed);
+    if (now <= last || now - last < idle_us) continue;
+    std::lock_guard<std::mutex> g(c->mu);
+    // Invariant 5. A connection whose responses are queued but not read counts as idle too:
+    // a client that stops reading must not hold its payload pins forever.
+    if (c->inflight == 0) idle.push_back(c);
+  }
+  for (auto& c : idle) {
+    stats.connections_idle_closed.fetch_add(1, std::memory_order_relaxed);
+    Log(LogLevel::kInfo, "closing connection " + std::to_string(c->id) + " from " +
+                             c->session.peer + ": nothing received or sent for " +
+                             std::to_string(options.idle_timeout_ms) + " ms" +
+                             (c->reader.mid_frame() ? " (it stopped half-way through a frame)"
+                                                    : ""));
+    Close(loop, c, "idle");
+  }
+}
+
+void TcpServer::Impl::Drain(Loop& loop) {
+  SetListenersArmed(loop, false);
+  std::vector<std::shared_ptr<Connection>> idle;
+  for (auto& [id, c] : loop.conns) {
+    std::lock_guard<std::mutex> g(c->mu);
+    c->read_done = true;
+    c->close_when_idle = true;
+    if (c->inflight == 0 && c->out.empty()) idle.push_back(c);
+    UpdateEventsLocked(*c);
+  }
+  for (auto& c : idle) Close(loop, c, "daemon shutting down");
+}
+
+// ---- TcpServer ----
+
+TcpServer::TcpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<std::unique_ptr<TcpServer>> TcpServer::Start(RequestHandler handler,
+                                                    TcpServerOptions options) {
+  if (options.listen.empty()) {
+    return Status::InvalidArgument("no TCP listen address: pass at least one HOST:PORT");
+  }
+  if (options.inflight_per_connection_max == 0) options.inflight_per_connection_max = 1;
+  auto impl = std::make_unique<Impl>();
+  impl->handler = std::move(handler);
+  impl->options = std::move(options);
+  impl->clock = impl->options.clock ? impl->options.clock : RealClock();
+  for (const std::string& addr : impl->options.listen) WMBT_RETURN_IF_ERROR(impl->Listen(addr));
+  if (impl->options.executor != nullptr) {
+    impl->executor = impl->options.executor;
+  } else {
+    impl->own_executor = NewThreadPoolExecutor(
+        impl->options.worker_threads == 0 ? 1 : impl->options.worker_threads, "wombatkv-tcp");
+    impl->executor = impl->own_executor.get();
+  }
+  Status st = impl->StartLoops();
+  auto server = std::unique_ptr<TcpServer>(new TcpServer(std::move(impl)));
+  if (!st.ok()) {
+    server->Shutdown(0);
+    return st;
+  }
+  return server;
+}
+
+TcpServer::~TcpServer() {
+  if (impl_ && !impl_->shut_down) Shutdown(0);
+}
+
+const std::vector<ListenerInfo>& TcpServer::listeners() const { return impl_->listeners; }
+const TcpServerStats& TcpServer::stats() const { return impl_->stats; }
+
+size_t TcpServer::Shutdown(uint64_t timeout_ms) {
+  Impl& s = *impl_;
+  if (s.shut_down) return 0;
+  s.shut_down = true;
+  s.draining.store(true);
+  // 1. Every loop stops accepting and reading; idle connections close at once.
+  for (auto& loop : s.loops) {
+    Completion done;
+    Loop* l = loop.get();
+    s.RunInLoop(*l, [&s, l, &done] {
+      s.Drain(*l);
+      done.Set(Status::Ok());
+    });
+    if (l->thread.joinable()) done.WaitBlocking();
+  }
+  for (int fd : s.listen_fds) ::close(fd);
+  s.listen_fds.clear();
+  // 2. Running requests finish and their responses are written, within the bound.
+  const uint64_t deadline = s.clock->NowMicros() + timeout_ms * 1000;
+  {
+    std::unique_lock<std::mutex> l(s.drain_mu);
+    for (;;) {
+      if (s.inflight_total.load() == 0 && s.stats.connections_open.load() == 0) break;
+      const uint64_t now = s.clock->NowMicros();
+      if (now >= deadline) break;
+      s.clock->WaitFor(s.drain_cv, l, deadline - now);
+    }
+  }
+  const size_t abandoned = s.inflight_total.load();
+  // 3. Stop the loops, then close what is left.
+  for (auto& loop : s.loops) {
+    loop->stop.store(true, std::memory_order_release);
+    uint64_t one = 1;
+    (void)!::write(loop->wakefd, &one, sizeof one);
+  }
+  for (auto& loop : s.loops) {
+    if (loop->thread.joinable()) loop->thread.join();
+    std::vector<std::shared_ptr<Connection>> left;
+    for (auto& [id, c] : loop->conns) left.push_back(c);
+    for (auto& c : left) s.Close(*loop, c, "daemon shut down");
+  }
+  if (abandoned > 0) {
+    s.Log(LogLevel::kWarn, std::to_string(abandoned) + " request(s) still running after " +
+                               std::to_string(timeout_ms) + " ms; their responses are dropped");
+  }
+  return abandoned;
+}
+
+}  // namespace wombatkv::tcp

@@ -1,0 +1,118 @@
+// TcpServer: the daemon's TCP transport (SPEC §8, docs/daemon.md). It moves framed Messages
+// between sockets and a request handler (normally Service::Handle); it never interprets fields.
+//
+// Threads: `io_threads` epoll event loops own the sockets (every loop accepts on every listener,
+// EPOLLEXCLUSIVE, and keeps the connections it accepted); requests run on a worker Executor,
+// because a handler may block for as long as a publish takes. No thread per connection.
+//
+// Per connection (invariants):
+//   1. One Session, created at accept; `token_required` is true unless the listener's address is
+//      loopback. The handler enforces it (Service: only Hello and Ping before authentication).
+//   2. Pipelining: every complete frame is dispatched at once; responses are written as they
+//      finish, in any order, gathered into as few sendmsg calls as possible. At most
+//      `inflight_per_connection_max` requests run at once (reading pauses beyond it, so a client
+//      cannot queue unbounded work); one read may overshoot it by the frames it carried.
+//   3. A frame with a bad envelope (magic, version, length over `max_frame_bytes`: rejected
+//      before any allocation), a bad CRC or a malformed body gets one error response (a status,
+//      id 0 when the envelope was bad) and the connection is closed once it is written. Nothing
+//      else is affected: other connections never wait for a slow, silent or hostile one.
+//   4. Until its session is authenticated, a token-required connection's frames are limited to
+//      kUnauthenticatedFrameBytesMax (a Hello is tiny), so an anonymous peer on the network can
+//      never make the daemon allocate a large body.
+//   5. A connection with nothing in flight that sends nothing for `idle_timeout_ms` (also one
+//      stuck half-way through a frame) is closed.
+//   6. When a connection closes, its queued responses (and the payload pins they hold) are
+//      released; a request still running finishes and its response is dropped.
+//
+// Thread-safety: Start, Shutdown and the destructor from one thread; stats() from any.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/service.h"
+#include "wire/frame.h"
+#include "wire/message.h"
+#include "wombatkv/env.h"
+#include "wombatkv/status.h"
+#include "wombatkv/store.h"
+
+namespace wombatkv::tcp {
+
+inline constexpr uint32_t kUnauthenticatedFrameBytesMax = 64 << 10;
+
+// Runs one request; must return its response (the server sets id and kFlagResponse if the
+// handler did not). Called on worker threads, concurrently, also for one session.
+using RequestHandler = std::function<wire::Message(Session&, const wire::Message&)>;
+
+struct TcpServerOptions {
+  // Listen addresses, "HOST:PORT": IPv4, bracketed IPv6 ("[::]:7070") or a name (its first
+  // address). Port 0 = any free port; listeners() tells which.
+  std::vector<std::string> listen;
+  // Largest request body accepted; larger envelopes are refused before allocation.
+  uint32_t max_frame_bytes = wire::kDefaultMaxBodyBytes;
+  // Invariant 5; 0 = never.
+  uint64_t idle_timeout_ms = 300'000;
+  size_t io_threads = 1;
+  // Worker threads running the handler, when no `executor` is given.
+  size_t worker_threads = 16;
+  Executor* executor = nullptr;  // not owned; must outlive the server
+  size_t inflight_per_connection_max = 128;
+  size_t connections_max = 4096;  // accepted beyond this: closed at once (logged)
+  Clock* clock = nullptr;         // null = RealClock()
+  LogSink log;                    // null = warnings and errors to stderr
+};
+
+struct ListenerInfo {
+  std::string address;  // as bound: "127.0.0.1:41234", "[::]:7070"
+  bool loopback = false;
+};
+
+// Monotonic counters (relaxed atomics), except connections_open.
+struct TcpServerStats {
+  std::atomic<uint64_t> connections_accepted{0};
+  std::atomic<uint64_t> connections_open{0};
+  std::atomic<uint64_t> connections_refused{0};  // over connections_max
+  std::atomic<uint64_t> connections_idle_closed{0};
+  std::atomic<uint64_t> frames_in{0};
+  std::atomic<uint64_t> frames_out{0};
+  std::atomic<uint64_t> frames_rejected{0};  // invariant 3
+  std::atomic<uint64_t> bytes_in{0};
+  std::atomic<uint64_t> bytes_out{0};
+};
+
+class TcpServer {
+ public:
+  // Binds and listens on every address, then starts the loops. Errors name the address:
+  // InvalidArgument (bad HOST:PORT), Unavailable (cannot resolve or bind, e.g. "address already
+  // in use"). Nothing is left listening on failure.
+  static Result<std::unique_ptr<TcpServer>> Start(RequestHandler handler,
+                                                  TcpServerOptions options);
+  // Shutdown(0) if Shutdown was not called. REQUIRES: no handler call is still running (a
+  // Shutdown that returned 0 guarantees it), else this blocks until they return.
+  ~TcpServer();
+
+  TcpServer(const TcpServer&) = delete;
+  TcpServer& operator=(const TcpServer&) = delete;
+
+  const std::vector<ListenerInfo>& listeners() const;
+  const TcpServerStats& stats() const;
+
+  // Graceful stop: closes the listeners, stops reading requests, lets the running ones finish
+  // and their responses be written, for at most `timeout_ms`; then closes every connection and
+  // stops the loops. Returns how many requests were still running (0 = a clean drain). Their
+  // handlers keep running on the worker threads; their responses are dropped.
+  size_t Shutdown(uint64_t timeout_ms);
+
+  struct Impl;
+
+ private:
+  explicit TcpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace wombatkv::tcp

@@ -1,0 +1,346 @@
+// TcpServer + TcpChannel over real loopback sockets, with a small handler instead of the Service
+// (the daemon tests in tests/daemon run the real wombatkvd): pipelining, out-of-order responses,
+// rejection of malformed frames, idle close, graceful and bounded shutdown, reconnection.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "transport/tcp/frame_reader.h"
+#include "transport/tcp/sockets.h"
+#include "transport/tcp/tcp_channel.h"
+#include "transport/tcp/tcp_server.h"
+#include "wire/codec.h"
+
+namespace wombatkv::tcp {
+namespace {
+
+constexpr uint16_t kEchoOp = 100;   // answers with the request's fields and payloads
+constexpr uint16_t kBlockOp = 101;  // waits until the test releases it, then echoes
+
+// A gate the test opens; the handler counts who waits at it.
+class Gate {
+ public:
+  void Wait() {
+    std::unique_lock<std::mutex> l(mu_);
+    ++waiting_;
+    cv_.notify_all();
+    cv_.wait(l, [&] { return open_; });
+  }
+  void AwaitWaiters(int n) {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return waiting_ >= n; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> g(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int waiting_ = 0;
+  bool open_ = false;
+};
+
+struct Handler {
+  Gate gate;
+  std::atomic<int> hellos{0};
+  std::atomic<int> token_required_sessions{0};
+  uint32_t advertised_max_frame = wire::kDefaultMaxBodyBytes;
+
+  wire::Message operator()(Session& session, const wire::Message& request) {
+    if (request.op == static_cast<uint16_t>(wire::Op::kHello)) {
+      hellos.fetch_add(1);
+      if (session.token_required) token_required_sessions.fetch_add(1);
+      wire::HelloResponse r;
+      r.server_version = "test";
+      r.max_frame_bytes = advertised_max_frame;
+      return r.Encode();
+    }
+    if (request.op == kBlockOp) gate.Wait();
+    wire::Message echo;
+    echo.op = request.op;
+    echo.fields = request.fields;
+    echo.payloads = request.payloads;  // slices of the request body: kept alive by the response
+    return echo;
+  }
+};
+
+std::unique_ptr<TcpServer> StartServer(Handler& h, TcpServerOptions o = {}) {
+  if (o.listen.empty()) o.listen = {"127.0.0.1:0"};
+  o.worker_threads = 8;
+  auto s = TcpServer::Start([&h](Session& s, const wire::Message& m) { return h(s, m); }, o);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return std::move(s).value();
+}
+
+std::unique_ptr<Channel> Connect(const std::string& addr) {
+  TcpClientOptions o;
+  o.address = addr;
+  auto c = ConnectTcp(o);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return std::move(c).value();
+}
+
+wire::Message Echo(uint16_t op, std::string_view text) {
+  wire::Message m;
+  m.op = op;
+  m.fields.assign(text.begin(), text.end());
+  // A non-owning view of the caller's memory: the channel writes it straight from here.
+  m.payloads = {BufferSlice{nullptr, reinterpret_cast<const uint8_t*>(text.data()), text.size()}};
+  return m;
+}
+
+std::string PayloadText(const wire::Message& m) {
+  return m.payloads.empty() ? "" : std::string(AsChars(m.payloads[0].view()));
+}
+
+// A raw client socket for sending what no well-behaved client would.
+int RawConnect(const std::string& addr) {
+  auto hp = ParseHostPort(addr, false);
+  auto a = Resolve(*hp, false);
+  int fd = ::socket(a->front().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  EXPECT_EQ(::connect(fd, a->front().get(), a->front().length), 0);
+  return fd;
+}
+
+// Reads one frame (blocking); nullopt when the server closed the connection first.
+std::optional<wire::Message> RawReadFrame(int fd, FrameReader& r) {
+  for (;;) {
+    auto m = r.Next();
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    if (!m.ok()) return std::nullopt;
+    if (m->has_value()) return std::move(**m);
+    auto rr = r.ReadFrom(fd);
+    if (!rr.ok() || *rr == FrameReader::ReadResult::kEof) return std::nullopt;
+  }
+}
+
+// True when the peer has closed: recv returns 0 (or a reset).
+bool RawSeesClose(int fd) {
+  char buf[256];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0 || (n < 0 && errno != EINTR)) return true;
+  }
+}
+
+TEST(TcpTransport, CallsFromManyThreadsArePipelinedOnOneConnection) {
+  Handler h;
+  auto server = StartServer(h);
+  auto channel = Connect(server->listeners()[0].address);
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        std::string text = "thread " + std::to_string(t) + " call " + std::to_string(i);
+        auto r = channel->Call(Echo(kEchoOp, text));
+        if (!r.ok() || PayloadText(*r) != text ||
+            std::string(r->fields.begin(), r->fields.end()) != text)
+          wrong.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(server->stats().connections_accepted.load(), 1u) << "one connection carried all";
+  EXPECT_EQ(h.hellos.load(), 1);
+}
+
+TEST(TcpTransport, AFastResponseOvertakesASlowOneOnTheSameConnection) {
+  Handler h;
+  auto server = StartServer(h);
+  auto channel = Connect(server->listeners()[0].address);
+  std::atomic<bool> slow_done{false};
+  std::thread slow([&] {
+    auto r = channel->Call(Echo(kBlockOp, "slow"));
+    EXPECT_TRUE(r.ok());
+    slow_done = true;
+  });
+  h.gate.AwaitWaiters(1);  // the slow request is running in the handler
+  auto fast = channel->Call(Echo(kEchoOp, "fast"));
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  EXPECT_EQ(PayloadText(*fast), "fast");
+  EXPECT_FALSE(slow_done.load()) << "the fast call did not wait behind the slow one";
+  h.gate.Open();
+  slow.join();
+  EXPECT_TRUE(slow_done.load());
+}
+
+TEST(TcpTransport, SessionsOnANonLoopbackListenerRequireATokenOthersDoNot) {
+  Handler h;
+  TcpServerOptions o;
+  o.listen = {"0.0.0.0:0", "127.0.0.1:0"};
+  auto server = StartServer(h, o);
+  ASSERT_EQ(server->listeners().size(), 2u);
+  EXPECT_FALSE(server->listeners()[0].loopback);
+  EXPECT_TRUE(server->listeners()[1].loopback);
+  const std::string wildcard = server->listeners()[0].address;
+  const std::string port = wildcard.substr(wildcard.rfind(':') + 1);
+  auto via_wildcard = Connect("127.0.0.1:" + port);  // reaches the 0.0.0.0 listener
+  EXPECT_EQ(h.token_required_sessions.load(), 1);
+  auto via_loopback = Connect(server->listeners()[1].address);
+  EXPECT_EQ(h.hellos.load(), 2);
+  EXPECT_EQ(h.token_required_sessions.load(), 1);
+}
+
+TEST(TcpTransport, BeforeAuthenticationOnlySmallFramesAreAccepted) {
+  Handler h;
+  TcpServerOptions o;
+  o.listen = {"0.0.0.0:0"};
+  auto server = StartServer(h, o);
+  const std::string wildcard = server->listeners()[0].address;
+  int raw = RawConnect("127.0.0.1:" + wildcard.substr(wildcard.rfind(':') + 1));
+  uint8_t env[wire::kEnvelopeBytes];
+  wire::EncodeEnvelope(1 << 20, 0, env);  // 1 MiB announced before any Hello
+  ASSERT_EQ(::send(raw, env, sizeof env, 0), static_cast<ssize_t>(sizeof env));
+  FrameReader r(1 << 20);
+  auto answer = RawReadFrame(raw, r);
+  ASSERT_TRUE(answer.has_value());
+  Status st = wire::ResponseStatus(*answer);
+  EXPECT_NE(st.message().find("exceeds the limit 65536"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(RawSeesClose(raw));
+  ::close(raw);
+}
+
+TEST(TcpTransport, AMalformedFrameIsAnsweredAndClosedWhileOthersAreServed) {
+  Handler h;
+  auto server = StartServer(h);
+  const std::string addr = server->listeners()[0].address;
+  auto good = Connect(addr);
+  int raw = RawConnect(addr);
+  const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_GT(::send(raw, junk, sizeof junk - 1, 0), 0);
+  FrameReader r(1 << 20);
+  auto answer = RawReadFrame(raw, r);
+  ASSERT_TRUE(answer.has_value()) << "an error response before the close";
+  Status st = wire::ResponseStatus(*answer);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("bad magic"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(RawSeesClose(raw));
+  ::close(raw);
+  auto still = good->Call(Echo(kEchoOp, "still here"));
+  ASSERT_TRUE(still.ok()) << still.status().ToString();
+  EXPECT_EQ(server->stats().frames_rejected.load(), 1u);
+}
+
+TEST(TcpTransport, ASilentClientIsClosedAfterTheIdleTimeoutAndBlocksNoOne) {
+  Handler h;
+  TcpServerOptions o;
+  o.idle_timeout_ms = 100;
+  auto server = StartServer(h, o);
+  const std::string addr = server->listeners()[0].address;
+  int silent = RawConnect(addr);
+  int half = RawConnect(addr);
+  ASSERT_EQ(::send(half, "WMBT\x01", 5, 0), 5);  // a third of an envelope, then nothing
+  auto good = Connect(addr);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(good->Call(Echo(kEchoOp, "x")).ok());
+  EXPECT_TRUE(RawSeesClose(silent));
+  EXPECT_TRUE(RawSeesClose(half));
+  ::close(silent);
+  ::close(half);
+  EXPECT_GE(server->stats().connections_idle_closed.load(), 2u);
+}
+
+TEST(TcpTransport, ShutdownLetsARunningRequestFinishAndAnswersIt) {
+  Handler h;
+  auto server = StartServer(h);
+  const std::string addr = server->listeners()[0].address;
+  auto channel = Connect(addr);
+  Result<wire::Message> slow = Status::Internal("not run");
+  std::thread caller([&] { slow = channel->Call(Echo(kBlockOp, "in flight")); });
+  h.gate.AwaitWaiters(1);
+  size_t abandoned = 99;
+  std::thread stopper([&] { abandoned = server->Shutdown(60'000); });
+  // Once the listener is closed the server is draining; only then let the request finish.
+  for (;;) {
+    auto hp = ParseHostPort(addr, false);
+    auto a = Resolve(*hp, false);
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool refused = ::connect(fd, a->front().get(), a->front().length) != 0;
+    ::close(fd);
+    if (refused) break;
+    std::this_thread::yield();
+  }
+  h.gate.Open();
+  stopper.join();
+  caller.join();
+  EXPECT_EQ(abandoned, 0u);
+  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+  EXPECT_EQ(PayloadText(*slow), "in flight");
+}
+
+TEST(TcpTransport, ShutdownGivesUpOnRequestsPastTheBound) {
+  Handler h;
+  auto server = StartServer(h);
+  auto channel = Connect(server->listeners()[0].address);
+  Result<wire::Message> stuck = Status::Internal("not run");
+  std::thread caller([&] { stuck = channel->Call(Echo(kBlockOp, "stuck")); });
+  h.gate.AwaitWaiters(1);
+  EXPECT_EQ(server->Shutdown(50), 1u);
+  caller.join();
+  EXPECT_EQ(stuck.status().code(), Code::kUnavailable) << stuck.status().ToString();
+  h.gate.Open();  // lets the worker return so the server can be destroyed
+}
+
+TEST(TcpTransport, TheChannelReconnectsToARestartedServer) {
+  Handler h1;
+  auto server = StartServer(h1);
+  const std::string addr = server->listeners()[0].address;
+  auto channel = Connect(addr);
+  ASSERT_TRUE(channel->Call(Echo(kEchoOp, "before")).ok());
+  EXPECT_EQ(server->Shutdown(1000), 0u);
+  server.reset();
+  // The first call may still find the old connection (then: "lost the connection"); by the
+  // second the channel knows and tries to reconnect.
+  EXPECT_EQ(channel->Call(Echo(kEchoOp, "while down")).status().code(), Code::kUnavailable);
+  auto down = channel->Call(Echo(kEchoOp, "while down"));
+  EXPECT_EQ(down.status().code(), Code::kUnavailable);
+  EXPECT_NE(down.status().message().find("is wombatkvd running"), std::string::npos)
+      << down.status().ToString();
+
+  Handler h2;
+  TcpServerOptions o;
+  o.listen = {addr};
+  auto again = StartServer(h2, o);
+  auto after = channel->Call(Echo(kEchoOp, "after"));
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(PayloadText(*after), "after");
+  EXPECT_EQ(h2.hellos.load(), 1) << "the reconnect said Hello first";
+}
+
+TEST(TcpTransport, ARequestOverTheServersFrameLimitIsRefusedBeforeSending) {
+  Handler h;
+  h.advertised_max_frame = 64 << 10;
+  TcpServerOptions o;
+  o.max_frame_bytes = 64 << 10;
+  auto server = StartServer(h, o);
+  auto channel = Connect(server->listeners()[0].address);
+  std::string big(100 << 10, 'b');
+  auto r = channel->Call(Echo(kEchoOp, big));
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("frame limit"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(server->stats().frames_in.load(), 1u) << "only the Hello reached the server";
+  EXPECT_TRUE(channel->Call(Echo(kEchoOp, "small")).ok());
+}
+
+TEST(TcpTransport, ConnectingToNothingSaysSo) {
+  TcpClientOptions o;
+  o.address = "127.0.0.1:1";  // privileged port nobody listens on in a test environment
+  auto c = ConnectTcp(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kUnavailable);
+  EXPECT_NE(c.status().message().find("tcp://127.0.0.1:1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace wombatkv::tcp

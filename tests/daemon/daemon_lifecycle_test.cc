@@ -1,0 +1,150 @@
+// The daemon's life: a stop (SIGTERM, or SIGKILL) under a write load keeps every acknowledged
+// publish (G3) across a restart; clients reconnect by themselves; HTTP health, readiness and
+// metrics.
+#include <httplib.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "tests/daemon/daemon_test_util.h"
+
+namespace wombatkv::testing {
+namespace {
+
+constexpr size_t kBlocks = 4;
+constexpr size_t kPayloadBytes = 4096;
+
+struct Acked {
+  uint64_t chain;
+  std::vector<BlockKey> keys;
+};
+
+// Writers put and publish chains until the daemon goes away; `acked` gets every chain whose
+// publish returned OK. The stop signal is sent once `min_acked` publishes are in.
+void RunStopUnderLoad(int sig, int expected_exit) {
+  TempDir dir;
+  auto daemon = StartDaemon(dir, {"--shutdown-timeout", "60000"});
+  ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
+  const std::string addr = daemon->tcp().at(0);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Acked> acked;
+  std::atomic<int> failures{0};
+  int finished = 0;  // guarded by mu
+  std::vector<std::thread> writers;
+  for (uint64_t w = 0; w < 4; ++w) {
+    writers.emplace_back([&, w] {
+      auto store = OpenRemote(addr);
+      for (uint64_t i = 0; store.ok(); ++i) {
+        const uint64_t chain = (w + 1) * 1'000'000 + i;
+        auto keys = PutAndPublish(**store, "load", Fp(3), chain, kBlocks, kPayloadBytes);
+        if (!keys.ok()) {
+          // The daemon went away: Unavailable (the call may or may not have taken effect).
+          if (keys.status().code() != Code::kUnavailable) failures.fetch_add(1);
+          break;
+        }
+        std::lock_guard<std::mutex> g(mu);
+        acked.push_back({chain, std::move(keys).value()});
+        cv.notify_all();
+      }
+      std::lock_guard<std::mutex> g(mu);
+      ++finished;
+      cv.notify_all();
+    });
+  }
+  {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return acked.size() >= 40 || finished == 4; });
+    EXPECT_GE(acked.size(), 40u) << "the writers stopped before the signal";
+  }
+  EXPECT_EQ(daemon->Stop(sig), expected_exit) << daemon->output() << daemon->stderr_text();
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(failures.load(), 0) << "only Unavailable is an acceptable failure when it stops";
+  if (sig == SIGTERM) {
+    EXPECT_NE(daemon->output().find("store closed"), std::string::npos) << daemon->output();
+  }
+
+  // Restart on the same data directory: every acknowledged chain is whole, byte for byte.
+  auto again = StartDaemon(dir);
+  ASSERT_TRUE(again->running()) << again->stderr_text();
+  auto store = OpenRemote(again->tcp().at(0));
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  for (const Acked& a : acked) {
+    ExpectChainReadable(**store, "load", Fp(3), a.chain, a.keys, kPayloadBytes);
+    if (::testing::Test::HasFailure()) break;
+  }
+  EXPECT_EQ(again->Stop(SIGTERM), 0);
+}
+
+TEST(DaemonLifecycle, SigtermUnderLoadExitsZeroAndKeepsEveryAcknowledgedPublish) {
+  RunStopUnderLoad(SIGTERM, 0);
+}
+
+TEST(DaemonLifecycle, SigkillUnderLoadLosesNoAcknowledgedPublish) {
+  RunStopUnderLoad(SIGKILL, 128 + SIGKILL);
+}
+
+TEST(DaemonLifecycle, AClientReconnectsByItselfAfterADaemonRestart) {
+  TempDir dir;
+  auto first = StartDaemon(dir);
+  ASSERT_TRUE(first->running()) << first->stderr_text();
+  const std::string addr = first->tcp().at(0);
+  auto store = OpenRemote(addr);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto keys = PutAndPublish(**store, "re", Fp(4), 1, 3, 2000);
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  EXPECT_EQ(first->Stop(SIGTERM), 0);
+
+  // While it is down: Unavailable, naming the daemon.
+  auto down = (*store)->LookupPrefix("re", Fp(4), *keys);
+  EXPECT_EQ(down.status().code(), Code::kUnavailable) << down.status().ToString();
+
+  auto second = StartDaemon(dir, {}, {}, addr);  // same port
+  ASSERT_TRUE(second->running()) << second->stderr_text();
+  // The same RemoteStore, no reopen: the first call may still meet the dead connection.
+  Result<size_t> found = Status::Unavailable("not tried");
+  for (int attempt = 0; attempt < 2 && !found.ok(); ++attempt) {
+    found = (*store)->LookupPrefix("re", Fp(4), *keys);
+  }
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(*found, 3u);
+  ExpectChainReadable(**store, "re", Fp(4), 1, *keys, 2000);
+  EXPECT_EQ(second->Stop(SIGTERM), 0);
+}
+
+TEST(DaemonLifecycle, HttpReportsHealthReadinessAndMetrics) {
+  TempDir dir;
+  auto daemon = StartDaemon(dir, {"--http", "127.0.0.1:0"},
+                            {{"WMBT_KV_AUTH_TOKENS", "metrics-must-not-show-this"}});
+  ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
+  ASSERT_FALSE(daemon->http().empty()) << daemon->output();
+  ExpectServes(daemon->tcp().at(0));
+  httplib::Client http(daemon->http());
+  auto health = http.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto ready = http.Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+  auto metrics = http.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  const std::string& page = metrics->body;
+  for (const char* series :
+       {"wombatkv_ready 1", "wombatkv_requests_total{op=\"PutBlocks\"} 1",
+        "wombatkv_requests_total{op=\"PublishChain\"} 1",
+        "wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",le=\"+Inf\"} 1",
+        "wombatkv_plane_hits_total{plane=\"l0\"} 3", "wombatkv_l0_chains 1",
+        "wombatkv_tcp_connections_accepted_total 1", "wombatkv_cache_bytes "}) {
+    EXPECT_NE(page.find(series), std::string::npos) << series << "\n" << page;
+  }
+  EXPECT_EQ(page.find("metrics-must-not-show-this"), std::string::npos);
+  EXPECT_EQ(daemon->Stop(SIGTERM), 0);
+}
+
+}  // namespace
+}  // namespace wombatkv::testing

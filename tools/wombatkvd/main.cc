@@ -1,0 +1,195 @@
+// wombatkvd: the WombatKV daemon. A thin main over Daemon (src/daemon/daemon.h): settings from
+// WMBT_KV_* variables, overridden by flags (both parsed by Config / DaemonSettings), then
+// start, wait for SIGTERM or SIGINT, stop gracefully. docs/daemon.md is the guide.
+//
+// Exit status: 0 after a graceful stop; 1 when start-up fails (store, bind, S3) or running
+// requests outlived --shutdown-timeout (or a second signal cut the stop short); 2 for a bad flag
+// or environment variable.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "daemon/daemon.h"
+#include "daemon/daemon_settings.h"
+#include "tools/wombatkv/output.h"
+
+#ifndef WOMBATKV_VERSION
+#define WOMBATKV_VERSION "unknown"
+#endif
+
+namespace wombatkv {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
+int Usage(const std::string& what, const Status& s) {
+  std::fprintf(stderr, "wombatkvd: %s: %s; run `wombatkvd --help`\n", what.c_str(),
+               s.message().c_str());
+  return kExitUsage;
+}
+
+// A flag given on the command line, applied after the environment.
+struct FlagSetting {
+  const char* setting;  // WMBT_KV_* name
+  bool daemon;          // a DaemonSettings setting (else a Config one)
+  std::string value;
+  CLI::Option* option = nullptr;
+};
+
+const char* kFooter =
+    "Environment: every flag has a WMBT_KV_* variable (named in brackets); a flag overrides "
+    "it.\nThe store reads the rest of its settings from the environment as embedded handles "
+    "do:\n  WMBT_KV_S3_PREFIX, WMBT_KV_UPLOAD_THREADS, and S3 as L2: WMBT_KV_BUCKET, "
+    "WMBT_KV_S3_ENDPOINT,\n  WMBT_KV_S3_REGION, WMBT_KV_S3_ACCESS_KEY, WMBT_KV_S3_SECRET_KEY "
+    "(or AWS_*), WMBT_KV_S3_* tuning.\n"
+    "Clients: WMBT_KV_TCP_ADDR=HOST:PORT (and WMBT_KV_AUTH_TOKEN when the listener is not "
+    "loopback).\n"
+    "\nSecurity: a --tcp address that is not loopback requires at least one auth token; the "
+    "daemon\nrefuses to start otherwise. Prefer WMBT_KV_AUTH_TOKENS to --auth-token: "
+    "command lines are\nvisible to every local user (ps).\n"
+    "\nSignals: SIGTERM or SIGINT stops accepting, lets running requests finish (at most\n"
+    "--shutdown-timeout), closes the store (waiting for its uploads) and exits 0. A second "
+    "signal\nexits at once (1).\n"
+    "\nExit status: 0 graceful stop, 1 start-up failed or stop cut short, 2 bad flag or "
+    "variable.\n"
+    "\nExamples:\n"
+    "  wombatkvd --data-dir /var/lib/wombatkv --tcp 127.0.0.1:7070 --http 127.0.0.1:9090\n"
+    "  WMBT_KV_AUTH_TOKENS='s3cret=team-a;adm1n' wombatkvd --tcp 0.0.0.0:7070\n"
+    "Reference: docs/daemon.md, docs/configuration.md\n";
+
+int Main(int argc, char** argv) {
+  // Signals are taken synchronously by this thread (sigwait): block them before any other
+  // thread exists, so every thread the daemon starts inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a vanished client is an error on its socket, not our death
+
+  auto config = Config::FromEnv();
+  if (!config.ok()) return Usage("environment", config.status());
+  auto settings = DaemonSettings::FromEnv();
+  if (!settings.ok()) return Usage("environment", settings.status());
+
+  CLI::App app{
+      "wombatkvd: the WombatKV daemon. It owns one store (RAM index and cache, RocksDB L1, L2\n"
+      "in a local directory or S3) and serves it to many engine processes over TCP (and shared\n"
+      "memory), with /healthz, /readyz and Prometheus /metrics over HTTP.",
+      "wombatkvd"};
+  app.set_version_flag("--version", "wombatkvd " WOMBATKV_VERSION);
+  std::vector<FlagSetting> flags = {
+      {"WMBT_KV_DATA_DIR", false},         {"WMBT_KV_TCP", true},
+      {"WMBT_KV_DAEMON_SHM_PREFIX", true}, {"WMBT_KV_DAEMON_HTTP", true},
+      {"WMBT_KV_CACHE_BYTES", false},      {"WMBT_KV_LOG_LEVEL", false},
+      {"WMBT_KV_MAX_FRAME_BYTES", true},   {"WMBT_KV_SHUTDOWN_TIMEOUT_MS", true},
+      {"WMBT_KV_IDLE_TIMEOUT_MS", true},   {"WMBT_KV_DAEMON_WORKERS", true},
+  };
+  auto add = [&](size_t i, const char* name, const char* type, const std::string& help) {
+    flags[i].option = app.add_option(name, flags[i].value,
+                                     help + " [env " + flags[i].setting + "]")
+                          ->type_name(type);
+  };
+  add(0, "--data-dir", "DIR",
+      "Data directory: LOCK, l1/ (RocksDB), l2/ (blocks when L2 is not S3); default "
+      "~/.wombatkv");
+  add(1, "--tcp", "HOST:PORT[,...]",
+      "TCP listen addresses (IPv4, [IPv6], name); port 0 = any free port. Not loopback => "
+      "auth token required");
+  add(2, "--prefix", "NAME",
+      "Shared-memory prefix clients attach to (their WMBT_KV_REMOTE_PREFIX)");
+  add(3, "--http", "HOST:PORT", "Serve /healthz, /readyz and /metrics here");
+  add(4, "--cache-bytes", "BYTES", "RAM payload cache budget, e.g. 8G; default 1/8 of RAM, <= 8 GiB");
+  add(5, "--log-level", "LEVEL", "debug, info, warn or error; default warn");
+  add(6, "--max-frame-bytes", "BYTES",
+      "Largest request frame body (default 1G); larger frames are refused before allocation");
+  add(7, "--shutdown-timeout", "MS",
+      "On SIGTERM/SIGINT, how long running requests may finish (default 30000)");
+  add(8, "--idle-timeout", "MS",
+      "Close a TCP connection silent this long with nothing in flight (default 300000; 0 = "
+      "never)");
+  add(9, "--workers", "N", "Threads running requests (default 16)");
+  std::vector<std::string> tokens;
+  app.add_option("--auth-token", tokens,
+                 "Accept this token; TOKEN=NS1,NS2 limits it to those namespaces. Repeatable; "
+                 "replaces the variable [env WMBT_KV_AUTH_TOKENS, ';'-separated]")
+      ->type_name("TOKEN[=NS,...]")
+      ->allow_extra_args(false);
+  app.footer(kFooter);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "wombatkvd: usage: %s; run `wombatkvd --help`\n", e.what());
+    return kExitUsage;
+  }
+
+  Config& c = *config;
+  DaemonSettings& s = *settings;
+  for (const FlagSetting& f : flags) {
+    if (f.option->count() == 0) continue;
+    Status st = f.daemon ? s.Set(f.setting, f.value) : c.Set(f.setting, f.value);
+    if (!st.ok()) return Usage(f.option->get_name(), st);
+  }
+  if (!tokens.empty()) {
+    s.tokens.clear();
+    for (const std::string& t : tokens) {
+      if (Status st = s.Set("WMBT_KV_AUTH_TOKENS", t); !st.ok()) return Usage("--auth-token", st);
+    }
+  }
+
+  DaemonOptions options;
+  options.config = std::move(c);
+  options.settings = std::move(s);
+  options.version = "wombatkvd " WOMBATKV_VERSION;
+  auto daemon = Daemon::Start(std::move(options));
+  if (!daemon.ok()) {
+    std::fprintf(stderr, "wombatkvd: cannot start: %s\n", daemon.status().ToString().c_str());
+    return kExitFailed;
+  }
+
+  int sig = 0;
+  while (sigwait(&stop_signals, &sig) != 0) {
+  }
+  std::fprintf(stdout, "wombatkvd: received %s: stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  std::fflush(stdout);
+  // A second signal while stopping: the operator wants out now.
+  std::thread([stop_signals] {
+    int again = 0;
+    while (sigwait(&stop_signals, &again) != 0) {
+    }
+    std::fprintf(stderr, "wombatkvd: second signal: exiting without finishing the stop\n");
+    std::fflush(stderr);
+    _exit(kExitFailed);
+  }).detach();
+
+  const size_t abandoned = (*daemon)->Shutdown();
+  if (abandoned > 0) {
+    std::fflush(stdout);
+    _exit(kExitFailed);  // the store must not be closed under running requests (daemon.h)
+  }
+  daemon->reset();
+  std::fprintf(stdout, "wombatkvd: stopped\n");
+  std::fflush(stdout);
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace wombatkv
+
+int main(int argc, char** argv) {
+  return wombatkv::cli::RunMain("wombatkvd", wombatkv::Main, argc, argv);
+}
