@@ -142,6 +142,14 @@ Status SetTcpAddr(Config& c, std::string_view v) {
   return Status::Ok();
 }
 
+Status SetRunDir(Config& c, std::string_view v) {
+  // The socket path's length (it must fit a sockaddr_un) is checked where the prefix is known.
+  if (!v.starts_with('/') || v.find('\0') != std::string_view::npos)
+    return Bad("WMBT_KV_RUN_DIR", v, "an absolute directory path, e.g. /run/user/1000");
+  c.run_dir = std::string(v);
+  return Status::Ok();
+}
+
 Status SetHttpAddr(Config& c, std::string_view v) {
   std::string_view hp = v;
   if (hp.starts_with("http://")) hp.remove_prefix(7);
@@ -295,6 +303,10 @@ const std::vector<Setting>& Table() {
       {{"WMBT_KV_TCP_ADDR", "(unset)",
         "Use the daemon over TCP at HOST:PORT. Second precedence in wmbt_kv_init_from_env."},
        SetTcpAddr, true},
+      {{"WMBT_KV_RUN_DIR", "/tmp",
+        "Directory of the shared-memory control sockets (wombatkv-<prefix>.sock): where wombatkvd "
+        "listens and where WMBT_KV_REMOTE_PREFIX clients look; both sides must agree."},
+       SetRunDir, false},
       {{"WMBT_KV_HTTP_ADDR", "(unset)",
         "Use the daemon over HTTP at HOST:PORT. Third precedence in wmbt_kv_init_from_env."},
        SetHttpAddr, true},
@@ -494,6 +506,7 @@ std::string Config::Describe() const {
   line("WMBT_KV_UPLOAD_THREADS", std::to_string(upload_threads));
   line("WMBT_KV_REMOTE_PREFIX", remote_prefix);
   line("WMBT_KV_TCP_ADDR", tcp_addr);
+  line("WMBT_KV_RUN_DIR", run_dir);
   line("WMBT_KV_HTTP_ADDR", http_addr);
   line("WMBT_KV_AUTH_TOKEN", secret(auth_token));
   line("WMBT_KV_LOG_LEVEL", std::string(LogLevelName(log_level)));

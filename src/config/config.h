@@ -61,6 +61,10 @@ struct Config {
   std::string remote_prefix;
   std::string tcp_addr;
   std::string http_addr;
+  // Directory of the shared-memory control sockets, "<run_dir>/wombatkv-<prefix>.sock"
+  // (WMBT_KV_RUN_DIR): where wombatkvd listens and where clients of WMBT_KV_REMOTE_PREFIX look,
+  // so both sides must agree. An absolute path.
+  std::string run_dir = "/tmp";
   // Sent in the Hello of every connection to a daemon (WMBT_KV_AUTH_TOKEN); secret. Required by
   // a daemon listening on a non-loopback address.
   std::string auth_token;

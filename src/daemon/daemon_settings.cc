@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "transport/shm/segment_layout.h"
+
 namespace wombatkv {
 namespace {
 
@@ -59,6 +61,14 @@ Status SetShmPrefix(DaemonSettings& s, std::string_view v) {
     return Bad("WMBT_KV_DAEMON_SHM_PREFIX", v,
                "a shared-memory prefix of 1 to 64 characters from [A-Za-z0-9._-]");
   s.shm_prefix = std::string(v);
+  return Status::Ok();
+}
+
+Status SetShmDataBytes(DaemonSettings& s, std::string_view v) {
+  auto n = ParseByteSize(v);
+  if (!n || *n < shm::kAreaBytesMin || *n > shm::kAreaBytesMax)
+    return Bad("WMBT_KV_SHM_DATA_BYTES", v, "a byte count from 1M to 1T, e.g. 256M or 4G");
+  s.shm_data_bytes = *n;
   return Status::Ok();
 }
 
@@ -119,6 +129,10 @@ const std::vector<Row>& Table() {
       {{"WMBT_KV_DAEMON_SHM_PREFIX", "(unset: no shared-memory transport)",
         "wombatkvd --prefix: shared-memory prefix clients attach to with WMBT_KV_REMOTE_PREFIX."},
        SetShmPrefix},
+      {{"WMBT_KV_SHM_DATA_BYTES", "1G",
+        "wombatkvd --shm-data-bytes: each shared-memory client's request area and response area "
+        "(virtual; pages are allocated when touched): bounds one put batch and one get response."},
+       SetShmDataBytes},
       {{"WMBT_KV_AUTH_TOKENS", "(unset: no tokens; loopback listeners only)",
         "wombatkvd --auth-token: accepted tokens, ';'-separated, each TOKEN or TOKEN=NS1,NS2 "
         "(limited to those namespaces).",
@@ -190,6 +204,7 @@ std::string DaemonSettings::Describe() const {
   std::string out;
   out += "WMBT_KV_TCP=" + tcp_list + "\n";
   out += "WMBT_KV_DAEMON_SHM_PREFIX=" + shm_prefix + "\n";
+  out += "WMBT_KV_SHM_DATA_BYTES=" + std::to_string(shm_data_bytes) + "\n";
   out += "WMBT_KV_AUTH_TOKENS=(" + std::to_string(tokens.size()) + " token(s))\n";
   out += "WMBT_KV_DAEMON_HTTP=" + http + "\n";
   out += "WMBT_KV_MAX_FRAME_BYTES=" + std::to_string(max_frame_bytes) + "\n";

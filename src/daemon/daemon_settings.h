@@ -24,6 +24,10 @@ struct DaemonSettings {
   // WMBT_KV_DAEMON_SHM_PREFIX / --prefix: the shared-memory prefix clients attach to
   // (WMBT_KV_REMOTE_PREFIX on their side).
   std::string shm_prefix;
+  // WMBT_KV_SHM_DATA_BYTES / --shm-data-bytes: each attached client's request area and response
+  // area (ShmServerOptions::layout), so the largest put batch / get response over shared memory.
+  // Virtual size: pages are allocated only when touched.
+  uint64_t shm_data_bytes = 1ull << 30;
   // WMBT_KV_AUTH_TOKENS / --auth-token (repeatable): "TOKEN" or "TOKEN=NS1,NS2", ';'-separated.
   std::vector<TokenGrant> tokens;
   // WMBT_KV_DAEMON_HTTP / --http: HOST:PORT of /healthz, /readyz and /metrics (empty = none).
