@@ -66,6 +66,19 @@ struct StoreOptions {
   // Work bound of one pass: chain heads rewritten or deleted (one L2 write each), and blocks.
   size_t eviction_heads_per_pass = 64;
   size_t eviction_blocks_per_pass = 65536;
+  // Orphan GC in the background work (docs/layout.md §7, rules R1–R5): eviction leaves the blobs
+  // it stops referencing in L2; only orphan GC deletes them and so frees their bytes. When set,
+  // a store whose eviction is configured (a budget or TTL) runs a GC pass after an eviction pass,
+  // at most every gc_interval_ms, on the same executor and clock. Off: only CollectOrphans() and
+  // `wombatkv gc` delete orphans.
+  bool background_gc = true;
+  // R1: an unreferenced blob is deleted only once older than this (WMBT_KV_GC_GRACE). Also what
+  // keeps blobs of another host's in-flight publish: keep it above the longest publish.
+  uint64_t gc_grace_us = 3600ull * 1000000;
+  // A GC pass lists every blob and head of L2, so it runs less often than eviction passes.
+  uint64_t gc_interval_ms = 60000;
+  // Deletes one GC pass attempts at most (0 = unbounded); the rest wait for the next pass.
+  size_t gc_deletes_per_pass = 4096;
 
   // Injected planes and environment (not owned; must outlive the Store). Null = the default:
   // FsObjectStore under data_dir/l2, RocksDB under data_dir/l1, the real clock, the POSIX file
@@ -188,6 +201,11 @@ struct StoreStats {
   uint64_t evict_freed_bytes = 0;      // bytes actually gone from L2 (heads, sidecars, GC'd blobs)
   uint64_t evict_skipped_in_flight = 0;  // trims stopped by an unpublished put or a borrow (G10)
   uint64_t evict_conflicts = 0;        // a head changed under eviction; re-read and re-planned
+  // Orphan GC run by this store (background or CollectOrphans; docs/layout.md §7)
+  uint64_t gc_passes = 0;
+  uint64_t gc_blobs_deleted = 0;       // deleted and not put back (R3)
+  uint64_t gc_bytes_freed = 0;         // object bytes of those: only deleted bytes count (R5)
+  uint64_t gc_delete_failures = 0;     // left in L2, retried at the next pass (R5)
 };
 
 // L2 bytes one fingerprint's heads reference (part of NamespaceUsage).
@@ -231,6 +249,18 @@ struct EvictionReport {
   uint64_t conflicts = 0;
   uint64_t orphans_gone = 0;   // unreferenced blobs found deleted (by orphan GC) in this pass
   bool work_left = false;      // stopped at the pass's work bound with more to do
+};
+
+// What one orphan GC pass of a store did (docs/layout.md §7).
+struct OrphanGcReport {
+  uint64_t orphans = 0, orphan_bytes = 0;    // unreferenced blobs listed
+  uint64_t expired = 0;                      // of those, older than the grace period
+  uint64_t deleted = 0, freed_bytes = 0;     // deleted and not put back
+  uint64_t restored = 0;                     // deleted, then put back for a new head (R3)
+  uint64_t delete_failures = 0;              // retried at the next pass (R5)
+  uint64_t kept_in_flight = 0;               // expired, but a put of this store awaits publish
+  uint64_t namespaces_skipped = 0;           // a head could not be read (R2)
+  uint64_t retry_backlog = 0;                // failed deletes waiting for the next pass
 };
 
 class Store {
@@ -303,6 +333,15 @@ class Store {
   // runs at a time. Never removes a borrowed block or the chain a pending put extends (G10);
   // trims chains from the tip only. Errors of single trims are logged and counted, not returned.
   virtual Result<EvictionReport> Evict() = 0;
+
+  // Runs one orphan GC pass on the calling thread (docs/layout.md §7): deletes, up to
+  // StoreOptions::gc_deletes_per_pass, the blobs of L2 that no head references and that are older
+  // than the grace period, except those a put of this store awaiting its publish names. Their
+  // bytes leave the usage figures' unreferenced count. At most one pass runs at a time. Stores
+  // that cannot run it (a remote store) return FailedPrecondition.
+  virtual Result<OrphanGcReport> CollectOrphans() {
+    return Status::FailedPrecondition("this store does not run orphan GC: run `wombatkv gc`");
+  }
 
   // Where L2 lives ("file:///...", "s3://..."), for messages.
   virtual std::string DescribeL2() const = 0;

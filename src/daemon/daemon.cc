@@ -119,6 +119,9 @@ Status Daemon::Impl::StartShm() {
   if (options.settings.shm_prefix.empty()) return Status::Ok();
   ShmServerOptions o;
   o.prefix = options.settings.shm_prefix;
+  o.run_dir = options.config.run_dir;  // WMBT_KV_RUN_DIR: the clients read the same setting
+  o.layout.request_area_bytes = options.settings.shm_data_bytes;
+  o.layout.response_area_bytes = options.settings.shm_data_bytes;
   o.workers = options.settings.workers;
   o.clock = clock;
   LogSink sink = log;
