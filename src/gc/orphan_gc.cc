@@ -144,6 +144,10 @@ Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcRepo
         attempted + batch.size() >= options_.deletes_per_pass_max) {
       break;
     }
+    if (options_.keep && options_.keep(ns, o.hash)) {
+      report->kept++;
+      continue;
+    }
     if (failed_.erase(o.key)) report->retried++;
     // R3: keep the bytes until the re-check has shown that no new head names the blob.
     auto obj = l2_->Get(o.key, 0, layout::kEnvelopeHeaderBytes + limits::kBlockBytesMax + 1);

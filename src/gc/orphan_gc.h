@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_set>
@@ -60,6 +61,10 @@ struct GcOptions {
   uint64_t deletes_per_pass_max = 0;
   // Reads heads in parallel when set (not owned).
   Executor* executor = nullptr;
+  // Blobs the caller knows are about to be named by a head (a store's puts awaiting publish):
+  // asked just before each delete, and a blob it returns true for is left alone this pass. Lets a
+  // store collect with a grace shorter than its own publishes take. Must not do L2 I/O.
+  std::function<bool(const std::string& ns, const ContentHash& hash)> keep;
 };
 
 struct OrphanBlob {
@@ -92,6 +97,7 @@ struct GcReport {
   uint64_t delete_failures = 0; // left in place; retried at the next pass (R5)
   uint64_t retried = 0;         // of this pass's attempts, blobs whose delete failed last pass
   uint64_t namespaces_skipped = 0;  // R2
+  uint64_t kept = 0;            // expired, but GcOptions::keep held them
   std::vector<OrphanBlob> removed;  // deleted (or, with dry_run, that would be), oldest first
   std::vector<std::string> problems;  // one line each: skipped namespaces, failed deletes
 };

@@ -52,7 +52,8 @@ const char* kFooter =
     "WMBT_KV_S3_ENDPOINT,\n  WMBT_KV_S3_REGION, WMBT_KV_S3_ACCESS_KEY, WMBT_KV_S3_SECRET_KEY "
     "(or AWS_*), WMBT_KV_S3_* tuning.\n"
     "Clients: WMBT_KV_TCP_ADDR=HOST:PORT (and WMBT_KV_AUTH_TOKEN when the listener is not "
-    "loopback).\n"
+    "loopback),\n  or WMBT_KV_REMOTE_PREFIX=NAME (with the daemon's WMBT_KV_RUN_DIR, if not "
+    "/tmp).\n"
     "\nSecurity: a --tcp address that is not loopback requires at least one auth token; the "
     "daemon\nrefuses to start otherwise. Prefer WMBT_KV_AUTH_TOKENS to --auth-token: "
     "command lines are\nvisible to every local user (ps).\n"
@@ -93,6 +94,7 @@ int Main(int argc, char** argv) {
       {"WMBT_KV_CACHE_BYTES", false},      {"WMBT_KV_LOG_LEVEL", false},
       {"WMBT_KV_MAX_FRAME_BYTES", true},   {"WMBT_KV_SHUTDOWN_TIMEOUT_MS", true},
       {"WMBT_KV_IDLE_TIMEOUT_MS", true},   {"WMBT_KV_DAEMON_WORKERS", true},
+      {"WMBT_KV_SHM_DATA_BYTES", true},    {"WMBT_KV_RUN_DIR", false},
   };
   auto add = [&](size_t i, const char* name, const char* type, const std::string& help) {
     flags[i].option = app.add_option(name, flags[i].value,
@@ -118,6 +120,12 @@ int Main(int argc, char** argv) {
       "Close a TCP connection silent this long with nothing in flight (default 300000; 0 = "
       "never)");
   add(9, "--workers", "N", "Threads running requests (default 16)");
+  add(10, "--shm-data-bytes", "BYTES",
+      "Each shared-memory client's request and response data area (default 1G, virtual): the "
+      "largest put batch or get response over shared memory");
+  add(11, "--run-dir", "DIR",
+      "Directory of the shared-memory control socket (default /tmp); clients set the same "
+      "WMBT_KV_RUN_DIR");
   std::vector<std::string> tokens;
   app.add_option("--auth-token", tokens,
                  "Accept this token; TOKEN=NS1,NS2 limits it to those namespaces. Repeatable; "
