@@ -18,6 +18,19 @@ std::optional<BufferSlice> PayloadCache::Lookup(const CacheKey& key) {
   return it->second.payload;
 }
 
+std::optional<BufferSlice> PayloadCache::LookupUncounted(const CacheKey& key) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = map_.find(key);
+  if (it == map_.end()) return std::nullopt;
+  lru_.splice(lru_.begin(), lru_, it->second.lru);
+  return it->second.payload;
+}
+
+void PayloadCache::CountHits(uint64_t n) {
+  std::lock_guard<std::mutex> g(mu_);
+  stats_.hits += n;
+}
+
 BufferSlice PayloadCache::Insert(const CacheKey& key, BufferSlice payload, bool pin) {
   std::lock_guard<std::mutex> g(mu_);
   auto [it, inserted] = map_.try_emplace(key);

@@ -48,6 +48,12 @@ class PayloadCache {
   // A borrowed view of the payload, or nullopt (a miss).
   std::optional<BufferSlice> Lookup(const CacheKey& key);
 
+  // Lookup that leaves the hit/miss counters alone (the entry still counts as used), for a
+  // caller that may give up and repeat the lookup with Lookup; CountHits(n) then records the n
+  // hits of a probe it did not give up on, so every answered lookup is counted once.
+  std::optional<BufferSlice> LookupUncounted(const CacheKey& key);
+  void CountHits(uint64_t n);
+
   // Inserts (or, if present, keeps the existing bytes — content-addressed, so equal) and returns
   // the cached slice. With pin=true the entry gets one more pin (C1).
   BufferSlice Insert(const CacheKey& key, BufferSlice payload, bool pin);

@@ -51,7 +51,10 @@ struct Service::Impl {
 
   Impl(Store& s, Clock& c, ServiceOptions o) : store(s), clock(c), options(std::move(o)) {}
 
-  Message Dispatch(Session& session, Op op, const Message& request);
+  // Handle, or with !may_block HandleIfImmediate.
+  std::optional<Message> Serve(Session& session, const Message& request, bool may_block);
+  std::optional<Message> Dispatch(Session& session, Op op, const Message& request,
+                                  bool may_block);
   Message Hello(Session& session, const Message& request);
   Status CheckNamespace(Session& session, std::string_view ns);
   Message ListChains(Session& session, const Message& request);
@@ -166,7 +169,15 @@ Message Service::Impl::Usage(Session& session, const Message& request) {
   return resp.Encode();
 }
 
-Message Service::Impl::Dispatch(Session& session, Op op, const Message& request) {
+// Ops that can be answered without I/O (given a cache hit, for gets).
+static bool MayBeImmediate(Op op) {
+  return op == Op::kPing || op == Op::kLookupPrefix || op == Op::kGetBlocks ||
+         op == Op::kGetByContentHash;
+}
+
+std::optional<Message> Service::Impl::Dispatch(Session& session, Op op, const Message& request,
+                                               bool may_block) {
+  if (!may_block && !MayBeImmediate(op)) return std::nullopt;
   // Decodes the request of type T or answers with a bad request.
 #define WMBT_DECODE(T, var)                                   \
   auto var##_r = wire::T::Decode(request);                    \
@@ -223,7 +234,10 @@ Message Service::Impl::Dispatch(Session& session, Op op, const Message& request)
     case Op::kGetBlocks: {
       WMBT_DECODE(GetBlocksRequest, req);
       WMBT_CHECK_NS(req.ns);
-      auto borrow = store.GetBlocks(req.ns, req.fp, req.keys);
+      auto got = may_block ? std::optional(store.GetBlocks(req.ns, req.fp, req.keys))
+                           : store.GetBlocksIfCached(req.ns, req.fp, req.keys);
+      if (!got) return std::nullopt;
+      auto& borrow = *got;
       if (!borrow.ok()) return wire::EncodeStatusResponse(op, borrow.status());
       // The borrow's slices hold the cache pins: they live on in the response's payloads.
       return wire::GetBlocksResponse{borrow->slices()}.Encode();
@@ -231,7 +245,10 @@ Message Service::Impl::Dispatch(Session& session, Op op, const Message& request)
     case Op::kGetByContentHash: {
       WMBT_DECODE(GetByContentHashRequest, req);
       WMBT_CHECK_NS(req.ns);
-      auto got = store.GetByContentHash(req.ns, req.hash);
+      auto maybe = may_block ? std::optional(store.GetByContentHash(req.ns, req.hash))
+                             : store.GetByContentHashIfCached(req.ns, req.hash);
+      if (!maybe) return std::nullopt;
+      auto& got = *maybe;
       if (!got.ok()) return wire::EncodeStatusResponse(op, got.status());
       return wire::GetByContentHashResponse{std::move(got).value()}.Encode();
     }
@@ -299,36 +316,48 @@ Service::Service(Store& store, Clock& clock, ServiceOptions options)
 Service::~Service() = default;
 
 wire::Message Service::Handle(Session& session, const wire::Message& request) {
-  auto& m = impl_->metrics;
-  const uint64_t start = impl_->clock.NowMicros();
+  return *impl_->Serve(session, request, /*may_block=*/true);
+}
+
+std::optional<wire::Message> Service::HandleIfImmediate(Session& session,
+                                                        const wire::Message& request) {
+  return impl_->Serve(session, request, /*may_block=*/false);
+}
+
+std::optional<Message> Service::Impl::Serve(Session& session, const Message& request,
+                                            bool may_block) {
+  auto& m = metrics;
+  const uint64_t start = clock.NowMicros();
   const size_t slot =
       request.op < ServiceMetrics::kOps && request.op <= wire::kOpMax ? request.op : 0;
-  m.requests[slot].fetch_add(1, std::memory_order_relaxed);
-  m.bytes_in.fetch_add(PayloadBytes(request), std::memory_order_relaxed);
 
   const Op op = static_cast<Op>(request.op);
-  Message response;
+  std::optional<Message> response;
   if (slot == 0) {
     response =
-        impl_->BadRequest(op, Status::InvalidArgument("unknown op " + std::to_string(request.op) +
-                                                      ": this daemon speaks protocol " +
-                                                      std::to_string(wire::kProtocolVersion)));
+        BadRequest(op, Status::InvalidArgument("unknown op " + std::to_string(request.op) +
+                                               ": this daemon speaks protocol " +
+                                               std::to_string(wire::kProtocolVersion)));
   } else if (session.token_required && op != Op::kHello && op != Op::kPing &&
              !session.authenticated.load(std::memory_order_acquire)) {
-    response = impl_->Refuse(
+    response = Refuse(
         op, Status::PermissionDenied(wire::OpName(request.op) +
                                      " refused: this listener requires an auth token; set "
                                      "WMBT_KV_AUTH_TOKEN so the client sends it in its Hello"));
   } else {
-    response = impl_->Dispatch(session, op, request);
+    response = Dispatch(session, op, request, may_block);
+    if (!response) return std::nullopt;  // nothing counted: Handle will be called
   }
-  response.id = request.id;
-  response.op = request.op;
-  response.flags |= wire::kFlagResponse;
+  m.requests[slot].fetch_add(1, std::memory_order_relaxed);
+  m.bytes_in.fetch_add(PayloadBytes(request), std::memory_order_relaxed);
+  response->id = request.id;
+  response->op = request.op;
+  response->flags |= wire::kFlagResponse;
 
-  if (!wire::ResponseStatus(response).ok()) m.errors[slot].fetch_add(1, std::memory_order_relaxed);
-  m.bytes_out.fetch_add(PayloadBytes(response), std::memory_order_relaxed);
-  const uint64_t now = impl_->clock.NowMicros();
+  if (!wire::ResponseStatus(*response).ok())
+    m.errors[slot].fetch_add(1, std::memory_order_relaxed);
+  m.bytes_out.fetch_add(PayloadBytes(*response), std::memory_order_relaxed);
+  const uint64_t now = clock.NowMicros();
   const uint64_t micros = now > start ? now - start : 0;
   const size_t bucket =
       std::min<size_t>(std::bit_width(micros), ServiceMetrics::kLatencyBuckets - 1);

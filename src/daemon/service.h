@@ -6,12 +6,14 @@
 //
 // Thread-safety: Handle() may run on many threads at once (for one session too: pipelining).
 // It may block for as long as the Store call does (a publish waits for L2 durability), so
-// transports call it from worker threads, never from an event loop.
+// transports call it from worker threads, never from an event loop. HandleIfImmediate() never
+// blocks: an event loop calls it first and hands the request to a worker only when it declines.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +75,13 @@ class Service {
   // payload slices keep their bytes alive (e.g. they pin cache entries) until the Message dies.
   // Request payload slices are only read during the call.
   wire::Message Handle(Session& session, const wire::Message& request);
+
+  // The same response as Handle, when it can be had without waiting for I/O or for a lock held
+  // across I/O: Ping, LookupPrefix (L0 only), GetBlocks and GetByContentHash served from the RAM
+  // cache (Store::*IfCached), and any request answered with an error before reaching the Store.
+  // nullopt otherwise, with nothing counted: call Handle (on a worker) instead. Its cost is
+  // bounded by the request (keys ≤ limits::kLookupKeysMax; payloads are never copied).
+  std::optional<wire::Message> HandleIfImmediate(Session& session, const wire::Message& request);
 
   const ServiceMetrics& metrics() const;
   Store& store();

@@ -245,6 +245,57 @@ TEST_F(ServiceTest, GetBlocksResponseLendsTheCachesBytesWithoutACopy) {
   EXPECT_TRUE(r.payloads[0].owner) << "the response holds the pin";
 }
 
+TEST_F(ServiceTest, ImmediateAnswersNeedNoIoAndAreCountedOnce) {
+  auto now = [&](Session& s, Message request) {
+    request.id = ++id_;
+    return service_->HandleIfImmediate(s, request);
+  };
+  // Lookups and gets from RAM are answered at once, exactly as Handle answers them.
+  auto lookup = now(local_, wire::LookupPrefixRequest{"tenant-a", kFp, chain_.keys}.Encode());
+  ASSERT_TRUE(lookup.has_value());
+  EXPECT_EQ(lookup->id, id_);
+  EXPECT_EQ(wire::LookupPrefixResponse::Decode(*lookup)->matched, 2u);
+  auto got = now(local_, wire::GetBlocksRequest{"tenant-a", kFp, chain_.keys}.Encode());
+  ASSERT_TRUE(got.has_value());
+  ASSERT_EQ(got->payloads.size(), 2u);
+  EXPECT_EQ(Requests(Op::kLookupPrefix), 1u);
+  EXPECT_EQ(Requests(Op::kGetBlocks), 1u);
+  // A refusal needs no I/O either.
+  auto refused = now(remote_, wire::GetBlocksRequest{"tenant-a", kFp, chain_.keys}.Encode());
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(wire::ResponseStatus(*refused).code(), Code::kPermissionDenied);
+  // Anything that may do I/O goes to a worker, and nothing is counted for a declined request.
+  EXPECT_FALSE(now(local_, wire::RefreshRequest{}.Encode()).has_value());
+  EXPECT_FALSE(now(local_, wire::GetSidecarRequest{"tenant-a", kFp, chain_.tip()}.Encode())
+                   .has_value());
+  EXPECT_EQ(Requests(Op::kRefresh), 0u);
+  EXPECT_EQ(Requests(Op::kGetSidecar), 0u);
+
+  // After a restart nothing is in RAM: the get is declined (nothing counted, by the service or
+  // the store), Handle reads L2, and then the same get is immediate.
+  Store& fresh = h_.Reopen();
+  Service service(fresh, clock_, ServiceOptions{});
+  Message get = wire::GetBlocksRequest{"tenant-a", kFp, chain_.keys}.Encode();
+  EXPECT_FALSE(service.HandleIfImmediate(local_, get).has_value());
+  EXPECT_EQ(service.metrics().requests[static_cast<size_t>(Op::kGetBlocks)].load(), 0u);
+  EXPECT_EQ(fresh.Stats().gets, 0u);
+  EXPECT_EQ(fresh.Stats().cache_misses, 0u);
+  Message cold = service.Handle(local_, get);
+  EXPECT_TRUE(wire::ResponseStatus(cold).ok()) << wire::ResponseStatus(cold).ToString();
+  const StoreStats after_cold = fresh.Stats();
+  EXPECT_EQ(after_cold.gets, 1u);
+  auto warm = service.HandleIfImmediate(local_, get);
+  ASSERT_TRUE(warm.has_value());
+  EXPECT_TRUE(wire::ResponseStatus(*warm).ok());
+  EXPECT_EQ(warm->payloads[0].data, cold.payloads[0].data) << "the cached bytes";
+  EXPECT_EQ(service.metrics().requests[static_cast<size_t>(Op::kGetBlocks)].load(), 2u);
+  const StoreStats st = fresh.Stats();
+  EXPECT_EQ(st.gets, 2u);
+  EXPECT_EQ(st.get_hits, 2u);
+  EXPECT_EQ(st.cache_misses, after_cold.cache_misses);
+  EXPECT_EQ(st.cache_hits, after_cold.cache_hits + 2) << "the warm get's two hits, once each";
+}
+
 TEST_F(ServiceTest, CasConflictCarriesTheCurrentChainState) {
   auto c = MakeChain(1, 10, 77);
   ASSERT_TRUE(store_.PutBlocks("tenant-a", kFp, c.Puts()).ok());

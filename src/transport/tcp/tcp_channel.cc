@@ -12,7 +12,6 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -31,34 +30,46 @@ struct PendingCall {
   std::optional<Result<wire::Message>> result;
 };
 
-// One TCP connection to the daemon and its reader thread.
+// One TCP connection to the daemon. There is no reader thread: the callers read the socket
+// themselves, one at a time (leader/follower). A caller waiting for its response becomes the
+// reader when nobody is reading; it hands every other call's response to that call's waiter and
+// stops reading once its own has arrived, waking one waiter to take over. So a lone caller sends,
+// reads and returns on its own thread (no hand-off), while concurrent callers stay pipelined on
+// the one connection.
 class Connection {
  public:
   Connection(int fd, std::string where, uint32_t max_frame)
-      : fd_(fd), where_(std::move(where)), max_frame_(max_frame) {}
+      : fd_(fd), where_(std::move(where)), reader_(max_frame) {}
 
-  // Stops the reader (shutdown makes its recv return) and closes the socket. Never runs on the
-  // reader thread: the reader holds no reference to its Connection.
-  ~Connection() {
-    ::shutdown(fd_, SHUT_RDWR);
-    if (reader_.joinable()) reader_.join();
-    ::close(fd_);
-  }
-
-  void StartReader() {
-    reader_ = std::thread([this] { ReadLoop(); });
-  }
+  // Every caller holds a reference while it uses the connection, so nobody reads any more.
+  ~Connection() { ::close(fd_); }
 
   bool dead() {
     std::lock_guard<std::mutex> g(mu_);
     return dead_;
   }
 
-  // False when the connection is already dead (nothing was sent).
-  bool Register(uint64_t id, PendingCall* call) {
+  // False when the connection is already dead (nothing was sent). `*alone`: no other call was in
+  // flight, so nobody has been watching the socket.
+  bool Register(uint64_t id, PendingCall* call, bool* alone) {
     std::lock_guard<std::mutex> g(mu_);
     if (dead_) return false;
+    *alone = calls_.empty() && !reading_;
     calls_.emplace(id, call);
+    return true;
+  }
+
+  // For a connection nobody was reading: true if the daemon has closed it meanwhile (restart,
+  // idle close), which then fails the calls on it. Without a reader thread this is how an idle
+  // client learns it before sending, so the request can go out again on a fresh connection.
+  bool PeerClosed() {
+    pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+    int n;
+    do {
+      n = ::poll(&p, 1, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) return false;
+    Kill(Gone("the daemon closed the connection"));
     return true;
   }
 
@@ -92,18 +103,21 @@ class Connection {
     return Status::Ok();
   }
 
-  // Waits for the response of call `id` for at most `timeout_micros` (0 = for ever).
+  // Waits for the response of call `id` for at most `timeout_micros` (0 = for ever), reading the
+  // socket itself whenever nobody else is.
   Result<wire::Message> Wait(uint64_t id, PendingCall& call, Clock& clock,
                              uint64_t timeout_micros) {
     std::unique_lock<std::mutex> l(mu_);
     const uint64_t start = clock.NowMicros();
-    while (!call.done) {
+    for (;;) {
+      if (call.done) return std::move(*call.result);
       uint64_t wait = 3'600'000'000ull;  // re-check hourly when waiting for ever
       if (timeout_micros > 0) {
         const uint64_t now = clock.NowMicros();
         const uint64_t elapsed = now > start ? now - start : 0;
         if (elapsed >= timeout_micros) {
           calls_.erase(id);
+          WakeNextReaderLocked();  // it may have been handed the reading: pass it on
           return Status::Unavailable(
               "no response from wombatkvd at " + where_ + " within " +
               std::to_string(timeout_micros / 1000) +
@@ -112,9 +126,26 @@ class Connection {
         }
         wait = timeout_micros - elapsed;
       }
+      if (!reading_ && !dead_) {
+        reading_ = true;
+        // Sleeping in recv(2) itself (bounded by the socket's receive timeout) saves a poll(2)
+        // per call; only when that bound would overshoot this call's deadline by more than 1%
+        // does the reader wait in poll(2) for the exact remainder.
+        const bool direct =
+            timeout_micros == 0 ||
+            (recv_timeout_micros_ > 0 && recv_timeout_micros_ <= wait + timeout_micros / 100);
+        l.unlock();
+        ReadSome(direct ? 0 : wait);
+        l.lock();
+        reading_ = false;
+        if (call.done) {
+          WakeNextReaderLocked();
+          return std::move(*call.result);
+        }
+        continue;
+      }
       clock.WaitFor(call.cv, l, wait);
     }
-    return std::move(*call.result);
   }
 
   // Fails every call in flight with `why` and makes the connection unusable.
@@ -131,30 +162,53 @@ class Connection {
     ::shutdown(fd_, SHUT_RDWR);
   }
 
+  // Bounds every blocking recv(2) on the socket (SO_RCVTIMEO); 0 = none.
+  void SetReceiveTimeout(uint64_t micros) {
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(micros / 1'000'000);
+    tv.tv_usec = static_cast<suseconds_t>(micros % 1'000'000);
+    if (::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0) {
+      std::lock_guard<std::mutex> g(mu_);
+      recv_timeout_micros_ = micros;
+    }
+  }
+
   uint32_t server_max_frame = wire::kDefaultMaxBodyBytes;
 
  private:
-  void ReadLoop() {
-    FrameReader reader(max_frame_);
+  // The reader left: one waiting call takes over (a call not waiting yet will see no reader
+  // when it starts to wait). REQUIRES: mu_ held, reading_ false.
+  void WakeNextReaderLocked() {
+    if (!calls_.empty()) calls_.begin()->second->cv.notify_one();
+  }
+
+  // One read(2) and the delivery of every frame it completed. Only the current reader calls
+  // it (reading_ set). `timeout_micros` bounds the wait for bytes (0 = none).
+  void ReadSome(uint64_t timeout_micros) {
+    if (timeout_micros > 0) {
+      pollfd p{fd_, POLLIN, 0};
+      const int ms = static_cast<int>(std::min<uint64_t>((timeout_micros + 999) / 1000,
+                                                         24ull * 3600 * 1000));
+      int n = ::poll(&p, 1, ms);
+      if (n == 0 || (n < 0 && errno == EINTR)) return;  // the caller re-checks its deadline
+    }
+    auto r = reader_.ReadFrom(fd_);
+    if (!r.ok()) {
+      Kill(Gone(r.status().message()));
+      return;
+    }
+    if (*r == FrameReader::ReadResult::kEof) {
+      Kill(Gone("the daemon closed the connection"));
+      return;
+    }
     for (;;) {
-      auto r = reader.ReadFrom(fd_);
-      if (!r.ok()) {
-        Kill(Gone(r.status().message()));
+      auto m = reader_.Next();
+      if (!m.ok()) {
+        Kill(Gone("malformed frame from the daemon: " + m.status().ToString()));
         return;
       }
-      if (*r == FrameReader::ReadResult::kEof) {
-        Kill(Gone("the daemon closed the connection"));
-        return;
-      }
-      for (;;) {
-        auto m = reader.Next();
-        if (!m.ok()) {
-          Kill(Gone("malformed frame from the daemon: " + m.status().ToString()));
-          return;
-        }
-        if (!m->has_value()) break;
-        Deliver(std::move(**m));
-      }
+      if (!m->has_value()) return;
+      Deliver(std::move(**m));
     }
   }
 
@@ -188,11 +242,12 @@ class Connection {
 
   const int fd_;
   const std::string where_;
-  const uint32_t max_frame_;
-  std::thread reader_;
+  FrameReader reader_;  // used only by the caller that has reading_ set
   std::mutex write_mu_;
   std::mutex mu_;  // guards the fields below
   bool dead_ = false;
+  bool reading_ = false;  // a caller is reading the socket (at most one at a time)
+  uint64_t recv_timeout_micros_ = 0;
   std::unordered_map<uint64_t, PendingCall*> calls_;
   std::string server_error_;
 };
@@ -254,7 +309,9 @@ class TcpChannel final : public Channel {
     }
     const uint64_t id = LoadId(frame);
     PendingCall call;
-    if (!conn.Register(id, &call)) return Status::Unavailable("connection lost");
+    bool alone = false;
+    if (!conn.Register(id, &call, &alone)) return Status::Unavailable("connection lost");
+    if (alone && conn.PeerClosed()) return Status::Unavailable("connection lost");
     Status st = conn.Send(frame);
     if (!st.ok()) return st;
     *sent = true;
@@ -295,7 +352,7 @@ class TcpChannel final : public Channel {
                                  " (is wombatkvd running and listening there? docs/daemon.md)");
     }
     auto conn = std::make_shared<Connection>(fd, where_, options_.max_frame_bytes);
-    conn->StartReader();
+    conn->SetReceiveTimeout(options_.connect_timeout_ms * 1000);  // for the Hello
     wire::HelloRequest hello;
     hello.client_name = options_.client_name;
     hello.token = options_.auth_token;
@@ -311,6 +368,7 @@ class TcpChannel final : public Channel {
     auto welcome = wire::HelloResponse::Decode(*r);
     if (!welcome.ok()) return welcome.status().WithContext("wombatkvd at " + where_);
     if (welcome->max_frame_bytes > 0) conn->server_max_frame = welcome->max_frame_bytes;
+    conn->SetReceiveTimeout(options_.request_timeout_ms * 1000);
     return conn;
   }
 
@@ -340,7 +398,7 @@ class TcpChannel final : public Channel {
       else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
       if (err != 0) return fail(SocketError(FormatAddress(a), err));
     }
-    // Blocking from here on: the reader thread sleeps in recv, senders in sendmsg.
+    // Blocking from here on: the reading caller sleeps in poll/recv, senders in sendmsg.
     int flags = ::fcntl(fd, F_GETFL);
     if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
       return fail(SocketError("fcntl", errno));

@@ -1,8 +1,10 @@
 // TcpChannel: the client end of the TCP transport, a Channel (client/channel.h) to one wombatkvd.
 //
 // One connection carries every call of the channel, pipelined: callers on any number of threads
-// send their frames (a write mutex keeps frames whole) and wait for their own response, which a
-// reader thread matches by id. Request payloads are written straight from the caller's memory
+// send their frames (a write mutex keeps frames whole) and wait for their own response, matched
+// by id. There is no reader thread: a waiting caller reads the socket itself while nobody else
+// does, handing other calls' responses to their waiters (leader/follower), so a lone caller's
+// call never changes threads. Request payloads are written straight from the caller's memory
 // (sendmsg over head + payload iovecs); response payloads are slices of the received body.
 //
 // Every (re)connect sends Hello with the configured auth token first. When the daemon goes away

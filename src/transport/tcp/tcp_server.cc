@@ -129,6 +129,12 @@ struct TcpServer::Impl {
   void Reject(Loop& loop, const std::shared_ptr<Connection>& c, const Status& why);
   void Dispatch(const std::shared_ptr<Connection>& c, wire::Message request);
   void Work(const std::shared_ptr<Connection>& c, const wire::Message& request);
+  // Invariant 7: answers `request` on the loop if the immediate handler can; false if not.
+  bool AnswerNow(const std::shared_ptr<Connection>& c, const wire::Message& request,
+                 uint64_t* response_bytes);
+  void FlushFromLoop(Loop& loop, const std::shared_ptr<Connection>& c);
+  Result<wire::FramedMessage> FrameResponse(const wire::Message& request,
+                                            wire::Message response);
   void Close(Loop& loop, const std::shared_ptr<Connection>& c, const std::string& why);
   void Drain(Loop& loop);
   void ScanIdle(Loop& loop);
@@ -333,6 +339,8 @@ void TcpServer::Impl::UpdateEventsLocked(Connection& c) {
 }
 
 void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& c) {
+  size_t immediate_left = options.immediate ? kImmediatePerWakeup : 0;
+  uint64_t immediate_bytes = 0;
   for (int i = 0; i < kReadsPerWakeup; ++i) {
     {
       std::lock_guard<std::mutex> g(c->mu);
@@ -351,6 +359,7 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
     }
     stats.bytes_in.fetch_add(c->reader.bytes_read() - before, std::memory_order_relaxed);
     c->last_active_us.store(clock->NowMicros(), std::memory_order_relaxed);
+    bool answered = false;
     for (;;) {
       // Invariant 4, re-checked per frame: a Hello answered in between lifts the limit.
       c->reader.set_max_body_bytes(
@@ -363,9 +372,58 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
         return;
       }
       if (!m->has_value()) break;
+      stats.frames_in.fetch_add(1, std::memory_order_relaxed);
+      if (immediate_left > 0 && immediate_bytes < kImmediateBytesPerWakeup &&
+          AnswerNow(c, **m, &immediate_bytes)) {
+        --immediate_left;
+        answered = true;
+        continue;
+      }
       Dispatch(c, std::move(**m));
     }
+    // The answers of everything this read carried leave in one sendmsg.
+    if (answered) FlushFromLoop(loop, c);
+    // Invariant 7: over its budget, the connection waits for the next wake-up (epoll is
+    // level-triggered, so unread bytes bring it back after the other ready sockets).
+    if (options.immediate && (immediate_left == 0 || immediate_bytes >= kImmediateBytesPerWakeup))
+      return;
   }
+}
+
+bool TcpServer::Impl::AnswerNow(const std::shared_ptr<Connection>& c,
+                                const wire::Message& request, uint64_t* response_bytes) {
+  std::optional<wire::Message> response;
+  try {
+    response = options.immediate(c->session, request);
+  } catch (const std::exception&) {
+    return false;  // the worker runs it again and reports what went wrong
+  }
+  if (!response) return false;
+  auto framed = FrameResponse(request, std::move(*response));
+  std::lock_guard<std::mutex> g(c->mu);
+  if (c->closed || !framed.ok()) return true;
+  *response_bytes += framed->total_bytes();
+  c->out.Push(std::move(framed).value());
+  stats.frames_out.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void TcpServer::Impl::FlushFromLoop(Loop& loop, const std::shared_ptr<Connection>& c) {
+  Status failed;
+  {
+    std::lock_guard<std::mutex> g(c->mu);
+    if (c->closed) return;
+    size_t written = 0;
+    auto r = c->out.Flush(c->fd, &written);
+    stats.bytes_out.fetch_add(written, std::memory_order_relaxed);
+    if (written > 0) c->last_active_us.store(clock->NowMicros(), std::memory_order_relaxed);
+    if (r.ok()) {
+      UpdateEventsLocked(*c);  // what the socket did not take waits for EPOLLOUT
+      return;
+    }
+    failed = r.status();
+  }
+  Close(loop, c, failed.message());
 }
 
 void TcpServer::Impl::OnWritable(Loop& loop, const std::shared_ptr<Connection>& c) {
@@ -439,7 +497,6 @@ void TcpServer::Impl::Reject(Loop& loop, const std::shared_ptr<Connection>& c,
 }
 
 void TcpServer::Impl::Dispatch(const std::shared_ptr<Connection>& c, wire::Message request) {
-  stats.frames_in.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> g(c->mu);
     ++c->inflight;
@@ -463,19 +520,7 @@ void TcpServer::Impl::Work(const std::shared_ptr<Connection>& c, const wire::Mes
                                           Status::Internal(std::string("request failed: ") +
                                                            e.what()));
   }
-  response.id = request.id;
-  response.flags |= wire::kFlagResponse;
-  auto framed = wire::Frame(std::move(response));
-  if (!framed.ok()) {
-    wire::Message error = wire::EncodeStatusResponse(
-        static_cast<wire::Op>(request.op),
-        Status::ResourceExhausted("the response does not fit one frame (" +
-                                  framed.status().message() +
-                                  "); ask for fewer or smaller blocks per call"));
-    error.id = request.id;
-    error.flags |= wire::kFlagResponse;
-    framed = wire::Frame(std::move(error));
-  }
+  auto framed = FrameResponse(request, std::move(response));
   {
     std::lock_guard<std::mutex> g(c->mu);
     --c->inflight;
@@ -500,6 +545,24 @@ void TcpServer::Impl::Work(const std::shared_ptr<Connection>& c, const wire::Mes
     }
   }
   if (inflight_total.fetch_sub(1) == 1 && draining.load()) NotifyDrainers();
+}
+
+Result<wire::FramedMessage> TcpServer::Impl::FrameResponse(const wire::Message& request,
+                                                          wire::Message response) {
+  response.id = request.id;
+  response.flags |= wire::kFlagResponse;
+  auto framed = wire::Frame(std::move(response));
+  if (!framed.ok()) {
+    wire::Message error = wire::EncodeStatusResponse(
+        static_cast<wire::Op>(request.op),
+        Status::ResourceExhausted("the response does not fit one frame (" +
+                                  framed.status().message() +
+                                  "); ask for fewer or smaller blocks per call"));
+    error.id = request.id;
+    error.flags |= wire::kFlagResponse;
+    framed = wire::Frame(std::move(error));
+  }
+  return framed;
 }
 
 void TcpServer::Impl::NotifyDrainers() {

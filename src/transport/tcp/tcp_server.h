@@ -4,6 +4,9 @@
 // Threads: `io_threads` epoll event loops own the sockets (every loop accepts on every listener,
 // EPOLLEXCLUSIVE, and keeps the connections it accepted); requests run on a worker Executor,
 // because a handler may block for as long as a publish takes. No thread per connection.
+// Requests the `immediate` handler can answer without blocking (lookups, gets from RAM) are
+// answered on the loop itself and written at once — no hand-off to a worker and back — within a
+// budget per connection and wake-up (invariant 7).
 //
 // Per connection (invariants):
 //   1. One Session, created at accept; `token_required` is true unless the listener's address is
@@ -23,6 +26,10 @@
 //      stuck half-way through a frame) is closed.
 //   6. When a connection closes, its queued responses (and the payload pins they hold) are
 //      released; a request still running finishes and its response is dropped.
+//   7. Fairness of immediate answers: per wake-up, a connection gets at most
+//      kImmediatePerWakeup requests answered on the loop, or kImmediateBytesPerWakeup response
+//      bytes; then its remaining complete frames go to the workers and the loop serves the other
+//      ready sockets before reading that one again. A blocking request never runs on a loop.
 //
 // Thread-safety: Start, Shutdown and the destructor from one thread; stats() from any.
 #pragma once
@@ -31,6 +38,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,10 +52,16 @@
 namespace wombatkv::tcp {
 
 inline constexpr uint32_t kUnauthenticatedFrameBytesMax = 64 << 10;
+inline constexpr size_t kImmediatePerWakeup = 64;
+inline constexpr uint64_t kImmediateBytesPerWakeup = 8 << 20;
 
 // Runs one request; must return its response (the server sets id and kFlagResponse if the
 // handler did not). Called on worker threads, concurrently, also for one session.
 using RequestHandler = std::function<wire::Message(Session&, const wire::Message&)>;
+// Answers a request on the event loop when that needs no blocking (Service::HandleIfImmediate),
+// else returns nullopt and the request goes to RequestHandler on a worker. Must never block.
+using ImmediateHandler =
+    std::function<std::optional<wire::Message>(Session&, const wire::Message&)>;
 
 struct TcpServerOptions {
   // Listen addresses, "HOST:PORT": IPv4, bracketed IPv6 ("[::]:7070") or a name (its first
@@ -61,6 +75,8 @@ struct TcpServerOptions {
   // Worker threads running the handler, when no `executor` is given.
   size_t worker_threads = 16;
   Executor* executor = nullptr;  // not owned; must outlive the server
+  // Invariant 7; null = every request goes to a worker.
+  ImmediateHandler immediate;
   size_t inflight_per_connection_max = 128;
   size_t connections_max = 4096;  // accepted beyond this: closed at once (logged)
   Clock* clock = nullptr;         // null = RealClock()

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -23,6 +24,7 @@ namespace {
 
 constexpr uint16_t kEchoOp = 100;   // answers with the request's fields and payloads
 constexpr uint16_t kBlockOp = 101;  // waits until the test releases it, then echoes
+constexpr uint16_t kNowOp = 102;    // echoed on the event loop by the immediate handler
 
 // A gate the test opens; the handler counts who waits at it.
 class Gate {
@@ -52,6 +54,7 @@ class Gate {
 
 struct Handler {
   Gate gate;
+  std::atomic<int> immediate_answers{0};
   std::atomic<int> hellos{0};
   std::atomic<int> token_required_sessions{0};
   uint32_t advertised_max_frame = wire::kDefaultMaxBodyBytes;
@@ -72,19 +75,29 @@ struct Handler {
     echo.payloads = request.payloads;  // slices of the request body: kept alive by the response
     return echo;
   }
+
+  // Like Service::HandleIfImmediate: answers kNowOp (also when it runs on a worker instead).
+  std::optional<wire::Message> Immediate(Session& session, const wire::Message& request) {
+    if (request.op != kNowOp) return std::nullopt;
+    immediate_answers.fetch_add(1);
+    return (*this)(session, request);
+  }
 };
 
-std::unique_ptr<TcpServer> StartServer(Handler& h, TcpServerOptions o = {}) {
+std::unique_ptr<TcpServer> StartServer(Handler& h, TcpServerOptions o = {},
+                                       size_t workers = 8) {
   if (o.listen.empty()) o.listen = {"127.0.0.1:0"};
-  o.worker_threads = 8;
+  o.worker_threads = workers;
+  o.immediate = [&h](Session& s, const wire::Message& m) { return h.Immediate(s, m); };
   auto s = TcpServer::Start([&h](Session& s, const wire::Message& m) { return h(s, m); }, o);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return std::move(s).value();
 }
 
-std::unique_ptr<Channel> Connect(const std::string& addr) {
+std::unique_ptr<Channel> Connect(const std::string& addr, uint64_t request_timeout_ms = 300'000) {
   TcpClientOptions o;
   o.address = addr;
+  o.request_timeout_ms = request_timeout_ms;
   auto c = ConnectTcp(o);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return std::move(c).value();
@@ -154,6 +167,129 @@ TEST(TcpTransport, CallsFromManyThreadsArePipelinedOnOneConnection) {
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(server->stats().connections_accepted.load(), 1u) << "one connection carried all";
   EXPECT_EQ(h.hellos.load(), 1);
+}
+
+TEST(TcpTransport, ImmediateAndWorkerAnswersFromManyThreadsMatchTheirCalls) {
+  Handler h;
+  auto server = StartServer(h);
+  auto channel = Connect(server->listeners()[0].address);
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        std::string text = "thread " + std::to_string(t) + " call " + std::to_string(i);
+        auto r = channel->Call(Echo((i + t) % 2 ? kNowOp : kEchoOp, text));
+        if (!r.ok() || PayloadText(*r) != text) wrong.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(h.immediate_answers.load(), 0);
+}
+
+TEST(TcpTransport, AnImmediateAnswerDoesNotWaitForBusyWorkers) {
+  Handler h;
+  auto server = StartServer(h, {}, /*workers=*/1);
+  const std::string addr = server->listeners()[0].address;
+  auto busy = Connect(addr);
+  // A call would time out (and the test fail) if it needed the one worker, held below.
+  auto other = Connect(addr, /*request_timeout_ms=*/20'000);
+  std::thread slow([&] { EXPECT_TRUE(busy->Call(Echo(kBlockOp, "slow")).ok()); });
+  h.gate.AwaitWaiters(1);  // the only worker is blocked
+  for (int i = 0; i < 3; ++i) {
+    auto r = other->Call(Echo(kNowOp, "now " + std::to_string(i)));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(PayloadText(*r), "now " + std::to_string(i));
+  }
+  h.gate.Open();
+  slow.join();
+}
+
+TEST(TcpTransport, PipelinedFramesBeyondTheImmediateBudgetAreAllAnsweredById) {
+  Handler h;
+  auto server = StartServer(h);
+  int raw = RawConnect(server->listeners()[0].address);
+  // Far more frames than one wake-up answers on the loop, in one write: the rest go to workers.
+  constexpr int kFrames = 5 * static_cast<int>(kImmediatePerWakeup);
+  std::vector<uint8_t> bytes;
+  std::vector<std::string> texts;
+  for (int i = 0; i < kFrames; ++i) texts.push_back("request " + std::to_string(i));
+  for (int i = 0; i < kFrames; ++i) {
+    wire::Message m = Echo(i % 3 ? kNowOp : kEchoOp, texts[i]);
+    m.id = 1000 + static_cast<uint64_t>(i);
+    auto f = wire::Frame(std::move(m));
+    ASSERT_TRUE(f.ok());
+    for (const iovec& v : f->iov()) {
+      const auto* p = static_cast<const uint8_t*>(v.iov_base);
+      bytes.insert(bytes.end(), p, p + v.iov_len);
+    }
+  }
+  ASSERT_EQ(::send(raw, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  FrameReader r(1 << 20);
+  std::vector<int> seen(kFrames, 0);
+  for (int n = 0; n < kFrames; ++n) {
+    auto m = RawReadFrame(raw, r);
+    ASSERT_TRUE(m.has_value());
+    ASSERT_GE(m->id, 1000u);
+    const size_t i = m->id - 1000;
+    ASSERT_LT(i, seen.size());
+    ++seen[i];
+    EXPECT_EQ(PayloadText(*m), texts[i]) << "the answer to request " << i;
+    EXPECT_EQ(m->op, i % 3 ? kNowOp : kEchoOp);
+  }
+  for (int i = 0; i < kFrames; ++i) EXPECT_EQ(seen[i], 1) << "request " << i;
+  EXPECT_GT(h.immediate_answers.load(), 0);
+  ::close(raw);
+}
+
+TEST(TcpTransport, AnUnansweredCallTimesOutAndTheReadingPassesToTheNextCaller) {
+  Handler h;
+  auto server = StartServer(h);
+  auto channel = Connect(server->listeners()[0].address, /*request_timeout_ms=*/300);
+  // The first call reads the socket for its own answer, which never comes in time.
+  auto lost = channel->Call(Echo(kBlockOp, "never answered in time"));
+  ASSERT_FALSE(lost.ok());
+  EXPECT_EQ(lost.status().code(), Code::kUnavailable) << lost.status().ToString();
+  EXPECT_NE(lost.status().message().find("no response"), std::string::npos);
+  // Several callers at once on the same connection: each gets its own answer, and the late
+  // answer to the timed-out call is dropped by whoever reads it.
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        std::string text = std::to_string(t) + "/" + std::to_string(i);
+        auto r = channel->Call(Echo(i % 2 ? kNowOp : kEchoOp, text));
+        if (!r.ok() || PayloadText(*r) != text) wrong.fetch_add(1);
+        if (t == 0 && i == 10) h.gate.Open();  // the late answer arrives among these
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(TcpTransport, TheChannelStartsNoThreadOfItsOwn) {
+  Handler h;
+  auto server = StartServer(h);
+  auto count_threads = [] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+      (void)e;
+      ++n;
+    }
+    return n;
+  };
+  auto warm = Connect(server->listeners()[0].address);  // the server's threads are all up
+  ASSERT_TRUE(warm->Call(Echo(kEchoOp, "warm")).ok());
+  const int before = count_threads();
+  auto channel = Connect(server->listeners()[0].address);
+  auto r = channel->Call(Echo(kNowOp, "mine"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(PayloadText(*r), "mine");
+  EXPECT_EQ(count_threads(), before) << "the caller read its own response";
 }
 
 TEST(TcpTransport, AFastResponseOvertakesASlowOneOnTheSameConnection) {
@@ -316,6 +452,25 @@ TEST(TcpTransport, TheChannelReconnectsToARestartedServer) {
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_EQ(PayloadText(*after), "after");
   EXPECT_EQ(h2.hellos.load(), 1) << "the reconnect said Hello first";
+}
+
+TEST(TcpTransport, AnIdleChannelSendsItsNextCallOnAFreshConnectionAfterARestart) {
+  Handler h1;
+  auto server = StartServer(h1);
+  const std::string addr = server->listeners()[0].address;
+  auto channel = Connect(addr);
+  ASSERT_TRUE(channel->Call(Echo(kEchoOp, "before")).ok());
+  EXPECT_EQ(server->Shutdown(1000), 0u);  // closes the idle connection
+  server.reset();
+  Handler h2;
+  TcpServerOptions o;
+  o.listen = {addr};
+  auto again = StartServer(h2, o);
+  // Nobody reads an idle channel's socket, yet the call sees the old connection is closed
+  // before sending, so it goes out (once) on a new one instead of failing.
+  auto after = channel->Call(Echo(kEchoOp, "after"));
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(PayloadText(*after), "after");
 }
 
 TEST(TcpTransport, ARequestOverTheServersFrameLimitIsRefusedBeforeSending) {
