@@ -34,6 +34,13 @@ bool Checkers::AnyCorrupted(const Scope& s, const std::vector<BlockKey>& keys) c
   return false;
 }
 
+bool Checkers::AbandonedAndGone(int ns, const ContentHash& hash) const {
+  if (!cfg_.capacity || !wall_us) return false;
+  const uint64_t put = model_.LastPutUs(ns, hash);
+  if (wall_us() < put + cfg_.gc_grace_us) return false;
+  return bucket_->truth()->Head(layout::BlobKey(kL2Prefix, NsName(ns), hash)).status().IsNotFound();
+}
+
 void Checkers::Put(Store& store, const Op& op, const Result<std::vector<ContentHash>>& r) {
   if (!r.ok()) return Fail("G1", "PutBlocks failed: " + r.status().ToString());
   const size_t n = op.keys.size() - op.put_from;
@@ -97,8 +104,15 @@ void Checkers::Publish(Store& store, const Op& op, const Result<uint64_t>& r,
     return;
   }
   const Status& s = r.status();
-  const bool unchanged = (before.has_value() == after.has_value()) &&
-                         (!before || before->version == after->version);
+  bool unchanged = (before.has_value() == after.has_value()) &&
+                   (!before || before->version == after->version);
+  // Evict-gc: background eviction during the call may have trimmed or deleted the head; that is
+  // not the failed publish writing.
+  if (!unchanged && model_.evictable() && before) {
+    unchanged = !after || (after->entries.size() < before->entries.size() &&
+                           std::equal(after->entries.begin(), after->entries.end(),
+                                      before->entries.begin()));
+  }
   switch (s.code()) {
     case Code::kUnavailable:
       return;  // in doubt: either outcome is allowed
@@ -160,7 +174,11 @@ void Checkers::Get(const Op& op, const Result<Borrow>& r) {
   }
   const Status& s = r.status();
   if (s.IsNotFound()) {
-    if (op.keys.size() <= lb) {
+    bool abandoned = false;
+    for (const auto& k : op.keys) {
+      for (const auto& h : model_.HashesOf(op.scope, k)) abandoned |= AbandonedAndGone(op.scope.ns, h);
+    }
+    if (op.keys.size() <= lb && !abandoned) {
       return Fail("G1/G3/G11", what + ": NotFound but the chain is published and known here: " +
                                    s.message());
     }
@@ -210,7 +228,8 @@ void Checkers::Sidecar(const Op& op, const Result<BufferSlice>& r) {
   }
   const Status& s = r.status();
   if (s.IsNotFound()) {
-    if (auto gen = model_.SidecarSettled(at)) {
+    // Evict-gc: eviction deletes a sidecar with the last chain holding its tip (docs/capacity.md).
+    if (auto gen = model_.SidecarSettled(at); gen && !cfg_.capacity) {
       return Fail("G7", what + ": NotFound but generation " + std::to_string(*gen) +
                             " was acknowledged and never replaced");
     }
@@ -224,6 +243,10 @@ void Checkers::Sidecar(const Op& op, const Result<BufferSlice>& r) {
 }
 
 void Checkers::SameAsL2(Store& store, int host, const L2Heads& heads, const char* after) {
+  // Evict-gc: background passes run inside the call, and one whose head write is in doubt (an
+  // answer lost) leaves this host's view behind L2 until its next refresh — checked exactly in
+  // the liveness phase, where eviction is off.
+  if (model_.evictable()) return;
   using Row = std::tuple<std::string, Fingerprint, ChainId, uint64_t, BlockKey, uint32_t>;
   std::set<Row> want, got;
   for (const auto& [c, h] : heads) {
@@ -257,9 +280,23 @@ void Checkers::HeadWritten(const std::string& key) {
   if (!obj.ok()) return;
   auto head = layout::DecodeChainHead(obj->bytes->view(), key);
   if (!head.ok()) return Fail("G9", "a host wrote an undecodable head " + key);
+  // A head (a publish, or eviction trimming one) is always a prefix of a publish of that chain.
+  std::optional<ChainRef> ref;
+  for (int ns = 0; ns < cfg_.namespaces && !ref; ++ns) {
+    for (int fp = 0; fp < cfg_.fingerprints && !ref; ++fp) {
+      if (NsName(ns) == head->ns && FpOf(fp) == head->fp) ref = ChainRef{{ns, fp}, head->chain_id};
+    }
+  }
+  if (!ref || !model_.PrefixOfAttempt(*ref, KeysOf(head->entries))) {
+    return Fail("G4/G10", "head " + key.substr(key.size() - 16) + " v" +
+                              std::to_string(head->version) + " names " +
+                              Keys(KeysOf(head->entries)) +
+                              ", a prefix of no publish of that chain");
+  }
   for (const ChainEntry& e : head->entries) {
     const std::string blob = layout::BlobKey(kL2Prefix, head->ns, e.hash);
     auto b = bucket_->truth()->Get(blob, 0, kToEnd);
+    if (!b.ok() && ref && AbandonedAndGone(ref->scope.ns, e.hash)) continue;
     if (!b.ok()) {
       return Fail("G3", "head " + key.substr(key.size() - 16) + " v" +
                             std::to_string(head->version) + " was written while its block " +

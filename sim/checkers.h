@@ -46,6 +46,11 @@ class Checkers {
   void AuditBucket();
 
   bool l2_invariants = true;
+  std::function<uint64_t()> wall_us;  // the simulated wall clock
+
+  // Evict-gc: the blob is gone from L2 and its last put is older than the GC grace (R1: another
+  // host may collect it). A head naming it is the documented limit, not a store bug.
+  bool AbandonedAndGone(int ns, const ContentHash& hash) const;
 
  private:
   bool BlobCorrupted(int ns, const ContentHash& hash) const;

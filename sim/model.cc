@@ -150,6 +150,7 @@ bool Model::PayloadAllowed(const SwarmConfig& cfg, const Scope& s, const BlockKe
 void Model::OnPublishAttempt(const ChainRef& c, const std::vector<BlockKey>& keys) {
   auto& set = attempted_keys_[c.scope];
   set.insert(keys.begin(), keys.end());
+  attempts_[c].insert(keys);
   auto it = acks_.find(c);
   if (it != acks_.end()) it->second.superseded = true;
 }
@@ -190,7 +191,17 @@ void Model::OnRefreshFailed(int host, const L2Heads& heads) {
   }
 }
 
+bool Model::PrefixOfAttempt(const ChainRef& c, const std::vector<BlockKey>& keys) const {
+  auto it = attempts_.find(c);
+  if (it == attempts_.end()) return false;
+  for (const auto& a : it->second) {
+    if (CommonPrefix(a, keys) == keys.size()) return true;
+  }
+  return false;
+}
+
 size_t Model::LowerBound(int host, const Scope& s, const std::vector<BlockKey>& keys) const {
+  if (evictable_) return 0;
   size_t best = 0;
   for (const auto& [c, known] : known_[static_cast<size_t>(host)]) {
     if (c.scope == s) best = std::max(best, CommonPrefix(keys, known));

@@ -65,7 +65,24 @@ std::vector<BlockKey> KeysOf(const std::vector<ChainEntry>& entries);
 
 class Model {
  public:
-  explicit Model(int hosts) : known_(static_cast<size_t>(hosts)) {}
+  // `evictable`: the evict-gc scenario, where chains may become shorter (a prefix) or vanish, so
+  // nothing a host once saw stays a lower bound — except right after its own publish (G1/G10),
+  // which the publish checker verifies directly. set_evictable(false) once eviction has stopped.
+  Model(int hosts, bool evictable) : known_(static_cast<size_t>(hosts)), evictable_(evictable) {}
+  void set_evictable(bool on) { evictable_ = on; }
+  bool evictable() const { return evictable_; }
+  // Whether `keys` is a prefix of some publish attempted for chain `c` (what eviction may leave).
+  bool PrefixOfAttempt(const ChainRef& c, const std::vector<BlockKey>& keys) const;
+  // A head was deleted from L2 (eviction, compaction): the chain's versions start again at 1, so
+  // earlier acknowledged versions no longer bound the next one (G6 holds per head lifetime).
+  void OnHeadDeleted(const ChainRef& c) { max_acked_version_.erase(c); }
+  // Evict-gc: when a blob was last put (any host). A put older than the GC grace that was never
+  // published is abandoned (docs/layout.md §7 R1): another host's GC may delete its blob.
+  void OnPutAt(int ns, const ContentHash& hash, uint64_t wall_us) { put_us_[{ns, hash}] = wall_us; }
+  uint64_t LastPutUs(int ns, const ContentHash& hash) const {
+    auto it = put_us_.find({ns, hash});
+    return it == put_us_.end() ? 0 : it->second;
+  }
 
   // --- puts ---
   void OnPut(const Scope& s, const BlockKey& key, uint32_t variant, const ContentHash& hash,
@@ -114,9 +131,12 @@ class Model {
   std::map<std::pair<int, ContentHash>, std::vector<uint8_t>> bytes_;
   std::map<Scope, std::set<BlockKey>> attempted_keys_;
   std::map<ChainRef, Ack> acks_;
+  std::map<ChainRef, std::set<std::vector<BlockKey>>> attempts_;
+  std::map<std::pair<int, ContentHash>, uint64_t> put_us_;
   std::map<ChainRef, uint64_t> max_acked_version_;
   // Per host: chains whose content this host's L0 is known to hold.
   std::vector<std::map<ChainRef, std::vector<BlockKey>>> known_;
+  bool evictable_ = false;
   struct SidecarState {
     std::set<uint32_t> attempted;
     std::optional<uint32_t> acked;

@@ -21,24 +21,32 @@ class World {
  public:
   World(uint64_t seed, const SimOptions& options)
       : options_(options),
-        cfg_(SwarmConfig::FromSeed(seed, options.steps)),
+        cfg_(SwarmConfig::FromSeed(seed, options.steps, options.capacity)),
         workload_rng_(seed),
         fault_rng_(seed ^ 0xfa017),
         sched_rng_(seed ^ 0x5c4ed),
         trace_(&clock_),
-        model_(cfg_.hosts),
+        model_(cfg_.hosts, cfg_.capacity),
         workload_(cfg_, &workload_rng_),
         checkers_(cfg_, model_, &bucket_,
                   [this](const std::string& g, const std::string& w) { Fail(g, w); }),
         rates_(cfg_.faults) {
     trace_.verbose = options.verbose;
     checkers_.l2_invariants = options.l2_invariants;
+    checkers_.wall_us = [this] { return clock_.WallMicros(); };
     bucket_.on_head_written = [this](const std::string& key) {
       checkers_.HeadWritten(key);
       checkers_.HeadVersion(key, /*deleted=*/false);
     };
     bucket_.on_head_deleted = [this](const std::string& key) {
       checkers_.HeadVersion(key, /*deleted=*/true);
+      for (int ns = 0; ns < cfg_.namespaces; ++ns) {
+        auto name = layout::ParseChainKey(layout::ChainsPrefix(kL2Prefix, NsName(ns)), key);
+        if (!name) continue;
+        for (int fp = 0; fp < cfg_.fingerprints; ++fp) {
+          if (FpOf(fp) == name->fp) model_.OnHeadDeleted(ChainRef{{ns, fp}, name->chain_id});
+        }
+      }
     };
     for (int h = 0; h < cfg_.hosts; ++h) {
       auto host = std::make_unique<Host>();
@@ -102,6 +110,8 @@ class World {
   void DoPublish(const Op& op);
   void DoRefresh(int host);
   void DoCorrupt(uint64_t n);
+  void DoEvict(int host);
+  void DoGc(int host);
   void Liveness();
   WorldView View();
 
@@ -117,6 +127,7 @@ class World {
   FaultRates rates_;
   std::vector<std::unique_ptr<Host>> hosts_;
   SimResult result_;
+  bool no_capacity_ = false;  // the liveness phase reopens stores without budgets
 };
 
 WorldView World::View() {
@@ -160,6 +171,15 @@ void World::Restart(int host) {
   o.random = h.random.get();
   o.executor = h.executor.get();
   o.cache_bytes_max = cfg_.cache_bytes_max;
+  if (cfg_.capacity && !no_capacity_) {
+    if (cfg_.ns_budget_bytes) o.namespace_bytes_max[""] = cfg_.ns_budget_bytes;
+    if (cfg_.ns_ttl_seconds) o.namespace_ttl_seconds[""] = cfg_.ns_ttl_seconds;
+    o.gc_grace_us = cfg_.gc_grace_us;
+    o.eviction_interval_ms = 1;  // background passes as executor tasks, in the seed's order
+    o.gc_interval_ms = 1;
+    o.eviction_heads_per_pass = 4;  // small, so passes stop part-way
+    o.gc_deletes_per_pass = 3;
+  }
   o.log = [this](LogLevel, const std::string& m) {
     if (trace_.verbose) std::printf("    log: %s\n", m.c_str());  // not traced: may name ETags
   };
@@ -175,8 +195,11 @@ void World::Restart(int host) {
       return;
     }
     h.store = std::move(s).value();
-    model_.OnSynced(host, heads);
-    checkers_.SameAsL2(*h.store, host, heads, "open");
+    // Evict-gc: background passes inside the open may already have trimmed what it loaded, in L2
+    // and L0 alike; compare with L2 as it is now.
+    const L2Heads now = model_.evictable() ? ReadL2Heads(bucket_.truth(), cfg_) : heads;
+    model_.OnSynced(host, now);
+    checkers_.SameAsL2(*h.store, host, now, "open");
   });
 }
 
@@ -186,8 +209,9 @@ void World::DoRefresh(int host) {
     auto r = S(host).Refresh();
     trace_.Add("h" + std::to_string(host) + " refresh -> " + Code(r.status()));
     if (r.ok()) {
-      model_.OnSynced(host, heads);
-      checkers_.SameAsL2(S(host), host, heads, "refresh");
+      const L2Heads now = model_.evictable() ? ReadL2Heads(bucket_.truth(), cfg_) : heads;
+      model_.OnSynced(host, now);
+      checkers_.SameAsL2(S(host), host, now, "refresh");
     } else {
       model_.OnRefreshFailed(host, heads);
       if (r.status().code() != Code::kUnavailable) {
@@ -205,6 +229,7 @@ void World::DoPut(const Op& op) {
     // Attempted bytes are allowed to be seen later (a put in doubt may still be published).
     model_.OnPut(op.scope, op.keys[i], op.variants[i], HashPayload(payloads.back()),
                  payloads.back());
+    model_.OnPutAt(op.scope.ns, HashPayload(payloads.back()), clock_.WallMicros());
   }
   for (size_t i = op.put_from; i < op.keys.size(); ++i) {
     puts.push_back(BlockPut{op.keys[i], i ? op.keys[i - 1] : BlockKey{},
@@ -246,6 +271,35 @@ void World::DoPublish(const Op& op) {
     workload_.OnPublished(op, r.ok());
   });
   // A crash inside leaves the publish in doubt: the attempt is recorded, the ack is not.
+}
+
+void World::DoEvict(int host) {
+  Guard(host, [&] {
+    auto r = S(host).Evict();
+    std::string res = Code(r.status());
+    if (r.ok()) {
+      res += " " + std::to_string(r->chains) + " chains " + std::to_string(r->blocks) +
+             " blocks" + (r->work_left ? " (more)" : "");
+    }
+    trace_.Add("h" + std::to_string(host) + " evict -> " + res);
+  });
+}
+
+void World::DoGc(int host) {
+  Guard(host, [&] {
+    auto r = S(host).CollectOrphans();
+    std::string res = Code(r.status());
+    if (r.ok()) {
+      res += " " + std::to_string(r->deleted) + " deleted " + std::to_string(r->restored) +
+             " restored " + std::to_string(r->delete_failures) + " failed " +
+             std::to_string(r->kept_in_flight) + " kept";
+    } else {
+      if (r.status().code() == Code::kInternal || r.status().code() == Code::kInvalidArgument) {
+        Fail("GC", "orphan GC failed: " + r.status().ToString());
+      }
+    }
+    trace_.Add("h" + std::to_string(host) + " gc -> " + res);
+  });
 }
 
 void World::DoCorrupt(uint64_t n) {
@@ -361,11 +415,35 @@ void World::Liveness() {
   trace_.Add("--- liveness phase: no faults ---");
   rates_ = FaultRates{};
   for (auto& h : hosts_) h->crash_countdown = -1;
+  if (cfg_.capacity) {
+    // Eviction stops: every host closes cleanly and reopens without budgets, so what the checks
+    // below read does not shrink under them. Then one GC pass per host past the grace: whatever
+    // eviction left unreferenced goes, and everything a head names must still read back.
+    no_capacity_ = true;
+    for (int h = 0; h < cfg_.hosts; ++h) {
+      Host& host = *hosts_[static_cast<size_t>(h)];
+      if (!host.store) continue;
+      host.executor->Drain();
+      host.store.reset();
+      model_.OnCrash(h);  // forgets what it knew; Restart re-syncs it with L2
+      trace_.Add("h" + std::to_string(h) + " closed (eviction off)");
+    }
+    model_.set_evictable(false);
+  }
   for (int h = 0; h < cfg_.hosts && result_.ok; ++h) {
     if (!Up(h)) Restart(h);
     if (!Up(h)) return Fail("liveness", "h" + std::to_string(h) + " cannot open without faults");
   }
   for (int h = 0; h < cfg_.hosts; ++h) hosts_[static_cast<size_t>(h)]->executor->Drain();
+  if (cfg_.capacity) {
+    clock_.Advance(cfg_.gc_grace_us + 1'000'000);
+    for (int h = 0; h < cfg_.hosts && result_.ok; ++h) {
+      auto r = S(h).CollectOrphans();
+      trace_.Add("h" + std::to_string(h) + " final gc -> " + Code(r.status()) +
+                 (r.ok() ? " " + std::to_string(r->deleted) + " deleted" : std::string()));
+      if (!r.ok()) return Fail("liveness", "orphan GC failed without faults: " + r.status().ToString());
+    }
+  }
   for (int h = 0; h < cfg_.hosts && result_.ok; ++h) {
     DoRefresh(h);
     if (!Up(h)) return Fail("liveness", "h" + std::to_string(h) + " crashed without faults");
@@ -382,6 +460,12 @@ void World::Liveness() {
       op.scope = op.owner = c.scope;
       op.keys = ack.keys;
       auto n = S(h).LookupPrefix(NsName(c.scope.ns), FpOf(c.scope.fp), ack.keys);
+      if (cfg_.capacity && n.ok()) {
+        // Eviction may have shortened or removed it: what is left reads back right (a prefix).
+        op.keys.resize(*n);
+        if (*n > 0) checkers_.Get(op, S(h).GetBlocks(NsName(c.scope.ns), FpOf(c.scope.fp), op.keys));
+        continue;
+      }
       if (!n.ok() || *n != ack.keys.size()) {
         Fail("G3/G11", "liveness: h" + std::to_string(h) + " finds " +
                            (n.ok() ? std::to_string(*n) : Code(n.status())) + " of " +
@@ -439,6 +523,17 @@ SimResult World::Run() {
         }
         Guard(h, [&] { hosts_[static_cast<size_t>(h)]->executor->RunOne(); });
         if (Up(h)) hosts_[static_cast<size_t>(h)]->crash_countdown = -1;
+      }
+    }
+    if (result_.ok && cfg_.capacity) {
+      // Eviction and orphan GC at random steps, on a random host (besides background passes).
+      const int h = static_cast<int>(sched_rng_.Uniform(static_cast<uint64_t>(cfg_.hosts)));
+      if (Up(h) && sched_rng_.Chance(cfg_.p_evict)) DoEvict(h);
+      if (result_.ok && Up(h) && sched_rng_.Chance(cfg_.p_gc)) DoGc(h);
+      if (sched_rng_.Chance(cfg_.p_clock_jump)) {
+        const uint64_t jump = sched_rng_.Range(1'000'000, 4'000'000);
+        clock_.Advance(jump);
+        trace_.Add("clock +" + std::to_string(jump / 1000) + "ms");
       }
     }
     clock_.Advance(sched_rng_.Range(0, 1000));

@@ -15,6 +15,7 @@ struct SimOptions {
   bool verbose = false;          // print every event
   bool l2_invariants = true;     // check L2 at every head write (off: only API-visible checks)
   size_t tail_events = 50;       // events printed on failure
+  bool capacity = false;         // force the evict-gc scenario on for every seed (swarm.h)
 };
 
 struct SimResult {

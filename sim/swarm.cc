@@ -4,7 +4,7 @@
 
 namespace wombatkv::sim {
 
-SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps) {
+SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity) {
   SimRandom r(seed * 0x2545f4914f6cdd1dull + 7);
   SwarmConfig c;
   c.seed = seed;
@@ -31,6 +31,17 @@ SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps) {
   if (r.Chance(0.3)) c.p_variant = r.Pick({0.05, 0.3});
   c.p_resave_all = r.Pick({0.0, 0.5, 1.0});
   if (r.Chance(0.5)) c.p_buggify = r.Pick({0.05, 0.25});
+  // Drawn last, so the knobs above stay what they were for every seed.
+  c.capacity = r.Chance(0.4) || capacity;
+  if (c.capacity) {
+    // Budgets from "a few blocks" to "never binding"; a TTL on some seeds.
+    c.ns_budget_bytes = r.Pick<uint64_t>({0, 1, 600, 4096, 20000, 200000});
+    if (c.ns_budget_bytes == 0 || r.Chance(0.3)) c.ns_ttl_seconds = r.Range(1, 5);
+    c.gc_grace_us = r.Pick<uint64_t>({0, 1, 200'000, 2'000'000});
+    c.p_evict = r.Pick({0.02, 0.1, 0.3});
+    c.p_gc = r.Pick({0.02, 0.1, 0.3});
+    c.p_clock_jump = r.Pick({0.0, 0.01, 0.05});
+  }
   return c;
 }
 
@@ -47,7 +58,13 @@ std::string SwarmConfig::Describe() const {
                 (unsigned long long)faults.latency_us_max, p_crash_step, p_crash_mid,
                 p_brownout_toggle, p_corrupt, p_session, p_cas, p_variant, p_resave_all,
                 p_buggify, (unsigned long long)safety_steps);
-  return buf;
+  if (!capacity) return buf;
+  char cap[256];
+  std::snprintf(cap, sizeof cap,
+                " evict-gc(budget=%llu ttl=%llus grace=%lluus evict=%.2f gc=%.2f jump=%.2f)",
+                (unsigned long long)ns_budget_bytes, (unsigned long long)ns_ttl_seconds,
+                (unsigned long long)gc_grace_us, p_evict, p_gc, p_clock_jump);
+  return std::string(buf) + cap;
 }
 
 }  // namespace wombatkv::sim

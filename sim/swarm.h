@@ -31,8 +31,19 @@ struct SwarmConfig {
   double p_resave_all = 0.5;  // a writer puts the whole chain again, not just new blocks
   double p_buggify = 0;       // rate of the workload's own hostile decisions
   uint64_t safety_steps = 300;
+  // Capacity scenario ("evict-gc", docs/testing.md): small namespace budgets and TTLs, a short
+  // orphan-GC grace, eviction and GC passes at random steps (and in the background), and clock
+  // jumps of seconds so TTLs and the grace come into play.
+  bool capacity = false;
+  uint64_t ns_budget_bytes = 0;   // every namespace; 0 = none
+  uint64_t ns_ttl_seconds = 0;    // every namespace; 0 = none
+  uint64_t gc_grace_us = 0;
+  double p_evict = 0;             // an Evict() call on a random host after a step
+  double p_gc = 0;                // a CollectOrphans() call on a random host after a step
+  double p_clock_jump = 0;        // the clock jumps 1..4 s after a step
 
-  static SwarmConfig FromSeed(uint64_t seed, uint64_t steps);
+  // `capacity`: force the capacity scenario on (else the seed decides, for about 40% of seeds).
+  static SwarmConfig FromSeed(uint64_t seed, uint64_t steps, bool capacity = false);
   std::string Describe() const;
 };
 

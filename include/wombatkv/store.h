@@ -304,6 +304,22 @@ class Store {
   // A payload by content hash, published or not (orphans too). NotFound if absent.
   virtual Result<BufferSlice> GetByContentHash(std::string_view ns, const ContentHash& hash) = 0;
 
+  // Non-blocking forms of GetBlocks and GetByContentHash, for callers that must never wait for
+  // I/O or a lock held across I/O (the daemon's event loop). When the answer is at hand — every
+  // payload in the RAM cache, or a miss that L0 alone proves — they return exactly what the
+  // blocking call would (counted once, the same way); nullopt when it needs L2: call the
+  // blocking form then (nothing was counted). They start no background work (no eviction pass).
+  // The defaults always say nullopt, so a Store that does not implement them stays correct.
+  virtual std::optional<Result<Borrow>> GetBlocksIfCached(std::string_view /*ns*/,
+                                                          const Fingerprint& /*fp*/,
+                                                          std::span<const BlockKey> /*keys*/) {
+    return std::nullopt;
+  }
+  virtual std::optional<Result<BufferSlice>> GetByContentHashIfCached(
+      std::string_view /*ns*/, const ContentHash& /*hash*/) {
+    return std::nullopt;
+  }
+
   // Sidecar bytes keyed by chain tip. Put is durable in L2 on return; independent of the head:
   // a chain may be visible without its sidecar (G7), then GetSidecar is NotFound.
   virtual Status PutSidecar(std::string_view ns, const Fingerprint& fp, const BlockKey& tip,

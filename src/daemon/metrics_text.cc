@@ -140,6 +140,14 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_corruptions_detected_total", "counter",
         "Bytes that failed their content hash or checksum (never served).",
         s.corruptions_detected);
+  p.One("wombatkv_gc_passes_total", "counter", "Orphan GC passes run by the store.", s.gc_passes);
+  p.One("wombatkv_gc_blobs_deleted_total", "counter",
+        "Unreferenced blobs orphan GC deleted from L2.", s.gc_blobs_deleted);
+  p.One("wombatkv_gc_bytes_freed_total", "counter",
+        "L2 bytes freed by orphan GC (deleted blobs only).", s.gc_bytes_freed);
+  p.One("wombatkv_gc_delete_failures_total", "counter",
+        "Orphan GC deletes that failed (left in L2, retried at the next pass).",
+        s.gc_delete_failures);
 }
 
 void RenderTcp(Page& p, const tcp::TcpServerStats& t) {

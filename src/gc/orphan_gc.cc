@@ -174,7 +174,9 @@ Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcRepo
       continue;
     }
     batch_bytes += obj->bytes->size();
-    batch.push_back(Held{o, std::move(obj->bytes)});
+    const bool intact =
+        layout::DecodeVerified(layout::EnvelopeKind::kBlob, obj->bytes, o.hash, o.key).ok();
+    batch.push_back(Held{o, std::move(obj->bytes), intact});
     if (batch_bytes >= options_.batch_bytes_max) {
       WMBT_RETURN_IF_ERROR(RecheckAndRestore(ns, &known, &batch, report));
       batch_bytes = 0;
@@ -219,6 +221,12 @@ Status OrphanCollector::RecheckAndRestore(const std::string& ns,
       report->deleted++;
       report->freed_bytes += h.orphan.bytes;
       report->removed.push_back(std::move(h.orphan));
+      continue;
+    }
+    if (!h.intact) {
+      report->problems.push_back(h.orphan.key + " was corrupt when deleted and a new chain head "
+                                 "names it: not put back (its publisher re-uploads it, R4; "
+                                 "run `wombatkv audit`)");
       continue;
     }
     // Conflict: the publisher (R4) or another writer put it back first; same name, same bytes.

@@ -124,6 +124,9 @@ class OrphanCollector {
   struct Held {
     OrphanBlob orphan;
     std::shared_ptr<Buffer> object;
+    // The kept bytes decode to the blob's name. Corrupt bytes are never put back: a restore
+    // would only hide the damage; the publisher's re-check (R4) re-uploads good bytes instead.
+    bool intact = true;
   };
   Status RecheckAndRestore(const std::string& ns, std::map<std::string, std::string>* known,
                            std::vector<Held>* held, GcReport* report);

@@ -340,5 +340,41 @@ TEST(OrphanGcRace, AHeadPublishedWhileTheCollectorDeletesGetsItsBlobBack) {
   ASSERT_TRUE(got.ok()) << got.status().ToString();
 }
 
+// Found by wombatkv-sim (evict-gc scenario, seed 4135): the collector kept the bytes of a blob
+// that had rotted in L2, and when a new head named it, put those corrupt bytes back — undoing a
+// delete that had removed the damage. Corrupt kept bytes are now never restored (the publisher's
+// R4 check re-uploads good bytes when it still holds them); a reader gets a miss, never bytes.
+TEST(OrphanGcRace, ACorruptOrphanIsNeverPutBack) {
+  Planes p;
+  TestChain chain = MakeChain(1, kBlockBytes, 11);
+  p.PutOrphans(chain);
+  const std::string blob = p.BlobKey(chain.payloads[0]);
+  {  // rot: same size, one payload byte flipped (then the orphan ages past the grace)
+    auto obj = p.l2->Get(blob, 0, kToEnd);
+    ASSERT_TRUE(obj.ok());
+    std::vector<uint8_t> bytes(obj->bytes->data(), obj->bytes->data() + obj->bytes->size());
+    bytes.back() ^= 0x5a;
+    ASSERT_TRUE(p.l2->Put(blob, {ByteView(bytes.data(), bytes.size())},
+                          PutOptions{PutMode::kOverwrite, {}}).ok());
+  }
+  p.clock.Advance(2 * kHourUs);
+  auto publisher = p.Open();
+  ASSERT_TRUE(publisher->PutBlocks("default", kFp, chain.Puts()).ok());
+  Interposer collector_l2(p.l2.get());
+  collector_l2.before_delete = [&](std::string_view key) { return key == blob; };
+  collector_l2.hook = [&] {
+    (void)publisher->PublishChain("default", kFp, chain.tip(), chain.tip(), std::nullopt, nullptr);
+  };
+  gc::OrphanCollector collector(&collector_l2, &p.clock, Grace(kHourUs));
+  gc::GcReport r = p.Pass(collector);
+  EXPECT_EQ(r.expired, 1u);
+  EXPECT_EQ(r.restored, 0u);
+  EXPECT_FALSE(p.Exists(blob)) << "corrupt bytes were put back";
+  ASSERT_FALSE(r.problems.empty());
+  EXPECT_NE(r.problems.back().find("corrupt"), std::string::npos) << r.problems.back();
+  auto reader = p.Open();
+  EXPECT_FALSE(reader->GetBlocks("default", kFp, chain.keys).ok());
+}
+
 }  // namespace
 }  // namespace wombatkv::testing

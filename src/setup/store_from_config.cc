@@ -54,6 +54,9 @@ Result<std::shared_ptr<Store>> OpenStoreFromConfig(const Config& config, const S
   options.namespace_bytes_max = config.namespace_bytes_max;
   options.namespace_ttl_seconds = config.namespace_ttl_seconds;
   options.publish_grace_seconds = config.publish_grace_seconds;
+  options.gc_grace_us = config.gc_grace_us;
+  options.background_gc = config.gc_interval_us > 0;
+  if (config.gc_interval_us > 0) options.gc_interval_ms = config.gc_interval_us / 1000;
   options.object_store = l2.get();  // null: the local directory
   const LogLevel min = ToStoreLogLevel(config.log_level);
   options.log = [min, log](LogLevel level, const std::string& line) {

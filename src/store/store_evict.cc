@@ -136,6 +136,7 @@ void StoreImpl::AddPendingLocked(const PendingKey& key, const PendingBlock& bloc
   };
   hold(key.key);
   if (!block.parent.IsZero()) hold(block.parent);
+  ++pending_hashes_[CacheKey{key.ns_id, block.hash}];
 }
 
 void StoreImpl::ReleasePendingRefsLocked(const PendingKey& key, const PendingBlock& block) {
@@ -148,6 +149,9 @@ void StoreImpl::ReleasePendingRefsLocked(const PendingKey& key, const PendingBlo
   };
   release(key.key);
   if (!block.parent.IsZero()) release(block.parent);
+  auto h = pending_hashes_.find(CacheKey{key.ns_id, block.hash});
+  WMBT_CHECK(h != pending_hashes_.end() && h->second > 0);
+  if (--h->second == 0) pending_hashes_.erase(h);
 }
 
 void StoreImpl::ErasePendingLocked(const PendingKey& key) {
@@ -277,6 +281,8 @@ void StoreImpl::BackgroundPass() {
     return;
   }
   const EvictionReport r = EvictPass();
+  // Eviction only stops referencing blobs; GC deletes them (with evict_mu_ released).
+  MaybeCollectOrphans();
   next_pass_us_.store(clock_->NowMicros() + options_.eviction_interval_ms * 1000,
                       std::memory_order_relaxed);
   pass_queued_ = false;
@@ -522,6 +528,9 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
       if (!put.status().IsConflict()) {
         counters_.l2_errors++;
         Log(LogLevel::kWarn, "eviction could not rewrite " + key + ": " + put.status().ToString());
+        // The write may have been applied with its answer lost: learn what L2 holds, so L0 does
+        // not keep serving a head L2 no longer has (if L2 cannot say, the next refresh does).
+        (void)SyncHeadFromL2(ns, fp, chain_id);
         return Trimmed::kFailed;
       }
       (void)SyncHeadFromL2(ns, fp, chain_id);  // learn the new head; the next plan starts there
@@ -545,6 +554,7 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
     if (Status d = l2_->Delete(key); !d.ok()) {
       counters_.l2_errors++;
       Log(LogLevel::kWarn, "eviction could not delete " + key + ": " + d.ToString());
+      (void)SyncHeadFromL2(ns, fp, chain_id);  // as above: the delete may have happened
       return Trimmed::kFailed;
     }
   }

@@ -7,11 +7,14 @@
 //   refresh_mu_          one Refresh at a time (held across its L2 listing and reads)
 //   evict_mu_            one eviction pass at a time (held across its L2 I/O); a pass never
 //                        takes refresh_mu_, but an inline executor may run one inside a refresh
+//   gc_mu_               one orphan GC pass at a time (held across its L2 I/O; the collector
+//                        keeps state between passes). Taken after evict_mu_ is released, never
+//                        with it; while held only leaf locks are taken, briefly, between I/O
 //   publish_stripes_[i]  serialises head changes of chains hashing to stripe i (publish,
 //                        refresh, compaction); at most one stripe is held at a time
 //   index_mu_            the L0 index (shared for reads, exclusive for changes)
 //   upload_mu_ → the cache's mutex;  pending_mu_, ns_mu_, the ledger's mutex: leaf locks
-// Only evict_mu_, refresh_mu_ and a publish stripe are ever held across L2 I/O.
+// Only evict_mu_, gc_mu_, refresh_mu_ and a publish stripe are ever held across L2 I/O.
 #pragma once
 
 #include <array>
@@ -26,6 +29,7 @@
 
 #include "base/limits.h"
 #include "cache/payload_cache.h"
+#include "gc/orphan_gc.h"
 #include "index/radix_index.h"
 #include "layout/chain_head.h"
 #include "meta/meta_store.h"
@@ -53,6 +57,10 @@ class StoreImpl final : public Store {
   Result<Borrow> GetBlocks(std::string_view ns, const Fingerprint& fp,
                            std::span<const BlockKey> keys) override;
   Result<BufferSlice> GetByContentHash(std::string_view ns, const ContentHash& hash) override;
+  std::optional<Result<Borrow>> GetBlocksIfCached(std::string_view ns, const Fingerprint& fp,
+                                                  std::span<const BlockKey> keys) override;
+  std::optional<Result<BufferSlice>> GetByContentHashIfCached(std::string_view ns,
+                                                              const ContentHash& hash) override;
   Status PutSidecar(std::string_view ns, const Fingerprint& fp, const BlockKey& tip,
                     ByteView bytes) override;
   Result<BufferSlice> GetSidecar(std::string_view ns, const Fingerprint& fp,
@@ -64,6 +72,7 @@ class StoreImpl final : public Store {
   StoreStats Stats() override;
   std::vector<NamespaceUsage> Usage(std::string_view ns, bool by_fingerprint) override;
   Result<EvictionReport> Evict() override;
+  Result<OrphanGcReport> CollectOrphans() override;
   std::string DescribeL2() const override { return l2_->Describe(); }
 
  private:
@@ -111,6 +120,11 @@ class StoreImpl final : public Store {
     }
   };
 
+  // --- helpers (store_read.cc) ---
+  // GetBlocks, or with !may_block GetBlocksIfCached: nullopt (nothing counted) instead of L2.
+  std::optional<Result<Borrow>> ReadBlocks(std::string_view ns, const Fingerprint& fp,
+                                           std::span<const BlockKey> keys, bool may_block);
+
   // --- helpers (store_write.cc) ---
   void StartUpload(const CacheKey& ck, std::string ns, BufferSlice payload);
   // A failed upload that no publisher is retrying gives way to a new upload of the same bytes
@@ -127,13 +141,16 @@ class StoreImpl final : public Store {
                                                size_t* indexed);
   // Orphan-GC safety for publishers (R4 in gc/orphan_gc.h). Before the head is written: the new
   // entries' blobs this process did not write itself (found in L2, or put by another process).
+  // `copies` gets the bytes this process still holds of those blobs (their uploads' payloads).
+  using ReusedCopies = std::unordered_map<ContentHash, BufferSlice, FixedBytesHash>;
   std::vector<ContentHash> BlobsNotWrittenHere(uint32_t ns_id,
-                                               const std::vector<ChainEntry>& entries, size_t from);
+                                               const std::vector<ChainEntry>& entries, size_t from,
+                                               ReusedCopies* copies);
   // After the head is written: each of those blobs still exists, else it is put back from this
   // process's copy of its bytes. FailedPrecondition (naming the blob) if it is gone and no copy
   // is left.
   Status ReverifyReusedBlobs(std::string_view ns, uint32_t ns_id,
-                             const std::vector<ContentHash>& hashes);
+                             const std::vector<ContentHash>& hashes, const ReusedCopies& copies);
   // After a publish: its blocks are no longer pending, their uploads are done.
   Status ForgetPublished(std::string_view ns, uint32_t ns_id, const Fingerprint& fp,
                          const std::vector<ChainEntry>& entries);
@@ -197,6 +214,12 @@ class StoreImpl final : public Store {
   void BackgroundPass();
   void EvictorLoop();  // the timer thread of a store with its own executor
   EvictionReport EvictPass();
+  // --- orphan GC (store_gc.cc) ---
+  // After a background eviction pass: a GC pass if background GC is on and its interval passed.
+  void MaybeCollectOrphans();
+  Result<OrphanGcReport> GcPass();
+  // GcOptions::keep: a put of this store awaiting publish names the blob.
+  bool PendingBlob(const std::string& ns, const ContentHash& hash);
   struct EvictBudget {
     size_t heads_left = 0;
     size_t blocks_left = 0;
@@ -251,6 +274,8 @@ class StoreImpl final : public Store {
   std::mutex pending_mu_;
   std::unordered_map<PendingKey, PendingBlock, PendingKeyHash> pending_;  // GUARDED_BY
   std::unordered_map<PendingKey, PendingRef, PendingKeyHash> pending_refs_;  // GUARDED_BY
+  // How many pending blocks name each blob (orphan GC keeps those: GcOptions::keep).
+  std::unordered_map<CacheKey, uint32_t, CacheKeyHash> pending_hashes_;  // GUARDED_BY(pending_mu_)
 
   std::mutex upload_mu_;
   std::unordered_map<CacheKey, std::shared_ptr<Upload>, CacheKeyHash> uploads_;  // GUARDED_BY
@@ -280,6 +305,12 @@ class StoreImpl final : public Store {
   std::mutex evict_wait_mu_;
   std::condition_variable evict_wait_cv_;
 
+  // Orphan GC (store_gc.cc): one collector for the store's life, so failed deletes are retried
+  // (R5) and blobs without L2 modification times age across passes (R1).
+  std::mutex gc_mu_;
+  std::unique_ptr<gc::OrphanCollector> gc_;  // GUARDED_BY(gc_mu_); made at Init
+  std::atomic<uint64_t> next_gc_us_{0};       // monotonic clock
+
   struct Counters {
     std::atomic<uint64_t> lookups{0}, lookup_keys{0}, lookup_hit_keys{0};
     std::atomic<uint64_t> puts{0}, put_bytes{0}, publishes{0}, publish_conflicts{0};
@@ -290,6 +321,8 @@ class StoreImpl final : public Store {
     std::atomic<uint64_t> evict_passes{0}, evict_chains{0}, evict_heads_deleted{0};
     std::atomic<uint64_t> evict_blocks{0}, evict_bytes{0}, evict_freed_bytes{0};
     std::atomic<uint64_t> evict_skipped_in_flight{0}, evict_conflicts{0};
+    std::atomic<uint64_t> gc_passes{0}, gc_blobs_deleted{0}, gc_bytes_freed{0};
+    std::atomic<uint64_t> gc_delete_failures{0};
   };
   mutable Counters counters_;
 };

@@ -104,6 +104,19 @@ Status StoreImpl::Init() {
     return report.status().WithContext("reconciling the index with L2 (" + l2_->Describe() +
                                        ")");
   }
+  {
+    gc::GcOptions gc_options;
+    gc_options.l2_prefix = options_.l2_prefix;
+    gc_options.grace_us = options_.gc_grace_us;
+    gc_options.deletes_per_pass_max = options_.gc_deletes_per_pass;
+    // Heads are read on the calling thread: a pass may itself run on the executor's workers.
+    gc_options.keep = [this](const std::string& ns, const ContentHash& hash) {
+      return PendingBlob(ns, hash);
+    };
+    gc_ = std::make_unique<gc::OrphanCollector>(l2_, clock_, std::move(gc_options));
+    // The first background pass waits one interval: a store just opened has evicted nothing yet.
+    next_gc_us_ = clock_->NowMicros() + options_.gc_interval_ms * 1000;
+  }
   evict_stopped_ = false;
   if (evict_configured_ && options_.eviction_interval_ms > 0 && options_.executor == nullptr &&
       options_.clock == nullptr) {
@@ -258,6 +271,7 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
       std::lock_guard<std::mutex> g(pending_mu_);
       pending_.clear();
       pending_refs_.clear();
+      pending_hashes_.clear();
     }
     pending = 0;
     WMBT_RETURN_IF_ERROR(l1_->DeletePrefix(meta_records::kPendingPrefix));

@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "base/limits.h"
+#include "base/store_args.h"
 #include "layout/envelope.h"
 #include "layout/object_keys.h"
 #include "store/store_impl.h"
@@ -11,11 +12,7 @@ namespace wombatkv {
 
 Result<size_t> StoreImpl::LookupPrefix(std::string_view ns, const Fingerprint& fp,
                                        std::span<const BlockKey> keys) {
-  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
-  if (keys.size() > limits::kLookupKeysMax) {
-    return Status::InvalidArgument("lookup of " + std::to_string(keys.size()) +
-                                   " keys (max " + std::to_string(limits::kLookupKeysMax) + ")");
-  }
+  WMBT_RETURN_IF_ERROR(CheckKeysArgs("lookup", ns, keys.size()));
   // A lookup is a use (docs/capacity.md): it stamps the deepest node it matched with the current
   // tick — a relaxed load here, at most one relaxed store in the index. The clock is read only on
   // every 256th lookup (gets and writes read it too), so the tick is coarse, never costly.
@@ -33,14 +30,23 @@ Result<size_t> StoreImpl::LookupPrefix(std::string_view ns, const Fingerprint& f
 
 Result<Borrow> StoreImpl::GetBlocks(std::string_view ns, const Fingerprint& fp,
                                     std::span<const BlockKey> keys) {
-  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
-  if (keys.size() > limits::kLookupKeysMax) {
-    return Status::InvalidArgument("get of " + std::to_string(keys.size()) + " keys (max " +
-                                   std::to_string(limits::kLookupKeysMax) + ")");
-  }
-  counters_.gets++;
+  return *ReadBlocks(ns, fp, keys, /*may_block=*/true);
+}
+
+std::optional<Result<Borrow>> StoreImpl::GetBlocksIfCached(std::string_view ns,
+                                                           const Fingerprint& fp,
+                                                           std::span<const BlockKey> keys) {
+  return ReadBlocks(ns, fp, keys, /*may_block=*/false);
+}
+
+std::optional<Result<Borrow>> StoreImpl::ReadBlocks(std::string_view ns, const Fingerprint& fp,
+                                                    std::span<const BlockKey> keys,
+                                                    bool may_block) {
+  using R = Result<Borrow>;
+  if (Status s = CheckKeysArgs("get", ns, keys.size()); !s.ok()) return R(s);
   const uint32_t tick = RefreshUseTick();  // a get is a use of the blocks it resolves
-  MaybeScheduleEviction(/*urgent=*/false);
+  // A pass may run on the caller's thread (inline executor): only a call that may block starts it.
+  if (may_block) MaybeScheduleEviction(/*urgent=*/false);
   std::vector<BlockMeta> metas(keys.size());
   size_t matched;
   {
@@ -48,9 +54,11 @@ Result<Borrow> StoreImpl::GetBlocks(std::string_view ns, const Fingerprint& fp,
     matched = index_.Resolve(ns, fp, keys, metas, tick);
   }
   if (matched < keys.size()) {
+    counters_.gets++;
     counters_.get_misses++;
-    return Status::NotFound("block " + std::to_string(matched) + " (" +
-                            keys[matched].ToHex().substr(0, 16) + "…) is not in a published chain");
+    return R(Status::NotFound("block " + std::to_string(matched) + " (" +
+                              keys[matched].ToHex().substr(0, 16) +
+                              "…) is not in a published chain"));
   }
   // Cache hits first; every miss is then fetched from L2 in parallel on the executor, so a cold
   // restore of n blocks costs about one L2 round trip, not n.
@@ -58,15 +66,22 @@ Result<Borrow> StoreImpl::GetBlocks(std::string_view ns, const Fingerprint& fp,
   std::vector<size_t> misses;
   if (std::optional<uint32_t> ns_id = FindNamespaceId(ns)) {
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (auto hit = cache_.Lookup(CacheKey{*ns_id, metas[i].hash})) {
+      const CacheKey ck{*ns_id, metas[i].hash};
+      // A probe that may give up counts nothing until it knows it answers (no double counts).
+      if (auto hit = may_block ? cache_.Lookup(ck) : cache_.LookupUncounted(ck)) {
         got[i] = std::move(*hit);
+      } else if (!may_block) {
+        return std::nullopt;
       } else {
         misses.push_back(i);
       }
     }
+    if (!may_block) cache_.CountHits(keys.size());
   } else {
+    if (!may_block) return std::nullopt;
     for (size_t i = 0; i < keys.size(); ++i) misses.push_back(i);
   }
+  counters_.gets++;
   if (misses.size() == 1) {
     got[misses[0]] = GetByContentHash(ns, metas[misses[0]].hash);
   } else if (!misses.empty()) {
@@ -83,7 +98,7 @@ Result<Borrow> StoreImpl::GetBlocks(std::string_view ns, const Fingerprint& fp,
       Status s = executor_->Await(c);
       if (waited.ok() && !s.ok()) waited = s;
     }
-    WMBT_RETURN_IF_ERROR(waited);
+    if (!waited.ok()) return R(waited);
   }
   std::vector<BufferSlice> slices;
   slices.reserve(keys.size());
@@ -91,24 +106,36 @@ Result<Borrow> StoreImpl::GetBlocks(std::string_view ns, const Fingerprint& fp,
     if (!got[i].ok()) {
       if (got[i].status().IsNotFound()) {
         counters_.get_misses++;
-        return Status::NotFound("blob " + metas[i].hash.ToHex() + " of block " +
-                                std::to_string(i) +
-                                " is missing from L2: the chain is damaged; publish it again");
+        return R(Status::NotFound("blob " + metas[i].hash.ToHex() + " of block " +
+                                  std::to_string(i) +
+                                  " is missing from L2: the chain is damaged; publish it again"));
       }
-      return got[i].status();
+      return R(got[i].status());
     }
     if (got[i]->size != metas[i].length) {
       counters_.corruptions++;
-      return Status::Corruption("blob " + metas[i].hash.ToHex() + " is " +
-                                std::to_string(got[i]->size) + " bytes, its chain head says " +
-                                std::to_string(metas[i].length));
+      return R(Status::Corruption("blob " + metas[i].hash.ToHex() + " is " +
+                                  std::to_string(got[i]->size) + " bytes, its chain head says " +
+                                  std::to_string(metas[i].length)));
     }
     slices.push_back(std::move(got[i]).value());
   }
   counters_.get_hits++;
   Borrow borrow(std::move(slices));
   counters_.get_bytes += borrow.total_bytes();
-  return borrow;
+  return R(std::move(borrow));
+}
+
+std::optional<Result<BufferSlice>> StoreImpl::GetByContentHashIfCached(std::string_view ns,
+                                                                       const ContentHash& hash) {
+  if (Status s = ValidateNamespace(ns); !s.ok()) return Result<BufferSlice>(s);
+  std::optional<uint32_t> ns_id = FindNamespaceId(ns);
+  if (!ns_id) return std::nullopt;
+  if (auto hit = cache_.LookupUncounted(CacheKey{*ns_id, hash})) {
+    cache_.CountHits(1);
+    return Result<BufferSlice>(std::move(*hit));
+  }
+  return std::nullopt;
 }
 
 Result<BufferSlice> StoreImpl::GetByContentHash(std::string_view ns, const ContentHash& hash) {
@@ -228,6 +255,10 @@ StoreStats StoreImpl::Stats() {
   s.evict_freed_bytes = k.evict_freed_bytes;
   s.evict_skipped_in_flight = k.evict_skipped_in_flight;
   s.evict_conflicts = k.evict_conflicts;
+  s.gc_passes = k.gc_passes;
+  s.gc_blobs_deleted = k.gc_blobs_deleted;
+  s.gc_bytes_freed = k.gc_bytes_freed;
+  s.gc_delete_failures = k.gc_delete_failures;
   return s;
 }
 

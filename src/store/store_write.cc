@@ -5,6 +5,7 @@
 
 #include "base/check.h"
 #include "base/limits.h"
+#include "base/store_args.h"
 #include "layout/envelope.h"
 #include "layout/object_keys.h"
 #include "store/meta_records.h"
@@ -19,25 +20,7 @@ std::string ShortHex(const BlockKey& k) { return k.ToHex().substr(0, 16) + "…"
 
 Result<std::vector<ContentHash>> StoreImpl::PutBlocks(std::string_view ns, const Fingerprint& fp,
                                                       std::span<const BlockPut> blocks) {
-  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
-  if (blocks.empty()) return Status::InvalidArgument("PutBlocks: empty batch");
-  if (blocks.size() > limits::kBatchBlocksMax) {
-    return Status::InvalidArgument("PutBlocks: " + std::to_string(blocks.size()) +
-                                   " blocks in one batch (max " +
-                                   std::to_string(limits::kBatchBlocksMax) + ")");
-  }
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    const BlockPut& b = blocks[i];
-    if (b.bytes().size() > limits::kBlockBytesMax) {
-      return Status::InvalidArgument("block " + std::to_string(i) + " is " +
-                                     std::to_string(b.bytes().size()) + " bytes (max " +
-                                     std::to_string(limits::kBlockBytesMax) + ")");
-    }
-    if (b.key.IsZero()) return Status::InvalidArgument("block " + std::to_string(i) + ": zero key");
-    if (b.key == b.parent) {
-      return Status::InvalidArgument("block " + std::to_string(i) + " is its own parent");
-    }
-  }
+  WMBT_RETURN_IF_ERROR(CheckPutBlocksArgs(ns, blocks));
   const uint32_t ns_id = NamespaceId(ns);
   const uint64_t now_us = clock_->WallMicros();
   std::vector<ContentHash> hashes;
@@ -85,7 +68,11 @@ void StoreImpl::StartUpload(const CacheKey& ck, std::string ns, BufferSlice payl
   {
     std::lock_guard<std::mutex> g(upload_mu_);
     auto& slot = uploads_[ck];
-    if (slot && !RetireFailedUpload(ck, *slot)) {
+    // A finished upload is not trusted for a new put: orphan GC (this store's or another host's)
+    // may have deleted the blob since, once no put awaited it. The new upload costs a HEAD when
+    // the blob is still there (and is then re-checked after the publish, R4).
+    const bool finished_ok = slot && slot->done.done() && slot->done.status().ok();
+    if (slot && !finished_ok && !RetireFailedUpload(ck, *slot)) {
       cache_.Unpin(ck);  // the live upload holds its own pin
       return;
     }
@@ -97,8 +84,11 @@ void StoreImpl::StartUpload(const CacheKey& ck, std::string ns, BufferSlice payl
   executor_->Submit([this, ck, up] {
     Status s = UploadBlob(up->ns, ck.hash, up->payload.view(), &up->reused);
     if (s.ok()) {
-      up->payload = BufferSlice{};  // kept only to retry a failed upload
-      cache_.Unpin(ck);             // durable: evictable from RAM now
+      // Kept only to retry a failed upload — or, for a blob found already in L2, for the
+      // publisher's re-check (R4): orphan GC may delete it before the head names it, and the RAM
+      // cache may have dropped the bytes by then. Held until a publish consumes the upload.
+      if (!up->reused) up->payload = BufferSlice{};
+      cache_.Unpin(ck);  // durable: evictable from RAM now
     }
     up->done.Set(std::move(s));
   });
@@ -173,7 +163,7 @@ Status StoreImpl::EnsureDurable(std::string_view ns, const CacheKey& ck) {
     if (up->superseded) continue;             // a later put of these bytes uploads them anew
     WMBT_RETURN_IF_ERROR(UploadBlob(std::string(ns), ck.hash, up->payload.view(), &up->reused));
     up->retried_ok = true;
-    up->payload = BufferSlice{};
+    if (!up->reused) up->payload = BufferSlice{};  // as in StartUpload: R4 may need it
     cache_.Unpin(ck);
     std::lock_guard<std::mutex> g(upload_mu_);
     auto it = uploads_.find(ck);
@@ -298,7 +288,8 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
   for (size_t i = indexed; i < entries.size(); ++i) {
     WMBT_RETURN_IF_ERROR(EnsureDurable(ns, CacheKey{ns_id, entries[i].hash}));
   }
-  const std::vector<ContentHash> reused = BlobsNotWrittenHere(ns_id, entries, indexed);
+  ReusedCopies copies;  // R4: bytes of reused blobs, in case GC deletes one before the head names it
+  const std::vector<ContentHash> reused = BlobsNotWrittenHere(ns_id, entries, indexed, &copies);
 
   layout::ChainHead head;
   head.ns = std::string(ns);
@@ -340,7 +331,7 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
                                  s.ToString());
       }
       if (chain_id == tip) CompactRedundantHeads(ns, fp, head.entries);
-      WMBT_RETURN_IF_ERROR(ReverifyReusedBlobs(ns, ns_id, reused)
+      WMBT_RETURN_IF_ERROR(ReverifyReusedBlobs(ns, ns_id, reused, copies)
                                .WithContext("published chain head " + key));
       return head.version;
     }
@@ -369,7 +360,7 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
 
 std::vector<ContentHash> StoreImpl::BlobsNotWrittenHere(uint32_t ns_id,
                                                         const std::vector<ChainEntry>& entries,
-                                                        size_t from) {
+                                                        size_t from, ReusedCopies* copies) {
   // Called after the durability barrier: every upload of these entries has finished. An entry
   // with no upload in this table was put by an earlier process (reloaded pending record) or by an
   // earlier publish here; either way this publish cannot vouch for it.
@@ -381,6 +372,9 @@ std::vector<ContentHash> StoreImpl::BlobsNotWrittenHere(uint32_t ns_id,
         !it->second->reused) {
       continue;  // this process created the object moments ago: younger than any GC grace
     }
+    if (it != uploads_.end() && it->second->payload.owner) {
+      copies->emplace(entries[i].hash, it->second->payload);
+    }
     out.push_back(entries[i].hash);
   }
   std::sort(out.begin(), out.end());
@@ -389,7 +383,8 @@ std::vector<ContentHash> StoreImpl::BlobsNotWrittenHere(uint32_t ns_id,
 }
 
 Status StoreImpl::ReverifyReusedBlobs(std::string_view ns, uint32_t ns_id,
-                                      const std::vector<ContentHash>& hashes) {
+                                      const std::vector<ContentHash>& hashes,
+                                      const ReusedCopies& copies) {
   // R4 (gc/orphan_gc.h): an orphan collector may have deleted a blob between our finding it in L2
   // and our head naming it, after its own re-check of the heads. Only a check after the head
   // write can see that; the bytes usually still sit in the RAM cache.
@@ -399,6 +394,9 @@ Status StoreImpl::ReverifyReusedBlobs(std::string_view ns, uint32_t ns_id,
     if (head.ok()) continue;
     if (!head.status().IsNotFound()) return head.status().WithContext("re-checking blob " + key);
     std::optional<BufferSlice> bytes = cache_.Lookup(CacheKey{ns_id, hash});
+    if (!bytes) {
+      if (auto c = copies.find(hash); c != copies.end()) bytes = c->second;
+    }
     if (!bytes) {
       return Status::FailedPrecondition(
           "blob " + hash.ToHex() + " was deleted from L2 (by orphan GC) while this publish "
@@ -474,12 +472,7 @@ Status StoreImpl::DeleteRedundantHead(std::string_view ns, const Fingerprint& fp
 
 Status StoreImpl::PutSidecar(std::string_view ns, const Fingerprint& fp, const BlockKey& tip,
                              ByteView bytes) {
-  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
-  if (bytes.size() > limits::kSidecarBytesMax) {
-    return Status::InvalidArgument("sidecar of " + std::to_string(bytes.size()) +
-                                   " bytes is over the limit of " +
-                                   std::to_string(limits::kSidecarBytesMax));
-  }
+  WMBT_RETURN_IF_ERROR(CheckPutSidecarArgs(ns, bytes.size()));
   const ContentHash hash = HashPayload(bytes);
   const auto header = layout::EncodeEnvelopeHeader(layout::EnvelopeKind::kSidecar, bytes.size(), hash);
   const std::string key = layout::SidecarKey(options_.l2_prefix, ns, fp, tip);

@@ -72,14 +72,21 @@ bool ReadStatus(FieldReader& r, Status* out) {
   return true;
 }
 
+// Starts decoding a request that carries no payloads: checks the header and that none came.
+Status BeginRequest(const Message& m, Op op, std::string_view what) {
+  WMBT_RETURN_IF_ERROR(CheckHeader(m, op, /*response=*/false, what));
+  return CheckPayloads(m, 0, what);
+}
+
 // Starts decoding a response: checks the header and reads the status. Returns OK when the
-// response is OK and its fields follow; otherwise the decode error or the response's own status
-// (checked to carry nothing else).
-Status BeginResponse(const Message& m, Op op, std::string_view what, FieldReader& r) {
+// response is OK and its fields follow (and, unless `has_payloads`, that it carries no payloads);
+// otherwise the decode error or the response's own status (checked to carry nothing else).
+Status BeginResponse(const Message& m, Op op, std::string_view what, FieldReader& r,
+                     bool has_payloads = false) {
   WMBT_RETURN_IF_ERROR(CheckHeader(m, op, /*response=*/true, what));
   Status remote;
   if (!ReadStatus(r, &remote)) return r.Finish();
-  if (remote.ok()) return Status::Ok();
+  if (remote.ok()) return has_payloads ? Status::Ok() : CheckPayloads(m, 0, what);
   WMBT_RETURN_IF_ERROR(r.Finish());
   WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, what));
   return remote;
@@ -163,6 +170,10 @@ constexpr uint64_t StoreStats::*kStatsFields[] = {
     &StoreStats::evict_freed_bytes,
     &StoreStats::evict_skipped_in_flight,
     &StoreStats::evict_conflicts,
+    &StoreStats::gc_passes,
+    &StoreStats::gc_blobs_deleted,
+    &StoreStats::gc_bytes_freed,
+    &StoreStats::gc_delete_failures,
 };
 static_assert(sizeof(kStatsFields) / sizeof(kStatsFields[0]) * 8 == sizeof(StoreStats),
               "every StoreStats counter must be on the wire: add new ones at the end of the table");
@@ -242,8 +253,7 @@ Message HelloRequest::Encode() const {
   return Build(Op::kHello, false, w);
 }
 Result<HelloRequest> HelloRequest::Decode(const Message& m) {
-  WMBT_RETURN_IF_ERROR(CheckHeader(m, Op::kHello, false, "HelloRequest"));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "HelloRequest"));
+  WMBT_RETURN_IF_ERROR(BeginRequest(m, Op::kHello, "HelloRequest"));
   FieldReader r("HelloRequest", m.fields);
   HelloRequest v;
   r.U32("protocol_version", &v.protocol_version) && r.Str16("client_name", &v.client_name) &&
@@ -259,7 +269,6 @@ Message HelloResponse::Encode() const {
 Result<HelloResponse> HelloResponse::Decode(const Message& m) {
   FieldReader r("HelloResponse", m.fields);
   WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kHello, "HelloResponse", r));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "HelloResponse"));
   HelloResponse v;
   r.Str16("server_version", &v.server_version) && r.U32("max_frame_bytes", &v.max_frame_bytes);
   return Done(r, std::move(v));
@@ -271,8 +280,7 @@ Message PingRequest::Encode() const {
   return Build(Op::kPing, false, w);
 }
 Result<PingRequest> PingRequest::Decode(const Message& m) {
-  WMBT_RETURN_IF_ERROR(CheckHeader(m, Op::kPing, false, "PingRequest"));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "PingRequest"));
+  WMBT_RETURN_IF_ERROR(BeginRequest(m, Op::kPing, "PingRequest"));
   FieldReader r("PingRequest", m.fields);
   return Done(r, PingRequest{});
 }
@@ -283,7 +291,6 @@ Message PingResponse::Encode() const {
 Result<PingResponse> PingResponse::Decode(const Message& m) {
   FieldReader r("PingResponse", m.fields);
   WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kPing, "PingResponse", r));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "PingResponse"));
   return Done(r, PingResponse{});
 }
 
@@ -329,7 +336,6 @@ Message PutBlocksResponse::Encode() const {
 Result<PutBlocksResponse> PutBlocksResponse::Decode(const Message& m) {
   FieldReader r("PutBlocksResponse", m.fields);
   WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kPutBlocks, "PutBlocksResponse", r));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "PutBlocksResponse"));
   PutBlocksResponse v;
   uint32_t n = 0;
   if (r.Count("hashes", &n, limits::kBatchBlocksMax, ContentHash::kSize)) {
@@ -351,8 +357,7 @@ Message PublishChainRequest::Encode() const {
   return Build(Op::kPublishChain, false, w);
 }
 Result<PublishChainRequest> PublishChainRequest::Decode(const Message& m) {
-  WMBT_RETURN_IF_ERROR(CheckHeader(m, Op::kPublishChain, false, "PublishChainRequest"));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "PublishChainRequest"));
+  WMBT_RETURN_IF_ERROR(BeginRequest(m, Op::kPublishChain, "PublishChainRequest"));
   FieldReader r("PublishChainRequest", m.fields);
   PublishChainRequest v;
   bool has_expected = false;
@@ -406,8 +411,7 @@ Message LookupPrefixRequest::Encode() const {
   return Build(Op::kLookupPrefix, false, w);
 }
 Result<LookupPrefixRequest> LookupPrefixRequest::Decode(const Message& m) {
-  WMBT_RETURN_IF_ERROR(CheckHeader(m, Op::kLookupPrefix, false, "LookupPrefixRequest"));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "LookupPrefixRequest"));
+  WMBT_RETURN_IF_ERROR(BeginRequest(m, Op::kLookupPrefix, "LookupPrefixRequest"));
   FieldReader r("LookupPrefixRequest", m.fields);
   LookupPrefixRequest v;
   ReadNs(r, &v.ns) && r.Id("fp", &v.fp) && ReadKeys(r, &v.keys);
@@ -421,7 +425,6 @@ Message LookupPrefixResponse::Encode() const {
 Result<LookupPrefixResponse> LookupPrefixResponse::Decode(const Message& m) {
   FieldReader r("LookupPrefixResponse", m.fields);
   WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kLookupPrefix, "LookupPrefixResponse", r));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "LookupPrefixResponse"));
   LookupPrefixResponse v;
   r.U64("matched", &v.matched);
   return Done(r, v);
@@ -436,8 +439,7 @@ Message GetBlocksRequest::Encode() const {
   return Build(Op::kGetBlocks, false, w);
 }
 Result<GetBlocksRequest> GetBlocksRequest::Decode(const Message& m) {
-  WMBT_RETURN_IF_ERROR(CheckHeader(m, Op::kGetBlocks, false, "GetBlocksRequest"));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "GetBlocksRequest"));
+  WMBT_RETURN_IF_ERROR(BeginRequest(m, Op::kGetBlocks, "GetBlocksRequest"));
   FieldReader r("GetBlocksRequest", m.fields);
   GetBlocksRequest v;
   ReadNs(r, &v.ns) && r.Id("fp", &v.fp) && ReadKeys(r, &v.keys);
@@ -452,7 +454,8 @@ Message GetBlocksResponse::Encode() const {
 }
 Result<GetBlocksResponse> GetBlocksResponse::Decode(const Message& m) {
   FieldReader r("GetBlocksResponse", m.fields);
-  WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kGetBlocks, "GetBlocksResponse", r));
+  WMBT_RETURN_IF_ERROR(
+      BeginResponse(m, Op::kGetBlocks, "GetBlocksResponse", r, /*has_payloads=*/true));
   uint32_t n = 0;
   r.Count("blocks", &n, limits::kLookupKeysMax, 0);
   WMBT_RETURN_IF_ERROR(r.Finish());
@@ -471,8 +474,7 @@ Message GetByContentHashRequest::Encode() const {
 }
 Result<GetByContentHashRequest> GetByContentHashRequest::Decode(const Message& m) {
   constexpr std::string_view kWhat = "GetByContentHashRequest";
-  WMBT_RETURN_IF_ERROR(CheckHeader(m, Op::kGetByContentHash, false, kWhat));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, kWhat));
+  WMBT_RETURN_IF_ERROR(BeginRequest(m, Op::kGetByContentHash, kWhat));
   FieldReader r(kWhat, m.fields);
   GetByContentHashRequest v;
   ReadNs(r, &v.ns) && r.Id("hash", &v.hash);
@@ -487,7 +489,7 @@ Message GetByContentHashResponse::Encode() const {
 Result<GetByContentHashResponse> GetByContentHashResponse::Decode(const Message& m) {
   constexpr std::string_view kWhat = "GetByContentHashResponse";
   FieldReader r(kWhat, m.fields);
-  WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kGetByContentHash, kWhat, r));
+  WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kGetByContentHash, kWhat, r, /*has_payloads=*/true));
   WMBT_RETURN_IF_ERROR(r.Finish());
   WMBT_RETURN_IF_ERROR(CheckPayloads(m, 1, kWhat));
   return GetByContentHashResponse{m.payloads[0]};
@@ -520,7 +522,6 @@ Message PutSidecarResponse::Encode() const {
 Result<PutSidecarResponse> PutSidecarResponse::Decode(const Message& m) {
   FieldReader r("PutSidecarResponse", m.fields);
   WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kPutSidecar, "PutSidecarResponse", r));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "PutSidecarResponse"));
   return Done(r, PutSidecarResponse{});
 }
 
@@ -533,8 +534,7 @@ Message GetSidecarRequest::Encode() const {
   return Build(Op::kGetSidecar, false, w);
 }
 Result<GetSidecarRequest> GetSidecarRequest::Decode(const Message& m) {
-  WMBT_RETURN_IF_ERROR(CheckHeader(m, Op::kGetSidecar, false, "GetSidecarRequest"));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "GetSidecarRequest"));
+  WMBT_RETURN_IF_ERROR(BeginRequest(m, Op::kGetSidecar, "GetSidecarRequest"));
   FieldReader r("GetSidecarRequest", m.fields);
   GetSidecarRequest v;
   ReadNs(r, &v.ns) && r.Id("fp", &v.fp) && r.Id("tip", &v.tip);
@@ -548,7 +548,8 @@ Message GetSidecarResponse::Encode() const {
 }
 Result<GetSidecarResponse> GetSidecarResponse::Decode(const Message& m) {
   FieldReader r("GetSidecarResponse", m.fields);
-  WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kGetSidecar, "GetSidecarResponse", r));
+  WMBT_RETURN_IF_ERROR(
+      BeginResponse(m, Op::kGetSidecar, "GetSidecarResponse", r, /*has_payloads=*/true));
   WMBT_RETURN_IF_ERROR(r.Finish());
   WMBT_RETURN_IF_ERROR(CheckPayloads(m, 1, "GetSidecarResponse"));
   return GetSidecarResponse{m.payloads[0]};
@@ -560,8 +561,7 @@ Message RefreshRequest::Encode() const {
   return Build(Op::kRefresh, false, w);
 }
 Result<RefreshRequest> RefreshRequest::Decode(const Message& m) {
-  WMBT_RETURN_IF_ERROR(CheckHeader(m, Op::kRefresh, false, "RefreshRequest"));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "RefreshRequest"));
+  WMBT_RETURN_IF_ERROR(BeginRequest(m, Op::kRefresh, "RefreshRequest"));
   FieldReader r("RefreshRequest", m.fields);
   return Done(r, RefreshRequest{});
 }
@@ -576,7 +576,6 @@ Message RefreshResponse::Encode() const {
 Result<RefreshResponse> RefreshResponse::Decode(const Message& m) {
   FieldReader r("RefreshResponse", m.fields);
   WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kRefresh, "RefreshResponse", r));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "RefreshResponse"));
   uint64_t added = 0, updated = 0, removed = 0, listed = 0;
   r.U64("chains_added", &added) && r.U64("chains_updated", &updated) &&
       r.U64("chains_removed", &removed) && r.U64("heads_listed", &listed);
@@ -595,8 +594,7 @@ Message ListChainsRequest::Encode() const {
   return Build(Op::kListChains, false, w);
 }
 Result<ListChainsRequest> ListChainsRequest::Decode(const Message& m) {
-  WMBT_RETURN_IF_ERROR(CheckHeader(m, Op::kListChains, false, "ListChainsRequest"));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "ListChainsRequest"));
+  WMBT_RETURN_IF_ERROR(BeginRequest(m, Op::kListChains, "ListChainsRequest"));
   FieldReader r("ListChainsRequest", m.fields);
   ListChainsRequest v;
   ReadNs(r, &v.ns);
@@ -611,7 +609,6 @@ Message ListChainsResponse::Encode() const {
 Result<ListChainsResponse> ListChainsResponse::Decode(const Message& m) {
   FieldReader r("ListChainsResponse", m.fields);
   WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kListChains, "ListChainsResponse", r));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "ListChainsResponse"));
   ListChainsResponse v;
   uint32_t n = 0;
   if (r.Count("chains", &n, UINT32_MAX, kChainStateMinBytes)) {
@@ -632,8 +629,7 @@ Message GetChainRequest::Encode() const {
   return Build(Op::kGetChain, false, w);
 }
 Result<GetChainRequest> GetChainRequest::Decode(const Message& m) {
-  WMBT_RETURN_IF_ERROR(CheckHeader(m, Op::kGetChain, false, "GetChainRequest"));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "GetChainRequest"));
+  WMBT_RETURN_IF_ERROR(BeginRequest(m, Op::kGetChain, "GetChainRequest"));
   FieldReader r("GetChainRequest", m.fields);
   GetChainRequest v;
   ReadNs(r, &v.ns) && r.Id("fp", &v.fp) && r.Id("chain_id", &v.chain_id);
@@ -652,7 +648,6 @@ Message GetChainResponse::Encode() const {
 Result<GetChainResponse> GetChainResponse::Decode(const Message& m) {
   FieldReader r("GetChainResponse", m.fields);
   WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kGetChain, "GetChainResponse", r));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "GetChainResponse"));
   GetChainResponse v;
   uint32_t n = 0;
   if (r.Count("blocks", &n, limits::kChainBlocksMax, kChainBlockBytes)) {
@@ -671,8 +666,7 @@ Message StatsRequest::Encode() const {
   return Build(Op::kStats, false, w);
 }
 Result<StatsRequest> StatsRequest::Decode(const Message& m) {
-  WMBT_RETURN_IF_ERROR(CheckHeader(m, Op::kStats, false, "StatsRequest"));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "StatsRequest"));
+  WMBT_RETURN_IF_ERROR(BeginRequest(m, Op::kStats, "StatsRequest"));
   FieldReader r("StatsRequest", m.fields);
   return Done(r, StatsRequest{});
 }
@@ -685,7 +679,6 @@ Message StatsResponse::Encode() const {
 Result<StatsResponse> StatsResponse::Decode(const Message& m) {
   FieldReader r("StatsResponse", m.fields);
   WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kStats, "StatsResponse", r));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "StatsResponse"));
   StatsResponse v;
   for (auto field : kStatsFields) r.U64("stats", &(v.stats.*field));
   r.Str16("l2", &v.l2);
@@ -700,8 +693,7 @@ Message UsageRequest::Encode() const {
   return Build(Op::kUsage, false, w);
 }
 Result<UsageRequest> UsageRequest::Decode(const Message& m) {
-  WMBT_RETURN_IF_ERROR(CheckHeader(m, Op::kUsage, false, "UsageRequest"));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "UsageRequest"));
+  WMBT_RETURN_IF_ERROR(BeginRequest(m, Op::kUsage, "UsageRequest"));
   FieldReader r("UsageRequest", m.fields);
   UsageRequest v;
   ReadNs(r, &v.ns) && r.Presence("by_fingerprint", &v.by_fingerprint);
@@ -724,7 +716,6 @@ Message UsageResponse::Encode() const {
 Result<UsageResponse> UsageResponse::Decode(const Message& m) {
   FieldReader r("UsageResponse", m.fields);
   WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kUsage, "UsageResponse", r));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "UsageResponse"));
   UsageResponse v;
   uint32_t n = 0;
   if (r.Count("namespaces", &n, UINT32_MAX, kNamespaceUsageMinBytes)) {
@@ -750,8 +741,7 @@ Message EvictRequest::Encode() const {
   return Build(Op::kEvict, false, w);
 }
 Result<EvictRequest> EvictRequest::Decode(const Message& m) {
-  WMBT_RETURN_IF_ERROR(CheckHeader(m, Op::kEvict, false, "EvictRequest"));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "EvictRequest"));
+  WMBT_RETURN_IF_ERROR(BeginRequest(m, Op::kEvict, "EvictRequest"));
   FieldReader r("EvictRequest", m.fields);
   return Done(r, EvictRequest{});
 }
@@ -764,7 +754,6 @@ Message EvictResponse::Encode() const {
 Result<EvictResponse> EvictResponse::Decode(const Message& m) {
   FieldReader r("EvictResponse", m.fields);
   WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kEvict, "EvictResponse", r));
-  WMBT_RETURN_IF_ERROR(CheckPayloads(m, 0, "EvictResponse"));
   EvictResponse v;
   for (auto f : kEvictionFields) r.U64("report", &(v.report.*f));
   r.Presence("work_left", &v.report.work_left);
