@@ -4,72 +4,44 @@
 #include <string>
 
 #include "capi/capi_internal.h"
-#include "client/remote_store.h"
-#include "setup/store_from_config.h"
-#include "transport/shm/shm_channel.h"
-#include "transport/tcp/tcp_channel.h"
+#include "connect/open_client_store.h"
 
 namespace wombatkv::capi {
 namespace {
 
-wmbt_kv_handle* HandleOver(const Config& config, Result<std::unique_ptr<Channel>> channel,
-                           std::string_view setting, std::string_view value) {
-  if (!channel.ok()) {
-    return Fail(channel.status().WithContext("connecting to wombatkvd (" + std::string(setting) +
-                                             "=" + std::string(value) + ")"));
-  }
+// The backend choice itself lives in src/connect (shared with the `wombatkv` CLI).
+Result<std::unique_ptr<wmbt_kv_handle>> HandleFor(const Config& config,
+                                                  Result<ClientStore> opened) {
+  if (!opened.ok()) return opened.status();
   auto handle = std::make_unique<wmbt_kv_handle>();
   handle->config = config;
-  handle->store = std::make_shared<RemoteStore>(std::move(channel).value());
-  return handle.release();
+  handle->store = std::move(opened)->store;
+  return handle;
 }
 
-wmbt_kv_handle* ConnectTcpHandle(const Config& config, const std::string& addr) {
-  tcp::TcpClientOptions o;
-  o.address = addr;
-  o.auth_token = config.auth_token;
-  o.client_name = "libwombatkv";
-  return HandleOver(config, tcp::ConnectTcp(o), "WMBT_KV_TCP_ADDR", addr);
+wmbt_kv_handle* Release(Result<std::unique_ptr<wmbt_kv_handle>> handle) {
+  if (!handle.ok()) return Fail(handle.status());
+  return std::move(handle).value().release();
 }
 
 }  // namespace
 
-wmbt_kv_handle* OpenHttp(const char* addr);
-
 Result<std::unique_ptr<wmbt_kv_handle>> OpenEmbedded(const Config& config) {
-  // L2 from the Config (S3 when WMBT_KV_BUCKET is set, else the local directory), shared with
-  // the daemon: src/setup/store_from_config.h.
-  auto store = OpenStoreFromConfig(config);
-  if (!store.ok()) return store.status().WithContext("opening the embedded store");
-  auto handle = std::make_unique<wmbt_kv_handle>();
-  handle->config = config;
-  handle->store = std::move(store).value();
-  return handle;
+  return HandleFor(config, OpenClientStoreAs(ClientBackend::kEmbedded, config));
 }
 
 wmbt_kv_handle* InitFromEnv() {
   auto config = Config::FromEnv();
   if (!config.ok()) return Fail(config.status());
-  // Precedence (SPEC §7): shared memory > TCP > HTTP > embedded.
-  if (!config->remote_prefix.empty()) {
-    ShmClientOptions o;
-    o.prefix = config->remote_prefix;
-    return HandleOver(*config, ConnectShm(o), "WMBT_KV_REMOTE_PREFIX", config->remote_prefix);
-  }
-  if (!config->tcp_addr.empty()) return ConnectTcpHandle(*config, config->tcp_addr);
-  if (!config->http_addr.empty()) return OpenHttp(config->http_addr.c_str());
-  auto handle = OpenEmbedded(*config);
-  if (!handle.ok()) return Fail(handle.status());
-  return std::move(handle).value().release();
+  // Precedence (SPEC §7): shared memory > TCP > HTTP (refused) > embedded.
+  return Release(HandleFor(*config, OpenClientStore(*config)));
 }
 
 wmbt_kv_handle* OpenEmbeddedAt(const char* data_dir) {
   auto config = Config::FromEnv();
   if (!config.ok()) return Fail(config.status());
   if (data_dir != nullptr && data_dir[0] != '\0') config->data_dir = data_dir;
-  auto handle = OpenEmbedded(*config);
-  if (!handle.ok()) return Fail(handle.status());
-  return std::move(handle).value().release();
+  return Release(OpenEmbedded(*config));
 }
 
 wmbt_kv_handle* OpenTcp(const char* addr) {
@@ -79,15 +51,11 @@ wmbt_kv_handle* OpenTcp(const char* addr) {
   if (!config.ok()) return Fail(config.status());
   Status st = config->Set("WMBT_KV_TCP_ADDR", addr);  // validates HOST:PORT as the variable would
   if (!st.ok()) return Fail(st);
-  return ConnectTcpHandle(*config, addr);
+  return Release(HandleFor(*config, OpenClientStoreAs(ClientBackend::kTcp, *config)));
 }
 
 wmbt_kv_handle* OpenHttp(const char* addr) {
-  std::string shown = addr ? std::string(addr).substr(0, 200) : "NULL";
-  return Fail(Status::FailedPrecondition(
-      "HTTP transport (" + shown +
-      ") is not supported in this build; use the embedded store (wmbt_kv_open_embedded, or "
-      "wmbt_kv_init_from_env without WMBT_KV_HTTP_ADDR)"));
+  return Fail(HttpTransportUnsupported(addr ? std::string_view(addr) : std::string_view("NULL")));
 }
 
 }  // namespace wombatkv::capi

@@ -1,18 +1,9 @@
 #include "client/remote_store.h"
 
-#include "base/limits.h"
+#include "base/store_args.h"
 #include "wire/codec.h"
 
 namespace wombatkv {
-namespace {
-
-Status CheckKeys(std::string_view what, size_t n) {
-  if (n <= limits::kLookupKeysMax) return Status::Ok();
-  return Status::InvalidArgument(std::string(what) + " of " + std::to_string(n) + " keys (max " +
-                                 std::to_string(limits::kLookupKeysMax) + ")");
-}
-
-}  // namespace
 
 RemoteStore::RemoteStore(std::unique_ptr<Channel> channel, LogSink log)
     : channel_(std::move(channel)), log_(std::move(log)) {}
@@ -31,25 +22,14 @@ void RemoteStore::Log(LogLevel level, const std::string& line) const {
 
 Result<std::vector<ContentHash>> RemoteStore::PutBlocks(std::string_view ns, const Fingerprint& fp,
                                                         std::span<const BlockPut> blocks) {
-  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
-  if (blocks.empty()) return Status::InvalidArgument("PutBlocks: empty batch");
-  if (blocks.size() > limits::kBatchBlocksMax) {
-    return Status::InvalidArgument("PutBlocks: " + std::to_string(blocks.size()) +
-                                   " blocks in one batch (max " +
-                                   std::to_string(limits::kBatchBlocksMax) + ")");
-  }
+  // Checked here too, before the transport reads (copies) the bytes.
+  WMBT_RETURN_IF_ERROR(CheckPutBlocksArgs(ns, blocks));
   wire::PutBlocksRequest req;
   req.ns = std::string(ns);
   req.fp = fp;
   req.blocks.resize(blocks.size());
   for (size_t i = 0; i < blocks.size(); ++i) {
     const BlockPut& b = blocks[i];
-    // Checked here too, before the transport reads (copies) the bytes.
-    if (b.bytes().size() > limits::kBlockBytesMax) {
-      return Status::InvalidArgument("block " + std::to_string(i) + " is " +
-                                     std::to_string(b.bytes().size()) + " bytes (max " +
-                                     std::to_string(limits::kBlockBytesMax) + ")");
-    }
     req.blocks[i].key = b.key;
     req.blocks[i].parent = b.parent;
     // The caller's own memory, not copied: valid until this call returns (channel.h).
@@ -78,8 +58,7 @@ Result<uint64_t> RemoteStore::PublishChain(std::string_view ns, const Fingerprin
 
 Result<size_t> RemoteStore::LookupPrefix(std::string_view ns, const Fingerprint& fp,
                                          std::span<const BlockKey> keys) {
-  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
-  WMBT_RETURN_IF_ERROR(CheckKeys("lookup", keys.size()));
+  WMBT_RETURN_IF_ERROR(CheckKeysArgs("lookup", ns, keys.size()));
   wire::LookupPrefixRequest req{std::string(ns), fp, {keys.begin(), keys.end()}};
   WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::LookupPrefixResponse>(req.Encode()));
   if (resp.matched > keys.size()) {
@@ -91,8 +70,7 @@ Result<size_t> RemoteStore::LookupPrefix(std::string_view ns, const Fingerprint&
 
 Result<Borrow> RemoteStore::GetBlocks(std::string_view ns, const Fingerprint& fp,
                                       std::span<const BlockKey> keys) {
-  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
-  WMBT_RETURN_IF_ERROR(CheckKeys("get", keys.size()));
+  WMBT_RETURN_IF_ERROR(CheckKeysArgs("get", ns, keys.size()));
   wire::GetBlocksRequest req{std::string(ns), fp, {keys.begin(), keys.end()}};
   WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::GetBlocksResponse>(req.Encode()));
   if (resp.payloads.size() != keys.size()) {
@@ -112,12 +90,7 @@ Result<BufferSlice> RemoteStore::GetByContentHash(std::string_view ns, const Con
 
 Status RemoteStore::PutSidecar(std::string_view ns, const Fingerprint& fp, const BlockKey& tip,
                                ByteView bytes) {
-  WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
-  if (bytes.size() > limits::kSidecarBytesMax) {
-    return Status::InvalidArgument("sidecar of " + std::to_string(bytes.size()) +
-                                   " bytes exceeds the limit " +
-                                   std::to_string(limits::kSidecarBytesMax));
-  }
+  WMBT_RETURN_IF_ERROR(CheckPutSidecarArgs(ns, bytes.size()));
   wire::PutSidecarRequest req{std::string(ns), fp, tip,
                               BufferSlice{nullptr, bytes.data(), bytes.size()}};
   return Call<wire::PutSidecarResponse>(req.Encode()).status();

@@ -8,6 +8,8 @@
 #include <limits>
 #include <utility>
 
+#include "base/setting_text.h"
+
 namespace wombatkv {
 namespace {
 
@@ -20,13 +22,11 @@ struct Setting {
   bool optional;  // an empty value clears it
 };
 
+// The message shape every settings table shares (base/setting_text.h), by the short name the
+// rows below use.
 Status Bad(std::string_view name, std::string_view value, std::string_view expected,
            bool secret = false) {
-  std::string shown = secret ? std::string("(secret value hidden)")
-                             : "\"" + std::string(value.substr(0, 120)) +
-                                   (value.size() > 120 ? "...\"" : "\"");
-  return Status::InvalidArgument(std::string(name) + "=" + shown + " is not valid: expected " +
-                                 std::string(expected));
+  return InvalidSetting(name, value, expected, secret);
 }
 
 bool IsNameChar(char c) {
@@ -40,14 +40,6 @@ bool IsSafeName(std::string_view s, size_t max) {
   for (char c : s)
     if (!IsNameChar(c)) return false;
   return true;
-}
-
-std::optional<uint64_t> ParseUint(std::string_view s) {
-  uint64_t v = 0;
-  if (s.empty()) return std::nullopt;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
 }
 
 // HOST:PORT, HOST a name/IPv4 or a bracketed IPv6 address, PORT 1..65535.
@@ -265,6 +257,13 @@ Status SetPublishGrace(Config& c, std::string_view v) {
   return Status::Ok();
 }
 
+Status SetGcInterval(Config& c, std::string_view v) {
+  auto us = ParseDurationMicros(v);
+  if (!us) return Bad("WMBT_KV_GC_INTERVAL", v, "a duration such as 60s or 10m, or 0 for off");
+  c.gc_interval_us = *us;
+  return Status::Ok();
+}
+
 std::string NamespaceValuesText(const std::map<std::string, uint64_t>& values,
                                 std::string_view unit) {
   if (values.empty()) return "0";
@@ -346,6 +345,11 @@ const std::vector<Setting>& Table() {
         "A put not yet published keeps the chain it extends from eviction this long (SPEC G10); "
         "older unpublished puts count as abandoned."},
        SetPublishGrace, false},
+      {{"WMBT_KV_GC_INTERVAL", "60s",
+        "A store with a namespace budget or TTL runs orphan GC this often in its background "
+        "work, deleting the blobs eviction stopped referencing once older than "
+        "WMBT_KV_GC_GRACE; 0 = off (docs/capacity.md)."},
+       SetGcInterval, false},
   };
   return kTable;
 }
@@ -471,13 +475,7 @@ Result<Config> Config::FromLookup(const EnvLookup& lookup) {
   return c;
 }
 
-Result<Config> Config::FromEnv() {
-  return FromLookup([](const char* name) -> std::optional<std::string> {
-    const char* v = std::getenv(name);
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  });
-}
+Result<Config> Config::FromEnv() { return FromLookup(ProcessEnv); }
 
 Status Config::Set(std::string_view name, std::string_view value) {
   const Setting* s = Find(name);
@@ -519,6 +517,7 @@ std::string Config::Describe() const {
   line("WMBT_KV_NAMESPACE_MAX_BYTES", NamespaceValuesText(namespace_bytes_max, ""));
   line("WMBT_KV_NAMESPACE_TTL", NamespaceValuesText(namespace_ttl_seconds, "s"));
   line("WMBT_KV_PUBLISH_GRACE", std::to_string(publish_grace_seconds) + "s");
+  line("WMBT_KV_GC_INTERVAL", std::to_string(gc_interval_us / 1000000) + "s");
   return out;
 }
 

@@ -87,6 +87,9 @@ struct Config {
   // A put not yet published keeps the chain it extends from eviction this long
   // (WMBT_KV_PUBLISH_GRACE).
   uint64_t publish_grace_seconds = 600;
+  // A store under a budget or TTL runs orphan GC this often in its background work
+  // (WMBT_KV_GC_INTERVAL); 0 = never (then only `wombatkv gc` deletes orphans).
+  uint64_t gc_interval_us = 60ull * 1000000;
 
   static constexpr uint32_t kUploadThreadsMax = 64;
   static constexpr uint64_t kCacheBytesDefaultMax = 8ull << 30;

@@ -100,6 +100,10 @@ Status Daemon::Impl::StartTcp() {
   LogSink sink = log;
   o.log = [sink](LogLevel level, const std::string& line) { sink(level, "tcp: " + line); };
   Service* svc = service.get();
+  // Lookups and gets from RAM are answered on the event loop: no worker hand-off.
+  o.immediate = [svc](Session& session, const wire::Message& request) {
+    return svc->HandleIfImmediate(session, request);
+  };
   auto server = tcp::TcpServer::Start(
       [svc](Session& session, const wire::Message& request) {
         return svc->Handle(session, request);

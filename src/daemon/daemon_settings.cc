@@ -1,8 +1,6 @@
 #include "daemon/daemon_settings.h"
 
-#include <charconv>
-#include <cstdlib>
-
+#include "base/setting_text.h"
 #include "transport/shm/segment_layout.h"
 
 namespace wombatkv {
@@ -14,19 +12,6 @@ struct Row {
   SettingDoc doc;
   Setter set;
 };
-
-Status Bad(std::string_view name, std::string_view value, std::string_view expected) {
-  return Status::InvalidArgument(std::string(name) + "=\"" + std::string(value.substr(0, 120)) +
-                                 "\" is not valid: expected " + std::string(expected));
-}
-
-std::optional<uint64_t> ParseUint(std::string_view s) {
-  uint64_t v = 0;
-  if (s.empty()) return std::nullopt;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 
 // HOST:PORT with PORT 0..65535 (0 = any free port). The transport parses it fully; this catches
 // the obvious mistakes at flag-parsing time with the setting's name in the message.
@@ -44,9 +29,9 @@ Status SetTcp(DaemonSettings& s, std::string_view v) {
     size_t comma = v.find(',', start);
     std::string_view item = v.substr(start, comma == std::string_view::npos ? v.npos : comma - start);
     if (!LooksLikeHostPort(item))
-      return Bad("WMBT_KV_TCP", v,
-                 "HOST:PORT[,HOST:PORT...], e.g. 127.0.0.1:7070 or [::1]:7070,0.0.0.0:7070 "
-                 "(port 0 = any free port)");
+      return InvalidSetting("WMBT_KV_TCP", v,
+                            "HOST:PORT[,HOST:PORT...], e.g. 127.0.0.1:7070 or "
+                            "[::1]:7070,0.0.0.0:7070 (port 0 = any free port)");
     list.emplace_back(item);
     if (comma == std::string_view::npos) break;
     start = comma + 1;
@@ -58,8 +43,8 @@ Status SetTcp(DaemonSettings& s, std::string_view v) {
 Status SetShmPrefix(DaemonSettings& s, std::string_view v) {
   Config probe;  // same rule as the clients' WMBT_KV_REMOTE_PREFIX
   if (Status st = probe.Set("WMBT_KV_REMOTE_PREFIX", v); !st.ok())
-    return Bad("WMBT_KV_DAEMON_SHM_PREFIX", v,
-               "a shared-memory prefix of 1 to 64 characters from [A-Za-z0-9._-]");
+    return InvalidSetting("WMBT_KV_DAEMON_SHM_PREFIX", v,
+                          "a shared-memory prefix of 1 to 64 characters from [A-Za-z0-9._-]");
   s.shm_prefix = std::string(v);
   return Status::Ok();
 }
@@ -67,7 +52,8 @@ Status SetShmPrefix(DaemonSettings& s, std::string_view v) {
 Status SetShmDataBytes(DaemonSettings& s, std::string_view v) {
   auto n = ParseByteSize(v);
   if (!n || *n < shm::kAreaBytesMin || *n > shm::kAreaBytesMax)
-    return Bad("WMBT_KV_SHM_DATA_BYTES", v, "a byte count from 1M to 1T, e.g. 256M or 4G");
+    return InvalidSetting("WMBT_KV_SHM_DATA_BYTES", v,
+                          "a byte count from 1M to 1T, e.g. 256M or 4G");
   s.shm_data_bytes = *n;
   return Status::Ok();
 }
@@ -81,7 +67,8 @@ Status SetTokens(DaemonSettings& s, std::string_view v) {
 
 Status SetHttp(DaemonSettings& s, std::string_view v) {
   if (!LooksLikeHostPort(v))
-    return Bad("WMBT_KV_DAEMON_HTTP", v, "HOST:PORT, e.g. 127.0.0.1:9090 (port 0 = any free port)");
+    return InvalidSetting("WMBT_KV_DAEMON_HTTP", v,
+                          "HOST:PORT, e.g. 127.0.0.1:9090 (port 0 = any free port)");
   s.http = std::string(v);
   return Status::Ok();
 }
@@ -89,8 +76,9 @@ Status SetHttp(DaemonSettings& s, std::string_view v) {
 Status SetMaxFrame(DaemonSettings& s, std::string_view v) {
   auto n = ParseByteSize(v);
   if (!n || *n < DaemonSettings::kMaxFrameBytesMin || *n > (1ull << 32) - 1)
-    return Bad("WMBT_KV_MAX_FRAME_BYTES", v,
-               "a byte count from 4K to 4294967295 (the wire carries u32 lengths), e.g. 64M");
+    return InvalidSetting("WMBT_KV_MAX_FRAME_BYTES", v,
+                          "a byte count from 4K to 4294967295 (the wire carries u32 lengths), "
+                          "e.g. 64M");
   s.max_frame_bytes = static_cast<uint32_t>(*n);
   return Status::Ok();
 }
@@ -98,7 +86,7 @@ Status SetMaxFrame(DaemonSettings& s, std::string_view v) {
 Status SetMillis(std::string_view name, uint64_t* out, std::string_view v) {
   auto n = ParseUint(v);
   if (!n || *n > 24ull * 3600 * 1000)
-    return Bad(name, v, "milliseconds, 0 to 86400000 (a day)");
+    return InvalidSetting(name, v, "milliseconds, 0 to 86400000 (a day)");
   *out = *n;
   return Status::Ok();
 }
@@ -114,8 +102,8 @@ Status SetIdleTimeout(DaemonSettings& s, std::string_view v) {
 Status SetWorkers(DaemonSettings& s, std::string_view v) {
   auto n = ParseUint(v);
   if (!n || *n == 0 || *n > DaemonSettings::kWorkersMax)
-    return Bad("WMBT_KV_DAEMON_WORKERS", v,
-               "an integer from 1 to " + std::to_string(DaemonSettings::kWorkersMax));
+    return InvalidSetting("WMBT_KV_DAEMON_WORKERS", v,
+                          "an integer from 1 to " + std::to_string(DaemonSettings::kWorkersMax));
   s.workers = static_cast<uint32_t>(*n);
   return Status::Ok();
 }
@@ -190,13 +178,7 @@ Result<DaemonSettings> DaemonSettings::FromLookup(const EnvLookup& lookup) {
   return s;
 }
 
-Result<DaemonSettings> DaemonSettings::FromEnv() {
-  return FromLookup([](const char* name) -> std::optional<std::string> {
-    const char* v = std::getenv(name);
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  });
-}
+Result<DaemonSettings> DaemonSettings::FromEnv() { return FromLookup(ProcessEnv); }
 
 std::string DaemonSettings::Describe() const {
   std::string tcp_list;

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <regex>
 #include <set>
+#include <sstream>
 
 namespace wombatkv {
 namespace {
@@ -93,6 +96,55 @@ TEST(DaemonSettings, DocsListEverySettingOnceAndSetAcceptsThem) {
   }
   for (const SettingDoc& d : AllSettings()) {
     EXPECT_EQ(names.count(d.name), 0u) << d.name << " is both a Config and a daemon setting";
+  }
+}
+
+TEST(DaemonSettings, ShmDataBytesAndRunDirParseAndNameThemselves) {
+  DaemonSettings s;
+  ASSERT_TRUE(s.Set("WMBT_KV_SHM_DATA_BYTES", "64M").ok());
+  EXPECT_EQ(s.shm_data_bytes, 64ull << 20);
+  Status bad = s.Set("WMBT_KV_SHM_DATA_BYTES", "1K");
+  EXPECT_EQ(bad.code(), Code::kInvalidArgument);
+  EXPECT_NE(bad.message().find("WMBT_KV_SHM_DATA_BYTES"), std::string::npos) << bad.message();
+
+  Config c = Config::Defaults([](const char*) { return std::nullopt; });
+  EXPECT_EQ(c.run_dir, "/tmp");
+  ASSERT_TRUE(c.Set("WMBT_KV_RUN_DIR", "/run/user/1000").ok());
+  EXPECT_EQ(c.run_dir, "/run/user/1000");
+  Status relative = c.Set("WMBT_KV_RUN_DIR", "run");
+  EXPECT_EQ(relative.code(), Code::kInvalidArgument);
+  EXPECT_NE(relative.message().find("WMBT_KV_RUN_DIR"), std::string::npos) << relative.message();
+}
+
+// docs/configuration.md's table is written by hand: every setting of AllSettings() and
+// DaemonSettingDocs() must have its row, and every WMBT_KV_* row must be one of them — or one of
+// the S3 backend's own settings (src/object/s3/l2_from_config.cc), which neither table lists.
+TEST(DaemonSettings, ConfigurationDocListsEverySettingAndNoOther) {
+  std::ifstream in(WOMBATKV_CONFIGURATION_DOC);
+  ASSERT_TRUE(in) << WOMBATKV_CONFIGURATION_DOC;
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  std::set<std::string> rows;
+  const std::regex row(R"(\n\| `(WMBT_KV_[A-Z0-9_]+)` \|)");
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), row); it != std::sregex_iterator();
+       ++it) {
+    rows.insert((*it)[1]);
+  }
+  std::set<std::string> known = {"WMBT_KV_S3_CREATE_BUCKET",      "WMBT_KV_S3_ADDRESSING",
+                                 "WMBT_KV_S3_CONCURRENCY",        "WMBT_KV_S3_CONNECT_TIMEOUT_MS",
+                                 "WMBT_KV_S3_REQUEST_TIMEOUT_MS", "WMBT_KV_S3_RETRIES",
+                                 "WMBT_KV_LOCAL_DEV"};
+  for (const auto* docs : {&AllSettings(), &DaemonSettingDocs()}) {
+    for (const SettingDoc& d : *docs) {
+      known.insert(std::string(d.name));
+      EXPECT_EQ(rows.count(std::string(d.name)), 1u)
+          << d.name << " has no row in docs/configuration.md";
+    }
+  }
+  for (const std::string& r : rows) {
+    EXPECT_EQ(known.count(r), 1u) << "docs/configuration.md documents " << r
+                                  << ", which no settings table defines";
   }
 }
 

@@ -51,12 +51,7 @@ TEST_F(DaemonAuth, RequestsBeforeAHelloAreRefused) {
   wire::LookupPrefixRequest lookup;
   lookup.ns = "ns-a";
   lookup.keys = {Key(1, 1)};
-  wire::Message m = lookup.Encode();
-  m.id = 5;
-  raw.Send(m);
-  auto answer = raw.Read();
-  ASSERT_TRUE(answer.has_value());
-  Status st = wire::ResponseStatus(*answer);
+  Status st = raw.Ask(lookup.Encode(), 5);
   EXPECT_EQ(st.code(), Code::kPermissionDenied) << st.ToString();
 }
 

@@ -6,6 +6,7 @@
 #include "transport/tcp/frame_reader.h"
 #include "transport/tcp/sockets.h"
 #include "transport/tcp/tcp_channel.h"
+#include "wire/codec.h"
 #include "wire/frame.h"
 
 namespace wombatkv::testing {
@@ -153,6 +154,16 @@ bool RawClient::SeesClose() {
     ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
     if (n == 0 || (n < 0 && errno != EINTR)) return true;
   }
+}
+
+Status RawClient::Ask(wire::Message m, uint64_t id) {
+  m.id = id;
+  Send(m);
+  auto answer = Read();
+  EXPECT_TRUE(answer.has_value()) << "request " << id << ": the connection closed unanswered";
+  if (!answer) return Status::Internal("the daemon closed the connection without answering");
+  EXPECT_EQ(answer->id, id) << "the answer names the request it answers";
+  return wire::ResponseStatus(*answer);
 }
 
 std::vector<uint8_t> FrameBytes(const wire::Message& m) {

@@ -55,6 +55,9 @@ class RawClient {
   std::optional<wire::Message> Read();
   // True once the daemon has closed the connection (reads until EOF or reset).
   bool SeesClose();
+  // Sends `m` as request `id` and returns the status of the answer, which must carry that id
+  // (EXPECTed); an Internal status when the daemon closed the connection instead.
+  Status Ask(wire::Message m, uint64_t id);
   int fd() const { return fd_; }
 
  private:

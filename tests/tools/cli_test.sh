@@ -1,86 +1,24 @@
 #!/usr/bin/env bash
-# cli_test.sh WOMBATKV_BIN WORKLOAD_BIN — drives the real `wombatkv` and `wombatkv-workload`
-# binaries on a temporary data directory: the put/publish/lookup/get/cat/ls/inspect/sidecar round
-# trip, --json output, the documented exit codes (miss 1, usage 2, conflict 3, locked 5), every
-# --help, and a short workload run twice (the second run must restore what the first stored).
+# cli_test.sh WOMBATKV_BIN WORKLOAD_BIN [WOMBATKVD_BIN] — drives the real `wombatkv` and
+# `wombatkv-workload` binaries on a temporary data directory: the put/publish/lookup/get/cat/ls/
+# inspect/sidecar round trip, --json output, the documented exit codes (miss 1, usage 2, conflict
+# 3, locked 5), every --help, and a short workload run twice (the second run must restore what the
+# first stored). With WOMBATKVD_BIN, the block and chain commands again against a real wombatkvd,
+# over TCP and over shared memory, and the refusal of the offline commands there.
 #
 # Prints one line per check and "N passed, M failed"; exits 1 if anything failed, 2 on bad usage.
 set -u
 
-if (($# != 2)); then
-  echo "usage: $0 WOMBATKV_BIN WORKLOAD_BIN" >&2
+if (($# != 2 && $# != 3)); then
+  echo "usage: $0 WOMBATKV_BIN WORKLOAD_BIN [WOMBATKVD_BIN]" >&2
   exit 2
 fi
 WKV=$1
 WL=$2
-for bin in "$WKV" "$WL"; do
-  if [[ ! -x $bin ]]; then
-    echo "cli_test: $bin is not an executable" >&2
-    exit 2
-  fi
-done
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/wombatkv-cli-test.XXXXXX")
-HOLDER_PID=""
-cleanup() {
-  if [[ -n $HOLDER_PID ]]; then kill "$HOLDER_PID" 2>/dev/null; wait "$HOLDER_PID" 2>/dev/null; fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-# A clean environment: only the data directory comes from the environment.
-while IFS='=' read -r name _; do
-  [[ $name == WMBT_KV_* || $name == AWS_* ]] && unset "$name"
-done < <(env)
-export WMBT_KV_DATA_DIR=$TMP/data
-
-PASSED=0
-FAILED=0
-pass() { PASSED=$((PASSED + 1)); echo "ok    $1"; }
-fail() {
-  FAILED=$((FAILED + 1))
-  echo "FAIL  $1"
-  shift
-  local line
-  for line in "$@"; do echo "        $line"; done
-  if [[ -s $TMP/err ]]; then echo "        stderr: $(head -c 600 "$TMP/err")"; fi
-}
-
-# run CMD...: runs with stdout in $TMP/out, stderr in $TMP/err, exit code in RC.
-run() {
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  RC=$?
-}
-out() { cat "$TMP/out"; }
-err() { cat "$TMP/err"; }
-
-# check NAME WANT_RC [needle-in-stderr]: the last run's exit code (and stderr text).
-check_rc() {
-  local name=$1 want=$2 needle=${3:-}
-  if [[ $RC != "$want" ]]; then
-    fail "$name" "exit code $RC, want $want"
-  elif [[ -n $needle ]] && ! grep -qF -- "$needle" "$TMP/err"; then
-    fail "$name" "stderr does not mention \"$needle\""
-  else
-    pass "$name"
-  fi
-}
-
-# json EXPR < file: evaluates a Python expression over the parsed JSON document `d`.
-json() {
-  python3 -c 'import json,sys; d=json.load(sys.stdin); r=eval(sys.argv[1]); print(r)' "$1"
-}
-# check_json NAME FILE EXPR WANT: the JSON in FILE parses and EXPR over it prints WANT.
-check_json() {
-  local name=$1 file=$2 expr=$3 want=$4 got
-  if ! got=$(json "$expr" <"$file" 2>"$TMP/json_err"); then
-    fail "$name" "not JSON (or $expr failed): $(head -c 300 "$file") $(head -c 300 "$TMP/json_err")"
-  elif [[ $got != "$want" ]]; then
-    fail "$name" "$expr = $got, want $want"
-  else
-    pass "$name"
-  fi
-}
+WKVD=${3:-}
+# shellcheck source=tests/tools/cli_test_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_lib.sh"
+cli_test_setup cli-test "$WKV" "$WL"
 
 key() { printf "%0.s$1" $(seq 64); }  # 64 copies of one hex digit
 K1=$(key 1)
@@ -96,22 +34,6 @@ if [[ $RC == 0 ]] && grep -q "Exit codes" "$TMP/out" && grep -q "locked" "$TMP/o
 else
   fail "wombatkv --help exits 0 and documents the exit codes" "rc=$RC"
 fi
-help_case() {  # help_case "COMMAND WORDS" NEEDLE...
-  local cmd=$1
-  shift
-  # shellcheck disable=SC2086
-  run "$WKV" $cmd --help
-  local missing=()
-  local n
-  for n in "$@" "Examples:" "Exit codes"; do
-    grep -qF -- "$n" "$TMP/out" || missing+=("$n")
-  done
-  if [[ $RC == 0 && ${#missing[@]} == 0 ]]; then
-    pass "$cmd --help exits 0 and mentions $*"
-  else
-    fail "$cmd --help exits 0 and mentions $*" "rc=$RC missing: ${missing[*]}"
-  fi
-}
 help_case put KEY_HEX --parent --file --stdin --value --publish
 help_case put-chain --file --dir --parent --chain-id --expect-version
 help_case publish CHAIN_ID_HEX TIP_HEX --expect-version
@@ -329,34 +251,16 @@ else
 fi
 
 # ---- a data directory locked by another process: exit 5 ---------------------------------------
-# The store locks DATA_DIR/LOCK with flock(2); flock(1) holds that same lock. The holder is a
-# subshell that takes the lock on fd 9, says "ready" through a FIFO, then becomes `sleep` (same
-# PID, still holding fd 9), so there is no polling and killing $HOLDER_PID releases the lock.
 
-if command -v flock >/dev/null; then
-  mkfifo "$TMP/ready"
-  (
-    exec 9>>"$WMBT_KV_DATA_DIR/LOCK"
-    flock -x -n 9 && echo ready && exec sleep 300
-  ) >"$TMP/ready" &
-  HOLDER_PID=$!
-  read -r state <"$TMP/ready"
-  if [[ $state == ready ]]; then
-    run "$WKV" ls
-    check_rc "a second process on a locked data directory exits 5" 5 "$WMBT_KV_DATA_DIR"
-    run "$WKV" --json lookup "$K1"
-    check_json "locked data directory with --json" "$TMP/err" \
-      "(d['error']['code'], d['error']['exit'])" "('FAILED_PRECONDITION', 5)"
-    run "$WL" --data-dir "$WMBT_KV_DATA_DIR" --conversations 1 --turns 1 --block-bytes 1024 --quiet
-    check_rc "the workload on a locked data directory exits 5" 5
-  else
-    fail "could not take the data directory lock with flock(1)"
-  fi
-  kill "$HOLDER_PID" 2>/dev/null
-  wait "$HOLDER_PID" 2>/dev/null
-  HOLDER_PID=""
-else
-  echo "skip  locked data directory (flock(1) not installed)"
+if lock_data_dir; then
+  run "$WKV" ls
+  check_rc "a second process on a locked data directory exits 5" 5 "$WMBT_KV_DATA_DIR"
+  run "$WKV" --json lookup "$K1"
+  check_json "locked data directory with --json" "$TMP/err" \
+    "(d['error']['code'], d['error']['exit'])" "('FAILED_PRECONDITION', 5)"
+  run "$WL" --data-dir "$WMBT_KV_DATA_DIR" --conversations 1 --turns 1 --block-bytes 1024 --quiet
+  check_rc "the workload on a locked data directory exits 5" 5
+  unlock_data_dir
 fi
 run "$WKV" lookup "$K1"
 check_rc "the data directory is usable again once the other process is gone" 0
@@ -401,5 +305,96 @@ check_rc "workload: bad --conversations exits 2" 2 "conversations"
 run "$WL" --block-bytes lots
 check_rc "workload: bad --block-bytes exits 2" 2 "block-bytes"
 
-echo "$PASSED passed, $FAILED failed"
-((FAILED == 0))
+# ---- against a real wombatkvd: TCP and shared memory ------------------------------------------
+# One daemon serves both transports from its own data directory; the CLI reaches it through the
+# same settings (and code, src/connect) as the C ABI. What one transport writes the other reads.
+
+if [[ -n $WKVD ]]; then
+  DDIR=$TMP/daemon
+  mkdir -p "$DDIR"
+  PREFIX=cli-test-$$
+  "$WKVD" --data-dir "$DDIR/data" --tcp 127.0.0.1:0 --prefix "$PREFIX" --run-dir "$DDIR" \
+    --shm-data-bytes 16M --cache-bytes 16M >"$DDIR/out" 2>"$DDIR/err" &
+  HOLDER_PID=$!
+  # Bounded wait for its "ready" line (or its exit), not a timing assertion.
+  for _ in $(seq 600); do
+    grep -q "wombatkvd: ready" "$DDIR/out" && break
+    kill -0 "$HOLDER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  ADDR=$(sed -n 's|.*listening on tcp://\([^ ]*\).*|\1|p' "$DDIR/out" | head -n 1)
+  if ! grep -q "wombatkvd: ready" "$DDIR/out" || [[ -z $ADDR ]]; then
+    fail "wombatkvd starts for the CLI checks" "$(head -c 600 "$DDIR/err")"
+  else
+    pass "wombatkvd starts for the CLI checks (tcp://$ADDR, prefix $PREFIX)"
+    TCP=("$WKV" --tcp-addr "$ADDR")
+    SHM=(env WMBT_KV_RUN_DIR="$DDIR" "$WKV" --remote-prefix "$PREFIX")
+
+    run "${TCP[@]}" put "$K1" --file "$TMP/b1"
+    check_rc "daemon/tcp: put" 0
+    run "${TCP[@]}" put "$K2" --parent "$K1" --file "$TMP/b2"
+    check_rc "daemon/tcp: put of a child block" 0
+    run "${TCP[@]}" lookup "$K1" "$K2"
+    if [[ $RC == 0 && $(out) == 0 ]]; then pass "daemon/tcp: put blocks stay invisible until published"
+    else fail "daemon/tcp: put blocks stay invisible until published" "rc=$RC out=$(out)"; fi
+    run "${TCP[@]}" publish "$K2" "$K2"
+    if [[ $RC == 0 && $(out) == 1 ]]; then pass "daemon/tcp: publish prints version 1"
+    else fail "daemon/tcp: publish prints version 1" "rc=$RC out=$(out)"; fi
+
+    run "${SHM[@]}" lookup "$K1" "$K2" "$K3"
+    if [[ $RC == 0 && $(out) == 2 ]]; then pass "daemon/shm: lookup sees the chain published over TCP"
+    else fail "daemon/shm: lookup sees the chain published over TCP" "rc=$RC out=$(out)"; fi
+    run "${SHM[@]}" get "$K1" "$K2" --out "$TMP/dget"
+    if [[ $RC == 0 ]] && cmp -s "$TMP/b1" "$TMP/dget/$K1.bin" &&
+      cmp -s "$TMP/b2" "$TMP/dget/$K2.bin"; then
+      pass "daemon/shm: get restores the exact bytes"
+    else
+      fail "daemon/shm: get restores the exact bytes" "rc=$RC"
+    fi
+    run "${SHM[@]}" put "$K3" --parent "$K2" --value "third" --publish
+    check_rc "daemon/shm: put --publish extends the chain" 0
+    run "${TCP[@]}" --json ls
+    check_json "daemon/tcp: ls lists the chain extended over shared memory" "$TMP/out" \
+      "[(c['version'], c['blocks']) for c in d['chains'] if c['chain_id'] == '$K3']" "[(1, 3)]"
+    run "${TCP[@]}" publish "$K3" "$K3" --expect-version 0
+    check_rc "daemon/tcp: a lost --expect-version race exits 3 with the current version" 3 \
+      "--expect-version 1"
+    run "${SHM[@]}" inspect "$K3"
+    check_out "daemon/shm: inspect shows the chain" 0 "$K1"
+    run "${SHM[@]}" sidecar put "$K3" --value "sidecar bytes"
+    check_rc "daemon/shm: sidecar put" 0
+    run "${TCP[@]}" sidecar get "$K3"
+    check_out "daemon/tcp: sidecar get reads it back" 0 "sidecar bytes"
+    run "${TCP[@]}" --json stat
+    check_json "daemon/tcp: stat shows the daemon and its counters" "$TMP/out" \
+      "(d['daemon'].startswith('wombatkvd'), 'data_dir' in d, d['stats']['publishes'] >= 2)" \
+      "(True, False, True)"
+    run "${TCP[@]}" lookup "$K9"
+    if [[ $RC == 0 && $(out) == 0 ]]; then pass "daemon/tcp: a miss is 0, exit 0"
+    else fail "daemon/tcp: a miss is 0, exit 0" "rc=$RC out=$(out)"; fi
+    # The data directory given to the CLI is not touched when a daemon is selected.
+    run "${TCP[@]}" --data-dir "$TMP/untouched" lookup "$K1"
+    if [[ $RC == 0 && ! -e $TMP/untouched ]]; then pass "daemon/tcp: --data-dir is not opened"
+    else fail "daemon/tcp: --data-dir is not opened" "rc=$RC"; fi
+
+    for cmd in "gc" "audit --repair" "du"; do
+      # shellcheck disable=SC2086
+      run "${TCP[@]}" $cmd
+      check_rc "daemon/tcp: $cmd refuses and says what it needs" 5 "--data-dir set to the daemon's"
+    done
+    run "$WKV" --remote-prefix "no-such-daemon-$$" lookup "$K1"
+    check_rc "no daemon at the prefix: exit 6 naming the setting" 6 "WMBT_KV_REMOTE_PREFIX"
+    run "$WKV" --tcp-addr "not an address" lookup "$K1"
+    check_rc "a malformed --tcp-addr exits 2 naming the flag" 2 "--tcp-addr"
+  fi
+  kill -TERM "$HOLDER_PID" 2>/dev/null
+  wait "$HOLDER_PID" 2>/dev/null
+  DRC=$?
+  HOLDER_PID=""
+  if [[ $DRC == 0 ]]; then pass "wombatkvd stops gracefully after the CLI checks"
+  else fail "wombatkvd stops gracefully after the CLI checks" "exit $DRC"; fi
+else
+  echo "skip  wombatkvd checks (no WOMBATKVD_BIN given)"
+fi
+
+cli_test_summary

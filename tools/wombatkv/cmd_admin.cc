@@ -46,15 +46,24 @@ int RunStat(Context& ctx) {
   if (ctx.out.json()) {
     nlohmann::json stats = nlohmann::json::object();
     for (const auto& [name, value] : fields) stats[name] = value;
-    ctx.out.Json({{"data_dir", ctx.opts.data_dir}, {"l2", store->DescribeL2()}, {"stats", stats}});
+    nlohmann::json doc = {{"l2", store->DescribeL2()}, {"stats", stats}};
+    if (ctx.remote()) {
+      doc["daemon"] = ctx.RemoteName();
+    } else {
+      doc["data_dir"] = ctx.opts.data_dir;
+    }
+    ctx.out.Json(doc);
     return kExitOk;
   }
-  std::vector<std::vector<std::string>> rows = {{"data_dir", ctx.opts.data_dir},
-                                                {"l2", store->DescribeL2()}};
+  std::vector<std::vector<std::string>> rows = {
+      ctx.remote() ? std::vector<std::string>{"daemon", ctx.RemoteName()}
+                   : std::vector<std::string>{"data_dir", ctx.opts.data_dir},
+      {"l2", store->DescribeL2()}};
   for (const auto& [name, value] : fields) rows.push_back({name, std::to_string(value)});
   ctx.out.Table({"STAT", "VALUE"}, rows);
-  ctx.out.Note("counters are for this process since it opened the store; l0_* and cache_* "
-               "describe what it loaded");
+  ctx.out.Note(ctx.remote() ? "counters are the daemon's since it started"
+                             : "counters are for this process since it opened the store; l0_* "
+                               "and cache_* describe what it loaded");
   return kExitOk;
 }
 

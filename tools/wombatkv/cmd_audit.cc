@@ -54,8 +54,10 @@ struct Setup {
   std::unique_ptr<Executor> executor;
 };
 
-int Prepare(Context& ctx, const std::string& grace_text, bool want_l1, Setup* out) {
-  int code = kExitOk;
+int Prepare(Context& ctx, std::string_view command, const std::string& grace_text, bool want_l1,
+            Setup* out) {
+  int code = ctx.RequireLocalPlanes(command);
+  if (code != kExitOk) return code;
   auto grace = Grace(ctx, grace_text, &code);
   if (!grace) return code;
   out->grace_us = *grace;
@@ -155,7 +157,10 @@ void PrintRepair(Context& ctx, const audit::RepairReport& fixed) {
 
 int RunAudit(Context& ctx, const AuditArgs& a) {
   Setup setup;
-  if (int code = Prepare(ctx, a.grace, /*want_l1=*/true, &setup); code != kExitOk) return code;
+  const char* command = a.repair ? "audit --repair" : "audit";
+  if (int code = Prepare(ctx, command, a.grace, /*want_l1=*/true, &setup); code != kExitOk) {
+    return code;
+  }
   OfflinePlanes& planes = setup.planes;
   const uint64_t grace_us = setup.grace_us;
   const audit::AuditOptions options = AuditOptionsFor(ctx, setup, a.quick);
@@ -266,7 +271,7 @@ int RunAudit(Context& ctx, const AuditArgs& a) {
 
 int RunDu(Context& ctx) {
   Setup setup;
-  if (int code = Prepare(ctx, "", /*want_l1=*/true, &setup); code != kExitOk) return code;
+  if (int code = Prepare(ctx, "du", "", /*want_l1=*/true, &setup); code != kExitOk) return code;
   const OfflinePlanes& planes = setup.planes;
   // Quick: sizes come from the listing; only heads are read.
   const audit::AuditOptions options = AuditOptionsFor(ctx, setup, /*quick=*/true);
@@ -316,7 +321,9 @@ struct GcArgs {
 
 int RunGc(Context& ctx, const GcArgs& a) {
   Setup setup;
-  if (int code = Prepare(ctx, a.grace, /*want_l1=*/false, &setup); code != kExitOk) return code;
+  if (int code = Prepare(ctx, "gc", a.grace, /*want_l1=*/false, &setup); code != kExitOk) {
+    return code;
+  }
   const uint64_t grace_us = setup.grace_us;
   gc::GcOptions options;
   options.l2_prefix = PrefixOf(ctx);

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "config/config.h"
+#include "connect/open_client_store.h"
 #include "object/s3/l2_from_config.h"
 #include "tools/wombatkv/exit_codes.h"
 #include "wombatkv/env.h"
@@ -27,29 +28,70 @@ int Context::Validate() {
   return kExitOk;
 }
 
+std::string Context::RemoteName() const {
+  if (!opts.remote_prefix.empty()) {
+    return "wombatkvd (WMBT_KV_REMOTE_PREFIX=" + opts.remote_prefix + ")";
+  }
+  if (!opts.tcp_addr.empty()) return "wombatkvd (WMBT_KV_TCP_ADDR=" + opts.tcp_addr + ")";
+  return "";
+}
+
+int Context::RequireLocalPlanes(std::string_view command) {
+  if (!remote()) return kExitOk;
+  return out.Error(
+      command,
+      Status::FailedPrecondition(std::string(command) +
+                                 " works on the data directory's planes (L2, and L1 when "
+                                 "no process owns it) directly, not through " +
+                                 RemoteName()),
+      "run it on the daemon's host without --remote-prefix/--tcp-addr (unset "
+      "WMBT_KV_REMOTE_PREFIX and WMBT_KV_TCP_ADDR), with --data-dir set to the daemon's data "
+      "directory and the daemon's WMBT_KV_BUCKET; L2 checks, repairs and gc are safe while the "
+      "daemon runs, L1 is checked and repaired only while it is stopped");
+}
+
 Store* Context::OpenStore(int* exit_code) {
   if (store_) return store_.get();
-  StoreOptions options;
-  options.data_dir = opts.data_dir;
-  if (!opts.l2_prefix.empty()) options.l2_prefix = opts.l2_prefix;
-  if (opts.cache_bytes_max > 0) options.cache_bytes_max = opts.cache_bytes_max;
-  if (opts.upload_threads > 0) options.upload_threads = opts.upload_threads;
+  // The flags override the environment; Set parses them exactly as the variables.
+  Config config = opts.config;
+  config.data_dir = opts.data_dir;
+  config.ns = opts.ns;
+  config.fingerprint = fp;
+  for (auto [name, value] : {std::pair<const char*, const std::string*>{"WMBT_KV_REMOTE_PREFIX",
+                                                                        &opts.remote_prefix},
+                             {"WMBT_KV_TCP_ADDR", &opts.tcp_addr}}) {
+    if (Status s = config.Set(name, *value); !s.ok()) {
+      *exit_code = out.Usage(name == std::string_view("WMBT_KV_TCP_ADDR") ? "--tcp-addr"
+                                                                          : "--remote-prefix",
+                             s.message(), "see `wombatkv --help`");
+      return nullptr;
+    }
+  }
+  // The CLI's store lives for one command: it does not evict (docs/configuration.md).
+  config.namespace_bytes_max.clear();
+  config.namespace_ttl_seconds.clear();
+  config.log_level = opts.verbose ? Config::LogLevel::kDebug : Config::LogLevel::kWarn;
+  ClientStoreSetup setup;
+  setup.client_name = "wombatkv";
   // Called from store threads too: Output's stderr writes are one fprintf each.
-  options.log = [this](LogLevel level, const std::string& message) {
+  setup.embedded.log = [this](LogLevel level, const std::string& message) {
     if (level >= LogLevel::kWarn) {
       out.Warn(message);
     } else if (opts.verbose) {
       out.Note("wombatkv: " + message);
     }
   };
-  if (!opts.s3_bucket.empty()) {
-    // S3 is the L2 (docs/s3.md): opened and probed before the store reconciles with it.
-    options.object_store = OpenConfiguredS3(exit_code);
-    if (!options.object_store) return nullptr;
-  }
-  auto opened = Store::Open(options);
+  setup.remote_log = setup.embedded.log;
+  auto opened = OpenClientStore(config, setup);
   if (!opened.ok()) {
     const Status& s = opened.status();
+    if (remote()) {
+      // The status already names the daemon and the setting.
+      *exit_code = out.Error("connect", s,
+                             "start wombatkvd (docs/daemon.md), or unset the setting to use the "
+                             "data directory");
+      return nullptr;
+    }
     std::string hint;
     if (s.code() == Code::kFailedPrecondition) {
       hint = "--data-dir selects another directory";
@@ -58,7 +100,7 @@ Store* Context::OpenStore(int* exit_code) {
                            {{"data_dir", opts.data_dir}});
     return nullptr;
   }
-  store_ = std::move(opened).value();
+  store_ = std::move(opened)->store;
   return store_.get();
 }
 

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/config.h"
 #include "tools/wombatkv/output.h"
 #include "wombatkv/buffer.h"
 #include "wombatkv/store.h"
@@ -37,6 +38,12 @@ struct GlobalOptions {
   std::string s3_bucket;
   // WMBT_KV_GC_GRACE: orphans older than this are expired (audit, gc).
   uint64_t gc_grace_us = 0;
+  // A daemon to talk to instead of the data directory (--remote-prefix / WMBT_KV_REMOTE_PREFIX
+  // over shared memory, else --tcp-addr / WMBT_KV_TCP_ADDR); both empty = embedded.
+  std::string remote_prefix;
+  std::string tcp_addr;
+  // Every setting from the environment; the flags above override it when the store is opened.
+  Config config;
 };
 
 class Context {
@@ -51,17 +58,28 @@ class Context {
   // Checks the global options after parsing. Returns an exit code (0 = fine).
   int Validate();
 
-  // Opens the store on first use. On failure reports the error and returns nullptr with
-  // *exit_code set (5 when another process owns the data directory).
+  // Opens the store on first use: the embedded store on --data-dir, or a wombatkvd daemon when
+  // --remote-prefix / --tcp-addr (or their variables) name one — the selection the C ABI makes
+  // (src/connect/open_client_store.h). On failure reports the error and returns nullptr with
+  // *exit_code set (5 when another process owns the data directory, 6 when no daemon answers).
   Store* OpenStore(int* exit_code);
+
+  // Whether the commands go to a daemon rather than a data directory, and which ("wombatkvd
+  // (WMBT_KV_TCP_ADDR=...)"; empty when embedded).
+  bool remote() const { return !opts.remote_prefix.empty() || !opts.tcp_addr.empty(); }
+  std::string RemoteName() const;
+
+  // For commands that work on the data directory's planes directly (audit, du, gc): when a daemon
+  // is selected, reports what they need instead and returns its exit code; else 0.
+  int RequireLocalPlanes(std::string_view command);
 
   // The S3 L2 when WMBT_KV_BUCKET is set (opened and probed on first use); null when L2 is the
   // local directory. On failure reports the error, sets *exit_code and returns null.
   ObjectStore* OpenConfiguredS3(int* exit_code);
 
  private:
-  std::unique_ptr<ObjectStore> l2_;  // S3 when configured; declared first: outlives store_
-  std::unique_ptr<Store> store_;
+  std::unique_ptr<ObjectStore> l2_;  // S3 for audit, du and gc (the store opens its own)
+  std::shared_ptr<Store> store_;     // embedded (owning its S3 L2) or a RemoteStore
 };
 
 // Fills `opts` with the defaults from the environment (Config). Returns the error of a malformed

@@ -15,6 +15,9 @@ Status LoadEnvironmentDefaults(GlobalOptions* opts) {
   opts->upload_threads = config->upload_threads;
   opts->s3_bucket = config->s3_bucket;
   opts->gc_grace_us = config->gc_grace_us;
+  opts->remote_prefix = config->remote_prefix;
+  opts->tcp_addr = config->tcp_addr;
+  opts->config = *config;
   return Status::Ok();
 }
 

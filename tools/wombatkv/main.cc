@@ -58,8 +58,8 @@ std::string ParsedCommandPath(const CLI::App& app) {
 // The first word that is neither an option nor the value of a global option: what the user meant
 // as the command, for "unknown command" errors.
 std::string FirstCommandWord(int argc, char** argv) {
-  static constexpr std::string_view kTakesValue[] = {"--data-dir", "-n", "--namespace", "-f",
-                                                     "--fingerprint"};
+  static constexpr std::string_view kTakesValue[] = {
+      "--data-dir", "-n", "--namespace", "-f", "--fingerprint", "--remote-prefix", "--tcp-addr"};
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg.empty() || arg[0] == '-') {
@@ -81,7 +81,8 @@ int Main(int argc, char** argv) {
   }
 
   CLI::App app{
-      "wombatkv: inspect and drive a WombatKV block store in a local data directory.\n"
+      "wombatkv: inspect and drive a WombatKV block store in a local data directory, or one\n"
+      "served by wombatkvd (--remote-prefix / --tcp-addr; audit, du and gc need the directory).\n"
       "Blocks are put (invisible), then published as chains (visible to lookups), and read back\n"
       "all or nothing. Defaults come from WMBT_KV_* environment variables.",
       "wombatkv"};
@@ -102,6 +103,14 @@ int Main(int argc, char** argv) {
                  "Model fingerprint, 24 hex digits [env WMBT_KV_FINGERPRINT]")
       ->type_name("HEX")
       ->capture_default_str();
+  app.add_option("--remote-prefix", ctx.opts.remote_prefix,
+                 "Talk to the wombatkvd serving this shared-memory prefix (its --prefix) instead "
+                 "of a data directory [env WMBT_KV_REMOTE_PREFIX]")
+      ->type_name("NAME");
+  app.add_option("--tcp-addr", ctx.opts.tcp_addr,
+                 "Talk to the wombatkvd listening at HOST:PORT (with WMBT_KV_AUTH_TOKEN when not "
+                 "loopback); --remote-prefix wins when both are set [env WMBT_KV_TCP_ADDR]")
+      ->type_name("HOST:PORT");
   app.add_flag("--json", ctx.opts.json,
                "Print the result as one JSON document; errors as {\"error\":{...}} on stderr");
   app.add_flag("-q,--quiet", ctx.opts.quiet,

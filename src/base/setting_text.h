@@ -1,0 +1,27 @@
+// Text helpers shared by the tables of WMBT_KV_* settings (config/config.cc for the store and its
+// clients, daemon/daemon_settings.cc for wombatkvd): both parse a number the same way, fail with
+// one message shape, and read the process environment through the same lookup.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "wombatkv/status.h"
+
+namespace wombatkv {
+
+// A decimal integer that fits in 64 bits: digits only (no sign, space or suffix), at least one.
+std::optional<uint64_t> ParseUint(std::string_view text);
+
+// InvalidArgument: NAME="VALUE" is not valid: expected EXPECTED. The value is cut to 120 characters
+// ("..." marks the cut) so a pasted blob cannot flood a log; a secret is never echoed.
+Status InvalidSetting(std::string_view name, std::string_view value, std::string_view expected,
+                      bool secret = false);
+
+// The process environment (getenv): the value of `name`, nullopt when unset. Not safe against a
+// concurrent setenv (a POSIX rule, not ours).
+std::optional<std::string> ProcessEnv(const char* name);
+
+}  // namespace wombatkv
