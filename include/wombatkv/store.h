@@ -34,6 +34,16 @@ namespace wombatkv {
 class MetaStore;
 
 enum class LogLevel : uint8_t { kDebug, kInfo, kWarn, kError };
+// "debug", "info", "warn", "error": the tag log lines carry.
+inline const char* LogLevelTag(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarn: return "warn";
+    case LogLevel::kError: return "error";
+  }
+  return "?";
+}
 using LogSink = std::function<void(LogLevel, const std::string&)>;
 
 struct StoreOptions {

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "base/human_units.h"
 #include "daemon/http_endpoint.h"
 #include "daemon/metrics_text.h"
 #include "daemon/service.h"
@@ -14,19 +15,6 @@
 
 namespace wombatkv {
 namespace {
-
-std::string Bytes(uint64_t n) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  size_t u = 0;
-  while (v >= 1024 && u + 1 < std::size(kUnits)) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[u]);
-  return buf;
-}
 
 // SPEC §10: a listener anyone on the network can reach needs a token. Checked before the store
 // is opened, so a misconfigured daemon fails in milliseconds with the fix in the message.
@@ -188,9 +176,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   const StoreStats stats = d.store->Stats();
   d.announce("store: data dir " + d.options.config.data_dir + ", L2 " + d.store->DescribeL2() +
              "; loaded " + std::to_string(stats.l0_chains) + " chains, " +
-             std::to_string(stats.l0_blocks) + " blocks (L0 " + Bytes(stats.l0_memory_bytes) +
+             std::to_string(stats.l0_blocks) + " blocks (L0 " + HumanBytes(stats.l0_memory_bytes) +
              ") in " + std::to_string((d.clock->NowMicros() - open_start) / 1000) +
-             " ms; RAM cache " + Bytes(d.options.config.cache_bytes) + "; " +
+             " ms; RAM cache " + HumanBytes(d.options.config.cache_bytes) + "; " +
              std::to_string(d.options.settings.tokens.size()) + " auth token(s)");
 
   {

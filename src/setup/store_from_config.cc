@@ -5,19 +5,6 @@
 #include "object/s3/l2_from_config.h"
 
 namespace wombatkv {
-namespace {
-
-const char* LevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kError: return "error";
-  }
-  return "?";
-}
-
-}  // namespace
 
 LogLevel ToStoreLogLevel(Config::LogLevel level) {
   switch (level) {
@@ -34,7 +21,7 @@ LogSink StderrLogSink(Config::LogLevel threshold, std::string program) {
   return [min, program = std::move(program)](LogLevel level, const std::string& line) {
     if (level < min) return;
     // One fprintf per line, so lines of concurrent threads do not interleave.
-    std::fprintf(stderr, "%s [%s] %s\n", program.c_str(), LevelName(level), line.c_str());
+    std::fprintf(stderr, "%s [%s] %s\n", program.c_str(), LogLevelTag(level), line.c_str());
   };
 }
 

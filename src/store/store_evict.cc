@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/check.h"
+#include "base/human_units.h"
 #include "layout/envelope.h"
 #include "layout/object_keys.h"
 #include "store/meta_records.h"
@@ -25,19 +26,6 @@ constexpr uint64_t kOrphanProbeIntervalMicros = 300ull * 1000000;
 constexpr size_t kUseSlices = 64;
 
 std::string ShortId(const BlockKey& k) { return k.ToHex().substr(0, 16) + "…"; }
-
-std::string BytesText(uint64_t n) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  size_t u = 0;
-  while (v >= 1024 && u + 1 < std::size(kUnits)) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[u]);
-  return buf;
-}
 
 std::string SecondsText(uint64_t s) {
   char buf[48];
@@ -332,8 +320,8 @@ EvictionReport StoreImpl::EvictPass() {
     Log(LogLevel::kInfo,
         "eviction pass: " + std::to_string(report.chains) + " chains trimmed (" +
             std::to_string(report.heads_deleted) + " heads deleted), " +
-            std::to_string(report.blocks) + " blocks, " + BytesText(report.bytes) +
-            " no longer referenced, " + BytesText(report.freed_bytes) + " deleted from L2" +
+            std::to_string(report.blocks) + " blocks, " + HumanBytes(report.bytes) +
+            " no longer referenced, " + HumanBytes(report.freed_bytes) + " deleted from L2" +
             (report.orphans_gone ? " (" + std::to_string(report.orphans_gone) +
                                        " orphans collected by GC since unreferenced)"
                                  : std::string()) +
@@ -439,7 +427,7 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
       plan.why = "unused for " + SecondsText(tick - plan.cut_used) + ", over the TTL of " +
                  SecondsText(ttl);
     } else {
-      plan.why = "namespace over its budget of " + BytesText(budget) + " by " + BytesText(excess) +
+      plan.why = "namespace over its budget of " + HumanBytes(budget) + " by " + HumanBytes(excess) +
                  " (least recently used: " + SecondsText(tick - std::min(tick, plan.cut_used)) +
                  " ago)";
     }
@@ -652,10 +640,10 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
           (keep > 0 ? "head now " + std::to_string(keep) + " of " + std::to_string(entries.size()) +
                           " blocks"
                     : std::string("head deleted")) +
-          "; " + BytesText(unreferenced) + " of blobs unreferenced (left to orphan GC), " +
-          BytesText(head_freed) + " of head" +
+          "; " + HumanBytes(unreferenced) + " of blobs unreferenced (left to orphan GC), " +
+          HumanBytes(head_freed) + " of head" +
           (sidecars ? " and " + std::to_string(sidecars) + " sidecars (" +
-                          BytesText(sidecar_freed) + ")"
+                          HumanBytes(sidecar_freed) + ")"
                     : std::string()) +
           " deleted");
   return Trimmed::kDone;

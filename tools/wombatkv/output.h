@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/human_units.h"
 #include "wombatkv/buffer.h"
 #include "wombatkv/status.h"
 
@@ -66,8 +67,7 @@ std::string DumpJson(const nlohmann::json& doc);
 // Standard base64 (RFC 4648, with padding), for payloads inside --json output.
 std::string Base64(ByteView in);
 
-// "1.5 MiB", "512 B".
-std::string HumanBytes(uint64_t bytes);
+using ::wombatkv::HumanBytes;  // "1.5 MiB", "512 B" (base/human_units.h)
 
 // Runs a tool's main, turning an escaped exception (a bug: the library reports errors as Status)
 // into one line on stderr naming `program`, and exit code kExitInternal.

@@ -72,16 +72,6 @@ struct Loop {
   }
 };
 
-const char* LevelTag(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kError: return "error";
-  }
-  return "?";
-}
-
 }  // namespace
 
 struct TcpServer::Impl {
@@ -115,7 +105,7 @@ struct TcpServer::Impl {
     if (options.log) {
       options.log(level, line);
     } else if (level >= LogLevel::kWarn) {
-      std::fprintf(stderr, "wombatkvd [%s] tcp: %s\n", LevelTag(level), line.c_str());
+      std::fprintf(stderr, "wombatkvd [%s] tcp: %s\n", LogLevelTag(level), line.c_str());
     }
   }
 
