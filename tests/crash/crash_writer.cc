@@ -56,14 +56,8 @@
 
 #include "base/blake3_hash.h"
 #include "config/config.h"
+#include "connect/open_client_store.h"
 #include "wombatkv/store.h"
-#ifdef WOMBATKV_CRASH_HAVE_S3
-#include "object/s3/l2_from_config.h"
-#endif
-#ifdef WOMBATKV_CRASH_HAVE_DAEMON
-#include "client/remote_store.h"
-#include "transport/tcp/tcp_channel.h"
-#endif
 
 namespace wombatkv {
 namespace {
@@ -240,63 +234,29 @@ std::string ChainName(const std::string& ns, const Fingerprint& fp, const ChainI
 
 // ---- Opening the store -----------------------------------------------------------------------
 
-struct Opened {
-#ifdef WOMBATKV_CRASH_HAVE_S3
-  std::unique_ptr<S3ObjectStore> l2;
-#endif
-  std::unique_ptr<Store> store;
-};
-
-#ifdef WOMBATKV_CRASH_HAVE_DAEMON
-std::optional<Opened> OpenRemote(const std::string& address) {
-  tcp::TcpClientOptions options;
-  options.address = address;
-  options.client_name = "crash_writer";
-  auto channel = tcp::ConnectTcp(options);
-  if (!channel.ok()) {
-    std::fprintf(stderr, "crash_writer: connect %s: %s\n", address.c_str(),
-                 channel.status().ToString().c_str());
-    return std::nullopt;
-  }
-  Opened o;
-  o.store = std::make_unique<RemoteStore>(std::move(channel).value());
-  return o;
-}
-#endif
-
-std::optional<Opened> OpenStore(const std::string& data_dir) {
-  Opened o;
-  StoreOptions options;
-  options.data_dir = data_dir;
-  options.upload_threads = 4;
-  options.cache_bytes_max = 64ull << 20;
+// The writer opens its store the way the C ABI does (src/connect): embedded on `data_dir` (L2 in
+// the local directory or, with WMBT_KV_BUCKET, on S3), or a client of wombatkvd over TCP.
+std::shared_ptr<Store> Open(const std::string& data_dir, const std::string& tcp_addr) {
   auto config = Config::FromEnv();
   if (!config.ok()) {
     std::fprintf(stderr, "crash_writer: config: %s\n", config.status().ToString().c_str());
-    return std::nullopt;
+    return nullptr;
   }
-  options.l2_prefix = config->l2_prefix;
-  if (!config->s3_bucket.empty()) {
-#ifdef WOMBATKV_CRASH_HAVE_S3
-    auto l2 = OpenL2FromConfig(*config);
-    if (!l2.ok()) {
-      std::fprintf(stderr, "crash_writer: open S3: %s\n", l2.status().ToString().c_str());
-      return std::nullopt;
-    }
-    o.l2 = std::move(l2).value();
-    options.object_store = o.l2.get();
-#else
-    std::fprintf(stderr, "crash_writer: WMBT_KV_BUCKET is set but this build has no S3\n");
-    return std::nullopt;
-#endif
+  config->data_dir = data_dir;
+  config->upload_threads = 4;
+  config->cache_bytes = 64ull << 20;
+  config->tcp_addr = tcp_addr;
+  ClientStoreSetup setup;
+  setup.client_name = "crash_writer";
+  setup.embedded.program = "crash_writer";
+  auto opened = OpenClientStoreAs(tcp_addr.empty() ? ClientBackend::kEmbedded : ClientBackend::kTcp,
+                                  *config, setup);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "crash_writer: open %s: %s\n", tcp_addr.empty() ? data_dir.c_str() : tcp_addr.c_str(),
+                 opened.status().ToString().c_str());
+    return nullptr;
   }
-  auto store = Store::Open(options);
-  if (!store.ok()) {
-    std::fprintf(stderr, "crash_writer: open store: %s\n", store.status().ToString().c_str());
-    return std::nullopt;
-  }
-  o.store = std::move(store).value();
-  return o;
+  return opened->store;
 }
 
 // ---- Writer ----------------------------------------------------------------------------------
@@ -349,17 +309,9 @@ int RunWriter(const std::string& data_dir, const std::string& tcp, const std::st
   }
   auto log = AckLog::Open(log_path);
   if (!log) return 3;
-#ifdef WOMBATKV_CRASH_HAVE_DAEMON
-  auto opened = tcp.empty() ? OpenStore(data_dir) : OpenRemote(tcp);
-#else
-  if (!tcp.empty()) {
-    std::fprintf(stderr, "crash_writer: --tcp needs a build with the daemon client\n");
-    return 3;
-  }
-  auto opened = OpenStore(data_dir);
-#endif
+  auto opened = Open(data_dir, tcp);
   if (!opened) return tcp.empty() ? 3 : kLostDaemon;
-  Store& store = *opened->store;
+  Store& store = *opened;
   // A daemon that went away fails every call with Unavailable: the run ends there.
   auto lost = [&](const Status& s) { return !tcp.empty() && s.code() == Code::kUnavailable; };
   log->Append("START " + std::to_string(runs), true);
@@ -674,9 +626,9 @@ int RunVerify(const std::string& data_dir, const std::string& log_path) {
     // Only the line being written at the kill may be torn (and then it is closed by a newline).
     std::printf("verify: note: %zu torn or malformed log lines skipped\n", skipped);
   }
-  auto opened = OpenStore(data_dir);
+  auto opened = Open(data_dir, "");
   if (!opened) return 3;
-  Checker checker{*opened->store};
+  Checker checker{*opened};
   return checker.Run(lines);
 }
 
