@@ -9,8 +9,13 @@
 #
 # Use as:  eval "$(scripts/s3-server.sh start)"  ...  scripts/s3-server.sh stop
 # `start` is idempotent: a server that is already up is reused. State (pids, config, logs, the
-# Ceph cluster) lives under $WOMBATKV_S3_STATE (default /tmp/wombatkv-s3-<uid>). radosgw needs
+# Ceph cluster) lives under $WOMBATKV_S3_STATE (default /tmp/wombatkv-s3-<uid>): a second,
+# independent server needs only another WOMBATKV_S3_STATE (ports are picked free). radosgw needs
 # the Debian packages below; `start radosgw` installs them if missing (as root).
+#
+# radosgw also listens with TLS: a throw-away CA and a server certificate for 127.0.0.1 are made
+# with openssl at start-up, and WOMBATKV_TEST_S3_TLS_ENDPOINT / WOMBATKV_TEST_S3_CA_FILE name the
+# https endpoint and the CA that signs it. moto serves plain HTTP only (no TLS variables).
 set -euo pipefail
 
 state_root="${WOMBATKV_S3_STATE:-/tmp/wombatkv-s3-$(id -u)}"
@@ -25,11 +30,12 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-# wait_http URL SECONDS: until the URL answers anything over HTTP.
+# wait_http URL SECONDS [CURL ARGS...]: until the URL answers anything over HTTP(S).
 wait_http() {
   local url=$1 secs=$2 i
+  shift 2
   for ((i = 0; i < secs * 10; i++)); do
-    curl -s -o /dev/null --max-time 1 "$url" && return 0
+    curl -s -o /dev/null --max-time 1 "$@" "$url" && return 0
     sleep 0.1
   done
   return 1
@@ -58,8 +64,9 @@ except s3.exceptions.BucketAlreadyOwnedByYou:
 PY
 }
 
+# write_env DIR SERVER ENDPOINT ACCESS SECRET [TLS_ENDPOINT CA_FILE]
 write_env() {
-  local dir=$1 server=$2 endpoint=$3 access=$4 secret=$5
+  local dir=$1 server=$2 endpoint=$3 access=$4 secret=$5 tls_endpoint=${6:-} ca_file=${7:-}
   cat >"$dir/env" <<EOF
 export WOMBATKV_TEST_S3_SERVER=$server
 export WOMBATKV_TEST_S3_ENDPOINT=$endpoint
@@ -68,6 +75,35 @@ export WOMBATKV_TEST_S3_REGION=$region
 export WOMBATKV_TEST_S3_ACCESS_KEY=$access
 export WOMBATKV_TEST_S3_SECRET_KEY=$secret
 EOF
+  if [[ -n $tls_endpoint ]]; then
+    cat >>"$dir/env" <<EOF
+export WOMBATKV_TEST_S3_TLS_ENDPOINT=$tls_endpoint
+export WOMBATKV_TEST_S3_CA_FILE=$ca_file
+EOF
+  else
+    # A server without TLS: clear what an earlier server may have exported in this shell.
+    echo "unset WOMBATKV_TEST_S3_TLS_ENDPOINT WOMBATKV_TEST_S3_CA_FILE" >>"$dir/env"
+  fi
+}
+
+# make_tls DIR: a throw-away CA (ca.pem) and a certificate for 127.0.0.1/localhost signed by it
+# (server.pem, server.key), EC P-256 so that it takes milliseconds. The CA key is deleted: nothing
+# else can ever be signed with it.
+make_tls() {
+  local d=$1/tls
+  mkdir -p "$d"
+  (
+    cd "$d"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 7 \
+      -subj "/CN=wombatkv test CA" -keyout ca.key -out ca.pem
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+      -subj "/CN=127.0.0.1" -keyout server.key -out server.csr
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >ext.cnf
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 7 \
+      -extfile ext.cnf -out server.pem
+    rm -f ca.key server.csr ext.cnf ca.srl
+    chmod 600 server.key
+  ) >"$1/log/tls.log" 2>&1 || die "openssl could not make the test certificates (see $1/log/tls.log)"
 }
 
 # ---- moto: fast, gets conditional writes right, checks no signatures ----
@@ -120,9 +156,12 @@ start_radosgw() {
   mkdir -p "$state_root"
   ensure_ceph
   rm -rf "$dir" && mkdir -p "$dir"/{mon,osd0,rgw,run,log}
-  local t0=$SECONDS mon_port rgw_port fsid
+  local t0=$SECONDS mon_port rgw_port tls_port fsid
   mon_port=$(free_port)
   rgw_port=$(free_port)
+  tls_port=$(free_port)
+  command -v openssl >/dev/null || die "openssl not found (apt-get install openssl)"
+  make_tls "$dir"
   fsid=$(python3 -c 'import uuid; print(uuid.uuid4())')
   local conf=$dir/ceph.conf
   cat >"$conf" <<EOF
@@ -156,7 +195,7 @@ osd_data = $dir/osd0
 [client]
 ms_mon_client_mode = crc
 [client.rgw.a]
-rgw_frontends = beast endpoint=127.0.0.1:$rgw_port
+rgw_frontends = beast endpoint=127.0.0.1:$rgw_port ssl_endpoint=127.0.0.1:$tls_port ssl_certificate=$dir/tls/server.pem ssl_private_key=$dir/tls/server.key tcp_nodelay=1
 rgw_data = $dir/rgw
 rgw_dns_name = 127.0.0.1
 pid_file = $dir/run/rgw.pid
@@ -187,13 +226,16 @@ EOF
   radosgw "${c[@]}" -n client.rgw.a 2>>"$dir/log/daemons.log" || die "radosgw did not start (see $dir/log)"
   local endpoint=http://127.0.0.1:$rgw_port
   wait_http "$endpoint" 60 || die "radosgw does not answer on $endpoint (see $dir/log)"
+  local tls_endpoint=https://127.0.0.1:$tls_port
+  wait_http "$tls_endpoint" 10 --cacert "$dir/tls/ca.pem" ||
+    die "radosgw does not answer on $tls_endpoint with the test CA (see $dir/log)"
   local access=wombatkvtestaccess secret=wombatkv-test-secret-0123456789
   timeout 60 radosgw-admin "${c[@]}" user create --uid=wombatkv --display-name=wombatkv \
     --access-key="$access" --secret-key="$secret" >/dev/null 2>"$dir/log/user.log" ||
     die "radosgw-admin user create failed (see $dir/log/user.log)"
   make_bucket "$endpoint" "$access" "$secret"
-  write_env "$dir" radosgw "$endpoint" "$access" "$secret"
-  log "radosgw on $endpoint, ready in $((SECONDS - t0)) s (state in $dir)"
+  write_env "$dir" radosgw "$endpoint" "$access" "$secret" "$tls_endpoint" "$dir/tls/ca.pem"
+  log "radosgw on $endpoint and $tls_endpoint, ready in $((SECONDS - t0)) s (state in $dir)"
   print_env "$dir"
 }
 

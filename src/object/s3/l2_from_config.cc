@@ -2,43 +2,26 @@
 #include "object/s3/l2_from_config.h"
 
 #include <cstdio>
-#include <cstdlib>
-#include <optional>
+#include <initializer_list>
+#include <utility>
 
 namespace wombatkv {
 namespace {
 
-std::optional<std::string> ProcessEnv(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return std::nullopt;
-  return std::string(v);
-}
-
-Status ParseU32(const EnvLookup& lookup, const char* name, uint32_t min, uint32_t max,
-                uint32_t* out) {
-  auto v = lookup(name);
-  if (!v || v->empty()) return Status::Ok();
-  char* end = nullptr;
-  unsigned long long n = std::strtoull(v->c_str(), &end, 10);
-  if (end == v->c_str() || *end != '\0' || n < min || n > max) {
-    return Status::InvalidArgument(std::string(name) + "=" + *v + ": expected an integer from " +
-                                   std::to_string(min) + " to " + std::to_string(max));
+// The enum value a word of Config names. Config::Set accepts only these words, so a miss is a
+// mismatch between the two tables: InvalidArgument naming the setting.
+template <typename E>
+Result<E> Choice(const char* name, const std::string& word,
+                 std::initializer_list<std::pair<std::string_view, E>> words) {
+  for (const auto& [w, e] : words) {
+    if (w == word) return e;
   }
-  *out = static_cast<uint32_t>(n);
-  return Status::Ok();
-}
-
-Result<bool> ParseFlag(const EnvLookup& lookup, const char* name) {
-  auto v = lookup(name);
-  if (!v || v->empty() || *v == "0" || *v == "false") return false;
-  if (*v == "1" || *v == "true") return true;
-  return Status::InvalidArgument(std::string(name) + "=" + *v + ": expected 0 or 1");
+  return Status::InvalidArgument(std::string(name) + "=" + word + ": not a value this build knows");
 }
 
 }  // namespace
 
 Result<S3Options> S3OptionsFromConfig(const Config& config, const L2Env& env) {
-  const EnvLookup lookup = env.lookup ? env.lookup : EnvLookup(ProcessEnv);
   S3Options o;
   o.endpoint = config.s3_endpoint;
   o.bucket = config.s3_bucket;
@@ -47,25 +30,24 @@ Result<S3Options> S3OptionsFromConfig(const Config& config, const L2Env& env) {
   o.secret_key = config.s3_secret_key;
   o.clock = env.clock;
   o.random = env.random;
-  WMBT_ASSIGN_OR_RETURN(o.allow_dev_credentials, ParseFlag(lookup, "WMBT_KV_LOCAL_DEV"));
-  WMBT_ASSIGN_OR_RETURN(o.create_bucket, ParseFlag(lookup, "WMBT_KV_S3_CREATE_BUCKET"));
-  if (auto a = lookup("WMBT_KV_S3_ADDRESSING"); a && !a->empty()) {
-    if (*a == "auto") o.addressing = S3Addressing::kAuto;
-    else if (*a == "path") o.addressing = S3Addressing::kPath;
-    else if (*a == "virtual") o.addressing = S3Addressing::kVirtualHosted;
-    else {
-      return Status::InvalidArgument("WMBT_KV_S3_ADDRESSING=" + *a +
-                                     ": expected auto, path or virtual");
-    }
-  }
-  uint32_t concurrency = static_cast<uint32_t>(o.requests_inflight_max);
-  WMBT_RETURN_IF_ERROR(ParseU32(lookup, "WMBT_KV_S3_CONCURRENCY", 1, 1024, &concurrency));
-  o.requests_inflight_max = concurrency;
-  WMBT_RETURN_IF_ERROR(
-      ParseU32(lookup, "WMBT_KV_S3_CONNECT_TIMEOUT_MS", 1, 600000, &o.connect_timeout_ms));
-  WMBT_RETURN_IF_ERROR(
-      ParseU32(lookup, "WMBT_KV_S3_REQUEST_TIMEOUT_MS", 1, 3600000, &o.request_timeout_ms));
-  WMBT_RETURN_IF_ERROR(ParseU32(lookup, "WMBT_KV_S3_RETRIES", 0, 20, &o.retries_max));
+  o.allow_dev_credentials = config.local_dev;
+  o.create_bucket = config.s3_create_bucket;
+  WMBT_ASSIGN_OR_RETURN(o.addressing,
+                        Choice<S3Addressing>("WMBT_KV_S3_ADDRESSING", config.s3_addressing,
+                                             {{"auto", S3Addressing::kAuto},
+                                              {"path", S3Addressing::kPath},
+                                              {"virtual", S3Addressing::kVirtualHosted}}));
+  WMBT_ASSIGN_OR_RETURN(
+      o.payload_signing,
+      Choice<S3PayloadSigning>("WMBT_KV_S3_PAYLOAD_SIGNING", config.s3_payload_signing,
+                               {{"auto", S3PayloadSigning::kAuto},
+                                {"signed", S3PayloadSigning::kSigned},
+                                {"unsigned", S3PayloadSigning::kUnsigned}}));
+  o.ca_file = config.s3_ca_file;
+  o.requests_inflight_max = config.s3_concurrency;
+  o.connect_timeout_ms = config.s3_connect_timeout_ms;
+  o.request_timeout_ms = config.s3_request_timeout_ms;
+  o.retries_max = config.s3_retries;
   return o;
 }
 

@@ -5,12 +5,8 @@
 // under the data directory. With a bucket it returns an S3ObjectStore that has passed its start-up
 // probe (bucket reachable, credentials valid, conditional writes checked).
 //
-// Settings beyond Config's (read through `lookup`, normally the process environment):
-//   WMBT_KV_LOCAL_DEV=1           accept minioadmin/minioadmin off loopback (SPEC §10)
-//   WMBT_KV_S3_CREATE_BUCKET=1    create a missing bucket at start-up
-//   WMBT_KV_S3_ADDRESSING         auto (default), path or virtual
-//   WMBT_KV_S3_CONCURRENCY        requests in flight (default 32)
-//   WMBT_KV_S3_CONNECT_TIMEOUT_MS / WMBT_KV_S3_REQUEST_TIMEOUT_MS / WMBT_KV_S3_RETRIES
+// Every S3 setting (WMBT_KV_S3_*, WMBT_KV_LOCAL_DEV) is a Config field, parsed and documented
+// with the others (src/config/config.cc, docs/configuration.md).
 // Thread-safety: a function; the returned store is thread-safe.
 #pragma once
 
@@ -26,7 +22,9 @@ namespace wombatkv {
 struct L2Env {
   Clock* clock = nullptr;    // null = RealClock(); must outlive the store
   Random* random = nullptr;  // null = system-seeded, owned by the store
-  EnvLookup lookup;          // null = the process environment
+  // Unused: every S3 setting now comes from Config. Kept so that callers' aggregate initialisers
+  // ({clock, random, lookup, warn}) stay valid; to be removed with them.
+  EnvLookup lookup;
   // Receives warnings (e.g. conditional writes unsupported); null = stderr.
   std::function<void(const std::string&)> warn;
 };

@@ -363,6 +363,7 @@ AttemptOutcome Attempt(const HttpConfig& c, CURL* h, const HttpRequest& r, std::
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(c.connect_timeout_ms));
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(c.request_timeout_ms));
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  if (!c.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, c.ca_file.c_str());
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, &ex);
@@ -414,10 +415,20 @@ AttemptOutcome Attempt(const HttpConfig& c, CURL* h, const HttpRequest& r, std::
     out.transport_error = true;
     out.retriable = RetriableCurlCode(rc, &out.maybe_applied);
     out.error = std::string(curl_easy_strerror(rc)) + (errbuf[0] ? std::string(": ") + errbuf : "");
-    out.code = (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE)
-                   ? Code::kFailedPrecondition
-                   : Code::kInternal;
-    if (out.retriable) out.code = Code::kUnavailable;
+    out.code = out.retriable ? Code::kUnavailable : Code::kInternal;
+    // TLS trust problems will not go away by retrying: say what to change.
+    if (rc == CURLE_PEER_FAILED_VERIFICATION) {
+      out.code = Code::kFailedPrecondition;
+      out.error = "the TLS certificate of " + c.host + " is not trusted (" + out.error +
+                  "): if the endpoint uses a private CA, set WMBT_KV_S3_CA_FILE (or "
+                  "AWS_CA_BUNDLE) to the PEM file of that CA, or add it to the system CA store; "
+                  "check also that WMBT_KV_S3_ENDPOINT names the host the certificate is for";
+    } else if (rc == CURLE_SSL_CACERT_BADFILE) {
+      out.code = Code::kFailedPrecondition;
+      const std::string file = c.ca_file.empty() ? std::string("(system default)") : c.ca_file;
+      out.error = "the CA file " + file + " holds no usable certificate (" + out.error +
+                  "): point WMBT_KV_S3_CA_FILE (or AWS_CA_BUNDLE) at a PEM file of CA certificates";
+    }
     return out;
   }
   out.resp = std::move(ex.resp);
@@ -447,7 +458,14 @@ AttemptOutcome Attempt(const HttpConfig& c, CURL* h, const HttpRequest& r, std::
 }  // namespace
 
 Result<HttpResponse> Http::Execute(const HttpRequest& request, std::string_view what) {
-  const std::string sha = Sha256Hex(request.body);
+  // SHA-256 of the empty string: every GET, HEAD and DELETE, without hashing anything.
+  static constexpr std::string_view kEmptySha =
+      "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+  bool empty = true;
+  for (ByteView p : request.body) empty = empty && p.empty();
+  const std::string sha = empty                      ? std::string(kEmptySha)
+                          : config_.unsigned_payload ? std::string("UNSIGNED-PAYLOAD")
+                                                     : Sha256Hex(request.body);
   std::string last_error;
   bool ambiguous = false;
   const uint32_t attempts_max = config_.retries_max + 1;

@@ -4,9 +4,9 @@
 // What it does per request:
 //   - builds the URL (path-style or virtual-hosted), with the query already in SigV4 canonical
 //     form (names sorted, RFC 3986 encoding) because libcurl 7.88 signs the query as sent;
-//   - sends `x-amz-content-sha256` with the SHA-256 of the body (libcurl 7.88 does not add it,
-//     and radosgw/AWS reject SigV4 requests without it) and lets libcurl sign with
-//     CURLOPT_AWS_SIGV4 "aws:amz:<region>:s3";
+//   - sends `x-amz-content-sha256` (libcurl 7.88 does not add it, and radosgw/AWS reject SigV4
+//     requests without it): the SHA-256 of the body, or UNSIGNED-PAYLOAD for a non-empty body
+//     when `unsigned_payload`; libcurl signs with CURLOPT_AWS_SIGV4 "aws:amz:<region>:s3";
 //   - never adds header-removal entries ("Expect:" and the like): libcurl would sign them, and the
 //     server, which never sees them, would answer 403;
 //   - retries transport failures (connect/reset/timeouts/short bodies), 5xx, 429 and the transient
@@ -40,6 +40,8 @@ struct HttpConfig {
   std::string region;
   std::string access_key;  // empty: unsigned (anonymous) requests
   std::string secret_key;
+  bool unsigned_payload = false;  // bodies go as UNSIGNED-PAYLOAD, not hashed (docs/s3.md)
+  std::string ca_file;            // CURLOPT_CAINFO; empty = libcurl's default (system CAs)
   size_t requests_inflight_max = 32;
   uint32_t connect_timeout_ms = 5000;
   uint32_t request_timeout_ms = 120000;

@@ -3,8 +3,15 @@
 
 #include <pugixml.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <mutex>
+#include <system_error>
+#include <thread>
 
 #include "base/check.h"
 #include "base/hex.h"
@@ -86,6 +93,18 @@ bool IsKeyPrefixValid(std::string_view p) {
 
 }  // namespace
 
+bool PayloadSigned(S3PayloadSigning policy, std::string_view endpoint) {
+  switch (policy) {
+    case S3PayloadSigning::kSigned:
+      return true;
+    case S3PayloadSigning::kUnsigned:
+      return false;
+    case S3PayloadSigning::kAuto:
+      break;
+  }
+  return !(endpoint.starts_with("https://") || IsLoopbackEndpoint(endpoint));
+}
+
 bool IsLoopbackEndpoint(std::string_view endpoint) {
   auto e = ParseEndpoint(endpoint);
   if (!e.ok()) return false;
@@ -127,6 +146,17 @@ Result<std::unique_ptr<S3ObjectStore>> S3ObjectStore::Open(S3Options options) {
     return Status::InvalidArgument(
         "S3 multipart: parts must be at least 5 MiB and the threshold at least one part");
   }
+  if (options.multipart_parts_inflight_max == 0) {
+    return Status::InvalidArgument("S3 multipart: at least one part must be in flight");
+  }
+  // libcurl reads the file only at the first https request; saying so now names the setting.
+  if (!options.ca_file.empty() && ::access(options.ca_file.c_str(), R_OK) != 0) {
+    const std::string why = std::error_code(errno, std::generic_category()).message();
+    return Status::FailedPrecondition(
+        "the S3 CA file " + options.ca_file + " cannot be read (" + why +
+        "): point WMBT_KV_S3_CA_FILE (or AWS_CA_BUNDLE) at a readable PEM file of the CA "
+        "certificates that sign the endpoint's certificate, or unset it to use the system CAs");
+  }
   if (options.access_key == "minioadmin" && options.secret_key == "minioadmin" &&
       !IsLoopbackEndpoint(options.endpoint) && !options.allow_dev_credentials) {
     return Status::FailedPrecondition(
@@ -163,6 +193,8 @@ S3ObjectStore::S3ObjectStore(S3Options options) : options_(std::move(options)) {
       break;
   }
   hc.region = options_.region;
+  hc.unsigned_payload = !PayloadSigned(options_.payload_signing, options_.endpoint);
+  hc.ca_file = options_.ca_file;
   hc.access_key = options_.access_key;
   hc.secret_key = options_.secret_key;
   hc.requests_inflight_max = options_.requests_inflight_max;
@@ -177,6 +209,8 @@ S3ObjectStore::S3ObjectStore(S3Options options) : options_(std::move(options)) {
 }
 
 S3ObjectStore::~S3ObjectStore() = default;
+
+bool S3ObjectStore::payload_signed() const { return !http_->config().unsigned_payload; }
 
 void S3ObjectStore::SetFaultHookForTesting(
     std::function<s3::HttpFault(const s3::HttpRequest&, uint32_t)> hook) {
@@ -375,9 +409,9 @@ Result<std::string> S3ObjectStore::PutMultipart(const std::string& full, std::st
   };
 
   // 2. Parts: slices of `parts`, each part_bytes long (the last shorter).
-  std::vector<std::string> etags;
+  std::vector<std::vector<ByteView>> bodies;
   size_t vi = 0, voff = 0;
-  for (uint64_t done = 0, number = 1; done < size; ++number) {
+  for (uint64_t done = 0; done < size;) {
     const uint64_t want = std::min<uint64_t>(part_bytes, size - done);
     std::vector<ByteView> slices;
     for (uint64_t got = 0; got < want;) {
@@ -391,18 +425,46 @@ Result<std::string> S3ObjectStore::PutMultipart(const std::string& full, std::st
         voff = 0;
       }
     }
-    HttpRequest up;
-    up.method = "PUT";
-    up.key = full;
-    up.query = {{"partNumber", std::to_string(number)}, {"uploadId", upload_id}};
-    up.body = std::move(slices);
-    auto pr = http_->Execute(up, "upload part " + std::to_string(number) + " of " + full);
-    if (!pr.ok()) return abort(pr.status());
-    if (pr->status != 200) return abort(MapError(*pr, "upload part", full, options_));
-    if (pr->etag.empty()) return abort(Status::Internal("s3 upload part of " + full + ": no ETag"));
-    etags.push_back(pr->etag);
+    bodies.push_back(std::move(slices));
     done += want;
   }
+  // Uploaded by up to multipart_parts_inflight_max workers (the calling thread is one), each
+  // taking the next part: one part at a time would leave a multipart upload at the speed of one
+  // connection. The first failure stops new parts from starting; the upload is then aborted.
+  // Plain threads rather than the store's Executor: every worker blocks in libcurl for a whole
+  // part, and an upload task waiting on its own pool could starve it.
+  std::vector<std::string> etags(bodies.size());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex error_mu;
+  Status first_error;
+  auto worker = [&] {
+    for (size_t i; !failed.load() && (i = next.fetch_add(1)) < bodies.size();) {
+      const std::string number = std::to_string(i + 1);
+      HttpRequest up;
+      up.method = "PUT";
+      up.key = full;
+      up.query = {{"partNumber", number}, {"uploadId", upload_id}};
+      up.body = bodies[i];
+      auto pr = http_->Execute(up, "upload part " + number + " of " + full);
+      Status st;
+      if (!pr.ok()) st = pr.status();
+      else if (pr->status != 200) st = MapError(*pr, "upload part " + number, full, options_);
+      else if (pr->etag.empty()) st = Status::Internal("s3 upload part of " + full + ": no ETag");
+      else etags[i] = pr->etag;
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> g(error_mu);
+        if (!failed.exchange(true)) first_error = std::move(st);
+      }
+    }
+  };
+  const size_t workers =
+      std::min(bodies.size(), std::max<size_t>(1, options_.multipart_parts_inflight_max));
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
+  if (failed.load()) return abort(first_error);
 
   // 3. Complete.
   std::string xml = "<CompleteMultipartUpload>";

@@ -46,6 +46,13 @@ struct HttpFault;
 struct HttpRequest;
 }  // namespace s3
 
+// What an upload sends as `x-amz-content-sha256` (docs/s3.md, "Payload signing").
+enum class S3PayloadSigning : uint8_t {
+  kAuto,      // unsigned over https:// and on a loopback endpoint, signed otherwise
+  kSigned,    // the SHA-256 of every body: the server recomputes and compares it
+  kUnsigned,  // UNSIGNED-PAYLOAD: headers signed, body not hashed (no CPU per byte on either side)
+};
+
 enum class S3Addressing : uint8_t {
   kAuto,           // virtual-hosted for AWS (no endpoint) and dot-free buckets, else path-style
   kPath,           // http(s)://host/bucket/key
@@ -62,6 +69,9 @@ struct S3Options {
   // Prepended to every key and stripped from listings: "" or '/'-terminated valid key segments.
   std::string key_prefix;
   S3Addressing addressing = S3Addressing::kAuto;
+  S3PayloadSigning payload_signing = S3PayloadSigning::kAuto;
+  // PEM file of the CAs an https:// endpoint is verified against; empty = the system store.
+  std::string ca_file;
 
   size_t requests_inflight_max = 32;  // pooled connections
   uint32_t connect_timeout_ms = 5000;
@@ -71,6 +81,8 @@ struct S3Options {
   uint32_t backoff_max_ms = 5000;
   uint64_t multipart_threshold_bytes = 64ull << 20;
   uint64_t multipart_part_bytes = 16ull << 20;  // S3: at least 5 MiB (except the last)
+  // Parts of one multipart upload in flight at once (each also holds one pooled connection).
+  size_t multipart_parts_inflight_max = 8;
 
   bool create_bucket = false;          // Probe() creates a missing bucket
   bool allow_dev_credentials = false;  // WMBT_KV_LOCAL_DEV=1: minioadmin off loopback
@@ -86,10 +98,10 @@ inline constexpr size_t kS3DeleteBatchKeysMax = 1000;
 
 class S3ObjectStore final : public ObjectStore {
  public:
-  // Checks the options and prepares the connection pool; does no I/O (see Probe).
+  // Checks the options and prepares the connection pool; does no network I/O (see Probe).
   // InvalidArgument for a malformed endpoint, bucket, prefix or part size; FailedPrecondition for
   // the well-known development credentials (minioadmin/minioadmin) on a non-loopback endpoint
-  // without allow_dev_credentials (SPEC §10).
+  // without allow_dev_credentials (SPEC §10), and for a ca_file that cannot be read.
   static Result<std::unique_ptr<S3ObjectStore>> Open(S3Options options);
   ~S3ObjectStore() override;
 
@@ -118,6 +130,8 @@ class S3ObjectStore final : public ObjectStore {
   // FailedPrecondition: missing bucket, bad credentials, wrong region; Unavailable: unreachable.
   Status Probe(std::string_view probe_prefix = "", std::string* warning = nullptr);
   bool conditional_writes_supported() const { return conditional_writes_.load(); }
+  // Whether uploads carry the SHA-256 of their body (payload_signing resolved for the endpoint).
+  bool payload_signed() const;
 
   const S3Options& options() const { return options_; }
   // Tests: inject transport faults (503s, resets, truncated bodies) before each attempt.
@@ -143,5 +157,9 @@ class S3ObjectStore final : public ObjectStore {
 
 // True for localhost, 127.0.0.0/8 and ::1 endpoints (scheme://host[:port]).
 bool IsLoopbackEndpoint(std::string_view endpoint);
+
+// kAuto resolved: unsigned over https:// (TLS already protects the body in transit) and on a
+// loopback endpoint (no network to corrupt it), signed for plain HTTP to any other host.
+bool PayloadSigned(S3PayloadSigning policy, std::string_view endpoint);
 
 }  // namespace wombatkv

@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "object/object_store_conformance.h"
@@ -132,24 +135,37 @@ TEST(S3Options, ConfigSelectsTheL2) {
   EXPECT_EQ(none->get(), nullptr);  // no bucket: the local directory
   c.s3_bucket = "some-bucket";
   c.s3_endpoint = "http://127.0.0.1:1";
-  L2Env env;
-  env.lookup = [](const char* name) -> std::optional<std::string> {
-    if (std::string_view(name) == "WMBT_KV_S3_ADDRESSING") return "sideways";
-    return std::nullopt;
-  };
-  EXPECT_EQ(S3OptionsFromConfig(c, env).status().code(), Code::kInvalidArgument);
-  env.lookup = [](const char* name) -> std::optional<std::string> {
-    std::string_view n(name);
-    if (n == "WMBT_KV_S3_CONCURRENCY") return "7";
-    if (n == "WMBT_KV_LOCAL_DEV") return "1";
-    if (n == "WMBT_KV_S3_ADDRESSING") return "path";
-    return std::nullopt;
-  };
-  auto o = S3OptionsFromConfig(c, env);
+  EXPECT_EQ(c.Set("WMBT_KV_S3_ADDRESSING", "sideways").code(), Code::kInvalidArgument);
+  // Every S3 setting is a Config setting (documented in docs/configuration.md), applied here.
+  for (auto [name, value] : {std::pair{"WMBT_KV_S3_CONCURRENCY", "7"},
+                             {"WMBT_KV_LOCAL_DEV", "1"},
+                             {"WMBT_KV_S3_ADDRESSING", "path"},
+                             {"WMBT_KV_S3_CREATE_BUCKET", "1"},
+                             {"WMBT_KV_S3_CONNECT_TIMEOUT_MS", "1234"},
+                             {"WMBT_KV_S3_REQUEST_TIMEOUT_MS", "5678"},
+                             {"WMBT_KV_S3_RETRIES", "0"},
+                             {"WMBT_KV_S3_PAYLOAD_SIGNING", "signed"},
+                             {"WMBT_KV_S3_CA_FILE", "/etc/ssl/certs/ca-certificates.crt"}}) {
+    ASSERT_TRUE(c.Set(name, value).ok()) << name;
+  }
+  auto o = S3OptionsFromConfig(c, {});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->requests_inflight_max, 7u);
   EXPECT_TRUE(o->allow_dev_credentials);
+  EXPECT_TRUE(o->create_bucket);
   EXPECT_EQ(o->addressing, S3Addressing::kPath);
+  EXPECT_EQ(o->connect_timeout_ms, 1234u);
+  EXPECT_EQ(o->request_timeout_ms, 5678u);
+  EXPECT_EQ(o->retries_max, 0u);
+  EXPECT_EQ(o->payload_signing, S3PayloadSigning::kSigned);
+  EXPECT_EQ(o->ca_file, "/etc/ssl/certs/ca-certificates.crt");
+  // AWS_CA_BUNDLE fills the CA file when WMBT_KV_S3_CA_FILE is unset.
+  auto from_env = Config::FromLookup([](const char* name) -> std::optional<std::string> {
+    if (std::string_view(name) == "AWS_CA_BUNDLE") return "/some/ca.pem";
+    return std::nullopt;
+  });
+  ASSERT_TRUE(from_env.ok());
+  EXPECT_EQ(from_env->s3_ca_file, "/some/ca.pem");
 }
 
 TEST_F(S3Test, TheProbePassesAndFindsConditionalWritesOnTheTestServer) {
@@ -171,16 +187,11 @@ TEST_F(S3Test, OpenL2FromConfigProbesAndCanCreateTheBucket) {
   c.s3_region = Server().region;
   c.s3_access_key = Server().access_key;
   c.s3_secret_key = Server().secret_key;
-  L2Env env;
-  env.lookup = [](const char*) -> std::optional<std::string> { return std::nullopt; };
-  auto missing = OpenL2FromConfig(c, env);
+  auto missing = OpenL2FromConfig(c);
   EXPECT_EQ(missing.status().code(), Code::kFailedPrecondition) << missing.status().ToString();
   EXPECT_NE(missing.status().message().find(c.s3_bucket), std::string::npos);
-  env.lookup = [](const char* name) -> std::optional<std::string> {
-    if (std::string_view(name) == "WMBT_KV_S3_CREATE_BUCKET") return "1";
-    return std::nullopt;
-  };
-  auto store = OpenL2FromConfig(c, env);
+  ASSERT_TRUE(c.Set("WMBT_KV_S3_CREATE_BUCKET", "1").ok());
+  auto store = OpenL2FromConfig(c);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   ASSERT_NE(store->get(), nullptr);
   EXPECT_TRUE((*store)->conditional_writes_supported());
@@ -298,6 +309,74 @@ TEST_F(S3Test, LargeObjectsGoUpInPartsAndReadBackByRange) {
   EXPECT_EQ(cas->find('-'), std::string::npos);
   EXPECT_TRUE(store->Put("big/object", {AsBytes(all)}, {PutMode::kIfAbsent, ""}).status()
                   .IsConflict());
+}
+
+// Options under which every object above 5 MiB is a multipart upload of 5 MiB parts.
+S3Options SmallPartOptions(std::string_view what) {
+  S3Options o = BaseOptions(FreshBucketName(what));
+  o.multipart_threshold_bytes = o.multipart_part_bytes = 5ull << 20;
+  return o;
+}
+
+// The parts of one upload are in flight together, at most multipart_parts_inflight_max of them.
+// Proven with the fault hook, which runs on the thread about to send a part: each part waits
+// there (up to 10 s, so a sequential upload fails rather than hangs) until `bound` parts have
+// arrived. Sent one at a time, the first part would wait alone.
+TEST_F(S3Test, MultipartPartsGoUpInParallelUpToTheBound) {
+  S3Options o = SmallPartOptions("mpp");
+  o.multipart_parts_inflight_max = 3;
+  auto store = Scratch(o);
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t waiting = 0, waiting_max = 0, parts_sent = 0;
+  bool released = false;
+  store->s3()->SetFaultHookForTesting([&](const HttpRequest& r, uint32_t) {
+    bool is_part = false;
+    for (const auto& [name, value] : r.query) is_part = is_part || name == "partNumber";
+    if (!is_part) return HttpFault{};
+    std::unique_lock<std::mutex> lock(mu);
+    ++parts_sent;
+    waiting_max = std::max(waiting_max, ++waiting);
+    if (waiting >= 3) released = true;
+    cv.notify_all();
+    // A real wait on a test-only condition: the store's Clock is not involved.
+    cv.wait_for(lock, std::chrono::seconds(10), [&] { return released; });
+    --waiting;
+    return HttpFault{};
+  });
+  // 7 parts (6 × 5 MiB and a 1 KiB tail).
+  const std::string all = Pattern((30u << 20) + 1024, 9);
+  auto etag = store->Put("parallel", {AsBytes(all)}, {});
+  ASSERT_TRUE(etag.ok()) << etag.status().ToString();
+  EXPECT_TRUE(etag->ends_with("-7")) << *etag;
+  EXPECT_EQ(parts_sent, 7u);
+  EXPECT_EQ(waiting_max, 3u) << "parts in flight at once: never more than the bound, and more "
+                                "than one";
+  store->s3()->SetFaultHookForTesting(nullptr);
+  auto got = store->Get("parallel", 0, kToEnd);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(AsChars(got->bytes->view()) == all) << "parts reassembled in order";
+}
+
+// A part that fails for good aborts the whole upload: nothing is published under the key.
+TEST_F(S3Test, AFailedPartAbortsTheParallelUpload) {
+  S3Options o = SmallPartOptions("mpf");
+  o.retries_max = 1;
+  auto store = Scratch(o);
+  store->s3()->SetFaultHookForTesting([&](const HttpRequest& r, uint32_t) {
+    HttpFault f;
+    for (const auto& [name, value] : r.query) {
+      if (name == "partNumber" && value == "2") f.kind = HttpFault::Kind::kStatus;  // 503
+    }
+    return f;
+  });
+  const std::string all = Pattern(15u << 20, 4);
+  auto put = store->Put("doomed", {AsBytes(all)}, {});
+  ASSERT_EQ(put.status().code(), Code::kUnavailable) << put.status().ToString();
+  EXPECT_NE(put.status().message().find("upload part 2"), std::string::npos)
+      << put.status().ToString();
+  store->s3()->SetFaultHookForTesting(nullptr);
+  EXPECT_TRUE(store->Head("doomed").status().IsNotFound());
 }
 
 TEST_F(S3Test, RangesOnAnEmptyObject) {

@@ -18,6 +18,8 @@ struct TestServer {
   bool configured = false;
   std::string server;  // "radosgw", "moto", ...
   std::string endpoint, bucket, region, access_key, secret_key;
+  // The same server over HTTPS, and the CA that signs its certificate (radosgw only).
+  std::string tls_endpoint, ca_file;
 };
 
 inline const TestServer& Server() {
@@ -33,6 +35,8 @@ inline const TestServer& Server() {
     s.region = get("WOMBATKV_TEST_S3_REGION");
     s.access_key = get("WOMBATKV_TEST_S3_ACCESS_KEY");
     s.secret_key = get("WOMBATKV_TEST_S3_SECRET_KEY");
+    s.tls_endpoint = get("WOMBATKV_TEST_S3_TLS_ENDPOINT");
+    s.ca_file = get("WOMBATKV_TEST_S3_CA_FILE");
     if (s.region.empty()) s.region = "us-east-1";
     s.configured = !s.endpoint.empty() && !s.bucket.empty();
     return s;
