@@ -101,6 +101,23 @@ class PendingFile {
   virtual Status Commit(bool replace) = 0;
 };
 
+// A file written from its start, in order: a write-ahead journal (FsObjectStore's, journal.h).
+// Closed on destruction.
+class AppendFile {
+ public:
+  virtual ~AppendFile() = default;
+  // Writes parts (concatenated) right after everything this handle wrote before (at offset 0 for
+  // the first call), whatever the file's size: a preallocated file is overwritten, not extended.
+  virtual Status Append(const std::vector<ByteView>& parts) = 0;
+  // fdatasync(2): every byte appended so far is on stable storage on return. The file's name is
+  // not (SyncDir of its directory does that, once, after creating it).
+  virtual Status Sync() = 0;
+  // Makes the file at least `bytes` long, allocated and zero-filled beyond what was written, and
+  // durable (size included), so that later Syncs of appends inside it persist data only, not a
+  // size change each time. Bytes appended so far are kept.
+  virtual Status Preallocate(uint64_t bytes) = 0;
+};
+
 // Paths are absolute or relative POSIX paths; callers validate untrusted names before they become
 // paths. Durability contract: a call with sync=true returns only after the data and the directory
 // entry are on stable storage (fsync of the file and of its directory). Two-phase writes
@@ -148,6 +165,13 @@ class FileSystem {
   virtual Result<std::vector<std::string>> ListDir(const std::string& path) = 0;
   // Deletes `path` and everything below it; OK if absent.
   virtual Status DeleteTree(const std::string& path) = 0;
+  // Creates `path` (Conflict if it exists) for AppendFile writes. The default says the file
+  // system cannot (FailedPrecondition); FsObjectStore's journal needs it.
+  virtual Result<std::unique_ptr<AppendFile>> NewAppendFile(const std::string& path);
+  // Makes everything written to the file system holding `path` durable: content, names and
+  // deletions of every file (syncfs(2)). The default syncs nothing and says so
+  // (FailedPrecondition).
+  virtual Status SyncFileSystem(const std::string& path);
   // Takes an exclusive lock on `path` (created if needed) without blocking. If another process
   // holds it: FailedPrecondition. `owner_note` is written into the file for the error message a
   // later contender sees (e.g. "pid 1234 on host x").
@@ -191,6 +215,12 @@ class FileSystemWrapper : public FileSystem {
     return target_->ListDir(path);
   }
   Status DeleteTree(const std::string& path) override { return target_->DeleteTree(path); }
+  Result<std::unique_ptr<AppendFile>> NewAppendFile(const std::string& path) override {
+    return target_->NewAppendFile(path);
+  }
+  Status SyncFileSystem(const std::string& path) override {
+    return target_->SyncFileSystem(path);
+  }
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path,
                                              const std::string& owner_note) override {
     return target_->LockFile(path, owner_note);

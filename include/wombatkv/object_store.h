@@ -35,6 +35,14 @@ enum class PutMode : uint8_t {
 struct PutOptions {
   PutMode mode = PutMode::kOverwrite;
   std::string if_match;  // with kIfMatch
+  // false: the put may return before the object is durable, once it is ordered before every
+  // later durable put of this store object: if a crash keeps any put that this one returned
+  // before, it keeps this one too (and, with a durable put after it returning, this one is
+  // durable). Readers of this process see the object at once (Get/Head wait for it as needed).
+  // For writes whose durability a later write vouches for, e.g. blobs before the head naming
+  // them. Backends without ordered durability (S3, memory, a plain local directory) make every
+  // put durable on return and ignore it.
+  bool durable_on_return = true;
 };
 
 struct ObjectInfo {
@@ -134,6 +142,21 @@ Status ValidateObjectKey(std::string_view key);
 // InvalidArgument. The store's own files (the lock "<root>/.~lock", temporaries) contain '~', so
 // they are never keys and never listed.
 std::unique_ptr<ObjectStore> NewFsObjectStore(std::string root, FileSystem* fs);
+
+// The local directory of a data directory's owner: as NewFsObjectStore, with small objects
+// (<= journaled_object_bytes_max) made durable through a write-ahead journal in the root, so
+// that one shared fdatasync commits many puts and deletes in order (docs/architecture.md,
+// "Durability on the local-directory L2"; format: docs/layout.md). Opening replays the journal
+// left by a crash. The caller must be the only process that writes to the root (it takes
+// "<root>/.~journal.lock"; FailedPrecondition if another process holds it); other processes may
+// read it and delete from it (orphan GC) through NewFsObjectStore, whose other writes refuse
+// such a root. `fs` must support AppendFile and SyncFileSystem.
+struct FsJournalOptions {
+  uint64_t journaled_object_bytes_max = 1u << 20;
+  uint64_t journal_file_bytes = 64u << 20;  // then a checkpoint starts the next file
+};
+Result<std::unique_ptr<ObjectStore>> OpenJournaledFsObjectStore(std::string root, FileSystem* fs,
+                                                                FsJournalOptions options = {});
 
 // In memory. Honours every condition exactly; ETags are unique per write. Modification times
 // come from `clock` (WallMicros; null = the real clock), so a test can age objects.

@@ -103,4 +103,15 @@ void Completion::WaitBlocking() const {
   cv_.wait(l, [&] { return done_; });
 }
 
+// The defaults of the optional FileSystem calls: a file system that cannot say no.
+Result<std::unique_ptr<AppendFile>> FileSystem::NewAppendFile(const std::string& path) {
+  return Status::FailedPrecondition("create " + path +
+                                    ": this file system has no append-only files");
+}
+
+Status FileSystem::SyncFileSystem(const std::string& path) {
+  return Status::FailedPrecondition("sync the file system of " + path +
+                                    ": not supported by this file system");
+}
+
 }  // namespace wombatkv

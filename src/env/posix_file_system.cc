@@ -290,6 +290,48 @@ std::string ReadOwnerNote(int fd) {
   return note;
 }
 
+class PosixAppendFile final : public AppendFile {
+ public:
+  PosixAppendFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+
+  Status Append(const std::vector<ByteView>& parts) override {
+    // The descriptor's offset is where the last append ended (opened without O_APPEND, so a
+    // preallocated file is overwritten in place).
+    return WriteAll(fd_.get(), parts, path_);
+  }
+
+  Status Sync() override {
+    if (::fdatasync(fd_.get()) != 0) return ErrnoStatus(errno, "fdatasync", path_);
+    return Status::Ok();
+  }
+
+  Status Preallocate(uint64_t bytes) override {
+    // Zeros are written, not fallocate(2)d: writing into an fallocated (unwritten) extent is a
+    // metadata change that every later fdatasync would have to commit.
+    const off_t at = ::lseek(fd_.get(), 0, SEEK_CUR);
+    if (at < 0) return ErrnoStatus(errno, "lseek", path_);
+    struct stat st;
+    if (::fstat(fd_.get(), &st) != 0) return ErrnoStatus(errno, "fstat", path_);
+    constexpr size_t kChunk = 1 << 20;
+    static const std::vector<uint8_t> zeros(kChunk, 0);
+    for (uint64_t pos = std::max<uint64_t>(st.st_size, static_cast<uint64_t>(at)); pos < bytes;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, bytes - pos));
+      ssize_t w = ::pwrite(fd_.get(), zeros.data(), n, static_cast<off_t>(pos));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(errno, "preallocate", path_);
+      }
+      pos += static_cast<uint64_t>(w);
+    }
+    if (::fsync(fd_.get()) != 0) return ErrnoStatus(errno, "fsync", path_);
+    return Status::Ok();
+  }
+
+ private:
+  Fd fd_;
+  std::string path_;
+};
+
 class PosixFs final : public FileSystem {
  public:
   Status CreateDirs(const std::string& path) override {
@@ -330,6 +372,21 @@ class PosixFs final : public FileSystem {
   }
 
   Status SyncDir(const std::string& dir) override { return FsyncDir(dir); }
+  Result<std::unique_ptr<AppendFile>> NewAppendFile(const std::string& path) override {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      if (errno == EEXIST) return Status::Conflict("create " + path + ": it already exists");
+      return ErrnoStatus(errno, "create", path);
+    }
+    return std::unique_ptr<AppendFile>(new PosixAppendFile(fd, path));
+  }
+
+  Status SyncFileSystem(const std::string& path) override {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) return ErrnoStatus(errno, "open", path);
+    if (::syncfs(fd.get()) != 0) return ErrnoStatus(errno, "syncfs", path);
+    return Status::Ok();
+  }
 
   Result<std::shared_ptr<Buffer>> ReadFile(const std::string& path, uint64_t offset,
                                            uint64_t length, FileInfo* info) override {

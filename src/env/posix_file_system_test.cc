@@ -210,5 +210,24 @@ TEST_F(PosixFileSystemTest, ABlockingLockAlsoExcludesANonBlockingOne) {
   EXPECT_EQ(fs_->LockFile(P("LOCK"), "me").status().code(), Code::kFailedPrecondition);
 }
 
+TEST_F(PosixFileSystemTest, AppendFileWritesInOrderOverItsPreallocatedZeros) {
+  auto file = fs_->NewAppendFile(P("journal"));
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  ASSERT_TRUE((*file)->Append({AsBytes("ab"), AsBytes("c")}).ok());
+  // Preallocation keeps what was written and zero-fills the rest; appends then overwrite the
+  // zeros in place instead of extending the file.
+  ASSERT_TRUE((*file)->Preallocate(64).ok());
+  ASSERT_TRUE((*file)->Append({AsBytes("de")}).ok());
+  ASSERT_TRUE((*file)->Sync().ok());
+  auto bytes = fs_->ReadFile(P("journal"), 0, ~uint64_t{0});
+  ASSERT_TRUE(bytes.ok());
+  std::string want = "abcde";
+  want.resize(64, '\0');
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>((*bytes)->data()), (*bytes)->size()), want);
+  // A journal file is never opened twice for writing.
+  EXPECT_EQ(fs_->NewAppendFile(P("journal")).status().code(), Code::kConflict);
+  EXPECT_TRUE(fs_->SyncFileSystem(P("journal")).ok());
+}
+
 }  // namespace
 }  // namespace wombatkv

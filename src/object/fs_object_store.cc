@@ -8,10 +8,15 @@
 //      atomic by itself (link(2)) and takes no lock, so blob uploads run in parallel.
 //   3. Names containing '~' (the lock, temporaries: env.h) or otherwise not valid key segments
 //      are not objects: List skips them and no key can name them.
-//   4. A Put returns after the object's content was synced before it got its name, and a sync of
-//      its directory started after that (DirSyncGroup: concurrent Puts into one directory share
-//      that sync). Get and Head of an object whose name is not durable yet wait until it is, so
-//      this process never acts on a name a crash could take back (see dir_sync_group.h).
+//   4. Un-journaled: a Put returns after the object's content was synced before it got its name,
+//      and a sync of its directory started after that (DirSyncGroup: concurrent Puts into one
+//      directory share that sync). Get and Head of an object whose name is not durable yet wait
+//      until it is, so this process never acts on a name a crash could take back.
+//   5. Journaled (OpenJournaledFsObjectStore, the data directory's owner): objects up to the
+//      threshold get their name only after their journal record is synced, and Get/Head of a
+//      version still in flight wait for that (J1-J3 below; docs/architecture.md, "Durability on
+//      the local-directory L2"). Such a root is written by its owner only (RefuseIfJournaled-
+//      Elsewhere); the owner takes the flock for none of its writes.
 //
 // ETag = "<inode>-<mtime_ns>-<size>" in lowercase hex, from one stat of the file: cheap, and
 // unique enough. By (1) and (2) the versions of a key are a sequence of files, each created while
@@ -22,11 +27,17 @@
 // re-creation that reuses the freed inode with the same size repeats the deleted version's ETag;
 // an if-match holding that ETag would then succeed. Content hashes would close it at the cost of
 // reading whole objects on Head.
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
+#include <deque>
 #include <queue>
+#include <unordered_map>
 
 #include "object/dir_sync_group.h"
+#include "object/journal.h"
+#include "object/journal_replay.h"
 #include "object/object_key.h"
 #include "wombatkv/env.h"
 
@@ -35,6 +46,10 @@ namespace {
 
 constexpr int kPutAttemptsMax = 8;  // a concurrent Delete may remove the parent directory we made
 constexpr int kWalkDepthMax = kObjectKeyBytesMax / 2 + 1;  // a key has at most 512 segments
+// Deferred puts (durable_on_return = false) wait for a journal sync anyway once this much is
+// waiting to be named, so memory and temporary files stay bounded without any later put.
+constexpr size_t kDeferredBytesMax = 8u << 20;
+constexpr size_t kDeferredNamesMax = 1024;
 
 void AppendHex(std::string& out, uint64_t v) {
   char buf[16];
@@ -64,8 +79,50 @@ class FsObjectStore final : public ObjectStore {
     root_ = root.empty() ? "." : root;
     base_ = root_ == "/" ? "/" : root_ + "/";
     lock_path_ = base_ + ".~lock";
+    owner_lock_path_ = base_ + ".~journal.lock";
     // Best effort: a failure here resurfaces, with its cause, at the first write.
     (void)fs_->CreateDirs(root_);
+  }
+
+  ~FsObjectStore() override {
+    if (!journal_) return;
+    // Names every deferred put; what fails stays in the journal for the next open.
+    Status s = SyncThrough(journal_->appended_lsn());
+    checkpoints_->Drain();
+    checkpoints_.reset();
+    // A clean close checkpoints the last file too, so the next open replays nothing (and does
+    // not rewrite a file damaged since, which a reader must find damaged: G9).
+    if (s.ok()) s = fs_->SyncFileSystem(root_);
+    if (s.ok()) (void)fs_->DeleteFile(journal_->file_path());
+  }
+
+  // Becomes the journaling owner of the root: takes the owner lock, replays what a crash left
+  // in the journal, makes the result durable and starts a new journal file.
+  Status OpenJournal(const FsJournalOptions& options) {
+    jopts_ = options;
+    WMBT_RETURN_IF_ERROR(fs_->CreateDirs(root_).WithContext("creating " + Describe()));
+    auto lock = fs_->LockFile(owner_lock_path_, "pid " + std::to_string(getpid()));
+    if (!lock.ok()) {
+      return lock.status().WithContext("the local L2 " + Describe() +
+                                       " is journaled by another process; stop it first");
+    }
+    owner_lock_ = std::move(lock).value();
+    WMBT_ASSIGN_OR_RETURN(auto replay, ReplayJournal(fs_, root_));
+    // Replayed files, and files named before the crash whose bytes were already right, become
+    // durable before the journal that vouches for them goes.
+    WMBT_RETURN_IF_ERROR(fs_->SyncFileSystem(root_).WithContext("recovering " + Describe()));
+    for (const std::string& path : replay.journal_paths) {
+      Status s = fs_->DeleteFile(path);
+      if (!s.ok() && !s.IsNotFound()) return s.WithContext("recovering " + Describe());
+    }
+    checkpoints_ = NewThreadPoolExecutor(1, "wmbt-l2-ckpt", /*nice=*/5);
+    WMBT_ASSIGN_OR_RETURN(
+        journal_, Journal::Create(fs_, root_, replay.last_lsn + 1, jopts_.journal_file_bytes,
+                                  [this](const std::string& path, uint64_t last_lsn) {
+                                    checkpoints_->Submit(
+                                        [this, path, last_lsn] { Checkpoint(path, last_lsn); });
+                                  }));
+    return Status::Ok();
   }
 
   std::string Describe() const override { return "file://" + root_; }
@@ -78,6 +135,18 @@ class FsObjectStore final : public ObjectStore {
     }
     const std::string path = PathOf(key);
     const std::string dir = PathOf(ParentOf(key));
+    if (journal_) {
+      size_t bytes = 0;
+      for (ByteView p : parts) bytes += p.size();
+      if (bytes <= jopts_.journaled_object_bytes_max) {
+        auto etag = JournaledPut(key, dir, path, parts, options);
+        if (etag.ok() || etag.status().IsConflict()) return etag;
+        return etag.status().WithContext("put " + std::string(key) + " in " + Describe());
+      }
+      WMBT_RETURN_IF_ERROR(BeforeDirectPut(path, options));
+    } else {
+      WMBT_RETURN_IF_ERROR(RefuseIfJournaledElsewhere(key));
+    }
     for (int attempt = 0; attempt < kPutAttemptsMax; ++attempt) {
       Status s = fs_->CreateDirs(dir);
       FileInfo written;
@@ -85,7 +154,10 @@ class FsObjectStore final : public ObjectStore {
         s = options.mode == PutMode::kIfAbsent ? Create(key, dir, path, parts, &written)
                                                : Replace(key, dir, path, parts, options, &written);
       }
-      if (s.ok()) return EtagOf(written);
+      if (s.ok()) {
+        if (journal_) WMBT_RETURN_IF_ERROR(RecordExternal(key, options));
+        return EtagOf(written);
+      }
       if (!s.IsNotFound()) return s.WithContext("put " + std::string(key) + " in " + Describe());
     }
     return Status::Unavailable("put " + std::string(key) + " in " + Describe() +
@@ -96,6 +168,7 @@ class FsObjectStore final : public ObjectStore {
     WMBT_RETURN_IF_ERROR(ValidateObjectKey(key));
     FileInfo info;
     const std::string path = PathOf(key);
+    WMBT_RETURN_IF_ERROR(AwaitJournaled(key, path));
     auto bytes = fs_->ReadFile(path, offset, length, &info);
     if (!bytes.ok()) return MissingOr(key, bytes.status());
     WMBT_RETURN_IF_ERROR(syncs_.AwaitDurable(PathOf(ParentOf(key)), path));
@@ -114,6 +187,7 @@ class FsObjectStore final : public ObjectStore {
   Result<ObjectInfo> Head(std::string_view key) override {
     WMBT_RETURN_IF_ERROR(ValidateObjectKey(key));
     const std::string path = PathOf(key);
+    WMBT_RETURN_IF_ERROR(AwaitJournaled(key, path));
     auto info = fs_->Stat(path);
     if (!info.ok()) return MissingOr(key, info.status());
     if (info->is_dir) return NotFound(key);
@@ -123,6 +197,7 @@ class FsObjectStore final : public ObjectStore {
 
   Status Delete(std::string_view key) override {
     WMBT_RETURN_IF_ERROR(ValidateObjectKey(key));
+    if (journal_) return JournaledDelete(key);
     auto lock = Lock();
     if (!lock.ok()) return lock.status().IsNotFound() ? Status::Ok() : lock.status();  // no root
     const std::string path = PathOf(key);
@@ -131,11 +206,8 @@ class FsObjectStore final : public ObjectStore {
     if (!info.ok() || info->is_dir) return Status::Ok();  // absent is fine (as S3)
     Status s = fs_->DeleteFile(path);
     if (!s.ok() && !s.IsNotFound()) return s.WithContext("delete " + std::string(key));
-    // Best effort: drop directories this left empty, so deleted prefixes do not linger. Under the
-    // lock no replacement races us; an if-absent Put that loses its directory retries.
-    for (std::string dir = ParentOf(key); !dir.empty(); dir = ParentOf(dir)) {
-      if (!fs_->DeleteFile(PathOf(dir)).ok()) break;
-    }
+    // Under the lock no replacement races us (RemoveEmptyParents).
+    RemoveEmptyParents(key);
     return Status::Ok();
   }
 
@@ -163,6 +235,236 @@ class FsObjectStore final : public ObjectStore {
   }
 
   Result<std::unique_ptr<FileLock>> Lock() { return fs_->LockFileBlocking(lock_path_); }
+
+  // ---- The journal (journaled mode only; see docs/architecture.md) ----
+  //
+  // A journaled put writes its bytes to an unnamed temporary file (no sync), then, under
+  // name_mu_, checks its condition against the key's newest version (an in-flight one first),
+  // appends its record and queues its naming. The temporary file gets its name only once the
+  // journal is synced up to the record (ApplySynced, by whichever thread gets there first):
+  // so any name on disk is vouched for by a durable record, and with it by every earlier record
+  // (journal.h). A put with durable_on_return waits for that; a deferred one returns at once.
+  //
+  // Invariants (under name_mu_):
+  //   J1. LSN order = the order in which versions of a key were decided (condition checked and
+  //       record appended in one critical section), and actions_ is in LSN order.
+  //   J2. inflight_[path] is the newest appended but not yet applied version of the path.
+  //   J3. Actions are applied (rename/unlink) in LSN order, only when synced_lsn >= their LSN.
+
+  struct InFlight {
+    uint64_t lsn = 0;
+    bool deleted = false;
+    std::string etag;
+  };
+  struct Action {
+    uint64_t lsn = 0;
+    std::string key;
+    std::unique_ptr<PendingFile> file;  // null: a delete
+  };
+  struct Version {
+    bool exists = false;
+    std::string etag;
+    uint64_t lsn = 0;  // > 0 while in flight
+  };
+
+  // The key's newest version. REQUIRES: name_mu_ held.
+  Result<Version> CurrentLocked(std::string_view key, const std::string& path) {
+    auto it = inflight_.find(path);
+    if (it != inflight_.end()) return Version{!it->second.deleted, it->second.etag, it->second.lsn};
+    auto info = fs_->Stat(path);
+    if (!info.ok()) {
+      if (info.status().IsNotFound()) return Version{};
+      return info.status();
+    }
+    if (info->is_dir) return DirectoryInTheWay(key);
+    return Version{true, EtagOf(*info), 0};
+  }
+
+  Result<std::string> JournaledPut(std::string_view key, const std::string& dir,
+                                   const std::string& path, const std::vector<ByteView>& parts,
+                                   const PutOptions& options) {
+    std::unique_ptr<PendingFile> file;
+    for (int attempt = 0; attempt < kPutAttemptsMax && !file; ++attempt) {
+      Status s = fs_->CreateDirs(dir);
+      if (s.ok()) {
+        auto written = fs_->WriteTemp(path, parts, /*sync=*/false,
+                                      /*later_than_current=*/options.mode != PutMode::kIfAbsent);
+        if (written.ok()) {
+          file = std::move(written).value();
+          break;
+        }
+        s = written.status();
+      }
+      if (!s.IsNotFound()) return s;  // NotFound: a delete removed the directory; again
+    }
+    if (!file) return Status::Unavailable("its directory kept disappearing under concurrent deletes");
+    const std::string etag = EtagOf(file->info());
+    uint64_t lsn = 0;
+    bool exists = false;
+    bool sync_now = options.durable_on_return;
+    {
+      std::lock_guard<std::mutex> g(name_mu_);
+      WMBT_RETURN_IF_ERROR(broken_);
+      WMBT_ASSIGN_OR_RETURN(Version current, CurrentLocked(key, path));
+      if (options.mode == PutMode::kIfAbsent && current.exists) {
+        exists = true;
+        lsn = current.lsn;
+      } else if (options.mode == PutMode::kIfMatch &&
+                 (!current.exists || current.etag != options.if_match)) {
+        if (!current.exists) {
+          return Status::Conflict("object " + std::string(key) + " does not exist (if-match " +
+                                  options.if_match + ")");
+        }
+        return Status::Conflict("object " + std::string(key) + " has etag " + current.etag +
+                                ", not " + options.if_match);
+      } else {
+        lsn = journal_->Append(JournalOp::kPut, key, parts);
+        inflight_[path] = InFlight{lsn, false, etag};
+        actions_.push_back(Action{lsn, std::string(key), std::move(file)});
+        sync_now = sync_now || actions_.size() >= kDeferredNamesMax ||
+                   journal_->batched_bytes() >= kDeferredBytesMax;
+      }
+    }
+    if (exists) {
+      // The caller may act on "it exists" as on a durable object, so it waits for the winner
+      // (in flight here, or named by the un-journaled path). A deferred caller need not: the
+      // winner's record precedes every record the caller appends later (J1), so the caller's
+      // next durable put covers it, and until then Get/Head here wait for it.
+      if (options.durable_on_return) {
+        if (lsn > 0) WMBT_RETURN_IF_ERROR(SyncThrough(lsn));
+        WMBT_RETURN_IF_ERROR(syncs_.AwaitDurable(dir, path));
+      }
+      return Status::Conflict("object " + std::string(key) + " already exists");
+    }
+    if (sync_now) WMBT_RETURN_IF_ERROR(SyncThrough(lsn));
+    return etag;
+  }
+
+  Status JournaledDelete(std::string_view key) {
+    const std::string path = PathOf(key);
+    uint64_t lsn = 0;
+    {
+      std::lock_guard<std::mutex> g(name_mu_);
+      WMBT_RETURN_IF_ERROR(broken_);
+      auto current = CurrentLocked(key, path);
+      if (!current.ok()) {
+        // A directory at the path is not an object: absent, as for the plain store.
+        return current.status().code() == Code::kFailedPrecondition ? Status::Ok()
+                                                                    : current.status();
+      }
+      if (!current->exists) return Status::Ok();
+      lsn = journal_->Append(JournalOp::kDelete, key, {});
+      inflight_[path] = InFlight{lsn, true, {}};
+      actions_.push_back(Action{lsn, std::string(key), nullptr});
+    }
+    return SyncThrough(lsn).WithContext("delete " + std::string(key));
+  }
+
+  // Before reading `path`: if a journaled version of it is in flight, waits until it is applied
+  // (a put: named; then it is durable) — or answers NotFound at once for an in-flight delete.
+  Status AwaitJournaled(std::string_view key, const std::string& path) {
+    if (!journal_) return Status::Ok();
+    uint64_t lsn = 0;
+    {
+      std::lock_guard<std::mutex> g(name_mu_);
+      auto it = inflight_.find(path);
+      if (it == inflight_.end()) return Status::Ok();
+      if (it->second.deleted) return NotFound(key);
+      lsn = it->second.lsn;
+    }
+    return SyncThrough(lsn);
+  }
+
+  // An object too large for the journal goes the un-journaled way (content, name, directory
+  // synced): first its in-flight predecessor is applied, and for a durable put every record
+  // appended so far is synced, so that its name never reaches the disk before a record it was
+  // ordered after.
+  Status BeforeDirectPut(const std::string& path, const PutOptions& options) {
+    uint64_t lsn = 0;
+    {
+      std::lock_guard<std::mutex> g(name_mu_);
+      auto it = inflight_.find(path);
+      if (it != inflight_.end()) lsn = it->second.lsn;
+    }
+    if (options.durable_on_return) lsn = journal_->appended_lsn();
+    return lsn > 0 ? SyncThrough(lsn) : Status::Ok();
+  }
+
+  // After an un-journaled put: a kExternal record, so that replay never puts an earlier
+  // journaled version of the key back over this file.
+  Status RecordExternal(std::string_view key, const PutOptions& options) {
+    uint64_t lsn = 0;
+    {
+      std::lock_guard<std::mutex> g(name_mu_);
+      lsn = journal_->Append(JournalOp::kExternal, key, {});
+    }
+    return options.durable_on_return ? SyncThrough(lsn) : Status::Ok();
+  }
+
+  Status SyncThrough(uint64_t lsn) {
+    WMBT_RETURN_IF_ERROR(journal_->AwaitSynced(lsn));
+    return ApplySynced();
+  }
+
+  // Names (or unlinks) every queued version whose record is durable, in LSN order (J3).
+  Status ApplySynced() {
+    std::lock_guard<std::mutex> g(name_mu_);
+    const uint64_t synced = journal_->synced_lsn();
+    while (!actions_.empty() && actions_.front().lsn <= synced) {
+      Action a = std::move(actions_.front());
+      actions_.pop_front();
+      const std::string path = PathOf(a.key);
+      Status s = a.file ? a.file->Commit(/*replace=*/true) : RemoveFile(a.key, path);
+      auto it = inflight_.find(path);
+      if (it != inflight_.end() && it->second.lsn == a.lsn) inflight_.erase(it);
+      if (!s.ok() && broken_.ok()) {
+        // The record is durable; the next open replays it. Until then this store would serve
+        // what the journal contradicts, so it stops.
+        broken_ = s.WithContext("applying the journaled version of " + a.key + " in " +
+                                Describe() + "; reopen the store to recover it");
+      }
+    }
+    return broken_;
+  }
+
+  // Background, for a journal file that got no more records: once the versions it vouches for
+  // are named and the file system has written everything back, it is no longer needed. A
+  // failure leaves it in place: the next open replays it, which is harmless (idempotent).
+  void Checkpoint(const std::string& journal_path, uint64_t last_lsn) {
+    Status s = SyncThrough(last_lsn);
+    if (s.ok()) s = fs_->SyncFileSystem(root_);
+    if (s.ok()) (void)fs_->DeleteFile(journal_path);
+  }
+
+  // A plain store must not write into a root that a journaling owner holds: the owner's journal
+  // would replay over it, and the owner decides conditions without the flock. Deletes stay
+  // allowed (orphan GC; a deleted object the owner's replay brings back is an orphan again).
+  Status RefuseIfJournaledElsewhere(std::string_view key) {
+    if (!fs_->Stat(owner_lock_path_).ok()) return Status::Ok();  // never journaled
+    // Probes of plain stores take turns, so that one never mistakes another probe for an owner.
+    auto probe_turn = fs_->LockFileBlocking(owner_lock_path_ + "~probe");
+    if (!probe_turn.ok()) return probe_turn.status();
+    auto owner = fs_->LockFile(owner_lock_path_, "probe by pid " + std::to_string(getpid()));
+    if (owner.ok()) return Status::Ok();
+    return Status::FailedPrecondition("put " + std::string(key) + " in " + Describe() +
+                                      ": the directory is owned by a journaling process (" +
+                                      owner.status().message() + "); write through it");
+  }
+
+  Status RemoveFile(std::string_view key, const std::string& path) {
+    Status s = fs_->DeleteFile(path);
+    if (!s.ok() && !s.IsNotFound()) return s.WithContext("delete " + std::string(key));
+    RemoveEmptyParents(key);
+    return Status::Ok();
+  }
+
+  // Best effort: drop directories a delete left empty, so deleted prefixes do not linger. A
+  // put that loses its directory this way retries.
+  void RemoveEmptyParents(std::string_view key) {
+    for (std::string dir = ParentOf(key); !dir.empty(); dir = ParentOf(dir)) {
+      if (!fs_->DeleteFile(PathOf(dir)).ok()) break;
+    }
+  }
 
   // The content is written and synced outside any lock (blob uploads run in parallel); only the
   // directory sync is shared (invariant 4).
@@ -320,12 +622,30 @@ class FsObjectStore final : public ObjectStore {
   std::string root_;
   std::string base_;  // root_ with a trailing '/'
   std::string lock_path_;
+  std::string owner_lock_path_;
+
+  // Journaled mode only (journal_ set by OpenJournal).
+  FsJournalOptions jopts_;
+  std::unique_ptr<FileLock> owner_lock_;
+  std::unique_ptr<Journal> journal_;
+  std::unique_ptr<Executor> checkpoints_;  // one thread: retired journal files, in order
+  std::mutex name_mu_;
+  std::unordered_map<std::string, InFlight> inflight_;  // by path (J2)
+  std::deque<Action> actions_;                          // in LSN order (J1, J3)
+  Status broken_;                                       // sticky: an applied action failed
 };
 
 }  // namespace
 
 std::unique_ptr<ObjectStore> NewFsObjectStore(std::string root, FileSystem* fs) {
   return std::make_unique<FsObjectStore>(std::move(root), fs);
+}
+
+Result<std::unique_ptr<ObjectStore>> OpenJournaledFsObjectStore(std::string root, FileSystem* fs,
+                                                                FsJournalOptions options) {
+  auto store = std::make_unique<FsObjectStore>(std::move(root), fs);
+  WMBT_RETURN_IF_ERROR(store->OpenJournal(options));
+  return std::unique_ptr<ObjectStore>(std::move(store));
 }
 
 }  // namespace wombatkv

@@ -9,15 +9,22 @@
 namespace wombatkv {
 namespace {
 
-// An FsObjectStore over a fresh directory that it deletes when destroyed.
+// An FsObjectStore over a fresh directory that it deletes when destroyed; with `journal`, the
+// journaled one (OpenJournaledFsObjectStore) with those options.
 class ScratchFsObjectStore final : public ObjectStoreWrapper {
  public:
-  ScratchFsObjectStore() {
+  explicit ScratchFsObjectStore(const FsJournalOptions* journal = nullptr) {
     static std::atomic<int> seq{0};
     dir_ = ::testing::TempDir() + "wombatkv_conformance_" + std::to_string(::getpid()) + "_" +
            std::to_string(seq++);
     EXPECT_TRUE(PosixFileSystem()->DeleteTree(dir_).ok());
-    inner_ = NewFsObjectStore(dir_, PosixFileSystem());
+    if (journal) {
+      auto opened = OpenJournaledFsObjectStore(dir_, PosixFileSystem(), *journal);
+      EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+      if (opened.ok()) inner_ = std::move(opened).value();
+    } else {
+      inner_ = NewFsObjectStore(dir_, PosixFileSystem());
+    }
     set_target(inner_.get());
   }
   ~ScratchFsObjectStore() override {
@@ -37,6 +44,21 @@ INSTANTIATE_TEST_SUITE_P(
                                          [] {
                                            return std::unique_ptr<ObjectStore>(
                                                new ScratchFsObjectStore());
+                                         }},
+                      // Every object through the journal.
+                      ObjectStoreFactory{"FsJournaled",
+                                         [] {
+                                           static const FsJournalOptions o{};
+                                           return std::unique_ptr<ObjectStore>(
+                                               new ScratchFsObjectStore(&o));
+                                         }},
+                      // Every non-empty object the un-journaled way, in journaled mode, with
+                      // tiny journal files (a checkpoint every few records).
+                      ObjectStoreFactory{"FsJournaledLarge",
+                                         [] {
+                                           static const FsJournalOptions o{0, 256};
+                                           return std::unique_ptr<ObjectStore>(
+                                               new ScratchFsObjectStore(&o));
                                          }}),
     ObjectStoreFactoryName);
 

@@ -9,15 +9,26 @@
 #include <string>
 #include <vector>
 
+#include "object/journal_record.h"
 #include "wombatkv/env.h"
 
 namespace wombatkv {
 
 struct SyncEvent {
-  enum Kind { kTempWritten, kCommitBegin, kCommitEnd, kSyncDirBegin, kSyncDirEnd, kMark };
+  enum Kind {
+    kTempWritten,
+    kCommitBegin,
+    kCommitEnd,
+    kSyncDirBegin,
+    kSyncDirEnd,
+    kMark,
+    kAppend,         // bytes appended to an AppendFile (a journal): path, data
+    kAppendSyncEnd,  // its Sync returned: path, ok
+  };
   Kind kind;
   std::string path;  // the destination path, the directory, or the mark's text
   bool ok = true;    // kTempWritten: content synced; kCommitEnd, kSyncDirEnd: succeeded
+  std::string data;  // kAppend: the bytes
 };
 
 class SyncOrderRecorder : public FileSystemWrapper {
@@ -45,6 +56,12 @@ class SyncOrderRecorder : public FileSystemWrapper {
     return s;
   }
 
+  Result<std::unique_ptr<AppendFile>> NewAppendFile(const std::string& path) override {
+    auto file = target()->NewAppendFile(path);
+    if (!file.ok()) return file.status();
+    return std::unique_ptr<AppendFile>(new Appender(this, std::move(*file), path));
+  }
+
   void Mark(const std::string& what) { Log(SyncEvent::kMark, what, true); }
 
   std::vector<SyncEvent> events() const {
@@ -60,11 +77,42 @@ class SyncOrderRecorder : public FileSystemWrapper {
   }
 
   // Index of the first mark `what`, or events.size().
+  static bool HoldsRecordFor(const std::string& batch, const std::string& key) {
+    ByteView rest = AsBytes(batch);
+    while (rest.size() >= kJournalRecordHeaderBytes) {
+      uint64_t lsn = 0;
+      for (int b = 0; b < 8; ++b) lsn |= uint64_t{rest[4 + b]} << (8 * b);
+      auto r = DecodeJournalRecord(rest, lsn);
+      if (!r.ok()) return false;
+      if (r->key == key) return true;
+      rest = rest.subspan(r->encoded_bytes);
+    }
+    return false;
+  }
+
   static size_t MarkIndex(const std::vector<SyncEvent>& events, const std::string& what) {
     for (size_t i = 0; i < events.size(); ++i) {
       if (events[i].kind == SyncEvent::kMark && events[i].path == what) return i;
     }
     return events.size();
+  }
+
+  // Whether, before index `limit`, a journal record for object `key` (journal_record.h) was
+  // appended to a journal file and a Sync of that file then returned OK. Empty when it was;
+  // otherwise what was missing.
+  static std::string JournaledBefore(const std::vector<SyncEvent>& events, const std::string& key,
+                                     size_t limit) {
+    for (size_t i = 0; i < limit && i < events.size(); ++i) {
+      if (events[i].kind != SyncEvent::kAppend || !HoldsRecordFor(events[i].data, key)) continue;
+      for (size_t j = i + 1; j < limit && j < events.size(); ++j) {
+        if (events[j].kind == SyncEvent::kAppendSyncEnd && events[j].path == events[i].path &&
+            events[j].ok) {
+          return "";
+        }
+      }
+      return "the journal record of " + key + " was not synced in time";
+    }
+    return "no journal record of " + key + " was written in time";
   }
 
   // Whether, before index `limit`, `path` was made durable in `dir` by the rules: its content
@@ -118,9 +166,33 @@ class SyncOrderRecorder : public FileSystemWrapper {
     std::string path_;
   };
 
-  void Log(SyncEvent::Kind kind, const std::string& path, bool ok) {
+  class Appender final : public AppendFile {
+   public:
+    Appender(SyncOrderRecorder* r, std::unique_ptr<AppendFile> inner, std::string path)
+        : r_(r), inner_(std::move(inner)), path_(std::move(path)) {}
+    Status Append(const std::vector<ByteView>& parts) override {
+      std::string data;
+      for (ByteView p : parts) data.append(reinterpret_cast<const char*>(p.data()), p.size());
+      Status s = inner_->Append(parts);
+      if (s.ok()) r_->Log(SyncEvent::kAppend, path_, true, std::move(data));
+      return s;
+    }
+    Status Sync() override {
+      Status s = inner_->Sync();
+      r_->Log(SyncEvent::kAppendSyncEnd, path_, s.ok());
+      return s;
+    }
+    Status Preallocate(uint64_t bytes) override { return inner_->Preallocate(bytes); }
+
+   private:
+    SyncOrderRecorder* r_;
+    std::unique_ptr<AppendFile> inner_;
+    std::string path_;
+  };
+
+  void Log(SyncEvent::Kind kind, const std::string& path, bool ok, std::string data = {}) {
     std::lock_guard<std::mutex> g(mu_);
-    events_.push_back(SyncEvent{kind, path, ok});
+    events_.push_back(SyncEvent{kind, path, ok, std::move(data)});
   }
 
   mutable std::mutex mu_;

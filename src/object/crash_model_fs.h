@@ -1,0 +1,363 @@
+// CrashModelFs (tests only): a FileSystem decorator that models a machine crash — what the disk
+// holds afterwards is only what was made durable, plus any subset of what was not.
+//
+// It tracks, for every file under the root, its durable state, updated by the calls that make
+// things durable (env.h's contract): a name created or removed becomes durable at the next
+// SyncDir of its directory (with the content synced at WriteTemp, or "some bytes" if the content
+// was never synced); WriteFileAtomic/CreateFileExclusive with sync are durable at once;
+// SyncFileSystem makes everything durable; an AppendFile is durable up to its last Sync.
+//
+// Crash() makes every later call fail (the process is "dead": the store is then destroyed).
+// ApplyCrash(rng) rewrites the real directory to one state a crash may leave: each file not
+// durable in its current state gets, at random, its durable state, its current state, or (if its
+// content was never synced) its name with other bytes; each journal-like append file is cut at a
+// random point at or after its synced length, sometimes with garbage after. Revive() then lets
+// calls through again, with everything on disk durable.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "wombatkv/env.h"
+
+namespace wombatkv {
+
+class CrashModelFs final : public FileSystemWrapper {
+ public:
+  CrashModelFs(FileSystem* target, std::string root)
+      : FileSystemWrapper(target), root_(std::move(root)) {
+    Snapshot();
+  }
+
+  void Crash() {
+    std::lock_guard<std::mutex> g(mu_);
+    crashed_ = true;
+  }
+
+  void ApplyCrash(Random& rng) {
+    std::lock_guard<std::mutex> g(mu_);
+    std::map<std::string, std::string> now;
+    ReadTree(root_, now);
+    for (auto& [path, bytes] : now) {
+      auto a = appends_.find(path);
+      if (a != appends_.end()) {
+        // A journal: the synced prefix survives, then a random part of the rest, maybe garbage.
+        const size_t keep = a->second + rng.Uniform(bytes.size() - a->second + 1);
+        std::string cut = bytes.substr(0, keep);
+        if (rng.Uniform(2) == 0) {
+          for (uint64_t i = rng.Uniform(64); i > 0; --i) cut.push_back(static_cast<char>(rng.Next64()));
+        }
+        Write(path, cut);
+        continue;
+      }
+      if (IsTemporary(path)) continue;
+      auto d = durable_.find(path);
+      const bool durable_same = d != durable_.end() && d->second.known && d->second.bytes == bytes;
+      if (durable_same) continue;
+      // Candidates: keep the current state, or go back to the durable one, or (content never
+      // synced) keep the name with other bytes.
+      const uint64_t pick = rng.Uniform(3);
+      if (pick == 0) continue;
+      if (pick == 1 || synced_content_.count(path) != 0) {
+        RestoreDurable(path, d == durable_.end() ? nullptr : &d->second, rng);
+      } else {
+        Write(path, Garble(bytes, rng));
+      }
+    }
+    // Files durably present but gone now (deleted, deletion not synced) may come back.
+    for (auto& [path, state] : durable_) {
+      if (now.count(path) != 0 || rng.Uniform(2) == 0) continue;
+      RestoreDurable(path, &state, rng);
+    }
+  }
+
+  void Revive() {
+    std::lock_guard<std::mutex> g(mu_);
+    crashed_ = false;
+    Snapshot();
+  }
+
+  Result<std::unique_ptr<PendingFile>> WriteTemp(const std::string& path,
+                                                 const std::vector<ByteView>& parts, bool sync,
+                                                 bool later_than_current) override {
+    WMBT_RETURN_IF_ERROR(Alive());
+    auto file = target()->WriteTemp(path, parts, sync, later_than_current);
+    if (!file.ok()) return file.status();
+    return std::unique_ptr<PendingFile>(
+        new Pending(this, std::move(file).value(), path, Concat(parts), sync));
+  }
+
+  Status WriteFileAtomic(const std::string& path, const std::vector<ByteView>& parts, bool sync,
+                         FileInfo* written) override {
+    WMBT_RETURN_IF_ERROR(Alive());
+    Status s = target()->WriteFileAtomic(path, parts, sync, written);
+    if (s.ok()) Named(path, Concat(parts), sync, /*dir_synced=*/sync);
+    return s;
+  }
+
+  Status CreateFileExclusive(const std::string& path, const std::vector<ByteView>& parts,
+                             bool sync, FileInfo* written) override {
+    WMBT_RETURN_IF_ERROR(Alive());
+    Status s = target()->CreateFileExclusive(path, parts, sync, written);
+    if (s.ok()) Named(path, Concat(parts), sync, /*dir_synced=*/sync);
+    return s;
+  }
+
+  Status SyncDir(const std::string& dir) override {
+    WMBT_RETURN_IF_ERROR(Alive());
+    std::shared_lock<std::shared_mutex> barrier(sync_mu_);
+    std::vector<Event> events;
+    uint64_t snapshot;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      events.swap(pending_[dir]);
+      snapshot = snapshots_;
+    }
+    Status s = target()->SyncDir(dir);
+    std::lock_guard<std::mutex> g(mu_);
+    // A SyncFileSystem that ran meanwhile made these names durable with what they hold: nothing
+    // older may override that.
+    if (snapshot != snapshots_) return s;
+    if (!s.ok()) {
+      auto& p = pending_[dir];
+      p.insert(p.begin(), events.begin(), events.end());
+      return s;
+    }
+    for (const Event& e : events) durable_[e.path] = e.state;
+    return s;
+  }
+
+  // Durable afterwards: what the files held when the call began (not what they hold when it
+  // returns: names and bytes written meanwhile may or may not have been written back).
+  Status SyncFileSystem(const std::string& path) override {
+    WMBT_RETURN_IF_ERROR(Alive());
+    // No directory sync overlaps it, so neither can make older state override what it recorded.
+    std::unique_lock<std::shared_mutex> barrier(sync_mu_);
+    std::map<std::string, std::string> before;
+    std::map<std::string, size_t> pending_before;
+    std::map<std::string, uint64_t> appended_before;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      ReadTree(root_, before);
+      for (const auto& [dir, events] : pending_) pending_before[dir] = events.size();
+      appended_before = appended_;
+    }
+    Status s = target()->SyncFileSystem(path);
+    if (!s.ok()) return s;
+    std::lock_guard<std::mutex> g(mu_);
+    ++snapshots_;
+    durable_.clear();
+    for (auto& [p, bytes] : before) {
+      if (appends_.count(p) == 0) durable_[p] = State{true, true, bytes};
+    }
+    for (auto& [p, synced] : appends_) {
+      auto a = appended_before.find(p);
+      if (a != appended_before.end()) synced = std::max<uint64_t>(synced, a->second);
+    }
+    for (const auto& [dir, n] : pending_before) {
+      auto& events = pending_[dir];
+      events.erase(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(std::min(n, events.size())));
+    }
+    return s;
+  }
+
+  Status DeleteFile(const std::string& path) override {
+    WMBT_RETURN_IF_ERROR(Alive());
+    Status s = target()->DeleteFile(path);
+    std::lock_guard<std::mutex> g(mu_);
+    if (s.ok() && appends_.erase(path) == 0) pending_[DirOf(path)].push_back({path, State{}});
+    return s;
+  }
+
+  Result<std::unique_ptr<AppendFile>> NewAppendFile(const std::string& path) override {
+    WMBT_RETURN_IF_ERROR(Alive());
+    auto file = target()->NewAppendFile(path);
+    if (!file.ok()) return file.status();
+    std::lock_guard<std::mutex> g(mu_);
+    appends_[path] = 0;
+    return std::unique_ptr<AppendFile>(new Appender(this, std::move(file).value(), path));
+  }
+
+  Result<std::shared_ptr<Buffer>> ReadFile(const std::string& path, uint64_t offset,
+                                           uint64_t length, FileInfo* info) override {
+    WMBT_RETURN_IF_ERROR(Alive());
+    return target()->ReadFile(path, offset, length, info);
+  }
+  Result<FileInfo> Stat(const std::string& path) override {
+    WMBT_RETURN_IF_ERROR(Alive());
+    return target()->Stat(path);
+  }
+  Result<std::vector<std::string>> ListDir(const std::string& path) override {
+    WMBT_RETURN_IF_ERROR(Alive());
+    return target()->ListDir(path);
+  }
+
+ private:
+  struct State {
+    bool exists = false;
+    bool known = true;  // false: the name is durable, its bytes are not
+    std::string bytes;
+  };
+  struct Event {
+    std::string path;
+    State state;
+  };
+
+  class Pending final : public PendingFile {
+   public:
+    Pending(CrashModelFs* fs, std::unique_ptr<PendingFile> inner, std::string path,
+            std::string bytes, bool synced)
+        : fs_(fs), inner_(std::move(inner)), path_(std::move(path)), bytes_(std::move(bytes)),
+          synced_(synced) {}
+    const FileInfo& info() const override { return inner_->info(); }
+    Status Commit(bool replace) override {
+      WMBT_RETURN_IF_ERROR(fs_->Alive());
+      Status s = inner_->Commit(replace);
+      if (s.ok()) fs_->Named(path_, bytes_, synced_, /*dir_synced=*/false);
+      return s;
+    }
+
+   private:
+    CrashModelFs* fs_;
+    std::unique_ptr<PendingFile> inner_;
+    std::string path_, bytes_;
+    bool synced_;
+  };
+
+  class Appender final : public AppendFile {
+   public:
+    Appender(CrashModelFs* fs, std::unique_ptr<AppendFile> inner, std::string path)
+        : fs_(fs), inner_(std::move(inner)), path_(std::move(path)) {}
+    Status Append(const std::vector<ByteView>& parts) override {
+      WMBT_RETURN_IF_ERROR(fs_->Alive());
+      WMBT_RETURN_IF_ERROR(inner_->Append(parts));
+      for (ByteView p : parts) written_ += p.size();
+      std::lock_guard<std::mutex> g(fs_->mu_);
+      fs_->appended_[path_] = written_;
+      return Status::Ok();
+    }
+    Status Sync() override {
+      WMBT_RETURN_IF_ERROR(fs_->Alive());
+      WMBT_RETURN_IF_ERROR(inner_->Sync());
+      std::lock_guard<std::mutex> g(fs_->mu_);
+      auto it = fs_->appends_.find(path_);
+      if (it != fs_->appends_.end()) it->second = written_;
+      return Status::Ok();
+    }
+    Status Preallocate(uint64_t bytes) override {
+      WMBT_RETURN_IF_ERROR(fs_->Alive());
+      return inner_->Preallocate(bytes);
+    }
+
+   private:
+    CrashModelFs* fs_;
+    std::unique_ptr<AppendFile> inner_;
+    std::string path_;
+    uint64_t written_ = 0;
+  };
+
+  Status Alive() {
+    std::lock_guard<std::mutex> g(mu_);
+    return crashed_ ? Status::Unavailable("crashed (CrashModelFs)") : Status::Ok();
+  }
+
+  void Named(const std::string& path, std::string bytes, bool content_synced, bool dir_synced) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (content_synced) {
+      synced_content_.insert(path);
+    } else {
+      synced_content_.erase(path);
+    }
+    State st{true, content_synced, std::move(bytes)};
+    if (dir_synced) {
+      durable_[path] = st;
+    } else {
+      pending_[DirOf(path)].push_back({path, std::move(st)});
+    }
+  }
+
+  // REQUIRES: mu_ held. Everything on disk now is durable.
+  void Snapshot() {
+    ++snapshots_;
+    std::map<std::string, std::string> now;
+    ReadTree(root_, now);
+    durable_.clear();
+    pending_.clear();
+    synced_content_.clear();
+    for (auto& [path, bytes] : now) {
+      auto a = appends_.find(path);
+      if (a != appends_.end()) {
+        a->second = bytes.size();
+        continue;
+      }
+      durable_[path] = State{true, true, bytes};
+    }
+  }
+
+  void RestoreDurable(const std::string& path, const State* st, Random& rng) {
+    if (st == nullptr || !st->exists) {
+      (void)target()->DeleteFile(path);
+      return;
+    }
+    std::string bytes = st->bytes;
+    if (!st->known) bytes = Garble(bytes, rng);
+    Write(path, bytes);
+  }
+
+  static std::string Garble(const std::string& bytes, Random& rng) {
+    std::string out = bytes.substr(0, rng.Uniform(bytes.size() + 1));
+    if (!out.empty()) out[rng.Uniform(out.size())] ^= 0x5a;
+    return out;
+  }
+
+  void Write(const std::string& path, const std::string& bytes) {
+    (void)target()->CreateDirs(DirOf(path));
+    (void)target()->WriteFileAtomic(path, {AsBytes(bytes)}, /*sync=*/false);
+  }
+
+  static bool IsTemporary(const std::string& path) { return path.ends_with('~'); }
+
+  static std::string DirOf(const std::string& path) { return path.substr(0, path.find_last_of('/')); }
+
+  static std::string Concat(const std::vector<ByteView>& parts) {
+    std::string s;
+    for (ByteView p : parts) s.append(reinterpret_cast<const char*>(p.data()), p.size());
+    return s;
+  }
+
+  void ReadTree(const std::string& dir, std::map<std::string, std::string>& out) {
+    auto names = target()->ListDir(dir);
+    if (!names.ok()) return;
+    for (const std::string& n : *names) {
+      const std::string path = dir + "/" + n;
+      auto info = target()->Stat(path);
+      if (!info.ok()) continue;
+      if (info->is_dir) {
+        ReadTree(path, out);
+      } else if (!n.ends_with(".lock") && n.find(".lock~") == std::string::npos) {
+        auto bytes = target()->ReadFile(path, 0, kToEndOfFile, nullptr);
+        if (bytes.ok()) out[path] = std::string(reinterpret_cast<const char*>((*bytes)->data()), (*bytes)->size());
+      }
+    }
+  }
+
+  static constexpr uint64_t kToEndOfFile = ~uint64_t{0};
+
+  const std::string root_;
+  std::shared_mutex sync_mu_;  // SyncDir (shared) against SyncFileSystem (exclusive)
+  std::mutex mu_;
+  bool crashed_ = false;
+  uint64_t snapshots_ = 0;  // Snapshot() calls so far
+  std::map<std::string, State> durable_;                 // absent from the map: durably absent
+  std::map<std::string, std::vector<Event>> pending_;    // by directory, until its SyncDir
+  std::set<std::string> synced_content_;                 // the current file's bytes were synced
+  std::map<std::string, uint64_t> appends_;              // append files: synced length
+  std::map<std::string, uint64_t> appended_;             // append files: written length
+};
+
+}  // namespace wombatkv

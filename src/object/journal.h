@@ -1,0 +1,94 @@
+// Journal: the write-ahead log in front of FsObjectStore's directory form, with group commit.
+//
+// Records (journal_record.h) are appended to an in-memory batch under a mutex, which gives them
+// their LSNs in call order. AwaitSynced(n) returns once every record up to n is on stable storage:
+// one caller at a time (the leader) writes the whole batch gathered so far to the current file
+// and fdatasyncs it; callers arriving meanwhile wait for it, and the first of them to find their
+// record not covered leads the next round. So concurrent writers share one flush, and a record is
+// durable only if every record before it is (one file, written in order; a file is synced before
+// any record reaches the next: the journal on disk is always a prefix of the appended sequence).
+//
+// Files are "<dir>/.~journal-<first lsn, 16 hex digits>" (the '~' keeps them out of listings
+// and keys). When the current file has grown past `file_bytes_target`, the leader, right after a
+// sync, starts the next file and passes the finished one to `on_retired` (checkpoint: see
+// FsObjectStore). Files are zero-filled ahead of the write position (AppendFile::Preallocate), so
+// an fdatasync persists data only.
+//
+// A failed write or sync is sticky: every later AwaitSynced returns it (what reached the disk is
+// unknown; reopening the store recovers from the journal prefix that did).
+//
+// Thread-safety: all methods may be called concurrently.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "object/journal_record.h"
+#include "wombatkv/env.h"
+
+namespace wombatkv {
+
+inline constexpr std::string_view kJournalFilePrefix = ".~journal-";
+
+// The journal file name for first LSN `lsn` ("" if `name` is not one: then *lsn is untouched).
+std::string JournalFileName(uint64_t lsn);
+bool ParseJournalFileName(std::string_view name, uint64_t* lsn);
+
+class Journal {
+ public:
+  // Called by the leader, without locks held, with a file that holds records up to `last_lsn`
+  // (all synced) and will get no more.
+  using RetiredFn = std::function<void(const std::string& path, uint64_t last_lsn)>;
+
+  // Starts a new journal file in `dir` whose first record will have LSN `next_lsn`; its name
+  // is durable on return.
+  static Result<std::unique_ptr<Journal>> Create(FileSystem* fs, std::string dir,
+                                                 uint64_t next_lsn, uint64_t file_bytes_target,
+                                                 RetiredFn on_retired);
+  ~Journal();
+
+  // Encodes a record into the batch and returns its LSN. No I/O.
+  uint64_t Append(JournalOp op, std::string_view key, const std::vector<ByteView>& value);
+
+  // Returns once every record with LSN <= `lsn` is durable (leading a round if needed).
+  Status AwaitSynced(uint64_t lsn);
+
+  uint64_t appended_lsn() const;
+  uint64_t synced_lsn() const;
+  // Bytes appended but not yet written to the file.
+  size_t batched_bytes() const;
+  // The file records go to now. REQUIRES: no AwaitSynced running (e.g. at close).
+  const std::string& file_path() const { return file_path_; }
+
+ private:
+  Journal(FileSystem* fs, std::string dir, uint64_t file_bytes_target, RetiredFn on_retired);
+  Status OpenFile(uint64_t first_lsn);             // leader only
+  Status WriteAndSync(std::string& batch, uint64_t last_lsn);  // leader only
+
+  FileSystem* const fs_;
+  const std::string dir_;
+  const uint64_t file_bytes_target_;
+  const RetiredFn on_retired_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // a round finished
+  std::string batch_;           // encoded records after the last round's
+  uint64_t appended_ = 0;       // LSN of the last appended record
+  uint64_t synced_ = 0;         // LSN of the last durable record
+  bool syncing_ = false;        // a leader is writing/syncing
+  Status error_;                // sticky
+
+  // The leader's: only the thread with syncing_ set touches these.
+  std::unique_ptr<AppendFile> file_;
+  std::string file_path_;
+  uint64_t file_bytes_ = 0;        // written to the current file
+  uint64_t preallocated_ = 0;      // the current file's zero-filled length
+  std::string spare_;              // the previous batch's buffer, reused
+};
+
+}  // namespace wombatkv

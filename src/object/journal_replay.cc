@@ -1,0 +1,93 @@
+#include "object/journal_replay.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "object/journal.h"
+#include "object/object_key.h"
+#include "wombatkv/object_store.h"
+
+namespace wombatkv {
+namespace {
+
+struct LastOp {
+  JournalOp op;
+  ByteView value;
+};
+
+std::string ParentOf(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+bool SameBytes(FileSystem* fs, const std::string& path, ByteView want) {
+  FileInfo info;
+  auto have = fs->ReadFile(path, 0, kToEnd, &info);
+  if (!have.ok() || info.is_dir || (*have)->size() != want.size()) return false;
+  return want.empty() || std::memcmp((*have)->data(), want.data(), want.size()) == 0;
+}
+
+}  // namespace
+
+Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& root) {
+  JournalReplayResult out;
+  auto names = fs->ListDir(root);
+  if (!names.ok()) return names.status().IsNotFound() ? Result<JournalReplayResult>(out) : names.status();
+  std::vector<std::pair<uint64_t, std::string>> files;
+  for (const std::string& n : *names) {
+    uint64_t first = 0;
+    if (ParseJournalFileName(n, &first)) files.emplace_back(first, root + "/" + n);
+  }
+  std::sort(files.begin(), files.end());
+  for (auto& f : files) out.journal_paths.push_back(f.second);
+
+  // The buffers stay alive while `last` points into them.
+  std::vector<std::shared_ptr<Buffer>> contents;
+  std::map<std::string, LastOp> last;  // key -> its last record in the prefix
+  bool ended = false;
+  uint64_t expected = files.empty() ? 0 : files.front().first;
+  for (const auto& [first, path] : files) {
+    // A file that does not continue the sequence holds nothing of the prefix (files start only
+    // after their predecessor was synced whole, journal.h).
+    if (ended || first != expected) break;
+    WMBT_ASSIGN_OR_RETURN(auto bytes, fs->ReadFile(path, 0, kToEnd));
+    ByteView rest(bytes->data(), bytes->size());
+    while (true) {
+      auto rec = DecodeJournalRecord(rest, expected);
+      if (!rec.ok()) break;  // the end of this file's records (zeros, torn, stale)
+      last[std::string(rec->key)] = LastOp{rec->op, rec->value};
+      rest = rest.subspan(rec->encoded_bytes);
+      out.last_lsn = expected++;
+      ++out.records;
+    }
+    contents.push_back(std::move(bytes));
+    // The next file must start right after this one's last record; if this one was cut short,
+    // the next one (if any) fails that test.
+  }
+
+  for (const auto& [key, op] : last) {
+    // Keys were validated when journaled; a record that names something else is not ours.
+    if (!ValidateObjectKey(key).ok()) {
+      return Status::Corruption("journal in " + root + " names an invalid key: " + key);
+    }
+    const std::string path = root + "/" + key;
+    if (op.op == JournalOp::kPut) {
+      if (SameBytes(fs, path, op.value)) continue;
+      WMBT_RETURN_IF_ERROR(fs->CreateDirs(ParentOf(path)));
+      WMBT_RETURN_IF_ERROR(
+          fs->WriteFileAtomic(path, {op.value}, /*sync=*/false).WithContext("replaying journal"));
+      ++out.files_written;
+    } else if (op.op == JournalOp::kDelete) {
+      Status s = fs->DeleteFile(path);
+      if (s.ok()) {
+        ++out.files_deleted;
+      } else if (!s.IsNotFound()) {
+        return s.WithContext("replaying journal");
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace wombatkv
