@@ -12,6 +12,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "base/adaptive_spin.h"
+
 namespace wombatkv::shm {
 
 // Sleeps while `*word == expected` (returns at once otherwise), until woken.
@@ -55,36 +57,8 @@ inline void CpuRelax() {
 #endif
 }
 
-// How long to spin before sleeping, learnt from how long waits have recently taken (after the
-// adaptive mutexes of glibc, but shrinking on failure): on idle cores a peer answers within a
-// few microseconds and spinning saves two context switches per call; on oversubscribed cores
-// (more busy processes than cores) spinning only delays the peer, and the limit decays towards
-// its floor so the waiter sleeps soon. Relaxed races between threads are harmless.
-class AdaptiveSpin {
- public:
-  static constexpr uint32_t kCeiling = 4096;  // ~120 µs of CpuRelax()
-
-  // `floor`: rounds spun even when recent spins all failed (~30 ns each).
-  explicit AdaptiveSpin(uint32_t floor) : floor_(floor) {}
-
-  uint32_t limit() const {
-    const uint32_t l = 2 * avg_.load(std::memory_order_relaxed) + floor_;
-    return l < kCeiling ? l : kCeiling;
-  }
-  // The awaited event came after `spins` rounds of spinning.
-  void Succeeded(uint32_t spins) {
-    const int64_t avg = avg_.load(std::memory_order_relaxed);
-    avg_.store(static_cast<uint32_t>(avg + (int64_t{spins} - avg) / 8), std::memory_order_relaxed);
-  }
-  // The spin ran out and the waiter had to sleep.
-  void Failed() {
-    const uint32_t avg = avg_.load(std::memory_order_relaxed);
-    avg_.store(avg - avg / 4, std::memory_order_relaxed);
-  }
-
- private:
-  const uint32_t floor_;
-  std::atomic<uint32_t> avg_{256};
-};
+// How long to spin before sleeping, learnt from recent waits (base/adaptive_spin.h, shared with
+// the TCP transport).
+using ::wombatkv::AdaptiveSpin;
 
 }  // namespace wombatkv::shm

@@ -13,7 +13,7 @@ namespace wombatkv::tcp {
 FrameReader::FrameReader(uint32_t max_body_bytes, size_t staging_bytes)
     : max_body_(max_body_bytes), staging_(staging_bytes < 4096 ? 4096 : staging_bytes) {}
 
-Result<FrameReader::ReadResult> FrameReader::ReadFrom(int fd) {
+Result<FrameReader::ReadResult> FrameReader::ReadFrom(int fd, int flags) {
   uint8_t* into;
   size_t room;
   bool direct = false;
@@ -32,13 +32,17 @@ Result<FrameReader::ReadResult> FrameReader::ReadFrom(int fd) {
     }
     into = staging_.data() + end_;
     room = staging_.size() - end_;
-    if (room == 0) return ReadResult::kData;  // Next() must consume first
+    if (room == 0) {
+      drained_ = false;
+      return ReadResult::kData;  // Next() must consume first
+    }
   }
   for (;;) {
-    ssize_t n = ::recv(fd, into, room, 0);
+    ssize_t n = ::recv(fd, into, room, flags);
     if (n > 0) {
       (direct ? body_filled_ : end_) += static_cast<size_t>(n);
       bytes_read_ += static_cast<uint64_t>(n);
+      drained_ = static_cast<size_t>(n) < room;
       return ReadResult::kData;
     }
     if (n == 0) return ReadResult::kEof;

@@ -30,9 +30,15 @@ class FrameReader {
   explicit FrameReader(uint32_t max_body_bytes, size_t staging_bytes = 64 << 10);
 
   enum class ReadResult { kData, kWouldBlock, kEof };
-  // One read(2) from `fd` into the staging buffer or the body being received. kWouldBlock on
-  // EAGAIN (non-blocking sockets). Unavailable naming the error on a socket failure.
-  Result<ReadResult> ReadFrom(int fd);
+  // One recv(2) from `fd` into the staging buffer or the body being received, with `flags`
+  // (MSG_DONTWAIT: a poll of a blocking socket). kWouldBlock on EAGAIN (non-blocking sockets,
+  // MSG_DONTWAIT, or a receive timeout). Unavailable naming the error on a socket failure.
+  Result<ReadResult> ReadFrom(int fd, int flags = 0);
+
+  // After kData: the read returned less than it had room for, so the socket held nothing more at
+  // that moment. An event loop (level-triggered) can then wait instead of reading again only to
+  // get EAGAIN — one syscall per request saved.
+  bool drained() const { return drained_; }
 
   // The next complete Message among the bytes read so far, or nullopt when more are needed.
   // InvalidArgument for a bad envelope or body, Corruption for a CRC mismatch (invariant 4).
@@ -63,6 +69,7 @@ class FrameReader {
   uint64_t rejected_id_ = 0;
   uint16_t rejected_op_ = 0;
   uint64_t bytes_read_ = 0;
+  bool drained_ = false;
 };
 
 }  // namespace wombatkv::tcp

@@ -177,3 +177,56 @@ TEST(FrameReader, EndOfStreamIsReported) {
 
 }  // namespace
 }  // namespace wombatkv::tcp
+
+namespace wombatkv::tcp {
+namespace {
+
+// drained() lets the event loop skip the read that would only return EAGAIN: it must be true
+// only when the socket really had nothing more.
+TEST(FrameReader, AShortReadSaysTheSocketIsDrainedAFullOneDoesNot) {
+  SocketPair s;
+  FrameReader r(1 << 20, /*staging_bytes=*/4096);
+  s.Write(Bytes(Sample(1, 100)));
+  auto rr = r.ReadFrom(s.b);
+  ASSERT_TRUE(rr.ok());
+  ASSERT_EQ(*rr, FrameReader::ReadResult::kData);
+  EXPECT_TRUE(r.drained()) << "one small frame: the read took everything";
+  auto m = r.Next();
+  ASSERT_TRUE(m.ok() && m->has_value());
+
+  // More than the staging buffer holds: the first read fills it, so more may be waiting.
+  s.Write(Bytes(Sample(2, 3000)));
+  s.Write(Bytes(Sample(3, 3000)));
+  rr = r.ReadFrom(s.b);
+  ASSERT_TRUE(rr.ok());
+  EXPECT_FALSE(r.drained()) << "the read filled its room: the socket may hold more";
+  size_t got = 0;
+  for (int i = 0; i < 100 && got < 2; ++i) {
+    for (;;) {
+      auto next = r.Next();
+      ASSERT_TRUE(next.ok());
+      if (!next->has_value()) break;
+      ++got;
+    }
+    if (got < 2) {
+      ASSERT_TRUE(r.ReadFrom(s.b).ok());
+    }
+  }
+  EXPECT_EQ(got, 2u);
+  EXPECT_TRUE(r.drained()) << "the last read emptied the socket";
+}
+
+// MSG_DONTWAIT makes one read of a blocking socket a poll: the client's spin relies on it.
+TEST(FrameReader, ADontWaitReadOfAnEmptyBlockingSocketWouldBlock) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);  // blocking
+  FrameReader r(1 << 20);
+  auto rr = r.ReadFrom(fds[1], MSG_DONTWAIT);
+  ASSERT_TRUE(rr.ok());
+  EXPECT_EQ(*rr, FrameReader::ReadResult::kWouldBlock);
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+}  // namespace
+}  // namespace wombatkv::tcp

@@ -17,10 +17,18 @@
 
 #include "transport/tcp/frame_reader.h"
 #include "transport/tcp/sockets.h"
+#include "transport/tcp/spin_poll.h"
 #include "wire/codec.h"
 
 namespace wombatkv::tcp {
 namespace {
+
+// How long a waiting caller polls for its response before sleeping, in µs (spin_poll.h): up to
+// 50 µs, probing once per 128 calls at most when spinning has stopped paying.
+constexpr AdaptiveSpin::Options kClientSpin{0, 50, 16, 128};
+// A connection that answered a call this recently is not checked for a daemon-side close before
+// the next send (a poll(2) per call saved on a busy connection); see Exchange.
+constexpr uint64_t kPeerCheckQuietMicros = 50;
 
 // A call waiting for its response. Lives on the caller's stack; the connection touches it only
 // under its mutex and only while it is registered.
@@ -109,6 +117,7 @@ class Connection {
                              uint64_t timeout_micros) {
     std::unique_lock<std::mutex> l(mu_);
     const uint64_t start = clock.NowMicros();
+    bool spun = false;
     for (;;) {
       if (call.done) return std::move(*call.result);
       uint64_t wait = 3'600'000'000ull;  // re-check hourly when waiting for ever
@@ -128,6 +137,20 @@ class Connection {
       }
       if (!reading_ && !dead_) {
         reading_ = true;
+        // First poll the socket for a while: an answer that comes within microseconds is then
+        // read without the wake-up (docs/daemon.md, "Spinning").
+        if (spin_enabled_ && !spun) {  // once per call: a large body arrives in many reads
+          spun = true;
+          l.unlock();
+          SpinForResponse(call, clock);
+          l.lock();
+          if (call.done) {
+            reading_ = false;
+            WakeNextReaderLocked();
+            last_answer_us_ = clock.NowMicros();
+            return std::move(*call.result);
+          }
+        }
         // Sleeping in recv(2) itself (bounded by the socket's receive timeout) saves a poll(2)
         // per call; only when that bound would overshoot this call's deadline by more than 1%
         // does the reader wait in poll(2) for the exact remainder.
@@ -140,6 +163,7 @@ class Connection {
         reading_ = false;
         if (call.done) {
           WakeNextReaderLocked();
+          last_answer_us_ = clock.NowMicros();
           return std::move(*call.result);
         }
         continue;
@@ -175,6 +199,14 @@ class Connection {
 
   uint32_t server_max_frame = wire::kDefaultMaxBodyBytes;
 
+  // When this connection last handed a caller its response (Clock micros; 0 = never).
+  uint64_t last_answer_us() {
+    std::lock_guard<std::mutex> g(mu_);
+    return last_answer_us_;
+  }
+
+  void set_spin(bool on) { spin_enabled_ = on; }
+
  private:
   // The reader left: one waiting call takes over (a call not waiting yet will see no reader
   // when it starts to wait). REQUIRES: mu_ held, reading_ false.
@@ -182,32 +214,44 @@ class Connection {
     if (!calls_.empty()) calls_.begin()->second->cv.notify_one();
   }
 
+  // Reads without sleeping for a while (spin_poll.h), until `call` is answered or the spin ends.
+  // Only the current reader calls it (reading_ set).
+  void SpinForResponse(PendingCall& call, Clock& clock) {
+    SpinPoll(spin_, clock, [&] {
+      if (!ReadSome(0, MSG_DONTWAIT)) return false;
+      std::lock_guard<std::mutex> g(mu_);
+      return call.done;
+    });
+  }
+
   // One read(2) and the delivery of every frame it completed. Only the current reader calls
-  // it (reading_ set). `timeout_micros` bounds the wait for bytes (0 = none).
-  void ReadSome(uint64_t timeout_micros) {
+  // it (reading_ set). `timeout_micros` bounds the wait for bytes (0 = none); `flags` are
+  // recv(2)'s (MSG_DONTWAIT: do not wait at all). False when nothing was read.
+  bool ReadSome(uint64_t timeout_micros, int flags = 0) {
     if (timeout_micros > 0) {
       pollfd p{fd_, POLLIN, 0};
       const int ms = static_cast<int>(std::min<uint64_t>((timeout_micros + 999) / 1000,
                                                          24ull * 3600 * 1000));
       int n = ::poll(&p, 1, ms);
-      if (n == 0 || (n < 0 && errno == EINTR)) return;  // the caller re-checks its deadline
+      if (n == 0 || (n < 0 && errno == EINTR)) return false;  // the caller re-checks its deadline
     }
-    auto r = reader_.ReadFrom(fd_);
+    auto r = reader_.ReadFrom(fd_, flags);
     if (!r.ok()) {
       Kill(Gone(r.status().message()));
-      return;
+      return true;
     }
+    if (*r == FrameReader::ReadResult::kWouldBlock) return false;
     if (*r == FrameReader::ReadResult::kEof) {
       Kill(Gone("the daemon closed the connection"));
-      return;
+      return true;
     }
     for (;;) {
       auto m = reader_.Next();
       if (!m.ok()) {
         Kill(Gone("malformed frame from the daemon: " + m.status().ToString()));
-        return;
+        return true;
       }
-      if (!m->has_value()) return;
+      if (!m->has_value()) return true;
       Deliver(std::move(**m));
     }
   }
@@ -250,6 +294,9 @@ class Connection {
   uint64_t recv_timeout_micros_ = 0;
   std::unordered_map<uint64_t, PendingCall*> calls_;
   std::string server_error_;
+  uint64_t last_answer_us_ = 0;
+  bool spin_enabled_ = true;  // set before the connection is shared
+  AdaptiveSpin spin_{kClientSpin};  // used only by the current reader
 };
 
 class TcpChannel final : public Channel {
@@ -311,7 +358,12 @@ class TcpChannel final : public Channel {
     PendingCall call;
     bool alone = false;
     if (!conn.Register(id, &call, &alone)) return Status::Unavailable("connection lost");
-    if (alone && conn.PeerClosed()) return Status::Unavailable("connection lost");
+    // Only a connection that has been quiet can have been closed by the daemon unnoticed (idle
+    // close, restart). One that answered microseconds ago is taken as open: if the daemon closed
+    // it in between, this call fails like any call in flight during a restart.
+    if (alone && clock_->NowMicros() - conn.last_answer_us() >= kPeerCheckQuietMicros &&
+        conn.PeerClosed())
+      return Status::Unavailable("connection lost");
     Status st = conn.Send(frame);
     if (!st.ok()) return st;
     *sent = true;
@@ -352,6 +404,7 @@ class TcpChannel final : public Channel {
                                  " (is wombatkvd running and listening there? docs/daemon.md)");
     }
     auto conn = std::make_shared<Connection>(fd, where_, options_.max_frame_bytes);
+    conn->set_spin(options_.spin);
     conn->SetReceiveTimeout(options_.connect_timeout_ms * 1000);  // for the Hello
     wire::HelloRequest hello;
     hello.client_name = options_.client_name;

@@ -6,6 +6,8 @@
 // does, handing other calls' responses to their waiters (leader/follower), so a lone caller's
 // call never changes threads. Request payloads are written straight from the caller's memory
 // (sendmsg over head + payload iovecs); response payloads are slices of the received body.
+// The reading caller polls the socket for a bounded, adaptive while before it sleeps in recv(2)
+// (spin_poll.h), so a quick answer costs no wake-up.
 //
 // Every (re)connect sends Hello with the configured auth token first. When the daemon goes away
 // (restart, crash, idle close) the calls in flight fail with Unavailable — they may or may not
@@ -36,6 +38,10 @@ struct TcpClientOptions {
   uint64_t request_timeout_ms = 300'000;
   // Largest response body accepted from the daemon.
   uint32_t max_frame_bytes = wire::kDefaultMaxBodyBytes;
+  // A waiting caller polls the socket for a while before it sleeps in recv(2), yielding its core
+  // between polls; how long adapts to whether it paid (base/adaptive_spin.h, docs/daemon.md
+  // "Spinning"). false = sleep at once.
+  bool spin = true;
   Clock* clock = nullptr;  // null = RealClock()
 };
 

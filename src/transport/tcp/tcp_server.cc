@@ -14,10 +14,12 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/adaptive_spin.h"
 #include "base/check.h"
 #include "transport/tcp/frame_reader.h"
 #include "transport/tcp/send_queue.h"
 #include "transport/tcp/sockets.h"
+#include "transport/tcp/spin_poll.h"
 #include "wire/codec.h"
 
 namespace wombatkv::tcp {
@@ -30,6 +32,9 @@ constexpr int kEventsPerWait = 256;
 constexpr uint64_t kScanIntervalMaxMicros = 1'000'000;
 constexpr uint64_t kScanIntervalMinMicros = 10'000;
 constexpr int kListenBacklog = 1024;
+// The loop's spin after activity, in µs (spin_poll.h): up to 50 µs, probing once per 128
+// wake-ups at most when spinning has stopped paying.
+constexpr AdaptiveSpin::Options kLoopSpin{0, 50, 16, 128};
 
 // One client connection. The loop that accepted it owns its socket events; workers only queue
 // responses. The fd is closed when the last reference goes, so a worker finishing late can never
@@ -66,6 +71,7 @@ struct Loop {
   std::atomic<bool> stop{false};
   bool accept_paused = false;  // out of descriptors: listeners re-armed at the next scan
   uint64_t next_scan_us = 0;
+  AdaptiveSpin spin{kLoopSpin};  // loop thread only
   ~Loop() {
     if (epfd >= 0) ::close(epfd);
     if (wakefd >= 0) ::close(wakefd);
@@ -112,6 +118,9 @@ struct TcpServer::Impl {
   Status Listen(const std::string& text);
   Status StartLoops();
   void Run(Loop& loop);
+  // Polls the loop's sockets without sleeping for at most its spin budget: the number of ready
+  // events, 0 when none came (the caller then sleeps in epoll_wait).
+  int SpinWait(Loop& loop, epoll_event* events);
   void Accept(Loop& loop, size_t listener);
   void OnReadable(Loop& loop, const std::shared_ptr<Connection>& c);
   void OnWritable(Loop& loop, const std::shared_ptr<Connection>& c);
@@ -224,10 +233,24 @@ int TcpServer::Impl::WaitTimeoutMs(Loop& loop) {
   return static_cast<int>((loop.next_scan_us - now + 999) / 1000);
 }
 
+int TcpServer::Impl::SpinWait(Loop& loop, epoll_event* events) {
+  int n = 0;
+  SpinPoll(loop.spin, *clock, [&] {
+    n = ::epoll_wait(loop.epfd, events, kEventsPerWait, 0);
+    return n != 0;
+  });
+  return n;
+}
+
 void TcpServer::Impl::Run(Loop& loop) {
   epoll_event events[kEventsPerWait];
+  bool active = false;
   while (!loop.stop.load(std::memory_order_acquire)) {
-    int n = ::epoll_wait(loop.epfd, events, kEventsPerWait, WaitTimeoutMs(loop));
+    // After activity, the next request usually follows within microseconds: polling for it
+    // spares the sender's wake-up of this thread (docs/daemon.md, "Spinning"). Idle: no spin.
+    int n = active && options.spin ? SpinWait(loop, events) : 0;
+    if (n == 0) n = ::epoll_wait(loop.epfd, events, kEventsPerWait, WaitTimeoutMs(loop));
+    active = n > 0;
     if (n < 0) {
       // EBADF/EFAULT/EINVAL can only be a bug here; a loop that silently stopped would wedge
       // every connection it owns and the shutdown that waits for it.
@@ -377,6 +400,9 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
     // level-triggered, so unread bytes bring it back after the other ready sockets).
     if (options.immediate && (immediate_left == 0 || immediate_bytes >= kImmediateBytesPerWakeup))
       return;
+    // The socket had nothing more: reading again would only return EAGAIN. Level-triggered epoll
+    // reports whatever arrives from now on.
+    if (c->reader.drained()) return;
   }
 }
 

@@ -78,6 +78,12 @@ struct TcpServerOptions {
   // Invariant 7; null = every request goes to a worker.
   ImmediateHandler immediate;
   size_t inflight_per_connection_max = 128;
+  // After a wake-up with work, a loop polls for more (epoll_wait with no timeout) for a while
+  // before it sleeps, yielding its core between polls; how long adapts to whether it paid
+  // (spin_poll.h). It would save the client→daemon wake-up of a one-client ping-pong, but on the
+  // 2-core development VM it cost eight clients 10–30% of their get throughput (docs/daemon.md,
+  // "Spinning"), so it is off unless asked for. It never spins while idle.
+  bool spin = false;
   size_t connections_max = 4096;  // accepted beyond this: closed at once (logged)
   Clock* clock = nullptr;         // null = RealClock()
   LogSink log;                    // null = warnings and errors to stderr

@@ -169,6 +169,37 @@ TEST(TcpTransport, CallsFromManyThreadsArePipelinedOnOneConnection) {
   EXPECT_EQ(h.hellos.load(), 1);
 }
 
+// Spinning (spin_poll.h): the client spins by default in every other test, the server does not.
+// The other combinations must carry the same pipelined, mixed loop/worker traffic.
+TEST(TcpTransport, WithOrWithoutSpinningAtEitherEndPipelinedCallsAreAnswered) {
+  for (const bool server_spins : {true, false}) {
+    SCOPED_TRACE(server_spins ? "server spins, client sleeps" : "neither spins");
+    Handler h;
+    TcpServerOptions so;
+    so.spin = server_spins;
+    auto server = StartServer(h, so);
+    TcpClientOptions co;
+    co.address = server->listeners()[0].address;
+    co.spin = false;
+    auto channel = ConnectTcp(co);
+    ASSERT_TRUE(channel.ok()) << channel.status().ToString();
+    std::vector<std::thread> threads;
+    std::atomic<int> wrong{0};
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 100; ++i) {
+          std::string text = "t" + std::to_string(t) + " #" + std::to_string(i);
+          auto r = (*channel)->Call(Echo(i % 2 ? kNowOp : kEchoOp, text));
+          if (!r.ok() || PayloadText(*r) != text) wrong.fetch_add(1);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_GT(h.immediate_answers.load(), 0) << "half the calls were answered on the loop";
+  }
+}
+
 TEST(TcpTransport, ImmediateAndWorkerAnswersFromManyThreadsMatchTheirCalls) {
   Handler h;
   auto server = StartServer(h);

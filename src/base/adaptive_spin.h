@@ -1,0 +1,97 @@
+// AdaptiveSpin: how long a waiter should spin (poll without sleeping) before it sleeps, learnt
+// from how long recent waits took. After the adaptive mutexes of glibc, but shrinking on failure.
+//
+// Why: when the peer answering a request runs on another core, a waiter that sleeps pays two
+// wake-ups per round trip (on a VM an inter-processor interrupt each, tens of µs); spinning for a
+// few µs catches the answer instead. On oversubscribed cores (more busy processes than cores)
+// spinning only delays the peer, the spins fail, and the limit decays so the waiter sleeps soon.
+//
+// The unit is the caller's: rounds of a CPU pause (the shared-memory transport) or microseconds
+// (the TCP transport, whose polls are syscalls).
+//
+// Rule (a pure function of the history, so it is unit-tested without clocks):
+//   limit() = min(ceiling, floor + 2 × avg), avg an exponential average of successful waits;
+//   Succeeded(n): avg += (n − avg) / 8 (rounded towards n);   Failed(): avg −= ceil(avg / 4).
+// With floor 0 the limit can reach 0, and a waiter that never spins could never learn that
+// spinning pays again (a client whose peer became idle-cored again). So with `probe_max` > 0,
+// Budget() — called once per wait — hands out a probe of the full ceiling every k-th wait while
+// the limit is 0, k doubling after each failed probe up to `probe_max` and back to 1 after any
+// success: a waiter that spins in vain costs ceiling / probe_max per wait at most.
+//
+// Thread-safety: any number of threads; relaxed races between them only blur the average.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace wombatkv {
+
+class AdaptiveSpin {
+ public:
+  struct Options {
+    uint32_t floor = 0;      // spun even when recent spins all failed
+    uint32_t ceiling = 4096; // never spin longer than this
+    uint32_t initial = 256;  // the average before any wait was seen
+    uint32_t probe_max = 0;  // 0 = no probes (use a floor > 0 instead)
+  };
+
+  static constexpr uint32_t kCeiling = 4096;  // the default ceiling
+
+  // `floor`: rounds spun even when recent spins all failed; the other options are the defaults.
+  explicit AdaptiveSpin(uint32_t floor) : AdaptiveSpin(Options{floor, kCeiling, 256, 0}) {}
+  explicit AdaptiveSpin(Options o)
+      : floor_(o.floor), ceiling_(o.ceiling), probe_max_(o.probe_max), avg_(o.initial) {}
+
+  // The spin limit now. No side effect: callers may re-read it inside their spin loop.
+  uint32_t limit() const {
+    const uint64_t l = 2ull * avg_.load(std::memory_order_relaxed) + floor_;
+    return l < ceiling_ ? static_cast<uint32_t>(l) : ceiling_;
+  }
+
+  // The spin allowed for the wait that starts now: limit(), or a probe (see above) when that is 0.
+  // Call once per wait, then report how it went with Succeeded or Failed.
+  uint32_t Budget() {
+    const uint32_t l = limit();
+    if (l > 0 || probe_max_ == 0) return l;
+    const uint32_t left = probe_countdown_.load(std::memory_order_relaxed);
+    if (left > 1) {
+      probe_countdown_.store(left - 1, std::memory_order_relaxed);
+      return 0;
+    }
+    return ceiling_;
+  }
+
+  // The awaited event came after `spins` (rounds or µs) of spinning.
+  void Succeeded(uint32_t spins) {
+    const int64_t avg = avg_.load(std::memory_order_relaxed);
+    // Rounded towards the sample when it is larger: an average of 1 must be able to learn that
+    // waits take 3 (truncating would keep it at 1 and the spins would keep failing).
+    const int64_t diff = int64_t{spins} - avg;
+    avg_.store(static_cast<uint32_t>(avg + (diff > 0 ? (diff + 7) / 8 : diff / 8)),
+               std::memory_order_relaxed);
+    probe_interval_.store(1, std::memory_order_relaxed);
+    probe_countdown_.store(1, std::memory_order_relaxed);
+  }
+
+  // The spin ran out and the waiter had to sleep.
+  void Failed() {
+    const uint32_t avg = avg_.load(std::memory_order_relaxed);
+    avg_.store(avg - (avg + 3) / 4, std::memory_order_relaxed);
+    if (probe_max_ == 0 || avg > 0) return;
+    // A failed probe: the next one comes twice as late.
+    uint32_t k = 2 * probe_interval_.load(std::memory_order_relaxed);
+    if (k > probe_max_) k = probe_max_;
+    probe_interval_.store(k, std::memory_order_relaxed);
+    probe_countdown_.store(k, std::memory_order_relaxed);
+  }
+
+ private:
+  const uint32_t floor_;
+  const uint32_t ceiling_;
+  const uint32_t probe_max_;
+  std::atomic<uint32_t> avg_;
+  std::atomic<uint32_t> probe_interval_{1};
+  std::atomic<uint32_t> probe_countdown_{1};
+};
+
+}  // namespace wombatkv

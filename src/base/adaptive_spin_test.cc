@@ -1,0 +1,99 @@
+// AdaptiveSpin is a pure function of the waits reported to it: these tests feed histories and
+// check the limits and budgets it hands out (no clocks, no threads).
+#include "base/adaptive_spin.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace wombatkv {
+namespace {
+
+AdaptiveSpin::Options Micros(uint32_t initial, uint32_t probe_max) {
+  AdaptiveSpin::Options o;
+  o.floor = 0;
+  o.ceiling = 100;
+  o.initial = initial;
+  o.probe_max = probe_max;
+  return o;
+}
+
+TEST(AdaptiveSpin, TheLimitIsTwiceTheAverageSuccessPlusTheFloorWithinTheCeiling) {
+  AdaptiveSpin s(32);  // the shared-memory defaults: average 256 rounds at first
+  EXPECT_EQ(s.limit(), 2 * 256 + 32u);
+  for (int i = 0; i < 200; ++i) s.Succeeded(10);
+  EXPECT_NEAR(s.limit(), 2 * 10 + 32, 16);
+  for (int i = 0; i < 200; ++i) s.Succeeded(100'000);
+  EXPECT_EQ(s.limit(), AdaptiveSpin::kCeiling);
+}
+
+TEST(AdaptiveSpin, FailuresDecayTheLimitToTheFloor) {
+  AdaptiveSpin s(32);
+  for (int i = 0; i < 100; ++i) s.Failed();
+  EXPECT_EQ(s.limit(), 32u);
+  AdaptiveSpin zero(Micros(20, 0));
+  for (int i = 0; i < 100; ++i) zero.Failed();
+  EXPECT_EQ(zero.limit(), 0u) << "with floor 0 the waiter stops spinning entirely";
+  EXPECT_EQ(zero.Budget(), 0u) << "and without probes it never spins again";
+}
+
+TEST(AdaptiveSpin, ASpinThatPaysKeepsTheBudgetAboveTheTypicalWait) {
+  AdaptiveSpin s(Micros(20, 64));
+  for (int i = 0; i < 100; ++i) {
+    const uint32_t b = s.Budget();
+    ASSERT_GE(b, 12u) << "a wait of 12 must stay within the spin, round " << i;
+    s.Succeeded(12);
+  }
+}
+
+TEST(AdaptiveSpin, WhenSpinsNeverPayProbesBackOffExponentiallyToTheMaximum) {
+  AdaptiveSpin s(Micros(20, 64));
+  // Fail until the limit is 0.
+  while (s.limit() > 0) {
+    ASSERT_GT(s.Budget(), 0u);
+    s.Failed();
+  }
+  // From now on every spin is a probe of the full ceiling; count the waits between probes.
+  std::vector<int> gaps;
+  int since = 0;
+  for (int wait = 0; wait < 2000; ++wait) {
+    const uint32_t b = s.Budget();
+    if (b == 0) {
+      ++since;
+      continue;  // slept at once: nothing to report
+    }
+    EXPECT_EQ(b, 100u) << "a probe spins up to the ceiling";
+    gaps.push_back(since);
+    since = 0;
+    s.Failed();
+  }
+  ASSERT_GE(gaps.size(), 8u);
+  EXPECT_EQ(gaps[0], 0);
+  EXPECT_EQ(gaps[1], 1);
+  EXPECT_EQ(gaps[2], 3);
+  EXPECT_EQ(gaps[3], 7);
+  EXPECT_EQ(gaps.back(), 63) << "probes settle at one per 64 waits";
+  // Spent spinning in vain per wait, on average, once settled: ceiling / 64.
+}
+
+TEST(AdaptiveSpin, ASuccessfulProbeTurnsSpinningBackOn) {
+  AdaptiveSpin s(Micros(20, 64));
+  while (s.limit() > 0) s.Failed();
+  for (int i = 0; i < 10; ++i) {  // back off a few probes
+    if (s.Budget() > 0) s.Failed();
+  }
+  uint32_t b = 0;
+  while ((b = s.Budget()) == 0) {
+  }
+  s.Succeeded(3);  // the peer became quick again: caught after 3 µs
+  EXPECT_GT(s.limit(), 0u);
+  for (int i = 0; i < 50; ++i) {
+    b = s.Budget();
+    ASSERT_GT(b, 0u) << "spinning stays on while it pays, wait " << i;
+    s.Succeeded(3);
+  }
+  EXPECT_GE(s.limit(), 3u);
+}
+
+}  // namespace
+}  // namespace wombatkv
