@@ -1,9 +1,11 @@
 #include "config/config.h"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <initializer_list>
 #include <cstdlib>
 #include <limits>
 #include <utility>
@@ -110,6 +112,19 @@ Status SetCacheBytes(Config& c, std::string_view v) {
   return Status::Ok();
 }
 
+Status SetDiskCacheBytes(Config& c, std::string_view v) {
+  if (v == "auto") {
+    c.disk_cache_bytes.reset();
+    return Status::Ok();
+  }
+  auto n = ParseByteSize(v);
+  if (!n)
+    return Bad("WMBT_KV_DISK_CACHE_BYTES", v,
+               "auto, 0 (no disk cache) or a byte count such as 20G (K/M/G/T = KiB/MiB/GiB/TiB)");
+  c.disk_cache_bytes = *n;
+  return Status::Ok();
+}
+
 Status SetUploadThreads(Config& c, std::string_view v) {
   auto n = ParseUint(v);
   if (!n || *n == 0 || *n > Config::kUploadThreadsMax)
@@ -198,6 +213,71 @@ Status SetAccessKey(Config& c, std::string_view v) {
 Status SetSecretKey(Config& c, std::string_view v) {
   c.s3_secret_key = std::string(v);
   return Status::Ok();
+}
+
+Status SetFlag(std::string_view name, bool& out, std::string_view v) {
+  if (v == "1" || v == "true") out = true;
+  else if (v == "0" || v == "false") out = false;
+  else return Bad(name, v, "0 or 1");
+  return Status::Ok();
+}
+
+Status SetU32(std::string_view name, uint32_t& out, std::string_view v, uint32_t min,
+              uint32_t max) {
+  auto n = ParseUint(v);
+  if (!n || *n < min || *n > max)
+    return Bad(name, v, "an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  out = static_cast<uint32_t>(*n);
+  return Status::Ok();
+}
+
+Status SetS3CreateBucket(Config& c, std::string_view v) {
+  return SetFlag("WMBT_KV_S3_CREATE_BUCKET", c.s3_create_bucket, v);
+}
+
+// One of three words; `expected` says which ("a, b or c").
+Status SetChoice(std::string_view name, std::string& out, std::string_view v,
+                 std::initializer_list<std::string_view> words, std::string_view expected) {
+  if (std::find(words.begin(), words.end(), v) == words.end()) return Bad(name, v, expected);
+  out = std::string(v);
+  return Status::Ok();
+}
+
+Status SetS3Addressing(Config& c, std::string_view v) {
+  return SetChoice("WMBT_KV_S3_ADDRESSING", c.s3_addressing, v, {"auto", "path", "virtual"},
+                   "auto, path or virtual");
+}
+
+Status SetS3Concurrency(Config& c, std::string_view v) {
+  return SetU32("WMBT_KV_S3_CONCURRENCY", c.s3_concurrency, v, 1, Config::kS3ConcurrencyMax);
+}
+
+Status SetS3ConnectTimeout(Config& c, std::string_view v) {
+  return SetU32("WMBT_KV_S3_CONNECT_TIMEOUT_MS", c.s3_connect_timeout_ms, v, 1, 600000);
+}
+
+Status SetS3RequestTimeout(Config& c, std::string_view v) {
+  return SetU32("WMBT_KV_S3_REQUEST_TIMEOUT_MS", c.s3_request_timeout_ms, v, 1, 3600000);
+}
+
+Status SetS3Retries(Config& c, std::string_view v) {
+  return SetU32("WMBT_KV_S3_RETRIES", c.s3_retries, v, 0, Config::kS3RetriesMax);
+}
+
+Status SetS3PayloadSigning(Config& c, std::string_view v) {
+  return SetChoice("WMBT_KV_S3_PAYLOAD_SIGNING", c.s3_payload_signing, v,
+                   {"auto", "signed", "unsigned"}, "auto, signed or unsigned");
+}
+
+Status SetS3CaFile(Config& c, std::string_view v) {
+  // Whether the file exists and holds certificates is checked when the S3 store opens.
+  if (v.find('\0') != std::string_view::npos) return Bad("WMBT_KV_S3_CA_FILE", v, "a file path");
+  c.s3_ca_file = std::string(v);
+  return Status::Ok();
+}
+
+Status SetLocalDev(Config& c, std::string_view v) {
+  return SetFlag("WMBT_KV_LOCAL_DEV", c.local_dev, v);
 }
 
 Status SetGcGrace(Config& c, std::string_view v) {
@@ -292,6 +372,10 @@ const std::vector<Setting>& Table() {
       {{"WMBT_KV_CACHE_BYTES", "1/8 of physical RAM, at most 8 GiB",
         "Payload bytes the RAM cache keeps; accepts K/M/G/T suffixes (binary)."},
        SetCacheBytes, false},
+      {{"WMBT_KV_DISK_CACHE_BYTES", "auto: 1/8 of the data directory's file system, at most 64 GiB",
+        "Bytes of payload files the local disk cache (<data_dir>/cache/) keeps in front of an S3 "
+        "L2, least recently used out first; 0 = none. Unused with the local-directory L2."},
+       SetDiskCacheBytes, false},
       {{"WMBT_KV_UPLOAD_THREADS", "16",
         "Background L2 upload workers (1 to 64): enough that the fsyncs of a chain overlap."},
        SetUploadThreads, false},
@@ -328,6 +412,31 @@ const std::vector<Setting>& Table() {
        SetAccessKey, true},
       {{"WMBT_KV_S3_SECRET_KEY", "(unset; fallback AWS_SECRET_ACCESS_KEY)", "S3 secret key.", true},
        SetSecretKey, true},
+      {{"WMBT_KV_S3_CREATE_BUCKET", "0", "1: the S3 start-up probe creates a missing bucket."},
+       SetS3CreateBucket, false},
+      {{"WMBT_KV_S3_ADDRESSING", "auto",
+        "path, virtual, or auto (virtual-hosted on *.amazonaws.com for dot-free buckets, "
+        "path-style elsewhere)."},
+       SetS3Addressing, false},
+      {{"WMBT_KV_S3_CONCURRENCY", "32", "S3 requests in flight (pooled connections), 1 to 1024."},
+       SetS3Concurrency, false},
+      {{"WMBT_KV_S3_CONNECT_TIMEOUT_MS", "5000", "S3 TCP/TLS connect timeout, milliseconds."},
+       SetS3ConnectTimeout, false},
+      {{"WMBT_KV_S3_REQUEST_TIMEOUT_MS", "120000", "Whole S3 request timeout, milliseconds."},
+       SetS3RequestTimeout, false},
+      {{"WMBT_KV_S3_RETRIES", "5",
+        "S3 retries after the first attempt (throttling, 5xx, timeouts, resets), 0 to 20."},
+       SetS3Retries, false},
+      {{"WMBT_KV_S3_PAYLOAD_SIGNING", "auto",
+        "x-amz-content-sha256 of S3 uploads: signed (SHA-256 of every body), unsigned "
+        "(UNSIGNED-PAYLOAD), or auto (unsigned over HTTPS and on loopback, signed otherwise)."},
+       SetS3PayloadSigning, false},
+      {{"WMBT_KV_S3_CA_FILE", "(unset: system CAs; fallback AWS_CA_BUNDLE)",
+        "PEM file of the CA certificates that HTTPS S3 endpoints are verified against."},
+       SetS3CaFile, true},
+      {{"WMBT_KV_LOCAL_DEV", "0",
+        "1: accept the well-known minioadmin/minioadmin S3 credentials off loopback."},
+       SetLocalDev, false},
       {{"WMBT_KV_GC_GRACE", "1h",
         "Orphan GC deletes a blob no chain head references only once it is older than this: "
         "time for a writer to publish what it put (docs/layout.md §7)."},
@@ -385,6 +494,31 @@ uint64_t DefaultCacheBytes(uint64_t physical_bytes) {
   if (physical_bytes == 0) return Config::kCacheBytesFallback;
   uint64_t eighth = physical_bytes / 8;
   return eighth < Config::kCacheBytesDefaultMax ? eighth : Config::kCacheBytesDefaultMax;
+}
+
+uint64_t DefaultDiskCacheBytes(uint64_t file_system_bytes) {
+  if (file_system_bytes == 0) return Config::kDiskCacheBytesFallback;
+  return std::min(file_system_bytes / 8, Config::kDiskCacheBytesDefaultMax);
+}
+
+uint64_t FileSystemBytes(const std::string& path) {
+  std::string p = path.empty() ? std::string(".") : path;
+  // The data directory may not exist yet: its nearest existing parent is on the same file system
+  // unless something is mounted in between, which a default need not foresee.
+  for (int depth = 0; depth < 64; ++depth) {
+    struct statvfs st;
+    if (::statvfs(p.c_str(), &st) == 0) return uint64_t{st.f_blocks} * st.f_frsize;
+    const size_t slash = p.find_last_of('/');
+    if (slash == std::string::npos) p = ".";
+    else if (slash == 0) p = "/";
+    else p.resize(slash);
+  }
+  return 0;
+}
+
+uint64_t DiskCacheBudget(const Config& config, const std::string& data_dir) {
+  if (config.s3_bucket.empty()) return 0;
+  return config.disk_cache_bytes.value_or(DefaultDiskCacheBytes(FileSystemBytes(data_dir)));
 }
 
 uint64_t PhysicalMemoryBytes() {
@@ -464,6 +598,7 @@ Result<Config> Config::FromLookup(const EnvLookup& lookup) {
       {"AWS_REGION", "WMBT_KV_S3_REGION"},
       {"AWS_ACCESS_KEY_ID", "WMBT_KV_S3_ACCESS_KEY"},
       {"AWS_SECRET_ACCESS_KEY", "WMBT_KV_S3_SECRET_KEY"},
+      {"AWS_CA_BUNDLE", "WMBT_KV_S3_CA_FILE"},
   };
   for (const auto& [aws, ours] : kFallbacks) {
     if (std::find(applied.begin(), applied.end(), ours) != applied.end()) continue;
@@ -501,6 +636,8 @@ std::string Config::Describe() const {
   line("WMBT_KV_FINGERPRINT", fingerprint.ToHex());
   line("WMBT_KV_S3_PREFIX", l2_prefix);
   line("WMBT_KV_CACHE_BYTES", std::to_string(cache_bytes));
+  line("WMBT_KV_DISK_CACHE_BYTES",
+       disk_cache_bytes ? std::to_string(*disk_cache_bytes) : std::string("auto"));
   line("WMBT_KV_UPLOAD_THREADS", std::to_string(upload_threads));
   line("WMBT_KV_REMOTE_PREFIX", remote_prefix);
   line("WMBT_KV_TCP_ADDR", tcp_addr);
@@ -513,6 +650,15 @@ std::string Config::Describe() const {
   line("WMBT_KV_S3_REGION", s3_region);
   line("WMBT_KV_S3_ACCESS_KEY", secret(s3_access_key));
   line("WMBT_KV_S3_SECRET_KEY", secret(s3_secret_key));
+  line("WMBT_KV_S3_CREATE_BUCKET", s3_create_bucket ? "1" : "0");
+  line("WMBT_KV_S3_ADDRESSING", s3_addressing);
+  line("WMBT_KV_S3_CONCURRENCY", std::to_string(s3_concurrency));
+  line("WMBT_KV_S3_CONNECT_TIMEOUT_MS", std::to_string(s3_connect_timeout_ms));
+  line("WMBT_KV_S3_REQUEST_TIMEOUT_MS", std::to_string(s3_request_timeout_ms));
+  line("WMBT_KV_S3_RETRIES", std::to_string(s3_retries));
+  line("WMBT_KV_S3_PAYLOAD_SIGNING", s3_payload_signing);
+  line("WMBT_KV_S3_CA_FILE", s3_ca_file);
+  line("WMBT_KV_LOCAL_DEV", local_dev ? "1" : "0");
   line("WMBT_KV_GC_GRACE", std::to_string(gc_grace_us / 1000000) + "s");
   line("WMBT_KV_NAMESPACE_MAX_BYTES", NamespaceValuesText(namespace_bytes_max, ""));
   line("WMBT_KV_NAMESPACE_TTL", NamespaceValuesText(namespace_ttl_seconds, "s"));

@@ -55,6 +55,10 @@ struct Config {
   std::string l2_prefix = "kv";
   // Bytes of payload the RAM cache keeps (WMBT_KV_CACHE_BYTES).
   uint64_t cache_bytes = 0;
+  // Bytes of the local disk cache in front of an S3 L2 (WMBT_KV_DISK_CACHE_BYTES; docs/capacity.md):
+  // nullopt = "auto" (DefaultDiskCacheBytes of the data directory's file system, decided when the
+  // store opens), 0 = no disk cache. Unused with the local-directory L2.
+  std::optional<uint64_t> disk_cache_bytes;
   // Background L2 upload workers (WMBT_KV_UPLOAD_THREADS), 1..kUploadThreadsMax.
   uint32_t upload_threads = 16;
   // Transport selection for clients (empty = unset): a daemon over shared memory, TCP, HTTP.
@@ -75,6 +79,16 @@ struct Config {
   std::string s3_region = "us-east-1";
   std::string s3_access_key;  // secret
   std::string s3_secret_key;  // secret
+  // S3 backend tuning, applied by S3OptionsFromConfig (object/s3/l2_from_config.h; docs/s3.md).
+  bool s3_create_bucket = false;            // WMBT_KV_S3_CREATE_BUCKET
+  std::string s3_addressing = "auto";       // WMBT_KV_S3_ADDRESSING: auto, path or virtual
+  uint32_t s3_concurrency = 32;             // WMBT_KV_S3_CONCURRENCY, 1..kS3ConcurrencyMax
+  uint32_t s3_connect_timeout_ms = 5000;    // WMBT_KV_S3_CONNECT_TIMEOUT_MS
+  uint32_t s3_request_timeout_ms = 120000;  // WMBT_KV_S3_REQUEST_TIMEOUT_MS
+  uint32_t s3_retries = 5;                  // WMBT_KV_S3_RETRIES, 0..kS3RetriesMax
+  std::string s3_payload_signing = "auto";  // WMBT_KV_S3_PAYLOAD_SIGNING: auto, signed, unsigned
+  std::string s3_ca_file;                   // WMBT_KV_S3_CA_FILE (fallback AWS_CA_BUNDLE)
+  bool local_dev = false;                   // WMBT_KV_LOCAL_DEV: minioadmin off loopback
   // Orphan GC deletes a blob no head references only once it is older than this
   // (WMBT_KV_GC_GRACE; docs/layout.md §7).
   uint64_t gc_grace_us = kGcGraceDefaultUs;
@@ -92,8 +106,12 @@ struct Config {
   uint64_t gc_interval_us = 60ull * 1000000;
 
   static constexpr uint32_t kUploadThreadsMax = 64;
+  static constexpr uint32_t kS3ConcurrencyMax = 1024;
+  static constexpr uint32_t kS3RetriesMax = 20;
   static constexpr uint64_t kCacheBytesDefaultMax = 8ull << 30;
   static constexpr uint64_t kCacheBytesFallback = 1ull << 30;  // when RAM size is unknown
+  static constexpr uint64_t kDiskCacheBytesDefaultMax = 64ull << 30;
+  static constexpr uint64_t kDiskCacheBytesFallback = 1ull << 30;  // file system size unknown
   static constexpr uint64_t kGcGraceDefaultUs = 3600ull * 1000000;  // one hour
 
   // The defaults, with nothing read from WMBT_KV_* variables. The data directory default needs
@@ -101,7 +119,7 @@ struct Config {
   static Config Defaults(const EnvLookup& lookup);
   // Defaults, then every WMBT_KV_* variable that is set and non-empty, then the AWS_* fallbacks
   // for S3 settings still unset (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
-  // AWS_ENDPOINT_URL). InvalidArgument on the first variable that does not parse.
+  // AWS_ENDPOINT_URL, AWS_CA_BUNDLE). InvalidArgument on the first variable that does not parse.
   static Result<Config> FromLookup(const EnvLookup& lookup);
   // FromLookup over the process environment.
   static Result<Config> FromEnv();
@@ -122,6 +140,16 @@ std::string_view LogLevelName(Config::LogLevel level);
 uint64_t DefaultCacheBytes(uint64_t physical_bytes);
 // Physical RAM from sysconf(_SC_PHYS_PAGES * _SC_PAGESIZE); 0 if unknown.
 uint64_t PhysicalMemoryBytes();
+// 1/8 of `file_system_bytes`, at most Config::kDiskCacheBytesDefaultMax;
+// kDiskCacheBytesFallback when 0 (unknown). Why (docs/capacity.md): the cache shares its disk
+// with L1, logs and whatever else the host keeps there, and open stats every file it holds.
+uint64_t DefaultDiskCacheBytes(uint64_t file_system_bytes);
+// Size of the file system holding `path` (or its nearest existing parent), from statvfs(3);
+// 0 if unknown.
+uint64_t FileSystemBytes(const std::string& path);
+// The disk cache budget a store in `data_dir` gets from `config`: 0 without an S3 bucket (the
+// local-directory L2 needs no cache), else WMBT_KV_DISK_CACHE_BYTES, "auto" resolved.
+uint64_t DiskCacheBudget(const Config& config, const std::string& data_dir);
 
 // Parses a byte count: digits with an optional binary suffix K, M, G or T (also KiB/KB..., any
 // case), e.g. "1073741824", "512M", "8GiB". nullopt on bad form or overflow.

@@ -75,6 +75,29 @@ TEST(Config, CacheDefaultIsAnEighthOfRamCappedAt8GiB) {
   EXPECT_GT(PhysicalMemoryBytes(), 0u);
 }
 
+TEST(Config, DiskCacheIsAutoAnEighthOfTheFileSystemCappedAt64GiBAndOnlyWithS3) {
+  EXPECT_EQ(DefaultDiskCacheBytes(400ull << 30), 50ull << 30);
+  EXPECT_EQ(DefaultDiskCacheBytes(4ull << 40), 64ull << 30);
+  EXPECT_EQ(DefaultDiskCacheBytes(0), Config::kDiskCacheBytesFallback);
+  EXPECT_GT(FileSystemBytes("/"), 0u);
+  EXPECT_EQ(FileSystemBytes("/a/path/that/does/not/exist"), FileSystemBytes("/"));
+  Config c;
+  EXPECT_FALSE(c.disk_cache_bytes.has_value());
+  EXPECT_EQ(DiskCacheBudget(c, "/"), 0u) << "no bucket: the local directory needs no cache";
+  c.s3_bucket = "b";
+  EXPECT_EQ(DiskCacheBudget(c, "/"), DefaultDiskCacheBytes(FileSystemBytes("/")));
+  ASSERT_TRUE(c.Set("WMBT_KV_DISK_CACHE_BYTES", "20G").ok());
+  EXPECT_EQ(DiskCacheBudget(c, "/"), 20ull << 30);
+  EXPECT_NE(c.Describe().find("WMBT_KV_DISK_CACHE_BYTES=21474836480\n"), std::string::npos);
+  ASSERT_TRUE(c.Set("WMBT_KV_DISK_CACHE_BYTES", "0").ok());
+  EXPECT_EQ(DiskCacheBudget(c, "/"), 0u);
+  ASSERT_TRUE(c.Set("WMBT_KV_DISK_CACHE_BYTES", "auto").ok());
+  EXPECT_NE(c.Describe().find("WMBT_KV_DISK_CACHE_BYTES=auto\n"), std::string::npos);
+  Status bad = c.Set("WMBT_KV_DISK_CACHE_BYTES", "lots");
+  EXPECT_EQ(bad.code(), Code::kInvalidArgument);
+  EXPECT_NE(bad.message().find("WMBT_KV_DISK_CACHE_BYTES"), std::string::npos);
+}
+
 TEST(Config, EveryVariableIsRead) {
   ScopedEnv env;
   env.Set("WMBT_KV_DATA_DIR", "/srv/wkv");

@@ -102,15 +102,18 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_l0_memory_bytes", "gauge", "RAM used by the L0 index.", s.l0_memory_bytes);
   p.Family("wombatkv_plane_hits_total", "counter",
            "Hits per plane: l0 = lookup keys found, ram = payloads served from the RAM cache, "
-           "l2 = payloads read from L2 after a RAM miss.");
+           "disk = from the local disk cache after a RAM miss, l2 = payloads read from L2.");
   p.Sample("wombatkv_plane_hits_total", "plane=\"l0\"", s.lookup_hit_keys);
   p.Sample("wombatkv_plane_hits_total", "plane=\"ram\"", s.cache_hits);
+  p.Sample("wombatkv_plane_hits_total", "plane=\"disk\"", s.disk_cache_hits);
   p.Sample("wombatkv_plane_hits_total", "plane=\"l2\"", s.l2_gets);
   p.Family("wombatkv_plane_misses_total", "counter",
-           "Misses per plane: l0 = lookup keys not found, ram = RAM cache misses.");
+           "Misses per plane: l0 = lookup keys not found, ram = RAM cache misses, disk = RAM "
+           "misses the disk cache did not serve (0 without a disk cache).");
   p.Sample("wombatkv_plane_misses_total", "plane=\"l0\"",
            s.lookup_keys > s.lookup_hit_keys ? s.lookup_keys - s.lookup_hit_keys : 0);
   p.Sample("wombatkv_plane_misses_total", "plane=\"ram\"", s.cache_misses);
+  p.Sample("wombatkv_plane_misses_total", "plane=\"disk\"", s.disk_cache_misses);
   p.One("wombatkv_lookups_total", "counter", "LookupPrefix calls.", s.lookups);
   p.One("wombatkv_cache_bytes", "gauge", "Payload bytes in the RAM cache.", s.cache_bytes);
   p.One("wombatkv_cache_entries", "gauge", "Payloads in the RAM cache.", s.cache_entries);
@@ -118,6 +121,21 @@ void RenderStore(Page& p, const StoreStats& s) {
         "RAM cache bytes pinned (uploads in flight, borrows).", s.cache_pinned_bytes);
   p.One("wombatkv_cache_evictions_total", "counter", "Payloads evicted from the RAM cache.",
         s.cache_evictions);
+  p.One("wombatkv_disk_cache_bytes", "gauge",
+        "Bytes of files in the local disk cache (0 without one).", s.disk_cache_bytes);
+  p.One("wombatkv_disk_cache_files", "gauge", "Files in the local disk cache.",
+        s.disk_cache_files);
+  p.One("wombatkv_disk_cache_budget_bytes", "gauge", "The local disk cache's byte budget.",
+        s.disk_cache_budget_bytes);
+  p.One("wombatkv_disk_cache_evictions_total", "counter",
+        "Files evicted from the local disk cache to stay within its budget.",
+        s.disk_cache_evictions);
+  p.One("wombatkv_disk_cache_fills_total", "counter",
+        "Files written to the local disk cache (after an L2 read or an upload).",
+        s.disk_cache_fills);
+  p.One("wombatkv_disk_cache_dropped_total", "counter",
+        "Disk cache files that failed their check: deleted and read from L2, never served.",
+        s.disk_cache_dropped);
   p.One("wombatkv_puts_total", "counter", "Blocks put.", s.puts);
   p.One("wombatkv_put_bytes_total", "counter", "Payload bytes put.", s.put_bytes);
   p.One("wombatkv_publishes_total", "counter", "Chains published.", s.publishes);

@@ -45,6 +45,8 @@ Result<std::shared_ptr<Store>> OpenStoreFromConfig(const Config& config, const S
   options.background_gc = config.gc_interval_us > 0;
   if (config.gc_interval_us > 0) options.gc_interval_ms = config.gc_interval_us / 1000;
   options.object_store = l2.get();  // null: the local directory
+  // The disk cache only fronts a remote L2: in front of the local directory it would be a copy.
+  if (l2) options.disk_cache_bytes_max = DiskCacheBudget(config, config.data_dir);
   const LogLevel min = ToStoreLogLevel(config.log_level);
   options.log = [min, log](LogLevel level, const std::string& line) {
     if (level >= min) log(level, line);

@@ -174,6 +174,14 @@ constexpr uint64_t StoreStats::*kStatsFields[] = {
     &StoreStats::gc_blobs_deleted,
     &StoreStats::gc_bytes_freed,
     &StoreStats::gc_delete_failures,
+    &StoreStats::disk_cache_bytes,
+    &StoreStats::disk_cache_files,
+    &StoreStats::disk_cache_budget_bytes,
+    &StoreStats::disk_cache_hits,
+    &StoreStats::disk_cache_misses,
+    &StoreStats::disk_cache_evictions,
+    &StoreStats::disk_cache_fills,
+    &StoreStats::disk_cache_dropped,
 };
 static_assert(sizeof(kStatsFields) / sizeof(kStatsFields[0]) * 8 == sizeof(StoreStats),
               "every StoreStats counter must be on the wire: add new ones at the end of the table");
@@ -192,6 +200,8 @@ constexpr uint64_t NamespaceUsage::*kUsageFields[] = {
     &NamespaceUsage::unreferenced_bytes,
     &NamespaceUsage::budget_bytes,
     &NamespaceUsage::ttl_seconds,
+    &NamespaceUsage::disk_cache_files,
+    &NamespaceUsage::disk_cache_bytes,
 };
 constexpr uint64_t FingerprintUsage::*kFingerprintUsageFields[] = {
     &FingerprintUsage::chains,         &FingerprintUsage::head_bytes,
@@ -209,7 +219,7 @@ constexpr uint64_t EvictionReport::*kEvictionFields[] = {
 // new field on the wire (append to its table) and update the size.
 static_assert(sizeof(void*) != 8 || sizeof(FingerprintUsage) == 12 + 4 + 8 * 8,
               "FingerprintUsage changed: update kFingerprintUsageFields and the wire docs");
-static_assert(sizeof(void*) != 8 || sizeof(NamespaceUsage) == 32 + 12 * 8 + 24,
+static_assert(sizeof(void*) != 8 || sizeof(NamespaceUsage) == 32 + 14 * 8 + 24,
               "NamespaceUsage changed: update kUsageFields and the wire docs");
 static_assert(sizeof(void*) != 8 || sizeof(EvictionReport) == 8 * 8 + 8,
               "EvictionReport changed: update kEvictionFields and the wire docs");

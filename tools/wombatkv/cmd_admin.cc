@@ -42,6 +42,14 @@ int RunStat(Context& ctx) {
       {"l2_get_bytes", s.l2_get_bytes},
       {"l2_errors", s.l2_errors},
       {"corruptions_detected", s.corruptions_detected},
+      {"disk_cache_bytes", s.disk_cache_bytes},
+      {"disk_cache_files", s.disk_cache_files},
+      {"disk_cache_budget_bytes", s.disk_cache_budget_bytes},
+      {"disk_cache_hits", s.disk_cache_hits},
+      {"disk_cache_misses", s.disk_cache_misses},
+      {"disk_cache_evictions", s.disk_cache_evictions},
+      {"disk_cache_fills", s.disk_cache_fills},
+      {"disk_cache_dropped", s.disk_cache_dropped},
   };
   if (ctx.out.json()) {
     nlohmann::json stats = nlohmann::json::object();

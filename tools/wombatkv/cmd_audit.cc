@@ -2,11 +2,13 @@
 // the planes directly (offline_planes.h), not through a Store.
 #include <unistd.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 
 #include "audit/audit.h"
 #include "audit/repair.h"
+#include "cache/disk_cache.h"
 #include "config/config.h"
 #include "gc/orphan_gc.h"
 #include "tools/wombatkv/audit_render.h"
@@ -269,6 +271,41 @@ int RunAudit(Context& ctx, const AuditArgs& a) {
 
 // ---- du -------------------------------------------------------------------------------------
 
+// The local disk cache plane (<data_dir>/cache/, docs/capacity.md): what its files hold, walked
+// without opening the cache, and the budget the settings give it.
+struct DiskCachePlane {
+  std::string dir;
+  bool enabled = false;  // an S3 L2 and a budget above 0
+  uint64_t budget_bytes = 0;
+  uint64_t files = 0, bytes = 0;
+  std::map<std::string, DiskCacheUsage> per_ns;
+};
+
+DiskCachePlane MeasureDiskCache(const Context& ctx) {
+  DiskCachePlane p;
+  p.dir = ctx.opts.data_dir + "/cache";
+  Config config = ctx.opts.config;
+  config.s3_bucket = ctx.opts.s3_bucket;
+  p.budget_bytes = DiskCacheBudget(config, ctx.opts.data_dir);
+  p.enabled = p.budget_bytes > 0;
+  auto scan = DiskCache::Scan(PosixFileSystem(), p.dir);
+  if (!scan.ok()) return p;  // no cache directory: nothing cached
+  for (const auto& [ns, u] : *scan) {
+    if (ctx.ns_given && ns != ctx.opts.ns) continue;
+    p.per_ns[ns] = u;
+    p.files += u.files;
+    p.bytes += u.bytes;
+  }
+  return p;
+}
+
+nlohmann::json DiskCacheJson(const DiskCachePlane& p) {
+  nlohmann::json per_ns = nlohmann::json::object();
+  for (const auto& [ns, u] : p.per_ns) per_ns[ns] = {{"files", u.files}, {"bytes", u.bytes}};
+  return {{"dir", p.dir},         {"enabled", p.enabled}, {"budget_bytes", p.budget_bytes},
+          {"files", p.files},     {"bytes", p.bytes},     {"namespaces", per_ns}};
+}
+
 int RunDu(Context& ctx) {
   Setup setup;
   if (int code = Prepare(ctx, "du", "", /*want_l1=*/true, &setup); code != kExitOk) return code;
@@ -277,6 +314,7 @@ int RunDu(Context& ctx) {
   const audit::AuditOptions options = AuditOptionsFor(ctx, setup, /*quick=*/true);
   auto report = AuditWithProgress(ctx, setup, options);
   if (!report.ok()) return Fail(ctx, "du", report.status());
+  const DiskCachePlane disk = MeasureDiskCache(ctx);
   std::vector<const audit::UsageRow*> rows;
   audit::UsageCounts total;
   for (const audit::UsageRow& row : report->usage) {
@@ -293,6 +331,7 @@ int RunDu(Context& ctx) {
                   {"l1_note", planes.l1_note},
                   {"rows", j},
                   {"total", CountsJson(total)},
+                  {"disk_cache", DiskCacheJson(disk)},
                   {"violations", report->violations.size()}});
     return kExitOk;
   }
@@ -305,6 +344,15 @@ int RunDu(Context& ctx) {
   if (!report->l1_checked) ctx.out.Note("L1 columns: not read (" + planes.l1_note + ")");
   ctx.out.Note("bytes are object sizes in L2 (48-byte envelopes included); a fingerprint row "
                "counts the blobs its heads name, the namespace row (*) every blob once");
+  if (disk.enabled || disk.files > 0) {
+    ctx.out.Line("disk cache " + disk.dir + ": " + std::to_string(disk.files) + " files, " +
+                 HumanBytes(disk.bytes) + " of a budget of " +
+                 (disk.enabled ? HumanBytes(disk.budget_bytes)
+                               : std::string("none (not used with this L2)")));
+    for (const auto& [ns, u] : disk.per_ns) {
+      ctx.out.Line("  " + ns + ": " + std::to_string(u.files) + " files, " + HumanBytes(u.bytes));
+    }
+  }
   if (!report->violations.empty()) {
     ctx.out.Warn(std::to_string(report->violations.size()) +
                  " inconsistencies seen while measuring; run `wombatkv audit`");
@@ -408,7 +456,9 @@ void AddAuditCommands(CLI::App& root, CommandTable& table) {
       "puts; L2 heads, blobs, orphans, sidecars and stray keys with their object sizes (envelopes\n"
       "included). Rows: each namespace (*) then each fingerprint in it; -n NS shows one\n"
       "namespace. A fingerprint row counts the blobs its heads name; the namespace row counts\n"
-      "each blob once. L1 columns show \"-\" when another process owns the data directory.\n\n" +
+      "each blob once. L1 columns show \"-\" when another process owns the data directory.\n"
+      "Then the local disk cache (DIR/cache/, S3 L2 only): files, bytes and budget, per\n"
+      "namespace.\n\n" +
       HelpFooter({
           "wombatkv du",
           "wombatkv -n team du --json",

@@ -173,6 +173,7 @@ int Main(int argc, char** argv) {
   options.upload_threads = config->upload_threads;
   options.clock = RealClock();
   options.object_store = l2.get();  // null: the local directory under --data-dir
+  if (l2) options.disk_cache_bytes_max = DiskCacheBudget(*config, f.data_dir);
   options.log = [&out](LogLevel level, const std::string& message) {
     if (level >= LogLevel::kWarn) out.Warn(message);
   };
