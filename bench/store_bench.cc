@@ -13,8 +13,9 @@
 //
 // plus components and diagnostics that explain the figures (no targets): copy into new, fresh
 // and huge-page memory; copy+hash as PutBlocks does it, fused, and on two threads; PutBlocks with
-// its uploads deferred (RocksDB or in-memory L1, a cache smaller than the burst) and with its
-// uploads on low-priority threads; the disk written file by file as FsObjectStore does (fsync
+// its uploads deferred (RocksDB or in-memory L1, a cache smaller than the burst), with uploads to
+// an in-memory L2 into fresh or recycled buffers (with and without the copy helper thread), and
+// with its uploads on low-priority threads; the disk written file by file as FsObjectStore does (fsync
 // latency, 4 and 16 threads, one directory fsync per chain); PublishChain alone; put+publish with
 // 16 upload threads and with 4 publishers at once; the parts of a reopen (RocksDB open, L1 scan,
 // L2 reconcile). docs/benchmarks.md explains how to read them.
@@ -495,37 +496,59 @@ class Bench {
     // closed) and L2 in memory: the foreground cost alone, with RocksDB L1 and with L1 in memory;
     // then with a RAM cache smaller than the burst, where every insert finds the cache over
     // capacity and walks its (all pinned, so unevictable) LRU list.
+    // Last, with the store's own executor (so its copy helper thread too) and uploads to the
+    // in-memory L2 running alongside: with the default cache every copy goes to fresh memory;
+    // with a cache smaller than the burst, puts evict and the copies recycle evicted buffers
+    // (cache/buffer_pool.h), as in a long-running store whose cache is full.
     struct Variant {
       std::string name;
       bool mem_l1;
       uint64_t cache_bytes;
+      bool deferred = true;
+      bool helper = true;  // false: an injected thread pool, so the store has no copy helper
     };
     const std::vector<Variant> variants = {
         {"PutBlocks, uploads deferred, RocksDB L1", false, 0},
         {"PutBlocks, uploads deferred, mem L1", true, 0},
         {"PutBlocks, deferred, mem L1, cache 64 MiB", true, 64 * kMiB},
+        {"PutBlocks, mem L2, fresh buffers", false, 0, false},
+        {"PutBlocks, mem L2, cache 256 MiB, recycled", false, 256 * kMiB, false},
+        {"PutBlocks, mem L2, recycled, no copy helper", false, 256 * kMiB, false, false},
     };
     for (const Variant& v : variants) {
       Samples s;
-      std::vector<double> ratios;
+      std::vector<double> ratios, faults;
       for (int rep = 0; rep < o_.reps; ++rep) {
         auto mem_l2 = NewMemObjectStore();
         auto l1 = NewMemMetaStore();
         auto inline_exec = NewInlineExecutor();
         StoreOptions so = DefaultStore(FreshDir("put-deferred"));
         so.object_store = mem_l2.get();
-        so.executor = inline_exec.get();
+        auto uploaders = v.helper ? nullptr : NewThreadPoolExecutor(o_.upload_threads, "bench-up");
+        if (v.deferred) so.executor = inline_exec.get();
+        if (!v.helper) so.executor = uploaders.get();
         if (v.mem_l1) so.meta_store = l1.get();
         if (v.cache_bytes) so.cache_bytes_max = v.cache_bytes;
         auto store = Check(Store::Open(so), "open store");
+        // Fill the cache first (untimed): the timed puts then evict as they go.
+        if (v.cache_bytes && !v.deferred) {
+          TimedPuts(*store, pool, 950 + rep, 2 * v.cache_bytes / kMiB, nullptr);
+        }
         const Rate base = blake3();
-        const double rate = TimedPuts(*store, pool, 900 + rep, o_.put_mib, nullptr);
-        s.Add({rate, NAN});
+        uint64_t f = 0;
+        double cpu = 0;
+        const double rate = TimedPuts(*store, pool, 900 + rep, o_.put_mib, &f, &cpu);
+        s.Add({rate, rate / cpu});
         ratios.push_back(rate / base.wall);
+        faults.push_back(double(f) / double(o_.put_mib));
         store.reset();
       }
       PrintRate(v.name, s);
-      Diag(v.name + " " + sz, GBps(s.median()), "BLAKE3 " + GBps(blake3_rate), Median(ratios));
+      // Page faults per MiB put do not depend on the machine's load: fresh memory is 256.
+      Diag(v.name + " " + sz,
+           GBps(s.median()) + Fmt(" (caller CPU %.2f), ", Median(s.cpu) / 1e9) +
+               Fmt("%.0f faults/MiB", Median(faults)),
+           "BLAKE3 " + GBps(blake3_rate), Median(ratios));
     }
   }
 

@@ -61,6 +61,11 @@ void PayloadCache::Unpin(const CacheKey& key) {
   EvictLocked();
 }
 
+void PayloadCache::Trim() {
+  std::lock_guard<std::mutex> g(mu_);
+  EvictLocked();
+}
+
 void PayloadCache::EvictLocked(const CacheKey* fresh) {
   // Take victims from the least recently used end, skipping pinned (C1) and borrowed (C2)
   // entries. A skipped entry moves to the recent end — it is in use — so later calls do not walk

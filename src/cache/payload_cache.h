@@ -61,6 +61,10 @@ class PayloadCache {
   // Drops one pin; the entry becomes evictable when its pins reach zero.
   void Unpin(const CacheKey& key);
 
+  // Evicts down to the capacity (C3), for a caller that just dropped a reference it held to a
+  // cached buffer (a borrow the cache cannot see end, e.g. a disk cache fill's).
+  void Trim();
+
   // Whether the entry is pinned (C1) or borrowed (C2) right now: L2 eviction leaves such blocks
   // alone (SPEC G10). A miss is not in use — though bytes lent earlier and since dropped from the
   // cache stay valid for their borrower anyway, who co-owns them.

@@ -1,0 +1,63 @@
+// BufferPool: recycles payload buffers, so that copying a payload writes into memory that is
+// already faulted in instead of fresh pages. On the Firecracker VM of BENCHMARKS.md a copy into
+// fresh 4 KiB pages ran at 0.39–0.53× memcpy, and the payload cache keeps each put's buffer, so
+// every copying put used to fault in all of its pages.
+//
+// A buffer handed out by Allocate returns to the pool when its last reference goes: after the
+// payload cache has evicted it AND every borrower and upload has dropped it. So:
+//   P1. Allocate never hands out memory that is still referenced (pinned, borrowed, uploading):
+//       a buffer is idle only once its Buffer has been destroyed.
+//   P2. The idle memory held is at most `idle_bytes_max`; a buffer released beyond that is freed.
+//   P3. A recycled buffer holds a previous payload's bytes (of this process, possibly of another
+//       namespace): Allocate is for callers that overwrite every byte before anyone reads it
+//       (the copying put does). Never hand one to a caller to fill (wmbt_kv_payload_alloc).
+//
+// Buffers are grouped by capacity (the size rounded up to 4 KiB, or to 2 MiB from 2 MiB on, as
+// Buffer::Allocate does); a request reuses only an idle buffer of its own capacity, so engines
+// with fixed block sizes recycle everything. Below kMinPooledBytes, Allocate is plain
+// Buffer::Allocate (malloc serves small sizes from memory it already has).
+//
+// Thread-safety: all methods may be called concurrently; a buffer may be released on any thread.
+// Buffers may outlive the BufferPool object's owner: each holds the pool alive.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "wombatkv/buffer.h"
+
+namespace wombatkv {
+
+struct BufferPoolStats {
+  uint64_t idle_bytes = 0;  // capacity of idle buffers held for reuse
+  uint64_t reused = 0;      // Allocate calls served from an idle buffer
+  uint64_t fresh = 0;       // Allocate calls (of pooled sizes) that allocated new memory
+  uint64_t dropped = 0;     // buffers freed on release because the pool was full
+};
+
+class BufferPool : public std::enable_shared_from_this<BufferPool> {
+ public:
+  static constexpr size_t kMinPooledBytes = 64 << 10;
+
+  static std::shared_ptr<BufferPool> Create(uint64_t idle_bytes_max);
+
+  // `size` bytes, uninitialised (see P3).
+  std::shared_ptr<Buffer> Allocate(size_t size);
+
+  BufferPoolStats Stats() const;
+
+ private:
+  explicit BufferPool(uint64_t idle_bytes_max) : idle_bytes_max_(idle_bytes_max) {}
+  void Release(std::shared_ptr<Buffer> memory);
+
+  const uint64_t idle_bytes_max_;
+  mutable std::mutex mu_;
+  // capacity -> idle buffers of that capacity, each the sole owner of its memory.
+  std::unordered_map<size_t, std::vector<std::shared_ptr<Buffer>>> idle_;  // GUARDED_BY(mu_)
+  BufferPoolStats stats_;                                                  // GUARDED_BY(mu_)
+};
+
+}  // namespace wombatkv

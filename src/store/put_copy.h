@@ -1,0 +1,36 @@
+// The first step of PutBlocks: every payload is copied into memory the store owns and hashed
+// (BLAKE3-20), or, for a zero-copy put (BlockPut::owned), only hashed.
+//
+// The copy is hashed, not the caller's bytes, and in cache-sized steps right after each step is
+// copied (CopyAndHashPayload): a caller changing its buffer during the put cannot make the name
+// and the kept bytes differ, and the hash reads the bytes from cache instead of RAM.
+//
+// With a helper executor, a put of several blocks is shared between the calling thread and one
+// helper thread: both take the next unclaimed block until none is left, so the caller never waits
+// for a helper that has not started (a busy or late helper finds nothing left and returns at
+// once), only for a block the helper is in the middle of. The helper touches the caller's
+// payloads only for blocks it claimed, and PutBlocks returns only after those are done.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cache/buffer_pool.h"
+#include "wombatkv/env.h"
+#include "wombatkv/store.h"
+#include "wombatkv/types.h"
+
+namespace wombatkv {
+
+struct CopiedBlocks {
+  std::vector<BufferSlice> payloads;  // one per block: the copy, or the handed-over slice
+  std::vector<ContentHash> hashes;
+  size_t helped = 0;  // blocks the helper thread did
+};
+
+// `helper` may be null (everything on the calling thread). Copies come from `pool`.
+CopiedBlocks CopyAndHashBlocks(std::span<const BlockPut> blocks,
+                               const std::shared_ptr<BufferPool>& pool, Executor* helper);
+
+}  // namespace wombatkv
