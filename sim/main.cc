@@ -5,8 +5,15 @@
 //   --no-l2-invariants   judge only what the API returns (no L2 checks at head writes)
 //   --tail N             events printed on failure (default 50)
 //   --capacity           the evict-gc scenario on every seed (else on about 40% of them)
+//   --no-fault NAME      switch a fault class off after the seed drew it (repeatable)
+//   --hosts N            run with N hosts instead of the seed's number
+//   --list-lag US        the eventual-listing fault on every seed, with this lag
+//   --no-shrink          on failure, print the failing run only (not the shrunk one)
+//   --break publish-order  test only: PublishChain skips its durability barrier (G3 broken)
+//   --gc-ignores-list-lag  stores are not told the listing lag (orphan GC's R3 re-check unsafe)
 //
 // Exit status: 0 all seeds passed, 1 a guarantee was violated, 2 usage.
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -14,14 +21,34 @@
 #include <cstring>
 #include <string>
 
+#include "sim/shrink.h"
 #include "sim/simulator.h"
 
 namespace {
 
 int Usage() {
+  std::string faults;
+  for (const std::string& n : wombatkv::sim::FaultClassNames()) faults += " " + n;
   std::fprintf(stderr,
-               "usage: wombatkv-sim (--seed N | --seeds A..B) [--steps S] [--verbose] "
-               "[--no-l2-invariants] [--capacity] [--tail N]\n");
+               "usage: wombatkv-sim (--seed N | --seeds A..B) [options]\n"
+               "  --steps S            safety-phase steps (default 300)\n"
+               "  --verbose            print every event as it happens\n"
+               "  --tail N             events printed on failure without shrinking (default 50)\n"
+               "  --no-l2-invariants   judge only what the API returns\n"
+               "  --capacity           the evict-gc scenario on every seed\n"
+               "  --no-fault NAME      switch a fault class off after the seed drew it;\n"
+               "                       repeatable. NAME is one of:%s\n"
+               "  --hosts N            N hosts (1..8) instead of the seed's number\n"
+               "  --list-lag US        listings lag writes by up to US microseconds on every seed\n"
+               "  --no-shrink          on failure, do not search for the shortest failing run\n"
+               "  --break publish-order  test only: publish heads before their blocks are\n"
+               "                       durable (G3 broken on purpose; the simulator must catch it)\n"
+               "  --gc-ignores-list-lag  stores are not told the bucket's listing lag\n"
+               "                       (StoreOptions::l2_list_lag_us = 0)\n"
+               "On failure the run is shrunk (fewer steps, fault classes off, fewer hosts) while\n"
+               "it still fails the same guarantee; the shrunk command line and its whole trace\n"
+               "are printed. Exit status: 0 pass, 1 violation, 2 usage.\n",
+               faults.c_str());
   return 2;
 }
 
@@ -34,13 +61,20 @@ bool ParseU64(const char* s, uint64_t* out) {
 
 }  // namespace
 
+using wombatkv::sim::SimOptions;
+
 int main(int argc, char** argv) {
   uint64_t first = 0, last = 0;
   bool have_seed = false;
+  bool shrink = true;
   wombatkv::sim::SimOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
+    if (a == "--help" || a == "-h") {
+      Usage();
+      return 0;
+    }
     if (a == "--seed" && has_value) {
       if (!ParseU64(argv[++i], &first)) return Usage();
       last = first;
@@ -59,6 +93,24 @@ int main(int argc, char** argv) {
       uint64_t n;
       if (!ParseU64(argv[++i], &n)) return Usage();
       options.tail_events = n;
+    } else if (a == "--no-fault" && has_value) {
+      const std::string name = argv[++i];
+      const auto& names = wombatkv::sim::FaultClassNames();
+      if (std::find(names.begin(), names.end(), name) == names.end()) return Usage();
+      options.overrides.off.insert(name);
+    } else if (a == "--hosts" && has_value) {
+      uint64_t n;
+      if (!ParseU64(argv[++i], &n) || n < 1 || n > 8) return Usage();
+      options.overrides.hosts = static_cast<int>(n);
+    } else if (a == "--list-lag" && has_value) {
+      if (!ParseU64(argv[++i], &options.overrides.list_lag_us)) return Usage();
+    } else if (a == "--no-shrink") {
+      shrink = false;
+    } else if (a == "--break" && has_value) {
+      if (std::string(argv[++i]) != "publish-order") return Usage();
+      options.break_publish_order = true;
+    } else if (a == "--gc-ignores-list-lag") {
+      options.gc_ignores_list_lag = true;
     } else if (a == "--capacity") {
       options.capacity = true;
     } else if (a == "--verbose") {
@@ -85,8 +137,19 @@ int main(int argc, char** argv) {
       std::printf("config: %s\n", r.config.c_str());
       std::printf("last %zu events:\n", r.tail.size());
       for (const auto& e : r.tail) std::printf("  %s\n", e.c_str());
-      std::printf("reproduce: wombatkv-sim --seed %" PRIu64 " --steps %" PRIu64 " --verbose\n",
-                  seed, options.steps);
+      SimOptions one = options;
+      std::printf("reproduce: %s --verbose\n", wombatkv::sim::CommandLine(seed, one).c_str());
+      if (!shrink) return 1;
+      const auto s = wombatkv::sim::ShrinkFailure(seed, options, r);
+      std::printf("\nshrunk (%" PRIu64 " runs): %" PRIu64 " events -> %" PRIu64
+                  " events, %s violated: %s\n",
+                  s.runs, r.events, s.result.events, s.result.guarantee.c_str(),
+                  s.result.failure.c_str());
+      std::printf("shrunk config: %s\n", s.result.config.c_str());
+      std::printf("shrunk trace (%zu events):\n", s.result.tail.size());
+      for (const auto& e : s.result.tail) std::printf("  %s\n", e.c_str());
+      std::printf("shrunk reproduce: %s --verbose\n",
+                  wombatkv::sim::CommandLine(seed, s.options).c_str());
       return 1;
     }
     if (first == last) {

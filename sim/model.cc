@@ -172,6 +172,23 @@ void Model::OnPublishFailed(int host, const ChainRef& c) {
   known_[static_cast<size_t>(host)].erase(c);
 }
 
+void Model::OnHeadCorrupted(const ChainRef& c, const std::vector<BlockKey>& keys) {
+  corrupted_heads_.insert(c);
+  max_acked_version_.erase(c);
+  const auto covered = [&](const ChainRef& other, const std::vector<BlockKey>& other_keys) {
+    return other == c || (other.scope == c.scope && other_keys.size() <= keys.size() &&
+                          std::equal(other_keys.begin(), other_keys.end(), keys.begin()));
+  };
+  for (auto& [ref, ack] : acks_) {
+    if (covered(ref, ack.keys)) ack.superseded = true;
+  }
+  for (auto& k : known_) {
+    for (auto it = k.begin(); it != k.end();) {
+      it = covered(it->first, it->second) ? k.erase(it) : std::next(it);
+    }
+  }
+}
+
 void Model::OnSynced(int host, const L2Heads& heads) {
   auto& k = known_[static_cast<size_t>(host)];
   k.clear();

@@ -58,8 +58,8 @@ struct HeadTruth {
   std::vector<ChainEntry> entries;
 };
 using L2Heads = std::map<ChainRef, HeadTruth>;
-// Reads every head of the bucket (no faults). Undecodable heads are skipped (only the simulator
-// corrupts heads, and it never does yet).
+// Reads every head of the bucket (no faults). Undecodable heads (the simulator's corrupt-head
+// fault) are skipped.
 L2Heads ReadL2Heads(ObjectStore* truth, const SwarmConfig& cfg);
 std::vector<BlockKey> KeysOf(const std::vector<ChainEntry>& entries);
 
@@ -76,6 +76,12 @@ class Model {
   // A head was deleted from L2 (eviction, compaction): the chain's versions start again at 1, so
   // earlier acknowledged versions no longer bound the next one (G6 holds per head lifetime).
   void OnHeadDeleted(const ChainRef& c) { max_acked_version_.erase(c); }
+  // The simulator flipped a byte of the chain's head in L2: the store ignores the chain until it
+  // is published again (G9), so nothing acknowledged for it is owed any more — nor for chains
+  // whose keys are a prefix of `keys` (the damaged head's): their own heads may have been deleted
+  // as redundant (compaction) — and a publish over the damage starts its versions again.
+  void OnHeadCorrupted(const ChainRef& c, const std::vector<BlockKey>& keys);
+  bool HeadCorrupted(const ChainRef& c) const { return corrupted_heads_.count(c) > 0; }
   // Evict-gc: when a blob was last put (any host). A put older than the GC grace that was never
   // published is abandoned (docs/layout.md §7 R1): another host's GC may delete its blob.
   void OnPutAt(int ns, const ContentHash& hash, uint64_t wall_us) { put_us_[{ns, hash}] = wall_us; }
@@ -134,6 +140,7 @@ class Model {
   std::map<ChainRef, std::set<std::vector<BlockKey>>> attempts_;
   std::map<std::pair<int, ContentHash>, uint64_t> put_us_;
   std::map<ChainRef, uint64_t> max_acked_version_;
+  std::set<ChainRef> corrupted_heads_;  // ever damaged by the simulator
   // Per host: chains whose content this host's L0 is known to hold.
   std::vector<std::map<ChainRef, std::vector<BlockKey>>> known_;
   bool evictable_ = false;

@@ -56,7 +56,7 @@ void Trace::Add(std::string event) {
   ++count_;
   if (verbose) std::printf("%s\n", line.c_str());
   tail_.push_back(std::move(line));
-  if (tail_.size() > kTailEvents) tail_.pop_front();
+  if (tail_.size() > keep) tail_.pop_front();
 }
 
 std::vector<std::string> Trace::Tail(size_t n) const {

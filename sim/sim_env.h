@@ -91,6 +91,7 @@ class Trace {
   uint64_t events() const { return count_; }
   std::vector<std::string> Tail(size_t n) const;
   bool verbose = false;
+  size_t keep = kTailEvents;  // events kept for Tail()
 
  private:
   SimClock* clock_;

@@ -1,11 +1,16 @@
 #include "sim/sim_planes.h"
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
 
 #include "meta/rocksdb_test_hooks.h"
 
 namespace wombatkv::sim {
 namespace {
+
+// Page tokens of a lagging listing: the last key returned, after this marker.
+constexpr std::string_view kLagToken = "\x01lag:";
 
 bool IsHeadKey(std::string_view key) { return key.find("/wombatkv/v1/chain/") != key.npos; }
 
@@ -29,7 +34,16 @@ bool SimBucket::Corrupt(const std::string& key, uint64_t offset_seed) {
   auto put = truth_->Put(key, {bytes->view()}, PutOptions{});
   if (!put.ok()) return false;
   corrupted_.insert(key);
+  ever_corrupted_.insert(key);
   return true;
+}
+
+void SimBucket::Created(const std::string& key, uint64_t now_us) {
+  changes_[key] = Change{now_us, false, {}};
+}
+
+void SimBucket::Deleted(const ObjectInfo& gone, uint64_t now_us) {
+  changes_[gone.key] = Change{now_us, true, gone};
 }
 
 FaultyObjectStore::FaultyObjectStore(int host, SimBucket* bucket, const FaultRates* rates,
@@ -89,12 +103,14 @@ Result<std::string> FaultyObjectStore::Put(std::string_view key,
                                            const std::vector<ByteView>& parts,
                                            const PutOptions& options) {
   WMBT_RETURN_IF_ERROR(Before("put", key));
+  const bool existed = bucket_->truth()->Head(key).ok();
   auto put = bucket_->truth()->Put(key, parts, options);
   if (!put.ok()) {
     if (timed_out_applied_) return Status::Unavailable("sim: request timed out");
     return put.status();
   }
   bucket_->Rewritten(std::string(key));
+  if (!existed) bucket_->Created(std::string(key), clock_->NowMicros());
   if (IsHeadKey(key) && bucket_->on_head_written) bucket_->on_head_written(std::string(key));
   WMBT_RETURN_IF_ERROR(AfterWrite("put", key));
   return put;
@@ -115,7 +131,9 @@ Result<ObjectInfo> FaultyObjectStore::Head(std::string_view key) {
 
 Status FaultyObjectStore::Delete(std::string_view key) {
   WMBT_RETURN_IF_ERROR(Before("delete", key));
+  auto gone = bucket_->truth()->Head(key);
   WMBT_RETURN_IF_ERROR(bucket_->truth()->Delete(key));
+  if (gone.ok()) bucket_->Deleted(*gone, clock_->NowMicros());
   bucket_->Rewritten(std::string(key));
   if (IsHeadKey(key) && bucket_->on_head_deleted) bucket_->on_head_deleted(std::string(key));
   Note("delete " + Short(key));
@@ -129,7 +147,65 @@ Result<ListPage> FaultyObjectStore::List(std::string_view prefix, std::string_vi
   if (max_keys > 1 && rng_->Chance(rates_->short_list)) {
     max_keys = rng_->Range(1, std::min<size_t>(max_keys - 1, 3));  // S3 may return fewer
   }
+  if (rates_->list_lag_us > 0 || token.starts_with(kLagToken)) {
+    return LaggingList(prefix, delimiter, token, max_keys);
+  }
   return bucket_->truth()->List(prefix, delimiter, token, max_keys);
+}
+
+Result<ListPage> FaultyObjectStore::LaggingList(std::string_view prefix,
+                                                std::string_view delimiter,
+                                                std::string_view token, size_t max_keys) {
+  // The whole listing from the truth, then the lag applied, then our own pages (tokens carry the
+  // last key returned). Each key changed within the lag window is shown as it was before the
+  // change with probability 1/2, decided afresh by every request, as a lagging replica would.
+  ListPage all;
+  std::string t;
+  do {
+    WMBT_ASSIGN_OR_RETURN(ListPage page, bucket_->truth()->List(prefix, delimiter, t, 1000));
+    for (auto& o : page.objects) all.objects.push_back(std::move(o));
+    for (auto& p : page.common_prefixes) all.common_prefixes.push_back(std::move(p));
+    t = page.next_token;
+  } while (!t.empty());
+  const uint64_t now = clock_->NowMicros();
+  const auto recent = [&](uint64_t at) { return now < at + rates_->list_lag_us; };
+  const auto& changes = bucket_->changes();
+  // (key, listing entry or a common prefix)
+  std::map<std::string, std::optional<ObjectInfo>> shown;
+  for (auto& o : all.objects) {
+    auto c = changes.find(o.key);
+    if (c != changes.end() && !c->second.deleted && recent(c->second.at_us) && rng_->Chance(0.5)) {
+      Note("list hides new " + Short(o.key) + " (lag)");
+      continue;
+    }
+    shown.emplace(o.key, std::move(o));
+  }
+  for (auto& p : all.common_prefixes) shown.emplace(p, std::nullopt);
+  for (auto c = changes.lower_bound(std::string(prefix));
+       c != changes.end() && c->first.starts_with(prefix); ++c) {
+    if (!c->second.deleted || !recent(c->second.at_us)) continue;
+    if (!delimiter.empty() && c->first.find(delimiter, prefix.size()) != std::string::npos) {
+      continue;  // would only add a common prefix; not modelled
+    }
+    if (!rng_->Chance(0.5)) continue;
+    Note("list shows deleted " + Short(c->first) + " (lag)");
+    shown.emplace(c->first, c->second.info);
+  }
+  ListPage out;
+  const std::string after(token.starts_with(kLagToken) ? token.substr(kLagToken.size()) : "");
+  for (auto it = after.empty() ? shown.begin() : shown.upper_bound(after); it != shown.end();
+       ++it) {
+    if (out.objects.size() + out.common_prefixes.size() == std::max<size_t>(max_keys, 1)) {
+      out.next_token = std::string(kLagToken) + std::prev(it)->first;
+      break;
+    }
+    if (it->second) {
+      out.objects.push_back(*it->second);
+    } else {
+      out.common_prefixes.push_back(it->first);
+    }
+  }
+  return out;
 }
 
 const char* L1CrashModeName(L1CrashMode m) {

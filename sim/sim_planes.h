@@ -36,6 +36,9 @@ struct FaultRates {
   double lost_response = 0;  // applied, then Unavailable (writes only)
   double short_list = 0;     // a list page shorter than asked
   uint64_t latency_us_max = 0;
+  // Eventual listing: for this long after a key is created (deleted), a listing may still omit
+  // (include) it, as some S3-compatible servers do. GET/HEAD stay strongly consistent.
+  uint64_t list_lag_us = 0;
   bool brownout = false;  // while set, 90% of requests fail with 503
 };
 
@@ -51,6 +54,8 @@ class SimBucket {
   // Flips one byte of a stored object (a bit rot / bad disk / bad proxy in the bucket).
   bool Corrupt(const std::string& key, uint64_t offset_seed);
   bool IsCorrupted(const std::string& key) const { return corrupted_.count(key) > 0; }
+  // Corrupted at some point, even if rewritten or deleted since.
+  bool EverCorrupted(const std::string& key) const { return ever_corrupted_.count(key) > 0; }
   // A write through any host replaces the object, so it is no longer corrupt.
   void Rewritten(const std::string& key) { corrupted_.erase(key); }
   // Called after every applied head write with the key: lets the simulator check invariants at
@@ -58,9 +63,22 @@ class SimBucket {
   std::function<void(const std::string& key)> on_head_written;
   std::function<void(const std::string& key)> on_head_deleted;
 
+  // Eventual listing: when each key was last created (absent before the write) or deleted, with
+  // the deleted object's listing entry (a lagging listing may still show it).
+  void Created(const std::string& key, uint64_t now_us);
+  void Deleted(const ObjectInfo& gone, uint64_t now_us);
+  struct Change {
+    uint64_t at_us = 0;
+    bool deleted = false;
+    ObjectInfo info;  // of the deleted object
+  };
+  const std::map<std::string, Change>& changes() const { return changes_; }
+
  private:
   std::unique_ptr<ObjectStore> truth_;
   std::set<std::string> corrupted_;
+  std::set<std::string> ever_corrupted_;
+  std::map<std::string, Change> changes_;
 };
 
 // One host's view of the bucket: every request goes through the fault model.
@@ -83,6 +101,9 @@ class FaultyObjectStore final : public ObjectStore {
   // After an applied write: maybe lose the response, maybe crash.
   Status AfterWrite(const char* op, std::string_view key);
   void Note(const std::string& what);
+  // A listing as a server with eventual listings might answer it (FaultRates::list_lag_us).
+  Result<ListPage> LaggingList(std::string_view prefix, std::string_view delimiter,
+                               std::string_view token, size_t max_keys);
 
   int host_;
   SimBucket* bucket_;

@@ -1,6 +1,8 @@
 #include "sim/simulator.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <memory>
 
 #include "layout/object_keys.h"
@@ -10,6 +12,7 @@
 #include "sim/sim_planes.h"
 #include "sim/swarm.h"
 #include "sim/workload.h"
+#include "store/store_test_hooks.h"
 #include "wombatkv/store.h"
 
 namespace wombatkv::sim {
@@ -21,7 +24,7 @@ class World {
  public:
   World(uint64_t seed, const SimOptions& options)
       : options_(options),
-        cfg_(SwarmConfig::FromSeed(seed, options.steps, options.capacity)),
+        cfg_(SwarmConfig::FromSeed(seed, options.steps, options.capacity, options.overrides)),
         workload_rng_(seed),
         fault_rng_(seed ^ 0xfa017),
         sched_rng_(seed ^ 0x5c4ed),
@@ -32,8 +35,10 @@ class World {
                   [this](const std::string& g, const std::string& w) { Fail(g, w); }),
         rates_(cfg_.faults) {
     trace_.verbose = options.verbose;
+    trace_.keep = std::max(Trace::kTailEvents, options.tail_events);
     checkers_.l2_invariants = options.l2_invariants;
     checkers_.wall_us = [this] { return clock_.WallMicros(); };
+    checkers_.head_in_doubt = [this](const std::string& key) { return HeadInDoubt(key); };
     bucket_.on_head_written = [this](const std::string& key) {
       checkers_.HeadWritten(key);
       checkers_.HeadVersion(key, /*deleted=*/false);
@@ -85,13 +90,36 @@ class World {
     h.executor->DropAll();  // the process dies: nothing queued ever runs, not even in ~Store
     return true;
   }
+  // See Checkers::head_in_doubt. A listing made since `lag_from_us_` may still show a head as it
+  // was before a create or delete in the lag window.
+  bool HeadInDoubt(const std::string& key) const {
+    if (bucket_.IsCorrupted(key)) return true;
+    if (rates_.list_lag_us == 0) return false;
+    auto it = bucket_.changes().find(key);
+    return it != bucket_.changes().end() && it->second.at_us + rates_.list_lag_us > lag_from_us_;
+  }
+  // Before a call that lists: what its listing may lag behind.
+  void MarkListingStart() { lag_from_us_ = clock_.NowMicros(); }
+  // `heads` without the chains a host that just listed may not know (lower bounds only).
+  L2Heads Settled(L2Heads heads) const {
+    for (auto it = heads.begin(); it != heads.end();) {
+      const ChainRef& c = it->first;
+      if (HeadInDoubt(layout::ChainKey(kL2Prefix, NsName(c.scope.ns), FpOf(c.scope.fp), c.id))) {
+        it = heads.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return heads;
+  }
   bool Up(int host) const { return hosts_[static_cast<size_t>(host)]->store != nullptr; }
   Store& S(int host) { return *hosts_[static_cast<size_t>(host)]->store; }
   L1CrashMode RandomCrashMode() {
     const uint64_t m = fault_rng_.Uniform(10);
-    return m < 5 ? L1CrashMode::kProcess
-                 : m < 7 ? L1CrashMode::kMachineSubset
-                         : m < 9 ? L1CrashMode::kMachinePrefix : L1CrashMode::kLost;
+    return cfg_.Allowed(m < 5   ? L1CrashMode::kProcess
+                        : m < 7 ? L1CrashMode::kMachineSubset
+                        : m < 9 ? L1CrashMode::kMachinePrefix
+                                : L1CrashMode::kLost);
   }
   void Crash(int host, L1CrashMode mode, const std::string& why);
   void Restart(int host);
@@ -110,6 +138,7 @@ class World {
   void DoPublish(const Op& op);
   void DoRefresh(int host);
   void DoCorrupt(uint64_t n);
+  void DoCorruptHead(uint64_t n);
   void DoEvict(int host);
   void DoGc(int host);
   void Liveness();
@@ -128,6 +157,7 @@ class World {
   std::vector<std::unique_ptr<Host>> hosts_;
   SimResult result_;
   bool no_capacity_ = false;  // the liveness phase reopens stores without budgets
+  uint64_t lag_from_us_ = 0;
 };
 
 WorldView World::View() {
@@ -175,6 +205,9 @@ void World::Restart(int host) {
     if (cfg_.ns_budget_bytes) o.namespace_bytes_max[""] = cfg_.ns_budget_bytes;
     if (cfg_.ns_ttl_seconds) o.namespace_ttl_seconds[""] = cfg_.ns_ttl_seconds;
     o.gc_grace_us = cfg_.gc_grace_us;
+    // The lag the bucket's listings may have (orphan GC's R3 re-check waits it out); the
+    // ungated run shows what happens when an operator leaves it unset.
+    if (!options_.gc_ignores_list_lag) o.l2_list_lag_us = cfg_.faults.list_lag_us;
     o.eviction_interval_ms = 1;  // background passes as executor tasks, in the seed's order
     o.gc_interval_ms = 1;
     o.eviction_heads_per_pass = 4;  // small, so passes stop part-way
@@ -184,6 +217,7 @@ void World::Restart(int host) {
     if (trace_.verbose) std::printf("    log: %s\n", m.c_str());  // not traced: may name ETags
   };
   const L2Heads heads = ReadL2Heads(bucket_.truth(), cfg_);
+  MarkListingStart();
   Guard(host, [&] {
     auto s = Store::Open(o);
     trace_.Add("h" + std::to_string(host) + " open -> " + Code(s.status()));
@@ -198,22 +232,23 @@ void World::Restart(int host) {
     // Evict-gc: background passes inside the open may already have trimmed what it loaded, in L2
     // and L0 alike; compare with L2 as it is now.
     const L2Heads now = model_.evictable() ? ReadL2Heads(bucket_.truth(), cfg_) : heads;
-    model_.OnSynced(host, now);
+    model_.OnSynced(host, Settled(now));
     checkers_.SameAsL2(*h.store, host, now, "open");
   });
 }
 
 void World::DoRefresh(int host) {
   const L2Heads heads = ReadL2Heads(bucket_.truth(), cfg_);
+  MarkListingStart();
   Guard(host, [&] {
     auto r = S(host).Refresh();
     trace_.Add("h" + std::to_string(host) + " refresh -> " + Code(r.status()));
     if (r.ok()) {
       const L2Heads now = model_.evictable() ? ReadL2Heads(bucket_.truth(), cfg_) : heads;
-      model_.OnSynced(host, now);
+      model_.OnSynced(host, Settled(now));
       checkers_.SameAsL2(S(host), host, now, "refresh");
     } else {
-      model_.OnRefreshFailed(host, heads);
+      model_.OnRefreshFailed(host, Settled(heads));
       if (r.status().code() != Code::kUnavailable) {
         Fail("G11", "refresh failed with " + r.status().ToString());
       }
@@ -316,6 +351,22 @@ void World::DoCorrupt(uint64_t n) {
   trace_.Add("corrupt " + key.substr(key.find("/v1/") + 4, 30) + (done ? "" : " (absent)"));
 }
 
+void World::DoCorruptHead(uint64_t n) {
+  const L2Heads heads = ReadL2Heads(bucket_.truth(), cfg_);
+  if (heads.empty()) return;
+  auto it = heads.begin();
+  std::advance(it, static_cast<std::ptrdiff_t>(n % heads.size()));
+  const ChainRef& c = it->first;
+  const std::string key = layout::ChainKey(kL2Prefix, NsName(c.scope.ns), FpOf(c.scope.fp), c.id);
+  const bool done = bucket_.Corrupt(key, n / heads.size());
+  if (done) {
+    model_.OnHeadCorrupted(c, KeysOf(it->second.entries));
+    checkers_.HeadVersion(key, /*deleted=*/true);  // a publish over the damage restarts at v1
+  }
+  trace_.Add("corrupt-head " + ScopeName(c.scope) + " chain " + ShortKey(c.id) +
+             (done ? "" : " (absent)"));
+}
+
 void World::Step(const Op& op) {
   const int h = op.host;
   switch (op.kind) {
@@ -325,6 +376,8 @@ void World::Step(const Op& op) {
       return Crash(h, op.crash_mode, "between steps");
     case OpKind::kCorrupt:
       return DoCorrupt(op.n);
+    case OpKind::kCorruptHead:
+      return DoCorruptHead(op.n);
     case OpKind::kBrownout:
       rates_.brownout = !rates_.brownout;
       trace_.Add(std::string("brown-out ") + (rates_.brownout ? "starts" : "ends"));
@@ -555,8 +608,14 @@ SimResult World::Run() {
 }  // namespace
 
 SimResult Simulate(uint64_t seed, const SimOptions& options) {
-  World world(seed, options);
-  return world.Run();
+  test_hooks::publish_skips_durability_barrier.store(options.break_publish_order);
+  SimResult r;
+  {
+    World world(seed, options);
+    r = world.Run();
+  }
+  test_hooks::publish_skips_durability_barrier.store(false);
+  return r;
 }
 
 }  // namespace wombatkv::sim

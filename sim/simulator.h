@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/swarm.h"
+
 namespace wombatkv::sim {
 
 struct SimOptions {
@@ -16,6 +18,13 @@ struct SimOptions {
   bool l2_invariants = true;     // check L2 at every head write (off: only API-visible checks)
   size_t tail_events = 50;       // events printed on failure
   bool capacity = false;         // force the evict-gc scenario on for every seed (swarm.h)
+  SwarmOverrides overrides;      // --no-fault, --hosts (the shrinker's levers)
+  // Test only: PublishChain skips its durability barrier (store/store_test_hooks.h), to prove
+  // the checkers and the shrinker catch a broken G3.
+  bool break_publish_order = false;
+  // Stores are not told the bucket's listing lag (StoreOptions::l2_list_lag_us stays 0), as with
+  // an operator who did not set it: orphan GC may then delete a blob a new head names.
+  bool gc_ignores_list_lag = false;
 };
 
 struct SimResult {

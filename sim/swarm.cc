@@ -4,7 +4,17 @@
 
 namespace wombatkv::sim {
 
-SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity) {
+const std::vector<std::string>& FaultClassNames() {
+  static const std::vector<std::string> names = {
+      "503",        "timeout",   "lost",      "shortlist",  "latency",   "list-lag",
+      "crash-step", "crash-mid", "brownout",  "corrupt",    "corrupt-head",
+      "l1-machine", "l1-lost",   "l1-corrupt", "session",   "cas",       "variant",
+      "buggify",    "evict",     "gc",        "clock-jump"};
+  return names;
+}
+
+SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity,
+                                  const SwarmOverrides& overrides) {
   SimRandom r(seed * 0x2545f4914f6cdd1dull + 7);
   SwarmConfig c;
   c.seed = seed;
@@ -42,7 +52,61 @@ SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity) 
     c.p_gc = r.Pick({0.02, 0.1, 0.3});
     c.p_clock_jump = r.Pick({0.0, 0.01, 0.05});
   }
+  // Drawn after everything above, so older seeds keep their knobs.
+  if (r.Chance(0.3)) f.list_lag_us = r.Pick<uint64_t>({1'000, 200'000, 3'000'000});
+  if (r.Chance(0.25)) c.p_corrupt_head = r.Pick({0.005, 0.02});
+
+  if (overrides.list_lag_us > 0) f.list_lag_us = overrides.list_lag_us;
+  const auto off = [&](const char* name) { return overrides.off.count(name) > 0; };
+  if (off("503")) f.unavailable = 0;
+  if (off("timeout")) f.timeout = 0;
+  if (off("lost")) f.lost_response = 0;
+  if (off("shortlist")) f.short_list = 0;
+  if (off("latency")) f.latency_us_max = 0;
+  if (off("list-lag")) f.list_lag_us = 0;
+  if (off("crash-step")) c.p_crash_step = 0;
+  if (off("crash-mid")) c.p_crash_mid = 0;
+  if (off("brownout")) c.p_brownout_toggle = 0;
+  if (off("corrupt")) c.p_corrupt = 0;
+  if (off("corrupt-head")) c.p_corrupt_head = 0;
+  if (off("l1-machine")) c.l1_machine = false;
+  if (off("l1-lost")) c.l1_lost = false;
+  if (off("l1-corrupt")) c.l1_corrupt = false;
+  if (off("session")) c.p_session = 0;
+  if (off("cas")) c.p_cas = 0;
+  if (off("variant")) c.p_variant = 0;
+  if (off("buggify")) c.p_buggify = 0;
+  if (off("evict")) c.p_evict = 0;
+  if (off("gc")) c.p_gc = 0;
+  if (off("clock-jump")) c.p_clock_jump = 0;
+  if (overrides.hosts > 0) c.hosts = overrides.hosts;
   return c;
+}
+
+std::vector<std::string> SwarmConfig::FaultsOn() const {
+  const FaultRates& f = faults;
+  const bool crashes = p_crash_step > 0 || p_crash_mid > 0;
+  const bool on[] = {f.unavailable > 0, f.timeout > 0, f.lost_response > 0, f.short_list > 0,
+                     f.latency_us_max > 0, f.list_lag_us > 0, p_crash_step > 0, p_crash_mid > 0,
+                     p_brownout_toggle > 0, p_corrupt > 0, p_corrupt_head > 0,
+                     crashes && l1_machine, crashes && l1_lost, crashes && l1_corrupt,
+                     p_session > 0, p_cas > 0, p_variant > 0, p_buggify > 0, p_evict > 0,
+                     p_gc > 0, p_clock_jump > 0};
+  std::vector<std::string> out;
+  const auto& names = FaultClassNames();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (on[i]) out.push_back(names[i]);
+  }
+  return out;
+}
+
+L1CrashMode SwarmConfig::Allowed(L1CrashMode m) const {
+  const bool ok = (m != L1CrashMode::kMachineSubset && m != L1CrashMode::kMachinePrefix) ||
+                  l1_machine;
+  if (!ok || (m == L1CrashMode::kLost && !l1_lost) || (m == L1CrashMode::kCorrupt && !l1_corrupt)) {
+    return L1CrashMode::kProcess;
+  }
+  return m;
 }
 
 std::string SwarmConfig::Describe() const {
@@ -50,13 +114,14 @@ std::string SwarmConfig::Describe() const {
   std::snprintf(buf, sizeof buf,
                 "hosts=%d ns=%d fps=%d block=%llu..%llu cache=%llu 503=%.2f timeout=%.2f "
                 "lost=%.2f shortlist=%.2f lat<=%lluus crash(step=%.3f mid=%.2f) brownout=%.2f "
-                "corrupt=%.3f session=%.1f cas=%.1f variant=%.2f resave=%.1f buggify=%.2f "
-                "steps=%llu",
+                "corrupt=%.3f corrupt-head=%.3f listlag=%lluus session=%.1f cas=%.1f "
+                "variant=%.2f resave=%.1f buggify=%.2f steps=%llu",
                 hosts, namespaces, fingerprints, (unsigned long long)block_bytes_min,
                 (unsigned long long)block_bytes_max, (unsigned long long)cache_bytes_max,
                 faults.unavailable, faults.timeout, faults.lost_response, faults.short_list,
                 (unsigned long long)faults.latency_us_max, p_crash_step, p_crash_mid,
-                p_brownout_toggle, p_corrupt, p_session, p_cas, p_variant, p_resave_all,
+                p_brownout_toggle, p_corrupt, p_corrupt_head,
+                (unsigned long long)faults.list_lag_us, p_session, p_cas, p_variant, p_resave_all,
                 p_buggify, (unsigned long long)safety_steps);
   if (!capacity) return buf;
   char cap[256];

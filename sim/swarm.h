@@ -5,12 +5,25 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "sim/sim_env.h"
 #include "sim/sim_planes.h"
 
 namespace wombatkv::sim {
+
+// Fault classes and hostile knobs that `--no-fault NAME` (and the shrinker) switch off after the
+// seed drew them: every other draw of the seed stays what it was.
+const std::vector<std::string>& FaultClassNames();
+
+// What a command line changes in a seed's configuration (the shrinker's levers).
+struct SwarmOverrides {
+  std::set<std::string> off;  // names from FaultClassNames()
+  int hosts = 0;              // 0 = as drawn
+  uint64_t list_lag_us = 0;   // 0 = as drawn (the list-lag scenario on every seed otherwise)
+};
 
 struct SwarmConfig {
   uint64_t seed = 0;
@@ -41,9 +54,17 @@ struct SwarmConfig {
   double p_evict = 0;             // an Evict() call on a random host after a step
   double p_gc = 0;                // a CollectOrphans() call on a random host after a step
   double p_clock_jump = 0;        // the clock jumps 1..4 s after a step
+  // Drawn after the capacity knobs (so those stay what they were for older seeds).
+  double p_corrupt_head = 0;      // flip a byte in a stored chain head
+  // L1 crash kinds still allowed (a disallowed kind becomes a process crash).
+  bool l1_machine = true, l1_lost = true, l1_corrupt = true;
 
   // `capacity`: force the capacity scenario on (else the seed decides, for about 40% of seeds).
-  static SwarmConfig FromSeed(uint64_t seed, uint64_t steps, bool capacity = false);
+  static SwarmConfig FromSeed(uint64_t seed, uint64_t steps, bool capacity = false,
+                              const SwarmOverrides& overrides = {});
+  // The fault classes this configuration has on (candidates for the shrinker).
+  std::vector<std::string> FaultsOn() const;
+  L1CrashMode Allowed(L1CrashMode m) const;
   std::string Describe() const;
 };
 

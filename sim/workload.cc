@@ -19,6 +19,7 @@ const char* OpName(OpKind k) {
     case OpKind::kCrash: return "crash";
     case OpKind::kRestart: return "restart";
     case OpKind::kCorrupt: return "corrupt";
+    case OpKind::kCorruptHead: return "corrupt-head";
     case OpKind::kBrownout: return "brownout";
   }
   return "?";
@@ -186,15 +187,20 @@ Op Workload::Next(const WorldView& world, const Model& model) {
   if (rng_->Chance(cfg_.p_crash_step)) {
     op.kind = OpKind::kCrash;
     const uint64_t m = rng_->Uniform(10);
-    op.crash_mode = m < 4   ? L1CrashMode::kProcess
-                    : m < 6 ? L1CrashMode::kMachineSubset
-                    : m < 8 ? L1CrashMode::kMachinePrefix
-                    : m < 9 ? L1CrashMode::kLost
-                            : L1CrashMode::kCorrupt;
+    op.crash_mode = cfg_.Allowed(m < 4   ? L1CrashMode::kProcess
+                                 : m < 6 ? L1CrashMode::kMachineSubset
+                                 : m < 8 ? L1CrashMode::kMachinePrefix
+                                 : m < 9 ? L1CrashMode::kLost
+                                         : L1CrashMode::kCorrupt);
     return op;
   }
   if (rng_->Chance(cfg_.p_corrupt)) {
     op.kind = OpKind::kCorrupt;
+    op.n = rng_->Next64();
+    return op;
+  }
+  if (rng_->Chance(cfg_.p_corrupt_head)) {
+    op.kind = OpKind::kCorruptHead;
     op.n = rng_->Next64();
     return op;
   }

@@ -37,6 +37,7 @@ enum class OpKind {
   kCrash,
   kRestart,
   kCorrupt,
+  kCorruptHead,  // a byte flip in a stored chain head (G9 in the head plane)
   kBrownout,
 };
 const char* OpName(OpKind k);

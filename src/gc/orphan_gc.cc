@@ -42,8 +42,22 @@ OrphanCollector::OrphanCollector(ObjectStore* l2, Clock* clock, GcOptions option
   WMBT_CHECK(l2_ != nullptr && clock_ != nullptr);
 }
 
+void OrphanCollector::RetryRestores(GcReport* report) {
+  std::vector<Held> still;
+  for (Held& h : unrestored_) {
+    auto put = l2_->Put(h.orphan.key, {h.object->view()}, PutOptions{PutMode::kIfAbsent, {}});
+    if (put.ok()) {
+      report->restored++;
+    } else if (!put.status().IsConflict()) {
+      still.push_back(std::move(h));
+    }
+  }
+  unrestored_ = std::move(still);
+}
+
 Result<GcReport> OrphanCollector::RunPass(const ScanProgressFn& progress) {
   GcReport report;
+  RetryRestores(&report);
   if (!options_.only_ns.empty()) {
     WMBT_RETURN_IF_ERROR(ValidateNamespace(options_.only_ns));
     WMBT_ASSIGN_OR_RETURN(NamespaceListing listing,
@@ -166,17 +180,17 @@ Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcRepo
                                  "audit`");
       continue;
     }
-    if (Status s = l2_->Delete(o.key); !s.ok()) {
+    Status deleted = l2_->Delete(o.key);
+    if (!deleted.ok()) {
       report->delete_failures++;
       failed_.insert(o.key);
-      report->problems.push_back("deleting " + o.key + ": " + s.ToString() +
+      report->problems.push_back("deleting " + o.key + ": " + deleted.ToString() +
                                  " (retried at the next pass)");
-      continue;
     }
     batch_bytes += obj->bytes->size();
     const bool intact =
         layout::DecodeVerified(layout::EnvelopeKind::kBlob, obj->bytes, o.hash, o.key).ok();
-    batch.push_back(Held{o, std::move(obj->bytes), intact});
+    batch.push_back(Held{o, std::move(obj->bytes), intact, !deleted.ok()});
     if (batch_bytes >= options_.batch_bytes_max) {
       WMBT_RETURN_IF_ERROR(RecheckAndRestore(ns, &known, &batch, report));
       batch_bytes = 0;
@@ -192,6 +206,9 @@ Status OrphanCollector::RecheckAndRestore(const std::string& ns,
   HashSet refs;
   bool restore_all = false;  // the re-check failed or found a head it cannot read: keep them all
   Status failed;
+  // A head written before the deletes but not yet listed would escape the re-check (and its
+  // publisher's R4 check ran before the deletes): wait until every such head is listed.
+  if (options_.list_lag_us > 0) clock_->SleepMicros(options_.list_lag_us);
   auto heads = ListHeads(l2_, options_.l2_prefix, ns);
   if (!heads.ok()) {
     restore_all = true;
@@ -218,6 +235,7 @@ Status OrphanCollector::RecheckAndRestore(const std::string& ns,
   }
   for (Held& h : *held) {
     if (!restore_all && !refs.count(h.orphan.hash)) {
+      if (h.delete_failed) continue;  // counted as a failure; retried at the next pass
       report->deleted++;
       report->freed_bytes += h.orphan.bytes;
       report->removed.push_back(std::move(h.orphan));
@@ -230,15 +248,22 @@ Status OrphanCollector::RecheckAndRestore(const std::string& ns,
       continue;
     }
     // Conflict: the publisher (R4) or another writer put it back first; same name, same bytes.
+    // A head names it: worth a few tries now (bytes kept for a later pass die with the process).
     auto put = l2_->Put(h.orphan.key, {h.object->view()}, PutOptions{PutMode::kIfAbsent, {}});
+    for (uint64_t backoff_us = 50'000; backoff_us <= 400'000 &&
+                                       put.status().code() == Code::kUnavailable;
+         backoff_us *= 2) {
+      clock_->SleepMicros(backoff_us);
+      put = l2_->Put(h.orphan.key, {h.object->view()}, PutOptions{PutMode::kIfAbsent, {}});
+    }
+    if (h.delete_failed && put.status().IsConflict()) continue;  // the delete was not applied
     if (put.ok() || put.status().IsConflict()) {
       report->restored++;
     } else {
       report->problems.push_back("restoring " + h.orphan.key +
                                  " (a chain head published during this pass may name it): " +
-                                 put.status().ToString() +
-                                 "; its publisher re-uploads it if it still holds the bytes "
-                                 "(run `wombatkv audit`)");
+                                 put.status().ToString() + "; retried at the next pass");
+      unrestored_.push_back(std::move(h));
     }
   }
   held->clear();

@@ -16,6 +16,9 @@
 //       reads every head that is new or changed since the first listing; any deleted blob such a
 //       head names is put back (put-if-absent) from the kept bytes. This covers a publisher
 //       whose head was written after the collector's first listing and before its re-check.
+//       A delete that failed is re-checked too (its answer may have been lost after it was
+//       applied); a restore that fails is retried at every later pass; with listings that lag
+//       (GcOptions::list_lag_us) the re-check first waits out the lag.
 //   R4. Publisher re-check (StoreImpl::ReverifyReusedBlobs). A publisher that relied on a blob
 //       it did not upload itself (it found the blob already in L2) checks, after writing its
 //       head, that the blob still exists, and re-uploads it from its own copy if not. This
@@ -59,6 +62,10 @@ struct GcOptions {
   uint64_t batch_bytes_max = 64ull << 20;
   // Deletes attempted per pass, 0 = unbounded: lets a background caller bound its work.
   uint64_t deletes_per_pass_max = 0;
+  // R3 with eventual listings: the longest a listing of this L2 may lag behind a head write (0
+  // for a strongly consistent store: AWS S3, the local directory). The re-check after a batch of
+  // deletes waits this long first, so that every head written before the deletes is listed.
+  uint64_t list_lag_us = 0;
   // Reads heads in parallel when set (not owned).
   Executor* executor = nullptr;
   // Blobs the caller knows are about to be named by a head (a store's puts awaiting publish):
@@ -127,6 +134,9 @@ class OrphanCollector {
     // The kept bytes decode to the blob's name. Corrupt bytes are never put back: a restore
     // would only hide the damage; the publisher's re-check (R4) re-uploads good bytes instead.
     bool intact = true;
+    // The delete failed — but a failure may follow an applied delete (a lost response), so the
+    // re-check still puts it back if a new head names it. Never counted as deleted (R5).
+    bool delete_failed = false;
   };
   Status RecheckAndRestore(const std::string& ns, std::map<std::string, std::string>* known,
                            std::vector<Held>* held, GcReport* report);
@@ -138,6 +148,11 @@ class OrphanCollector {
   std::map<std::string, uint64_t> first_seen_;
   // R5: keys whose delete failed in the last pass.
   std::unordered_set<std::string> failed_;
+  // R3: blobs a new head may name whose restore failed (or whose re-check could not be done):
+  // their bytes are kept and put back (put-if-absent) at the start of every later pass until
+  // L2 takes them. Putting back an orphan is harmless: a later pass collects it again.
+  std::vector<Held> unrestored_;
+  void RetryRestores(GcReport* report);
 };
 
 }  // namespace wombatkv::gc

@@ -340,6 +340,151 @@ TEST(OrphanGcRace, AHeadPublishedWhileTheCollectorDeletesGetsItsBlobBack) {
   ASSERT_TRUE(got.ok()) << got.status().ToString();
 }
 
+// The R3 race: an orphan older than the grace, a publisher that has put the same bytes, and an
+// interposer (for the collector's L2) that publishes the chain just before the blob's delete.
+struct DeleteRace {
+  Planes p;
+  TestChain chain = MakeChain(1, kBlockBytes, 9);
+  std::string blob;
+  std::unique_ptr<Store> publisher;
+  Interposer interposer{p.l2.get()};
+  DeleteRace() {
+    p.PutOrphans(chain);
+    p.clock.Advance(2 * kHourUs);
+    blob = p.BlobKey(chain.payloads[0]);
+    publisher = p.Open();
+    EXPECT_TRUE(publisher->PutBlocks("default", kFp, chain.Puts()).ok());
+    interposer.before_delete = [this](std::string_view key) { return key == blob; };
+    interposer.hook = [this] {
+      auto v = publisher->PublishChain("default", kFp, chain.tip(), chain.tip(), std::nullopt,
+                                       nullptr);
+      EXPECT_TRUE(v.ok()) << v.status().ToString();
+    };
+  }
+  void ExpectReadable() {
+    EXPECT_TRUE(p.Exists(blob));
+    auto reader = p.Open();
+    auto got = reader->GetBlocks("default", kFp, chain.keys);
+    EXPECT_TRUE(got.ok()) << got.status().ToString();
+  }
+};
+
+// Every delete is applied but answered with an error (the connection reset after the server
+// committed).
+class LosesDeleteAnswers final : public ObjectStoreWrapper {
+ public:
+  explicit LosesDeleteAnswers(ObjectStore* target) : ObjectStoreWrapper(target) {}
+  Status Delete(std::string_view key) override {
+    WMBT_RETURN_IF_ERROR(ObjectStoreWrapper::Delete(key));
+    return Status::Unavailable("test: response lost after the delete was applied");
+  }
+};
+
+// Found by wombatkv-sim (evict-gc, seed 32, once the final audit stopped excusing every old
+// blob): as in R3 above, a head naming the orphan is published between the collector's listing
+// and its delete — but the delete's answer is lost. The collector counted it as a failed delete
+// and left it out of the re-check, so nothing put back a blob that was in fact gone.
+TEST(OrphanGcRace, ADeleteWithItsAnswerLostIsStillRestoredForANewHead) {
+  DeleteRace race;
+  Planes& p = race.p;
+  LosesDeleteAnswers collector_l2(&race.interposer);
+  gc::OrphanCollector collector(&collector_l2, &p.clock, Grace(kHourUs));
+  gc::GcReport r = p.Pass(collector);
+  EXPECT_EQ(r.delete_failures, 1u);
+  EXPECT_EQ(r.deleted, 0u);
+  EXPECT_EQ(r.freed_bytes, 0u);
+  race.ExpectReadable();
+}
+
+// After its first delete, every read and write fails until `broken` is cleared (an L2 outage
+// that starts mid-pass).
+class BreaksAfterDelete final : public ObjectStoreWrapper {
+ public:
+  explicit BreaksAfterDelete(ObjectStore* target) : ObjectStoreWrapper(target) {}
+  bool broken = false;
+  Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
+                          const PutOptions& options) override {
+    if (broken) return Status::Unavailable("test: outage");
+    return ObjectStoreWrapper::Put(key, parts, options);
+  }
+  Result<ObjectData> Get(std::string_view key, uint64_t offset, uint64_t length) override {
+    if (broken) return Status::Unavailable("test: outage");
+    return ObjectStoreWrapper::Get(key, offset, length);
+  }
+  Status Delete(std::string_view key) override {
+    WMBT_RETURN_IF_ERROR(ObjectStoreWrapper::Delete(key));
+    broken = true;
+    return Status::Ok();
+  }
+};
+
+// Found by wombatkv-sim (evict-gc, seed 194): a head naming the orphan appears between the
+// collector's listing and its delete, then L2 fails the re-check and the restore. The collector
+// reported the problem and dropped the bytes, so the head stayed damaged for good. It now keeps
+// them and puts them back at its next pass.
+TEST(OrphanGcRace, ARestoreThatFailsIsRetriedAtTheNextPass) {
+  DeleteRace race;
+  Planes& p = race.p;
+  BreaksAfterDelete collector_l2(&race.interposer);
+  gc::OrphanCollector collector(&collector_l2, &p.clock, Grace(kHourUs));
+  EXPECT_FALSE(collector.RunPass().ok());  // the re-check failed
+  EXPECT_FALSE(p.Exists(race.blob));       // and so did the restore
+  collector_l2.broken = false;
+  gc::GcReport r = p.Pass(collector);
+  EXPECT_EQ(r.restored, 1u);
+  EXPECT_EQ(r.deleted, 0u);
+  race.ExpectReadable();
+}
+
+// A listing that lags: `hidden` is left out of every listing until the clock reaches `until_us`
+// (as some S3-compatible servers list a new key late; GET and HEAD see it at once).
+class LaggingListing final : public ObjectStoreWrapper {
+ public:
+  LaggingListing(ObjectStore* target, Clock* clock) : ObjectStoreWrapper(target), clock_(clock) {}
+  std::string hidden;
+  uint64_t until_us = 0;
+  Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
+                        std::string_view token, size_t max_keys) override {
+    WMBT_ASSIGN_OR_RETURN(ListPage page,
+                          ObjectStoreWrapper::List(prefix, delimiter, token, max_keys));
+    if (clock_->NowMicros() < until_us) {
+      std::erase_if(page.objects, [&](const ObjectInfo& o) { return o.key == hidden; });
+    }
+    return page;
+  }
+
+ private:
+  Clock* clock_;
+};
+
+// Eventual listing (wombatkv-sim's list-lag fault): a head written — and its publisher's R4 check
+// passed — before the collector's first listing, but still missing from both its listings. R3's
+// argument ("a head the re-check does not see was written after it") assumed listings are
+// current; with a listing lag of L it holds only for a re-check at least L after the deletes,
+// which `GcOptions::list_lag_us` makes the collector wait.
+TEST(OrphanGcRace, AHeadALaggingListingHidesStillKeepsItsBlob) {
+  Planes p;
+  TestChain chain = MakeChain(1, kBlockBytes, 9);
+  p.PutOrphans(chain);
+  p.clock.Advance(2 * kHourUs);
+  const std::string blob = p.BlobKey(chain.payloads[0]);
+  p.Publish(chain);  // reuses the old blob: its age says nothing about the new head
+  constexpr uint64_t kLagUs = 5 * kMinuteUs;
+  LaggingListing lagging(p.l2.get(), &p.clock);
+  lagging.hidden = layout::ChainKey("kv", "default", kFp, chain.tip());
+  lagging.until_us = p.clock.NowMicros() + kLagUs;
+  gc::GcOptions o = Grace(kHourUs);
+  o.list_lag_us = kLagUs;
+  gc::OrphanCollector collector(&lagging, &p.clock, o);
+  gc::GcReport r = p.Pass(collector);
+  EXPECT_EQ(r.deleted, 0u);
+  EXPECT_EQ(r.restored, 1u);
+  EXPECT_TRUE(p.Exists(blob));
+  auto reader = p.Open();
+  auto got = reader->GetBlocks("default", kFp, chain.keys);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+}
+
 // Found by wombatkv-sim (evict-gc scenario, seed 4135): the collector kept the bytes of a blob
 // that had rotted in L2, and when a new head named it, put those corrupt bytes back — undoing a
 // delete that had removed the damage. Corrupt kept bytes are now never restored (the publisher's
