@@ -57,6 +57,11 @@ struct StoreOptions {
   uint64_t cache_bytes_max = 1ull << 30;
   // Background upload workers when no executor is injected.
   size_t upload_threads = 16;
+  // Local disk cache of payloads in front of a remote L2 (docs/capacity.md): at most this many
+  // bytes of cache files under data_dir/cache/ (WMBT_KV_DISK_CACHE_BYTES). 0 = none. Ignored
+  // when L2 is a local directory (the store's own, or an injected one describing itself as
+  // "file://"): the cache would be a second copy of L2 on the same disks. Needs a data_dir.
+  uint64_t disk_cache_bytes_max = 0;
 
   // Capacity (docs/capacity.md). Per-namespace values: key = namespace, "" = every namespace not
   // named; a namespace with no entry (and no "") or 0 has no limit. See NamespaceSetting().
@@ -87,6 +92,9 @@ struct StoreOptions {
   uint64_t gc_grace_us = 3600ull * 1000000;
   // A GC pass lists every blob and head of L2, so it runs less often than eviction passes.
   uint64_t gc_interval_ms = 60000;
+  // The longest an L2 listing may lag behind writes (0: listings are current, as on AWS S3 and
+  // the local directory). Orphan GC waits this long before its re-check (gc::GcOptions).
+  uint64_t l2_list_lag_us = 0;
   // Deletes one GC pass attempts at most (0 = unbounded); the rest wait for the next pass.
   size_t gc_deletes_per_pass = 4096;
 
@@ -216,6 +224,15 @@ struct StoreStats {
   uint64_t gc_blobs_deleted = 0;       // deleted and not put back (R3)
   uint64_t gc_bytes_freed = 0;         // object bytes of those: only deleted bytes count (R5)
   uint64_t gc_delete_failures = 0;     // left in L2, retried at the next pass (R5)
+  // Local disk cache (docs/capacity.md; all 0 without one)
+  uint64_t disk_cache_bytes = 0;         // sizes of its files (those being written included)
+  uint64_t disk_cache_files = 0;
+  uint64_t disk_cache_budget_bytes = 0;  // StoreOptions::disk_cache_bytes_max when enabled
+  uint64_t disk_cache_hits = 0;          // payloads served from a verified cache file
+  uint64_t disk_cache_misses = 0;        // RAM misses the disk cache did not serve (→ L2)
+  uint64_t disk_cache_evictions = 0;     // files deleted to stay within the budget
+  uint64_t disk_cache_fills = 0;         // files written (after an L2 read or an upload)
+  uint64_t disk_cache_dropped = 0;       // files that failed their check: deleted, never served
 };
 
 // L2 bytes one fingerprint's heads reference (part of NamespaceUsage).
@@ -242,6 +259,9 @@ struct NamespaceUsage {
   uint64_t unreferenced_blobs = 0, unreferenced_bytes = 0;
   uint64_t budget_bytes = 0;  // 0 = unlimited
   uint64_t ttl_seconds = 0;   // 0 = none
+  // This namespace's files in the local disk cache (a copy of some of its blobs; not in the
+  // budget above, which counts L2). The cache's own budget is StoreStats::disk_cache_budget_bytes.
+  uint64_t disk_cache_files = 0, disk_cache_bytes = 0;
   std::vector<FingerprintUsage> fingerprints;  // by fingerprint, when asked for
 
   // What the budget limits.

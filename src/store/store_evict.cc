@@ -199,6 +199,11 @@ std::vector<NamespaceUsage> StoreImpl::Usage(std::string_view only, bool by_fing
     u.ns = ns;
     u.budget_bytes = NamespaceSetting(options_.namespace_bytes_max, ns);
     u.ttl_seconds = NamespaceSetting(options_.namespace_ttl_seconds, ns);
+    if (disk_cache_) {
+      const DiskCacheUsage d = disk_cache_->NamespaceUsage(ns);
+      u.disk_cache_files = d.files;
+      u.disk_cache_bytes = d.bytes;
+    }
     UsageLedger::Totals t;
     std::map<Fingerprint, UsageLedger::Totals> per_fp;
     {

@@ -17,6 +17,7 @@
 // Only evict_mu_, gc_mu_, refresh_mu_ and a publish stripe are ever held across L2 I/O.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -28,6 +29,8 @@
 #include <vector>
 
 #include "base/limits.h"
+#include "cache/buffer_pool.h"
+#include "cache/disk_cache.h"
 #include "cache/payload_cache.h"
 #include "gc/orphan_gc.h"
 #include "index/radix_index.h"
@@ -127,6 +130,7 @@ class StoreImpl final : public Store {
 
   // --- helpers (store_write.cc) ---
   void StartUpload(const CacheKey& ck, std::string ns, BufferSlice payload);
+  Executor* CopyHelper();  // null with an injected executor
   // A failed upload that no publisher is retrying gives way to a new upload of the same bytes
   // (a later put): releases its pin and returns true. REQUIRES: upload_mu_ held.
   bool RetireFailedUpload(const CacheKey& ck, Upload& old);
@@ -169,6 +173,13 @@ class StoreImpl final : public Store {
   // Deletes a redundant head if L2 still holds exactly `expected` under it.
   Status DeleteRedundantHead(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
                              std::span<const ChainEntry> expected);
+
+  // --- local disk cache (store_read.cc) ---
+  // Opens the disk cache when one is configured and L2 is not a local directory.
+  Status OpenDiskCache();
+  // Writes the payload to the disk cache on the executor, off the caller's path (no-op without
+  // a disk cache). REQUIRES: `payload` hashes to `hash` (verified, or hashed at the put).
+  void FillDiskCacheLater(std::string_view ns, const ContentHash& hash, BufferSlice payload);
 
   // --- helpers (store_open.cc) ---
   Status OpenPlanes();
@@ -264,6 +275,16 @@ class StoreImpl final : public Store {
   MetaStore* l1_ = nullptr;
 
   PayloadCache cache_;
+  // The local disk plane in front of a remote L2; null when there is none. Set in Init, then
+  // never changed (so read without a lock).
+  std::unique_ptr<DiskCache> disk_cache_;
+  // Copies of put payloads come from here (cache/buffer_pool.h); fed by the buffers the cache and
+  // their borrowers drop. Idle memory at most 1/4 of the cache (a put copies a whole batch
+  // before inserting it, so the pool must hold a batch), capped at 256 MiB.
+  std::shared_ptr<BufferPool> payload_pool_ =
+      BufferPool::Create(std::min<uint64_t>(options_.cache_bytes_max / 4, uint64_t{256} << 20));
+  std::once_flag copy_helper_once_;
+  std::unique_ptr<Executor> copy_helper_;  // made by CopyHelper() on first use
 
   mutable std::shared_mutex index_mu_;
   RadixIndex index_;  // GUARDED_BY(index_mu_)

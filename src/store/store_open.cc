@@ -108,6 +108,7 @@ Status StoreImpl::Init() {
     gc::GcOptions gc_options;
     gc_options.l2_prefix = options_.l2_prefix;
     gc_options.grace_us = options_.gc_grace_us;
+    gc_options.list_lag_us = options_.l2_list_lag_us;
     gc_options.deletes_per_pass_max = options_.gc_deletes_per_pass;
     // Heads are read on the calling thread: a pass may itself run on the executor's workers.
     gc_options.keep = [this](const std::string& ns, const ContentHash& hash) {
@@ -159,9 +160,13 @@ Status StoreImpl::OpenPlanes() {
   if (options_.object_store) {
     l2_ = options_.object_store;
   } else {
-    owned_l2_ = NewFsObjectStore(dir + "/l2", fs_);
+    // This process owns the data directory (LOCK above), so it journals its L2.
+    auto l2 = OpenJournaledFsObjectStore(dir + "/l2", fs_);
+    if (!l2.ok()) return l2.status().WithContext("opening L2 in " + dir);
+    owned_l2_ = std::move(l2).value();
     l2_ = owned_l2_.get();
   }
+  WMBT_RETURN_IF_ERROR(OpenDiskCache());
   if (options_.meta_store) {
     l1_ = options_.meta_store;
     return Status::Ok();

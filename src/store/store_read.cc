@@ -1,4 +1,5 @@
-// The read path: lookups (L0 only), gets (L0 → RAM cache → L2, verified), listings and stats.
+// The read path: lookups (L0 only), gets (L0 → RAM cache → disk cache → L2, verified), listings,
+// stats, and the disk cache's opening and fills.
 #include <algorithm>
 #include <tuple>
 
@@ -146,6 +147,13 @@ Result<BufferSlice> StoreImpl::GetByContentHash(std::string_view ns, const Conte
   if (ns_id) {
     if (auto hit = cache_.Lookup(CacheKey{*ns_id, hash})) return std::move(*hit);
   }
+  // RAM miss → the disk cache (verified: a bad file is dropped and read from L2) → L2.
+  if (disk_cache_) {
+    if (auto hit = disk_cache_->Lookup(ns, hash)) {
+      return cache_.Insert(CacheKey{ns_id ? *ns_id : NamespaceId(ns), hash}, std::move(*hit),
+                           /*pin=*/false);
+    }
+  }
   const std::string key = layout::BlobKey(options_.l2_prefix, ns, hash);
   WMBT_ASSIGN_OR_RETURN(ObjectData object,
                         L2Read(key, layout::kEnvelopeHeaderBytes + limits::kBlockBytesMax));
@@ -155,8 +163,51 @@ Result<BufferSlice> StoreImpl::GetByContentHash(std::string_view ns, const Conte
     counters_.corruptions++;
     return payload.status();
   }
-  return cache_.Insert(CacheKey{ns_id ? *ns_id : NamespaceId(ns), hash},
-                       std::move(payload).value(), /*pin=*/false);
+  BufferSlice cached = cache_.Insert(CacheKey{ns_id ? *ns_id : NamespaceId(ns), hash},
+                                     std::move(payload).value(), /*pin=*/false);
+  FillDiskCacheLater(ns, hash, cached);  // verified above
+  return cached;
+}
+
+Status StoreImpl::OpenDiskCache() {
+  if (options_.disk_cache_bytes_max == 0) return Status::Ok();
+  // A local-directory L2 is already on local disk: a cache in front of it would be a copy.
+  const bool local_l2 = owned_l2_ != nullptr || l2_->Describe().starts_with("file://");
+  if (local_l2 || options_.data_dir.empty()) {
+    Log(LogLevel::kInfo, std::string("no disk cache: ") +
+                             (local_l2 ? "L2 is a local directory (" + l2_->Describe() + ")"
+                                       : std::string("no data directory")));
+    return Status::Ok();
+  }
+  DiskCacheOptions o;
+  o.dir = options_.data_dir + "/cache";
+  o.bytes_max = options_.disk_cache_bytes_max;
+  o.fs = fs_;
+  o.warn = [this](const std::string& m) { Log(LogLevel::kWarn, m); };
+  auto cache = DiskCache::Open(std::move(o));
+  if (!cache.ok()) {
+    return cache.status().WithContext(
+        "opening the disk cache in " + options_.data_dir +
+        "/cache (fix its permissions, or set WMBT_KV_DISK_CACHE_BYTES=0 to run without it)");
+  }
+  disk_cache_ = std::move(cache).value();
+  const DiskCacheStats st = disk_cache_->Stats();
+  Log(LogLevel::kInfo, "disk cache " + disk_cache_->dir() + ": " + std::to_string(st.files) +
+                           " files, " + std::to_string(st.bytes) + " of " +
+                           std::to_string(st.budget_bytes) + " bytes");
+  return Status::Ok();
+}
+
+void StoreImpl::FillDiskCacheLater(std::string_view ns, const ContentHash& hash,
+                                   BufferSlice payload) {
+  if (!disk_cache_ || disk_cache_->Contains(ns, hash)) return;
+  executor_->Submit([this, ns = std::string(ns), hash, payload = std::move(payload)]() mutable {
+    disk_cache_->Fill(ns, hash, payload.view());
+    // While queued, this task's reference made the RAM cache treat the payload as borrowed (C2)
+    // and keep it over its budget; let it go now rather than at the next insert.
+    payload = BufferSlice{};
+    cache_.Trim();
+  });
 }
 
 Result<BufferSlice> StoreImpl::GetSidecar(std::string_view ns, const Fingerprint& fp,
@@ -259,6 +310,17 @@ StoreStats StoreImpl::Stats() {
   s.gc_blobs_deleted = k.gc_blobs_deleted;
   s.gc_bytes_freed = k.gc_bytes_freed;
   s.gc_delete_failures = k.gc_delete_failures;
+  if (disk_cache_) {
+    const DiskCacheStats d = disk_cache_->Stats();
+    s.disk_cache_bytes = d.bytes;
+    s.disk_cache_files = d.files;
+    s.disk_cache_budget_bytes = d.budget_bytes;
+    s.disk_cache_hits = d.hits;
+    s.disk_cache_misses = d.misses;
+    s.disk_cache_evictions = d.evictions;
+    s.disk_cache_fills = d.fills;
+    s.disk_cache_dropped = d.dropped;
+  }
   return s;
 }
 

@@ -9,7 +9,9 @@
 #include "layout/envelope.h"
 #include "layout/object_keys.h"
 #include "store/meta_records.h"
+#include "store/put_copy.h"
 #include "store/store_impl.h"
+#include "store/store_test_hooks.h"
 
 namespace wombatkv {
 namespace {
@@ -26,18 +28,13 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocks(std::string_view ns, const
   std::vector<ContentHash> hashes;
   hashes.reserve(blocks.size());
   MetaWriteBatch batch;
-  for (const BlockPut& b : blocks) {
-    // Hash the bytes we keep: a copy (hashed while copying, so a caller changing its buffer
-    // concurrently cannot make the name and the bytes differ), or the caller's handed-over buffer.
-    BufferSlice slice = b.owned;
-    ContentHash hash;
-    if (slice.owner) {
-      hash = HashPayload(slice.view());
-    } else {
-      auto buf = Buffer::Allocate(b.payload.size());
-      hash = CopyAndHashPayload(b.payload, buf->data());
-      slice = BufferSlice{buf, buf->data(), buf->size()};
-    }
+  // Hash the bytes we keep (put_copy.h): copies into recycled buffers, shared with the helper
+  // thread when there is one, or the caller's handed-over buffers.
+  CopiedBlocks copied = CopyAndHashBlocks(blocks, payload_pool_, CopyHelper());
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const BlockPut& b = blocks[i];
+    BufferSlice slice = std::move(copied.payloads[i]);
+    const ContentHash hash = copied.hashes[i];
     const uint64_t length = slice.size;
     hashes.push_back(hash);
     const CacheKey ck{ns_id, hash};
@@ -63,6 +60,15 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocks(std::string_view ns, const
   return hashes;
 }
 
+Executor* StoreImpl::CopyHelper() {
+  // Only a store that owns its executor gets a helper thread: an injected executor (tests, the
+  // simulator) keeps every put on the calling thread, deterministic.
+  if (options_.executor != nullptr) return nullptr;
+  std::call_once(copy_helper_once_,
+                 [this] { copy_helper_ = NewThreadPoolExecutor(1, "wombatkv-copy"); });
+  return copy_helper_.get();
+}
+
 void StoreImpl::StartUpload(const CacheKey& ck, std::string ns, BufferSlice payload) {
   std::shared_ptr<Upload> up;
   {
@@ -83,6 +89,9 @@ void StoreImpl::StartUpload(const CacheKey& ck, std::string ns, BufferSlice payl
   }
   executor_->Submit([this, ck, up] {
     Status s = UploadBlob(up->ns, ck.hash, up->payload.view(), &up->reused);
+    // Write-through to the disk cache once L2 has the blob (a get after the RAM cache let it go
+    // is then served locally); queued, so the publish awaiting this upload does not wait for it.
+    if (s.ok()) FillDiskCacheLater(up->ns, ck.hash, up->payload);
     if (s.ok()) {
       // Kept only to retry a failed upload — or, for a blob found already in L2, for the
       // publisher's re-check (R4): orphan GC may delete it before the head names it, and the RAM
@@ -114,8 +123,11 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash, Byt
     }
     const bool damaged = head.ok();
     counters_.l2_puts++;
+    // Not durable on return: PublishChain's head put (durable) is ordered after it, so the head
+    // is never durable without this blob (ObjectStore::PutOptions).
     auto put = l2_->Put(key, {ByteView(header.bytes, sizeof header.bytes), payload},
-                        PutOptions{damaged ? PutMode::kOverwrite : PutMode::kIfAbsent, {}});
+                        PutOptions{damaged ? PutMode::kOverwrite : PutMode::kIfAbsent, {},
+                                   /*durable_on_return=*/false});
     if (put.ok()) {
       counters_.l2_put_bytes += object_size;
       return Status::Ok();
@@ -286,6 +298,7 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
   // The durability barrier: every blob of the chain is in L2 before the head names it. The
   // indexed prefix was published before, so its blobs already are.
   for (size_t i = indexed; i < entries.size(); ++i) {
+    if (test_hooks::publish_skips_durability_barrier.load(std::memory_order_relaxed)) break;
     WMBT_RETURN_IF_ERROR(EnsureDurable(ns, CacheKey{ns_id, entries[i].hash}));
   }
   ReusedCopies copies;  // R4: bytes of reused blobs, in case GC deletes one before the head names it
