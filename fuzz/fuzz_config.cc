@@ -41,7 +41,7 @@ std::vector<std::string> VarNames() {
   std::vector<std::string> names;
   for (const SettingDoc& d : AllSettings()) names.emplace_back(d.name);
   for (const char* n : {"HOME", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID",
-                        "AWS_SECRET_ACCESS_KEY"})
+                        "AWS_SECRET_ACCESS_KEY", "AWS_CA_BUNDLE"})
     names.emplace_back(n);
   return names;
 }

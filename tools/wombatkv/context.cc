@@ -107,7 +107,7 @@ Store* Context::OpenStore(int* exit_code) {
 ObjectStore* Context::OpenConfiguredS3(int* exit_code) {
   if (l2_ || opts.s3_bucket.empty()) return l2_.get();
   auto config = Config::FromEnv();
-  auto l2 = config.ok() ? OpenL2FromConfig(*config, L2Env{nullptr, nullptr, nullptr,
+  auto l2 = config.ok() ? OpenL2FromConfig(*config, L2Env{nullptr, nullptr,
                                                           [this](const std::string& m) {
                                                             out.Warn(m);
                                                           }})

@@ -158,7 +158,7 @@ int Main(int argc, char** argv) {
   std::unique_ptr<ObjectStore> l2;
   if (!config->s3_bucket.empty()) {
     auto opened_l2 = OpenL2FromConfig(
-        *config, L2Env{RealClock(), nullptr, nullptr, [&out](const std::string& m) { out.Warn(m); }});
+        *config, L2Env{RealClock(), nullptr, [&out](const std::string& m) { out.Warn(m); }});
     if (!opened_l2.ok()) {
       return out.Error("open S3 bucket " + config->s3_bucket, opened_l2.status(),
                        "check the WMBT_KV_S3_* settings (docs/s3.md)");

@@ -22,9 +22,6 @@ namespace wombatkv {
 struct L2Env {
   Clock* clock = nullptr;    // null = RealClock(); must outlive the store
   Random* random = nullptr;  // null = system-seeded, owned by the store
-  // Unused: every S3 setting now comes from Config. Kept so that callers' aggregate initialisers
-  // ({clock, random, lookup, warn}) stay valid; to be removed with them.
-  EnvLookup lookup;
   // Receives warnings (e.g. conditional writes unsupported); null = stderr.
   std::function<void(const std::string&)> warn;
 };
