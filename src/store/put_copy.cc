@@ -1,71 +1,23 @@
 #include "store/put_copy.h"
 
-#include <atomic>
-#include <condition_variable>
-#include <mutex>
-
 namespace wombatkv {
-namespace {
-
-// Below this much payload in a call, waking the helper costs more than it saves.
-constexpr uint64_t kSplitBytesMin = 1 << 20;
-
-struct CopyJob {
-  std::span<const BlockPut> blocks;
-  std::shared_ptr<BufferPool> pool;
-  CopiedBlocks out;
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t finished = 0;  // GUARDED_BY(mu)
-
-  void One(size_t i) {
-    const BlockPut& b = blocks[i];
-    if (b.owned.owner) {
-      out.payloads[i] = b.owned;
-      out.hashes[i] = HashPayload(b.owned.view());
-    } else {
-      auto buf = pool->Allocate(b.payload.size());
-      out.hashes[i] = CopyAndHashPayload(b.payload, buf->data());
-      out.payloads[i] = BufferSlice{buf, buf->data(), buf->size()};
-    }
-  }
-
-  // Takes blocks until none is left.
-  void Work(bool helper) {
-    size_t done = 0;
-    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < blocks.size();) {
-      One(i);
-      ++done;
-    }
-    if (done == 0) return;
-    std::lock_guard<std::mutex> g(mu);
-    finished += done;
-    if (helper) out.helped += done;
-    if (finished == blocks.size()) cv.notify_all();
-  }
-};
-
-}  // namespace
 
 CopiedBlocks CopyAndHashBlocks(std::span<const BlockPut> blocks,
-                               const std::shared_ptr<BufferPool>& pool, Executor* helper) {
-  auto job = std::make_shared<CopyJob>();
-  job->blocks = blocks;
-  job->pool = pool;
-  job->out.payloads.resize(blocks.size());
-  job->out.hashes.resize(blocks.size());
-  uint64_t total = 0;
-  for (const BlockPut& b : blocks) total += b.bytes().size();
-  if (helper && blocks.size() >= 2 && total >= kSplitBytesMin) {
-    helper->Submit([job] { job->Work(/*helper=*/true); });
+                               const std::shared_ptr<BufferPool>& pool) {
+  CopiedBlocks out;
+  out.payloads.reserve(blocks.size());
+  out.hashes.reserve(blocks.size());
+  for (const BlockPut& b : blocks) {
+    if (b.owned.owner) {
+      out.payloads.push_back(b.owned);
+      out.hashes.push_back(HashPayload(b.owned.view()));
+    } else {
+      auto buf = pool->Allocate(b.payload.size());
+      out.hashes.push_back(CopyAndHashPayload(b.payload, buf->data()));
+      out.payloads.push_back(BufferSlice{buf, buf->data(), buf->size()});
+    }
   }
-  job->Work(/*helper=*/false);
-  {
-    std::unique_lock<std::mutex> g(job->mu);
-    job->cv.wait(g, [&] { return job->finished == blocks.size(); });
-  }
-  return std::move(job->out);
+  return out;
 }
 
 }  // namespace wombatkv

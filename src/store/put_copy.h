@@ -3,13 +3,13 @@
 //
 // The copy is hashed, not the caller's bytes, and in cache-sized steps right after each step is
 // copied (CopyAndHashPayload): a caller changing its buffer during the put cannot make the name
-// and the kept bytes differ, and the hash reads the bytes from cache instead of RAM.
+// and the kept bytes differ, and the hash reads the bytes from cache instead of RAM. Copies go
+// into recycled buffers (BufferPool), so a put does not fault in fresh pages once the cache has
+// released some.
 //
-// With a helper executor, a put of several blocks is shared between the calling thread and one
-// helper thread: both take the next unclaimed block until none is left, so the caller never waits
-// for a helper that has not started (a busy or late helper finds nothing left and returns at
-// once), only for a block the helper is in the middle of. The helper touches the caller's
-// payloads only for blocks it claimed, and PutBlocks returns only after those are done.
+// Everything runs on the calling thread. Sharing a multi-block put with a helper thread halved the
+// caller's CPU per GB but gained no wall time on a 2-core machine whose other core runs the
+// uploads (BENCHMARKS.md, store section), so it was removed.
 #pragma once
 
 #include <memory>
@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "cache/buffer_pool.h"
-#include "wombatkv/env.h"
 #include "wombatkv/store.h"
 #include "wombatkv/types.h"
 
@@ -26,11 +25,10 @@ namespace wombatkv {
 struct CopiedBlocks {
   std::vector<BufferSlice> payloads;  // one per block: the copy, or the handed-over slice
   std::vector<ContentHash> hashes;
-  size_t helped = 0;  // blocks the helper thread did
 };
 
-// `helper` may be null (everything on the calling thread). Copies come from `pool`.
+// Copies come from `pool`.
 CopiedBlocks CopyAndHashBlocks(std::span<const BlockPut> blocks,
-                               const std::shared_ptr<BufferPool>& pool, Executor* helper);
+                               const std::shared_ptr<BufferPool>& pool);
 
 }  // namespace wombatkv

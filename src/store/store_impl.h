@@ -130,7 +130,6 @@ class StoreImpl final : public Store {
 
   // --- helpers (store_write.cc) ---
   void StartUpload(const CacheKey& ck, std::string ns, BufferSlice payload);
-  Executor* CopyHelper();  // null with an injected executor
   // A failed upload that no publisher is retrying gives way to a new upload of the same bytes
   // (a later put): releases its pin and returns true. REQUIRES: upload_mu_ held.
   bool RetireFailedUpload(const CacheKey& ck, Upload& old);
@@ -283,8 +282,6 @@ class StoreImpl final : public Store {
   // before inserting it, so the pool must hold a batch), capped at 256 MiB.
   std::shared_ptr<BufferPool> payload_pool_ =
       BufferPool::Create(std::min<uint64_t>(options_.cache_bytes_max / 4, uint64_t{256} << 20));
-  std::once_flag copy_helper_once_;
-  std::unique_ptr<Executor> copy_helper_;  // made by CopyHelper() on first use
 
   mutable std::shared_mutex index_mu_;
   RadixIndex index_;  // GUARDED_BY(index_mu_)

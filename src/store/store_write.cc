@@ -28,9 +28,9 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocks(std::string_view ns, const
   std::vector<ContentHash> hashes;
   hashes.reserve(blocks.size());
   MetaWriteBatch batch;
-  // Hash the bytes we keep (put_copy.h): copies into recycled buffers, shared with the helper
-  // thread when there is one, or the caller's handed-over buffers.
-  CopiedBlocks copied = CopyAndHashBlocks(blocks, payload_pool_, CopyHelper());
+  // Hash the bytes we keep (put_copy.h): copies into recycled buffers, or the caller's
+  // handed-over buffers.
+  CopiedBlocks copied = CopyAndHashBlocks(blocks, payload_pool_);
   for (size_t i = 0; i < blocks.size(); ++i) {
     const BlockPut& b = blocks[i];
     BufferSlice slice = std::move(copied.payloads[i]);
@@ -58,15 +58,6 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocks(std::string_view ns, const
   }
   MaybeScheduleEviction(/*urgent=*/false);
   return hashes;
-}
-
-Executor* StoreImpl::CopyHelper() {
-  // Only a store that owns its executor gets a helper thread: an injected executor (tests, the
-  // simulator) keeps every put on the calling thread, deterministic.
-  if (options_.executor != nullptr) return nullptr;
-  std::call_once(copy_helper_once_,
-                 [this] { copy_helper_ = NewThreadPoolExecutor(1, "wombatkv-copy"); });
-  return copy_helper_.get();
 }
 
 void StoreImpl::StartUpload(const CacheKey& ck, std::string ns, BufferSlice payload) {
