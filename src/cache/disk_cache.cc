@@ -156,7 +156,7 @@ Status DiskCache::Index() {
       WMBT_CHECK(MakeRoomLocked(0, map_.size(), &victims));
     }
   }
-  DeleteVictims(victims);
+  (void)DeleteVictims(victims);  // a failed unlink keeps its file counted; trimmed later
   return Status::Ok();
 }
 
@@ -207,6 +207,34 @@ void DiskCache::MarkDeletingLocked(std::unordered_map<Key, Entry, KeyHash>::iter
   u.bytes -= e.bytes;
 }
 
+void DiskCache::UnmarkDeletingLocked(std::unordered_map<Key, Entry, KeyHash>::iterator it) {
+  // The unlink failed, so the file is still there: it stays indexed and counted (D2), as the
+  // coldest entry, and a later eviction tries again.
+  Entry& e = it->second;
+  WMBT_CHECK(e.state == State::kDeleting);
+  e.state = State::kReady;
+  lru_.push_back(it->first);
+  e.lru = std::prev(lru_.end());
+  stats_.deleting_bytes -= e.bytes;
+  stats_.bytes += e.bytes;
+  stats_.files++;
+  DiskCacheUsage& u = per_ns_[it->first.ns];
+  u.files++;
+  u.bytes += e.bytes;
+}
+
+// Removes a deleting entry once its unlink returned: gone from the index when the file is gone,
+// back to ready when it is still on disk.
+void DiskCache::FinishDeleteLocked(const Key& key, bool deleted) {
+  auto it = map_.find(key);
+  if (it == map_.end() || it->second.state != State::kDeleting) return;
+  if (deleted) {
+    EraseLocked(it);
+  } else {
+    UnmarkDeletingLocked(it);
+  }
+}
+
 bool DiskCache::MakeRoomLocked(uint64_t incoming, size_t max, std::vector<Victim>* victims) {
   if (stats_.bytes + incoming <= options_.bytes_max) return true;
   const uint64_t excess = stats_.bytes + incoming - options_.bytes_max;
@@ -226,18 +254,28 @@ bool DiskCache::MakeRoomLocked(uint64_t incoming, size_t max, std::vector<Victim
   return true;
 }
 
-void DiskCache::DeleteVictims(const std::vector<Victim>& victims) {
-  if (victims.empty()) return;
-  for (const Victim& v : victims) {
+bool DiskCache::DeleteVictims(const std::vector<Victim>& victims) {
+  if (victims.empty()) return true;
+  std::vector<bool> deleted(victims.size());
+  std::string failure;
+  for (size_t i = 0; i < victims.size(); ++i) {
+    const Victim& v = victims[i];
     Status s = options_.fs->DeleteFile(PathOf(options_.dir, v.key.ns, v.key.hash));
-    if (!s.ok() && !s.IsNotFound()) Warn("disk cache: evicting: " + s.ToString());
+    deleted[i] = s.ok() || s.IsNotFound();
+    if (!deleted[i]) failure = s.ToString();
   }
-  std::lock_guard<std::mutex> g(mu_);
-  for (const Victim& v : victims) {
-    auto it = map_.find(v.key);
-    if (it != map_.end() && it->second.state == State::kDeleting) EraseLocked(it);
+  uint64_t failures;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (size_t i = 0; i < victims.size(); ++i) {
+      FinishDeleteLocked(victims[i].key, deleted[i]);
+      if (deleted[i]) stats_.evictions++;
+    }
+    failures = stats_.delete_failures += std::count(deleted.begin(), deleted.end(), false);
   }
-  stats_.evictions += victims.size();
+  if (failure.empty()) return true;
+  WarnEvery(failures, "disk cache: evicting: " + failure);
+  return false;
 }
 
 std::optional<BufferSlice> DiskCache::Lookup(std::string_view ns, const ContentHash& hash) {
@@ -259,8 +297,15 @@ std::optional<BufferSlice> DiskCache::Lookup(std::string_view ns, const ContentH
   FileInfo info;
   auto file = options_.fs->ReadFile(PathOf(options_.dir, ns, hash), 0, bytes + 1, &info);
   if (!file.ok()) {
-    // Deleted under us (evicted meanwhile, or by hand): forget it if the index still has it.
-    Drop(key, generation, file.status().IsNotFound() ? std::string() : file.status().ToString());
+    if (file.status().IsNotFound()) {
+      // Deleted under us (evicted meanwhile, or by hand): forget it if the index still has it.
+      Drop(key, generation, std::string());
+    } else {
+      // Could not read it now (out of descriptors or memory, an I/O error): a miss. The file is
+      // not known to be bad, so it stays; if it is unreadable for good, eviction removes it.
+      std::lock_guard<std::mutex> g(mu_);
+      stats_.misses++;
+    }
     return std::nullopt;
   }
   auto payload = DecodeDiskCacheFile(std::move(file).value(), hash);
@@ -292,10 +337,14 @@ void DiskCache::Drop(const Key& key, uint64_t generation, const std::string& why
   const std::string path = PathOf(options_.dir, key.ns, key.hash);
   Warn("disk cache: dropping " + path + ": " + why + " (read from L2 instead)");
   Status s = options_.fs->DeleteFile(path);
-  if (!s.ok() && !s.IsNotFound()) Warn("disk cache: deleting " + path + ": " + s.ToString());
-  std::lock_guard<std::mutex> g(mu_);
-  auto it = map_.find(key);
-  if (it != map_.end() && it->second.state == State::kDeleting) EraseLocked(it);
+  const bool deleted = s.ok() || s.IsNotFound();
+  uint64_t failures = 0;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    FinishDeleteLocked(key, deleted);
+    if (!deleted) failures = ++stats_.delete_failures;
+  }
+  if (!deleted) WarnEvery(failures, "disk cache: deleting " + path + ": " + s.ToString());
 }
 
 void DiskCache::Fill(std::string_view ns, const ContentHash& hash, ByteView payload) {
@@ -319,8 +368,16 @@ void DiskCache::Fill(std::string_view ns, const ContentHash& hash, ByteView payl
     generation = AddLocked(key, bytes, State::kWriting).generation;
     make_dir = !made_dirs_.contains(shard_dir);
   }
-  // Room first (D2: the files on disk never exceed what is counted), then the new file.
-  DeleteVictims(victims);
+  // Room first (D2: the files on disk never exceed what is counted), then the new file — unless
+  // an unlink failed: then there is no room, and the fill is skipped (the budget holds).
+  if (!DeleteVictims(victims)) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = map_.find(key);
+    WMBT_CHECK(it != map_.end() && it->second.generation == generation);
+    EraseLocked(it);
+    stats_.fills_skipped++;
+    return;
+  }
   const auto header = EncodeDiskCacheHeader(hash, payload);
   auto write = [&] {
     return options_.fs->WriteFileAtomic(PathOf(options_.dir, ns, hash),
@@ -334,17 +391,15 @@ void DiskCache::Fill(std::string_view ns, const ContentHash& hash, ByteView payl
     s = options_.fs->CreateDirs(shard_dir);
     if (s.ok()) s = write();
   }
-  std::lock_guard<std::mutex> g(mu_);
+  std::unique_lock<std::mutex> g(mu_);
   auto it = map_.find(key);
   WMBT_CHECK(it != map_.end() && it->second.generation == generation &&
              it->second.state == State::kWriting);  // D3: nobody else touches a writing entry
   if (!s.ok()) {
-    stats_.fill_failures++;
+    const uint64_t failures = ++stats_.fill_failures;
     EraseLocked(it);
-    if (stats_.fill_failures == 1 || stats_.fill_failures % 1000 == 0) {
-      Warn("disk cache: writing " + shard_dir + ": " + s.ToString() + " (" +
-           std::to_string(stats_.fill_failures) + " failed fills so far)");
-    }
+    g.unlock();  // the log sink is the user's: never called under mu_
+    WarnEvery(failures, "disk cache: writing " + shard_dir + ": " + s.ToString());
     return;
   }
   if (make_dir) made_dirs_.insert(shard_dir);

@@ -71,6 +71,7 @@ struct DiskCacheStats {
   uint64_t fill_failures = 0;  // writes that failed (the file system is full, say)
   uint64_t fills_skipped = 0;  // no room within the eviction bound, or larger than the budget
   uint64_t dropped = 0;        // files that failed their check (D1), deleted
+  uint64_t delete_failures = 0;  // unlinks that failed: the file stays indexed and counted (D2)
 };
 
 // What one namespace's cache files hold.
@@ -152,11 +153,22 @@ class DiskCache {
   // budget; at most `max` of them. Returns false (and marks none) if they would not make room.
   // REQUIRES: mu_ held.
   bool MakeRoomLocked(uint64_t incoming, size_t max, std::vector<Victim>* victims);
-  void DeleteVictims(const std::vector<Victim>& victims);
+  // False if an unlink failed (that victim stays indexed and counted).
+  bool DeleteVictims(const std::vector<Victim>& victims);
   // Removes a file that failed its check, if the entry is still the one that was read (D1).
   void Drop(const Key& key, uint64_t generation, const std::string& why);
+  // REQUIRES: mu_ held. After an unlink: erased if `deleted`, else back to ready (still counted).
+  void FinishDeleteLocked(const Key& key, bool deleted);
+  void UnmarkDeletingLocked(std::unordered_map<Key, Entry, KeyHash>::iterator it);
+  // Never called with mu_ held: the sink is the user's callback.
   void Warn(const std::string& message) const {
     if (options_.warn) options_.warn(message);
+  }
+  // For repeated failures: the first one and every 1000th, with the count so far.
+  void WarnEvery(uint64_t count, const std::string& message) const {
+    if (count == 1 || count % 1000 == 0) {
+      Warn(message + " (" + std::to_string(count) + " so far)");
+    }
   }
 
   const DiskCacheOptions options_;

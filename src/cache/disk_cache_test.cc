@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <condition_variable>
@@ -301,6 +302,65 @@ TEST_F(DiskCacheTest, AKeyWhoseFileIsBeingEvictedIsNotFilledUntilTheUnlinkReturn
         << "the index and the disk disagree about " << it->hash.ToHex();
   }
   EXPECT_EQ(c->Stats().bytes, OnDisk().second);
+}
+
+// Fails every unlink, or every read, while told to; counts the warnings' thread context.
+class FailingFs final : public FileSystemWrapper {
+ public:
+  FailingFs() : FileSystemWrapper(PosixFileSystem()) {}
+  std::atomic<bool> fail_deletes{false}, fail_reads{false};
+  Status DeleteFile(const std::string& path) override {
+    if (fail_deletes) return Status::PermissionDenied("unlink " + path + ": Operation not permitted");
+    return FileSystemWrapper::DeleteFile(path);
+  }
+  Result<std::shared_ptr<Buffer>> ReadFile(const std::string& path, uint64_t offset,
+                                           uint64_t length, FileInfo* info) override {
+    if (fail_reads) return Status::ResourceExhausted("open " + path + ": Too many open files");
+    return FileSystemWrapper::ReadFile(path, offset, length, info);
+  }
+};
+
+TEST_F(DiskCacheTest, AFailedUnlinkKeepsTheFileCountedAndATransientReadErrorKeepsTheFile) {
+  FailingFs ffs;
+  DiskCacheOptions o;
+  o.dir = dir_.path() + "/cache";
+  o.bytes_max = 3 * DiskCache::FileBytes(1000);
+  o.fs = &ffs;
+  DiskCache* self = nullptr;
+  // The sink calls back into the cache: it must never run under the cache's lock.
+  o.warn = [&](const std::string& m) {
+    warnings_.push_back(m);
+    if (self) (void)self->Stats();
+  };
+  auto c = std::move(DiskCache::Open(o)).value();
+  self = c.get();
+  const Item a = MakeItem(1, 1000), b = MakeItem(2, 1000), d = MakeItem(3, 1000),
+             e = MakeItem(4, 1000);
+  for (const Item* it : {&a, &b, &d}) c->Fill("ns", it->hash, it->bytes);
+
+  ffs.fail_deletes = true;
+  c->Fill("ns", e.hash, e.bytes);  // must evict a, whose unlink fails
+  auto [files, bytes] = OnDisk();
+  EXPECT_EQ(c->Stats().bytes, bytes) << "a file that could not be deleted is still counted";
+  EXPECT_EQ(c->Stats().files, files);
+  EXPECT_LE(bytes, o.bytes_max);
+  EXPECT_GE(c->Stats().delete_failures, 1u);
+  EXPECT_TRUE(c->Contains("ns", a.hash));
+
+  ffs.fail_deletes = false;
+  c->Fill("ns", e.hash, e.bytes);  // now the eviction succeeds
+  std::tie(files, bytes) = OnDisk();
+  EXPECT_EQ(c->Stats().bytes, bytes);
+  EXPECT_TRUE(c->Contains("ns", e.hash));
+
+  ffs.fail_reads = true;
+  EXPECT_FALSE(c->Lookup("ns", e.hash)) << "an unreadable file is a miss";
+  ffs.fail_reads = false;
+  EXPECT_TRUE(fs::exists(Path("ns", e.hash))) << "a transient read error deleted a good file";
+  auto back = c->Lookup("ns", e.hash);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(0, std::memcmp(back->data, e.bytes.data(), e.bytes.size()));
+  EXPECT_EQ(c->Stats().dropped, 0u);
 }
 
 TEST_F(DiskCacheTest, APayloadLargerThanTheBudgetIsNotCached) {
