@@ -93,7 +93,8 @@ class FsObjectStore final : public ObjectStore {
     // A clean close checkpoints the last file too, so the next open replays nothing (and does
     // not rewrite a file damaged since, which a reader must find damaged: G9).
     if (s.ok()) s = fs_->SyncFileSystem(root_);
-    if (s.ok()) (void)fs_->DeleteFile(journal_->file_path());
+    // Only the oldest journal file may go (see Checkpoint).
+    if (s.ok() && !checkpoint_failed_) (void)fs_->DeleteFile(journal_->file_path());
   }
 
   // Becomes the journaling owner of the root: takes the owner lock, replays what a crash left
@@ -428,12 +429,20 @@ class FsObjectStore final : public ObjectStore {
   }
 
   // Background, for a journal file that got no more records: once the versions it vouches for
-  // are named and the file system has written everything back, it is no longer needed. A
-  // failure leaves it in place: the next open replays it, which is harmless (idempotent).
+  // are named and the file system has written everything back, it is no longer needed. Files go
+  // strictly in order (one checkpoint thread): after a failure this one and every later file stay,
+  // so the journal files left on disk are always a contiguous run of LSNs, replayed in order at the
+  // next open. Deleting a later file while an older one stays would let the older file's records
+  // be replayed over newer versions (an acknowledged write rolled back).
   void Checkpoint(const std::string& journal_path, uint64_t last_lsn) {
+    if (checkpoint_failed_) return;
     Status s = SyncThrough(last_lsn);
     if (s.ok()) s = fs_->SyncFileSystem(root_);
-    if (s.ok()) (void)fs_->DeleteFile(journal_path);
+    if (s.ok()) {
+      s = fs_->DeleteFile(journal_path);
+      if (s.IsNotFound()) s = Status::Ok();
+    }
+    if (!s.ok()) checkpoint_failed_ = true;
   }
 
   // A plain store must not write into a root that a journaling owner holds: the owner's journal
@@ -633,6 +642,9 @@ class FsObjectStore final : public ObjectStore {
   std::unordered_map<std::string, InFlight> inflight_;  // by path (J2)
   std::deque<Action> actions_;                          // in LSN order (J1, J3)
   Status broken_;                                       // sticky: an applied action failed
+  // Set by the checkpoint thread (and read by the destructor after draining it): a journal file
+  // could not be retired, so no later one may be either.
+  bool checkpoint_failed_ = false;
 };
 
 }  // namespace

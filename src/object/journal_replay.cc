@@ -45,12 +45,20 @@ Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& roo
   // The buffers stay alive while `last` points into them.
   std::vector<std::shared_ptr<Buffer>> contents;
   std::map<std::string, LastOp> last;  // key -> its last record in the prefix
-  bool ended = false;
   uint64_t expected = files.empty() ? 0 : files.front().first;
   for (const auto& [first, path] : files) {
-    // A file that does not continue the sequence holds nothing of the prefix (files start only
-    // after their predecessor was synced whole, journal.h).
-    if (ended || first != expected) break;
+    // Files start only after their predecessor was synced whole (journal.h), and are retired
+    // oldest first (fs_object_store.cc, Checkpoint): so a file that does not continue the
+    // sequence means an earlier one lost records it had synced. Replaying past the gap could
+    // apply old versions over newer ones; stopping silently would drop acknowledged writes.
+    if (first != expected) {
+      return Status::Corruption(
+          "journal of the local L2 in " + root + " is damaged: records end at LSN " +
+          std::to_string(expected - 1) + " but the next file starts at LSN " +
+          std::to_string(first) + " (" + path + "). Writes acknowledged after LSN " +
+          std::to_string(expected - 1) + " may be lost: move the .~journal-* files out of " +
+          root + " to open the store with what the directory holds, then run `wombatkv audit`");
+    }
     WMBT_ASSIGN_OR_RETURN(auto bytes, fs->ReadFile(path, 0, kToEnd));
     ByteView rest(bytes->data(), bytes->size());
     while (true) {
@@ -72,6 +80,9 @@ Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& roo
       return Status::Corruption("journal in " + root + " names an invalid key: " + key);
     }
     const std::string path = root + "/" + key;
+    // A key later used as a directory (put a, delete a, put a/b): its last record here is
+    // superseded by what that directory holds, which its own records replay.
+    if (auto st = fs->Stat(path); st.ok() && st->is_dir) continue;
     if (op.op == JournalOp::kPut) {
       if (SameBytes(fs, path, op.value)) continue;
       WMBT_RETURN_IF_ERROR(fs->CreateDirs(ParentOf(path)));
