@@ -69,6 +69,14 @@ struct ListPage {
 
 inline constexpr uint64_t kToEnd = std::numeric_limits<uint64_t>::max();
 
+// What a remote store did under the hood since it was opened, for metrics (all 0 for stores
+// without a network: a local directory, memory).
+struct ObjectStoreCounters {
+  uint64_t attempts = 0;   // requests sent, retries included
+  uint64_t retries = 0;    // attempts after a transient failure (throttling, 5xx, timeouts, resets)
+  uint64_t throttled = 0;  // answers that asked us to slow down (503 SlowDown, 429)
+};
+
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -99,6 +107,9 @@ class ObjectStore {
   // grouped into common_prefixes (each listed once, counted against max_keys).
   virtual Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
                                 std::string_view token, size_t max_keys) = 0;
+
+  // Counters since open; cheap (relaxed atomics), callable at any time.
+  virtual ObjectStoreCounters Counters() const { return {}; }
 };
 
 // Forwards every call to a target store (not owned). Decorators — fault injection, tracing,
@@ -117,6 +128,7 @@ class ObjectStoreWrapper : public ObjectStore {
     return target_->Get(key, offset, length);
   }
   Result<ObjectInfo> Head(std::string_view key) override { return target_->Head(key); }
+  ObjectStoreCounters Counters() const override { return target_->Counters(); }
   Status Delete(std::string_view key) override { return target_->Delete(key); }
   Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
                         std::string_view token, size_t max_keys) override {

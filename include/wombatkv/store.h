@@ -233,6 +233,10 @@ struct StoreStats {
   uint64_t disk_cache_evictions = 0;     // files deleted to stay within the budget
   uint64_t disk_cache_fills = 0;         // files written (after an L2 read or an upload)
   uint64_t disk_cache_dropped = 0;       // files that failed their check: deleted, never served
+  // The L2 backend's own requests (ObjectStore::Counters; all 0 for a local directory)
+  uint64_t l2_attempts = 0;   // requests sent to S3, retries included
+  uint64_t l2_retries = 0;    // attempts after a transient failure
+  uint64_t l2_throttled = 0;  // 503 SlowDown / 429 answers
 };
 
 // L2 bytes one fingerprint's heads reference (part of NamespaceUsage).

@@ -155,6 +155,12 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_l2_get_bytes_total", "counter", "Bytes read from L2.", s.l2_get_bytes);
   p.One("wombatkv_l2_errors_total", "counter", "Failed L2 (S3 or directory) operations.",
         s.l2_errors);
+  p.One("wombatkv_l2_attempts_total", "counter",
+        "HTTP requests sent to S3, retries included (0 for a local-directory L2).", s.l2_attempts);
+  p.One("wombatkv_l2_retries_total", "counter",
+        "S3 requests retried after throttling, a 5xx, a timeout or a reset.", s.l2_retries);
+  p.One("wombatkv_l2_throttled_total", "counter", "S3 answers 503 SlowDown or 429.",
+        s.l2_throttled);
   p.One("wombatkv_corruptions_detected_total", "counter",
         "Bytes that failed their content hash or checksum (never served).",
         s.corruptions_detected);

@@ -321,6 +321,10 @@ StoreStats StoreImpl::Stats() {
     s.disk_cache_fills = d.fills;
     s.disk_cache_dropped = d.dropped;
   }
+  const ObjectStoreCounters l2c = l2_->Counters();
+  s.l2_attempts = l2c.attempts;
+  s.l2_retries = l2c.retries;
+  s.l2_throttled = l2c.throttled;
   return s;
 }
 

@@ -182,6 +182,9 @@ constexpr uint64_t StoreStats::*kStatsFields[] = {
     &StoreStats::disk_cache_evictions,
     &StoreStats::disk_cache_fills,
     &StoreStats::disk_cache_dropped,
+    &StoreStats::l2_attempts,
+    &StoreStats::l2_retries,
+    &StoreStats::l2_throttled,
 };
 static_assert(sizeof(kStatsFields) / sizeof(kStatsFields[0]) * 8 == sizeof(StoreStats),
               "every StoreStats counter must be on the wire: add new ones at the end of the table");

@@ -478,6 +478,8 @@ Result<HttpResponse> Http::Execute(const HttpRequest& request, std::string_view 
       cap_ms = std::min<uint64_t>(cap_ms, config_.backoff_max_ms);
       config_.clock->SleepMicros(config_.random->Uniform(cap_ms * 1000 + 1));
     }
+    attempts_.fetch_add(1, std::memory_order_relaxed);
+    if (attempt > 0) retries_.fetch_add(1, std::memory_order_relaxed);
     HttpFault fault;
     if (fault_hook_) fault = fault_hook_(request, attempt);
     CURL* h = pool_->Acquire();
@@ -497,6 +499,9 @@ Result<HttpResponse> Http::Execute(const HttpRequest& request, std::string_view 
     if (RetriableHttp(out.resp.status, code)) {
       // 503 (SlowDown) and 429 are refusals; other 5xx may have been applied.
       ambiguous |= out.resp.status >= 500 && out.resp.status != 503;
+      if (out.resp.status == 503 || out.resp.status == 429) {
+        throttled_.fetch_add(1, std::memory_order_relaxed);
+      }
       last_error = "HTTP " + std::to_string(out.resp.status) + (code.empty() ? "" : " " + code) +
                    " (request id " + (out.resp.request_id.empty() ? "-" : out.resp.request_id) +
                    ")";

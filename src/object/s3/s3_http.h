@@ -17,6 +17,7 @@
 // of threads; at most `requests_inflight_max` requests are in flight, others wait for a handle.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -28,6 +29,7 @@
 
 #include "wombatkv/buffer.h"
 #include "wombatkv/env.h"
+#include "wombatkv/object_store.h"
 #include "wombatkv/status.h"
 
 namespace wombatkv::s3 {
@@ -112,12 +114,17 @@ class Http {
 
   void set_fault_hook(HttpFaultHook hook) { fault_hook_ = std::move(hook); }
   const HttpConfig& config() const { return config_; }
+  ObjectStoreCounters Counters() const {
+    return {attempts_.load(std::memory_order_relaxed), retries_.load(std::memory_order_relaxed),
+            throttled_.load(std::memory_order_relaxed)};
+  }
 
  private:
   struct Pool;
   HttpConfig config_;
   std::unique_ptr<Pool> pool_;
   HttpFaultHook fault_hook_;
+  std::atomic<uint64_t> attempts_{0}, retries_{0}, throttled_{0};
 };
 
 // Lowercase hex SHA-256 and MD5 of the concatenated parts (OpenSSL EVP).

@@ -646,6 +646,8 @@ Status S3ObjectStore::DeleteMany(const std::vector<std::string>& keys) {
 
 // ---- list ----
 
+ObjectStoreCounters S3ObjectStore::Counters() const { return http_->Counters(); }
+
 Result<ListPage> S3ObjectStore::List(std::string_view prefix, std::string_view delimiter,
                                      std::string_view token, size_t max_keys) {
   WMBT_ASSIGN_OR_RETURN(size_t page_size, CheckListArgs(prefix, delimiter, max_keys));

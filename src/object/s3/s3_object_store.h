@@ -113,6 +113,7 @@ class S3ObjectStore final : public ObjectStore {
   Status Delete(std::string_view key) override;
   Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
                         std::string_view token, size_t max_keys) override;
+  ObjectStoreCounters Counters() const override;
 
   // Deletes every key (absent ones are fine), up to 1000 per request.
   Status DeleteMany(const std::vector<std::string>& keys);

@@ -403,10 +403,16 @@ TEST_F(S3Test, ThrottlingIsRetriedWithBackoffOnTheInjectedClock) {
     return f;
   });
   const uint64_t sleeps_before = s3test::TestClock()->sleeps.load();
+  const ObjectStoreCounters before = store->s3()->Counters();
   auto put = store->Put("throttled", {AsBytes("v")}, {});
   ASSERT_TRUE(put.ok()) << put.status().ToString();
   EXPECT_EQ(calls.load(), 4);
   EXPECT_GE(s3test::TestClock()->sleeps.load() - sleeps_before, 3u);
+  // What /metrics shows as wombatkv_l2_{attempts,retries,throttled}_total.
+  const ObjectStoreCounters after = store->s3()->Counters();
+  EXPECT_EQ(after.attempts - before.attempts, 4u);
+  EXPECT_EQ(after.retries - before.retries, 3u);
+  EXPECT_EQ(after.throttled - before.throttled, 3u);
   store->s3()->SetFaultHookForTesting(nullptr);
   auto got = store->Get("throttled", 0, kToEnd);
   ASSERT_TRUE(got.ok());
