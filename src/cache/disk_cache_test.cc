@@ -54,13 +54,17 @@ Item MakeItem(uint64_t seed, size_t n) {
 
 class DiskCacheTest : public ::testing::Test {
  protected:
-  std::unique_ptr<DiskCache> Open(uint64_t budget) {
+  // A cache in this test's directory; warnings collected in warnings_.
+  DiskCacheOptions Options(uint64_t budget, FileSystem* fs = PosixFileSystem()) {
     DiskCacheOptions o;
     o.dir = dir_.path() + "/cache";
     o.bytes_max = budget;
-    o.fs = PosixFileSystem();
+    o.fs = fs;
     o.warn = [this](const std::string& m) { warnings_.push_back(m); };
-    auto c = DiskCache::Open(o);
+    return o;
+  }
+  std::unique_ptr<DiskCache> Open(uint64_t budget) {
+    auto c = DiskCache::Open(Options(budget));
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     return c.ok() ? std::move(c).value() : nullptr;
   }
@@ -276,11 +280,7 @@ class PausingDeleteFs final : public FileSystemWrapper {
 
 TEST_F(DiskCacheTest, AKeyWhoseFileIsBeingEvictedIsNotFilledUntilTheUnlinkReturned) {
   PausingDeleteFs pausing;
-  DiskCacheOptions o;
-  o.dir = dir_.path() + "/cache";
-  o.bytes_max = 2 * DiskCache::FileBytes(1000);
-  o.fs = &pausing;
-  auto c = std::move(DiskCache::Open(o)).value();
+  auto c = std::move(DiskCache::Open(Options(2 * DiskCache::FileBytes(1000), &pausing))).value();
   const Item a = MakeItem(1, 1000), b = MakeItem(2, 1000), d = MakeItem(3, 1000);
   c->Fill("ns", a.hash, a.bytes);
   c->Fill("ns", d.hash, d.bytes);
@@ -322,10 +322,7 @@ class FailingFs final : public FileSystemWrapper {
 
 TEST_F(DiskCacheTest, AFailedUnlinkKeepsTheFileCountedAndATransientReadErrorKeepsTheFile) {
   FailingFs ffs;
-  DiskCacheOptions o;
-  o.dir = dir_.path() + "/cache";
-  o.bytes_max = 3 * DiskCache::FileBytes(1000);
-  o.fs = &ffs;
+  DiskCacheOptions o = Options(3 * DiskCache::FileBytes(1000), &ffs);
   DiskCache* self = nullptr;
   // The sink calls back into the cache: it must never run under the cache's lock.
   o.warn = [&](const std::string& m) {

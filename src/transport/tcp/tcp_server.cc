@@ -123,6 +123,8 @@ struct TcpServer::Impl {
   int SpinWait(Loop& loop, epoll_event* events);
   void Accept(Loop& loop, size_t listener);
   void OnReadable(Loop& loop, const std::shared_ptr<Connection>& c);
+  // Flushes the queued responses (on EPOLLOUT, and after answering on the loop); closes a
+  // connection whose peer asked to close once nothing is left to answer.
   void OnWritable(Loop& loop, const std::shared_ptr<Connection>& c);
   void OnPeerClosed(Loop& loop, const std::shared_ptr<Connection>& c);
   void Reject(Loop& loop, const std::shared_ptr<Connection>& c, const Status& why);
@@ -131,7 +133,6 @@ struct TcpServer::Impl {
   // Invariant 7: answers `request` on the loop if the immediate handler can; false if not.
   bool AnswerNow(const std::shared_ptr<Connection>& c, const wire::Message& request,
                  uint64_t* response_bytes);
-  void FlushFromLoop(Loop& loop, const std::shared_ptr<Connection>& c);
   Result<wire::FramedMessage> FrameResponse(const wire::Message& request,
                                             wire::Message response);
   void Close(Loop& loop, const std::shared_ptr<Connection>& c, const std::string& why);
@@ -395,7 +396,7 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
       Dispatch(c, std::move(**m));
     }
     // The answers of everything this read carried leave in one sendmsg.
-    if (answered) FlushFromLoop(loop, c);
+    if (answered) OnWritable(loop, c);
     // Invariant 7: over its budget, the connection waits for the next wake-up (epoll is
     // level-triggered, so unread bytes bring it back after the other ready sockets).
     if (options.immediate && (immediate_left == 0 || immediate_bytes >= kImmediateBytesPerWakeup))
@@ -422,24 +423,6 @@ bool TcpServer::Impl::AnswerNow(const std::shared_ptr<Connection>& c,
   c->out.Push(std::move(framed).value());
   stats.frames_out.fetch_add(1, std::memory_order_relaxed);
   return true;
-}
-
-void TcpServer::Impl::FlushFromLoop(Loop& loop, const std::shared_ptr<Connection>& c) {
-  Status failed;
-  {
-    std::lock_guard<std::mutex> g(c->mu);
-    if (c->closed) return;
-    size_t written = 0;
-    auto r = c->out.Flush(c->fd, &written);
-    stats.bytes_out.fetch_add(written, std::memory_order_relaxed);
-    if (written > 0) c->last_active_us.store(clock->NowMicros(), std::memory_order_relaxed);
-    if (r.ok()) {
-      UpdateEventsLocked(*c);  // what the socket did not take waits for EPOLLOUT
-      return;
-    }
-    failed = r.status();
-  }
-  Close(loop, c, failed.message());
 }
 
 void TcpServer::Impl::OnWritable(Loop& loop, const std::shared_ptr<Connection>& c) {
