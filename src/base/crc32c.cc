@@ -228,4 +228,25 @@ uint32_t Crc32cAppend(uint32_t crc, const uint8_t* data, size_t n) {
 
 bool Crc32cHardwareAvailable() { return HardwareAvailable(); }
 
+// kXPow2[k] = x^(2^k) mod P, so x^n is one product per set bit of n (no squarings at run time:
+// the daemon combines a CRC per large payload it sends, and block sizes are powers of two).
+constexpr std::array<uint32_t, 64> MakeXPow2Table() {
+  std::array<uint32_t, 64> t{};
+  t[0] = 0x40000000u;  // x^1
+  for (size_t k = 1; k < t.size(); ++k) t[k] = MultModP(t[k - 1], t[k - 1]);
+  return t;
+}
+constexpr std::array<uint32_t, 64> kXPow2 = MakeXPow2Table();
+
+// Appending B to A multiplies A's register by x^(8|B|) and adds B's from a zero register; the
+// inversions on entry and exit cancel out of the sum (linearity), leaving crc_a * x^(8|B|) ^ crc_b.
+uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  uint32_t shift = 0x80000000u;  // x^0
+  uint64_t bits = 8 * len_b;
+  for (size_t k = 0; bits != 0; ++k, bits >>= 1) {
+    if (bits & 1) shift = MultModP(shift, kXPow2[k]);
+  }
+  return MultModP(shift, crc_a) ^ crc_b;
+}
+
 }  // namespace wombatkv

@@ -17,6 +17,10 @@ inline uint32_t Crc32c(const uint8_t* data, size_t n) { return Crc32cAppend(0, d
 inline uint32_t Crc32c(std::span<const uint8_t> in) { return Crc32cAppend(0, in.data(), in.size()); }
 
 // Exposed for tests: the portable implementation, and whether the hardware path is in use.
+// The CRC32C of A || B from crc_a = Crc32c(A), crc_b = Crc32c(B) and len_b = |B|, without the
+// bytes: Crc32cCombine(Crc32c(A), Crc32c(B), |B|) == Crc32cAppend(Crc32c(A), B). O(log len_b).
+uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
 uint32_t Crc32cAppendPortable(uint32_t crc, const uint8_t* data, size_t n);
 bool Crc32cHardwareAvailable();
 

@@ -105,6 +105,22 @@ TEST(Crc32c, AppendInPiecesEqualsOneCall) {
   }
 }
 
+TEST(Crc32c, CombineEqualsAppendingTheBytes) {
+  std::mt19937_64 rng(7);
+  std::vector<uint8_t> data(300000);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  for (size_t a_len : {size_t{0}, size_t{1}, size_t{37}, size_t{4096}}) {
+    for (size_t b_len : {size_t{0}, size_t{1}, size_t{8}, size_t{1000}, size_t{65536 + 13},
+                         size_t{290000}}) {
+      const uint8_t* a = data.data();
+      const uint8_t* b = data.data() + a_len;
+      EXPECT_EQ(Crc32cCombine(Crc32c(a, a_len), Crc32c(b, b_len), b_len),
+                Crc32cAppend(Crc32c(a, a_len), b, b_len))
+          << a_len << " + " << b_len;
+    }
+  }
+}
+
 TEST(Crc32c, HardwareAndPortableAgreeOnRandomLengths) {
   // Where the CPU lacks SSE4.2 both calls take the portable path and this test says nothing.
   if (!Crc32cHardwareAvailable()) GTEST_SKIP() << "no SSE4.2 on this CPU";

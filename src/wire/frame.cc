@@ -51,7 +51,7 @@ size_t FramedMessage::total_bytes() const {
   return n;
 }
 
-Result<FramedMessage> Frame(Message m, uint32_t max_body) {
+Result<FramedMessage> Frame(Message m, uint32_t max_body, PayloadCrcSource* crcs) {
   if (m.payloads.size() > kMaxPayloadsPerMessage) {
     return Status::InvalidArgument("message carries " + std::to_string(m.payloads.size()) +
                                    " payloads; the limit is " +
@@ -78,7 +78,11 @@ Result<FramedMessage> Frame(Message m, uint32_t max_body) {
   }
   if (!m.fields.empty()) std::memcpy(p, m.fields.data(), m.fields.size());
   uint32_t crc = Crc32c(b, f.head.size() - kEnvelopeBytes);
-  for (const auto& s : m.payloads) crc = Crc32cAppend(crc, s.data, s.size);
+  for (const auto& s : m.payloads) {
+    crc = crcs != nullptr && s.size >= kPayloadCrcSourceBytesMin
+              ? Crc32cCombine(crc, crcs->PayloadCrc(s), s.size)
+              : Crc32cAppend(crc, s.data, s.size);
+  }
   EncodeEnvelope(static_cast<uint32_t>(body), crc, f.head.data());
   f.payloads = std::move(m.payloads);
   return f;

@@ -51,8 +51,21 @@ struct FramedMessage {
   size_t total_bytes() const;
 };
 
+// Supplies the CRC32C of a payload's bytes, e.g. remembered from an earlier frame that carried
+// the same immutable bytes (transport/tcp/payload_crc_memo.h), so framing need not read them.
+// Must return exactly Crc32c(slice.data, slice.size).
+class PayloadCrcSource {
+ public:
+  virtual ~PayloadCrcSource() = default;
+  virtual uint32_t PayloadCrc(const BufferSlice& slice) = 0;
+};
+
 // InvalidArgument when the body would exceed max_body or there are too many payloads.
-Result<FramedMessage> Frame(Message message, uint32_t max_body = kDefaultMaxBodyBytes);
+// `crcs`: asked for the CRC of every payload of at least kPayloadCrcSourceBytesMin bytes
+// (null: every CRC is computed here); the bytes on the wire are the same either way.
+inline constexpr size_t kPayloadCrcSourceBytesMin = 16 << 10;
+Result<FramedMessage> Frame(Message message, uint32_t max_body = kDefaultMaxBodyBytes,
+                            PayloadCrcSource* crcs = nullptr);
 
 // Parses a received body (CRC already checked by the caller, or checked here when `crc` is
 // given). Payload slices point into `body` (no copy). InvalidArgument on any inconsistency:

@@ -75,6 +75,31 @@ TEST(Frame, RoundTripsFieldsAndPayloadsWithoutCopyingPayloads) {
   EXPECT_LT(got->payloads[0].data, body->data() + body->size()) << "payloads point into the body";
 }
 
+// A PayloadCrcSource supplies the CRCs of large payloads; the frame's bytes are the same.
+TEST(Frame, PayloadCrcsFromASourceGiveTheSameBytes) {
+  struct Counting : PayloadCrcSource {
+    int asked = 0;
+    uint32_t PayloadCrc(const BufferSlice& s) override {
+      ++asked;
+      return Crc32c(s.data, s.size);
+    }
+  } source;
+  Message m;
+  m.id = 9;
+  m.op = 6;
+  m.fields = {4, 5};
+  m.payloads = {SliceOf(std::string(70000, 'a')), SliceOf("small"),
+                SliceOf(std::string(kPayloadCrcSourceBytesMin, 'b'))};
+  auto plain = Frame(m);
+  auto sourced = Frame(m, kDefaultMaxBodyBytes, &source);
+  ASSERT_TRUE(plain.ok() && sourced.ok());
+  EXPECT_EQ(source.asked, 2) << "only the payloads of at least kPayloadCrcSourceBytesMin";
+  auto a = Flatten(*plain);
+  auto b = Flatten(*sourced);
+  ASSERT_EQ(a->size(), b->size());
+  EXPECT_EQ(std::memcmp(a->data(), b->data(), a->size()), 0);
+}
+
 TEST(Frame, EnvelopeRejectsBadMagicVersionAndLengthBeforeAllocating) {
   uint8_t e[kEnvelopeBytes];
   EncodeEnvelope(100, 0, e);

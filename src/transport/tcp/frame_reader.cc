@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -10,8 +11,23 @@
 
 namespace wombatkv::tcp {
 
-FrameReader::FrameReader(uint32_t max_body_bytes, size_t staging_bytes)
-    : max_body_(max_body_bytes), staging_(staging_bytes < 4096 ? 4096 : staging_bytes) {}
+FrameReader::FrameReader(uint32_t max_body_bytes, size_t staging_bytes, size_t recycle_bytes_max)
+    : max_body_(max_body_bytes),
+      staging_(staging_bytes < 4096 ? 4096 : staging_bytes),
+      recycle_bytes_max_(recycle_bytes_max) {}
+
+std::shared_ptr<Buffer> FrameReader::AllocateBody(size_t size) {
+  if (size < kRecycleBytesMin || size > recycle_bytes_max_) return Buffer::Allocate(size);
+  // Invariant 5. use_count 1: the last holder (a caller's Borrow, on any thread) let go, and
+  // nobody can take a new reference without ours. Its release decremented with release
+  // semantics; the fence orders its reads of the old bytes before our writes of the new.
+  if (spare_ && spare_->size() == size && spare_.use_count() == 1) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return spare_;
+  }
+  spare_ = Buffer::Allocate(size);
+  return spare_;
+}
 
 Result<FrameReader::ReadResult> FrameReader::ReadFrom(int fd, int flags) {
   uint8_t* into;
@@ -62,7 +78,7 @@ Result<std::optional<wire::Message>> FrameReader::Next() {
       auto env = wire::ParseEnvelope(staging_.data() + begin_, max_body_);
       if (!env.ok()) return env.status();
       begin_ += wire::kEnvelopeBytes;
-      body_ = Buffer::Allocate(env->body_len);
+      body_ = AllocateBody(env->body_len);
       body_filled_ = 0;
       body_crc_ = env->crc;
     }

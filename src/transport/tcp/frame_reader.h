@@ -9,6 +9,11 @@
 //   3. Small frames are read many at a time through a staging buffer (one read(2) for many
 //      pipelined frames); the remainder of a large body is read straight into its Buffer.
 //   4. After any error the stream cannot be resynchronised: the caller closes the connection.
+//   5. With `recycle_bytes_max` > 0, a body of at least kRecycleBytesMin bytes is kept after it
+//      was handed out, and the next body of exactly its size reuses it once nobody else holds it
+//      (use_count 1): a client receiving same-sized large blocks (KV-cache blocks are) skips the
+//      allocation, the fresh pages and their faults — for a 2 MiB get an mmap, a madvise, a
+//      munmap and 4 MiB of zeroed huge pages per response. At most one body is kept.
 //
 // Thread-safety: none; one reader per connection, used by one thread at a time.
 #pragma once
@@ -27,7 +32,11 @@ namespace wombatkv::tcp {
 
 class FrameReader {
  public:
-  explicit FrameReader(uint32_t max_body_bytes, size_t staging_bytes = 64 << 10);
+  // Bodies this large or larger are recycled (invariant 5): below it malloc reuses memory well.
+  static constexpr size_t kRecycleBytesMin = 1 << 20;
+
+  explicit FrameReader(uint32_t max_body_bytes, size_t staging_bytes = 64 << 10,
+                       size_t recycle_bytes_max = 0);
 
   enum class ReadResult { kData, kWouldBlock, kEof };
   // One recv(2) from `fd` into the staging buffer or the body being received, with `flags`
@@ -59,11 +68,15 @@ class FrameReader {
   uint64_t bytes_read() const { return bytes_read_; }
 
  private:
+  std::shared_ptr<Buffer> AllocateBody(size_t size);
+
   uint32_t max_body_;
   std::vector<uint8_t> staging_;
   size_t begin_ = 0;  // staged, unconsumed bytes are [begin_, end_)
   size_t end_ = 0;
   std::shared_ptr<Buffer> body_;  // non-null while receiving a body
+  std::shared_ptr<Buffer> spare_;  // invariant 5: the last large body handed out
+  size_t recycle_bytes_max_ = 0;
   size_t body_filled_ = 0;
   uint32_t body_crc_ = 0;
   uint64_t rejected_id_ = 0;

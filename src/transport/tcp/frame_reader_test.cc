@@ -127,6 +127,52 @@ TEST(FrameReader, LargeBodyLandsInOneBufferThatPayloadsSlice) {
   EXPECT_LE(p.data + p.size, p.owner->data() + p.owner->size()) << "a slice of the body";
 }
 
+// Feeds `bytes` through the socket pair in pieces until `r` yields one message.
+wire::Message ReadOne(FrameReader& r, SocketPair& s, const std::vector<uint8_t>& bytes) {
+  std::vector<wire::Message> got;
+  size_t at = 0;
+  while (got.empty()) {
+    if (at < bytes.size()) {
+      ssize_t n = ::write(s.a, bytes.data() + at, bytes.size() - at);
+      if (n > 0) at += static_cast<size_t>(n);
+    }
+    for (auto& m : Drain(r, s.b)) got.push_back(std::move(m));
+  }
+  EXPECT_EQ(got.size(), 1u);
+  return std::move(got[0]);
+}
+
+// Invariant 5: a large body is reused for the next one of its size only once nobody holds it;
+// a body still held (a caller's Borrow) is never written over.
+TEST(FrameReader, RecyclesALargeBodyOnlyOnceItsHolderLetGo) {
+  SocketPair s;
+  FrameReader r(64 << 20, 16 << 10, /*recycle_bytes_max=*/64 << 20);
+  const size_t size = 2 << 20;
+  wire::Message first = ReadOne(r, s, Bytes(Sample(1, size)));
+  const Buffer* first_body = first.payloads[0].owner.get();
+
+  // Held: the next body of the same size gets memory of its own, and the first is intact.
+  wire::Message second = ReadOne(r, s, Bytes(Sample(2, size)));
+  EXPECT_NE(second.payloads[0].owner.get(), first_body);
+  for (size_t i : {size_t{0}, size_t{12345}, size - 1}) {
+    EXPECT_EQ(first.payloads[0].data[i], static_cast<uint8_t>(i * 7 + 1)) << i;
+    EXPECT_EQ(second.payloads[0].data[i], static_cast<uint8_t>(i * 7 + 2)) << i;
+  }
+
+  // Released: the reader's spare (the second body) is reused for the third.
+  const Buffer* second_body = second.payloads[0].owner.get();
+  first = wire::Message();
+  second = wire::Message();
+  wire::Message third = ReadOne(r, s, Bytes(Sample(3, size)));
+  EXPECT_EQ(third.payloads[0].owner.get(), second_body) << "the released body was reused";
+  EXPECT_EQ(third.payloads[0].data[12345], static_cast<uint8_t>(12345 * 7 + 3));
+
+  // Another size: fresh memory (the spare is kept for one size only).
+  wire::Message other = ReadOne(r, s, Bytes(Sample(4, size + 1)));
+  EXPECT_NE(other.payloads[0].owner.get(), third.payloads[0].owner.get());
+  EXPECT_EQ(other.payloads[0].data[size], static_cast<uint8_t>(size * 7 + 4));
+}
+
 TEST(FrameReader, OversizedLengthIsRefusedFromTheEnvelopeAlone) {
   SocketPair s;
   uint8_t env[wire::kEnvelopeBytes];

@@ -29,6 +29,14 @@ constexpr AdaptiveSpin::Options kClientSpin{0, 50, 16, 128};
 // A connection that answered a call this recently is not checked for a daemon-side close before
 // the next send (a poll(2) per call saved on a busy connection); see Exchange.
 constexpr uint64_t kPeerCheckQuietMicros = 50;
+// The client's reads go through a 16 KiB staging buffer (not the reader's default 64 KiB): a
+// response holds one or a few small frames, and a large body's first read then copies at most
+// 16 KiB out of staging before the rest is read straight into the body (frame_reader.h
+// invariant 3) — with 64 KiB, a 64 KiB get was copied once more in user space.
+constexpr size_t kClientStagingBytes = 16 << 10;
+// Response bodies up to this size are recycled once the caller released them (frame_reader.h
+// invariant 5); the connection keeps at most one.
+constexpr size_t kClientRecycleBytesMax = 64 << 20;
 
 // A call waiting for its response. Lives on the caller's stack; the connection touches it only
 // under its mutex and only while it is registered.
@@ -47,7 +55,9 @@ struct PendingCall {
 class Connection {
  public:
   Connection(int fd, std::string where, uint32_t max_frame)
-      : fd_(fd), where_(std::move(where)), reader_(max_frame) {}
+      : fd_(fd),
+        where_(std::move(where)),
+        reader_(max_frame, kClientStagingBytes, kClientRecycleBytesMax) {}
 
   // Every caller holds a reference while it uses the connection, so nobody reads any more.
   ~Connection() { ::close(fd_); }

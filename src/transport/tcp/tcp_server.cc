@@ -17,6 +17,7 @@
 #include "base/adaptive_spin.h"
 #include "base/check.h"
 #include "transport/tcp/frame_reader.h"
+#include "transport/tcp/payload_crc_memo.h"
 #include "transport/tcp/send_queue.h"
 #include "transport/tcp/sockets.h"
 #include "transport/tcp/spin_poll.h"
@@ -35,6 +36,9 @@ constexpr int kListenBacklog = 1024;
 // The loop's spin after activity, in µs (spin_poll.h): up to 50 µs, probing once per 128
 // wake-ups at most when spinning has stopped paying.
 constexpr AdaptiveSpin::Options kLoopSpin{0, 50, 16, 128};
+// TcpServerOptions::spin_when_alone counts the connections that sent requests per window this
+// long: at eight busy clients every window sees all eight.
+constexpr uint64_t kAloneWindowMicros = 1000;
 
 // One client connection. The loop that accepted it owns its socket events; workers only queue
 // responses. The fd is closed when the last reference goes, so a worker finishing late can never
@@ -59,6 +63,7 @@ struct Connection {
   bool read_paused = false;     // invariant 2: too many requests in flight
   bool read_done = false;       // never read again (peer EOF, rejected frame, draining)
   bool close_when_idle = false; // close once nothing is in flight or queued
+  uint64_t window = 0;          // loop thread only: the last Loop::window it sent requests in
 };
 
 struct Loop {
@@ -72,6 +77,13 @@ struct Loop {
   bool accept_paused = false;  // out of descriptors: listeners re-armed at the next scan
   uint64_t next_scan_us = 0;
   AdaptiveSpin spin{kLoopSpin};  // loop thread only
+  PayloadCrcMemo crc_memo;        // loop thread only: for the answers given on the loop
+  // TcpServerOptions::spin_when_alone: how many connections sent requests in the current
+  // window of kAloneWindowMicros and in the one before (loop thread only).
+  uint64_t window = 1;
+  uint64_t window_start_us = 0;
+  uint32_t window_conns = 0;
+  uint32_t prev_window_conns = 0;
   ~Loop() {
     if (epfd >= 0) ::close(epfd);
     if (wakefd >= 0) ::close(wakefd);
@@ -121,6 +133,10 @@ struct TcpServer::Impl {
   // Polls the loop's sockets without sleeping for at most its spin budget: the number of ready
   // events, 0 when none came (the caller then sleeps in epoll_wait).
   int SpinWait(Loop& loop, epoll_event* events);
+  // TcpServerOptions::spin_when_alone: exactly one connection sent requests in the last full
+  // window, and no other one since.
+  bool Alone(const Loop& loop) const;
+  void NextWindowIfDue(Loop& loop);
   void Accept(Loop& loop, size_t listener);
   void OnReadable(Loop& loop, const std::shared_ptr<Connection>& c);
   // Flushes the queued responses (on EPOLLOUT, and after answering on the loop); closes a
@@ -131,10 +147,11 @@ struct TcpServer::Impl {
   void Dispatch(const std::shared_ptr<Connection>& c, wire::Message request);
   void Work(const std::shared_ptr<Connection>& c, const wire::Message& request);
   // Invariant 7: answers `request` on the loop if the immediate handler can; false if not.
-  bool AnswerNow(const std::shared_ptr<Connection>& c, const wire::Message& request,
+  bool AnswerNow(Loop& loop, const std::shared_ptr<Connection>& c, const wire::Message& request,
                  uint64_t* response_bytes);
-  Result<wire::FramedMessage> FrameResponse(const wire::Message& request,
-                                            wire::Message response);
+  // `crcs`: the loop's memo of payload CRCs (null on workers).
+  Result<wire::FramedMessage> FrameResponse(const wire::Message& request, wire::Message response,
+                                            wire::PayloadCrcSource* crcs = nullptr);
   void Close(Loop& loop, const std::shared_ptr<Connection>& c, const std::string& why);
   void Drain(Loop& loop);
   void ScanIdle(Loop& loop);
@@ -234,7 +251,21 @@ int TcpServer::Impl::WaitTimeoutMs(Loop& loop) {
   return static_cast<int>((loop.next_scan_us - now + 999) / 1000);
 }
 
+bool TcpServer::Impl::Alone(const Loop& loop) const {
+  return loop.prev_window_conns == 1 && loop.window_conns <= 1;
+}
+
+void TcpServer::Impl::NextWindowIfDue(Loop& loop) {
+  const uint64_t now = clock->NowMicros();
+  if (now - loop.window_start_us < kAloneWindowMicros) return;
+  loop.prev_window_conns = loop.window_conns;
+  loop.window_conns = 0;
+  ++loop.window;
+  loop.window_start_us = now;
+}
+
 int TcpServer::Impl::SpinWait(Loop& loop, epoll_event* events) {
+  stats.loop_spins.fetch_add(1, std::memory_order_relaxed);
   int n = 0;
   SpinPoll(loop.spin, *clock, [&] {
     n = ::epoll_wait(loop.epfd, events, kEventsPerWait, 0);
@@ -249,7 +280,8 @@ void TcpServer::Impl::Run(Loop& loop) {
   while (!loop.stop.load(std::memory_order_acquire)) {
     // After activity, the next request usually follows within microseconds: polling for it
     // spares the sender's wake-up of this thread (docs/daemon.md, "Spinning"). Idle: no spin.
-    int n = active && options.spin ? SpinWait(loop, events) : 0;
+    const bool spin = options.spin || (options.spin_when_alone && Alone(loop));
+    int n = active && spin ? SpinWait(loop, events) : 0;
     if (n == 0) n = ::epoll_wait(loop.epfd, events, kEventsPerWait, WaitTimeoutMs(loop));
     active = n > 0;
     if (n < 0) {
@@ -283,11 +315,18 @@ void TcpServer::Impl::Run(Loop& loop) {
         Close(loop, c, "socket error");
         continue;
       }
-      if (ev & EPOLLIN) OnReadable(loop, c);
+      if (ev & EPOLLIN) {
+        OnReadable(loop, c);
+        if (c->window != loop.window) {  // the first time in this window
+          c->window = loop.window;
+          ++loop.window_conns;
+        }
+      }
       if (ev & EPOLLOUT) OnWritable(loop, c);
       // Both directions shut: the peer reset, or a worker asked for the close (shutdown(2)).
       if (ev & EPOLLHUP) Close(loop, c, "connection closed");
     }
+    if (n > 0) NextWindowIfDue(loop);
     ScanIdle(loop);
   }
 }
@@ -388,7 +427,7 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
       if (!m->has_value()) break;
       stats.frames_in.fetch_add(1, std::memory_order_relaxed);
       if (immediate_left > 0 && immediate_bytes < kImmediateBytesPerWakeup &&
-          AnswerNow(c, **m, &immediate_bytes)) {
+          AnswerNow(loop, c, **m, &immediate_bytes)) {
         --immediate_left;
         answered = true;
         continue;
@@ -407,7 +446,7 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
   }
 }
 
-bool TcpServer::Impl::AnswerNow(const std::shared_ptr<Connection>& c,
+bool TcpServer::Impl::AnswerNow(Loop& loop, const std::shared_ptr<Connection>& c,
                                 const wire::Message& request, uint64_t* response_bytes) {
   std::optional<wire::Message> response;
   try {
@@ -416,7 +455,7 @@ bool TcpServer::Impl::AnswerNow(const std::shared_ptr<Connection>& c,
     return false;  // the worker runs it again and reports what went wrong
   }
   if (!response) return false;
-  auto framed = FrameResponse(request, std::move(*response));
+  auto framed = FrameResponse(request, std::move(*response), &loop.crc_memo);
   std::lock_guard<std::mutex> g(c->mu);
   if (c->closed || !framed.ok()) return true;
   *response_bytes += framed->total_bytes();
@@ -547,10 +586,11 @@ void TcpServer::Impl::Work(const std::shared_ptr<Connection>& c, const wire::Mes
 }
 
 Result<wire::FramedMessage> TcpServer::Impl::FrameResponse(const wire::Message& request,
-                                                          wire::Message response) {
+                                                          wire::Message response,
+                                                          wire::PayloadCrcSource* crcs) {
   response.id = request.id;
   response.flags |= wire::kFlagResponse;
-  auto framed = wire::Frame(std::move(response));
+  auto framed = wire::Frame(std::move(response), wire::kDefaultMaxBodyBytes, crcs);
   if (!framed.ok()) {
     wire::Message error = wire::EncodeStatusResponse(
         static_cast<wire::Op>(request.op),

@@ -84,6 +84,10 @@ struct TcpServerOptions {
   // 2-core development VM it cost eight clients 10–30% of their get throughput (docs/daemon.md,
   // "Spinning"), so it is off unless asked for. It never spins while idle.
   bool spin = false;
+  // The same spin, but only while one connection alone is sending requests to this loop (one
+  // in the last millisecond window and no other since): the ping-pong of a lone client, whose
+  // round trip then pays no daemon wake-up, while many clients never make the loop spin.
+  bool spin_when_alone = true;
   size_t connections_max = 4096;  // accepted beyond this: closed at once (logged)
   Clock* clock = nullptr;         // null = RealClock()
   LogSink log;                    // null = warnings and errors to stderr
@@ -105,6 +109,7 @@ struct TcpServerStats {
   std::atomic<uint64_t> frames_rejected{0};  // invariant 3
   std::atomic<uint64_t> bytes_in{0};
   std::atomic<uint64_t> bytes_out{0};
+  std::atomic<uint64_t> loop_spins{0};  // spin waits begun (spin, spin_when_alone)
 };
 
 class TcpServer {

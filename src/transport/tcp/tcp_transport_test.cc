@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -197,6 +198,84 @@ TEST(TcpTransport, WithOrWithoutSpinningAtEitherEndPipelinedCallsAreAnswered) {
     for (auto& t : threads) t.join();
     EXPECT_EQ(wrong.load(), 0);
     EXPECT_GT(h.immediate_answers.load(), 0) << "half the calls were answered on the loop";
+  }
+}
+
+// A clock the test moves; waits are real (Shutdown's drain).
+class TestClock final : public Clock {
+ public:
+  uint64_t NowMicros() override { return now_.load(); }
+  uint64_t WallMicros() override { return now_.load(); }
+  void SleepMicros(uint64_t micros) override {
+    RealClock()->SleepMicros(micros);
+  }
+  bool WaitFor(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+               uint64_t micros) override {
+    return cv.wait_for(lock, std::chrono::microseconds(micros)) == std::cv_status::no_timeout;
+  }
+  void Advance(uint64_t micros) { now_.fetch_add(micros); }
+
+ private:
+  std::atomic<uint64_t> now_{1'000'000};
+};
+
+// spin_when_alone: the loop spins after serving a connection that was alone in the last window
+// (a lone client's ping-pong), never while several connections are sending.
+TEST(TcpTransport, LoopSpinsOnlyWhileOneConnectionAloneSendsRequests) {
+  auto call = [](Channel& c, const std::string& text) {
+    auto r = c.Call(Echo(kNowOp, text));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(PayloadText(*r), text);
+  };
+  {
+    SCOPED_TRACE("two connections");
+    Handler h;
+    TestClock clock;
+    TcpServerOptions so;
+    so.clock = &clock;
+    so.idle_timeout_ms = 0;
+    auto server = StartServer(h, so);
+    auto a = Connect(server->listeners()[0].address);
+    auto b = Connect(server->listeners()[0].address);
+    for (int window = 0; window < 3; ++window) {
+      for (int i = 0; i < 5; ++i) {
+        call(*a, "a");
+        call(*b, "b");
+      }
+      clock.Advance(2'000);  // the next wake-up with requests ends the window
+    }
+    EXPECT_EQ(server->stats().loop_spins.load(), 0u);
+  }
+  {
+    SCOPED_TRACE("one connection");
+    Handler h;
+    TestClock clock;
+    TcpServerOptions so;
+    so.clock = &clock;
+    so.idle_timeout_ms = 0;
+    auto server = StartServer(h, so);
+    auto a = Connect(server->listeners()[0].address);
+    call(*a, "first window");
+    clock.Advance(2'000);
+    call(*a, "ends the window: a was alone in it");
+    // The loop began its spin after answering the call above, before it read this one.
+    call(*a, "caught by the spin, or after it");
+    EXPECT_GE(server->stats().loop_spins.load(), 1u);
+  }
+  {
+    SCOPED_TRACE("turned off");
+    Handler h;
+    TestClock clock;
+    TcpServerOptions so;
+    so.clock = &clock;
+    so.idle_timeout_ms = 0;
+    so.spin_when_alone = false;
+    auto server = StartServer(h, so);
+    auto a = Connect(server->listeners()[0].address);
+    call(*a, "first window");
+    clock.Advance(2'000);
+    for (int i = 0; i < 5; ++i) call(*a, "no spin");
+    EXPECT_EQ(server->stats().loop_spins.load(), 0u);
   }
 }
 
