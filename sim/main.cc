@@ -8,6 +8,7 @@
 //   --no-fault NAME      switch a fault class off after the seed drew it (repeatable)
 //   --hosts N            run with N hosts instead of the seed's number
 //   --list-lag US        the eventual-listing fault on every seed, with this lag
+//   --buggify PERCENT    buggify (workload and store points) on every seed, at this rate
 //   --no-shrink          on failure, print the failing run only (not the shrunk one)
 //   --break publish-order  test only: PublishChain skips its durability barrier (G3 broken)
 //   --gc-ignores-list-lag  stores are not told the listing lag (orphan GC's R3 re-check unsafe)
@@ -40,6 +41,8 @@ int Usage() {
                "                       repeatable. NAME is one of:%s\n"
                "  --hosts N            N hosts (1..8) instead of the seed's number\n"
                "  --list-lag US        listings lag writes by up to US microseconds on every seed\n"
+               "  --buggify PERCENT    buggify on every seed at this rate (1..100): the workload's\n"
+               "                       hostile choices and the store's points (docs/testing.md)\n"
                "  --no-shrink          on failure, do not search for the shortest failing run\n"
                "  --break publish-order  test only: publish heads before their blocks are\n"
                "                       durable (G3 broken on purpose; the simulator must catch it)\n"
@@ -104,6 +107,10 @@ int main(int argc, char** argv) {
       options.overrides.hosts = static_cast<int>(n);
     } else if (a == "--list-lag" && has_value) {
       if (!ParseU64(argv[++i], &options.overrides.list_lag_us)) return Usage();
+    } else if (a == "--buggify" && has_value) {
+      uint64_t percent;
+      if (!ParseU64(argv[++i], &percent) || percent < 1 || percent > 100) return Usage();
+      options.overrides.buggify_percent = static_cast<uint32_t>(percent);
     } else if (a == "--no-shrink") {
       shrink = false;
     } else if (a == "--break" && has_value) {

@@ -116,6 +116,9 @@ std::string CommandLine(uint64_t seed, const SimOptions& o) {
   if (o.overrides.list_lag_us > 0) {
     cmd += " --list-lag " + std::to_string(o.overrides.list_lag_us);
   }
+  if (o.overrides.buggify_percent > 0) {
+    cmd += " --buggify " + std::to_string(o.overrides.buggify_percent);
+  }
   // In the documented order, so equal option sets print equally.
   for (const std::string& name : FaultClassNames()) {
     if (o.overrides.off.count(name)) cmd += " --no-fault " + name;

@@ -28,6 +28,7 @@ class World {
         workload_rng_(seed),
         fault_rng_(seed ^ 0xfa017),
         sched_rng_(seed ^ 0x5c4ed),
+        buggify_rng_(seed ^ 0xb066f),
         trace_(&clock_),
         model_(cfg_.hosts, cfg_.capacity),
         workload_(cfg_, &workload_rng_),
@@ -146,7 +147,9 @@ class World {
 
   SimOptions options_;
   SwarmConfig cfg_;
-  SimRandom workload_rng_, fault_rng_, sched_rng_;
+  // buggify_rng_ answers the store's buggify points: a stream of its own, so that how often the
+  // store asks changes no other draw.
+  SimRandom workload_rng_, fault_rng_, sched_rng_, buggify_rng_;
   SimClock clock_;
   Trace trace_;
   SimBucket bucket_;
@@ -158,6 +161,7 @@ class World {
   SimResult result_;
   bool no_capacity_ = false;  // the liveness phase reopens stores without budgets
   uint64_t lag_from_us_ = 0;
+  bool buggify_on_ = true;  // the store's buggify points; off in the liveness phase
 };
 
 WorldView World::View() {
@@ -212,6 +216,14 @@ void World::Restart(int host) {
     o.gc_interval_ms = 1;
     o.eviction_heads_per_pass = 4;  // small, so passes stop part-way
     o.gc_deletes_per_pass = 3;
+  }
+  // The store's buggify points (docs/testing.md) at the swarm's rate, each one taken traced.
+  if (cfg_.p_buggify > 0) {
+    o.buggify = [this, host](const char* site) {
+      if (!buggify_on_ || !buggify_rng_.Chance(cfg_.p_buggify)) return false;
+      trace_.Add("h" + std::to_string(host) + " buggify " + site);
+      return true;
+    };
   }
   o.log = [this](LogLevel, const std::string& m) {
     if (trace_.verbose) std::printf("    log: %s\n", m.c_str());  // not traced: may name ETags
@@ -467,6 +479,7 @@ void World::Step(const Op& op) {
 void World::Liveness() {
   trace_.Add("--- liveness phase: no faults ---");
   rates_ = FaultRates{};
+  buggify_on_ = false;
   for (auto& h : hosts_) h->crash_countdown = -1;
   if (cfg_.capacity) {
     // Eviction stops: every host closes cleanly and reopens without budgets, so what the checks

@@ -57,6 +57,7 @@ SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity,
   if (r.Chance(0.25)) c.p_corrupt_head = r.Pick({0.005, 0.02});
 
   if (overrides.list_lag_us > 0) f.list_lag_us = overrides.list_lag_us;
+  if (overrides.buggify_percent > 0) c.p_buggify = overrides.buggify_percent / 100.0;
   const auto off = [&](const char* name) { return overrides.off.count(name) > 0; };
   if (off("503")) f.unavailable = 0;
   if (off("timeout")) f.timeout = 0;

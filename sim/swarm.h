@@ -23,6 +23,7 @@ struct SwarmOverrides {
   std::set<std::string> off;  // names from FaultClassNames()
   int hosts = 0;              // 0 = as drawn
   uint64_t list_lag_us = 0;   // 0 = as drawn (the list-lag scenario on every seed otherwise)
+  uint32_t buggify_percent = 0;  // 0 = as drawn, else p_buggify on every seed (1..100 %)
 };
 
 struct SwarmConfig {

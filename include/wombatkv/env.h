@@ -118,6 +118,19 @@ class AppendFile {
   virtual Status Preallocate(uint64_t bytes) = 0;
 };
 
+// A descriptor held open on a file system for syncfs(2). Linux reports a write-back error to
+// syncfs only through descriptors opened before the error happened (each samples the file
+// system's error sequence when opened), and to each descriptor once: so a caller that must not
+// miss an error keeps one handle, opened before its first write, and remembers what it reported.
+// Closed on destruction.
+class FileSystemSyncHandle {
+ public:
+  virtual ~FileSystemSyncHandle() = default;
+  // As FileSystem::SyncFileSystem, and an error if a write-back on that file system failed since
+  // the handle was opened (or since the last Sync that reported such an error).
+  virtual Status Sync() = 0;
+};
+
 // Paths are absolute or relative POSIX paths; callers validate untrusted names before they become
 // paths. Durability contract: a call with sync=true returns only after the data and the directory
 // entry are on stable storage (fsync of the file and of its directory). Two-phase writes
@@ -172,6 +185,9 @@ class FileSystem {
   // deletions of every file (syncfs(2)). The default syncs nothing and says so
   // (FailedPrecondition).
   virtual Status SyncFileSystem(const std::string& path);
+  // A handle whose Syncs do what SyncFileSystem(path) does, through one descriptor opened now
+  // (see FileSystemSyncHandle). The default calls this->SyncFileSystem(path) at each Sync.
+  virtual Result<std::unique_ptr<FileSystemSyncHandle>> OpenSyncHandle(const std::string& path);
   // Takes an exclusive lock on `path` (created if needed) without blocking. If another process
   // holds it: FailedPrecondition. `owner_note` is written into the file for the error message a
   // later contender sees (e.g. "pid 1234 on host x").
@@ -220,6 +236,10 @@ class FileSystemWrapper : public FileSystem {
   }
   Status SyncFileSystem(const std::string& path) override {
     return target_->SyncFileSystem(path);
+  }
+  // The target's handle: a decorator that changes SyncFileSystem must override this too.
+  Result<std::unique_ptr<FileSystemSyncHandle>> OpenSyncHandle(const std::string& path) override {
+    return target_->OpenSyncHandle(path);
   }
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path,
                                              const std::string& owner_note) override {

@@ -109,6 +109,11 @@ struct StoreOptions {
   Executor* executor = nullptr;
   // Where log lines go; null = warnings and errors to stderr.
   LogSink log;
+  // Testing only (docs/testing.md, "Buggify points"): asked at a few decisions the store must
+  // survive anyway — a retry, a re-read, a cache miss, a pass run early; true takes the hostile
+  // branch. The simulator answers from its seeded randomness. Null (production) = never, at the
+  // cost of one test of an empty function per point. May be called from any store thread.
+  std::function<bool(const char* site)> buggify;
 };
 
 // One block of a PutBlocks call. `parent` is the zero key for a chain's root.

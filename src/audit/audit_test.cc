@@ -366,6 +366,38 @@ TEST_P(AuditTest, RepairDeletesExpiredOrphansOnly) {
   EXPECT_EQ(after.total.blobs, 6u);
 }
 
+// `wombatkv audit --repair` with WMBT_KV_S3_LIST_LAG: an old orphan is named again by a head
+// published just before the repair, whose listings still hide that head. The repair's GC pass
+// finds the blob unreferenced and deletes it; only a re-check that first waits out the lag sees
+// the head and puts the blob back (gc/orphan_gc.h R3).
+TEST_P(AuditTest, RepairWaitsOutTheListingLagBeforeItsRecheck) {
+  TestChain c = ChainOfSizes({300}, 6);
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->PutBlocks("default", kFpA, c.Puts()).ok());
+  }
+  clock_.Advance(2 * kHourUs);  // an orphan long past the grace
+  {
+    auto store = Open();  // the same block put again and published: the old blob is reused
+    ASSERT_TRUE(store->PutBlocks("default", kFpA, c.Puts()).ok());
+    ASSERT_TRUE(
+        store->PublishChain("default", kFpA, c.tip(), c.tip(), std::nullopt, nullptr).ok());
+  }
+  constexpr uint64_t kLagUs = 5 * kMinuteUs;
+  LaggingListing lagging(l2_.get(), &clock_);
+  lagging.hidden = layout::ChainKey("kv", "default", kFpA, c.tip());
+  lagging.until_us = clock_.NowMicros() + kLagUs;
+  audit::RepairOptions ro;
+  ro.list_lag_us = kLagUs;
+  auto fixed = audit::Repair(&lagging, l1_.get(), &clock_, Audit(), ro);
+  ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
+  EXPECT_EQ(fixed->gc.restored, 1u);
+  EXPECT_EQ(fixed->gc.deleted, 0u);
+  EXPECT_EQ(fixed->gc.list_lag_waited_us, kLagUs);
+  EXPECT_TRUE(l2_->Head(BlobKey(c.payloads[0])).ok()) << "a published block's blob was deleted";
+  EXPECT_TRUE(Audit().violations.empty());
+}
+
 TEST_P(AuditTest, WithoutL1OnlyL2IsChecked) {
   MetaWriteBatch b;
   b.Delete(meta_records::HeadKey("team", kFpB, b_.tip()));

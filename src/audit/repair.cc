@@ -178,6 +178,7 @@ Result<RepairReport> Repair(ObjectStore* l2, MetaStore* l1, Clock* clock, const 
     gc::GcOptions gc_options;
     gc_options.l2_prefix = options.l2_prefix;
     gc_options.grace_us = options.grace_us;
+    gc_options.list_lag_us = options.list_lag_us;
     gc_options.executor = options.executor;
     gc::OrphanCollector collector(l2, clock, gc_options);
     WMBT_ASSIGN_OR_RETURN(report.gc, collector.RunPass());

@@ -37,6 +37,7 @@ namespace wombatkv::audit {
 struct RepairOptions {
   std::string l2_prefix = "kv";
   uint64_t grace_us = 3600ull * 1000000;  // for the orphan GC pass
+  uint64_t list_lag_us = 0;               // its re-check waits this out (gc::GcOptions)
   bool collect_orphans = true;
   Executor* executor = nullptr;           // parallel head reads (not owned)
 };

@@ -344,6 +344,20 @@ Status SetGcInterval(Config& c, std::string_view v) {
   return Status::Ok();
 }
 
+Status SetS3ListLag(Config& c, std::string_view v) {
+  if (v == "auto") {
+    c.s3_list_lag_us.reset();
+    return Status::Ok();
+  }
+  auto us = ParseDurationMicros(v);
+  if (!us || *us > Config::kListLagMaxUs)
+    return Bad("WMBT_KV_S3_LIST_LAG", v,
+               "auto, or a duration of at most 1h such as 0, 500ms, 10s or 2m (units ms, s, m, "
+               "h; bare digits are seconds)");
+  c.s3_list_lag_us = *us;
+  return Status::Ok();
+}
+
 std::string NamespaceValuesText(const std::map<std::string, uint64_t>& values,
                                 std::string_view unit) {
   if (values.empty()) return "0";
@@ -459,6 +473,12 @@ const std::vector<Setting>& Table() {
         "work, deleting the blobs eviction stopped referencing once older than "
         "WMBT_KV_GC_GRACE; 0 = off (docs/capacity.md)."},
        SetGcInterval, false},
+      {{"WMBT_KV_S3_LIST_LAG", "auto: 0 for the local directory, 10s for S3",
+        "The longest an L2 listing may lag behind a chain head write; orphan GC (the store's, "
+        "wombatkv gc, wombatkv audit --repair) waits this long before re-checking the heads "
+        "after deleting, so it never misses a head written just before its deletes "
+        "(docs/layout.md §7). 0 for a store that lists consistently."},
+       SetS3ListLag, false},
   };
   return kTable;
 }
@@ -519,6 +539,11 @@ uint64_t FileSystemBytes(const std::string& path) {
 uint64_t DiskCacheBudget(const Config& config, const std::string& data_dir) {
   if (config.s3_bucket.empty()) return 0;
   return config.disk_cache_bytes.value_or(DefaultDiskCacheBytes(FileSystemBytes(data_dir)));
+}
+
+uint64_t ListLagMicros(const Config& config) {
+  if (config.s3_list_lag_us) return *config.s3_list_lag_us;
+  return config.s3_bucket.empty() ? 0 : Config::kS3ListLagDefaultUs;
 }
 
 uint64_t PhysicalMemoryBytes() {
@@ -664,6 +689,8 @@ std::string Config::Describe() const {
   line("WMBT_KV_NAMESPACE_TTL", NamespaceValuesText(namespace_ttl_seconds, "s"));
   line("WMBT_KV_PUBLISH_GRACE", std::to_string(publish_grace_seconds) + "s");
   line("WMBT_KV_GC_INTERVAL", std::to_string(gc_interval_us / 1000000) + "s");
+  line("WMBT_KV_S3_LIST_LAG",
+       s3_list_lag_us ? std::to_string(*s3_list_lag_us / 1000) + "ms" : std::string("auto"));
   return out;
 }
 

@@ -104,6 +104,10 @@ struct Config {
   // A store under a budget or TTL runs orphan GC this often in its background work
   // (WMBT_KV_GC_INTERVAL); 0 = never (then only `wombatkv gc` deletes orphans).
   uint64_t gc_interval_us = 60ull * 1000000;
+  // The longest an L2 listing may lag behind a head write (WMBT_KV_S3_LIST_LAG): orphan GC waits
+  // this long before its re-check (gc/orphan_gc.h R3). nullopt = "auto", resolved by ListLagMicros
+  // (0 for the local directory, kS3ListLagDefaultUs for S3).
+  std::optional<uint64_t> s3_list_lag_us;
 
   static constexpr uint32_t kUploadThreadsMax = 64;
   static constexpr uint32_t kS3ConcurrencyMax = 1024;
@@ -113,6 +117,10 @@ struct Config {
   static constexpr uint64_t kDiskCacheBytesDefaultMax = 64ull << 30;
   static constexpr uint64_t kDiskCacheBytesFallback = 1ull << 30;  // file system size unknown
   static constexpr uint64_t kGcGraceDefaultUs = 3600ull * 1000000;  // one hour
+  // "auto" with an S3 bucket (docs/configuration.md says why): S3-compatible stores whose listings
+  // come from an index updated after the write need it; AWS S3 itself lists consistently.
+  static constexpr uint64_t kS3ListLagDefaultUs = 10ull * 1000000;
+  static constexpr uint64_t kListLagMaxUs = 3600ull * 1000000;  // GC would sleep this long
 
   // The defaults, with nothing read from WMBT_KV_* variables. The data directory default needs
   // $HOME (read through `lookup`), else /tmp/wombatkv-<uid>; the cache default needs the RAM size.
@@ -150,6 +158,11 @@ uint64_t FileSystemBytes(const std::string& path);
 // The disk cache budget a store in `data_dir` gets from `config`: 0 without an S3 bucket (the
 // local-directory L2 needs no cache), else WMBT_KV_DISK_CACHE_BYTES, "auto" resolved.
 uint64_t DiskCacheBudget(const Config& config, const std::string& data_dir);
+
+// The listing lag orphan GC must wait out for the L2 `config` selects: WMBT_KV_S3_LIST_LAG, with
+// "auto" resolved to 0 for the local directory (it lists what it holds) and
+// Config::kS3ListLagDefaultUs for an S3 bucket. An explicit value applies to either L2.
+uint64_t ListLagMicros(const Config& config);
 
 // Parses a byte count: digits with an optional binary suffix K, M, G or T (also KiB/KB..., any
 // case), e.g. "1073741824", "512M", "8GiB". nullopt on bad form or overflow.

@@ -271,6 +271,49 @@ TEST(Config, GcGraceIsADurationDefaultingToAnHour) {
   EXPECT_NE(st.message().find("WMBT_KV_GC_GRACE"), std::string::npos) << st.message();
 }
 
+TEST(Config, ListLagIsAutoOrABoundedDuration) {
+  Config c = Config::Defaults([](const char*) { return std::nullopt; });
+  // auto: the local directory lists what it holds; an S3 bucket gets the default margin.
+  EXPECT_FALSE(c.s3_list_lag_us.has_value());
+  EXPECT_EQ(ListLagMicros(c), 0u);
+  ASSERT_TRUE(c.Set("WMBT_KV_BUCKET", "kv-bucket").ok());
+  EXPECT_EQ(ListLagMicros(c), Config::kS3ListLagDefaultUs);
+  EXPECT_NE(c.Describe().find("WMBT_KV_S3_LIST_LAG=auto\n"), std::string::npos);
+  // An explicit value applies to either L2, 0 included.
+  ASSERT_TRUE(c.Set("WMBT_KV_S3_LIST_LAG", "0").ok());
+  EXPECT_EQ(ListLagMicros(c), 0u);
+  ASSERT_TRUE(c.Set("WMBT_KV_S3_LIST_LAG", "1500ms").ok());
+  EXPECT_EQ(ListLagMicros(c), 1500000u);
+  EXPECT_NE(c.Describe().find("WMBT_KV_S3_LIST_LAG=1500ms\n"), std::string::npos);
+  ASSERT_TRUE(c.Set("WMBT_KV_BUCKET", "").ok());
+  EXPECT_EQ(ListLagMicros(c), 1500000u);
+  ASSERT_TRUE(c.Set("WMBT_KV_S3_LIST_LAG", "1h").ok());
+  ASSERT_TRUE(c.Set("WMBT_KV_S3_LIST_LAG", "auto").ok());
+  EXPECT_EQ(ListLagMicros(c), 0u);
+  // Bad values name the variable and the accepted forms; the setting keeps its value.
+  for (const char* bad : {"soon", "-1s", "10x", "2h", "61m", "1.5s", "auto1"}) {
+    Status st = c.Set("WMBT_KV_S3_LIST_LAG", bad);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("WMBT_KV_S3_LIST_LAG"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("at most 1h"), std::string::npos) << st.message();
+  }
+  EXPECT_FALSE(c.s3_list_lag_us.has_value());
+  EXPECT_EQ(c.Set("WMBT_KV_S3_LIST_LAG", "").code(), Code::kInvalidArgument);
+  // From the environment, like every setting.
+  auto from_env = Config::FromLookup([](const char* name) -> std::optional<std::string> {
+    if (std::string_view(name) == "WMBT_KV_S3_LIST_LAG") return "30s";
+    return std::nullopt;
+  });
+  ASSERT_TRUE(from_env.ok());
+  EXPECT_EQ(ListLagMicros(*from_env), 30ull * 1000000);
+  auto bad_env = Config::FromLookup([](const char* name) -> std::optional<std::string> {
+    if (std::string_view(name) == "WMBT_KV_S3_LIST_LAG") return "a while";
+    return std::nullopt;
+  });
+  ASSERT_FALSE(bad_env.ok());
+  EXPECT_NE(bad_env.status().message().find("WMBT_KV_S3_LIST_LAG"), std::string::npos);
+}
+
 TEST(Config, NamespaceBudgetsAndTtlsTakeOneValueOrOnePerNamespace) {
   Config c = Config::Defaults([](const char*) { return std::nullopt; });
   EXPECT_TRUE(c.namespace_bytes_max.empty());

@@ -114,4 +114,17 @@ Status FileSystem::SyncFileSystem(const std::string& path) {
                                     ": not supported by this file system");
 }
 
+Result<std::unique_ptr<FileSystemSyncHandle>> FileSystem::OpenSyncHandle(const std::string& path) {
+  class ByPath final : public FileSystemSyncHandle {
+   public:
+    ByPath(FileSystem* fs, std::string path) : fs_(fs), path_(std::move(path)) {}
+    Status Sync() override { return fs_->SyncFileSystem(path_); }
+
+   private:
+    FileSystem* fs_;
+    std::string path_;
+  };
+  return std::unique_ptr<FileSystemSyncHandle>(new ByPath(this, path));
+}
+
 }  // namespace wombatkv

@@ -229,5 +229,14 @@ TEST_F(PosixFileSystemTest, AppendFileWritesInOrderOverItsPreallocatedZeros) {
   EXPECT_TRUE(fs_->SyncFileSystem(P("journal")).ok());
 }
 
+TEST_F(PosixFileSystemTest, ASyncHandleSyncsRepeatedlyAndNeedsAnExistingPath) {
+  auto handle = fs_->OpenSyncHandle(dir_);
+  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  ASSERT_TRUE(fs_->WriteFileAtomic(P("a"), {AsBytes("x")}, /*sync=*/false).ok());
+  EXPECT_TRUE((*handle)->Sync().ok());
+  EXPECT_TRUE((*handle)->Sync().ok());
+  EXPECT_TRUE(fs_->OpenSyncHandle(P("missing")).status().IsNotFound());
+}
+
 }  // namespace
 }  // namespace wombatkv

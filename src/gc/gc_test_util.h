@@ -6,8 +6,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "wombatkv/env.h"
+#include "wombatkv/object_store.h"
 
 namespace wombatkv::testing {
 
@@ -31,6 +34,27 @@ class ManualClock final : public Clock {
  private:
   const uint64_t start_us_;
   std::atomic<uint64_t> now_{0};
+};
+
+// A listing that lags: `hidden` is left out of every listing until the clock reaches `until_us`
+// (as some S3-compatible servers list a new key late; GET and HEAD see it at once).
+class LaggingListing final : public ObjectStoreWrapper {
+ public:
+  LaggingListing(ObjectStore* target, Clock* clock) : ObjectStoreWrapper(target), clock_(clock) {}
+  std::string hidden;
+  uint64_t until_us = 0;
+  Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
+                        std::string_view token, size_t max_keys) override {
+    WMBT_ASSIGN_OR_RETURN(ListPage page,
+                          ObjectStoreWrapper::List(prefix, delimiter, token, max_keys));
+    if (clock_->NowMicros() < until_us) {
+      std::erase_if(page.objects, [&](const ObjectInfo& o) { return o.key == hidden; });
+    }
+    return page;
+  }
+
+ private:
+  Clock* clock_;
 };
 
 inline constexpr uint64_t kMinuteUs = 60ull * 1000000;

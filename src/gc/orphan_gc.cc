@@ -208,7 +208,10 @@ Status OrphanCollector::RecheckAndRestore(const std::string& ns,
   Status failed;
   // A head written before the deletes but not yet listed would escape the re-check (and its
   // publisher's R4 check ran before the deletes): wait until every such head is listed.
-  if (options_.list_lag_us > 0) clock_->SleepMicros(options_.list_lag_us);
+  if (options_.list_lag_us > 0) {
+    clock_->SleepMicros(options_.list_lag_us);
+    report->list_lag_waited_us += options_.list_lag_us;
+  }
   auto heads = ListHeads(l2_, options_.l2_prefix, ns);
   if (!heads.ok()) {
     restore_all = true;

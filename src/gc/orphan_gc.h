@@ -105,6 +105,7 @@ struct GcReport {
   uint64_t retried = 0;         // of this pass's attempts, blobs whose delete failed last pass
   uint64_t namespaces_skipped = 0;  // R2
   uint64_t kept = 0;            // expired, but GcOptions::keep held them
+  uint64_t list_lag_waited_us = 0;  // R3: waited for lagging listings (list_lag_us per re-check)
   std::vector<OrphanBlob> removed;  // deleted (or, with dry_run, that would be), oldest first
   std::vector<std::string> problems;  // one line each: skipped namespaces, failed deletes
 };

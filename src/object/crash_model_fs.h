@@ -13,6 +13,14 @@
 // content was never synced) its name with other bytes; each journal-like append file is cut at a
 // random point at or after its synced length, sometimes with garbage after. Revive() then lets
 // calls through again, with everything on disk durable.
+//
+// I/O errors:
+//   - FailNext(op) makes the next call of that kind fail with an I/O error, doing nothing.
+//   - InjectWritebackError() models a failed write-back: every file whose current state is not
+//     durable stays at its durable state (a later sync does not write it, as Linux marks such
+//     pages clean; ApplyCrash always restores it) until it is written again. As Linux's syncfs,
+//     the error is reported once to each sync handle opened before it (OpenSyncHandle), never to
+//     a later-opened one nor to SyncFileSystem (a fresh descriptor each time).
 #pragma once
 
 #include <map>
@@ -57,6 +65,10 @@ class CrashModelFs final : public FileSystemWrapper {
       }
       if (IsTemporary(path)) continue;
       auto d = durable_.find(path);
+      if (lost_.count(path) != 0) {
+        RestoreDurable(path, d == durable_.end() ? nullptr : &d->second, rng);
+        continue;
+      }
       const bool durable_same = d != durable_.end() && d->second.known && d->second.bytes == bytes;
       if (durable_same) continue;
       // Candidates: keep the current state, or go back to the durable one, or (content never
@@ -71,7 +83,7 @@ class CrashModelFs final : public FileSystemWrapper {
     }
     // Files durably present but gone now (deleted, deletion not synced) may come back.
     for (auto& [path, state] : durable_) {
-      if (now.count(path) != 0 || rng.Uniform(2) == 0) continue;
+      if (now.count(path) != 0 || (lost_.count(path) == 0 && rng.Uniform(2) == 0)) continue;
       RestoreDurable(path, &state, rng);
     }
   }
@@ -79,13 +91,66 @@ class CrashModelFs final : public FileSystemWrapper {
   void Revive() {
     std::lock_guard<std::mutex> g(mu_);
     crashed_ = false;
+    lost_.clear();
     Snapshot();
+  }
+
+  enum class Op { kWriteTemp, kCommit, kAppendSync, kSyncFileSystem, kDeleteFile };
+  void FailNext(Op op) {
+    std::lock_guard<std::mutex> g(mu_);
+    ++fail_next_[op];
+  }
+
+  void InjectWritebackError() {
+    std::lock_guard<std::mutex> g(mu_);
+    ++writeback_errors_;
+    std::map<std::string, std::string> now;
+    ReadTree(root_, now);
+    for (auto& [path, bytes] : now) {
+      if (appends_.count(path) != 0) continue;  // a journal: its own fdatasync reports errors
+      auto d = durable_.find(path);
+      if (d == durable_.end() || !d->second.known || d->second.bytes != bytes) lost_.insert(path);
+    }
+    // Names not yet durable are lost too: a deletion not yet synced may be undone.
+    for (auto& [dir, events] : pending_) {
+      for (const Event& e : events) lost_.insert(e.path);
+    }
+  }
+
+  // The paths whose write-back failed and that were not written since.
+  std::set<std::string> lost() {
+    std::lock_guard<std::mutex> g(mu_);
+    return lost_;
+  }
+
+  Result<std::unique_ptr<FileSystemSyncHandle>> OpenSyncHandle(const std::string& path) override {
+    WMBT_RETURN_IF_ERROR(Alive());
+    class Handle final : public FileSystemSyncHandle {
+     public:
+      Handle(CrashModelFs* fs, std::string path, uint64_t seen)
+          : fs_(fs), path_(std::move(path)), seen_(seen) {}
+      Status Sync() override {
+        WMBT_RETURN_IF_ERROR(fs_->SyncFileSystem(path_));
+        std::lock_guard<std::mutex> g(fs_->mu_);
+        if (seen_ == fs_->writeback_errors_) return Status::Ok();
+        seen_ = fs_->writeback_errors_;
+        return Status::Internal("syncfs " + path_ + ": Input/output error (injected write-back error)");
+      }
+
+     private:
+      CrashModelFs* fs_;
+      std::string path_;
+      uint64_t seen_;
+    };
+    std::lock_guard<std::mutex> g(mu_);
+    return std::unique_ptr<FileSystemSyncHandle>(new Handle(this, path, writeback_errors_));
   }
 
   Result<std::unique_ptr<PendingFile>> WriteTemp(const std::string& path,
                                                  const std::vector<ByteView>& parts, bool sync,
                                                  bool later_than_current) override {
     WMBT_RETURN_IF_ERROR(Alive());
+    WMBT_RETURN_IF_ERROR(Injected(Op::kWriteTemp, "write", path));
     auto file = target()->WriteTemp(path, parts, sync, later_than_current);
     if (!file.ok()) return file.status();
     return std::unique_ptr<PendingFile>(
@@ -136,14 +201,17 @@ class CrashModelFs final : public FileSystemWrapper {
   // returns: names and bytes written meanwhile may or may not have been written back).
   Status SyncFileSystem(const std::string& path) override {
     WMBT_RETURN_IF_ERROR(Alive());
+    WMBT_RETURN_IF_ERROR(Injected(Op::kSyncFileSystem, "syncfs", path));
     // No directory sync overlaps it, so neither can make older state override what it recorded.
     std::unique_lock<std::shared_mutex> barrier(sync_mu_);
     std::map<std::string, std::string> before;
     std::map<std::string, size_t> pending_before;
     std::map<std::string, uint64_t> appended_before;
+    std::set<std::string> lost_before;
     {
       std::lock_guard<std::mutex> g(mu_);
       ReadTree(root_, before);
+      lost_before = lost_;
       for (const auto& [dir, events] : pending_) pending_before[dir] = events.size();
       appended_before = appended_;
     }
@@ -151,9 +219,16 @@ class CrashModelFs final : public FileSystemWrapper {
     if (!s.ok()) return s;
     std::lock_guard<std::mutex> g(mu_);
     ++snapshots_;
-    durable_.clear();
+    // Files whose write-back failed keep their durable state (or absence).
+    std::map<std::string, State> kept;
+    for (const std::string& p : lost_before) {
+      if (auto d = durable_.find(p); d != durable_.end()) kept.insert(*d);
+    }
+    durable_ = std::move(kept);
     for (auto& [p, bytes] : before) {
-      if (appends_.count(p) == 0) durable_[p] = State{true, true, bytes};
+      if (appends_.count(p) == 0 && lost_before.count(p) == 0) {
+        durable_[p] = State{true, true, bytes};
+      }
     }
     for (auto& [p, synced] : appends_) {
       auto a = appended_before.find(p);
@@ -168,8 +243,10 @@ class CrashModelFs final : public FileSystemWrapper {
 
   Status DeleteFile(const std::string& path) override {
     WMBT_RETURN_IF_ERROR(Alive());
+    WMBT_RETURN_IF_ERROR(Injected(Op::kDeleteFile, "unlink", path));
     Status s = target()->DeleteFile(path);
     std::lock_guard<std::mutex> g(mu_);
+    if (s.ok()) lost_.erase(path);
     if (s.ok() && appends_.erase(path) == 0) pending_[DirOf(path)].push_back({path, State{}});
     return s;
   }
@@ -217,6 +294,7 @@ class CrashModelFs final : public FileSystemWrapper {
     const FileInfo& info() const override { return inner_->info(); }
     Status Commit(bool replace) override {
       WMBT_RETURN_IF_ERROR(fs_->Alive());
+      WMBT_RETURN_IF_ERROR(fs_->Injected(Op::kCommit, "rename", path_));
       Status s = inner_->Commit(replace);
       if (s.ok()) fs_->Named(path_, bytes_, synced_, /*dir_synced=*/false);
       return s;
@@ -243,6 +321,7 @@ class CrashModelFs final : public FileSystemWrapper {
     }
     Status Sync() override {
       WMBT_RETURN_IF_ERROR(fs_->Alive());
+      WMBT_RETURN_IF_ERROR(fs_->Injected(Op::kAppendSync, "fdatasync", path_));
       WMBT_RETURN_IF_ERROR(inner_->Sync());
       std::lock_guard<std::mutex> g(fs_->mu_);
       auto it = fs_->appends_.find(path_);
@@ -266,8 +345,18 @@ class CrashModelFs final : public FileSystemWrapper {
     return crashed_ ? Status::Unavailable("crashed (CrashModelFs)") : Status::Ok();
   }
 
+  // An I/O error if FailNext(op) asked for one.
+  Status Injected(Op op, std::string_view what, const std::string& path) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = fail_next_.find(op);
+    if (it == fail_next_.end() || it->second == 0) return Status::Ok();
+    --it->second;
+    return Status::Internal(std::string(what) + " " + path + ": Input/output error (injected)");
+  }
+
   void Named(const std::string& path, std::string bytes, bool content_synced, bool dir_synced) {
     std::lock_guard<std::mutex> g(mu_);
+    lost_.erase(path);  // written again: a later write-back may succeed
     if (content_synced) {
       synced_content_.insert(path);
     } else {
@@ -358,6 +447,9 @@ class CrashModelFs final : public FileSystemWrapper {
   std::set<std::string> synced_content_;                 // the current file's bytes were synced
   std::map<std::string, uint64_t> appends_;              // append files: synced length
   std::map<std::string, uint64_t> appended_;             // append files: written length
+  std::map<Op, int> fail_next_;                          // FailNext: calls still to fail
+  uint64_t writeback_errors_ = 0;                        // InjectWritebackError() calls
+  std::set<std::string> lost_;                           // write-back failed, not written since
 };
 
 }  // namespace wombatkv

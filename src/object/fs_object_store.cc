@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <condition_variable>
 #include <deque>
 #include <queue>
 #include <unordered_map>
@@ -80,6 +81,7 @@ class FsObjectStore final : public ObjectStore {
     base_ = root_ == "/" ? "/" : root_ + "/";
     lock_path_ = base_ + ".~lock";
     owner_lock_path_ = base_ + ".~journal.lock";
+    rewrite_marker_path_ = base_ + std::string(kJournalRewriteMarker);
     // Best effort: a failure here resurfaces, with its cause, at the first write.
     (void)fs_->CreateDirs(root_);
   }
@@ -92,7 +94,10 @@ class FsObjectStore final : public ObjectStore {
     checkpoints_.reset();
     // A clean close checkpoints the last file too, so the next open replays nothing (and does
     // not rewrite a file damaged since, which a reader must find damaged: G9).
-    if (s.ok()) s = fs_->SyncFileSystem(root_);
+    if (s.ok()) {
+      s = sync_handle_->Sync();
+      if (!s.ok()) MarkForRewrite();
+    }
     // Only the oldest journal file may go (see Checkpoint).
     if (s.ok() && !checkpoint_failed_) (void)fs_->DeleteFile(journal_->file_path());
   }
@@ -108,12 +113,22 @@ class FsObjectStore final : public ObjectStore {
                                        " is journaled by another process; stop it first");
     }
     owner_lock_ = std::move(lock).value();
-    WMBT_ASSIGN_OR_RETURN(auto replay, ReplayJournal(fs_, root_));
+    // Opened before this process writes anything into the root, so that every write-back error
+    // of what it writes is reported to the syncs that retire journal files (FileSystemSyncHandle).
+    WMBT_ASSIGN_OR_RETURN(sync_handle_, fs_->OpenSyncHandle(root_));
+    auto marker = fs_->Stat(rewrite_marker_path_);
+    const bool rewrite = !marker.status().IsNotFound();  // an error reading it: rewrite too
+    WMBT_ASSIGN_OR_RETURN(auto replay, ReplayJournal(fs_, root_, rewrite));
     // Replayed files, and files named before the crash whose bytes were already right, become
     // durable before the journal that vouches for them goes.
-    WMBT_RETURN_IF_ERROR(fs_->SyncFileSystem(root_).WithContext("recovering " + Describe()));
+    WMBT_RETURN_IF_ERROR(sync_handle_->Sync().WithContext("recovering " + Describe()));
     for (const std::string& path : replay.journal_paths) {
       Status s = fs_->DeleteFile(path);
+      if (!s.ok() && !s.IsNotFound()) return s.WithContext("recovering " + Describe());
+    }
+    // Last: while a journal file is left, so is the marker.
+    if (rewrite) {
+      Status s = fs_->DeleteFile(rewrite_marker_path_);
       if (!s.ok() && !s.IsNotFound()) return s.WithContext("recovering " + Describe());
     }
     checkpoints_ = NewThreadPoolExecutor(1, "wmbt-l2-ckpt", /*nice=*/5);
@@ -145,20 +160,29 @@ class FsObjectStore final : public ObjectStore {
         return etag.status().WithContext("put " + std::string(key) + " in " + Describe());
       }
       WMBT_RETURN_IF_ERROR(BeforeDirectPut(path, options));
-    } else {
-      WMBT_RETURN_IF_ERROR(RefuseIfJournaledElsewhere(key));
+      FileInfo written;
+      Status s = WriteDirect(key, dir, path, parts, options, &written);
+      WMBT_RETURN_IF_ERROR(AfterDirectPut(key, path, s.ok(), options));
+      WMBT_RETURN_IF_ERROR(s);
+      return EtagOf(written);
     }
+    WMBT_RETURN_IF_ERROR(RefuseIfJournaledElsewhere(key));
+    FileInfo written;
+    WMBT_RETURN_IF_ERROR(WriteDirect(key, dir, path, parts, options, &written));
+    return EtagOf(written);
+  }
+
+  // The un-journaled way: content synced, named, directory synced (invariant 4).
+  Status WriteDirect(std::string_view key, const std::string& dir, const std::string& path,
+                     const std::vector<ByteView>& parts, const PutOptions& options,
+                     FileInfo* written) {
     for (int attempt = 0; attempt < kPutAttemptsMax; ++attempt) {
       Status s = fs_->CreateDirs(dir);
-      FileInfo written;
       if (s.ok()) {
-        s = options.mode == PutMode::kIfAbsent ? Create(key, dir, path, parts, &written)
-                                               : Replace(key, dir, path, parts, options, &written);
+        s = options.mode == PutMode::kIfAbsent ? Create(key, dir, path, parts, written)
+                                               : Replace(key, dir, path, parts, options, written);
       }
-      if (s.ok()) {
-        if (journal_) WMBT_RETURN_IF_ERROR(RecordExternal(key, options));
-        return EtagOf(written);
-      }
+      if (s.ok()) return s;
       if (!s.IsNotFound()) return s.WithContext("put " + std::string(key) + " in " + Describe());
     }
     return Status::Unavailable("put " + std::string(key) + " in " + Describe() +
@@ -215,6 +239,10 @@ class FsObjectStore final : public ObjectStore {
   Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
                         std::string_view token, size_t max_keys) override {
     WMBT_ASSIGN_OR_RETURN(size_t page_size, CheckListArgs(prefix, delimiter, max_keys));
+    if (journal_) {
+      std::lock_guard<std::mutex> g(name_mu_);
+      WMBT_RETURN_IF_ERROR(broken_);  // see AwaitJournaled
+    }
     // Only the directory named by the prefix's complete segments is read; the partial last
     // segment filters its entries.
     const size_t cut = prefix.find_last_of('/') + 1;  // 0 if none
@@ -251,11 +279,18 @@ class FsObjectStore final : public ObjectStore {
   //       record appended in one critical section), and actions_ is in LSN order.
   //   J2. inflight_[path] is the newest appended but not yet applied version of the path.
   //   J3. Actions are applied (rename/unlink) in LSN order, only when synced_lsn >= their LSN.
+  //   J4. While a put too large for the journal writes its file directly, inflight_[path] is a
+  //       `direct` reservation: no journaled version of the path is in flight meanwhile, and none
+  //       is decided until its kExternal record is appended (BeforeDirectPut, AfterDirectPut).
+  //   J5. Once broken_ is set, every later call fails with it, reads included: the directory may
+  //       then contradict the journal (a version not named, a write-back that failed), and only
+  //       a reopen, which replays the journal, makes them agree again.
 
   struct InFlight {
     uint64_t lsn = 0;
     bool deleted = false;
     std::string etag;
+    bool direct = false;  // J4 (lsn 0)
   };
   struct Action {
     uint64_t lsn = 0;
@@ -268,9 +303,16 @@ class FsObjectStore final : public ObjectStore {
     uint64_t lsn = 0;  // > 0 while in flight
   };
 
-  // The key's newest version. REQUIRES: name_mu_ held.
-  Result<Version> CurrentLocked(std::string_view key, const std::string& path) {
+  // The key's newest version, once no direct put of it is running (J4); broken_ if set (J5).
+  // REQUIRES: `lock` holds name_mu_ (released while waiting).
+  Result<Version> CurrentLocked(std::unique_lock<std::mutex>& lock, std::string_view key,
+                                const std::string& path) {
     auto it = inflight_.find(path);
+    while (it != inflight_.end() && it->second.direct) {
+      direct_done_.wait(lock);
+      it = inflight_.find(path);
+    }
+    WMBT_RETURN_IF_ERROR(broken_);
     if (it != inflight_.end()) return Version{!it->second.deleted, it->second.etag, it->second.lsn};
     auto info = fs_->Stat(path);
     if (!info.ok()) {
@@ -304,9 +346,8 @@ class FsObjectStore final : public ObjectStore {
     bool exists = false;
     bool sync_now = options.durable_on_return;
     {
-      std::lock_guard<std::mutex> g(name_mu_);
-      WMBT_RETURN_IF_ERROR(broken_);
-      WMBT_ASSIGN_OR_RETURN(Version current, CurrentLocked(key, path));
+      std::unique_lock<std::mutex> lock(name_mu_);
+      WMBT_ASSIGN_OR_RETURN(Version current, CurrentLocked(lock, key, path));
       if (options.mode == PutMode::kIfAbsent && current.exists) {
         exists = true;
         lsn = current.lsn;
@@ -345,10 +386,10 @@ class FsObjectStore final : public ObjectStore {
     const std::string path = PathOf(key);
     uint64_t lsn = 0;
     {
-      std::lock_guard<std::mutex> g(name_mu_);
-      WMBT_RETURN_IF_ERROR(broken_);
-      auto current = CurrentLocked(key, path);
+      std::unique_lock<std::mutex> lock(name_mu_);
+      auto current = CurrentLocked(lock, key, path);
       if (!current.ok()) {
+        WMBT_RETURN_IF_ERROR(broken_);  // whatever its code
         // A directory at the path is not an object: absent, as for the plain store.
         return current.status().code() == Code::kFailedPrecondition ? Status::Ok()
                                                                     : current.status();
@@ -363,13 +404,18 @@ class FsObjectStore final : public ObjectStore {
 
   // Before reading `path`: if a journaled version of it is in flight, waits until it is applied
   // (a put: named; then it is durable) — or answers NotFound at once for an in-flight delete.
+  // Fails once the store is broken (J5): checked under the same lock as the in-flight version,
+  // so a read never serves the predecessor of a version whose apply failed.
   Status AwaitJournaled(std::string_view key, const std::string& path) {
     if (!journal_) return Status::Ok();
     uint64_t lsn = 0;
     {
       std::lock_guard<std::mutex> g(name_mu_);
+      WMBT_RETURN_IF_ERROR(broken_);
       auto it = inflight_.find(path);
       if (it == inflight_.end()) return Status::Ok();
+      // A direct put not yet returned: the file on disk is its predecessor or it, both durable.
+      if (it->second.direct) return Status::Ok();
       if (it->second.deleted) return NotFound(key);
       lsn = it->second.lsn;
     }
@@ -377,29 +423,46 @@ class FsObjectStore final : public ObjectStore {
   }
 
   // An object too large for the journal goes the un-journaled way (content, name, directory
-  // synced): first its in-flight predecessor is applied, and for a durable put every record
-  // appended so far is synced, so that its name never reaches the disk before a record it was
-  // ordered after.
+  // synced). For a durable put every record appended so far is synced first, so that its name
+  // never reaches the disk before a record it was ordered after. Then its in-flight predecessors
+  // are applied and the key is reserved (J4): its condition is checked against the newest
+  // version, and no journaled put or delete of the key is decided (so none is applied over it,
+  // nor wins the same condition) until AfterDirectPut. On OK, AfterDirectPut must follow.
   Status BeforeDirectPut(const std::string& path, const PutOptions& options) {
-    uint64_t lsn = 0;
-    {
-      std::lock_guard<std::mutex> g(name_mu_);
+    if (options.durable_on_return) WMBT_RETURN_IF_ERROR(SyncThrough(journal_->appended_lsn()));
+    std::unique_lock<std::mutex> lock(name_mu_);
+    while (true) {
+      WMBT_RETURN_IF_ERROR(broken_);
       auto it = inflight_.find(path);
-      if (it != inflight_.end()) lsn = it->second.lsn;
+      if (it == inflight_.end()) break;
+      if (it->second.direct) {  // another large put of the key: one at a time
+        direct_done_.wait(lock);
+        continue;
+      }
+      const uint64_t lsn = it->second.lsn;
+      lock.unlock();
+      WMBT_RETURN_IF_ERROR(SyncThrough(lsn));
+      lock.lock();
     }
-    if (options.durable_on_return) lsn = journal_->appended_lsn();
-    return lsn > 0 ? SyncThrough(lsn) : Status::Ok();
+    InFlight reserved;
+    reserved.direct = true;
+    inflight_[path] = std::move(reserved);
+    return Status::Ok();
   }
 
-  // After an un-journaled put: a kExternal record, so that replay never puts an earlier
-  // journaled version of the key back over this file.
-  Status RecordExternal(std::string_view key, const PutOptions& options) {
+  // Ends BeforeDirectPut's reservation. After a put that wrote its file: a kExternal record, in
+  // the same critical section, so that replay never puts an earlier journaled version of the key
+  // back over the file, and every later version of the key gets a later LSN.
+  Status AfterDirectPut(std::string_view key, const std::string& path, bool written,
+                        const PutOptions& options) {
     uint64_t lsn = 0;
     {
       std::lock_guard<std::mutex> g(name_mu_);
-      lsn = journal_->Append(JournalOp::kExternal, key, {});
+      if (written) lsn = journal_->Append(JournalOp::kExternal, key, {});
+      inflight_.erase(path);
     }
-    return options.durable_on_return ? SyncThrough(lsn) : Status::Ok();
+    direct_done_.notify_all();
+    return written && options.durable_on_return ? SyncThrough(lsn) : Status::Ok();
   }
 
   Status SyncThrough(uint64_t lsn) {
@@ -420,7 +483,7 @@ class FsObjectStore final : public ObjectStore {
       if (it != inflight_.end() && it->second.lsn == a.lsn) inflight_.erase(it);
       if (!s.ok() && broken_.ok()) {
         // The record is durable; the next open replays it. Until then this store would serve
-        // what the journal contradicts, so it stops.
+        // what the journal contradicts, so it stops (J5).
         broken_ = s.WithContext("applying the journaled version of " + a.key + " in " +
                                 Describe() + "; reopen the store to recover it");
       }
@@ -434,15 +497,39 @@ class FsObjectStore final : public ObjectStore {
   // so the journal files left on disk are always a contiguous run of LSNs, replayed in order at the
   // next open. Deleting a later file while an older one stays would let the older file's records
   // be replayed over newer versions (an acknowledged write rolled back).
+  //
+  // The sync goes through sync_handle_, opened before this process wrote anything here, so a
+  // write-back error of any file named since is reported (a descriptor opened now would miss
+  // one that happened before). Such a file may never reach the disk, and what this store reads
+  // of it may differ from its record, so a failure also stops the store (J5): the journal files
+  // stay, and reopening replays them.
   void Checkpoint(const std::string& journal_path, uint64_t last_lsn) {
     if (checkpoint_failed_) return;
     Status s = SyncThrough(last_lsn);
-    if (s.ok()) s = fs_->SyncFileSystem(root_);
+    if (s.ok()) s = sync_handle_->Sync();
     if (s.ok()) {
       s = fs_->DeleteFile(journal_path);
       if (s.IsNotFound()) s = Status::Ok();
     }
-    if (!s.ok()) checkpoint_failed_ = true;
+    if (s.ok()) return;
+    checkpoint_failed_ = true;
+    MarkForRewrite();
+    std::lock_guard<std::mutex> g(name_mu_);
+    if (broken_.ok()) {
+      broken_ = s.WithContext("checkpoint of " + journal_path + " in " + Describe() +
+                              " (the journal files are kept; reopen the store to recover)");
+    }
+  }
+
+  // After a failed sync through sync_handle_ (or a failed checkpoint): files named since the last
+  // good sync may hold bytes that only the page cache has, which a reopen would read as right
+  // and not write again — even after a mere restart of the process, as the cache outlives it.
+  // The marker makes the next open write every journaled object again (new files, new ETags)
+  // before its sync. Best effort: if even this write fails, the journal files are still kept.
+  void MarkForRewrite() {
+    (void)fs_->WriteFileAtomic(rewrite_marker_path_,
+                               {AsBytes("rewrite the journaled objects at the next open\n")},
+                               /*sync=*/true);
   }
 
   // A plain store must not write into a root that a journaling owner holds: the owner's journal
@@ -632,16 +719,19 @@ class FsObjectStore final : public ObjectStore {
   std::string base_;  // root_ with a trailing '/'
   std::string lock_path_;
   std::string owner_lock_path_;
+  std::string rewrite_marker_path_;
 
   // Journaled mode only (journal_ set by OpenJournal).
   FsJournalOptions jopts_;
   std::unique_ptr<FileLock> owner_lock_;
+  std::unique_ptr<FileSystemSyncHandle> sync_handle_;  // opened before the first write
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<Executor> checkpoints_;  // one thread: retired journal files, in order
   std::mutex name_mu_;
   std::unordered_map<std::string, InFlight> inflight_;  // by path (J2)
   std::deque<Action> actions_;                          // in LSN order (J1, J3)
-  Status broken_;                                       // sticky: an applied action failed
+  std::condition_variable direct_done_;                 // a direct reservation ended (J4)
+  Status broken_;  // sticky: an apply or a checkpoint failed (J5)
   // Set by the checkpoint thread (and read by the destructor after draining it): a journal file
   // could not be retired, so no later one may be either.
   bool checkpoint_failed_ = false;

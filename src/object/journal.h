@@ -34,6 +34,9 @@
 namespace wombatkv {
 
 inline constexpr std::string_view kJournalFilePrefix = ".~journal-";
+// Written (synced) when a sync that would retire journal files failed: the next open then writes
+// every journaled object again instead of trusting bytes it reads (they may be only cached).
+inline constexpr std::string_view kJournalRewriteMarker = ".~journal.rewrite";
 
 // The journal file name for first LSN `lsn` ("" if `name` is not one: then *lsn is untouched).
 std::string JournalFileName(uint64_t lsn);

@@ -30,7 +30,8 @@ bool SameBytes(FileSystem* fs, const std::string& path, ByteView want) {
 
 }  // namespace
 
-Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& root) {
+Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& root,
+                                          bool rewrite_same_bytes) {
   JournalReplayResult out;
   auto names = fs->ListDir(root);
   if (!names.ok()) return names.status().IsNotFound() ? Result<JournalReplayResult>(out) : names.status();
@@ -84,7 +85,7 @@ Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& roo
     // superseded by what that directory holds, which its own records replay.
     if (auto st = fs->Stat(path); st.ok() && st->is_dir) continue;
     if (op.op == JournalOp::kPut) {
-      if (SameBytes(fs, path, op.value)) continue;
+      if (!rewrite_same_bytes && SameBytes(fs, path, op.value)) continue;
       WMBT_RETURN_IF_ERROR(fs->CreateDirs(ParentOf(path)));
       WMBT_RETURN_IF_ERROR(
           fs->WriteFileAtomic(path, {op.value}, /*sync=*/false).WithContext("replaying journal"));

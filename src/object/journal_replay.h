@@ -6,6 +6,8 @@
 // prefix matters (they were applied in LSN order): a kPut whose file is missing or holds other
 // bytes is written again (a file that already holds the record's bytes is left alone, so its
 // ETag survives a mere process crash); a kDelete removes the file; a kExternal leaves it alone.
+// With `rewrite_same_bytes` a kPut is written again even over the same bytes: after a write-back
+// error those bytes may be only in the page cache, never to be written back.
 // Nothing is synced here: the caller makes the result durable (SyncFileSystem) before it deletes
 // the journal files.
 #pragma once
@@ -26,6 +28,7 @@ struct JournalReplayResult {
   std::vector<std::string> journal_paths;  // every journal file found, in LSN order
 };
 
-Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& root);
+Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& root,
+                                          bool rewrite_same_bytes = false);
 
 }  // namespace wombatkv

@@ -42,6 +42,7 @@ Result<std::shared_ptr<Store>> OpenStoreFromConfig(const Config& config, const S
   options.namespace_ttl_seconds = config.namespace_ttl_seconds;
   options.publish_grace_seconds = config.publish_grace_seconds;
   options.gc_grace_us = config.gc_grace_us;
+  options.l2_list_lag_us = ListLagMicros(config);
   options.background_gc = config.gc_interval_us > 0;
   if (config.gc_interval_us > 0) options.gc_interval_ms = config.gc_interval_us / 1000;
   options.object_store = l2.get();  // null: the local directory

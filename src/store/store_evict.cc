@@ -258,7 +258,10 @@ void StoreImpl::MaybeScheduleEviction(bool urgent) {
   const uint64_t now = clock_->NowMicros();
   // A pass that could not get under a limit is not retried on every publish, only per interval.
   if (urgent && last_pass_stuck_.load(std::memory_order_relaxed)) urgent = false;
-  if (!urgent && now < next_pass_us_.load(std::memory_order_relaxed)) return;
+  // Buggify: a pass before its interval (Evict() may come at any moment anyway).
+  if (!urgent && now < next_pass_us_.load(std::memory_order_relaxed) && !Buggify("evict.early")) {
+    return;
+  }
   if (pass_queued_.exchange(true)) return;
   next_pass_us_.store(now + options_.eviction_interval_ms * 1000, std::memory_order_relaxed);
   executor_->Submit([this] { BackgroundPass(); });
@@ -513,6 +516,12 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
   // record still orders it by use (docs/capacity.md).
   head.published_us = MicrosOfTick(chain_used);
   head.entries.assign(entries.begin(), entries.begin() + static_cast<ptrdiff_t>(keep));
+  // Buggify: the conditional write answered Conflict before it was sent, as when another host
+  // replaced the head an instant earlier: nothing was written, and the chain is re-read.
+  if (Buggify("evict.conflict")) {
+    (void)SyncHeadFromL2(ns, fp, chain_id);
+    return conflict("buggify: its conditional write was answered Conflict");
+  }
   std::string encoded;
   std::string etag;
   if (keep > 0) {

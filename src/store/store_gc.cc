@@ -17,7 +17,8 @@ bool StoreImpl::PendingBlob(const std::string& ns, const ContentHash& hash) {
 void StoreImpl::MaybeCollectOrphans() {
   if (!options_.background_gc || evict_stopped_.load(std::memory_order_relaxed)) return;
   const uint64_t now = clock_->NowMicros();
-  if (now < next_gc_us_.load(std::memory_order_relaxed)) return;
+  // Buggify: a pass before its interval (CollectOrphans may come at any moment anyway).
+  if (now < next_gc_us_.load(std::memory_order_relaxed) && !Buggify("gc.early")) return;
   next_gc_us_.store(now + options_.gc_interval_ms * 1000, std::memory_order_relaxed);
   // Errors are logged and counted by the pass; the next interval tries again.
   (void)GcPass();

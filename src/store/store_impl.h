@@ -190,6 +190,10 @@ class StoreImpl final : public Store {
   Status DeleteRedundantHead(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
                              std::span<const ChainEntry> expected);
 
+  // A put of ours awaits the blob's publish, or its upload is unfinished or failed: the RAM cache
+  // may hold its only copy (used to keep buggify off such reads).
+  bool MayBeOnlyInRam(uint32_t ns_id, const ContentHash& hash);
+
   // --- local disk cache (store_read.cc) ---
   // Opens the disk cache when one is configured and L2 is not a local directory.
   Status OpenDiskCache();
@@ -273,6 +277,9 @@ class StoreImpl final : public Store {
     return publish_stripes_[chain_id.Prefix64() % publish_stripes_.size()];
   }
   void Log(LogLevel level, const std::string& message) const;
+  // StoreOptions::buggify at `site` (a literal naming the point, e.g. "read.cache_miss"): whether
+  // to take the branch the store must survive anyway. Always false in production.
+  bool Buggify(const char* site) const { return options_.buggify && options_.buggify(site); }
   // Reads a whole object of at most `bytes_max` bytes: a larger one is Corruption, found before
   // it is allocated (a hostile or broken bucket cannot exhaust memory).
   Result<ObjectData> L2Read(const std::string& key, uint64_t bytes_max);

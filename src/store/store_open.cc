@@ -111,8 +111,9 @@ Status StoreImpl::Init() {
     gc_options.list_lag_us = options_.l2_list_lag_us;
     gc_options.deletes_per_pass_max = options_.gc_deletes_per_pass;
     // Heads are read on the calling thread: a pass may itself run on the executor's workers.
+    // Buggify: a blob kept although no put awaits it (deleting less is always safe).
     gc_options.keep = [this](const std::string& ns, const ContentHash& hash) {
-      return PendingBlob(ns, hash);
+      return PendingBlob(ns, hash) || Buggify("gc.keep");
     };
     gc_ = std::make_unique<gc::OrphanCollector>(l2_, clock_, std::move(gc_options));
     // The first background pass waits one interval: a store just opened has evicted nothing yet.
@@ -435,8 +436,10 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
       HeadRead& current = reads[i];
       // A publish in this process since the read may have installed a newer head: then the read
       // may be stale, so read again under the stripe (rare) instead of trusting it.
-      if (now && current.ok() && current->has_value() && now->etag != (*current)->first &&
-          now->version >= (*current)->second.version) {
+      // Buggify: read again anyway (a second read is never staler than the first).
+      if ((now && current.ok() && current->has_value() && now->etag != (*current)->first &&
+           now->version >= (*current)->second.version) ||
+          Buggify("refresh.reread_head")) {
         current = ReadHead(ns, fp, chain_id);
       }
       if (!current.ok()) {

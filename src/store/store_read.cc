@@ -68,6 +68,12 @@ std::optional<Result<Borrow>> StoreImpl::ReadBlocks(std::string_view ns, const F
   if (std::optional<uint32_t> ns_id = FindNamespaceId(ns)) {
     for (size_t i = 0; i < keys.size(); ++i) {
       const CacheKey ck{*ns_id, metas[i].hash};
+      // Buggify: a hit handled as a miss takes the fetch path (in parallel on the executor);
+      // GetByContentHash's own point decides whether it skips the RAM cache too.
+      if (may_block && Buggify("read.cache_miss")) {
+        misses.push_back(i);
+        continue;
+      }
       // A probe that may give up counts nothing until it knows it answers (no double counts).
       if (auto hit = may_block ? cache_.Lookup(ck) : cache_.LookupUncounted(ck)) {
         got[i] = std::move(*hit);
@@ -144,7 +150,10 @@ Result<BufferSlice> StoreImpl::GetByContentHash(std::string_view ns, const Conte
   // A namespace this process has never seen has nothing cached; its id is made only once L2
   // proves the namespace exists, so probing names cannot grow the id table.
   std::optional<uint32_t> ns_id = FindNamespaceId(ns);
-  if (ns_id) {
+  // Buggify: a hit taken as a miss, read through the disk cache or L2 and verified — not for a
+  // blob RAM may hold the only copy of (G1).
+  const bool skip_cache = ns_id && Buggify("read.cache_miss") && !MayBeOnlyInRam(*ns_id, hash);
+  if (ns_id && !skip_cache) {
     if (auto hit = cache_.Lookup(CacheKey{*ns_id, hash})) return std::move(*hit);
   }
   // RAM miss → the disk cache (verified: a bad file is dropped and read from L2) → L2.
@@ -167,6 +176,17 @@ Result<BufferSlice> StoreImpl::GetByContentHash(std::string_view ns, const Conte
                                      std::move(payload).value(), /*pin=*/false);
   FillDiskCacheLater(ns, hash, cached);  // verified above
   return cached;
+}
+
+bool StoreImpl::MayBeOnlyInRam(uint32_t ns_id, const ContentHash& hash) {
+  const CacheKey ck{ns_id, hash};
+  {
+    std::lock_guard<std::mutex> g(pending_mu_);
+    if (pending_hashes_.count(ck)) return true;
+  }
+  std::lock_guard<std::mutex> g(upload_mu_);
+  auto it = uploads_.find(ck);
+  return it != uploads_.end() && !(it->second->done.done() && it->second->done.status().ok());
 }
 
 Status StoreImpl::OpenDiskCache() {

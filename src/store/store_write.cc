@@ -118,6 +118,7 @@ std::shared_ptr<StoreImpl::Upload> StoreImpl::StartUpload(const CacheKey& ck, st
 
 void StoreImpl::RunUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up) {
   Status s = UploadBlob(up->ns, ck.hash, up->payload.view(), &up->reused);
+  if (s.ok() && Buggify("upload.lost_ok")) s = Status::Unavailable("buggify: answer lost");
   // Write-through to the disk cache once L2 has the blob (a get after the RAM cache let it go
   // is then served locally); queued, so the publish awaiting this upload does not wait for it.
   if (s.ok()) FillDiskCacheLater(up->ns, ck.hash, up->payload);
@@ -345,6 +346,7 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
   std::unique_lock<std::mutex> stripe(StripeFor(chain_id));
   // Optimistic: start from what L0 knows and let the conditional write tell us if it is stale.
   std::optional<ChainInfo> base = IndexedHead(ns, fp, chain_id);
+  if (Buggify("publish.stale_base")) base.reset();  // as if L0 had not seen the chain yet
   bool confirmed = false;  // base was read from L2 (not just L0) since the last write attempt
   for (uint32_t attempt = 0; attempt < kPublishAttemptsMax; ++attempt) {
     if (expected_version && VersionOf(base) != *expected_version) {

@@ -21,7 +21,7 @@ L2=$WMBT_KV_DATA_DIR/l2/kv/default/wombatkv/v1
 
 help_case audit --quick --repair --grace stray_key l1_stale
 help_case du L1 fingerprint -n
-help_case gc --grace --dry-run
+help_case gc --grace --dry-run WMBT_KV_S3_LIST_LAG
 run "$WKV" --help
 check_out "wombatkv --help lists audit, du and gc" 0 "orphan"
 
@@ -80,7 +80,22 @@ check_json "gc with the default grace (1h) keeps a young orphan" "$TMP/out" \
 run "$WKV" --json gc --grace 0
 check_json "gc --grace 0 deletes it and counts the bytes" "$TMP/out" \
   "(d['deleted'], d['freed_bytes'], d['delete_failures'])" "(1, 748, 0)"
+check_json "gc on the local directory waits for no listing lag unless told" "$TMP/out" \
+  "d['list_lag_waited_ms']" "0"
 [[ ! -e $ORPHAN ]] && pass "the orphan's file is gone" || fail "the orphan's file is gone"
+
+# WMBT_KV_S3_LIST_LAG: the re-check after deleting waits out a lagging listing (gc/orphan_gc.h R3),
+# in gc and in audit --repair alike; a bad value stops the CLI naming the variable.
+run "$WKV" put "$K9" --value "$(head -c 700 /dev/zero | tr '\0' l)"
+run env WMBT_KV_S3_LIST_LAG=1500ms "$WKV" --json gc --grace 0
+check_json "gc waits WMBT_KV_S3_LIST_LAG before its re-check" "$TMP/out" \
+  "(d['deleted'], d['list_lag_waited_ms'])" "(1, 1500)"
+run "$WKV" put "$K9" --value "$(head -c 700 /dev/zero | tr '\0' r)"
+run env WMBT_KV_S3_LIST_LAG=1s "$WKV" --json audit --repair --grace 0
+check_json "audit --repair's orphan GC waits WMBT_KV_S3_LIST_LAG too" "$TMP/out" \
+  "(d['repair']['gc']['deleted'], d['repair']['gc']['list_lag_waited_ms'])" "(1, 1000)"
+run env WMBT_KV_S3_LIST_LAG=soon "$WKV" gc --grace 0
+check_rc "a bad WMBT_KV_S3_LIST_LAG is a usage error naming it" 2 "WMBT_KV_S3_LIST_LAG"
 run "$WKV" gc --grace soon
 check_rc "a bad --grace is a usage error" 2 "--grace"
 run "$WKV" --json audit

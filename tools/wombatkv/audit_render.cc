@@ -74,6 +74,7 @@ nlohmann::json GcJson(const gc::GcReport& r, uint64_t grace_us, bool dry_run) {
           {"restored", r.restored},
           {"delete_failures", r.delete_failures},
           {"namespaces_skipped", r.namespaces_skipped},
+          {"list_lag_waited_ms", r.list_lag_waited_us / 1000},
           {"problems", r.problems},
           {dry_run ? "would_delete" : "deleted_orphans", removed}};
 }

@@ -187,6 +187,7 @@ int RunAudit(Context& ctx, const AuditArgs& a) {
     audit::RepairOptions ro;
     ro.l2_prefix = options.l2_prefix;
     ro.grace_us = grace_us;
+    ro.list_lag_us = ListLagMicros(ctx.opts.config);  // WMBT_KV_S3_LIST_LAG
     ro.executor = setup.executor.get();
     auto r = audit::Repair(planes.l2, planes.l1, RealClock(), *report, ro);
     if (!r.ok()) return Fail(ctx, "audit --repair", r.status());
@@ -377,6 +378,7 @@ int RunGc(Context& ctx, const GcArgs& a) {
   options.l2_prefix = PrefixOf(ctx);
   options.grace_us = setup.grace_us;
   options.dry_run = a.dry_run;
+  options.list_lag_us = ListLagMicros(ctx.opts.config);  // WMBT_KV_S3_LIST_LAG
   options.executor = setup.executor.get();
   if (ctx.ns_given) options.only_ns = ctx.opts.ns;
   gc::OrphanCollector collector(setup.planes.l2, RealClock(), options);
@@ -478,6 +480,8 @@ void AddAuditCommands(CLI::App& root, CommandTable& table) {
       "(docs/layout.md §7): each deleted orphan is read first, and put back if a head published\n"
       "during the run names it. A namespace with an unreadable head is skipped (exit 4; run\n"
       "`wombatkv audit --repair`); a failed delete is retried by the next run (exit 6).\n"
+      "With listings that lag writes (WMBT_KV_S3_LIST_LAG; default 10s on S3, 0 on the local\n"
+      "directory) the re-check after each batch of deletes first waits that long.\n"
       "Does not need the data directory's LOCK.\n\n" +
       HelpFooter({
           "wombatkv gc --dry-run",
