@@ -86,6 +86,8 @@ const std::vector<Decoder>& Decoders() {
       D<UsageResponse>(Op::kUsage, true),
       D<EvictRequest>(Op::kEvict, false),
       D<EvictResponse>(Op::kEvict, true),
+      D<SaveChainRequest>(Op::kSaveChain, false),
+      D<SaveChainResponse>(Op::kSaveChain, true),
   };
   return kAll;
 }

@@ -330,6 +330,18 @@ class Store {
                                         std::optional<uint64_t> expected_version = std::nullopt,
                                         ChainState* current = nullptr) = 0;
 
+  // PutBlocks(blocks) then PublishChain(chain id = tip = the last block's key, last writer wins),
+  // as one call: what an engine's save is. A store may do less work than the pair because the
+  // publish is known to follow (StoreImpl keeps no L1 record for a publish that may never come
+  // and runs the last upload in the caller's thread). Returns the new version.
+  virtual Result<uint64_t> SaveChain(std::string_view ns, const Fingerprint& fp,
+                                     std::span<const BlockPut> blocks) {
+    if (blocks.empty()) return Status::InvalidArgument("SaveChain: no blocks");
+    WMBT_RETURN_IF_ERROR(PutBlocks(ns, fp, blocks).status());
+    const BlockKey tip = blocks.back().key;
+    return PublishChain(ns, fp, tip, tip);
+  }
+
   // Number of leading keys present, as a path from a root, in published chains of (ns, fp).
   // Touches only L0: no I/O.
   virtual Result<size_t> LookupPrefix(std::string_view ns, const Fingerprint& fp,

@@ -85,9 +85,7 @@ Result<int64_t> PutAndPublish(wmbt_kv_handle* handle, const char* ns_arg,
     blocks[i].parent = i == 0 ? BlockKey{} : keys[i - 1];
     total += static_cast<int64_t>(lens[i]);
   }
-  WMBT_RETURN_IF_ERROR(handle->store->PutBlocks(ns, fp, blocks).status());
-  const BlockKey& tip = keys.back();
-  WMBT_RETURN_IF_ERROR(handle->store->PublishChain(ns, fp, tip, tip).status());
+  WMBT_RETURN_IF_ERROR(handle->store->SaveChain(ns, fp, blocks).status());
   return total;
 }
 

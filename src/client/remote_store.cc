@@ -20,10 +20,9 @@ void RemoteStore::Log(LogLevel level, const std::string& line) const {
   if (log_) log_(level, line);
 }
 
-Result<std::vector<ContentHash>> RemoteStore::PutBlocks(std::string_view ns, const Fingerprint& fp,
-                                                        std::span<const BlockPut> blocks) {
-  // Checked here too, before the transport reads (copies) the bytes.
-  WMBT_RETURN_IF_ERROR(CheckPutBlocksArgs(ns, blocks));
+namespace {
+wire::PutBlocksRequest PutRequestOf(std::string_view ns, const Fingerprint& fp,
+                                    std::span<const BlockPut> blocks) {
   wire::PutBlocksRequest req;
   req.ns = std::string(ns);
   req.fp = fp;
@@ -36,6 +35,32 @@ Result<std::vector<ContentHash>> RemoteStore::PutBlocks(std::string_view ns, con
     req.blocks[i].payload =
         b.owned.owner ? b.owned : BufferSlice{nullptr, b.payload.data(), b.payload.size()};
   }
+  return req;
+}
+}  // namespace
+
+Result<uint64_t> RemoteStore::SaveChain(std::string_view ns, const Fingerprint& fp,
+                                        std::span<const BlockPut> blocks) {
+  if (daemon_lacks_save_.load(std::memory_order_relaxed)) return Store::SaveChain(ns, fp, blocks);
+  WMBT_RETURN_IF_ERROR(CheckPutBlocksArgs(ns, blocks));
+  wire::SaveChainRequest req{PutRequestOf(ns, fp, blocks)};
+  auto resp = Call<wire::SaveChainResponse>(req.Encode());
+  if (resp.ok()) return resp->version;
+  if (resp.status().code() == Code::kInvalidArgument &&
+      resp.status().message().starts_with("unknown op")) {
+    Log(LogLevel::kInfo, "the daemon does not know SaveChain (" + resp.status().message() +
+                             "): saving with PutBlocks + PublishChain");
+    daemon_lacks_save_ = true;
+    return Store::SaveChain(ns, fp, blocks);
+  }
+  return resp.status();
+}
+
+Result<std::vector<ContentHash>> RemoteStore::PutBlocks(std::string_view ns, const Fingerprint& fp,
+                                                        std::span<const BlockPut> blocks) {
+  // Checked here too, before the transport reads (copies) the bytes.
+  WMBT_RETURN_IF_ERROR(CheckPutBlocksArgs(ns, blocks));
+  wire::PutBlocksRequest req = PutRequestOf(ns, fp, blocks);
   WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::PutBlocksResponse>(req.Encode()));
   if (resp.hashes.size() != blocks.size()) {
     return Status::InvalidArgument("daemon answered a PutBlocks of " +

@@ -16,6 +16,7 @@
 // Thread-safety: as Store — any number of threads at once (calls are pipelined on the channel).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -33,6 +34,10 @@ class RemoteStore final : public Store {
 
   Result<std::vector<ContentHash>> PutBlocks(std::string_view ns, const Fingerprint& fp,
                                              std::span<const BlockPut> blocks) override;
+  // One SaveChain request; against a daemon that does not know the op (an older one), PutBlocks
+  // then PublishChain, as Store's default.
+  Result<uint64_t> SaveChain(std::string_view ns, const Fingerprint& fp,
+                             std::span<const BlockPut> blocks) override;
   Result<uint64_t> PublishChain(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
                                 const BlockKey& tip,
                                 std::optional<uint64_t> expected_version = std::nullopt,
@@ -70,6 +75,7 @@ class RemoteStore final : public Store {
 
   std::unique_ptr<Channel> channel_;
   LogSink log_;
+  std::atomic<bool> daemon_lacks_save_{false};
   mutable std::mutex l2_mu_;
   mutable std::optional<std::string> l2_;  // the daemon's DescribeL2(), once known
 };

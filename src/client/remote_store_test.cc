@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "client/loopback_channel.h"
 #include "store/store_test_util.h"
 #include "wire/codec.h"
@@ -31,6 +33,60 @@ class ScriptedChannel final : public Channel {
   Status status;
   wire::Message response;
 };
+
+// Answers each request with what `answer` makes of it.
+class FnChannel final : public Channel {
+ public:
+  explicit FnChannel(std::function<wire::Message(const wire::Message&)> answer)
+      : answer_(std::move(answer)) {}
+  Result<wire::Message> Call(wire::Message request) override {
+    ops.push_back(request.op);
+    wire::Message r = answer_(request);
+    r.id = request.id;
+    return r;
+  }
+  std::string Describe() const override { return "fn://"; }
+  std::vector<uint16_t> ops;
+
+ private:
+  std::function<wire::Message(const wire::Message&)> answer_;
+};
+
+TEST(RemoteStore, SaveIsOneRoundTripAndFallsBackForAnOlderDaemon) {
+  bool knows_save = true;
+  auto ch = std::make_unique<FnChannel>([&](const wire::Message& req) {
+    switch (static_cast<wire::Op>(req.op)) {
+      case wire::Op::kSaveChain:
+        if (!knows_save) {
+          return wire::EncodeStatusResponse(
+              wire::Op::kSaveChain,
+              Status::InvalidArgument("unknown op 16: this daemon speaks protocol 1"));
+        }
+        return wire::SaveChainResponse{5}.Encode();
+      case wire::Op::kPutBlocks:
+        return wire::PutBlocksResponse{{ContentHash{}}}.Encode();
+      case wire::Op::kPublishChain:
+        return wire::PublishChainResponse{6}.Encode();
+      default:
+        return wire::EncodeStatusResponse(static_cast<wire::Op>(req.op),
+                                          Status::Internal("unexpected op"));
+    }
+  });
+  FnChannel* raw = ch.get();
+  RemoteStore remote(std::move(ch));
+  std::vector<uint8_t> a = Payload(1, 100);
+  BlockPut put{Key(1), BlockKey{}, a, {}};
+  EXPECT_EQ(*remote.SaveChain("default", kFp, {&put, 1}), 5u);
+  EXPECT_EQ(raw->ops, (std::vector<uint16_t>{uint16_t(wire::Op::kSaveChain)}));
+
+  knows_save = false;  // the daemon was replaced by an older one
+  raw->ops.clear();
+  EXPECT_EQ(*remote.SaveChain("default", kFp, {&put, 1}), 6u);
+  EXPECT_EQ(*remote.SaveChain("default", kFp, {&put, 1}), 6u);  // no second try of op 16
+  const auto put_op = uint16_t(wire::Op::kPutBlocks), pub_op = uint16_t(wire::Op::kPublishChain);
+  EXPECT_EQ(raw->ops, (std::vector<uint16_t>{uint16_t(wire::Op::kSaveChain), put_op, pub_op,
+                                             put_op, pub_op}));
+}
 
 TEST(RemoteStore, PutSendsTheCallersBytesWithoutCopyingThem) {
   auto ch = std::make_unique<ScriptedChannel>();

@@ -170,6 +170,18 @@ Message Service::Impl::Usage(Session& session, const Message& request) {
 }
 
 // Ops that can be answered without I/O (given a cache hit, for gets).
+// Request payloads are only valid during the call (a shm client reuses its area), so the store
+// copies them: `payload`, never `owned`.
+static std::vector<BlockPut> BlockPutsOf(const wire::PutBlocksRequest& req) {
+  std::vector<BlockPut> puts(req.blocks.size());
+  for (size_t i = 0; i < puts.size(); ++i) {
+    puts[i].key = req.blocks[i].key;
+    puts[i].parent = req.blocks[i].parent;
+    puts[i].payload = req.blocks[i].payload.view();
+  }
+  return puts;
+}
+
 static bool MayBeImmediate(Op op) {
   return op == Op::kPing || op == Op::kLookupPrefix || op == Op::kGetBlocks ||
          op == Op::kGetByContentHash;
@@ -200,17 +212,16 @@ std::optional<Message> Service::Impl::Dispatch(Session& session, Op op, const Me
     case Op::kPutBlocks: {
       WMBT_DECODE(PutBlocksRequest, req);
       WMBT_CHECK_NS(req.ns);
-      // Request payloads are only valid during this call (a shm client reuses its area), so the
-      // store copies them: `payload`, never `owned`.
-      std::vector<BlockPut> puts(req.blocks.size());
-      for (size_t i = 0; i < puts.size(); ++i) {
-        puts[i].key = req.blocks[i].key;
-        puts[i].parent = req.blocks[i].parent;
-        puts[i].payload = req.blocks[i].payload.view();
-      }
-      auto hashes = store.PutBlocks(req.ns, req.fp, puts);
+      auto hashes = store.PutBlocks(req.ns, req.fp, BlockPutsOf(req));
       if (!hashes.ok()) return wire::EncodeStatusResponse(op, hashes.status());
       return wire::PutBlocksResponse{std::move(hashes).value()}.Encode();
+    }
+    case Op::kSaveChain: {
+      WMBT_DECODE(SaveChainRequest, req);
+      WMBT_CHECK_NS(req.put.ns);
+      auto v = store.SaveChain(req.put.ns, req.put.fp, BlockPutsOf(req.put));
+      if (!v.ok()) return wire::EncodeStatusResponse(op, v.status());
+      return wire::SaveChainResponse{*v}.Encode();
     }
     case Op::kPublishChain: {
       WMBT_DECODE(PublishChainRequest, req);

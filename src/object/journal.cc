@@ -87,15 +87,22 @@ size_t Journal::batched_bytes() const {
 Status Journal::AwaitSynced(uint64_t lsn) {
   std::unique_lock<std::mutex> lock(mu_);
   WMBT_CHECK(lsn <= appended_);
+  if (synced_ >= lsn) return Status::Ok();
+  if (!error_.ok()) return error_;
+  if (syncing_) {
+    // Wait for a round that covers `lsn` — or to be handed the lead. Only this thread is woken
+    // for it: no herd re-taking mu_ after every round.
+    Waiter self;
+    self.lsn = lsn;
+    waiters_.push_back(&self);
+    lock.unlock();
+    self.ready.acquire();
+    if (!self.lead) return self.result;
+    lock.lock();
+  }
+  syncing_ = true;  // this thread leads; a handed-over lead finds it set already
   while (true) {
-    if (synced_ >= lsn) return Status::Ok();
-    if (!error_.ok()) return error_;
-    if (syncing_) {
-      cv_.wait(lock);
-      continue;
-    }
-    // Lead: take everything appended so far (more than `lsn`: later writers ride along).
-    syncing_ = true;
+    // Take everything appended so far (more than `lsn`: later writers ride along).
     std::string batch = std::move(batch_);
     batch_ = std::move(spare_);
     batch_.clear();
@@ -104,14 +111,40 @@ Status Journal::AwaitSynced(uint64_t lsn) {
     Status s = WriteAndSync(batch, last);
     lock.lock();
     spare_ = std::move(batch);
-    syncing_ = false;
     if (s.ok()) {
       synced_ = last;
     } else {
       error_ = s.WithContext("journal " + file_path_ + " (restart the store to recover)");
     }
-    cv_.notify_all();
+    if (synced_ >= lsn || !error_.ok()) break;
   }
+  // Wake the waiters this round covered (all of them after an error), and hand the lead to the
+  // first one it did not.
+  std::vector<Waiter*> covered;
+  Waiter* next = nullptr;
+  auto keep = waiters_.begin();
+  for (Waiter* w : waiters_) {
+    if (w->lsn <= synced_ || !error_.ok()) {
+      covered.push_back(w);
+    } else if (!next) {
+      next = w;
+    } else {
+      *keep++ = w;
+    }
+  }
+  waiters_.erase(keep, waiters_.end());
+  syncing_ = next != nullptr;
+  const Status result = error_;
+  lock.unlock();
+  for (Waiter* w : covered) {
+    w->result = result;
+    w->ready.release();  // `w` may be gone once released
+  }
+  if (next) {
+    next->lead = true;
+    next->ready.release();
+  }
+  return result;
 }
 
 Status Journal::WriteAndSync(std::string& batch, uint64_t last_lsn) {

@@ -3,8 +3,8 @@
 // Records (journal_record.h) are appended to an in-memory batch under a mutex, which gives them
 // their LSNs in call order. AwaitSynced(n) returns once every record up to n is on stable storage:
 // one caller at a time (the leader) writes the whole batch gathered so far to the current file
-// and fdatasyncs it; callers arriving meanwhile wait for it, and the first of them to find their
-// record not covered leads the next round. So concurrent writers share one flush, and a record is
+// and fdatasyncs it; callers arriving meanwhile wait for it, each on its own semaphore: the
+// leader wakes exactly those its round covered, and hands the lead to the first it did not. So concurrent writers share one flush, and a record is
 // durable only if every record before it is (one file, written in order; a file is synced before
 // any record reaches the next: the journal on disk is always a prefix of the appended sequence).
 //
@@ -20,11 +20,11 @@
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <semaphore>
 #include <string>
 #include <vector>
 
@@ -78,8 +78,16 @@ class Journal {
   const uint64_t file_bytes_target_;
   const RetiredFn on_retired_;
 
+  // A thread in AwaitSynced while another leads a round; lives on that thread's stack.
+  struct Waiter {
+    uint64_t lsn = 0;
+    std::binary_semaphore ready{0};  // released once: covered (result set) or handed the lead
+    bool lead = false;
+    Status result;
+  };
+
   mutable std::mutex mu_;
-  std::condition_variable cv_;  // a round finished
+  std::vector<Waiter*> waiters_;  // not yet released, in arrival order
   std::string batch_;           // encoded records after the last round's
   uint64_t appended_ = 0;       // LSN of the last appended record
   uint64_t synced_ = 0;         // LSN of the last durable record

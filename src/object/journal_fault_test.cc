@@ -74,7 +74,7 @@ class JournalFaultTest : public ::testing::Test {
     bool stopped = false;
     for (int i = 0; i < 20000 && !stopped; ++i) {
       stopped = !store.Head("k/b").ok();
-      if (!stopped) usleep(500);
+      if (!stopped) RealClock()->SleepMicros(500);
     }
     ASSERT_TRUE(stopped) << "the failed checkpoint was not reported";
     auto head = store.Head("k/a");

@@ -58,6 +58,9 @@ class StoreDiskCache : public ::testing::Test {
     ASSERT_TRUE(s.PutBlocks("default", kFp, c.Puts()).ok());
     auto v = s.PublishChain("default", kFp, c.tip(), c.tip());
     ASSERT_TRUE(v.ok()) << v.status().ToString();
+    // The publish ran its uploads itself: the background work they queued (disk cache fills)
+    // runs here, as a thread pool would have run it by now.
+    executor_->Drain();
   }
   // Reads the whole chain and checks every byte.
   void ExpectChainReads(Store& s, const TestChain& c) {

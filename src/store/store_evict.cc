@@ -114,8 +114,10 @@ uint64_t StoreImpl::DropChainLocked(std::string_view ns, const Fingerprint& fp,
 void StoreImpl::AddPendingLocked(const PendingKey& key, const PendingBlock& block) {
   auto [it, inserted] = pending_.try_emplace(key, block);
   if (!inserted) {
+    const bool in_l1 = it->second.in_l1 || block.in_l1;  // a record written earlier stays
     ReleasePendingRefsLocked(key, it->second);
     it->second = block;
+    it->second.in_l1 = in_l1;
   }
   auto hold = [&](const BlockKey& k) {
     PendingRef& r = pending_refs_[PendingKey{key.ns_id, key.fp, k}];

@@ -55,6 +55,8 @@ class StoreImpl final : public Store {
                                 const ChainId& chain_id, const BlockKey& tip,
                                 std::optional<uint64_t> expected_version,
                                 ChainState* current) override;
+  Result<uint64_t> SaveChain(std::string_view ns, const Fingerprint& fp,
+                             std::span<const BlockPut> blocks) override;
   Result<size_t> LookupPrefix(std::string_view ns, const Fingerprint& fp,
                               std::span<const BlockKey> keys) override;
   Result<Borrow> GetBlocks(std::string_view ns, const Fingerprint& fp,
@@ -96,6 +98,7 @@ class StoreImpl final : public Store {
     ContentHash hash;
     uint32_t length = 0;
     uint64_t put_us = 0;  // wall clock
+    bool in_l1 = false;   // its L1 pending record was written (a SaveChain writes none)
   };
   // For G10: how many pending blocks name a key as their own key or their parent, and the newest
   // of their put times. Such a key is "in flight" while that time is within the publish grace.
@@ -106,6 +109,9 @@ class StoreImpl final : public Store {
   // One background upload of a blob to L2. Lives in uploads_ until a publish consumes it.
   struct Upload {
     Completion done;
+    // Whoever sets this runs the upload: the executor's task, or a publisher that would
+    // otherwise wait for a task still queued (or deferred by SaveChain) to start.
+    std::atomic<bool> started{false};
     std::string ns;
     BufferSlice payload;  // kept (and pinned in the cache) until the blob is durable
     // After a failed background upload, publishers retry it themselves: one at a time, and the
@@ -129,7 +135,18 @@ class StoreImpl final : public Store {
                                            std::span<const BlockKey> keys, bool may_block);
 
   // --- helpers (store_write.cc) ---
-  void StartUpload(const CacheKey& ck, std::string ns, BufferSlice payload);
+  // PutBlocks; for SaveChain (`save`) without L1 pending records, and with the last block's
+  // upload not queued but returned in *deferred (null if a live upload of those bytes exists),
+  // for the publish to run in the caller's thread.
+  Result<std::vector<ContentHash>> PutBlocksImpl(std::string_view ns, const Fingerprint& fp,
+                                                 std::span<const BlockPut> blocks, bool save,
+                                                 std::shared_ptr<Upload>* deferred);
+  // Starts an upload of `payload` unless a live one of the same bytes exists (then null). With
+  // `defer` it is not queued: whoever sets its `started` first runs it.
+  std::shared_ptr<Upload> StartUpload(const CacheKey& ck, std::string ns, BufferSlice payload,
+                                      bool defer = false);
+  // The upload's work; REQUIRES: the caller set up->started.
+  void RunUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up);
   // A failed upload that no publisher is retrying gives way to a new upload of the same bytes
   // (a later put): releases its pin and returns true. REQUIRES: upload_mu_ held.
   bool RetireFailedUpload(const CacheKey& ck, Upload& old);

@@ -264,7 +264,8 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
                                    AddPendingLocked(PendingKey{ns_id, e->fp, e->key},
                                                     PendingBlock{e->record.parent, e->record.hash,
                                                                  e->record.length,
-                                                                 e->record.put_us});
+                                                                 e->record.put_us,
+                                                                 /*in_l1=*/true});
                                    ++pending;
                                    return true;
                                  });

@@ -22,6 +22,29 @@ std::string ShortHex(const BlockKey& k) { return k.ToHex().substr(0, 16) + "…"
 
 Result<std::vector<ContentHash>> StoreImpl::PutBlocks(std::string_view ns, const Fingerprint& fp,
                                                       std::span<const BlockPut> blocks) {
+  return PutBlocksImpl(ns, fp, blocks, /*save=*/false, nullptr);
+}
+
+Result<uint64_t> StoreImpl::SaveChain(std::string_view ns, const Fingerprint& fp,
+                                      std::span<const BlockPut> blocks) {
+  std::shared_ptr<Upload> deferred;
+  WMBT_ASSIGN_OR_RETURN(std::vector<ContentHash> hashes,
+                        PutBlocksImpl(ns, fp, blocks, /*save=*/true, &deferred));
+  const BlockKey& tip = blocks.back().key;
+  Result<uint64_t> version = PublishChain(ns, fp, tip, tip, std::nullopt, nullptr);
+  // The publish runs the deferred upload unless it failed before its durability barrier.
+  if (deferred && !deferred->started.exchange(true)) {
+    const CacheKey ck{NamespaceId(ns), hashes.back()};
+    executor_->Submit([this, ck, deferred] { RunUpload(ck, deferred); });
+  }
+  return version;
+}
+
+Result<std::vector<ContentHash>> StoreImpl::PutBlocksImpl(std::string_view ns,
+                                                          const Fingerprint& fp,
+                                                          std::span<const BlockPut> blocks,
+                                                          bool save,
+                                                          std::shared_ptr<Upload>* deferred) {
   WMBT_RETURN_IF_ERROR(CheckPutBlocksArgs(ns, blocks));
   const uint32_t ns_id = NamespaceId(ns);
   const uint64_t now_us = clock_->WallMicros();
@@ -40,27 +63,34 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocks(std::string_view ns, const
     const CacheKey ck{ns_id, hash};
     // Pinned until its upload is durable (C1): the upload reads these bytes.
     BufferSlice cached = cache_.Insert(ck, std::move(slice), /*pin=*/true);
-    StartUpload(ck, std::string(ns), std::move(cached));
-    batch.Put(meta_records::PendingKey(ns, fp, b.key),
-              meta_records::EncodePending({b.parent, hash, static_cast<uint32_t>(length), now_us}));
+    const bool defer = save && i + 1 == blocks.size();
+    auto up = StartUpload(ck, std::string(ns), std::move(cached), defer);
+    if (defer) *deferred = std::move(up);
+    if (!save) {
+      batch.Put(meta_records::PendingKey(ns, fp, b.key),
+                meta_records::EncodePending({b.parent, hash, static_cast<uint32_t>(length), now_us}));
+    }
     counters_.puts++;
     counters_.put_bytes += length;
   }
-  // Written through before returning (not fsynced: unpublished blocks need no durability).
-  WMBT_RETURN_IF_ERROR(l1_->Write(batch, /*sync=*/false));
+  // Written through before returning (not fsynced: unpublished blocks need no durability). A
+  // save writes none: its publish follows at once, and a put never published needs no record.
+  if (!save) WMBT_RETURN_IF_ERROR(l1_->Write(batch, /*sync=*/false));
   {
     std::lock_guard<std::mutex> g(pending_mu_);
     for (size_t i = 0; i < blocks.size(); ++i) {
       AddPendingLocked(PendingKey{ns_id, fp, blocks[i].key},
                        PendingBlock{blocks[i].parent, hashes[i],
-                                    static_cast<uint32_t>(blocks[i].bytes().size()), now_us});
+                                    static_cast<uint32_t>(blocks[i].bytes().size()), now_us,
+                                    /*in_l1=*/!save});
     }
   }
   MaybeScheduleEviction(/*urgent=*/false);
   return hashes;
 }
 
-void StoreImpl::StartUpload(const CacheKey& ck, std::string ns, BufferSlice payload) {
+std::shared_ptr<StoreImpl::Upload> StoreImpl::StartUpload(const CacheKey& ck, std::string ns,
+                                                          BufferSlice payload, bool defer) {
   std::shared_ptr<Upload> up;
   {
     std::lock_guard<std::mutex> g(upload_mu_);
@@ -71,28 +101,35 @@ void StoreImpl::StartUpload(const CacheKey& ck, std::string ns, BufferSlice payl
     const bool finished_ok = slot && slot->done.done() && slot->done.status().ok();
     if (slot && !finished_ok && !RetireFailedUpload(ck, *slot)) {
       cache_.Unpin(ck);  // the live upload holds its own pin
-      return;
+      return nullptr;
     }
     slot = std::make_shared<Upload>();
     slot->ns = std::move(ns);
     slot->payload = std::move(payload);
     up = slot;
   }
-  executor_->Submit([this, ck, up] {
-    Status s = UploadBlob(up->ns, ck.hash, up->payload.view(), &up->reused);
-    if (s.ok() && Buggify("upload.lost_ok")) s = Status::Unavailable("buggify: answer lost");
-    // Write-through to the disk cache once L2 has the blob (a get after the RAM cache let it go
-    // is then served locally); queued, so the publish awaiting this upload does not wait for it.
-    if (s.ok()) FillDiskCacheLater(up->ns, ck.hash, up->payload);
-    if (s.ok()) {
-      // Kept only to retry a failed upload — or, for a blob found already in L2, for the
-      // publisher's re-check (R4): orphan GC may delete it before the head names it, and the RAM
-      // cache may have dropped the bytes by then. Held until a publish consumes the upload.
-      if (!up->reused) up->payload = BufferSlice{};
-      cache_.Unpin(ck);  // durable: evictable from RAM now
-    }
-    up->done.Set(std::move(s));
-  });
+  if (!defer) {
+    executor_->Submit([this, ck, up] {
+      if (!up->started.exchange(true)) RunUpload(ck, up);  // else a publisher ran it
+    });
+  }
+  return up;
+}
+
+void StoreImpl::RunUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up) {
+  Status s = UploadBlob(up->ns, ck.hash, up->payload.view(), &up->reused);
+  if (s.ok() && Buggify("upload.lost_ok")) s = Status::Unavailable("buggify: answer lost");
+  // Write-through to the disk cache once L2 has the blob (a get after the RAM cache let it go
+  // is then served locally); queued, so the publish awaiting this upload does not wait for it.
+  if (s.ok()) FillDiskCacheLater(up->ns, ck.hash, up->payload);
+  if (s.ok()) {
+    // Kept only to retry a failed upload — or, for a blob found already in L2, for the
+    // publisher's re-check (R4): orphan GC may delete it before the head names it, and the RAM
+    // cache may have dropped the bytes by then. Held until a publish consumes the upload.
+    if (!up->reused) up->payload = BufferSlice{};
+    cache_.Unpin(ck);  // durable: evictable from RAM now
+  }
+  up->done.Set(std::move(s));
 }
 
 Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash, ByteView payload,
@@ -158,6 +195,9 @@ Status StoreImpl::EnsureDurable(std::string_view ns, const CacheKey& ck) {
       if (it != uploads_.end()) up = it->second;
     }
     if (!up) break;
+    // Not started yet (queued behind other work, or deferred by SaveChain): run it here rather
+    // than wait for a thread to pick it up.
+    if (!up->started.exchange(true)) RunUpload(ck, up);
     WMBT_RETURN_IF_ERROR(executor_->Await(up->done));
     Status s = up->done.status();
     if (s.ok()) return s;
@@ -418,9 +458,16 @@ Status StoreImpl::ReverifyReusedBlobs(std::string_view ns, uint32_t ns_id,
 
 Status StoreImpl::ForgetPublished(std::string_view ns, uint32_t ns_id, const Fingerprint& fp,
                                   const std::vector<ChainEntry>& entries) {
+  MetaWriteBatch done;
   {
     std::lock_guard<std::mutex> g(pending_mu_);
-    for (const ChainEntry& e : entries) ErasePendingLocked(PendingKey{ns_id, fp, e.key});
+    for (const ChainEntry& e : entries) {
+      const PendingKey key{ns_id, fp, e.key};
+      auto it = pending_.find(key);
+      if (it == pending_.end()) continue;
+      if (it->second.in_l1) done.Delete(meta_records::PendingKey(ns, fp, e.key));
+      ErasePendingLocked(key);
+    }
   }
   {
     std::lock_guard<std::mutex> g(upload_mu_);
@@ -431,9 +478,7 @@ Status StoreImpl::ForgetPublished(std::string_view ns, uint32_t ns_id, const Fin
       }
     }
   }
-  MetaWriteBatch done;
-  for (const ChainEntry& e : entries) done.Delete(meta_records::PendingKey(ns, fp, e.key));
-  return l1_->Write(done, /*sync=*/false);
+  return done.empty() ? Status::Ok() : l1_->Write(done, /*sync=*/false);
 }
 
 void StoreImpl::CompactRedundantHeads(std::string_view ns, const Fingerprint& fp,

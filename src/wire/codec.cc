@@ -237,7 +237,8 @@ std::string OpName(uint16_t op) {
       nullptr,        "Hello",        "Ping",      "PutBlocks",
       "PublishChain", "LookupPrefix", "GetBlocks", "GetByContentHash",
       "PutSidecar",   "GetSidecar",   "Refresh",   "ListChains",
-      "GetChain",     "Stats",        "Usage",     "Evict"};
+      "GetChain",     "Stats",        "Usage",     "Evict",
+      "SaveChain"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == kOpMax + 1);
   if (op >= 1 && op <= kOpMax) return kNames[op];
   return "op " + std::to_string(op);
@@ -307,24 +308,25 @@ Result<PingResponse> PingResponse::Decode(const Message& m) {
   return Done(r, PingResponse{});
 }
 
-// ---- PutBlocks
-Message PutBlocksRequest::Encode() const {
+// ---- PutBlocks (and SaveChain, whose request has the same layout)
+namespace {
+Message EncodeBlockPuts(Op op, const PutBlocksRequest& req) {
   FieldWriter w;
-  w.Str16(Clamp16(ns));
-  w.Id(fp);
-  w.U32(static_cast<uint32_t>(blocks.size()));
-  for (const auto& b : blocks) {
+  w.Str16(Clamp16(req.ns));
+  w.Id(req.fp);
+  w.U32(static_cast<uint32_t>(req.blocks.size()));
+  for (const auto& b : req.blocks) {
     w.Id(b.key);
     w.Id(b.parent);
   }
-  Message m = Build(Op::kPutBlocks, false, w);
-  m.payloads.reserve(blocks.size());
-  for (const auto& b : blocks) m.payloads.push_back(b.payload);
+  Message m = Build(op, false, w);
+  m.payloads.reserve(req.blocks.size());
+  for (const auto& b : req.blocks) m.payloads.push_back(b.payload);
   return m;
 }
-Result<PutBlocksRequest> PutBlocksRequest::Decode(const Message& m) {
-  WMBT_RETURN_IF_ERROR(CheckHeader(m, Op::kPutBlocks, false, "PutBlocksRequest"));
-  FieldReader r("PutBlocksRequest", m.fields);
+Result<PutBlocksRequest> DecodeBlockPuts(Op op, const Message& m, const std::string& what) {
+  WMBT_RETURN_IF_ERROR(CheckHeader(m, op, false, what));
+  FieldReader r(what, m.fields);
   PutBlocksRequest v;
   uint32_t n = 0;
   if (ReadNs(r, &v.ns) && r.Id("fp", &v.fp) &&
@@ -334,11 +336,17 @@ Result<PutBlocksRequest> PutBlocksRequest::Decode(const Message& m) {
   }
   WMBT_RETURN_IF_ERROR(r.Finish());
   if (m.payloads.size() != v.blocks.size()) {
-    return Status::InvalidArgument("PutBlocksRequest: " + std::to_string(m.payloads.size()) +
+    return Status::InvalidArgument(what + ": " + std::to_string(m.payloads.size()) +
                                    " payloads for " + std::to_string(v.blocks.size()) + " blocks");
   }
   for (size_t i = 0; i < v.blocks.size(); ++i) v.blocks[i].payload = m.payloads[i];
   return v;
+}
+}  // namespace
+
+Message PutBlocksRequest::Encode() const { return EncodeBlockPuts(Op::kPutBlocks, *this); }
+Result<PutBlocksRequest> PutBlocksRequest::Decode(const Message& m) {
+  return DecodeBlockPuts(Op::kPutBlocks, m, "PutBlocksRequest");
 }
 Message PutBlocksResponse::Encode() const {
   FieldWriter w = OkFields();
@@ -355,6 +363,25 @@ Result<PutBlocksResponse> PutBlocksResponse::Decode(const Message& m) {
     v.hashes.resize(n);
     for (auto& h : v.hashes) r.Id("hashes", &h);
   }
+  return Done(r, std::move(v));
+}
+
+// ---- SaveChain
+Message SaveChainRequest::Encode() const { return EncodeBlockPuts(Op::kSaveChain, put); }
+Result<SaveChainRequest> SaveChainRequest::Decode(const Message& m) {
+  WMBT_ASSIGN_OR_RETURN(PutBlocksRequest put, DecodeBlockPuts(Op::kSaveChain, m, "SaveChainRequest"));
+  return SaveChainRequest{std::move(put)};
+}
+Message SaveChainResponse::Encode() const {
+  FieldWriter w = OkFields();
+  w.U64(version);
+  return Build(Op::kSaveChain, true, w);
+}
+Result<SaveChainResponse> SaveChainResponse::Decode(const Message& m) {
+  FieldReader r("SaveChainResponse", m.fields);
+  WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kSaveChain, "SaveChainResponse", r));
+  SaveChainResponse v;
+  r.U64("version", &v.version);
   return Done(r, std::move(v));
 }
 

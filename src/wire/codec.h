@@ -48,8 +48,9 @@ enum class Op : uint16_t {
   kStats = 13,
   kUsage = 14,
   kEvict = 15,
+  kSaveChain = 16,
 };
-inline constexpr uint16_t kOpMax = 15;
+inline constexpr uint16_t kOpMax = 16;
 
 // "Hello", "PutBlocks", ... or "op 77" for an unknown value.
 std::string OpName(uint16_t op);
@@ -106,6 +107,20 @@ struct PutBlocksResponse {
   std::vector<ContentHash> hashes;
   Message Encode() const;
   static Result<PutBlocksResponse> Decode(const Message& m);
+};
+
+// ---- SaveChain: PutBlocks, then PublishChain of the chain they form (chain id = tip = the last
+// block, last writer wins), in one round trip (Store::SaveChain). The request is laid out as
+// PutBlocks'; the response carries the new version.
+struct SaveChainRequest {
+  PutBlocksRequest put;
+  Message Encode() const;
+  static Result<SaveChainRequest> Decode(const Message& m);
+};
+struct SaveChainResponse {
+  uint64_t version = 0;
+  Message Encode() const;
+  static Result<SaveChainResponse> Decode(const Message& m);
 };
 
 // ---- PublishChain

@@ -77,6 +77,9 @@ std::vector<Case> AllCases() {
           "default", fp, {{k1, BlockKey{}, SliceOf("first")}, {k2, k1, SliceOf("second block")}}}));
   c.push_back(Make("PutBlocksResponse",
                    PutBlocksResponse{{Filled<ContentHash>(1), Filled<ContentHash>(2)}}));
+  c.push_back(Make("SaveChainRequest",
+                   SaveChainRequest{PutBlocksRequest{"default", fp, {{k1, BlockKey{}, SliceOf("one")}}}}));
+  c.push_back(Make("SaveChainResponse", SaveChainResponse{7}));
   c.push_back(
       Make("PublishChainRequest", PublishChainRequest{"default", fp, k2, k2, std::nullopt}));
   c.push_back(Make("PublishChainRequestCas", PublishChainRequest{"default", fp, k2, k2, 0}));
