@@ -145,6 +145,8 @@ class StoreImpl final : public Store {
   // `defer` it is not queued: whoever sets its `started` first runs it.
   std::shared_ptr<Upload> StartUpload(const CacheKey& ck, std::string ns, BufferSlice payload,
                                       bool defer = false);
+  // Queues the upload; the task runs it unless someone has started it by then.
+  void SubmitUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up);
   // The upload's work; REQUIRES: the caller set up->started.
   void RunUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up);
   // A failed upload that no publisher is retrying gives way to a new upload of the same bytes

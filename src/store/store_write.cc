@@ -33,9 +33,8 @@ Result<uint64_t> StoreImpl::SaveChain(std::string_view ns, const Fingerprint& fp
   const BlockKey& tip = blocks.back().key;
   Result<uint64_t> version = PublishChain(ns, fp, tip, tip, std::nullopt, nullptr);
   // The publish runs the deferred upload unless it failed before its durability barrier.
-  if (deferred && !deferred->started.exchange(true)) {
-    const CacheKey ck{NamespaceId(ns), hashes.back()};
-    executor_->Submit([this, ck, deferred] { RunUpload(ck, deferred); });
+  if (deferred && !deferred->started.load()) {
+    SubmitUpload(CacheKey{NamespaceId(ns), hashes.back()}, deferred);
   }
   return version;
 }
@@ -108,12 +107,14 @@ std::shared_ptr<StoreImpl::Upload> StoreImpl::StartUpload(const CacheKey& ck, st
     slot->payload = std::move(payload);
     up = slot;
   }
-  if (!defer) {
-    executor_->Submit([this, ck, up] {
-      if (!up->started.exchange(true)) RunUpload(ck, up);  // else a publisher ran it
-    });
-  }
+  if (!defer) SubmitUpload(ck, up);
   return up;
+}
+
+void StoreImpl::SubmitUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up) {
+  executor_->Submit([this, ck, up] {
+    if (!up->started.exchange(true)) RunUpload(ck, up);  // else a publisher ran it
+  });
 }
 
 void StoreImpl::RunUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up) {
