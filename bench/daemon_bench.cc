@@ -209,10 +209,15 @@ class Bench {
       const int port = FreePort();
       const std::string addr = "127.0.0.1:" + std::to_string(port);
       const std::string prefix = "bench" + std::to_string(getpid());
+      // The daemon opens its TCP listener before its shared-memory one: wait for the one the
+      // clients use. Its control socket lives in the mode's directory, not in /tmp.
+      ::setenv("WMBT_KV_RUN_DIR", mode_dir.c_str(), 1);
+      const std::string ready =
+          mode == "shm" ? "unix:" + mode_dir + "/wombatkv-" + prefix + ".sock" : addr;
       server = std::make_unique<ServerProcess>(
           std::vector<std::string>{o_.wombatkvd, "--data-dir", data_dir, "--tcp", addr, "--prefix",
                                    prefix, "--log-level", "warn"},
-          std::vector<std::string>{}, addr, mode_dir + "/wombatkvd.log");
+          std::vector<std::string>{}, ready, mode_dir + "/wombatkvd.log");
       if (mode == "shm") ::setenv("WMBT_KV_REMOTE_PREFIX", prefix.c_str(), 1);
       else ::setenv("WMBT_KV_TCP_ADDR", addr.c_str(), 1);
     }

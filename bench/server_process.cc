@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -37,10 +38,17 @@ bool CanConnect(const std::string& addr) {
     sockaddr_un sa{};
     sa.sun_family = AF_UNIX;
     std::strncpy(sa.sun_path, addr.c_str() + 5, sizeof sa.sun_path - 1);
-    fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    bool ok = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
-    if (fd >= 0) ::close(fd);
-    return ok;
+    // Redis listens with a stream socket, wombatkvd's shared-memory control socket is a
+    // seqpacket one: connecting with the other type fails with EPROTOTYPE.
+    for (int type : {SOCK_STREAM, SOCK_SEQPACKET}) {
+      fd = ::socket(AF_UNIX, type, 0);
+      bool ok = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
+      const int err = errno;
+      if (fd >= 0) ::close(fd);
+      if (ok) return true;
+      if (err != EPROTOTYPE) return false;
+    }
+    return false;
   }
   const size_t colon = addr.rfind(':');
   addrinfo hints{}, *res = nullptr;

@@ -13,7 +13,7 @@ class ServerProcess {
  public:
   // Starts `argv` (argv[0] looked up in PATH) with `env` added ("NAME=value"), stdout/stderr to
   // `log_path`, and waits up to 30 s until `ready_addr` ("unix:/path" or "HOST:PORT") accepts a
-  // connection. Dies with the log's tail when it exits or never becomes ready.
+  // connection (stream or seqpacket socket). Dies with the log's tail when it exits or never becomes ready.
   ServerProcess(std::vector<std::string> argv, std::vector<std::string> env,
                 const std::string& ready_addr, const std::string& log_path);
   ~ServerProcess();  // Stop()
