@@ -242,6 +242,9 @@ struct StoreStats {
   uint64_t l2_attempts = 0;   // requests sent to S3, retries included
   uint64_t l2_retries = 0;    // attempts after a transient failure
   uint64_t l2_throttled = 0;  // 503 SlowDown / 429 answers
+  // Disk cache fills not made: no room within the eviction bound, larger than the budget, or
+  // too many fills already waiting to be written (their payloads are held in RAM meanwhile)
+  uint64_t disk_cache_fills_skipped = 0;
 };
 
 // L2 bytes one fingerprint's heads reference (part of NamespaceUsage).

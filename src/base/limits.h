@@ -19,6 +19,8 @@ inline constexpr uint64_t kRetryBackoffMicros = 2000;        // first backoff; d
 inline constexpr uint32_t kRetryBackoffDoublingsMax = 8;     // backoff stops growing after this
 inline constexpr uint32_t kPublishAttemptsMax = 16;          // lost head races before Unavailable
 inline constexpr size_t kPublishStripes = 64;                // per-chain publish locks
+inline constexpr uint64_t kFillQueueBytesMin = 16ull << 20;  // disk cache fills waiting to run
+inline constexpr uint64_t kFillQueueBytesMax = 256ull << 20;
 
 static_assert(kBlockBytesMax <= UINT32_MAX, "block lengths are stored as u32 in heads");
 static_assert(kChainBlocksMax * 56 + 4096 <= kHeadObjectBytesMax,

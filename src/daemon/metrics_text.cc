@@ -136,6 +136,9 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_disk_cache_dropped_total", "counter",
         "Disk cache files that failed their check: deleted and read from L2, never served.",
         s.disk_cache_dropped);
+  p.One("wombatkv_disk_cache_fills_skipped_total", "counter",
+        "Disk cache fills not made: no room, larger than the budget, or too many queued.",
+        s.disk_cache_fills_skipped);
   p.One("wombatkv_puts_total", "counter", "Blocks put.", s.puts);
   p.One("wombatkv_put_bytes_total", "counter", "Payload bytes put.", s.put_bytes);
   p.One("wombatkv_publishes_total", "counter", "Chains published.", s.publishes);

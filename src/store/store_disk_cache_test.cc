@@ -241,6 +241,33 @@ TEST_F(StoreDiskCache, BudgetHoldsAfterAWriteAndReadLoadTenTimesLarger) {
   for (const TestChain& c : chains) ExpectChainReads(*s, c);  // all still readable (from L2)
 }
 
+TEST_F(StoreDiskCache, FillsWaitingToBeWrittenAreBoundedInBytes) {
+  // Each waiting fill holds its payload in RAM; a disk slower than L2 must not let them pile up.
+  const TestChain c = MakeChain(20, 1 << 20, 7);
+  {
+    auto s = Open(0);
+    Publish(*s, c);
+  }
+  testing::ManualExecutor later;  // fills wait here until drained
+  StoreOptions o = Options(64 << 20);
+  o.executor = &later;
+  auto s = Open(o);
+  ASSERT_NE(s, nullptr);
+  ExpectChainReads(*s, c);
+  EXPECT_EQ(l2_.blob_gets.load(), 20u);
+  // A 1-byte RAM cache gives the smallest queue, 16 MiB: 16 of the 20 one-MiB payloads.
+  EXPECT_EQ(later.queued(), 16u);
+  EXPECT_EQ(s->Stats().disk_cache_fills_skipped, 4u);
+  later.Drain();
+  EXPECT_EQ(s->Stats().disk_cache_fills, 16u);
+  EXPECT_EQ(OnDisk().first, 16u);
+  // The queue is free again: the skipped payloads are written after their next L2 read.
+  ExpectChainReads(*s, c);
+  EXPECT_EQ(later.queued(), 4u);
+  later.Drain();
+  EXPECT_EQ(s->Stats().disk_cache_fills, 20u);
+}
+
 TEST_F(StoreDiskCache, ThereIsNoDiskCacheInFrontOfALocalDirectoryL2) {
   {
     StoreOptions o = Options(64 << 20);

@@ -201,7 +201,11 @@ class StoreImpl final : public Store {
   Status OpenDiskCache();
   // Writes the payload to the disk cache on the executor, off the caller's path (no-op without
   // a disk cache). REQUIRES: `payload` hashes to `hash` (verified, or hashed at the put).
+  // A queued fill holds its payload in RAM, over the cache's budget (C2), so the queue is bounded
+  // (FillQueueBytesMax) and a payload already queued is not queued again: a fill that does not
+  // fit is skipped (counted), as the cache itself skips one that does not fit its budget.
   void FillDiskCacheLater(std::string_view ns, const ContentHash& hash, BufferSlice payload);
+  uint64_t FillQueueBytesMax() const;
 
   // --- helpers (store_open.cc) ---
   Status OpenPlanes();
@@ -303,6 +307,10 @@ class StoreImpl final : public Store {
   // The local disk plane in front of a remote L2; null when there is none. Set in Init, then
   // never changed (so read without a lock).
   std::unique_ptr<DiskCache> disk_cache_;
+  std::mutex fill_mu_;
+  std::unordered_set<CacheKey, CacheKeyHash> fills_queued_;  // under fill_mu_
+  uint64_t fill_queued_bytes_ = 0;                          // under fill_mu_
+  std::atomic<uint64_t> fills_not_queued_{0};
   // Copies of put payloads come from here (cache/buffer_pool.h); fed by the buffers the cache and
   // their borrowers drop. Idle memory at most 1/4 of the cache (a put copies a whole batch
   // before inserting it, so the pool must hold a batch), capped at 256 MiB.

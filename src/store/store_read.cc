@@ -218,11 +218,35 @@ Status StoreImpl::OpenDiskCache() {
   return Status::Ok();
 }
 
+uint64_t StoreImpl::FillQueueBytesMax() const {
+  // An eighth of the RAM cache: bounds how far queued fills hold it over its budget. At least
+  // room for a few large blocks, at most what a slow disk needs to absorb a burst.
+  return std::clamp<uint64_t>(options_.cache_bytes_max / 8, limits::kFillQueueBytesMin,
+                              limits::kFillQueueBytesMax);
+}
+
 void StoreImpl::FillDiskCacheLater(std::string_view ns, const ContentHash& hash,
                                    BufferSlice payload) {
   if (!disk_cache_ || disk_cache_->Contains(ns, hash)) return;
-  executor_->Submit([this, ns = std::string(ns), hash, payload = std::move(payload)]() mutable {
-    disk_cache_->Fill(ns, hash, payload.view());
+  const CacheKey ck{NamespaceId(ns), hash};
+  const uint64_t bytes = payload.view().size();
+  {
+    std::lock_guard<std::mutex> g(fill_mu_);
+    if (fills_queued_.contains(ck)) return;
+    if (fill_queued_bytes_ + bytes > FillQueueBytesMax()) {
+      fills_not_queued_++;
+      return;
+    }
+    fills_queued_.insert(ck);
+    fill_queued_bytes_ += bytes;
+  }
+  executor_->Submit([this, ck, bytes, ns = std::string(ns), payload = std::move(payload)]() mutable {
+    disk_cache_->Fill(ns, ck.hash, payload.view());
+    {
+      std::lock_guard<std::mutex> g(fill_mu_);
+      fills_queued_.erase(ck);
+      fill_queued_bytes_ -= bytes;
+    }
     // While queued, this task's reference made the RAM cache treat the payload as borrowed (C2)
     // and keep it over its budget; let it go now rather than at the next insert.
     payload = BufferSlice{};
@@ -340,6 +364,7 @@ StoreStats StoreImpl::Stats() {
     s.disk_cache_evictions = d.evictions;
     s.disk_cache_fills = d.fills;
     s.disk_cache_dropped = d.dropped;
+    s.disk_cache_fills_skipped = d.fills_skipped + fills_not_queued_.load();
   }
   const ObjectStoreCounters l2c = l2_->Counters();
   s.l2_attempts = l2c.attempts;

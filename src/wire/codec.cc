@@ -185,6 +185,7 @@ constexpr uint64_t StoreStats::*kStatsFields[] = {
     &StoreStats::l2_attempts,
     &StoreStats::l2_retries,
     &StoreStats::l2_throttled,
+    &StoreStats::disk_cache_fills_skipped,
 };
 static_assert(sizeof(kStatsFields) / sizeof(kStatsFields[0]) * 8 == sizeof(StoreStats),
               "every StoreStats counter must be on the wire: add new ones at the end of the table");

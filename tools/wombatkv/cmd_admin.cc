@@ -50,6 +50,7 @@ int RunStat(Context& ctx) {
       {"disk_cache_evictions", s.disk_cache_evictions},
       {"disk_cache_fills", s.disk_cache_fills},
       {"disk_cache_dropped", s.disk_cache_dropped},
+      {"disk_cache_fills_skipped", s.disk_cache_fills_skipped},
   };
   if (ctx.out.json()) {
     nlohmann::json stats = nlohmann::json::object();
