@@ -24,7 +24,6 @@
 namespace wombatkv {
 
 class Clock;
-class Executor;
 class FileSystem;
 
 enum class PutMode : uint8_t {
@@ -167,9 +166,6 @@ std::unique_ptr<ObjectStore> NewFsObjectStore(std::string root, FileSystem* fs);
 struct FsJournalOptions {
   uint64_t journaled_object_bytes_max = 1u << 20;
   uint64_t journal_file_bytes = 64u << 20;  // then a checkpoint starts the next file
-  // Runs the naming of synced versions (null: the store's own thread). Tests pass a manual
-  // executor to see a durable put before its name exists.
-  Executor* namer = nullptr;
 };
 Result<std::unique_ptr<ObjectStore>> OpenJournaledFsObjectStore(std::string root, FileSystem* fs,
                                                                 FsJournalOptions options = {});

@@ -90,8 +90,6 @@ class FsObjectStore final : public ObjectStore {
     if (!journal_) return;
     // Names every deferred put; what fails stays in the journal for the next open.
     Status s = SyncThrough(journal_->appended_lsn());
-    namer_->Drain();
-    owned_namer_.reset();
     checkpoints_->Drain();
     checkpoints_.reset();
     // A clean close checkpoints the last file too, so the next open replays nothing (and does
@@ -134,11 +132,6 @@ class FsObjectStore final : public ObjectStore {
       if (!s.ok() && !s.IsNotFound()) return s.WithContext("recovering " + Describe());
     }
     checkpoints_ = NewThreadPoolExecutor(1, "wmbt-l2-ckpt", /*nice=*/5);
-    namer_ = options.namer;
-    if (!namer_) {
-      owned_namer_ = NewThreadPoolExecutor(1, "wmbt-l2-name");
-      namer_ = owned_namer_.get();
-    }
     WMBT_ASSIGN_OR_RETURN(
         journal_, Journal::Create(fs_, root_, replay.last_lsn + 1, jopts_.journal_file_bytes,
                                   [this](const std::string& path, uint64_t last_lsn) {
@@ -246,9 +239,10 @@ class FsObjectStore final : public ObjectStore {
   Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
                         std::string_view token, size_t max_keys) override {
     WMBT_ASSIGN_OR_RETURN(size_t page_size, CheckListArgs(prefix, delimiter, max_keys));
-    // Lists what is named: first every synced version (a durable put is listed once it
-    // returned), or the failure that stopped the store (J5).
-    if (journal_) WMBT_RETURN_IF_ERROR(ApplySynced());
+    if (journal_) {
+      std::lock_guard<std::mutex> g(name_mu_);
+      WMBT_RETURN_IF_ERROR(broken_);  // see AwaitJournaled
+    }
     // Only the directory named by the prefix's complete segments is read; the partial last
     // segment filters its entries.
     const size_t cut = prefix.find_last_of('/') + 1;  // 0 if none
@@ -276,12 +270,9 @@ class FsObjectStore final : public ObjectStore {
   // A journaled put writes its bytes to an unnamed temporary file (no sync), then, under
   // name_mu_, checks its condition against the key's newest version (an in-flight one first),
   // appends its record and queues its naming. The temporary file gets its name only once the
-  // journal is synced up to the record (ApplySynced): so any name on disk is vouched for by a
-  // durable record, and with it by every earlier record (journal.h). A put with
-  // durable_on_return waits for the sync, a deferred one returns at once; neither waits for its
-  // name: the namer applies synced versions in the background (AwaitRecord), and a reader of a
-  // version not named yet applies it first (AwaitJournaled, List). So the renames of a group
-  // commit round are not on its writers' path.
+  // journal is synced up to the record (ApplySynced, by whichever thread gets there first):
+  // so any name on disk is vouched for by a durable record, and with it by every earlier record
+  // (journal.h). A put with durable_on_return waits for that; a deferred one returns at once.
   //
   // Invariants (under name_mu_):
   //   J1. LSN order = the order in which versions of a key were decided (condition checked and
@@ -387,7 +378,7 @@ class FsObjectStore final : public ObjectStore {
       }
       return Status::Conflict("object " + std::string(key) + " already exists");
     }
-    if (sync_now) WMBT_RETURN_IF_ERROR(AwaitRecord(lsn));
+    if (sync_now) WMBT_RETURN_IF_ERROR(SyncThrough(lsn));
     return etag;
   }
 
@@ -408,7 +399,7 @@ class FsObjectStore final : public ObjectStore {
       inflight_[path] = InFlight{lsn, true, {}};
       actions_.push_back(Action{lsn, std::string(key), nullptr});
     }
-    return AwaitRecord(lsn).WithContext("delete " + std::string(key));
+    return SyncThrough(lsn).WithContext("delete " + std::string(key));
   }
 
   // Before reading `path`: if a journaled version of it is in flight, waits until it is applied
@@ -477,31 +468,6 @@ class FsObjectStore final : public ObjectStore {
   Status SyncThrough(uint64_t lsn) {
     WMBT_RETURN_IF_ERROR(journal_->AwaitSynced(lsn));
     return ApplySynced();
-  }
-
-  // Returns once the record `lsn` is durable; its version (and any other synced one) is named
-  // by the namer, or right here when the namer is far behind (so actions_ stays bounded).
-  Status AwaitRecord(uint64_t lsn) {
-    WMBT_RETURN_IF_ERROR(journal_->AwaitSynced(lsn));
-    bool schedule = false;
-    {
-      std::lock_guard<std::mutex> g(name_mu_);
-      WMBT_RETURN_IF_ERROR(broken_);
-      if (actions_.empty() || actions_.front().lsn > journal_->synced_lsn()) return Status::Ok();
-      if (actions_.size() < kDeferredNamesMax) {
-        if (naming_scheduled_) return Status::Ok();  // its pass has not started: it covers this
-        naming_scheduled_ = schedule = true;
-      }
-    }
-    if (!schedule) return ApplySynced();
-    namer_->Submit([this] {
-      {
-        std::lock_guard<std::mutex> g(name_mu_);
-        naming_scheduled_ = false;
-      }
-      (void)ApplySynced();  // a failure is kept in broken_ (J5) for every later call
-    });
-    return Status::Ok();
   }
 
   // Names (or unlinks) every queued version whose record is durable, in LSN order (J3).
@@ -761,9 +727,6 @@ class FsObjectStore final : public ObjectStore {
   std::unique_ptr<FileSystemSyncHandle> sync_handle_;  // opened before the first write
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<Executor> checkpoints_;  // one thread: retired journal files, in order
-  Executor* namer_ = nullptr;              // applies synced versions (AwaitRecord)
-  std::unique_ptr<Executor> owned_namer_;  // namer_ unless FsJournalOptions::namer
-  bool naming_scheduled_ = false;          // a namer pass is queued, not started (name_mu_)
   std::mutex name_mu_;
   std::unordered_map<std::string, InFlight> inflight_;  // by path (J2)
   std::deque<Action> actions_;                          // in LSN order (J1, J3)

@@ -39,13 +39,10 @@ class JournalFaultTest : public ::testing::Test {
   }
   void TearDown() override { EXPECT_TRUE(PosixFileSystem()->DeleteTree(root_).ok()); }
 
-  // `namer`: who names synced versions (null: the store's own thread).
-  std::unique_ptr<ObjectStore> Open(FileSystem* fs, uint64_t journal_file_bytes = 64u << 20,
-                                    Executor* namer = nullptr) {
+  std::unique_ptr<ObjectStore> Open(FileSystem* fs, uint64_t journal_file_bytes = 64u << 20) {
     FsJournalOptions opts;
     opts.journaled_object_bytes_max = kJournaledMax;
     opts.journal_file_bytes = journal_file_bytes;
-    opts.namer = namer;
     auto opened = OpenJournaledFsObjectStore(root_, fs, opts);
     EXPECT_TRUE(opened.ok()) << opened.status().ToString();
     return opened.ok() ? std::move(opened).value() : nullptr;
@@ -147,17 +144,13 @@ TEST_F(JournalFaultTest, AfterAWritebackErrorARestartWithoutRebootWritesTheFiles
 
 TEST_F(JournalFaultTest, AfterAFailedRenameNoReadServesTheOldVersionAndReopenAppliesTheNew) {
   CrashModelFs fs(PosixFileSystem(), root_);
-  auto namer = NewInlineExecutor();  // names only when drained here
-  auto store = Open(&fs, 64u << 20, namer.get());
+  auto store = Open(&fs);
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->Put("k/x", {AsBytes("old")}, {}).ok());
   ASSERT_TRUE(store->Put("k/y", {AsBytes("other")}, {}).ok());
-  namer->Drain();
   fs.FailNext(CrashModelFs::Op::kCommit);
-  // Its record is durable, so the put succeeds; its rename, in the background, fails: the store
-  // stops.
-  EXPECT_TRUE(store->Put("k/x", {AsBytes("new")}, {}).ok());
-  namer->Drain();
+  // Its record is durable, its rename fails: the put fails and the store stops.
+  EXPECT_FALSE(store->Put("k/x", {AsBytes("new")}, {}).ok());
   auto got = store->Get("k/x");
   EXPECT_FALSE(got.ok()) << "served " << Str(*got);
   EXPECT_FALSE(store->Head("k/x").ok());
@@ -176,14 +169,11 @@ TEST_F(JournalFaultTest, AfterAFailedRenameNoReadServesTheOldVersionAndReopenApp
 
 TEST_F(JournalFaultTest, AfterAFailedUnlinkNoReadServesTheDeletedObjectAndReopenDeletesIt) {
   CrashModelFs fs(PosixFileSystem(), root_);
-  auto namer = NewInlineExecutor();
-  auto store = Open(&fs, 64u << 20, namer.get());
+  auto store = Open(&fs);
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->Put("k/x", {AsBytes("doomed")}, {}).ok());
-  namer->Drain();
   fs.FailNext(CrashModelFs::Op::kDeleteFile);
-  EXPECT_TRUE(store->Delete("k/x").ok());  // durable; the unlink fails in the background
-  namer->Drain();
+  EXPECT_FALSE(store->Delete("k/x").ok());
   auto got = store->Get("k/x");
   EXPECT_FALSE(got.ok()) << "served " << Str(*got);
   EXPECT_FALSE(store->Head("k/x").ok());
@@ -344,35 +334,6 @@ TEST_F(JournalFaultTest, SmallLargeAndDeleteRacesOnOneKeySurviveACrashInTheirLas
       EXPECT_EQ(Str(*after), Str(*before));
     }
   }
-}
-
-TEST_F(JournalFaultTest, ADurablePutReturnsBeforeItsNameAndAReaderNamesItFirst) {
-  auto namer = NewInlineExecutor();
-  auto store = Open(PosixFileSystem(), 64u << 20, namer.get());
-  ASSERT_NE(store, nullptr);
-  auto named = [&](const std::string& key) {
-    return PosixFileSystem()->Stat(root_ + "/" + key).ok();
-  };
-  // The renames of a group commit are not on the writer's path: the put is durable (its record
-  // is synced) and returns with the name still to come.
-  ASSERT_TRUE(store->Put("k/a", {AsBytes("a")}, {}).ok());
-  ASSERT_TRUE(store->Put("k/b", {AsBytes("b")}, {}).ok());
-  EXPECT_FALSE(named("k/a"));
-  // A reader never misses a version that was acknowledged: it names it first.
-  auto got = store->Get("k/a");
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ(Str(*got), "a");
-  EXPECT_TRUE(named("k/a"));
-  ASSERT_TRUE(store->Put("k/c", {AsBytes("c")}, {}).ok());
-  auto page = store->List("k/", "", "", 100);
-  ASSERT_TRUE(page.ok()) << page.status().ToString();
-  ASSERT_EQ(page->objects.size(), 3u);
-  EXPECT_EQ(page->objects[2].key, "k/c");
-  // Otherwise the namer does it.
-  ASSERT_TRUE(store->Delete("k/b").ok());
-  EXPECT_TRUE(named("k/b"));
-  namer->Drain();
-  EXPECT_FALSE(named("k/b"));
 }
 
 }  // namespace
