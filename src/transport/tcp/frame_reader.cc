@@ -17,16 +17,17 @@ FrameReader::FrameReader(uint32_t max_body_bytes, size_t staging_bytes, size_t r
       recycle_bytes_max_(recycle_bytes_max) {}
 
 std::shared_ptr<Buffer> FrameReader::AllocateBody(size_t size) {
-  if (size < kRecycleBytesMin || size > recycle_bytes_max_) return Buffer::Allocate(size);
+  if (size > recycle_bytes_max_) return Buffer::Allocate(size);
+  std::shared_ptr<Buffer>& spare = size >= kRecycleBytesMin ? spare_ : spare_small_;
   // Invariant 5. use_count 1: the last holder (a caller's Borrow, on any thread) let go, and
   // nobody can take a new reference without ours. Its release decremented with release
   // semantics; the fence orders its reads of the old bytes before our writes of the new.
-  if (spare_ && spare_->size() == size && spare_.use_count() == 1) {
+  if (spare && spare->size() == size && spare.use_count() == 1) {
     std::atomic_thread_fence(std::memory_order_acquire);
-    return spare_;
+    return spare;
   }
-  spare_ = Buffer::Allocate(size);
-  return spare_;
+  spare = Buffer::Allocate(size);
+  return spare;
 }
 
 Result<FrameReader::ReadResult> FrameReader::ReadFrom(int fd, int flags) {

@@ -9,11 +9,14 @@
 //   3. Small frames are read many at a time through a staging buffer (one read(2) for many
 //      pipelined frames); the remainder of a large body is read straight into its Buffer.
 //   4. After any error the stream cannot be resynchronised: the caller closes the connection.
-//   5. With `recycle_bytes_max` > 0, a body of at least kRecycleBytesMin bytes is kept after it
-//      was handed out, and the next body of exactly its size reuses it once nobody else holds it
-//      (use_count 1): a client receiving same-sized large blocks (KV-cache blocks are) skips the
-//      allocation, the fresh pages and their faults — for a 2 MiB get an mmap, a madvise, a
-//      munmap and 4 MiB of zeroed huge pages per response. At most one body is kept.
+//   5. With `recycle_bytes_max` > 0, a body of at most that size is kept after it was handed
+//      out, and the next body of exactly its size reuses it once nobody else holds it
+//      (use_count 1): a client receiving same-sized blocks (KV-cache blocks are) skips the
+//      allocation — for a 2 MiB get an mmap, a madvise, a munmap and 4 MiB of zeroed huge pages
+//      per response; for a 4 KiB get three malloc/free pairs (the bytes, the Buffer, its
+//      reference count). At most two bodies are kept, one under kRecycleBytesMin and one at
+//      least that large, so a small response (a lookup's) between two large ones does not cost
+//      the large one its memory.
 //
 // Thread-safety: none; one reader per connection, used by one thread at a time.
 #pragma once
@@ -32,7 +35,8 @@ namespace wombatkv::tcp {
 
 class FrameReader {
  public:
-  // Bodies this large or larger are recycled (invariant 5): below it malloc reuses memory well.
+  // Bodies this large or larger are recycled in the large slot, smaller ones in the small slot
+  // (invariant 5).
   static constexpr size_t kRecycleBytesMin = 1 << 20;
 
   explicit FrameReader(uint32_t max_body_bytes, size_t staging_bytes = 64 << 10,
@@ -76,6 +80,7 @@ class FrameReader {
   size_t end_ = 0;
   std::shared_ptr<Buffer> body_;  // non-null while receiving a body
   std::shared_ptr<Buffer> spare_;  // invariant 5: the last large body handed out
+  std::shared_ptr<Buffer> spare_small_;  // invariant 5: the last small body handed out
   size_t recycle_bytes_max_ = 0;
   size_t body_filled_ = 0;
   uint32_t body_crc_ = 0;

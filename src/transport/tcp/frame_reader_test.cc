@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "base/endian.h"
@@ -171,6 +172,32 @@ TEST(FrameReader, RecyclesALargeBodyOnlyOnceItsHolderLetGo) {
   wire::Message other = ReadOne(r, s, Bytes(Sample(4, size + 1)));
   EXPECT_NE(other.payloads[0].owner.get(), third.payloads[0].owner.get());
   EXPECT_EQ(other.payloads[0].data[size], static_cast<uint8_t>(size * 7 + 4));
+}
+
+// Invariant 5 for small bodies (a 4 KiB get): reused once released, never while held, and kept
+// in a slot of their own, so small and large responses in turn both keep their memory. (Weak
+// references, not addresses: malloc may hand a freed Buffer's address to a new one.)
+TEST(FrameReader, RecyclesSmallAndLargeBodiesInSlotsOfTheirOwn) {
+  SocketPair s;
+  FrameReader r(64 << 20, 16 << 10, /*recycle_bytes_max=*/64 << 20);
+  const size_t small = 4 << 10, large = 2 << 20;
+  wire::Message a = ReadOne(r, s, Bytes(Sample(1, small)));
+  wire::Message held = ReadOne(r, s, Bytes(Sample(2, small)));
+  EXPECT_NE(held.payloads[0].owner, a.payloads[0].owner) << "a held body was written over";
+  EXPECT_EQ(a.payloads[0].data[small - 1], static_cast<uint8_t>((small - 1) * 7 + 1));
+  std::weak_ptr<const Buffer> small_body = held.payloads[0].owner;
+  a = wire::Message();
+  held = wire::Message();
+
+  wire::Message big = ReadOne(r, s, Bytes(Sample(3, large)));
+  std::weak_ptr<const Buffer> large_body = big.payloads[0].owner;
+  big = wire::Message();
+  wire::Message b = ReadOne(r, s, Bytes(Sample(4, small)));
+  EXPECT_EQ(b.payloads[0].owner, small_body.lock()) << "the small body did not outlive a large one";
+  EXPECT_EQ(b.payloads[0].data[small - 1], static_cast<uint8_t>((small - 1) * 7 + 4));
+  b = wire::Message();
+  big = ReadOne(r, s, Bytes(Sample(5, large)));
+  EXPECT_EQ(big.payloads[0].owner, large_body.lock()) << "the large body did not outlive a small one";
 }
 
 TEST(FrameReader, OversizedLengthIsRefusedFromTheEnvelopeAlone) {

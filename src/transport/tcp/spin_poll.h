@@ -8,10 +8,12 @@
 //
 // When it must not: when the core is contended (more runnable processes than cores, e.g. eight
 // clients and the daemon on two cores) every µs spent polling is taken from the peer that would
-// answer. A yield that took long means another task ran on this core meanwhile: then the spin
-// stops at once and counts as failed, so the AdaptiveSpin limit decays to 0 and the waiter sleeps
-// from then on (with rare probes). Spinning only goes on while the core is otherwise idle and the
-// answer keeps coming within the budget.
+// answer. A yield that took long means another task ran on this core meanwhile: with
+// Contended::kStop the spin then stops at once and counts as failed, so the AdaptiveSpin limit
+// decays to 0 and the waiter sleeps from then on (with rare probes). The event loop does that.
+// The client does not (Contended::kKeepYielding): its yield hands the core to the daemon or to
+// another client, which is what it waits for anyway, and sleeping instead costs a wake-up per
+// response (docs/daemon.md, "Spinning").
 #pragma once
 
 #include <sched.h>
@@ -29,10 +31,13 @@ inline constexpr uint64_t kContendedRoundMicros = 10;
 // Bounds the rounds even under a clock that does not move (a test's manual clock).
 inline constexpr uint32_t kSpinRoundsPerMicroMax = 4;
 
+enum class Contended { kStop, kKeepYielding };
+
 // Calls `poll` (true: what we wait for is here) until it succeeds, the spin budget (µs) runs out,
-// or the core turns out to be contended; reports the outcome to `spin`. True when `poll` succeeded.
+// or (kStop) the core turns out to be contended; reports the outcome to `spin`. True when `poll`
+// succeeded.
 template <typename Poll>
-bool SpinPoll(AdaptiveSpin& spin, Clock& clock, Poll&& poll) {
+bool SpinPoll(AdaptiveSpin& spin, Clock& clock, Contended contended, Poll&& poll) {
   const uint32_t budget = spin.Budget();
   if (budget == 0) return false;
   const uint64_t start = clock.NowMicros();
@@ -44,7 +49,8 @@ bool SpinPoll(AdaptiveSpin& spin, Clock& clock, Poll&& poll) {
       spin.Succeeded(static_cast<uint32_t>(now - start));
       return true;
     }
-    if (now - start >= budget || now - before > kContendedRoundMicros) break;
+    if (now - start >= budget) break;
+    if (contended == Contended::kStop && now - before > kContendedRoundMicros) break;
     // A peer runnable on this core gets it now rather than after a wake-up elsewhere.
     ::sched_yield();
     before = now;

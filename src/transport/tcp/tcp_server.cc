@@ -267,7 +267,7 @@ void TcpServer::Impl::NextWindowIfDue(Loop& loop) {
 int TcpServer::Impl::SpinWait(Loop& loop, epoll_event* events) {
   stats.loop_spins.fetch_add(1, std::memory_order_relaxed);
   int n = 0;
-  SpinPoll(loop.spin, *clock, [&] {
+  SpinPoll(loop.spin, *clock, Contended::kStop, [&] {
     n = ::epoll_wait(loop.epfd, events, kEventsPerWait, 0);
     return n != 0;
   });
