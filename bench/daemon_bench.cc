@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +47,13 @@ constexpr const char* kNs = "bench";
 size_t KeysFor(size_t size) { return std::max<size_t>(4, std::min<size_t>(256, (64 * kMiB) / size)); }
 
 std::string KeyHex(uint64_t stream, uint64_t i) { return MakeKey(stream, i).ToHex(); }
+
+// splitmix64's finaliser: a 64-bit mix in which every input bit moves every output bit.
+uint64_t Mix64(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
 
 // The payload of key i: deterministic, distinct per key.
 std::vector<uint8_t> PayloadOf(size_t size, uint64_t seed) {
@@ -101,11 +109,19 @@ Op OurOp(wmbt_kv_handle_t* h, const std::string& op, size_t size, int client) {
       return 0;
     };
   }
+  // Every put writes a block never seen before (no dedup of keys or content): not across the
+  // clients of one row, nor across rows, rounds or client processes. An Op is made once per
+  // client per row, in the process that runs it.
+  static std::atomic<uint64_t> ops_made{0};
+  const uint64_t nonce = (static_cast<uint64_t>(getpid()) << 24) + ops_made++;
   auto payload = std::make_shared<std::vector<uint8_t>>(PayloadOf(size, 77 + client));
-  const uint64_t stream = (uint64_t{1} << 40) + static_cast<uint64_t>(client) * 1000 + size;
-  return [h, payload, stream, size](uint64_t it) -> uint64_t {
-    std::memcpy(payload->data(), &it, sizeof it);  // a payload never seen before: no dedup
-    std::string key = KeyHex(stream, it + static_cast<uint64_t>(getpid()) * 1000000000ull);
+  std::memcpy(payload->data() + sizeof(uint64_t), &nonce, sizeof nonce);
+  // MakeKey keeps only 24 bits of a stream: the Op's identity goes into the index instead, as
+  // a 64-bit hash that the iteration count is XORed into.
+  const uint64_t salt = Mix64((nonce << 16) + static_cast<uint64_t>(client));
+  return [h, payload, salt, size](uint64_t it) -> uint64_t {
+    std::memcpy(payload->data(), &it, sizeof it);
+    std::string key = KeyHex(0, salt ^ it);
     const char* k[1] = {key.c_str()};
     const uint8_t* ptrs[1] = {payload->data()};
     size_t lens[1] = {size};
