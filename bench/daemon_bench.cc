@@ -241,8 +241,7 @@ class Bench {
       }
     }
     wmbt_kv_free(h);
-    ::unsetenv("WMBT_KV_REMOTE_PREFIX");
-    ::unsetenv("WMBT_KV_TCP_ADDR");
+    UseNoDaemon();
   }
 
   // A wombatkvd with its data in `dir`, listening on TCP and shared memory; the environment
@@ -264,9 +263,14 @@ class Bench {
     return server;
   }
 
-  void UseDaemonOver(const std::string& mode) {
+  // Clients opened from now on (here and in child processes) find no daemon in the environment.
+  void UseNoDaemon() {
     ::unsetenv("WMBT_KV_REMOTE_PREFIX");
     ::unsetenv("WMBT_KV_TCP_ADDR");
+  }
+
+  void UseDaemonOver(const std::string& mode) {
+    UseNoDaemon();
     if (mode == "shm") ::setenv("WMBT_KV_REMOTE_PREFIX", daemon_prefix_.c_str(), 1);
     else ::setenv("WMBT_KV_TCP_ADDR", daemon_addr_.c_str(), 1);
   }
@@ -321,8 +325,7 @@ class Bench {
       }
     }
     wmbt_kv_free(h);
-    ::unsetenv("WMBT_KV_REMOTE_PREFIX");
-    ::unsetenv("WMBT_KV_TCP_ADDR");
+    UseNoDaemon();
   }
 
   bool Wanted(const char* mode) const {

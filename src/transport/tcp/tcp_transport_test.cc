@@ -219,6 +219,25 @@ class TestClock final : public Clock {
   std::atomic<uint64_t> now_{1'000'000};
 };
 
+// A server on a manual clock that never closes idle connections.
+struct ClockedServer {
+  explicit ClockedServer(bool spin_when_alone) {
+    TcpServerOptions so;
+    so.clock = &clock;
+    so.idle_timeout_ms = 0;
+    so.spin_when_alone = spin_when_alone;
+    server = StartServer(h, so);
+  }
+  std::unique_ptr<Channel> Connect() {
+    return ::wombatkv::tcp::Connect(server->listeners()[0].address);
+  }
+  uint64_t loop_spins() const { return server->stats().loop_spins.load(); }
+
+  Handler h;
+  TestClock clock;
+  std::unique_ptr<TcpServer> server;
+};
+
 // spin_when_alone: the loop spins after serving a connection that was alone in the last window
 // (a lone client's ping-pong), never while several connections are sending.
 TEST(TcpTransport, LoopSpinsOnlyWhileOneConnectionAloneSendsRequests) {
@@ -229,53 +248,37 @@ TEST(TcpTransport, LoopSpinsOnlyWhileOneConnectionAloneSendsRequests) {
   };
   {
     SCOPED_TRACE("two connections");
-    Handler h;
-    TestClock clock;
-    TcpServerOptions so;
-    so.clock = &clock;
-    so.idle_timeout_ms = 0;
-    auto server = StartServer(h, so);
-    auto a = Connect(server->listeners()[0].address);
-    auto b = Connect(server->listeners()[0].address);
+    ClockedServer s(/*spin_when_alone=*/true);
+    auto a = s.Connect();
+    auto b = s.Connect();
     for (int window = 0; window < 3; ++window) {
       for (int i = 0; i < 5; ++i) {
         call(*a, "a");
         call(*b, "b");
       }
-      clock.Advance(2'000);  // the next wake-up with requests ends the window
+      s.clock.Advance(2'000);  // the next wake-up with requests ends the window
     }
-    EXPECT_EQ(server->stats().loop_spins.load(), 0u);
+    EXPECT_EQ(s.loop_spins(), 0u);
   }
   {
     SCOPED_TRACE("one connection");
-    Handler h;
-    TestClock clock;
-    TcpServerOptions so;
-    so.clock = &clock;
-    so.idle_timeout_ms = 0;
-    auto server = StartServer(h, so);
-    auto a = Connect(server->listeners()[0].address);
+    ClockedServer s(/*spin_when_alone=*/true);
+    auto a = s.Connect();
     call(*a, "first window");
-    clock.Advance(2'000);
+    s.clock.Advance(2'000);
     call(*a, "ends the window: a was alone in it");
     // The loop began its spin after answering the call above, before it read this one.
     call(*a, "caught by the spin, or after it");
-    EXPECT_GE(server->stats().loop_spins.load(), 1u);
+    EXPECT_GE(s.loop_spins(), 1u);
   }
   {
     SCOPED_TRACE("turned off");
-    Handler h;
-    TestClock clock;
-    TcpServerOptions so;
-    so.clock = &clock;
-    so.idle_timeout_ms = 0;
-    so.spin_when_alone = false;
-    auto server = StartServer(h, so);
-    auto a = Connect(server->listeners()[0].address);
+    ClockedServer s(/*spin_when_alone=*/false);
+    auto a = s.Connect();
     call(*a, "first window");
-    clock.Advance(2'000);
+    s.clock.Advance(2'000);
     for (int i = 0; i < 5; ++i) call(*a, "no spin");
-    EXPECT_EQ(server->stats().loop_spins.load(), 0u);
+    EXPECT_EQ(s.loop_spins(), 0u);
   }
 }
 
