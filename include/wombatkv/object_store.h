@@ -158,14 +158,19 @@ std::unique_ptr<ObjectStore> NewFsObjectStore(std::string root, FileSystem* fs);
 // The local directory of a data directory's owner: as NewFsObjectStore, with small objects
 // (<= journaled_object_bytes_max) made durable through a write-ahead journal in the root, so
 // that one shared fdatasync commits many puts and deletes in order (docs/architecture.md,
-// "Durability on the local-directory L2"; format: docs/layout.md). Opening replays the journal
-// left by a crash. The caller must be the only process that writes to the root (it takes
-// "<root>/.~journal.lock"; FailedPrecondition if another process holds it); other processes may
-// read it and delete from it (orphan GC) through NewFsObjectStore, whose other writes refuse
-// such a root. `fs` must support AppendFile and SyncFileSystem.
+// "Durability on the local-directory L2"; format: docs/layout.md). Objects of at most
+// packed_object_bytes_max (and journaled_object_bytes_max) are packed: their journal record is
+// their only copy, no file is created for them, and the journal files holding live ones are kept
+// (and compacted) for as long as they are needed. Opening replays the journal left by a crash.
+// The caller must be the only process that writes to the root (it takes "<root>/.~journal.lock";
+// FailedPrecondition if another process holds it); other processes may read it, packed objects
+// included, and delete file objects from it (orphan GC) through NewFsObjectStore, whose other
+// writes refuse such a root. `fs` must support AppendFile and SyncFileSystem.
 struct FsJournalOptions {
   uint64_t journaled_object_bytes_max = 1u << 20;
   uint64_t journal_file_bytes = 64u << 20;  // then a checkpoint starts the next file
+  uint64_t packed_object_bytes_max = 64u << 10;
+  Clock* clock = nullptr;  // packed objects' modification times; null: the real clock
 };
 Result<std::unique_ptr<ObjectStore>> OpenJournaledFsObjectStore(std::string root, FileSystem* fs,
                                                                 FsJournalOptions options = {});

@@ -125,6 +125,15 @@ Status SetDiskCacheBytes(Config& c, std::string_view v) {
   return Status::Ok();
 }
 
+Status SetL2PackedBytes(Config& c, std::string_view v) {
+  auto n = ParseByteSize(v);
+  if (!n || *n > Config::kL2PackedBytesMax)
+    return Bad("WMBT_KV_L2_PACKED_BYTES", v,
+               "0 (no packing) or a byte count up to 1M, such as 64K (K/M = KiB/MiB)");
+  c.l2_packed_bytes = *n;
+  return Status::Ok();
+}
+
 Status SetUploadThreads(Config& c, std::string_view v) {
   auto n = ParseUint(v);
   if (!n || *n == 0 || *n > Config::kUploadThreadsMax)
@@ -390,6 +399,11 @@ const std::vector<Setting>& Table() {
         "Bytes of payload files the local disk cache (<data_dir>/cache/) keeps in front of an S3 "
         "L2, least recently used out first; 0 = none. Unused with the local-directory L2."},
        SetDiskCacheBytes, false},
+      {{"WMBT_KV_L2_PACKED_BYTES", "64K",
+        "Objects of the local-directory L2 up to this size live in its journal files (no file "
+        "each: one write, no file creation); 0 = every object its own file. At most 1M. "
+        "Unused with an S3 L2."},
+       SetL2PackedBytes, false},
       {{"WMBT_KV_UPLOAD_THREADS", "16",
         "Background L2 upload workers (1 to 64): enough that the fsyncs of a chain overlap."},
        SetUploadThreads, false},
@@ -663,6 +677,7 @@ std::string Config::Describe() const {
   line("WMBT_KV_CACHE_BYTES", std::to_string(cache_bytes));
   line("WMBT_KV_DISK_CACHE_BYTES",
        disk_cache_bytes ? std::to_string(*disk_cache_bytes) : std::string("auto"));
+  line("WMBT_KV_L2_PACKED_BYTES", std::to_string(l2_packed_bytes));
   line("WMBT_KV_UPLOAD_THREADS", std::to_string(upload_threads));
   line("WMBT_KV_REMOTE_PREFIX", remote_prefix);
   line("WMBT_KV_TCP_ADDR", tcp_addr);

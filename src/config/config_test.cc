@@ -98,6 +98,21 @@ TEST(Config, DiskCacheIsAutoAnEighthOfTheFileSystemCappedAt64GiBAndOnlyWithS3) {
   EXPECT_NE(bad.message().find("WMBT_KV_DISK_CACHE_BYTES"), std::string::npos);
 }
 
+TEST(Config, L2PackedBytesDefaultsTo64KiBAndIsBoundedByTheJournal) {
+  Config c;
+  EXPECT_EQ(c.l2_packed_bytes, 64u << 10);
+  ASSERT_TRUE(c.Set("WMBT_KV_L2_PACKED_BYTES", "0").ok());
+  EXPECT_EQ(c.l2_packed_bytes, 0u);
+  ASSERT_TRUE(c.Set("WMBT_KV_L2_PACKED_BYTES", "1M").ok());
+  EXPECT_NE(c.Describe().find("WMBT_KV_L2_PACKED_BYTES=1048576\n"), std::string::npos);
+  for (const char* v : {"2M", "-1", "small"}) {
+    Status bad = c.Set("WMBT_KV_L2_PACKED_BYTES", v);
+    EXPECT_EQ(bad.code(), Code::kInvalidArgument) << v;
+    EXPECT_NE(bad.message().find("WMBT_KV_L2_PACKED_BYTES"), std::string::npos) << v;
+  }
+  EXPECT_EQ(c.l2_packed_bytes, 1u << 20) << "a bad value changes nothing";
+}
+
 TEST(Config, EveryVariableIsRead) {
   ScopedEnv env;
   env.Set("WMBT_KV_DATA_DIR", "/srv/wkv");

@@ -17,6 +17,14 @@
 //      version still in flight wait for that (J1-J3 below; docs/architecture.md, "Durability on
 //      the local-directory L2"). Such a root is written by its owner only (RefuseIfJournaled-
 //      Elsewhere); the owner takes the flock for none of its writes.
+//   6. Packed (journaled mode, objects <= FsJournalOptions::packed_object_bytes_max): no file;
+//      the object's kPutPacked record is its only copy and packed_ says where it is. A key is
+//      packed or a file, never both once its version is applied: applying a packed version
+//      unlinks the file of its predecessor, and applying a file version drops the packed entry.
+//      Journal files are deleted oldest first, only once checkpointed with no live packed record
+//      (CollectSegments), so the files left are a contiguous run of LSNs; compaction copies the
+//      oldest file's live records forward to let it go. A plain store of the root reads packed
+//      objects through a PackedView and writes none of them.
 //
 // ETag = "<inode>-<mtime_ns>-<size>" in lowercase hex, from one stat of the file: cheap, and
 // unique enough. By (1) and (2) the versions of a key are a sequence of files, each created while
@@ -26,7 +34,7 @@
 // if-match always fails. Residual case: a Delete followed, within the same clock tick, by a
 // re-creation that reuses the freed inode with the same size repeats the deleted version's ETag;
 // an if-match holding that ETag would then succeed. Content hashes would close it at the cost of
-// reading whole objects on Head.
+// reading whole objects on Head. Packed objects have ETags of their own form (PackedEtag).
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,10 +44,13 @@
 #include <queue>
 #include <unordered_map>
 
+#include "base/check.h"
 #include "object/dir_sync_group.h"
 #include "object/journal.h"
 #include "object/journal_replay.h"
 #include "object/object_key.h"
+#include "object/packed_index.h"
+#include "object/packed_view.h"
 #include "wombatkv/env.h"
 
 namespace wombatkv {
@@ -51,6 +62,14 @@ constexpr int kWalkDepthMax = kObjectKeyBytesMax / 2 + 1;  // a key has at most 
 // waiting to be named, so memory and temporary files stay bounded without any later put.
 constexpr size_t kDeferredBytesMax = 8u << 20;
 constexpr size_t kDeferredNamesMax = 1024;
+// A read whose object moved under it (packed <-> file, or a compaction) looks again this often.
+constexpr int kReadAttemptsMax = 4;
+// Journal files are compacted once those checkpointed hold more than this many times the live
+// packed bytes (plus this many journal files of slack).
+constexpr uint64_t kKeptBytesPerLiveByte = 2;
+constexpr uint64_t kKeptSlackFiles = 2;
+// The checkpoint: every journal record up to the LSN it holds is applied and synced.
+constexpr std::string_view kCheckpointMarker = ".~journal.checkpoint";
 
 void AppendHex(std::string& out, uint64_t v) {
   char buf[16];
@@ -82,6 +101,8 @@ class FsObjectStore final : public ObjectStore {
     lock_path_ = base_ + ".~lock";
     owner_lock_path_ = base_ + ".~journal.lock";
     rewrite_marker_path_ = base_ + std::string(kJournalRewriteMarker);
+    checkpoint_marker_path_ = base_ + std::string(kCheckpointMarker);
+    view_ = std::make_unique<PackedView>(fs_, root_);
     // Best effort: a failure here resurfaces, with its cause, at the first write.
     (void)fs_->CreateDirs(root_);
   }
@@ -92,14 +113,22 @@ class FsObjectStore final : public ObjectStore {
     Status s = SyncThrough(journal_->appended_lsn());
     checkpoints_->Drain();
     checkpoints_.reset();
-    // A clean close checkpoints the last file too, so the next open replays nothing (and does
+    // A clean close checkpoints the last file too, so the next open applies nothing (and does
     // not rewrite a file damaged since, which a reader must find damaged: G9).
     if (s.ok()) {
       s = sync_handle_->Sync();
       if (!s.ok()) MarkForRewrite();
     }
-    // Only the oldest journal file may go (see Checkpoint).
-    if (s.ok() && !checkpoint_failed_) (void)fs_->DeleteFile(journal_->file_path());
+    if (s.ok() && !checkpoint_failed_) {
+      s = WriteCheckpointMarker(journal_->appended_lsn());
+      if (s.ok()) {
+        {
+          std::lock_guard<std::mutex> g(name_mu_);
+          segments_[journal_->file_first_lsn()].checkpointed = true;
+        }
+        (void)CollectSegments();  // what stays is collected at the next open
+      }
+    }
   }
 
   // Becomes the journaling owner of the root: takes the owner lock, replays what a crash left
@@ -116,28 +145,45 @@ class FsObjectStore final : public ObjectStore {
     // Opened before this process writes anything into the root, so that every write-back error
     // of what it writes is reported to the syncs that retire journal files (FileSystemSyncHandle).
     WMBT_ASSIGN_OR_RETURN(sync_handle_, fs_->OpenSyncHandle(root_));
+    clock_ = options.clock ? options.clock : RealClock();
+    view_.reset();  // the owner reads its own index
     auto marker = fs_->Stat(rewrite_marker_path_);
     const bool rewrite = !marker.status().IsNotFound();  // an error reading it: rewrite too
-    WMBT_ASSIGN_OR_RETURN(auto replay, ReplayJournal(fs_, root_, rewrite));
+    ReplayOptions replay_options;
+    replay_options.rewrite_same_bytes = rewrite;
+    WMBT_ASSIGN_OR_RETURN(replay_options.applied_through, ReadCheckpointMarker());
+    WMBT_ASSIGN_OR_RETURN(auto replay, ReplayJournal(fs_, root_, replay_options, &packed_));
     // Replayed files, and files named before the crash whose bytes were already right, become
-    // durable before the journal that vouches for them goes.
+    // durable before the checkpoint says so.
     WMBT_RETURN_IF_ERROR(sync_handle_->Sync().WithContext("recovering " + Describe()));
-    for (const std::string& path : replay.journal_paths) {
-      Status s = fs_->DeleteFile(path);
-      if (!s.ok() && !s.IsNotFound()) return s.WithContext("recovering " + Describe());
-    }
-    // Last: while a journal file is left, so is the marker.
+    // LSNs never go back while the checkpoint marker stands, even with every journal file gone
+    // (a record at or below the marker would be taken for applied).
+    const uint64_t last_lsn = std::max(replay.last_lsn, replay_options.applied_through);
+    WMBT_RETURN_IF_ERROR(WriteCheckpointMarker(last_lsn).WithContext("recovering " + Describe()));
+    // Last: while a journal file that needs it is left, so is the marker.
     if (rewrite) {
       Status s = fs_->DeleteFile(rewrite_marker_path_);
       if (!s.ok() && !s.IsNotFound()) return s.WithContext("recovering " + Describe());
     }
+    for (const JournalSegment& seg : replay.segments) {
+      segments_[seg.first_lsn] = Segment{seg.path, seg.bytes, /*checkpointed=*/true};
+    }
+    // A newest file without a record (a crash right after it was begun) goes: the new journal
+    // file continues the LSNs, perhaps under the same name.
+    if (!segments_.empty() && segments_.rbegin()->second.bytes == 0) {
+      Status s = fs_->DeleteFile(segments_.rbegin()->second.path);
+      if (!s.ok() && !s.IsNotFound()) return s.WithContext("recovering " + Describe());
+      segments_.erase(std::prev(segments_.end()));
+    }
     checkpoints_ = NewThreadPoolExecutor(1, "wmbt-l2-ckpt", /*nice=*/5);
     WMBT_ASSIGN_OR_RETURN(
-        journal_, Journal::Create(fs_, root_, replay.last_lsn + 1, jopts_.journal_file_bytes,
-                                  [this](const std::string& path, uint64_t last_lsn) {
-                                    checkpoints_->Submit(
-                                        [this, path, last_lsn] { Checkpoint(path, last_lsn); });
-                                  }));
+        journal_,
+        Journal::Create(fs_, root_, last_lsn + 1, jopts_.journal_file_bytes,
+                        [this](const std::string& path, uint64_t last, uint64_t bytes) {
+                          Retired(path, last, bytes);
+                        }));
+    segments_[journal_->file_first_lsn()] = Segment{journal_->file_path(), 0, false};
+    WMBT_RETURN_IF_ERROR(CollectSegments().WithContext("recovering " + Describe()));
     return Status::Ok();
   }
 
@@ -155,7 +201,9 @@ class FsObjectStore final : public ObjectStore {
       size_t bytes = 0;
       for (ByteView p : parts) bytes += p.size();
       if (bytes <= jopts_.journaled_object_bytes_max) {
-        auto etag = JournaledPut(key, dir, path, parts, options);
+        auto etag = bytes <= jopts_.packed_object_bytes_max
+                        ? PackedPut(key, path, parts, bytes, options)
+                        : JournaledPut(key, dir, path, parts, options);
         if (etag.ok() || etag.status().IsConflict()) return etag;
         return etag.status().WithContext("put " + std::string(key) + " in " + Describe());
       }
@@ -167,6 +215,7 @@ class FsObjectStore final : public ObjectStore {
       return EtagOf(written);
     }
     WMBT_RETURN_IF_ERROR(RefuseIfJournaledElsewhere(key));
+    WMBT_RETURN_IF_ERROR(RefuseIfJournalKept("put", key));
     FileInfo written;
     WMBT_RETURN_IF_ERROR(WriteDirect(key, dir, path, parts, options, &written));
     return EtagOf(written);
@@ -194,7 +243,21 @@ class FsObjectStore final : public ObjectStore {
     FileInfo info;
     const std::string path = PathOf(key);
     WMBT_RETURN_IF_ERROR(AwaitJournaled(key, path));
-    auto bytes = fs_->ReadFile(path, offset, length, &info);
+    Result<std::shared_ptr<Buffer>> bytes = Status::NotFound("");
+    // The object may move between a packed record and a file, or between journal files, while
+    // it is read: a read that finds it gone looks again if it moved.
+    for (int attempt = 0; attempt < kReadAttemptsMax; ++attempt) {
+      PackedEntry e;
+      WMBT_ASSIGN_OR_RETURN(uint64_t moves, FindPacked(key, &e));
+      if (e.lsn > 0) {
+        auto got = ReadPacked(fs_, SegmentPath(e.segment), key, e, offset, length);
+        if (!got.status().IsNotFound()) return got;
+      } else {
+        bytes = fs_->ReadFile(path, offset, length, &info);
+        if (!bytes.status().IsNotFound()) break;
+      }
+      if (!Moved(moves, attempt)) break;
+    }
     if (!bytes.ok()) return MissingOr(key, bytes.status());
     WMBT_RETURN_IF_ERROR(syncs_.AwaitDurable(PathOf(ParentOf(key)), path));
     if (offset > info.size) {
@@ -213,7 +276,14 @@ class FsObjectStore final : public ObjectStore {
     WMBT_RETURN_IF_ERROR(ValidateObjectKey(key));
     const std::string path = PathOf(key);
     WMBT_RETURN_IF_ERROR(AwaitJournaled(key, path));
-    auto info = fs_->Stat(path);
+    Result<FileInfo> info = Status::NotFound("");
+    for (int attempt = 0; attempt < kReadAttemptsMax; ++attempt) {
+      PackedEntry e;
+      WMBT_ASSIGN_OR_RETURN(uint64_t moves, FindPacked(key, &e));
+      if (e.lsn > 0) return ObjectInfo{std::string(key), e.size, PackedEtag(e), e.modified_us};
+      info = fs_->Stat(path);
+      if (!info.status().IsNotFound() || !Moved(moves, attempt)) break;
+    }
     if (!info.ok()) return MissingOr(key, info.status());
     if (info->is_dir) return NotFound(key);
     WMBT_RETURN_IF_ERROR(syncs_.AwaitDurable(PathOf(ParentOf(key)), path));
@@ -223,6 +293,14 @@ class FsObjectStore final : public ObjectStore {
   Status Delete(std::string_view key) override {
     WMBT_RETURN_IF_ERROR(ValidateObjectKey(key));
     if (journal_) return JournaledDelete(key);
+    WMBT_RETURN_IF_ERROR(view_->Refresh());
+    PackedEntry packed;
+    if (view_->Find(key, &packed)) {
+      return Status::FailedPrecondition(
+          "delete " + std::string(key) + " in " + Describe() +
+          ": the object is packed in the journal of the process that owns the directory; delete "
+          "it through that process (a store open on the data directory)");
+    }
     auto lock = Lock();
     if (!lock.ok()) return lock.status().IsNotFound() ? Status::Ok() : lock.status();  // no root
     const std::string path = PathOf(key);
@@ -246,10 +324,23 @@ class FsObjectStore final : public ObjectStore {
     // Only the directory named by the prefix's complete segments is read; the partial last
     // segment filters its entries.
     const size_t cut = prefix.find_last_of('/') + 1;  // 0 if none
+    std::vector<ListEntry> packed;
+    bool packed_more = false;
+    if (journal_) {
+      std::lock_guard<std::mutex> g(name_mu_);
+      packed_.ListInto(prefix, !delimiter.empty(), token, page_size, &packed, &packed_more);
+    } else {
+      WMBT_RETURN_IF_ERROR(view_->Refresh());
+      view_->ListInto(prefix, !delimiter.empty(), token, page_size, &packed, &packed_more);
+    }
     ListPageBuilder page(page_size);
     Walk walk{page, token, !delimiter.empty()};
     WMBT_RETURN_IF_ERROR(ListDir(walk, std::string(prefix.substr(0, cut)), prefix.substr(cut), 0));
-    return std::move(page).Finish();
+    if (packed.empty()) return std::move(page).Finish();
+    ListPage files = std::move(page).Finish();
+    const bool files_more = !files.next_token.empty();
+    return MergeListings(EntriesOf(std::move(files)), files_more, std::move(packed), packed_more,
+                         page_size);
   }
 
  private:
@@ -261,6 +352,57 @@ class FsObjectStore final : public ObjectStore {
 
   std::string PathOf(std::string_view rel) const {
     return rel.empty() ? root_ : base_ + std::string(rel);
+  }
+
+  std::string SegmentPath(uint64_t segment) const { return base_ + JournalFileName(segment); }
+
+  // The key's packed entry (e->lsn == 0 if it is not packed), and a count of the moves of
+  // objects so far, for Moved.
+  Result<uint64_t> FindPacked(std::string_view key, PackedEntry* e) {
+    if (journal_) {
+      std::lock_guard<std::mutex> g(name_mu_);
+      if (const PackedEntry* found = packed_.Find(key)) *e = *found;
+      return moves_;
+    }
+    WMBT_RETURN_IF_ERROR(view_->Refresh());
+    view_->Find(key, e);
+    return 0;
+  }
+
+  // Whether an object may have moved since FindPacked returned `moves` on the `attempt`th
+  // look: then a read that found it gone looks again. A plain store cannot tell: it looks once
+  // more.
+  bool Moved(uint64_t moves, int attempt) {
+    if (!journal_) return attempt == 0;
+    std::lock_guard<std::mutex> g(name_mu_);
+    return moves_ != moves;
+  }
+
+  // A plain store must not write into a root whose journal its owner keeps: the journal holds
+  // versions (packed ones, and the records replay brings back) that would override the write.
+  Status RefuseIfJournalKept(std::string_view what, std::string_view key) {
+    WMBT_RETURN_IF_ERROR(view_->Refresh());
+    if (!view_->journaled()) return Status::Ok();
+    return Status::FailedPrecondition(
+        std::string(what) + " " + std::string(key) + " in " + Describe() +
+        ": the directory keeps a journal of its owner (the store of the data directory); write "
+        "through a store open on it");
+  }
+
+  static std::vector<ListEntry> EntriesOf(ListPage page) {
+    std::vector<ListEntry> out;
+    out.reserve(page.objects.size() + page.common_prefixes.size());
+    size_t i = 0, j = 0;
+    while (i < page.objects.size() || j < page.common_prefixes.size()) {
+      if (j == page.common_prefixes.size() ||
+          (i < page.objects.size() && page.objects[i].key < page.common_prefixes[j])) {
+        std::string name = page.objects[i].key;
+        out.push_back(ListEntry{std::move(name), false, std::move(page.objects[i++])});
+      } else {
+        out.push_back(ListEntry{std::move(page.common_prefixes[j++]), true, {}});
+      }
+    }
+    return out;
   }
 
   Result<std::unique_ptr<FileLock>> Lock() { return fs_->LockFileBlocking(lock_path_); }
@@ -291,16 +433,22 @@ class FsObjectStore final : public ObjectStore {
     bool deleted = false;
     std::string etag;
     bool direct = false;  // J4 (lsn 0)
+    bool file = false;    // a version with a file (else packed or deleted)
   };
   struct Action {
     uint64_t lsn = 0;
     std::string key;
-    std::unique_ptr<PendingFile> file;  // null: a delete
+    std::unique_ptr<PendingFile> file;  // a version with a file, to name
+    bool packed = false;                // a packed version (else, without a file: a delete)
+    bool remove_file = false;           // packed or delete: the predecessor has a file
+    uint64_t batch_offset = 0;          // packed: for Journal::Locate
+    PackedEntry entry;                  // packed: all but where it is
   };
   struct Version {
     bool exists = false;
     std::string etag;
-    uint64_t lsn = 0;  // > 0 while in flight
+    uint64_t lsn = 0;   // > 0 while in flight
+    bool file = false;  // it has a file (named, or in flight)
   };
 
   // The key's newest version, once no direct put of it is running (J4); broken_ if set (J5).
@@ -313,14 +461,104 @@ class FsObjectStore final : public ObjectStore {
       it = inflight_.find(path);
     }
     WMBT_RETURN_IF_ERROR(broken_);
-    if (it != inflight_.end()) return Version{!it->second.deleted, it->second.etag, it->second.lsn};
+    if (it != inflight_.end()) {
+      const InFlight& f = it->second;
+      return Version{!f.deleted, f.etag, f.lsn, f.file};
+    }
+    if (const PackedEntry* e = packed_.Find(key)) return Version{true, PackedEtag(*e), 0, false};
     auto info = fs_->Stat(path);
     if (!info.ok()) {
       if (info.status().IsNotFound()) return Version{};
       return info.status();
     }
     if (info->is_dir) return DirectoryInTheWay(key);
-    return Version{true, EtagOf(*info), 0};
+    return Version{true, EtagOf(*info), 0, true};
+  }
+
+  // Under name_mu_: whether a put of `key` with `options` may replace `current`. OK: it may;
+  // Conflict: it may not (the message says why); `*exists` set for an if-absent put that found
+  // the key (a Conflict the caller finishes itself: see FinishPut).
+  static Status CheckCondition(std::string_view key, const Version& current,
+                               const PutOptions& options, bool* exists) {
+    if (options.mode == PutMode::kIfAbsent && current.exists) {
+      *exists = true;
+      return Status::Conflict("object " + std::string(key) + " already exists");
+    }
+    if (options.mode == PutMode::kIfMatch && !current.exists) {
+      return Status::Conflict("object " + std::string(key) + " does not exist (if-match " +
+                              options.if_match + ")");
+    }
+    if (options.mode == PutMode::kIfMatch && current.etag != options.if_match) {
+      return Status::Conflict("object " + std::string(key) + " has etag " + current.etag +
+                              ", not " + options.if_match);
+    }
+    return Status::Ok();
+  }
+
+  // After a journaled put was decided (lsn > 0, the record appended) or found its key existing
+  // (exists, lsn: the in-flight winner's or 0).
+  Result<std::string> FinishPut(std::string_view key, const std::string& path,
+                                const PutOptions& options, bool exists, uint64_t lsn,
+                                bool sync_now, std::string etag) {
+    if (exists) {
+      // The caller may act on "it exists" as on a durable object, so it waits for the winner
+      // (in flight here, or named by the un-journaled path). A deferred caller need not: the
+      // winner's record precedes every record the caller appends later (J1), so the caller's
+      // next durable put covers it, and until then Get/Head here wait for it.
+      if (options.durable_on_return) {
+        if (lsn > 0) WMBT_RETURN_IF_ERROR(SyncThrough(lsn));
+        WMBT_RETURN_IF_ERROR(syncs_.AwaitDurable(PathOf(ParentOf(key)), path));
+      }
+      return Status::Conflict("object " + std::string(key) + " already exists");
+    }
+    if (sync_now) WMBT_RETURN_IF_ERROR(SyncThrough(lsn));
+    return etag;
+  }
+
+  // Whether a deferred put must sync anyway (bounded memory and temporaries). Under name_mu_.
+  bool DeferredBacklogFull() const {
+    return actions_.size() >= kDeferredNamesMax || journal_->batched_bytes() >= kDeferredBytesMax;
+  }
+
+  // A packed put: the record is the object (invariant 6); no file is written.
+  Result<std::string> PackedPut(std::string_view key, const std::string& path,
+                                const std::vector<ByteView>& parts, size_t bytes,
+                                const PutOptions& options) {
+    PackedEntry entry;
+    entry.size = static_cast<uint32_t>(bytes);
+    entry.modified_us = clock_->WallMicros();
+    entry.record_bytes = static_cast<uint32_t>(kJournalRecordHeaderBytes + key.size() +
+                                               kPackedValuePrefixBytes + bytes);
+    std::vector<ByteView> value;
+    value.reserve(parts.size() + 1);
+    std::array<uint8_t, kPackedValuePrefixBytes> prefix;
+    value.push_back(ByteView(prefix.data(), prefix.size()));
+    value.insert(value.end(), parts.begin(), parts.end());
+    bool exists = false;
+    bool sync_now = options.durable_on_return;
+    std::string etag;
+    {
+      std::unique_lock<std::mutex> lock(name_mu_);
+      WMBT_ASSIGN_OR_RETURN(Version current, CurrentLocked(lock, key, path));
+      Status allowed = CheckCondition(key, current, options, &exists);
+      if (exists) {
+        entry.lsn = current.lsn;
+      } else {
+        WMBT_RETURN_IF_ERROR(allowed);
+        // Every append happens under name_mu_, so the next LSN is known: it is the etag id.
+        entry.lsn = entry.etag_id = journal_->appended_lsn() + 1;
+        prefix = EncodePackedPrefix(entry.etag_id, entry.modified_us);
+        Action a{entry.lsn, std::string(key), nullptr, /*packed=*/true, current.file};
+        WMBT_CHECK(journal_->Append(JournalOp::kPutPacked, key, value, &a.batch_offset) ==
+                   entry.lsn);
+        a.entry = entry;
+        etag = PackedEtag(entry);
+        inflight_[path] = InFlight{entry.lsn, false, etag, false, false};
+        actions_.push_back(std::move(a));
+        sync_now = sync_now || DeferredBacklogFull();
+      }
+    }
+    return FinishPut(key, path, options, exists, entry.lsn, sync_now, std::move(etag));
   }
 
   Result<std::string> JournaledPut(std::string_view key, const std::string& dir,
@@ -341,45 +579,26 @@ class FsObjectStore final : public ObjectStore {
       if (!s.IsNotFound()) return s;  // NotFound: a delete removed the directory; again
     }
     if (!file) return Status::Unavailable("its directory kept disappearing under concurrent deletes");
-    const std::string etag = EtagOf(file->info());
+    std::string etag = EtagOf(file->info());
     uint64_t lsn = 0;
     bool exists = false;
     bool sync_now = options.durable_on_return;
     {
       std::unique_lock<std::mutex> lock(name_mu_);
       WMBT_ASSIGN_OR_RETURN(Version current, CurrentLocked(lock, key, path));
-      if (options.mode == PutMode::kIfAbsent && current.exists) {
-        exists = true;
+      Status allowed = CheckCondition(key, current, options, &exists);
+      if (exists) {
         lsn = current.lsn;
-      } else if (options.mode == PutMode::kIfMatch &&
-                 (!current.exists || current.etag != options.if_match)) {
-        if (!current.exists) {
-          return Status::Conflict("object " + std::string(key) + " does not exist (if-match " +
-                                  options.if_match + ")");
-        }
-        return Status::Conflict("object " + std::string(key) + " has etag " + current.etag +
-                                ", not " + options.if_match);
       } else {
+        WMBT_RETURN_IF_ERROR(allowed);
         lsn = journal_->Append(JournalOp::kPut, key, parts);
-        inflight_[path] = InFlight{lsn, false, etag};
-        actions_.push_back(Action{lsn, std::string(key), std::move(file)});
-        sync_now = sync_now || actions_.size() >= kDeferredNamesMax ||
-                   journal_->batched_bytes() >= kDeferredBytesMax;
+        inflight_[path] = InFlight{lsn, false, etag, false, true};
+        Action a{lsn, std::string(key), std::move(file)};
+        actions_.push_back(std::move(a));
+        sync_now = sync_now || DeferredBacklogFull();
       }
     }
-    if (exists) {
-      // The caller may act on "it exists" as on a durable object, so it waits for the winner
-      // (in flight here, or named by the un-journaled path). A deferred caller need not: the
-      // winner's record precedes every record the caller appends later (J1), so the caller's
-      // next durable put covers it, and until then Get/Head here wait for it.
-      if (options.durable_on_return) {
-        if (lsn > 0) WMBT_RETURN_IF_ERROR(SyncThrough(lsn));
-        WMBT_RETURN_IF_ERROR(syncs_.AwaitDurable(dir, path));
-      }
-      return Status::Conflict("object " + std::string(key) + " already exists");
-    }
-    if (sync_now) WMBT_RETURN_IF_ERROR(SyncThrough(lsn));
-    return etag;
+    return FinishPut(key, path, options, exists, lsn, sync_now, std::move(etag));
   }
 
   Status JournaledDelete(std::string_view key) {
@@ -396,8 +615,9 @@ class FsObjectStore final : public ObjectStore {
       }
       if (!current->exists) return Status::Ok();
       lsn = journal_->Append(JournalOp::kDelete, key, {});
-      inflight_[path] = InFlight{lsn, true, {}};
-      actions_.push_back(Action{lsn, std::string(key), nullptr});
+      inflight_[path] = InFlight{lsn, true, {}, false, false};
+      Action a{lsn, std::string(key), nullptr, /*packed=*/false, current->file};
+      actions_.push_back(std::move(a));
     }
     return SyncThrough(lsn).WithContext("delete " + std::string(key));
   }
@@ -458,7 +678,11 @@ class FsObjectStore final : public ObjectStore {
     uint64_t lsn = 0;
     {
       std::lock_guard<std::mutex> g(name_mu_);
-      if (written) lsn = journal_->Append(JournalOp::kExternal, key, {});
+      if (written) {
+        lsn = journal_->Append(JournalOp::kExternal, key, {});
+        // The file supersedes a packed predecessor (invariant 6).
+        if (packed_.Erase(key)) ++moves_;
+      }
       inflight_.erase(path);
     }
     direct_done_.notify_all();
@@ -478,7 +702,22 @@ class FsObjectStore final : public ObjectStore {
       Action a = std::move(actions_.front());
       actions_.pop_front();
       const std::string path = PathOf(a.key);
-      Status s = a.file ? a.file->Commit(/*replace=*/true) : RemoveFile(a.key, path);
+      Status s;
+      if (a.file) {
+        s = a.file->Commit(/*replace=*/true);
+        if (packed_.Erase(a.key)) ++moves_;
+      } else {
+        if (a.packed) {
+          const Journal::Location at = journal_->Locate(a.lsn, a.batch_offset);
+          a.entry.segment = at.file_first_lsn;
+          a.entry.offset = at.offset;
+          packed_.Set(a.key, a.entry);
+        } else {
+          packed_.Erase(a.key);
+        }
+        ++moves_;
+        if (a.remove_file) s = RemoveFile(a.key, path);
+      }
       auto it = inflight_.find(path);
       if (it != inflight_.end() && it->second.lsn == a.lsn) inflight_.erase(it);
       if (!s.ok() && broken_.ok()) {
@@ -488,15 +727,30 @@ class FsObjectStore final : public ObjectStore {
                                 Describe() + "; reopen the store to recover it");
       }
     }
+    // Locate is needed only for records still to apply.
+    journal_->ForgetThrough(actions_.empty() ? synced : std::min(synced, actions_.front().lsn - 1));
     return broken_;
   }
 
+  // The journal's leader, at a file that got no more records (and a new file begun).
+  void Retired(const std::string& path, uint64_t last_lsn, uint64_t bytes) {
+    {
+      std::lock_guard<std::mutex> g(name_mu_);
+      uint64_t first = 0;
+      if (ParseJournalFileName(path.substr(base_.size()), &first)) segments_[first].bytes = bytes;
+      segments_[last_lsn + 1] = Segment{SegmentPath(last_lsn + 1), 0, false};
+    }
+    checkpoints_->Submit([this, path, last_lsn] { Checkpoint(path, last_lsn); });
+  }
+
   // Background, for a journal file that got no more records: once the versions it vouches for
-  // are named and the file system has written everything back, it is no longer needed. Files go
-  // strictly in order (one checkpoint thread): after a failure this one and every later file stay,
-  // so the journal files left on disk are always a contiguous run of LSNs, replayed in order at the
-  // next open. Deleting a later file while an older one stays would let the older file's records
-  // be replayed over newer versions (an acknowledged write rolled back).
+  // are named and the file system has written everything back, the file is checkpointed — no
+  // longer needed for its files, only for its live packed records, if any (CollectSegments).
+  // One checkpoint thread takes the files in order; after a failure none is checkpointed or
+  // deleted any more, so the journal files left on disk are always a contiguous run of LSNs,
+  // replayed in order at the next open. Deleting a later file while an older one stays would
+  // let the older file's records be replayed over newer versions (an acknowledged write rolled
+  // back).
   //
   // The sync goes through sync_handle_, opened before this process wrote anything here, so a
   // write-back error of any file named since is reported (a descriptor opened now would miss
@@ -507,18 +761,125 @@ class FsObjectStore final : public ObjectStore {
     if (checkpoint_failed_) return;
     Status s = SyncThrough(last_lsn);
     if (s.ok()) s = sync_handle_->Sync();
+    if (s.ok()) s = WriteCheckpointMarker(last_lsn);
     if (s.ok()) {
-      s = fs_->DeleteFile(journal_path);
-      if (s.IsNotFound()) s = Status::Ok();
+      {
+        std::lock_guard<std::mutex> g(name_mu_);
+        for (auto& [first, seg] : segments_) {
+          if (first > last_lsn) break;
+          seg.checkpointed = true;
+        }
+      }
+      s = CollectSegments();
     }
+    if (s.ok()) s = Compact();
     if (s.ok()) return;
+    CheckpointFailed(s.WithContext("checkpoint of " + journal_path));
+  }
+
+  void CheckpointFailed(const Status& s) {
     checkpoint_failed_ = true;
     MarkForRewrite();
     std::lock_guard<std::mutex> g(name_mu_);
     if (broken_.ok()) {
-      broken_ = s.WithContext("checkpoint of " + journal_path + " in " + Describe() +
+      broken_ = s.WithContext("in " + Describe() +
                               " (the journal files are kept; reopen the store to recover)");
     }
+  }
+
+  // Deletes the oldest journal files while they are checkpointed and hold no live packed
+  // record (invariant 6).
+  Status CollectSegments() {
+    while (true) {
+      std::string path;
+      {
+        std::lock_guard<std::mutex> g(name_mu_);
+        if (segments_.empty()) return Status::Ok();
+        auto oldest = segments_.begin();
+        if (!oldest->second.checkpointed || packed_.LiveRecords(oldest->first) > 0) {
+          return Status::Ok();
+        }
+        path = oldest->second.path;
+        segments_.erase(oldest);
+      }
+      // Readers holding an entry of this file looked it up before its records moved; they find
+      // it gone and look again (Moved). Each deletion is durable before the next: a crash must
+      // not keep an older file without a newer one (a gap in the LSNs).
+      Status s = fs_->DeleteFile(path);
+      if (s.ok() || s.IsNotFound()) s = fs_->SyncDir(root_);
+      if (!s.ok()) return s.WithContext("deleting journal file " + path);
+    }
+  }
+
+  // While the checkpointed journal files hold far more than their live packed records, copies
+  // the live records of the oldest forward (same ETag and time: the versions do not change) so
+  // that it can go.
+  Status Compact() {
+    while (true) {
+      uint64_t oldest = 0;
+      std::string path;
+      std::vector<std::pair<std::string, PackedEntry>> live;
+      {
+        std::lock_guard<std::mutex> g(name_mu_);
+        uint64_t kept = 0;
+        for (const auto& [first, seg] : segments_) {
+          if (seg.checkpointed) kept += seg.bytes;
+        }
+        const uint64_t allowed = kKeptBytesPerLiveByte * packed_.live_bytes() +
+                                 kKeptSlackFiles * jopts_.journal_file_bytes;
+        if (segments_.empty() || kept <= allowed || !segments_.begin()->second.checkpointed) {
+          return Status::Ok();
+        }
+        oldest = segments_.begin()->first;
+        path = segments_.begin()->second.path;
+        live = packed_.EntriesIn(oldest);
+      }
+      uint64_t last = 0;
+      for (const auto& [key, e] : live) {
+        bool damaged = false;
+        auto record = ReadPackedRecord(fs_, path, key, e, &damaged);
+        if (!record.ok()) return record.status().WithContext("compacting the journal");
+        const ByteView value = (*record)->view().subspan(e.record_bytes - e.size -
+                                                         kPackedValuePrefixBytes);
+        std::lock_guard<std::mutex> g(name_mu_);
+        const PackedEntry* now = packed_.Find(key);
+        // Skipped if a newer version came meanwhile (it makes this one dead).
+        if (!now || now->lsn != e.lsn || inflight_.count(PathOf(key))) continue;
+        Action a{0, key, nullptr, /*packed=*/true, /*remove_file=*/false};
+        a.entry = e;
+        a.lsn = a.entry.lsn = journal_->Append(JournalOp::kPutPacked, key, {value},
+                                                &a.batch_offset, damaged);
+        inflight_[PathOf(key)] = InFlight{a.lsn, false, PackedEtag(e), false, false};
+        actions_.push_back(std::move(a));
+        last = actions_.back().lsn;
+      }
+      if (last > 0) WMBT_RETURN_IF_ERROR(SyncThrough(last));
+      WMBT_RETURN_IF_ERROR(CollectSegments());
+      std::lock_guard<std::mutex> g(name_mu_);
+      // Not gone: a record is still live there (a reader's retry will not spin: stop here).
+      if (!segments_.empty() && segments_.begin()->first == oldest) return Status::Ok();
+    }
+  }
+
+  Result<uint64_t> ReadCheckpointMarker() {
+    auto bytes = fs_->ReadFile(checkpoint_marker_path_, 0, kToEnd);
+    if (bytes.status().IsNotFound()) return uint64_t{0};
+    if (!bytes.ok()) return bytes.status();
+    uint64_t lsn = 0;
+    std::string_view text = AsChars((*bytes)->view());
+    while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+    auto r = std::from_chars(text.data(), text.data() + text.size(), lsn);
+    if (r.ec != std::errc() || r.ptr != text.data() + text.size()) {
+      return Status::Corruption("the journal checkpoint " + checkpoint_marker_path_ + " holds \"" +
+                                std::string(text) + "\", not an LSN: delete it (the next open "
+                                "then checks every journaled object against its file)");
+    }
+    return lsn;
+  }
+
+  Status WriteCheckpointMarker(uint64_t lsn) {
+    const std::string text = std::to_string(lsn) + "\n";
+    return fs_->WriteFileAtomic(checkpoint_marker_path_, {AsBytes(text)}, /*sync=*/true);
   }
 
   // After a failed sync through sync_handle_ (or a failed checkpoint): files named since the last
@@ -723,6 +1084,8 @@ class FsObjectStore final : public ObjectStore {
 
   // Journaled mode only (journal_ set by OpenJournal).
   FsJournalOptions jopts_;
+  Clock* clock_ = nullptr;
+  std::string checkpoint_marker_path_;
   std::unique_ptr<FileLock> owner_lock_;
   std::unique_ptr<FileSystemSyncHandle> sync_handle_;  // opened before the first write
   std::unique_ptr<Journal> journal_;
@@ -732,6 +1095,17 @@ class FsObjectStore final : public ObjectStore {
   std::deque<Action> actions_;                          // in LSN order (J1, J3)
   std::condition_variable direct_done_;                 // a direct reservation ended (J4)
   Status broken_;  // sticky: an apply or a checkpoint failed (J5)
+  // Packed objects (invariant 6), the journal files and how far they are checkpointed.
+  struct Segment {
+    std::string path;
+    uint64_t bytes = 0;  // known once retired
+    bool checkpointed = false;
+  };
+  PackedIndex packed_;
+  std::map<uint64_t, Segment> segments_;  // by first LSN
+  uint64_t moves_ = 0;  // objects moved (packed entry set or dropped), for readers' retries
+  // A plain store's view of the packed objects of a journaled root (null in journaled mode).
+  std::unique_ptr<PackedView> view_;
   // Set by the checkpoint thread (and read by the destructor after draining it): a journal file
   // could not be retired, so no later one may be either.
   bool checkpoint_failed_ = false;

@@ -1,5 +1,6 @@
 #include "object/journal.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -58,15 +59,31 @@ Status Journal::OpenFile(uint64_t first_lsn) {
   WMBT_RETURN_IF_ERROR(fs_->SyncDir(dir_));
   file_ = std::move(file);
   file_path_ = std::move(path);
+  file_first_lsn_ = first_lsn;
   file_bytes_ = 0;
   preallocated_ = kPreallocateStepBytes;
   return Status::Ok();
 }
 
-uint64_t Journal::Append(JournalOp op, std::string_view key, const std::vector<ByteView>& value) {
+uint64_t Journal::Append(JournalOp op, std::string_view key, const std::vector<ByteView>& value,
+                         uint64_t* batch_offset, bool value_damaged) {
   std::lock_guard<std::mutex> g(mu_);
-  EncodeJournalRecord(++appended_, op, key, value, batch_);
+  if (batch_offset) *batch_offset = batch_.size();
+  EncodeJournalRecord(++appended_, op, key, value, batch_, value_damaged);
   return appended_;
+}
+
+Journal::Location Journal::Locate(uint64_t lsn, uint64_t batch_offset) const {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = std::partition_point(rounds_.begin(), rounds_.end(),
+                                 [&](const Round& r) { return r.last_lsn < lsn; });
+  WMBT_CHECK(it != rounds_.end() && it->first_lsn <= lsn);
+  return Location{it->start.file_first_lsn, it->start.offset + batch_offset};
+}
+
+void Journal::ForgetThrough(uint64_t lsn) {
+  std::lock_guard<std::mutex> g(mu_);
+  while (!rounds_.empty() && rounds_.front().last_lsn <= lsn) rounds_.pop_front();
 }
 
 uint64_t Journal::appended_lsn() const {
@@ -106,13 +123,16 @@ Status Journal::AwaitSynced(uint64_t lsn) {
     std::string batch = std::move(batch_);
     batch_ = std::move(spare_);
     batch_.clear();
-    const uint64_t last = appended_;
+    Round round;
+    round.first_lsn = synced_ + 1;
+    round.last_lsn = appended_;
     lock.unlock();
-    Status s = WriteAndSync(batch, last);
+    Status s = WriteAndSync(batch, &round);
     lock.lock();
     spare_ = std::move(batch);
     if (s.ok()) {
-      synced_ = last;
+      synced_ = round.last_lsn;
+      rounds_.push_back(round);
     } else {
       error_ = s.WithContext("journal " + file_path_ + " (restart the store to recover)");
     }
@@ -147,7 +167,8 @@ Status Journal::AwaitSynced(uint64_t lsn) {
   return result;
 }
 
-Status Journal::WriteAndSync(std::string& batch, uint64_t last_lsn) {
+Status Journal::WriteAndSync(std::string& batch, Round* round) {
+  round->start = Location{file_first_lsn_, file_bytes_};
   if (file_bytes_ + batch.size() > preallocated_) {
     const uint64_t want = file_bytes_ + batch.size() + kPreallocateStepBytes;
     WMBT_RETURN_IF_ERROR(file_->Preallocate(want));
@@ -160,8 +181,9 @@ Status Journal::WriteAndSync(std::string& batch, uint64_t last_lsn) {
     // Every record of this file is durable: the next ones go to a new file, so the journal on
     // disk stays a prefix (a crash can cut only the newest file).
     std::string retired = file_path_;
-    WMBT_RETURN_IF_ERROR(OpenFile(last_lsn + 1));
-    if (on_retired_) on_retired_(retired, last_lsn);
+    const uint64_t bytes = file_bytes_;
+    WMBT_RETURN_IF_ERROR(OpenFile(round->last_lsn + 1));
+    if (on_retired_) on_retired_(retired, round->last_lsn, bytes);
   }
   return Status::Ok();
 }

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -45,8 +46,9 @@ bool ParseJournalFileName(std::string_view name, uint64_t* lsn);
 class Journal {
  public:
   // Called by the leader, without locks held, with a file that holds records up to `last_lsn`
-  // (all synced) and will get no more.
-  using RetiredFn = std::function<void(const std::string& path, uint64_t last_lsn)>;
+  // (all synced) in its first `bytes`, and will get no more.
+  using RetiredFn =
+      std::function<void(const std::string& path, uint64_t last_lsn, uint64_t bytes)>;
 
   // Starts a new journal file in `dir` whose first record will have LSN `next_lsn`; its name
   // is durable on return.
@@ -55,8 +57,21 @@ class Journal {
                                                  RetiredFn on_retired);
   ~Journal();
 
-  // Encodes a record into the batch and returns its LSN. No I/O.
-  uint64_t Append(JournalOp op, std::string_view key, const std::vector<ByteView>& value);
+  // Encodes a record into the batch and returns its LSN. No I/O. `batch_offset` (optional)
+  // receives where the record starts in its batch, for Locate. `value_damaged`: see
+  // EncodeJournalRecord.
+  uint64_t Append(JournalOp op, std::string_view key, const std::vector<ByteView>& value,
+                  uint64_t* batch_offset = nullptr, bool value_damaged = false);
+
+  // Where a synced record landed: the file (by its first LSN) and the offset in it. REQUIRES:
+  // `lsn` is synced, not yet forgotten, and `batch_offset` is what Append gave for it.
+  struct Location {
+    uint64_t file_first_lsn = 0;
+    uint64_t offset = 0;
+  };
+  Location Locate(uint64_t lsn, uint64_t batch_offset) const;
+  // Drops what Locate needs for records up to `lsn`.
+  void ForgetThrough(uint64_t lsn);
 
   // Returns once every record with LSN <= `lsn` is durable (leading a round if needed).
   Status AwaitSynced(uint64_t lsn);
@@ -67,11 +82,18 @@ class Journal {
   size_t batched_bytes() const;
   // The file records go to now. REQUIRES: no AwaitSynced running (e.g. at close).
   const std::string& file_path() const { return file_path_; }
+  // The first LSN of that file (its name). REQUIRES: as file_path.
+  uint64_t file_first_lsn() const { return file_first_lsn_; }
 
  private:
   Journal(FileSystem* fs, std::string dir, uint64_t file_bytes_target, RetiredFn on_retired);
   Status OpenFile(uint64_t first_lsn);             // leader only
-  Status WriteAndSync(std::string& batch, uint64_t last_lsn);  // leader only
+  // Leader only: writes and syncs one round's batch; `*round` gets where it went.
+  struct Round {
+    uint64_t first_lsn = 0, last_lsn = 0;
+    Location start;  // of the batch
+  };
+  Status WriteAndSync(std::string& batch, Round* round);
 
   FileSystem* const fs_;
   const std::string dir_;
@@ -93,10 +115,12 @@ class Journal {
   uint64_t synced_ = 0;         // LSN of the last durable record
   bool syncing_ = false;        // a leader is writing/syncing
   Status error_;                // sticky
+  std::deque<Round> rounds_;    // synced rounds not yet forgotten, in LSN order
 
   // The leader's: only the thread with syncing_ set touches these.
   std::unique_ptr<AppendFile> file_;
   std::string file_path_;
+  uint64_t file_first_lsn_ = 0;
   uint64_t file_bytes_ = 0;        // written to the current file
   uint64_t preallocated_ = 0;      // the current file's zero-filled length
   std::string spare_;              // the previous batch's buffer, reused

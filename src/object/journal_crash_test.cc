@@ -1,6 +1,7 @@
 // Machine-crash recovery of the journaled FsObjectStore: many rounds of concurrent puts and
-// deletes, a crash at a random moment that loses whatever was not durable (CrashModelFs), and a
-// reopen that replays the journal. After each:
+// deletes (objects packed in the journal, journaled files, and files written directly), a crash
+// at a random moment that loses whatever was not durable (CrashModelFs), and a reopen that
+// replays the journal. After each:
 //   - every put that returned durable is there with its bytes (heads: that version or a later
 //     attempted one);
 //   - nothing appears that was never written, and no object has bytes it never had;
@@ -208,6 +209,9 @@ TEST_F(JournalCrashTest, RandomCrashesKeepDurablePutsAndTheirOrder) {
     FsJournalOptions opts;
     opts.journaled_object_bytes_max = kJournaledMax;
     opts.journal_file_bytes = rng->Uniform(2) == 0 ? 8 << 10 : 64 << 20;
+    // Every object packed, some (<= 1000 bytes), or none: rounds move keys between the forms.
+    const uint64_t packed_max[] = {0, 1000, 64 << 10};
+    opts.packed_object_bytes_max = packed_max[rng->Uniform(3)];
     auto opened = OpenJournaledFsObjectStore(root_, &fs, opts);
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     std::unique_ptr<ObjectStore> store = std::move(opened).value();

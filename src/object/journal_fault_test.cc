@@ -43,6 +43,8 @@ class JournalFaultTest : public ::testing::Test {
     FsJournalOptions opts;
     opts.journaled_object_bytes_max = kJournaledMax;
     opts.journal_file_bytes = journal_file_bytes;
+    // These faults are of named files (renames, unlinks, their write-back): nothing packed.
+    opts.packed_object_bytes_max = 0;
     auto opened = OpenJournaledFsObjectStore(root_, fs, opts);
     EXPECT_TRUE(opened.ok()) << opened.status().ToString();
     return opened.ok() ? std::move(opened).value() : nullptr;

@@ -1,6 +1,5 @@
 #include "object/journal_replay.h"
 
-#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -11,9 +10,11 @@
 namespace wombatkv {
 namespace {
 
+// Where a key's last record is, to read it again when it is applied.
 struct LastOp {
   JournalOp op;
-  ByteView value;
+  PackedEntry at;  // segment, offset, lsn, record_bytes
+  bool value_ok;
 };
 
 std::string ParentOf(const std::string& path) {
@@ -28,76 +29,85 @@ bool SameBytes(FileSystem* fs, const std::string& path, ByteView want) {
   return want.empty() || std::memcmp((*have)->data(), want.data(), want.size()) == 0;
 }
 
-}  // namespace
-
-Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& root,
-                                          bool rewrite_same_bytes) {
-  JournalReplayResult out;
-  auto names = fs->ListDir(root);
-  if (!names.ok()) return names.status().IsNotFound() ? Result<JournalReplayResult>(out) : names.status();
-  std::vector<std::pair<uint64_t, std::string>> files;
-  for (const std::string& n : *names) {
-    uint64_t first = 0;
-    if (ParseJournalFileName(n, &first)) files.emplace_back(first, root + "/" + n);
+// Brings the file of `key` in line with its last record `op`.
+Status ApplyLast(FileSystem* fs, const std::string& root, const std::string& key,
+                 const LastOp& op, const std::string& segment_path, const ReplayOptions& options,
+                 JournalReplayResult* out) {
+  // Keys were validated when journaled; a record that names something else is not ours.
+  if (!ValidateObjectKey(key).ok()) {
+    return Status::Corruption("journal in " + root + " names an invalid key: " + key);
   }
-  std::sort(files.begin(), files.end());
-  for (auto& f : files) out.journal_paths.push_back(f.second);
-
-  // The buffers stay alive while `last` points into them.
-  std::vector<std::shared_ptr<Buffer>> contents;
-  std::map<std::string, LastOp> last;  // key -> its last record in the prefix
-  uint64_t expected = files.empty() ? 0 : files.front().first;
-  for (const auto& [first, path] : files) {
-    // Files start only after their predecessor was synced whole (journal.h), and are retired
-    // oldest first (fs_object_store.cc, Checkpoint): so a file that does not continue the
-    // sequence means an earlier one lost records it had synced. Replaying past the gap could
-    // apply old versions over newer ones; stopping silently would drop acknowledged writes.
-    if (first != expected) {
-      return Status::Corruption(
-          "journal of the local L2 in " + root + " is damaged: records end at LSN " +
-          std::to_string(expected - 1) + " but the next file starts at LSN " +
-          std::to_string(first) + " (" + path + "). Writes acknowledged after LSN " +
-          std::to_string(expected - 1) + " may be lost: move the .~journal-* files out of " +
-          root + " to open the store with what the directory holds, then run `wombatkv audit`");
-    }
-    WMBT_ASSIGN_OR_RETURN(auto bytes, fs->ReadFile(path, 0, kToEnd));
-    ByteView rest(bytes->data(), bytes->size());
-    while (true) {
-      auto rec = DecodeJournalRecord(rest, expected);
-      if (!rec.ok()) break;  // the end of this file's records (zeros, torn, stale)
-      last[std::string(rec->key)] = LastOp{rec->op, rec->value};
-      rest = rest.subspan(rec->encoded_bytes);
-      out.last_lsn = expected++;
-      ++out.records;
-    }
-    contents.push_back(std::move(bytes));
-    // The next file must start right after this one's last record; if this one was cut short,
-    // the next one (if any) fails that test.
-  }
-
-  for (const auto& [key, op] : last) {
-    // Keys were validated when journaled; a record that names something else is not ours.
-    if (!ValidateObjectKey(key).ok()) {
-      return Status::Corruption("journal in " + root + " names an invalid key: " + key);
-    }
-    const std::string path = root + "/" + key;
-    // A key later used as a directory (put a, delete a, put a/b): its last record here is
-    // superseded by what that directory holds, which its own records replay.
-    if (auto st = fs->Stat(path); st.ok() && st->is_dir) continue;
-    if (op.op == JournalOp::kPut) {
-      if (!rewrite_same_bytes && SameBytes(fs, path, op.value)) continue;
+  const std::string path = root + "/" + key;
+  auto st = fs->Stat(path);
+  // A key later used as a directory (put a, delete a, put a/b): its last record here is
+  // superseded by what that directory holds, which its own records replay.
+  if (st.ok() && st->is_dir) return Status::Ok();
+  switch (op.op) {
+    case JournalOp::kPut: {
+      if (!op.value_ok) {
+        // Which bytes the file should hold is unknown: the one there (named from this record
+        // when it was sound) stays; the scan counted the damage.
+        return Status::Ok();
+      }
+      WMBT_ASSIGN_OR_RETURN(auto bytes, fs->ReadFile(segment_path, op.at.offset, op.at.record_bytes));
+      WMBT_ASSIGN_OR_RETURN(auto rec, DecodeJournalRecord((*bytes).view(), op.at.lsn));
+      if (!options.rewrite_same_bytes && st.ok() && SameBytes(fs, path, rec.value)) {
+        return Status::Ok();
+      }
       WMBT_RETURN_IF_ERROR(fs->CreateDirs(ParentOf(path)));
       WMBT_RETURN_IF_ERROR(
-          fs->WriteFileAtomic(path, {op.value}, /*sync=*/false).WithContext("replaying journal"));
-      ++out.files_written;
-    } else if (op.op == JournalOp::kDelete) {
+          fs->WriteFileAtomic(path, {rec.value}, /*sync=*/false).WithContext("replaying journal"));
+      ++out->files_written;
+      return Status::Ok();
+    }
+    case JournalOp::kDelete:
+    case JournalOp::kPutPacked: {
+      if (!st.ok()) return Status::Ok();
       Status s = fs->DeleteFile(path);
       if (s.ok()) {
-        ++out.files_deleted;
+        ++out->files_deleted;
       } else if (!s.IsNotFound()) {
         return s.WithContext("replaying journal");
       }
+      return Status::Ok();
     }
+    case JournalOp::kExternal:
+      return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& root,
+                                          const ReplayOptions& options, PackedIndex* packed) {
+  JournalReplayResult out;
+  JournalScanner scanner(fs, root);
+  std::map<std::string, LastOp> last;  // key -> its last record after applied_through
+  std::map<uint64_t, uint64_t> ends;   // segment -> end of its last record
+  WMBT_RETURN_IF_ERROR(scanner.Scan([&](const ScannedRecord& r) {
+    packed->Apply(r);
+    ends[r.segment] = r.offset + r.record.encoded_bytes;
+    if (!r.record.value_ok) ++out.damaged_records;
+    if (r.record.lsn > options.applied_through) {
+      PackedEntry at;
+      at.segment = r.segment;
+      at.offset = r.offset;
+      at.lsn = r.record.lsn;
+      at.record_bytes = static_cast<uint32_t>(r.record.encoded_bytes);
+      last[std::string(r.record.key)] = LastOp{r.record.op, at, r.record.value_ok};
+    }
+    return Status::Ok();
+  }));
+  out.last_lsn = scanner.last_lsn();
+  out.records = scanner.records();
+  std::map<uint64_t, std::string> paths;
+  for (const auto& [first, path] : scanner.files()) {
+    out.segments.push_back(JournalSegment{first, path, ends[first]});
+    paths[first] = path;
+  }
+  for (const auto& [key, op] : last) {
+    WMBT_RETURN_IF_ERROR(ApplyLast(fs, root, key, op, paths[op.at.segment], options, &out));
   }
   return out;
 }

@@ -68,6 +68,11 @@ class ListPageBuilder {
     return true;
   }
   bool full() const { return truncated_; }
+  // Entries beyond those offered exist: if the page is at its size, it is truncated (an entry
+  // that does not fit would have been offered otherwise).
+  void NoteMore() {
+    if (count_ == max_) truncated_ = true;
+  }
 
   ListPage Finish() && {
     if (truncated_) page_.next_token = last_;

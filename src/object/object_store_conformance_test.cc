@@ -45,10 +45,25 @@ INSTANTIATE_TEST_SUITE_P(
                                            return std::unique_ptr<ObjectStore>(
                                                new ScratchFsObjectStore());
                                          }},
-                      // Every object through the journal.
+                      // Every object a file named through the journal.
                       ObjectStoreFactory{"FsJournaled",
                                          [] {
+                                           static const FsJournalOptions o{1u << 20, 64u << 20, 0};
+                                           return std::unique_ptr<ObjectStore>(
+                                               new ScratchFsObjectStore(&o));
+                                         }},
+                      // Every object packed in the journal (the default).
+                      ObjectStoreFactory{"FsPacked",
+                                         [] {
                                            static const FsJournalOptions o{};
+                                           return std::unique_ptr<ObjectStore>(
+                                               new ScratchFsObjectStore(&o));
+                                         }},
+                      // Packed, with tiny journal files: files retire every few records, and
+                      // compaction copies live records forward all the time.
+                      ObjectStoreFactory{"FsPackedSmallFiles",
+                                         [] {
+                                           static const FsJournalOptions o{1u << 20, 512, 64u << 10};
                                            return std::unique_ptr<ObjectStore>(
                                                new ScratchFsObjectStore(&o));
                                          }},

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "layout/object_keys.h"
+#include "object/packed_view.h"
 #include "store/store_test_util.h"
 
 namespace wombatkv::testing {
@@ -334,13 +335,16 @@ TEST_P(StoreGuarantees, G9CorruptBlobIsReportedNeverServed) {
     bytes->data()[100] ^= 0x01;
     ASSERT_TRUE(h_.mem_l2()->Put(key, {bytes->view()}, {}).ok());
   } else {
-    std::fstream f(h_.dir() + "/data/l2/" + key, std::ios::in | std::ios::out | std::ios::binary);
+    // The blob's file, or its packed record in the journal (8 KiB blobs are packed).
+    auto at = LocateStoredByte(PosixFileSystem(), h_.dir() + "/data/l2", key, 100);
+    ASSERT_TRUE(at.ok()) << at.status().ToString();
+    std::fstream f(at->first, std::ios::in | std::ios::out | std::ios::binary);
     ASSERT_TRUE(f.is_open());
-    f.seekg(100);
+    f.seekg(static_cast<std::streamoff>(at->second));
     char ch;
     f.read(&ch, 1);
     ch ^= 0x01;
-    f.seekp(100);
+    f.seekp(static_cast<std::streamoff>(at->second));
     f.write(&ch, 1);
   }
   s = &h_.Open();

@@ -81,7 +81,12 @@ Result<ObjectData> StoreImpl::L2Read(const std::string& key, uint64_t bytes_max)
   counters_.l2_gets++;
   auto r = l2_->Get(key, 0, bytes_max + 1);
   if (!r.ok()) {
-    if (!r.status().IsNotFound()) counters_.l2_errors++;
+    // A local L2 checks its packed objects' bytes itself: their damage is ours to count.
+    if (r.status().code() == Code::kCorruption) {
+      counters_.corruptions++;
+    } else if (!r.status().IsNotFound()) {
+      counters_.l2_errors++;
+    }
     return r.status();
   }
   if (r->object_size > bytes_max) {
@@ -162,7 +167,10 @@ Status StoreImpl::OpenPlanes() {
     l2_ = options_.object_store;
   } else {
     // This process owns the data directory (LOCK above), so it journals its L2.
-    auto l2 = OpenJournaledFsObjectStore(dir + "/l2", fs_);
+    FsJournalOptions journal;
+    journal.packed_object_bytes_max = options_.l2_packed_object_bytes_max;
+    journal.clock = clock_;
+    auto l2 = OpenJournaledFsObjectStore(dir + "/l2", fs_, journal);
     if (!l2.ok()) return l2.status().WithContext("opening L2 in " + dir);
     owned_l2_ = std::move(l2).value();
     l2_ = owned_l2_.get();

@@ -13,8 +13,22 @@ int OpenOfflinePlanes(Context& ctx, bool want_l1, OfflinePlanes* out) {
   out->l2 = ctx.OpenConfiguredS3(&code);
   if (code != kExitOk) return code;
   if (!out->l2) {
+    // With no store running on it, this process owns the L2 journal for the command: packed
+    // objects can then be deleted (gc, --repair) like files. Beside a running store, a plain
+    // view: it reads everything, and deletes files only (packed ones are that store's to delete).
     // Not created if missing: an audit of nothing finds nothing, and leaves nothing behind.
-    out->fs_l2 = NewFsObjectStore(dir + "/l2", fs);
+    const std::string root = dir + "/l2";
+    if (fs->Stat(root).ok()) {
+      FsJournalOptions journal;
+      journal.packed_object_bytes_max = ctx.opts.config.l2_packed_bytes;
+      auto owned = OpenJournaledFsObjectStore(root, fs, journal);
+      if (owned.ok()) {
+        out->fs_l2 = std::move(owned).value();
+      } else if (owned.status().code() != Code::kFailedPrecondition) {
+        return ctx.out.Error("open the local L2 in " + root, owned.status());
+      }
+    }
+    if (!out->fs_l2) out->fs_l2 = NewFsObjectStore(root, fs);
     out->l2 = out->fs_l2.get();
   }
   if (!want_l1) return kExitOk;

@@ -2,7 +2,8 @@
 // which look at the stored bytes themselves (a Store would reconcile L1 with L2 on open and hide
 // exactly what the audit is looking for).
 //
-// L2 is S3 when WMBT_KV_BUCKET is set, else DIR/l2. L1 is opened only when this process can take
+// L2 is S3 when WMBT_KV_BUCKET is set, else DIR/l2 (its journal owned for the command when no
+// store has it open; else read beside that store). L1 is opened only when this process can take
 // the data directory's LOCK — the owner lock a Store takes — and DIR/l1 exists. When another
 // process (an engine, a daemon, the workload) owns the directory, L1 is that process's cache and
 // is left alone: `owner` names it and the command works on L2 only, which is safe to share

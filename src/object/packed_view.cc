@@ -1,0 +1,52 @@
+#include "object/packed_view.h"
+
+#include "object/journal.h"
+
+namespace wombatkv {
+
+Status PackedView::Refresh() {
+  std::lock_guard<std::mutex> g(mu_);
+  return scanner_.Scan(
+      [this](const ScannedRecord& r) {
+        index_.Apply(r);
+        return Status::Ok();
+      },
+      [this] { index_.Clear(); });
+}
+
+bool PackedView::journaled() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return !scanner_.files().empty();
+}
+
+bool PackedView::Find(std::string_view key, PackedEntry* e) const {
+  std::lock_guard<std::mutex> g(mu_);
+  const PackedEntry* found = index_.Find(key);
+  if (found) *e = *found;
+  return found != nullptr;
+}
+
+void PackedView::ListInto(std::string_view prefix, bool group, std::string_view token,
+                          size_t limit, std::vector<ListEntry>* out, bool* more) const {
+  std::lock_guard<std::mutex> g(mu_);
+  index_.ListInto(prefix, group, token, limit, out, more);
+}
+
+Result<std::pair<std::string, uint64_t>> LocateStoredByte(FileSystem* fs, const std::string& root,
+                                                          std::string_view key, uint64_t offset) {
+  PackedView view(fs, root);
+  WMBT_RETURN_IF_ERROR(view.Refresh());
+  PackedEntry e;
+  if (view.Find(key, &e)) {
+    if (offset >= e.size) return Status::InvalidArgument("offset past the object");
+    return std::make_pair(root + "/" + JournalFileName(e.segment),
+                          e.offset + (e.record_bytes - e.size) + offset);
+  }
+  const std::string path = root + "/" + std::string(key);
+  auto info = fs->Stat(path);
+  if (!info.ok()) return info.status();
+  if (offset >= info->size) return Status::InvalidArgument("offset past the object");
+  return std::make_pair(path, offset);
+}
+
+}  // namespace wombatkv
