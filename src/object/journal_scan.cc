@@ -7,7 +7,10 @@
 namespace wombatkv {
 namespace {
 
-constexpr uint64_t kReadChunkBytes = 256u << 10;
+// Reading starts small (a rescan of the newest file mostly finds nothing new: its zeros) and
+// grows while records keep coming.
+constexpr uint64_t kFirstReadBytes = 4u << 10;
+constexpr uint64_t kReadChunkBytesMax = 1u << 20;
 
 // The length of the record starting at `rest` as its header says, if the header is all there
 // and its lengths are in range (0 otherwise: the decoder will say what is wrong).
@@ -46,7 +49,6 @@ Status JournalScanner::Scan(const RecordFn& fn, const std::function<void()>& on_
     // The file this scanner was in is gone: start over from the oldest.
     started_ = false;
     records_ = 0;
-    seen_size_ = seen_mtime_ns_ = 0;
     if (on_restart) on_restart();
   }
   if (!started_) {
@@ -74,19 +76,10 @@ Status JournalScanner::Scan(const RecordFn& fn, const std::function<void()>& on_
       }
       segment_ = at->first;
       offset_ = 0;
-      seen_size_ = seen_mtime_ns_ = 0;
     }
-    if (newest) {
-      // Unchanged since the last scan: nothing new to read.
-      auto info = fs_->Stat(at->second);
-      if (!info.ok()) return info.status().IsNotFound() ? Status::Ok() : info.status();
-      if (info->size == seen_size_ && info->mtime_ns == seen_mtime_ns_) return Status::Ok();
-      WMBT_RETURN_IF_ERROR(ScanFile(at->first, at->second, 0, fn));
-      seen_size_ = info->size;
-      seen_mtime_ns_ = info->mtime_ns;
-    } else {
-      WMBT_RETURN_IF_ERROR(ScanFile(at->first, at->second, (at + 1)->first, fn));
-    }
+    // The newest file is read again each time (from where its records stopped): neither its
+    // size (zero-filled ahead) nor its mtime (coarse clock ticks) tells whether records came.
+    WMBT_RETURN_IF_ERROR(ScanFile(at->first, at->second, newest ? 0 : (at + 1)->first, fn));
   }
   return Status::Ok();
 }
@@ -102,7 +95,7 @@ Status JournalScanner::Emit(const JournalRecordView& r, uint64_t segment, uint64
 
 Status JournalScanner::ScanFile(uint64_t segment, const std::string& path, uint64_t next_first,
                                 const RecordFn& fn) {
-  uint64_t want = kReadChunkBytes;
+  uint64_t want = kFirstReadBytes;
   while (true) {
     FileInfo info;
     auto chunk = fs_->ReadFile(path, offset_, want, &info);
@@ -114,7 +107,7 @@ Status JournalScanner::ScanFile(uint64_t segment, const std::string& path, uint6
     while (true) {
       const size_t claimed = ClaimedLength(rest);
       if (!to_eof && (rest.size() < kJournalRecordHeaderBytes || rest.size() < claimed)) {
-        want = std::max<uint64_t>(kReadChunkBytes, claimed);
+        want = std::max<uint64_t>(std::min(want * 4, kReadChunkBytesMax), claimed);
         more = true;
         break;
       }
@@ -125,7 +118,8 @@ Status JournalScanner::ScanFile(uint64_t segment, const std::string& path, uint6
                                                           : ByteView();
         const size_t next_claimed = ClaimedLength(after);
         if (!to_eof && (after.size() < kJournalRecordHeaderBytes || after.size() < next_claimed)) {
-          want = std::max<uint64_t>(kReadChunkBytes, rec->encoded_bytes + next_claimed);
+          want = std::max<uint64_t>(std::min(want * 4, kReadChunkBytesMax),
+                                    rec->encoded_bytes + next_claimed);
           more = true;
           break;
         }

@@ -67,8 +67,6 @@ class JournalScanner {
   uint64_t offset_ = 0;    // where reading continues in it
   uint64_t expected_ = 1;  // the next LSN
   uint64_t records_ = 0;
-  // The newest file as the last Scan left it: unchanged, it is not read again.
-  uint64_t seen_size_ = 0, seen_mtime_ns_ = 0;
 };
 
 }  // namespace wombatkv
