@@ -207,9 +207,10 @@ class FsObjectStore final : public ObjectStore {
         if (etag.ok() || etag.status().IsConflict()) return etag;
         return etag.status().WithContext("put " + std::string(key) + " in " + Describe());
       }
-      WMBT_RETURN_IF_ERROR(BeforeDirectPut(path, options));
+      PutOptions direct = options;
+      WMBT_RETURN_IF_ERROR(BeforeDirectPut(key, path, &direct));
       FileInfo written;
-      Status s = WriteDirect(key, dir, path, parts, options, &written);
+      Status s = WriteDirect(key, dir, path, parts, direct, &written);
       WMBT_RETURN_IF_ERROR(AfterDirectPut(key, path, s.ok(), options));
       WMBT_RETURN_IF_ERROR(s);
       return EtagOf(written);
@@ -324,22 +325,32 @@ class FsObjectStore final : public ObjectStore {
     // Only the directory named by the prefix's complete segments is read; the partial last
     // segment filters its entries.
     const size_t cut = prefix.find_last_of('/') + 1;  // 0 if none
-    std::vector<ListEntry> packed;
+    // Packed objects before and after the walk: a key that moves between the forms meanwhile
+    // is in one of the three.
     bool packed_more = false;
-    if (journal_) {
-      std::lock_guard<std::mutex> g(name_mu_);
-      packed_.ListInto(prefix, !delimiter.empty(), token, page_size, &packed, &packed_more);
-    } else {
-      WMBT_RETURN_IF_ERROR(view_->Refresh());
-      view_->ListInto(prefix, !delimiter.empty(), token, page_size, &packed, &packed_more);
-    }
+    auto packed_now = [&]() -> Result<std::vector<ListEntry>> {
+      std::vector<ListEntry> out;
+      bool more = false;
+      if (journal_) {
+        std::lock_guard<std::mutex> g(name_mu_);
+        packed_.ListInto(prefix, !delimiter.empty(), token, page_size, &out, &more);
+      } else {
+        WMBT_RETURN_IF_ERROR(view_->Refresh());
+        view_->ListInto(prefix, !delimiter.empty(), token, page_size, &out, &more);
+      }
+      packed_more = packed_more || more;
+      return out;
+    };
+    WMBT_ASSIGN_OR_RETURN(std::vector<ListEntry> before, packed_now());
     ListPageBuilder page(page_size);
     Walk walk{page, token, !delimiter.empty()};
     WMBT_RETURN_IF_ERROR(ListDir(walk, std::string(prefix.substr(0, cut)), prefix.substr(cut), 0));
-    if (packed.empty()) return std::move(page).Finish();
+    WMBT_ASSIGN_OR_RETURN(std::vector<ListEntry> after, packed_now());
+    if (before.empty() && after.empty()) return std::move(page).Finish();
     ListPage files = std::move(page).Finish();
     const bool files_more = !files.next_token.empty();
-    return MergeListings(EntriesOf(std::move(files)), files_more, std::move(packed), packed_more,
+    return MergeListings(EntriesOf(std::move(files)), files_more,
+                         UnionListings(std::move(before), std::move(after)), packed_more,
                          page_size);
   }
 
@@ -452,20 +463,33 @@ class FsObjectStore final : public ObjectStore {
   };
 
   // The key's newest version, once no direct put of it is running (J4); broken_ if set (J5).
+  // `file_form`: for a version that will be a file, which a directory at the path (keys under
+  // it, beside a packed or in-flight version) leaves no room for: FailedPrecondition then, before
+  // anything is decided (its rename would fail after its record is durable).
   // REQUIRES: `lock` holds name_mu_ (released while waiting).
   Result<Version> CurrentLocked(std::unique_lock<std::mutex>& lock, std::string_view key,
-                                const std::string& path) {
+                                const std::string& path, bool file_form) {
     auto it = inflight_.find(path);
     while (it != inflight_.end() && it->second.direct) {
       direct_done_.wait(lock);
       it = inflight_.find(path);
     }
     WMBT_RETURN_IF_ERROR(broken_);
-    if (it != inflight_.end()) {
-      const InFlight& f = it->second;
-      return Version{!f.deleted, f.etag, f.lsn, f.file};
+    const PackedEntry* packed = it == inflight_.end() ? packed_.Find(key) : nullptr;
+    if (it != inflight_.end() || packed) {
+      Version v = packed ? Version{true, PackedEtag(*packed), 0, false}
+                         : Version{!it->second.deleted, it->second.etag, it->second.lsn,
+                                   it->second.file};
+      // A packed version may have a file beside it: a large put over it that a crash cut after
+      // its file was named, before its record was durable. The packed version stands; the file
+      // goes with the next version (remove_file).
+      if (file_form || packed) {
+        auto info = fs_->Stat(path);
+        if (info.ok() && info->is_dir && file_form) return DirectoryInTheWay(key);
+        if (info.ok() && !info->is_dir && packed) v.file = true;
+      }
+      return v;
     }
-    if (const PackedEntry* e = packed_.Find(key)) return Version{true, PackedEtag(*e), 0, false};
     auto info = fs_->Stat(path);
     if (!info.ok()) {
       if (info.status().IsNotFound()) return Version{};
@@ -539,7 +563,7 @@ class FsObjectStore final : public ObjectStore {
     std::string etag;
     {
       std::unique_lock<std::mutex> lock(name_mu_);
-      WMBT_ASSIGN_OR_RETURN(Version current, CurrentLocked(lock, key, path));
+      WMBT_ASSIGN_OR_RETURN(Version current, CurrentLocked(lock, key, path, /*file_form=*/false));
       Status allowed = CheckCondition(key, current, options, &exists);
       if (exists) {
         entry.lsn = current.lsn;
@@ -585,7 +609,7 @@ class FsObjectStore final : public ObjectStore {
     bool sync_now = options.durable_on_return;
     {
       std::unique_lock<std::mutex> lock(name_mu_);
-      WMBT_ASSIGN_OR_RETURN(Version current, CurrentLocked(lock, key, path));
+      WMBT_ASSIGN_OR_RETURN(Version current, CurrentLocked(lock, key, path, /*file_form=*/true));
       Status allowed = CheckCondition(key, current, options, &exists);
       if (exists) {
         lsn = current.lsn;
@@ -606,7 +630,7 @@ class FsObjectStore final : public ObjectStore {
     uint64_t lsn = 0;
     {
       std::unique_lock<std::mutex> lock(name_mu_);
-      auto current = CurrentLocked(lock, key, path);
+      auto current = CurrentLocked(lock, key, path, /*file_form=*/false);
       if (!current.ok()) {
         WMBT_RETURN_IF_ERROR(broken_);  // whatever its code
         // A directory at the path is not an object: absent, as for the plain store.
@@ -648,8 +672,10 @@ class FsObjectStore final : public ObjectStore {
   // are applied and the key is reserved (J4): its condition is checked against the newest
   // version, and no journaled put or delete of the key is decided (so none is applied over it,
   // nor wins the same condition) until AfterDirectPut. On OK, AfterDirectPut must follow.
-  Status BeforeDirectPut(const std::string& path, const PutOptions& options) {
-    if (options.durable_on_return) WMBT_RETURN_IF_ERROR(SyncThrough(journal_->appended_lsn()));
+  // A packed current version is checked here (the file writes below see no file) and then
+  // replaced unconditionally: `options` becomes an overwrite.
+  Status BeforeDirectPut(std::string_view key, const std::string& path, PutOptions* options) {
+    if (options->durable_on_return) WMBT_RETURN_IF_ERROR(SyncThrough(journal_->appended_lsn()));
     std::unique_lock<std::mutex> lock(name_mu_);
     while (true) {
       WMBT_RETURN_IF_ERROR(broken_);
@@ -663,6 +689,14 @@ class FsObjectStore final : public ObjectStore {
       lock.unlock();
       WMBT_RETURN_IF_ERROR(SyncThrough(lsn));
       lock.lock();
+    }
+    if (const PackedEntry* e = packed_.Find(key)) {
+      // Applied, so durable: a Conflict here may be acted on at once.
+      bool exists = false;
+      WMBT_RETURN_IF_ERROR(
+          CheckCondition(key, Version{true, PackedEtag(*e), 0, false}, *options, &exists));
+      options->mode = PutMode::kOverwrite;
+      options->if_match.clear();
     }
     InFlight reserved;
     reserved.direct = true;

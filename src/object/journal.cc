@@ -126,8 +126,10 @@ Status Journal::AwaitSynced(uint64_t lsn) {
     Round round;
     round.first_lsn = synced_ + 1;
     round.last_lsn = appended_;
+    std::string mark;
+    EncodeSyncMark(round.first_lsn, synced_, mark);
     lock.unlock();
-    Status s = WriteAndSync(batch, &round);
+    Status s = WriteAndSync(mark, batch, &round);
     lock.lock();
     spare_ = std::move(batch);
     if (s.ok()) {
@@ -167,16 +169,17 @@ Status Journal::AwaitSynced(uint64_t lsn) {
   return result;
 }
 
-Status Journal::WriteAndSync(std::string& batch, Round* round) {
-  round->start = Location{file_first_lsn_, file_bytes_};
-  if (file_bytes_ + batch.size() > preallocated_) {
-    const uint64_t want = file_bytes_ + batch.size() + kPreallocateStepBytes;
+Status Journal::WriteAndSync(const std::string& mark, std::string& batch, Round* round) {
+  round->start = Location{file_first_lsn_, file_bytes_ + mark.size()};
+  const uint64_t bytes = mark.size() + batch.size();
+  if (file_bytes_ + bytes > preallocated_) {
+    const uint64_t want = file_bytes_ + bytes + kPreallocateStepBytes;
     WMBT_RETURN_IF_ERROR(file_->Preallocate(want));
     preallocated_ = want;
   }
-  WMBT_RETURN_IF_ERROR(file_->Append({AsBytes(batch)}));
+  WMBT_RETURN_IF_ERROR(file_->Append({AsBytes(mark), AsBytes(batch)}));
   WMBT_RETURN_IF_ERROR(file_->Sync());
-  file_bytes_ += batch.size();
+  file_bytes_ += bytes;
   if (file_bytes_ >= file_bytes_target_) {
     // Every record of this file is durable: the next ones go to a new file, so the journal on
     // disk stays a prefix (a crash can cut only the newest file).

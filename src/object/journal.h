@@ -8,6 +8,9 @@
 // durable only if every record before it is (one file, written in order; a file is synced before
 // any record reaches the next: the journal on disk is always a prefix of the appended sequence).
 //
+// Each batch written starts with a sync mark (journal_record.h, kSyncMark) saying up to which LSN
+// the records before it were durable.
+//
 // Files are "<dir>/.~journal-<first lsn, 16 hex digits>" (the '~' keeps them out of listings
 // and keys). When the current file has grown past `file_bytes_target`, the leader, right after a
 // sync, starts the next file and passes the finished one to `on_retired` (checkpoint: see
@@ -93,7 +96,7 @@ class Journal {
     uint64_t first_lsn = 0, last_lsn = 0;
     Location start;  // of the batch
   };
-  Status WriteAndSync(std::string& batch, Round* round);
+  Status WriteAndSync(const std::string& mark, std::string& batch, Round* round);
 
   FileSystem* const fs_;
   const std::string dir_;

@@ -24,7 +24,9 @@ T GetLe(const uint8_t* p) {
   return v;
 }
 
-bool HasValue(JournalOp op) { return op == JournalOp::kPut || op == JournalOp::kPutPacked; }
+bool HasValue(JournalOp op) {
+  return op == JournalOp::kPut || op == JournalOp::kPutPacked || op == JournalOp::kSyncMark;
+}
 
 }  // namespace
 
@@ -43,6 +45,17 @@ bool DecodePackedPrefix(ByteView value, uint64_t* etag_id, uint64_t* modified_us
   *etag_id = GetLe<uint64_t>(value.data());
   *modified_us = GetLe<uint64_t>(value.data() + 8);
   return true;
+}
+
+void EncodeSyncMark(uint64_t next_lsn, uint64_t synced_lsn, std::string& out) {
+  uint8_t value[8];
+  for (size_t i = 0; i < 8; ++i) value[i] = static_cast<uint8_t>(synced_lsn >> (8 * i));
+  EncodeJournalRecord(next_lsn, JournalOp::kSyncMark, kSyncMarkKey, {ByteView(value, 8)}, out);
+}
+
+uint64_t SyncMarkValue(const JournalRecordView& r) {
+  if (r.op != JournalOp::kSyncMark || !r.value_ok || r.value.size() != 8) return 0;
+  return GetLe<uint64_t>(r.value.data());
 }
 
 void EncodeJournalRecord(uint64_t lsn, JournalOp op, std::string_view key,
@@ -89,8 +102,8 @@ Result<JournalRecordView> DecodeJournalRecord(ByteView in, uint64_t expected_lsn
   }
   const size_t header_bytes = format == 0 ? kHeaderBytesV0 : kJournalRecordHeaderBytes;
   if (op < static_cast<uint8_t>(JournalOp::kPut) ||
-      op > static_cast<uint8_t>(JournalOp::kPutPacked) || format > kFormat ||
-      (format == 0 && op == static_cast<uint8_t>(JournalOp::kPutPacked))) {
+      op > static_cast<uint8_t>(JournalOp::kSyncMark) || format > kFormat ||
+      (format == 0 && op >= static_cast<uint8_t>(JournalOp::kPutPacked))) {
     return Status::Corruption("journal record " + std::to_string(r.lsn) + ": unknown op " +
                               std::to_string(op) + " or format " + std::to_string(format));
   }

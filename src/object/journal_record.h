@@ -43,7 +43,15 @@ enum class JournalOp : uint8_t {
   // kPackedValuePrefixBytes of {u64 etag id, u64 modified µs} followed by the object's bytes. A
   // copy made by compaction carries the original's etag id and time unchanged.
   kPutPacked = 4,
+  // Written by the journal at the start of each batch it writes: the value (u64) is the LSN up
+  // to which every record was durable before this batch. It carries the LSN of the record after
+  // it and takes none (readers skip it without advancing), and no key of its own (kSyncMarkKey).
+  // It tells a record that was synced and later damaged from one of a batch a crash tore (pages
+  // of an unsynced write reach the disk in any order): journal_scan.h.
+  kSyncMark = 5,
 };
+
+inline constexpr std::string_view kSyncMarkKey = "~";
 
 inline constexpr size_t kJournalRecordHeaderBytes = 24;
 inline constexpr size_t kPackedValuePrefixBytes = 16;
@@ -68,6 +76,12 @@ struct JournalRecordView {
 std::array<uint8_t, kPackedValuePrefixBytes> EncodePackedPrefix(uint64_t etag_id,
                                                                uint64_t modified_us);
 bool DecodePackedPrefix(ByteView value, uint64_t* etag_id, uint64_t* modified_us);
+
+// Appends a kSyncMark to `out`: the next record will have LSN `next_lsn`; every record up to
+// `synced_lsn` is durable.
+void EncodeSyncMark(uint64_t next_lsn, uint64_t synced_lsn, std::string& out);
+// The synced LSN of a decoded kSyncMark (0 if `r` is not a sound one).
+uint64_t SyncMarkValue(const JournalRecordView& r);
 
 // Appends the encoding of one record to `out`. REQUIRES: 1 <= key.size() <= 1024; the value's
 // total size <= kJournalValueBytesMax, and empty unless op is kPut or kPutPacked. With

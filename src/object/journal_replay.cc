@@ -72,6 +72,7 @@ Status ApplyLast(FileSystem* fs, const std::string& root, const std::string& key
       return Status::Ok();
     }
     case JournalOp::kExternal:
+    case JournalOp::kSyncMark:  // never passed on by the scanner
       return Status::Ok();
   }
   return Status::Ok();

@@ -28,11 +28,13 @@ class JournalReplayTest : public ::testing::Test {
     JournalOp op;
     std::string key, value;
   };
-  // One journal file holding `recs` with LSNs first, first+1, ...
-  void WriteJournal(uint64_t first, const std::vector<Rec>& recs) {
+  // One journal file holding `recs` with LSNs first, first+1, ...; with `marks`, each record a
+  // batch of its own, after a sync mark (as the journal writes them).
+  void WriteJournal(uint64_t first, const std::vector<Rec>& recs, bool marks = true) {
     std::string bytes;
     uint64_t lsn = first;
     for (const Rec& r : recs) {
+      if (marks) EncodeSyncMark(lsn, lsn - 1, bytes);
       std::vector<ByteView> value;
       if (!r.value.empty()) value.push_back(AsBytes(r.value));
       EncodeJournalRecord(lsn++, r.op, r.key, value, bytes);
@@ -71,6 +73,10 @@ class JournalReplayTest : public ::testing::Test {
     auto r = fs_->ReadFile(root_ + "/" + rel, 0, kToEnd);
     return r.ok() ? std::string(AsChars((*r)->view())) : "<" + r.status().ToString() + ">";
   }
+
+  static constexpr uint64_t kMarkBytes = kJournalRecordHeaderBytes + kSyncMarkKey.size() + 8;
+  // A packed record of a 3-byte key and a 4-byte object.
+  static constexpr uint64_t kRecBytes = kJournalRecordHeaderBytes + 3 + kPackedValuePrefixBytes + 4;
 
   FileSystem* fs_ = PosixFileSystem();
   std::string root_;
@@ -153,9 +159,9 @@ TEST_F(JournalReplayTest, ADamagedValueInsideTheJournalKeepsTheRecordsAfterItAnd
   WriteJournal(1, {{JournalOp::kPutPacked, "h/a", Packed(1, "aaaa")},
                    {JournalOp::kPutPacked, "h/b", Packed(2, "bbbb")},
                    {JournalOp::kPutPacked, "h/c", Packed(3, "cccc")}});
-  // The last byte of h/a's value: the framing is intact, the value fails its checksum.
-  const uint64_t a_bytes = kJournalRecordHeaderBytes + 3 + kPackedValuePrefixBytes + 4;
-  Flip(1, a_bytes - 1);
+  // The last byte of h/a's value: the framing is intact, the value fails its checksum. The sync
+  // mark of the next batch says h/a was durable: damage.
+  Flip(1, kMarkBytes + kRecBytes - 1);
   auto r = Replay();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->last_lsn, 3u) << "the records after the damage are found";
@@ -165,14 +171,30 @@ TEST_F(JournalReplayTest, ADamagedValueInsideTheJournalKeepsTheRecordsAfterItAnd
       << ReadPackedObject("h/a");
 }
 
+TEST_F(JournalReplayTest, ABadValueThatNoLaterSyncMarkCoversIsATornBatch) {
+  // One batch, never synced (no later mark): its pages reached the disk in any order, so a bad
+  // value is a hole, not damage, however sound the records after it look. The journal ends
+  // before it; the versions before it stand.
+  WriteJournal(1, {{JournalOp::kPutPacked, "h/a", Packed(1, "aaaa")}});
+  WriteJournal(2, {{JournalOp::kPutPacked, "h/a", Packed(2, "AAAA")},
+                   {JournalOp::kPutPacked, "h/b", Packed(3, "bbbb")}},
+               /*marks=*/false);
+  Flip(2, kRecBytes - 1);
+  auto r = Replay();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->last_lsn, 1u);
+  EXPECT_EQ(r->damaged_records, 0u);
+  EXPECT_EQ(ReadPackedObject("h/a"), "aaaa");
+  EXPECT_EQ(ReadPackedObject("h/b"), "<absent>");
+}
+
 TEST_F(JournalReplayTest, ATornLastRecordEndsTheJournalAndADamagedLastRecordDoesNot) {
   // File 1's last record has a bad value. File 2 starts at its LSN + 1: it was whole when the
   // file was retired, so it is damage, kept (and reported on read).
   WriteJournal(1, {{JournalOp::kPutPacked, "h/a", Packed(1, "aaaa")},
                    {JournalOp::kPutPacked, "h/b", Packed(2, "bbbb")}});
   WriteJournal(3, {{JournalOp::kPutPacked, "h/c", Packed(3, "cccc")}});
-  const uint64_t a_bytes = kJournalRecordHeaderBytes + 3 + kPackedValuePrefixBytes + 4;
-  Flip(1, 2 * a_bytes - 1);
+  Flip(1, 2 * (kMarkBytes + kRecBytes) - 1);
   auto r = Replay();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->last_lsn, 3u);

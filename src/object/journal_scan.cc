@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "object/journal.h"
+#include "wombatkv/object_store.h"
 
 namespace wombatkv {
 namespace {
@@ -11,6 +12,7 @@ namespace {
 // grows while records keep coming.
 constexpr uint64_t kFirstReadBytes = 4u << 10;
 constexpr uint64_t kReadChunkBytesMax = 1u << 20;
+constexpr int kScanAttemptsMax = 8;
 
 // The length of the record starting at `rest` as its header says, if the header is all there
 // and its lengths are in range (0 otherwise: the decoder will say what is wrong).
@@ -42,6 +44,15 @@ Result<std::vector<std::pair<uint64_t, std::string>>> ListJournalFiles(FileSyste
 }
 
 Status JournalScanner::Scan(const RecordFn& fn, const std::function<void()>& on_restart) {
+  // A file deleted between the listing and its reading (the owner collects the oldest while a
+  // reader scans): look again, starting over if it was the one being read.
+  for (int attempt = 0;; ++attempt) {
+    Status s = ScanOnce(fn, on_restart);
+    if (!s.IsNotFound() || attempt == kScanAttemptsMax) return s;
+  }
+}
+
+Status JournalScanner::ScanOnce(const RecordFn& fn, const std::function<void()>& on_restart) {
   WMBT_ASSIGN_OR_RETURN(files_, ListJournalFiles(fs_, root_));
   auto at = std::find_if(files_.begin(), files_.end(),
                          [&](const auto& f) { return f.first == segment_; });
@@ -93,18 +104,40 @@ Status JournalScanner::Emit(const JournalRecordView& r, uint64_t segment, uint64
   return Status::Ok();
 }
 
+// Whether a sound sync mark at or after `from` in `path` says LSN `lsn` was durable before its
+// batch: then a bad value at `lsn` is damage to synced bytes, not a torn write.
+static bool LaterMarkCovers(FileSystem* fs, const std::string& path, uint64_t from, uint64_t lsn) {
+  auto bytes = fs->ReadFile(path, from, kToEnd);
+  if (!bytes.ok()) return false;
+  ByteView rest = (*bytes)->view();
+  uint64_t expected = lsn + 1;
+  while (true) {
+    auto rec = DecodeJournalRecord(rest, expected);
+    if (!rec.ok() || rec->encoded_bytes > rest.size()) return false;
+    if (rec->op == JournalOp::kSyncMark) {
+      if (SyncMarkValue(*rec) >= lsn) return true;
+    } else {
+      ++expected;
+    }
+    rest = rest.subspan(rec->encoded_bytes);
+  }
+}
+
 Status JournalScanner::ScanFile(uint64_t segment, const std::string& path, uint64_t next_first,
                                 const RecordFn& fn) {
   uint64_t want = kFirstReadBytes;
   while (true) {
     FileInfo info;
     auto chunk = fs_->ReadFile(path, offset_, want, &info);
-    if (!chunk.ok()) return chunk.status().IsNotFound() ? Status::Ok() : chunk.status();
+    if (!chunk.ok()) return chunk.status();  // NotFound: deleted meanwhile (Scan starts over)
     const bool to_eof = offset_ + (*chunk)->size() >= info.size;
     ByteView rest = (*chunk)->view();
     uint64_t at = offset_;
     bool more = false;  // a record continues past the chunk: read again from it
     while (true) {
+      // Records from the next file's first LSN on were cut off by a recovery (it began the next
+      // file there): stale.
+      if (next_first != 0 && expected_ >= next_first) return Status::Ok();
       const size_t claimed = ClaimedLength(rest);
       if (!to_eof && (rest.size() < kJournalRecordHeaderBytes || rest.size() < claimed)) {
         want = std::max<uint64_t>(std::min(want * 4, kReadChunkBytesMax), claimed);
@@ -112,27 +145,26 @@ Status JournalScanner::ScanFile(uint64_t segment, const std::string& path, uint6
         break;
       }
       auto rec = DecodeJournalRecord(rest, expected_);
-      if (!rec.ok()) return Status::Ok();  // the end of this file's records
-      if (!rec->value_ok) {
-        ByteView after = rest.size() > rec->encoded_bytes ? rest.subspan(rec->encoded_bytes)
-                                                          : ByteView();
-        const size_t next_claimed = ClaimedLength(after);
-        if (!to_eof && (after.size() < kJournalRecordHeaderBytes || after.size() < next_claimed)) {
-          want = std::max<uint64_t>(std::min(want * 4, kReadChunkBytesMax),
-                                    rec->encoded_bytes + next_claimed);
-          more = true;
-          break;
-        }
-        // Damaged if a sound record follows (here, or as the next file's first); else torn: the
-        // end.
-        const bool damaged = rest.size() >= rec->encoded_bytes &&
-                             (DecodeJournalRecord(after, rec->lsn + 1).ok() ||
-                              next_first == rec->lsn + 1);
-        if (!damaged) return Status::Ok();
-      }
+      if (!rec.ok()) return Status::Ok();  // the end of this file's records (zeros, torn, stale)
       const size_t n = rec->encoded_bytes;
-      WMBT_RETURN_IF_ERROR(Emit(*rec, segment, at, fn));
+      if (rec->op == JournalOp::kSyncMark) {
+        if (n > rest.size()) return Status::Ok();
+        offset_ = at + n;  // takes no LSN
+      } else {
+        // A bad value is damage when the record is known durable: in a file the journal went on
+        // from (every record of it was synced), or when a later batch's sync mark says so. Else
+        // it is the torn end of an unsynced batch, and the journal ends before it.
+        if (!rec->value_ok && next_first == 0 && !LaterMarkCovers(fs_, path, at + n, rec->lsn)) {
+          return Status::Ok();
+        }
+        WMBT_RETURN_IF_ERROR(Emit(*rec, segment, at, fn));
+      }
       at += n;
+      if (n >= rest.size()) {
+        if (to_eof) return Status::Ok();
+        more = true;
+        break;
+      }
       rest = rest.subspan(n);
     }
     if (!more) return Status::Ok();

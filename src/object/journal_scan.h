@@ -3,10 +3,13 @@
 // the root keep (packed_view.h).
 //
 // The files are read in LSN order, each up to its first record that does not parse or does not
-// carry the next LSN: that prefix is what was durable. A record whose header is sound but whose
-// value fails its checksum is passed on (value_ok false) when a sound record follows it — in its
-// file, or as the first of the next file — since only damage leaves a record behind it; otherwise
-// it is the torn last record of a crash, and the journal ends before it.
+// carry the next LSN (or, in a file followed by another, up to the next file's first LSN: a
+// recovery that found the journal cut there began the next file at it): that prefix is what was
+// durable. A record whose header is sound but whose value fails its checksum is passed on
+// (value_ok false) when it is known to have been synced — in a file the journal went on from, or
+// before a later batch whose sync mark covers it (journal_record.h, kSyncMark) — since then only
+// damage explains it; otherwise it belongs to a batch a crash tore (its pages reached the disk in
+// any order), and the journal ends before it.
 //
 // Resumable: each Scan continues where the previous one stopped (the newest file grows), so a
 // reader that scans before every use reads each record once. If the file it stopped in is gone
@@ -57,6 +60,7 @@ class JournalScanner {
   // tells a damaged last record from a torn one.
   Status ScanFile(uint64_t segment, const std::string& path, uint64_t next_first,
                   const RecordFn& fn);
+  Status ScanOnce(const RecordFn& fn, const std::function<void()>& on_restart);
   Status Emit(const JournalRecordView& r, uint64_t segment, uint64_t offset, const RecordFn& fn);
 
   FileSystem* const fs_;

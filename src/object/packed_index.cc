@@ -171,6 +171,21 @@ Result<ObjectData> ReadPacked(FileSystem* fs, const std::string& path, std::stri
   return out;
 }
 
+std::vector<ListEntry> UnionListings(std::vector<ListEntry> before, std::vector<ListEntry> after) {
+  std::vector<ListEntry> out;
+  out.reserve(before.size() + after.size());
+  size_t i = 0, j = 0;
+  while (i < before.size() || j < after.size()) {
+    if (j == after.size() || (i < before.size() && before[i].name < after[j].name)) {
+      out.push_back(std::move(before[i++]));
+    } else {
+      if (i < before.size() && before[i].name == after[j].name) ++i;
+      out.push_back(std::move(after[j++]));
+    }
+  }
+  return out;
+}
+
 ListPage MergeListings(std::vector<ListEntry> dir, bool dir_more, std::vector<ListEntry> packed,
                        bool packed_more, size_t page_size) {
   ListPageBuilder page(page_size);
@@ -181,9 +196,9 @@ ListPage MergeListings(std::vector<ListEntry> dir, bool dir_more, std::vector<Li
       next = &dir[i++];
     } else if (i == dir.size() || packed[j].name < dir[i].name) {
       next = &packed[j++];
-    } else {  // one common prefix from both
-      next = &dir[i++];
-      ++j;
+    } else {  // one common prefix from both, or a key that is packed with a stale file beside
+      next = &packed[j++];  // it (fs_object_store.cc, CurrentLocked): the packed version stands
+      ++i;
     }
     const bool added = next->is_prefix ? page.AddPrefix(std::move(next->name))
                                        : page.AddObject(std::move(next->info));

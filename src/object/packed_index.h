@@ -93,6 +93,11 @@ Result<std::shared_ptr<Buffer>> ReadPackedRecord(FileSystem* fs, const std::stri
                                                  std::string_view key, const PackedEntry& e,
                                                  bool* damaged);
 
+// The union of two listings of the packed objects taken before and after a directory walk (each
+// in order), so that a key moving between a file and a packed record during the walk is listed in
+// one form or the other; on a name in both, `after`'s entry.
+std::vector<ListEntry> UnionListings(std::vector<ListEntry> before, std::vector<ListEntry> after);
+
 // Merges a listing's entries from the directory and from a PackedIndex (each in order, disjoint
 // in keys, possibly sharing common prefixes) into one page of at most `page_size`. `*_more`:
 // whether that source had entries beyond those given.
