@@ -11,7 +11,8 @@
 // ApplyCrash(rng) rewrites the real directory to one state a crash may leave: each file not
 // durable in its current state gets, at random, its durable state, its current state, or (if its
 // content was never synced) its name with other bytes; each journal-like append file is cut at a
-// random point at or after its synced length, sometimes with garbage after. Revive() then lets
+// random point at or after its synced length, sometimes with a hole (zeros) in its unsynced part
+// before the cut, sometimes with garbage after. Revive() then lets
 // calls through again, with everything on disk durable.
 //
 // I/O errors:
@@ -23,6 +24,7 @@
 //     a later-opened one nor to SyncFileSystem (a fresh descriptor each time).
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -57,6 +59,13 @@ class CrashModelFs final : public FileSystemWrapper {
         // A journal: the synced prefix survives, then a random part of the rest, maybe garbage.
         const size_t keep = a->second + rng.Uniform(bytes.size() - a->second + 1);
         std::string cut = bytes.substr(0, keep);
+        if (keep > a->second && rng.Uniform(2) == 0) {
+          // The pages of an unsynced write reach the disk in any order: a hole inside it, with
+          // what follows intact (small ones too, so that they land inside a record).
+          const size_t from = a->second + rng.Uniform(keep - a->second);
+          const size_t len = 1 + rng.Uniform(std::min<size_t>(rng.Uniform(2) ? 4096 : 16, keep - from));
+          std::fill(cut.begin() + from, cut.begin() + from + len, '\0');
+        }
         if (rng.Uniform(2) == 0) {
           for (uint64_t i = rng.Uniform(64); i > 0; --i) cut.push_back(static_cast<char>(rng.Next64()));
         }

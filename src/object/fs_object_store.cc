@@ -68,8 +68,6 @@ constexpr int kReadAttemptsMax = 4;
 // packed bytes (plus this many journal files of slack).
 constexpr uint64_t kKeptBytesPerLiveByte = 2;
 constexpr uint64_t kKeptSlackFiles = 2;
-// The checkpoint: every journal record up to the LSN it holds is applied and synced.
-constexpr std::string_view kCheckpointMarker = ".~journal.checkpoint";
 
 void AppendHex(std::string& out, uint64_t v) {
   char buf[16];
@@ -101,7 +99,7 @@ class FsObjectStore final : public ObjectStore {
     lock_path_ = base_ + ".~lock";
     owner_lock_path_ = base_ + ".~journal.lock";
     rewrite_marker_path_ = base_ + std::string(kJournalRewriteMarker);
-    checkpoint_marker_path_ = base_ + std::string(kCheckpointMarker);
+    checkpoint_marker_path_ = base_ + std::string(kJournalCheckpointMarker);
     view_ = std::make_unique<PackedView>(fs_, root_);
     // Best effort: a failure here resurfaces, with its cause, at the first write.
     (void)fs_->CreateDirs(root_);
@@ -151,7 +149,8 @@ class FsObjectStore final : public ObjectStore {
     const bool rewrite = !marker.status().IsNotFound();  // an error reading it: rewrite too
     ReplayOptions replay_options;
     replay_options.rewrite_same_bytes = rewrite;
-    WMBT_ASSIGN_OR_RETURN(replay_options.applied_through, ReadCheckpointMarker());
+    WMBT_ASSIGN_OR_RETURN(replay_options.applied_through,
+                          ReadJournalCheckpoint(fs_, checkpoint_marker_path_));
     WMBT_ASSIGN_OR_RETURN(auto replay, ReplayJournal(fs_, root_, replay_options, &packed_));
     // Replayed files, and files named before the crash whose bytes were already right, become
     // durable before the checkpoint says so.
@@ -893,22 +892,6 @@ class FsObjectStore final : public ObjectStore {
       // Not gone: a record is still live there (a reader's retry will not spin: stop here).
       if (!segments_.empty() && segments_.begin()->first == oldest) return Status::Ok();
     }
-  }
-
-  Result<uint64_t> ReadCheckpointMarker() {
-    auto bytes = fs_->ReadFile(checkpoint_marker_path_, 0, kToEnd);
-    if (bytes.status().IsNotFound()) return uint64_t{0};
-    if (!bytes.ok()) return bytes.status();
-    uint64_t lsn = 0;
-    std::string_view text = AsChars((*bytes)->view());
-    while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
-    auto r = std::from_chars(text.data(), text.data() + text.size(), lsn);
-    if (r.ec != std::errc() || r.ptr != text.data() + text.size()) {
-      return Status::Corruption("the journal checkpoint " + checkpoint_marker_path_ + " holds \"" +
-                                std::string(text) + "\", not an LSN: delete it (the next open "
-                                "then checks every journaled object against its file)");
-    }
-    return lsn;
   }
 
   Status WriteCheckpointMarker(uint64_t lsn) {

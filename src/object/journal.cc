@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/check.h"
+#include "wombatkv/object_store.h"
 
 namespace wombatkv {
 namespace {
@@ -19,6 +20,22 @@ std::string JournalFileName(uint64_t lsn) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(lsn));
   return std::string(kJournalFilePrefix) + buf;
+}
+
+Result<uint64_t> ReadJournalCheckpoint(FileSystem* fs, const std::string& path) {
+  auto bytes = fs->ReadFile(path, 0, kToEnd);
+  if (bytes.status().IsNotFound()) return uint64_t{0};
+  if (!bytes.ok()) return bytes.status();
+  uint64_t lsn = 0;
+  std::string_view text = AsChars((*bytes)->view());
+  while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  auto r = std::from_chars(text.data(), text.data() + text.size(), lsn);
+  if (r.ec != std::errc() || r.ptr != text.data() + text.size()) {
+    return Status::Corruption("the journal checkpoint " + path + " holds \"" + std::string(text) +
+                              "\", not an LSN: delete it (the next open then checks every "
+                              "journaled object against its file)");
+  }
+  return lsn;
 }
 
 bool ParseJournalFileName(std::string_view name, uint64_t* lsn) {

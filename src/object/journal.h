@@ -42,6 +42,12 @@ inline constexpr std::string_view kJournalFilePrefix = ".~journal-";
 // every journaled object again instead of trusting bytes it reads (they may be only cached).
 inline constexpr std::string_view kJournalRewriteMarker = ".~journal.rewrite";
 
+// The checkpoint (FsObjectStore): every journal record up to the LSN it holds (decimal) was
+// applied and synced.
+inline constexpr std::string_view kJournalCheckpointMarker = ".~journal.checkpoint";
+// Its LSN; 0 if there is none.
+Result<uint64_t> ReadJournalCheckpoint(FileSystem* fs, const std::string& path);
+
 // The journal file name for first LSN `lsn` ("" if `name` is not one: then *lsn is untouched).
 std::string JournalFileName(uint64_t lsn);
 bool ParseJournalFileName(std::string_view name, uint64_t* lsn);

@@ -84,6 +84,7 @@ Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& roo
                                           const ReplayOptions& options, PackedIndex* packed) {
   JournalReplayResult out;
   JournalScanner scanner(fs, root);
+  scanner.set_known_synced(options.applied_through);
   std::map<std::string, LastOp> last;  // key -> its last record after applied_through
   std::map<uint64_t, uint64_t> ends;   // segment -> end of its last record
   WMBT_RETURN_IF_ERROR(scanner.Scan([&](const ScannedRecord& r) {

@@ -152,9 +152,11 @@ Status JournalScanner::ScanFile(uint64_t segment, const std::string& path, uint6
         offset_ = at + n;  // takes no LSN
       } else {
         // A bad value is damage when the record is known durable: in a file the journal went on
-        // from (every record of it was synced), or when a later batch's sync mark says so. Else
+        // from (every record of it was synced), up to the checkpoint, or when a later batch's
+        // sync mark says so. Else
         // it is the torn end of an unsynced batch, and the journal ends before it.
-        if (!rec->value_ok && next_first == 0 && !LaterMarkCovers(fs_, path, at + n, rec->lsn)) {
+        if (!rec->value_ok && next_first == 0 && rec->lsn > known_synced_ &&
+            !LaterMarkCovers(fs_, path, at + n, rec->lsn)) {
           return Status::Ok();
         }
         WMBT_RETURN_IF_ERROR(Emit(*rec, segment, at, fn));

@@ -6,8 +6,9 @@
 // carry the next LSN (or, in a file followed by another, up to the next file's first LSN: a
 // recovery that found the journal cut there began the next file at it): that prefix is what was
 // durable. A record whose header is sound but whose value fails its checksum is passed on
-// (value_ok false) when it is known to have been synced — in a file the journal went on from, or
-// before a later batch whose sync mark covers it (journal_record.h, kSyncMark) — since then only
+// (value_ok false) when it is known to have been synced — in a file the journal went on from,
+// before a later batch whose sync mark covers it (journal_record.h, kSyncMark), or up to the
+// checkpoint (set_known_synced) — since then only
 // damage explains it; otherwise it belongs to a batch a crash tore (its pages reached the disk in
 // any order), and the journal ends before it.
 //
@@ -49,6 +50,9 @@ class JournalScanner {
   // before the records when this scan starts over from the oldest file.
   Status Scan(const RecordFn& fn, const std::function<void()>& on_restart = {});
 
+  // Records up to `lsn` are known synced (the checkpoint): a bad value among them is damage.
+  void set_known_synced(uint64_t lsn) { known_synced_ = lsn; }
+
   uint64_t last_lsn() const { return started_ ? expected_ - 1 : 0; }  // 0: no record read
   uint64_t records() const { return records_; }
   // Every journal file seen by the last Scan, in LSN order.
@@ -71,6 +75,7 @@ class JournalScanner {
   uint64_t offset_ = 0;    // where reading continues in it
   uint64_t expected_ = 1;  // the next LSN
   uint64_t records_ = 0;
+  uint64_t known_synced_ = 0;
 };
 
 }  // namespace wombatkv

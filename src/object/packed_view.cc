@@ -6,6 +6,9 @@ namespace wombatkv {
 
 Status PackedView::Refresh() {
   std::lock_guard<std::mutex> g(mu_);
+  // Best effort: without it, damage in the newest batch hides the records after it for a while.
+  auto checkpoint = ReadJournalCheckpoint(fs_, root_ + "/" + std::string(kJournalCheckpointMarker));
+  if (checkpoint.ok()) scanner_.set_known_synced(*checkpoint);
   return scanner_.Scan(
       [this](const ScannedRecord& r) {
         index_.Apply(r);

@@ -18,7 +18,7 @@ namespace wombatkv {
 
 class PackedView {
  public:
-  PackedView(FileSystem* fs, std::string root) : scanner_(fs, std::move(root)) {}
+  PackedView(FileSystem* fs, std::string root) : fs_(fs), root_(root), scanner_(fs, root) {}
 
   // Reads the journal records written since the last call.
   Status Refresh();
@@ -30,6 +30,8 @@ class PackedView {
                 std::vector<ListEntry>* out, bool* more) const;
 
  private:
+  FileSystem* const fs_;
+  const std::string root_;
   mutable std::mutex mu_;
   JournalScanner scanner_;
   PackedIndex index_;
