@@ -3,11 +3,14 @@
 //
 // Properties, for every input:
 //   1. Decoding the raw input (as replay does: records one after another, each expected to carry
-//      the next LSN) never crashes, leaks or hits UB; each record decoded is well formed (known
-//      op, key of 1..1024 bytes, a value only for kPut, within the input) and re-encodes to
-//      exactly the bytes it was decoded from (the encoding is canonical).
-//   2. Any single-byte change or truncation of a valid encoding fails to decode, and a valid
-//      encoding never decodes under another expected LSN (stale bytes never pass as new records).
+//      the next LSN; a sync mark carries the next one and takes none) never crashes, leaks or hits
+//      UB; each record decoded is well formed (known op, key of 1..1024 bytes, a value only for the
+//      ops that have one, within the input) and, in the current format, re-encodes to exactly the
+//      bytes it was decoded from (the encoding is canonical) — with its value's checksum marked
+//      bad when it decoded so.
+//   2. Any single-byte change of a valid encoding fails to decode or decodes with a bad value
+//      (never as another sound record); any truncation fails; a valid encoding never decodes under
+//      another expected LSN (stale bytes never pass as new records).
 //   3. A record built from the input round-trips.
 #include <cstdint>
 #include <string>
@@ -25,7 +28,8 @@ void CheckMutationsFail(const std::string& enc, uint64_t lsn, FuzzedDataProvider
     const size_t pos = in.ConsumeIntegralInRange<size_t>(0, m.size() - 1);
     const uint8_t x = in.ConsumeIntegralInRange<uint8_t>(1, 255);
     m[pos] = static_cast<char>(static_cast<uint8_t>(m[pos]) ^ x);
-    FUZZ_CHECK(!DecodeJournalRecord(AsBytes(m), lsn).ok());
+    auto r = DecodeJournalRecord(AsBytes(m), lsn);
+    FUZZ_CHECK(!r.ok() || !r->value_ok);
   }
   std::string shorter = enc.substr(0, in.ConsumeIntegralInRange<size_t>(0, enc.size() - 1));
   FUZZ_CHECK(!DecodeJournalRecord(AsBytes(shorter), lsn).ok());
@@ -47,28 +51,40 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     FUZZ_CHECK(r->lsn == lsn && r->encoded_bytes <= rest.size());
     FUZZ_CHECK(!r->key.empty() && r->key.size() <= 1024);
-    FUZZ_CHECK(r->op == JournalOp::kPut || r->value.empty());
-    std::string again;
-    EncodeJournalRecord(r->lsn, r->op, r->key, {r->value}, again);
-    FUZZ_CHECK(again == std::string(reinterpret_cast<const char*>(rest.data()), r->encoded_bytes));
+    FUZZ_CHECK(r->op == JournalOp::kPut || r->op == JournalOp::kPutPacked ||
+               r->op == JournalOp::kSyncMark || r->value.empty());
+    FUZZ_CHECK(r->value_offset + r->value.size() == r->encoded_bytes);
+    if (r->value_offset == kJournalRecordHeaderBytes + r->key.size()) {  // the current format
+      std::string again;
+      EncodeJournalRecord(r->lsn, r->op, r->key, {r->value}, again, /*value_damaged=*/!r->value_ok);
+      const std::string was(reinterpret_cast<const char*>(rest.data()), r->encoded_bytes);
+      if (r->value_ok) {
+        FUZZ_CHECK(again == was);
+      } else {  // the same record but for its value's checksum, which is anything but the right one
+        FUZZ_CHECK(again.size() == was.size() && again.substr(24) == was.substr(24) &&
+                   again.substr(4, 16) == was.substr(4, 16));
+      }
+    }
     rest = rest.subspan(r->encoded_bytes);
-    ++lsn;
+    if (r->op != JournalOp::kSyncMark) ++lsn;
   }
 
   // 3. A record built from the input, then 2. on its encoding.
   FuzzedDataProvider in(data, size);
   const uint64_t built_lsn = in.ConsumeIntegral<uint64_t>();
-  const auto op = static_cast<JournalOp>(in.ConsumeIntegralInRange<uint8_t>(1, 3));
+  const auto op = static_cast<JournalOp>(in.ConsumeIntegralInRange<uint8_t>(1, 4));
   std::string key = wombatkv::fuzz::KeyishString(in, 64);
   if (key.empty()) key = "k";
-  const std::string value =
-      op == JournalOp::kPut ? in.ConsumeBytesAsString(in.ConsumeIntegralInRange<size_t>(0, 512))
-                            : std::string();
+  std::string value =
+      op == JournalOp::kPut || op == JournalOp::kPutPacked
+          ? in.ConsumeBytesAsString(in.ConsumeIntegralInRange<size_t>(0, 512))
+          : std::string();
+  if (op == JournalOp::kPutPacked) value = std::string(kPackedValuePrefixBytes, 'p') + value;
   std::string enc;
   EncodeJournalRecord(built_lsn, op, key, {AsBytes(value)}, enc);
   FUZZ_CHECK(enc.size() == kJournalRecordHeaderBytes + key.size() + value.size());
   auto back = DecodeJournalRecord(AsBytes(enc), built_lsn);
-  FUZZ_CHECK(back.ok());
+  FUZZ_CHECK(back.ok() && back->value_ok);
   FUZZ_CHECK(back->op == op && back->key == key &&
              std::string(reinterpret_cast<const char*>(back->value.data()), back->value.size()) ==
                  value);

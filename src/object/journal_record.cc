@@ -117,9 +117,7 @@ Result<JournalRecordView> DecodeJournalRecord(ByteView in, uint64_t expected_lsn
   }
   r.value_offset = header_bytes + key_bytes;
   const size_t total = r.value_offset + size_t{value_bytes};
-  // The header and key are checked before the value is even there: a record torn inside its
-  // value still reads as a record (value_ok false), one torn before is no record.
-  if (in.size() < (format == 0 ? total : r.value_offset)) {
+  if (in.size() < total) {
     return Status::Corruption("journal record " + std::to_string(r.lsn) + ": torn (" +
                               std::to_string(in.size()) + " of " + std::to_string(total) +
                               " bytes)");
@@ -130,11 +128,6 @@ Result<JournalRecordView> DecodeJournalRecord(ByteView in, uint64_t expected_lsn
   }
   r.key = std::string_view(reinterpret_cast<const char*>(p + header_bytes), key_bytes);
   r.encoded_bytes = total;
-  if (in.size() < total) {
-    r.value_ok = false;
-    r.value = ByteView(p + r.value_offset, in.size() - r.value_offset);
-    return r;
-  }
   r.value = ByteView(p + r.value_offset, value_bytes);
   if (format != 0) r.value_ok = Crc32c(r.value.data(), r.value.size()) == GetLe<uint32_t>(p + 20);
   return r;

@@ -67,8 +67,8 @@ struct JournalRecordView {
   ByteView value;
   size_t value_offset = 0;   // of the value from the record's start
   size_t encoded_bytes = 0;  // header + key + value
-  // False: the header and key are sound but the value does not match its checksum (a torn last
-  // record, or damage; journal_scan.h tells them apart).
+  // False: the header and key are sound, and the value is all there but does not match its
+  // checksum (a torn batch, or damage; journal_scan.h tells them apart).
   bool value_ok = true;
 };
 
