@@ -38,7 +38,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <condition_variable>
 #include <deque>
 #include <queue>
@@ -69,20 +68,8 @@ constexpr int kReadAttemptsMax = 4;
 constexpr uint64_t kKeptBytesPerLiveByte = 2;
 constexpr uint64_t kKeptSlackFiles = 2;
 
-void AppendHex(std::string& out, uint64_t v) {
-  char buf[16];
-  auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
-  out.append(buf, r.ptr);
-}
-
 std::string EtagOf(const FileInfo& info) {
-  std::string etag;
-  AppendHex(etag, info.inode);
-  etag += '-';
-  AppendHex(etag, info.mtime_ns);
-  etag += '-';
-  AppendHex(etag, info.size);
-  return etag;
+  return HexEtag("", info.inode, info.mtime_ns, info.size);
 }
 
 std::string ParentOf(std::string_view key) {

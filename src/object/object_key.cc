@@ -1,6 +1,8 @@
 // Object key validation: the one check that keeps untrusted names from becoming paths.
 #include "object/object_key.h"
 
+#include <charconv>
+
 #include "base/limits.h"
 
 namespace wombatkv {
@@ -60,6 +62,17 @@ std::string_view SegmentProblem(std::string_view name, bool last_is_partial) {
 }
 
 }  // namespace
+
+std::string HexEtag(std::string_view prefix, uint64_t a, uint64_t b, uint64_t c) {
+  std::string out(prefix);
+  char buf[16];
+  for (uint64_t v : {a, b, c}) {
+    if (out.size() > prefix.size()) out += '-';
+    auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
+    out.append(buf, r.ptr);
+  }
+  return out;
+}
 
 bool IsValidKeySegment(std::string_view segment) {
   if (segment.empty() || segment == "." || segment == "..") return false;

@@ -1,17 +1,9 @@
 #include "object/packed_index.h"
 
-#include <charconv>
-
 #include "object/object_key.h"
 
 namespace wombatkv {
 namespace {
-
-void AppendHex(std::string& out, uint64_t v) {
-  char buf[16];
-  auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
-  out.append(buf, r.ptr);
-}
 
 // The smallest string above every string starting with `prefix` (which ends in '/').
 std::string PastPrefix(std::string_view prefix) {
@@ -23,13 +15,7 @@ std::string PastPrefix(std::string_view prefix) {
 }  // namespace
 
 std::string PackedEtag(const PackedEntry& e) {
-  std::string etag = "p";
-  AppendHex(etag, e.etag_id);
-  etag += '-';
-  AppendHex(etag, e.modified_us);
-  etag += '-';
-  AppendHex(etag, e.size);
-  return etag;
+  return HexEtag("p", e.etag_id, e.modified_us, e.size);
 }
 
 const PackedEntry* PackedIndex::Find(std::string_view key) const {
