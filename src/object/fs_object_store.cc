@@ -79,7 +79,9 @@ std::string ParentOf(std::string_view key) {
 
 class FsObjectStore final : public ObjectStore {
  public:
-  FsObjectStore(std::string root, FileSystem* fs) : fs_(fs), syncs_(fs) {
+  // `journaled`: OpenJournal follows, and the store reads its own index of packed objects;
+  // else it reads them through a view of the journal files its owner keeps.
+  FsObjectStore(std::string root, FileSystem* fs, bool journaled) : fs_(fs), syncs_(fs) {
     while (root.size() > 1 && root.back() == '/') root.pop_back();
     root_ = root.empty() ? "." : root;
     base_ = root_ == "/" ? "/" : root_ + "/";
@@ -87,7 +89,7 @@ class FsObjectStore final : public ObjectStore {
     owner_lock_path_ = base_ + ".~journal.lock";
     rewrite_marker_path_ = base_ + std::string(kJournalRewriteMarker);
     checkpoint_marker_path_ = base_ + std::string(kJournalCheckpointMarker);
-    view_ = std::make_unique<PackedView>(fs_, root_);
+    if (!journaled) view_ = std::make_unique<PackedView>(fs_, root_);
     // Best effort: a failure here resurfaces, with its cause, at the first write.
     (void)fs_->CreateDirs(root_);
   }
@@ -131,7 +133,6 @@ class FsObjectStore final : public ObjectStore {
     // of what it writes is reported to the syncs that retire journal files (FileSystemSyncHandle).
     WMBT_ASSIGN_OR_RETURN(sync_handle_, fs_->OpenSyncHandle(root_));
     clock_ = options.clock ? options.clock : RealClock();
-    view_.reset();  // the owner reads its own index
     auto marker = fs_->Stat(rewrite_marker_path_);
     const bool rewrite = !marker.status().IsNotFound();  // an error reading it: rewrite too
     ReplayOptions replay_options;
@@ -202,7 +203,7 @@ class FsObjectStore final : public ObjectStore {
       return EtagOf(written);
     }
     WMBT_RETURN_IF_ERROR(RefuseIfJournaledElsewhere(key));
-    WMBT_RETURN_IF_ERROR(RefuseIfJournalKept("put", key));
+    WMBT_RETURN_IF_ERROR(RefuseIfJournalKept(key));
     FileInfo written;
     WMBT_RETURN_IF_ERROR(WriteDirect(key, dir, path, parts, options, &written));
     return EtagOf(written);
@@ -377,11 +378,11 @@ class FsObjectStore final : public ObjectStore {
 
   // A plain store must not write into a root whose journal its owner keeps: the journal holds
   // versions (packed ones, and the records replay brings back) that would override the write.
-  Status RefuseIfJournalKept(std::string_view what, std::string_view key) {
+  Status RefuseIfJournalKept(std::string_view key) {
     WMBT_RETURN_IF_ERROR(view_->Refresh());
     if (!view_->journaled()) return Status::Ok();
     return Status::FailedPrecondition(
-        std::string(what) + " " + std::string(key) + " in " + Describe() +
+        "put " + std::string(key) + " in " + Describe() +
         ": the directory keeps a journal of its owner (the store of the data directory); write "
         "through a store open on it");
   }
@@ -1118,12 +1119,12 @@ class FsObjectStore final : public ObjectStore {
 }  // namespace
 
 std::unique_ptr<ObjectStore> NewFsObjectStore(std::string root, FileSystem* fs) {
-  return std::make_unique<FsObjectStore>(std::move(root), fs);
+  return std::make_unique<FsObjectStore>(std::move(root), fs, /*journaled=*/false);
 }
 
 Result<std::unique_ptr<ObjectStore>> OpenJournaledFsObjectStore(std::string root, FileSystem* fs,
                                                                 FsJournalOptions options) {
-  auto store = std::make_unique<FsObjectStore>(std::move(root), fs);
+  auto store = std::make_unique<FsObjectStore>(std::move(root), fs, /*journaled=*/true);
   WMBT_RETURN_IF_ERROR(store->OpenJournal(options));
   return std::unique_ptr<ObjectStore>(std::move(store));
 }
