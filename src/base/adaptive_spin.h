@@ -26,6 +26,11 @@
 
 namespace wombatkv {
 
+// A spin round that yields the core (sched_yield, maybe with a non-blocking poll) and takes longer
+// than this means another task had the core meanwhile: the cores are contended, and spinning on
+// is stealing from the peer the waiter waits for.
+inline constexpr uint64_t kContendedRoundMicros = 10;
+
 class AdaptiveSpin {
  public:
   struct Options {

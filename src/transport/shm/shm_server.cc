@@ -122,6 +122,10 @@ struct ShmServer::Impl {
   // ~30 µs — a client's turnaround between two calls — or a client calling in a loop would need
   // a doorbell (three context switches) for every call.
   shm::AdaptiveSpin scan_spin{1024};
+  // The last spin ended early because a yield took long: other tasks wanted the cores (e.g. eight
+  // clients waiting for durable saves on two cores), so a doorbell rung after it does not lengthen
+  // the spin — spinning longer would only delay the clients more (docs/shm.md, "Wake-ups").
+  std::atomic<bool> spin_contended{false};
   std::mutex pool_mu;
   std::condition_variable pool_cv;
   size_t idle = 0;         // GUARDED_BY(pool_mu): workers asleep or about to sleep
@@ -556,12 +560,16 @@ void ShmServer::Impl::WorkerLoop(size_t index) {
       shm::CpuRelax();
       continue;
     }
+    bool contended = false;
     if (spinning && spins < scan_spin.limit() + shm::kYieldRounds) {
+      const uint64_t before = clock->NowMicros();
       shm::YieldCore();  // clients runnable on this core get to publish their next request
-      continue;
+      contended = clock->NowMicros() - before > kContendedRoundMicros;
+      if (!contended) continue;
     }
     if (spinning) {
       scan_spin.Failed();
+      spin_contended.store(contended, std::memory_order_relaxed);
       spinner.store(false);
     }
     spinning = false;
@@ -601,8 +609,10 @@ void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, size_t* r
   lk.unlock();
   // A client had to ring: the spinner gave up too early for this client's pace (its next call
   // came later than the spin lasted, e.g. because it slept). Spin longer from now on, or the two
-  // sides settle into sleeping and waking each other on every call.
-  if (rung) scan_spin.Succeeded(shm::AdaptiveSpin::kCeiling);
+  // sides settle into sleeping and waking each other on every call — unless the cores were
+  // contended: then the client was late because it waited for a core, which a longer spin takes.
+  if (rung && !spin_contended.load(std::memory_order_relaxed))
+    scan_spin.Succeeded(shm::AdaptiveSpin::kCeiling);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -25,9 +25,6 @@
 
 namespace wombatkv::tcp {
 
-// A poll round (one non-blocking syscall and a yield) longer than this means another task had the
-// core: spinning is stealing from it.
-inline constexpr uint64_t kContendedRoundMicros = 10;
 // Bounds the rounds even under a clock that does not move (a test's manual clock).
 inline constexpr uint32_t kSpinRoundsPerMicroMax = 4;
 
