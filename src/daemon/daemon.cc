@@ -84,6 +84,9 @@ Status Daemon::Impl::StartTcp() {
   o.max_frame_bytes = options.settings.max_frame_bytes;
   o.idle_timeout_ms = options.settings.idle_timeout_ms;
   o.worker_threads = options.settings.workers;
+  // A lone client's saves run on the event loop when they wait only for the local disk; never
+  // for S3, whose requests may take seconds (docs/daemon.md, "Inline requests").
+  o.inline_when_alone = options.config.s3_bucket.empty();
   o.clock = clock;
   LogSink sink = log;
   o.log = [sink](LogLevel level, const std::string& line) { sink(level, "tcp: " + line); };

@@ -64,6 +64,10 @@ struct Connection {
   bool read_done = false;       // never read again (peer EOF, rejected frame, draining)
   bool close_when_idle = false; // close once nothing is in flight or queued
   uint64_t window = 0;          // loop thread only: the last Loop::window it sent requests in
+  // Invariant 8 (loop thread only): seen pipelining, so never inline again; blocking requests
+  // still to hand to workers after a slow inline run.
+  bool pipelines = false;
+  uint32_t inline_pause = 0;
 };
 
 struct Loop {
@@ -145,7 +149,16 @@ struct TcpServer::Impl {
   void OnPeerClosed(Loop& loop, const std::shared_ptr<Connection>& c);
   void Reject(Loop& loop, const std::shared_ptr<Connection>& c, const Status& why);
   void Dispatch(const std::shared_ptr<Connection>& c, wire::Message request);
+  // Invariant 8: whether the blocking request just read from `c` may run on the loop.
+  bool RunsInline(const Loop& loop, Connection& c);
+  void RunInline(const std::shared_ptr<Connection>& c, const wire::Message& request);
+  // A worker's task: Handle, then Answer.
   void Work(const std::shared_ptr<Connection>& c, const wire::Message& request);
+  // Runs the handler and frames its response (a stray exception becomes an error response).
+  Result<wire::FramedMessage> Handle(const std::shared_ptr<Connection>& c,
+                                     const wire::Message& request);
+  // Queues and writes the response of a request that counted in `inflight`, and ends it.
+  void Answer(const std::shared_ptr<Connection>& c, Result<wire::FramedMessage> framed);
   // Invariant 7: answers `request` on the loop if the immediate handler can; false if not.
   bool AnswerNow(Loop& loop, const std::shared_ptr<Connection>& c, const wire::Message& request,
                  uint64_t* response_bytes);
@@ -432,6 +445,10 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
         answered = true;
         continue;
       }
+      if (RunsInline(loop, *c)) {
+        RunInline(c, **m);
+        continue;
+      }
       Dispatch(c, std::move(**m));
     }
     // The answers of everything this read carried leave in one sendmsg.
@@ -537,7 +554,7 @@ void TcpServer::Impl::Reject(Loop& loop, const std::shared_ptr<Connection>& c,
 void TcpServer::Impl::Dispatch(const std::shared_ptr<Connection>& c, wire::Message request) {
   {
     std::lock_guard<std::mutex> g(c->mu);
-    ++c->inflight;
+    if (++c->inflight > 1) c->pipelines = true;  // invariant 8
     if (c->inflight >= options.inflight_per_connection_max && !c->read_paused) {
       c->read_paused = true;  // invariant 2
       UpdateEventsLocked(*c);
@@ -547,7 +564,45 @@ void TcpServer::Impl::Dispatch(const std::shared_ptr<Connection>& c, wire::Messa
   executor->Submit([this, c, m = std::move(request)] { Work(c, m); });
 }
 
+bool TcpServer::Impl::RunsInline(const Loop& loop, Connection& c) {
+  if (!options.inline_when_alone || c.pipelines || !Alone(loop) || draining.load()) return false;
+  // More bytes were read behind this frame: the client sent them before its answer came.
+  if (c.reader.mid_frame()) {
+    c.pipelines = true;
+    return false;
+  }
+  if (c.inline_pause > 0) {
+    --c.inline_pause;
+    return false;
+  }
+  std::lock_guard<std::mutex> g(c.mu);
+  return c.inflight == 0 && !c.closed;
+}
+
+void TcpServer::Impl::RunInline(const std::shared_ptr<Connection>& c,
+                                const wire::Message& request) {
+  {
+    std::lock_guard<std::mutex> g(c->mu);
+    ++c->inflight;
+  }
+  inflight_total.fetch_add(1);
+  stats.requests_inline.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t start = clock->NowMicros();
+  auto framed = Handle(c, request);
+  if (clock->NowMicros() - start > kInlineSlowMicros) c->inline_pause = kInlinePauseRequests;
+  // Bytes that came while it ran, before its answer: the client sends without waiting for
+  // answers, and must not wait behind a blocking request again.
+  char byte;
+  if (::recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) c->pipelines = true;
+  Answer(c, std::move(framed));
+}
+
 void TcpServer::Impl::Work(const std::shared_ptr<Connection>& c, const wire::Message& request) {
+  Answer(c, Handle(c, request));
+}
+
+Result<wire::FramedMessage> TcpServer::Impl::Handle(const std::shared_ptr<Connection>& c,
+                                                    const wire::Message& request) {
   wire::Message response;
   try {
     response = handler(c->session, request);
@@ -558,7 +613,11 @@ void TcpServer::Impl::Work(const std::shared_ptr<Connection>& c, const wire::Mes
                                           Status::Internal(std::string("request failed: ") +
                                                            e.what()));
   }
-  auto framed = FrameResponse(request, std::move(response));
+  return FrameResponse(request, std::move(response));
+}
+
+void TcpServer::Impl::Answer(const std::shared_ptr<Connection>& c,
+                             Result<wire::FramedMessage> framed) {
   {
     std::lock_guard<std::mutex> g(c->mu);
     --c->inflight;

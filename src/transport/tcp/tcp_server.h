@@ -6,7 +6,8 @@
 // because a handler may block for as long as a publish takes. No thread per connection.
 // Requests the `immediate` handler can answer without blocking (lookups, gets from RAM) are
 // answered on the loop itself and written at once — no hand-off to a worker and back — within a
-// budget per connection and wake-up (invariant 7).
+// budget per connection and wake-up (invariant 7). With `inline_when_alone`, a lone sequential
+// client's blocking requests run on the loop too (invariant 8).
 //
 // Per connection (invariants):
 //   1. One Session, created at accept; `token_required` is true unless the listener's address is
@@ -29,7 +30,15 @@
 //   7. Fairness of immediate answers: per wake-up, a connection gets at most
 //      kImmediatePerWakeup requests answered on the loop, or kImmediateBytesPerWakeup response
 //      bytes; then its remaining complete frames go to the workers and the loop serves the other
-//      ready sockets before reading that one again. A blocking request never runs on a loop.
+//      ready sockets before reading that one again.
+//   8. A blocking request runs on a loop only with `inline_when_alone`, and only while its
+//      connection is alone on that loop (the one that sent requests in the last window of
+//      spin_when_alone, and no other since), has nothing else in flight, and has never sent a
+//      request while another of its requests ran (pipelining). Once it is seen doing so (bytes of
+//      another frame read with this one, or arriving before this one's answer), it never runs
+//      inline again. A request of another connection (or a new connection) arriving meanwhile
+//      waits for that one request; an inline run slower than kInlineSlowMicros sends the
+//      connection's next kInlinePauseRequests blocking requests to the workers.
 //
 // Thread-safety: Start, Shutdown and the destructor from one thread; stats() from any.
 #pragma once
@@ -54,6 +63,8 @@ namespace wombatkv::tcp {
 inline constexpr uint32_t kUnauthenticatedFrameBytesMax = 64 << 10;
 inline constexpr size_t kImmediatePerWakeup = 64;
 inline constexpr uint64_t kImmediateBytesPerWakeup = 8 << 20;
+inline constexpr uint64_t kInlineSlowMicros = 20000;  // invariant 8
+inline constexpr uint32_t kInlinePauseRequests = 256;
 
 // Runs one request; must return its response (the server sets id and kFlagResponse if the
 // handler did not). Called on worker threads, concurrently, also for one session.
@@ -88,6 +99,12 @@ struct TcpServerOptions {
   // in the last millisecond window and no other since): the ping-pong of a lone client, whose
   // round trip then pays no daemon wake-up, while many clients never make the loop spin.
   bool spin_when_alone = true;
+  // Invariant 8. A lone client's blocking request (a save) then costs no hand-off to a worker,
+  // and the loop, which wrote the answer, catches the client's next request without a wake-up:
+  // a one-client 1 KiB save's p50 fell from 1.5-1.67x to 1.22-1.38x an embedded save's
+  // (docs/daemon.md, "Inline requests"). Set it only when requests block on local resources
+  // (the daemon does so for a local L2): the loop serves nobody else while one runs.
+  bool inline_when_alone = false;
   size_t connections_max = 4096;  // accepted beyond this: closed at once (logged)
   Clock* clock = nullptr;         // null = RealClock()
   LogSink log;                    // null = warnings and errors to stderr
@@ -110,6 +127,7 @@ struct TcpServerStats {
   std::atomic<uint64_t> bytes_in{0};
   std::atomic<uint64_t> bytes_out{0};
   std::atomic<uint64_t> loop_spins{0};  // spin waits begun (spin, spin_when_alone)
+  std::atomic<uint64_t> requests_inline{0};  // blocking requests run on a loop (invariant 8)
 };
 
 class TcpServer {

@@ -4,6 +4,8 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,7 +13,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "transport/tcp/frame_reader.h"
@@ -26,6 +30,7 @@ namespace {
 constexpr uint16_t kEchoOp = 100;   // answers with the request's fields and payloads
 constexpr uint16_t kBlockOp = 101;  // waits until the test releases it, then echoes
 constexpr uint16_t kNowOp = 102;    // echoed on the event loop by the immediate handler
+constexpr uint16_t kSlowOp = 103;   // runs Handler::slow, then echoes
 
 // A gate the test opens; the handler counts who waits at it.
 class Gate {
@@ -59,6 +64,7 @@ struct Handler {
   std::atomic<int> hellos{0};
   std::atomic<int> token_required_sessions{0};
   uint32_t advertised_max_frame = wire::kDefaultMaxBodyBytes;
+  std::function<void()> slow;  // kSlowOp
 
   wire::Message operator()(Session& session, const wire::Message& request) {
     if (request.op == static_cast<uint16_t>(wire::Op::kHello)) {
@@ -70,6 +76,7 @@ struct Handler {
       return r.Encode();
     }
     if (request.op == kBlockOp) gate.Wait();
+    if (request.op == kSlowOp && slow) slow();
     wire::Message echo;
     echo.op = request.op;
     echo.fields = request.fields;
@@ -221,17 +228,19 @@ class TestClock final : public Clock {
 
 // A server on a manual clock that never closes idle connections.
 struct ClockedServer {
-  explicit ClockedServer(bool spin_when_alone) {
+  explicit ClockedServer(bool spin_when_alone, bool inline_when_alone = false) {
     TcpServerOptions so;
     so.clock = &clock;
     so.idle_timeout_ms = 0;
     so.spin_when_alone = spin_when_alone;
+    so.inline_when_alone = inline_when_alone;
     server = StartServer(h, so);
   }
   std::unique_ptr<Channel> Connect() {
     return ::wombatkv::tcp::Connect(server->listeners()[0].address);
   }
   uint64_t loop_spins() const { return server->stats().loop_spins.load(); }
+  uint64_t inline_runs() const { return server->stats().requests_inline.load(); }
 
   Handler h;
   TestClock clock;
@@ -280,6 +289,124 @@ TEST(TcpTransport, LoopSpinsOnlyWhileOneConnectionAloneSendsRequests) {
     for (int i = 0; i < 5; ++i) call(*a, "no spin");
     EXPECT_EQ(s.loop_spins(), 0u);
   }
+}
+
+// A client on a raw socket that decides how its frames are split into writes.
+struct RawClient {
+  explicit RawClient(const std::string& addr) : fd(RawConnect(addr)) {}
+  ~RawClient() { ::close(fd); }
+  // Sends frames of kEchoOp-like requests (op, text) in one write.
+  void Send(const std::vector<std::pair<uint16_t, std::string>>& requests) {
+    std::vector<uint8_t> bytes;
+    for (const auto& [op, text] : requests) {
+      wire::Message m = Echo(op, text);
+      m.id = ++last_id;
+      auto f = wire::Frame(std::move(m));
+      ASSERT_TRUE(f.ok());
+      for (const iovec& v : f->iov()) {
+        const auto* p = static_cast<const uint8_t*>(v.iov_base);
+        bytes.insert(bytes.end(), p, p + v.iov_len);
+      }
+    }
+    ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  }
+  // Waits until the server's side has received (acknowledged) everything sent.
+  void AwaitReceived() {
+    int unacked = 1;
+    while (::ioctl(fd, SIOCOUTQ, &unacked) == 0 && unacked > 0) std::this_thread::yield();
+  }
+  std::string Read() {
+    auto m = RawReadFrame(fd, reader);
+    EXPECT_TRUE(m.has_value());
+    return m ? PayloadText(*m) : "";
+  }
+  // One request, then its answer.
+  void Call(uint16_t op, const std::string& text) {
+    Send({{op, text}});
+    EXPECT_EQ(Read(), text);
+  }
+
+  int fd;
+  FrameReader reader{1 << 20};
+  uint64_t last_id = 0;
+};
+
+// inline_when_alone (TcpServer invariant 8): a lone client that waits for each answer gets its
+// blocking requests run on the loop, once the loop has seen it alone for a window.
+TEST(TcpTransport, ALoneSequentialClientsBlockingRequestsRunOnTheLoop) {
+  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
+  RawClient a(s.server->listeners()[0].address);
+  a.Call(kEchoOp, "first window: to a worker");
+  s.clock.Advance(2'000);
+  a.Call(kEchoOp, "ends the window: to a worker");
+  EXPECT_EQ(s.inline_runs(), 0u);
+  for (int i = 0; i < 5; ++i) a.Call(kEchoOp, "alone: on the loop " + std::to_string(i));
+  EXPECT_EQ(s.inline_runs(), 5u);
+  a.Call(kNowOp, "an immediate request is answered as before");
+  EXPECT_EQ(s.inline_runs(), 5u);
+}
+
+TEST(TcpTransport, NoRequestRunsOnTheLoopWhileTwoConnectionsSend) {
+  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
+  RawClient a(s.server->listeners()[0].address);
+  RawClient b(s.server->listeners()[0].address);
+  for (int window = 0; window < 3; ++window) {
+    for (int i = 0; i < 5; ++i) {
+      a.Call(kEchoOp, "a");
+      b.Call(kEchoOp, "b");
+    }
+    s.clock.Advance(2'000);
+  }
+  EXPECT_EQ(s.inline_runs(), 0u);
+}
+
+// Brings `a` to where its blocking requests run on the loop.
+void MakeAlone(ClockedServer& s, RawClient& a) {
+  a.Call(kEchoOp, "first window");
+  s.clock.Advance(2'000);
+  a.Call(kEchoOp, "ends the window");
+  a.Call(kEchoOp, "inline");
+  ASSERT_EQ(s.inline_runs(), 1u);
+}
+
+TEST(TcpTransport, AConnectionThatSendsTwoFramesInOneWriteNeverRunsInlineAgain) {
+  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
+  RawClient a(s.server->listeners()[0].address);
+  MakeAlone(s, a);
+  a.Send({{kEchoOp, "one"}, {kEchoOp, "two"}});
+  std::set<std::string> answers = {a.Read(), a.Read()};
+  EXPECT_EQ(answers, (std::set<std::string>{"one", "two"}));
+  for (int i = 0; i < 5; ++i) a.Call(kEchoOp, "to a worker");
+  EXPECT_EQ(s.inline_runs(), 1u) << "a connection seen pipelining runs nothing inline";
+}
+
+TEST(TcpTransport, AFrameArrivingDuringAnInlineRunEndsInlineRunsForThatConnection) {
+  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
+  RawClient a(s.server->listeners()[0].address);
+  MakeAlone(s, a);
+  a.Send({{kBlockOp, "blocks the loop"}});
+  s.h.gate.AwaitWaiters(1);
+  EXPECT_EQ(s.inline_runs(), 2u);
+  a.Send({{kEchoOp, "waits for it"}});  // the cost of inlining: once per connection
+  a.AwaitReceived();
+  s.h.gate.Open();
+  EXPECT_EQ(a.Read(), "blocks the loop");
+  EXPECT_EQ(a.Read(), "waits for it");
+  for (int i = 0; i < 5; ++i) a.Call(kEchoOp, "to a worker");
+  EXPECT_EQ(s.inline_runs(), 2u);
+}
+
+TEST(TcpTransport, ASlowInlineRunSendsTheNextRequestsToWorkers) {
+  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
+  s.h.slow = [&s] { s.clock.Advance(kInlineSlowMicros + 1); };
+  RawClient a(s.server->listeners()[0].address);
+  MakeAlone(s, a);
+  a.Call(kSlowOp, "slow, inline");
+  EXPECT_EQ(s.inline_runs(), 2u);
+  for (uint32_t i = 0; i < kInlinePauseRequests; ++i) a.Call(kEchoOp, "paused: to a worker");
+  EXPECT_EQ(s.inline_runs(), 2u);
+  a.Call(kEchoOp, "inline again");
+  EXPECT_EQ(s.inline_runs(), 3u);
 }
 
 TEST(TcpTransport, ImmediateAndWorkerAnswersFromManyThreadsMatchTheirCalls) {
