@@ -10,6 +10,8 @@
 //   - a delete that returned stays deleted; objects of earlier rounds are unchanged.
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -200,11 +202,21 @@ class JournalCrashTest : public ::testing::Test {
   std::string root_;
 };
 
+// A number from the environment, for sweeps beyond CI's fixed seed:
+//   WMBT_JOURNAL_CRASH_SEED=7 WMBT_JOURNAL_CRASH_ROUNDS=200 object_test --gtest_filter='JournalCrash*'
+uint64_t FromEnv(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v == nullptr || *v == '\0' ? fallback : std::strtoull(v, nullptr, 10);
+}
+
 TEST_F(JournalCrashTest, RandomCrashesKeepDurablePutsAndTheirOrder) {
   CrashModelFs fs(PosixFileSystem(), root_);
-  auto rng = NewSeededRandom(20261130);
+  const uint64_t seed0 = FromEnv("WMBT_JOURNAL_CRASH_SEED", 20261130);
+  const int rounds = static_cast<int>(FromEnv("WMBT_JOURNAL_CRASH_ROUNDS", 24));
+  SCOPED_TRACE("seed " + std::to_string(seed0));
+  auto rng = NewSeededRandom(seed0);
   std::map<std::string, std::string> stable;
-  for (int round = 0; round < 24; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     FsJournalOptions opts;
     opts.journaled_object_bytes_max = kJournaledMax;
