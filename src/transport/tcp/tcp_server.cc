@@ -88,6 +88,8 @@ struct Loop {
   uint64_t window_start_us = 0;
   uint32_t window_conns = 0;
   uint32_t prev_window_conns = 0;
+  uint64_t window_last_conn = 0;  // the connection counted last in the current window
+  uint64_t prev_alone_conn = 0;   // the one connection of the last window, if it had one
   ~Loop() {
     if (epfd >= 0) ::close(epfd);
     if (wakefd >= 0) ::close(wakefd);
@@ -272,6 +274,7 @@ void TcpServer::Impl::NextWindowIfDue(Loop& loop) {
   const uint64_t now = clock->NowMicros();
   if (now - loop.window_start_us < kAloneWindowMicros) return;
   loop.prev_window_conns = loop.window_conns;
+  loop.prev_alone_conn = loop.window_conns == 1 ? loop.window_last_conn : 0;
   loop.window_conns = 0;
   ++loop.window;
   loop.window_start_us = now;
@@ -333,6 +336,7 @@ void TcpServer::Impl::Run(Loop& loop) {
         if (c->window != loop.window) {  // the first time in this window
           c->window = loop.window;
           ++loop.window_conns;
+          loop.window_last_conn = c->id;
         }
       }
       if (ev & EPOLLOUT) OnWritable(loop, c);
@@ -565,7 +569,11 @@ void TcpServer::Impl::Dispatch(const std::shared_ptr<Connection>& c, wire::Messa
 }
 
 bool TcpServer::Impl::RunsInline(const Loop& loop, Connection& c) {
-  if (!options.inline_when_alone || c.pipelines || !Alone(loop) || draining.load()) return false;
+  if (!options.inline_when_alone || c.pipelines || draining.load()) return false;
+  // Alone: this connection was the only one in the last window, and no other has sent since
+  // (this one is counted after its frames are read, so another is counted already if any).
+  if (loop.prev_alone_conn != c.id || loop.window_conns > (c.window == loop.window ? 1u : 0u))
+    return false;
   // More bytes were read behind this frame: the client sent them before its answer came.
   if (c.reader.mid_frame()) {
     c.pipelines = true;
