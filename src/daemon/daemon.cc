@@ -10,6 +10,7 @@
 #include "daemon/service.h"
 #include "setup/store_from_config.h"
 #include "transport/tcp/sockets.h"
+#include "wire/codec.h"
 #include "transport/shm/shm_server.h"
 #include "transport/tcp/tcp_server.h"
 
@@ -84,9 +85,17 @@ Status Daemon::Impl::StartTcp() {
   o.max_frame_bytes = options.settings.max_frame_bytes;
   o.idle_timeout_ms = options.settings.idle_timeout_ms;
   o.worker_threads = options.settings.workers;
-  // A lone client's saves run on the event loop when they wait only for the local disk; never
-  // for S3, whose requests may take seconds (docs/daemon.md, "Inline requests").
-  o.inline_when_alone = options.config.s3_bucket.empty();
+  // A lone client's saves and publishes run on the event loop when they wait only for the local
+  // disk (about a millisecond); never with S3, whose requests may take seconds, and never the
+  // requests that may walk a whole L2 (refresh, usage, listings) or read it (a get missing the
+  // cache) (docs/daemon.md, "Inline requests").
+  if (options.config.s3_bucket.empty()) {
+    o.inline_when_alone = [](const wire::Message& request) {
+      const auto op = static_cast<wire::Op>(request.op);
+      return op == wire::Op::kSaveChain || op == wire::Op::kPutBlocks ||
+             op == wire::Op::kPublishChain;
+    };
+  }
   o.clock = clock;
   LogSink sink = log;
   o.log = [sink](LogLevel level, const std::string& line) { sink(level, "tcp: " + line); };

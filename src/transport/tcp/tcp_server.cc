@@ -78,6 +78,7 @@ struct Loop {
   std::mutex tasks_mu;
   std::vector<std::function<void()>> tasks;
   std::atomic<bool> stop{false};
+  std::atomic<bool> drained{false};  // Shutdown's Drain ran on it
   bool accept_paused = false;  // out of descriptors: listeners re-armed at the next scan
   uint64_t next_scan_us = 0;
   AdaptiveSpin spin{kLoopSpin};  // loop thread only
@@ -116,7 +117,12 @@ struct TcpServer::Impl {
   std::condition_variable drain_cv;
 
   ~Impl() {
-    // Worker tasks reference this object: they finish before any member goes.
+    // A loop still inside an inline request when Shutdown gave up on it (invariant 8) stops
+    // once that request returns. Worker tasks reference this object too: they finish before any
+    // member goes.
+    for (auto& loop : loops) {
+      if (loop->thread.joinable()) loop->thread.join();
+    }
     if (own_executor) {
       own_executor.reset();
     } else if (executor != nullptr) {
@@ -152,7 +158,9 @@ struct TcpServer::Impl {
   void Reject(Loop& loop, const std::shared_ptr<Connection>& c, const Status& why);
   void Dispatch(const std::shared_ptr<Connection>& c, wire::Message request);
   // Invariant 8: whether the blocking request just read from `c` may run on the loop.
-  bool RunsInline(const Loop& loop, Connection& c);
+  // `after_others`: frames came before it in the same read (sent before their answers).
+  bool RunsInline(const Loop& loop, Connection& c, const wire::Message& request,
+                  bool after_others);
   void RunInline(const std::shared_ptr<Connection>& c, const wire::Message& request);
   // A worker's task: Handle, then Answer.
   void Work(const std::shared_ptr<Connection>& c, const wire::Message& request);
@@ -387,6 +395,7 @@ void TcpServer::Impl::Accept(Loop& loop, size_t li) {
     }
     c->events = EPOLLIN;
     loop.conns.emplace(c->id, c);
+    loop.prev_alone_conn = 0;  // invariant 8: nobody is alone beside a newcomer
     stats.connections_accepted.fetch_add(1, std::memory_order_relaxed);
     stats.connections_open.fetch_add(1);
     Log(LogLevel::kDebug, "connection " + std::to_string(c->id) + " from " + c->session.peer +
@@ -430,6 +439,7 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
     stats.bytes_in.fetch_add(c->reader.bytes_read() - before, std::memory_order_relaxed);
     c->last_active_us.store(clock->NowMicros(), std::memory_order_relaxed);
     bool answered = false;
+    size_t frames = 0;  // of this read
     for (;;) {
       // Invariant 4, re-checked per frame: a Hello answered in between lifts the limit.
       c->reader.set_max_body_bytes(
@@ -442,6 +452,7 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
         return;
       }
       if (!m->has_value()) break;
+      ++frames;
       stats.frames_in.fetch_add(1, std::memory_order_relaxed);
       if (immediate_left > 0 && immediate_bytes < kImmediateBytesPerWakeup &&
           AnswerNow(loop, c, **m, &immediate_bytes)) {
@@ -449,9 +460,11 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
         answered = true;
         continue;
       }
-      if (RunsInline(loop, *c)) {
+      if (RunsInline(loop, *c, **m, frames > 1)) {
         RunInline(c, **m);
-        continue;
+        // Invariant 8: the other ready sockets come first (nothing more is staged: RunsInline
+        // saw no bytes behind this frame; level-triggered epoll reports what came since).
+        return;
       }
       Dispatch(c, std::move(**m));
     }
@@ -568,23 +581,29 @@ void TcpServer::Impl::Dispatch(const std::shared_ptr<Connection>& c, wire::Messa
   executor->Submit([this, c, m = std::move(request)] { Work(c, m); });
 }
 
-bool TcpServer::Impl::RunsInline(const Loop& loop, Connection& c) {
+bool TcpServer::Impl::RunsInline(const Loop& loop, Connection& c, const wire::Message& request,
+                                 bool after_others) {
   if (!options.inline_when_alone || c.pipelines || draining.load()) return false;
+  // Frames before it or bytes behind it in what was read: the client sends without waiting for
+  // answers, and must not wait behind a blocking request.
+  if (after_others || c.reader.mid_frame()) {
+    c.pipelines = true;
+    return false;
+  }
+  if (!options.inline_when_alone(request)) return false;
   // Alone: this connection was the only one in the last window, and no other has sent since
   // (this one is counted after its frames are read, so another is counted already if any).
   if (loop.prev_alone_conn != c.id || loop.window_conns > (c.window == loop.window ? 1u : 0u))
     return false;
-  // More bytes were read behind this frame: the client sent them before its answer came.
-  if (c.reader.mid_frame()) {
-    c.pipelines = true;
-    return false;
+  {
+    std::lock_guard<std::mutex> g(c.mu);
+    if (c.inflight != 0 || c.closed) return false;
   }
   if (c.inline_pause > 0) {
     --c.inline_pause;
     return false;
   }
-  std::lock_guard<std::mutex> g(c.mu);
-  return c.inflight == 0 && !c.closed;
+  return true;
 }
 
 void TcpServer::Impl::RunInline(const std::shared_ptr<Connection>& c,
@@ -785,29 +804,43 @@ size_t TcpServer::Shutdown(uint64_t timeout_ms) {
   if (s.shut_down) return 0;
   s.shut_down = true;
   s.draining.store(true);
-  // 1. Every loop stops accepting and reading; idle connections close at once.
-  for (auto& loop : s.loops) {
-    Completion done;
-    Loop* l = loop.get();
-    s.RunInLoop(*l, [&s, l, &done] {
-      s.Drain(*l);
-      done.Set(Status::Ok());
-    });
-    if (l->thread.joinable()) done.WaitBlocking();
-  }
-  for (int fd : s.listen_fds) ::close(fd);
-  s.listen_fds.clear();
-  // 2. Running requests finish and their responses are written, within the bound.
   const uint64_t deadline = s.clock->NowMicros() + timeout_ms * 1000;
-  {
+  // Waits, within the bound, until `done` holds; false if the bound passed first.
+  auto wait_until = [&](const std::function<bool()>& done) {
     std::unique_lock<std::mutex> l(s.drain_mu);
     for (;;) {
-      if (s.inflight_total.load() == 0 && s.stats.connections_open.load() == 0) break;
+      if (done()) return true;
       const uint64_t now = s.clock->NowMicros();
-      if (now >= deadline) break;
+      if (now >= deadline) return false;
       s.clock->WaitFor(s.drain_cv, l, deadline - now);
     }
+  };
+  // 1. Every loop stops accepting and reading; idle connections close at once. A loop inside an
+  //    inline request (invariant 8) does so when it returns, if within the bound.
+  for (auto& loop : s.loops) {
+    Loop* l = loop.get();
+    if (!l->thread.joinable()) continue;  // never started
+    s.RunInLoop(*l, [&s, l] {
+      s.Drain(*l);
+      l->drained.store(true);
+      s.NotifyDrainers();
+    });
   }
+  auto all_drained = [&s] {
+    for (auto& loop : s.loops) {
+      if (loop->thread.joinable() && !loop->drained.load()) return false;
+    }
+    return true;
+  };
+  const bool loops_drained = wait_until(all_drained);
+  if (loops_drained) {  // else a late Drain still unregisters them: ~Impl closes them
+    for (int fd : s.listen_fds) ::close(fd);
+    s.listen_fds.clear();
+  }
+  // 2. Running requests finish and their responses are written, within the bound.
+  wait_until([&s] {
+    return s.inflight_total.load() == 0 && s.stats.connections_open.load() == 0;
+  });
   const size_t abandoned = s.inflight_total.load();
   // 3. Stop the loops, then close what is left.
   for (auto& loop : s.loops) {
@@ -816,6 +849,7 @@ size_t TcpServer::Shutdown(uint64_t timeout_ms) {
     (void)!::write(loop->wakefd, &one, sizeof one);
   }
   for (auto& loop : s.loops) {
+    if (!loop->drained.load()) continue;  // still in an inline request: ~Impl joins it
     if (loop->thread.joinable()) loop->thread.join();
     std::vector<std::shared_ptr<Connection>> left;
     for (auto& [id, c] : loop->conns) left.push_back(c);

@@ -31,14 +31,16 @@
 //      kImmediatePerWakeup requests answered on the loop, or kImmediateBytesPerWakeup response
 //      bytes; then its remaining complete frames go to the workers and the loop serves the other
 //      ready sockets before reading that one again.
-//   8. A blocking request runs on a loop only with `inline_when_alone`, and only while its
-//      connection is alone on that loop (the one that sent requests in the last window of
-//      spin_when_alone, and no other since), has nothing else in flight, and has never sent a
-//      request while another of its requests ran (pipelining). Once it is seen doing so (bytes of
-//      another frame read with this one, or arriving before this one's answer), it never runs
-//      inline again. A request of another connection (or a new connection) arriving meanwhile
-//      waits for that one request; an inline run slower than kInlineSlowMicros sends the
-//      connection's next kInlinePauseRequests blocking requests to the workers.
+//   8. A blocking request runs on a loop only if `inline_when_alone` accepts it, and only while
+//      its connection is alone on that loop (the only one that sent requests in the last window
+//      of spin_when_alone, no other since, no connection accepted since), has nothing else in
+//      flight, and has never sent a request before its previous answer came (pipelining). Once
+//      seen doing so — an earlier frame read in the same wake-up, bytes after this frame, or bytes
+//      arriving while this one ran — it never runs inline again. After an inline run the loop
+//      serves the other ready sockets before reading that connection again, so a request of
+//      another connection waits for at most one inline request. An inline run slower than
+//      kInlineSlowMicros sends the connection's next kInlinePauseRequests blocking requests to
+//      the workers.
 //
 // Thread-safety: Start, Shutdown and the destructor from one thread; stats() from any.
 #pragma once
@@ -67,12 +69,15 @@ inline constexpr uint64_t kInlineSlowMicros = 20000;  // invariant 8
 inline constexpr uint32_t kInlinePauseRequests = 256;
 
 // Runs one request; must return its response (the server sets id and kFlagResponse if the
-// handler did not). Called on worker threads, concurrently, also for one session.
+// handler did not). Called on worker threads, concurrently, also for one session (and on an event
+// loop for the requests TcpServerOptions::inline_when_alone accepts).
 using RequestHandler = std::function<wire::Message(Session&, const wire::Message&)>;
 // Answers a request on the event loop when that needs no blocking (Service::HandleIfImmediate),
 // else returns nullopt and the request goes to RequestHandler on a worker. Must never block.
 using ImmediateHandler =
     std::function<std::optional<wire::Message>(Session&, const wire::Message&)>;
+// Whether a blocking request may run on the event loop when its connection is alone (invariant 8).
+using InlinePredicate = std::function<bool(const wire::Message&)>;
 
 struct TcpServerOptions {
   // Listen addresses, "HOST:PORT": IPv4, bracketed IPv6 ("[::]:7070") or a name (its first
@@ -99,12 +104,13 @@ struct TcpServerOptions {
   // in the last millisecond window and no other since): the ping-pong of a lone client, whose
   // round trip then pays no daemon wake-up, while many clients never make the loop spin.
   bool spin_when_alone = true;
-  // Invariant 8. A lone client's blocking request (a save) then costs no hand-off to a worker,
-  // and the loop, which wrote the answer, catches the client's next request without a wake-up:
-  // a one-client 1 KiB save's p50 fell from 1.5-1.67x to 1.22-1.38x an embedded save's
-  // (docs/daemon.md, "Inline requests"). Set it only when requests block on local resources
-  // (the daemon does so for a local L2): the loop serves nobody else while one runs.
-  bool inline_when_alone = false;
+  // Invariant 8; null = never. A lone client's blocking request (a save) then costs no hand-off to
+  // a worker, and the loop, which wrote the answer, catches the client's next request without a
+  // wake-up: a one-client 1 KiB TCP save's p50 fell from 1.50-1.88x to 1.10-1.38x an embedded
+  // save's (docs/daemon.md, "Inline requests"). Accept only requests that wait for local
+  // resources and finish in about a millisecond (the daemon: saves and publishes on a local L2):
+  // the loop serves nobody else while one runs.
+  InlinePredicate inline_when_alone;
   size_t connections_max = 4096;  // accepted beyond this: closed at once (logged)
   Clock* clock = nullptr;         // null = RealClock()
   LogSink log;                    // null = warnings and errors to stderr
@@ -150,7 +156,8 @@ class TcpServer {
   // Graceful stop: closes the listeners, stops reading requests, lets the running ones finish
   // and their responses be written, for at most `timeout_ms`; then closes every connection and
   // stops the loops. Returns how many requests were still running (0 = a clean drain). Their
-  // handlers keep running on the worker threads; their responses are dropped.
+  // handlers keep running on the worker threads (or on a loop, for an inline run: that loop is
+  // joined by the destructor); their responses are dropped.
   size_t Shutdown(uint64_t timeout_ms);
 
   struct Impl;

@@ -31,6 +31,7 @@ constexpr uint16_t kEchoOp = 100;   // answers with the request's fields and pay
 constexpr uint16_t kBlockOp = 101;  // waits until the test releases it, then echoes
 constexpr uint16_t kNowOp = 102;    // echoed on the event loop by the immediate handler
 constexpr uint16_t kSlowOp = 103;   // runs Handler::slow, then echoes
+constexpr uint16_t kWorkerOp = 104; // echoes; never accepted for an inline run
 
 // A gate the test opens; the handler counts who waits at it.
 class Gate {
@@ -216,9 +217,13 @@ class TestClock final : public Clock {
   void SleepMicros(uint64_t micros) override {
     RealClock()->SleepMicros(micros);
   }
+  // A wait that times out moves the clock by its length (Shutdown's bound passes).
   bool WaitFor(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
                uint64_t micros) override {
-    return cv.wait_for(lock, std::chrono::microseconds(micros)) == std::cv_status::no_timeout;
+    const bool woken =
+        cv.wait_for(lock, std::chrono::microseconds(micros)) == std::cv_status::no_timeout;
+    if (!woken) Advance(micros);
+    return woken;
   }
   void Advance(uint64_t micros) { now_.fetch_add(micros); }
 
@@ -233,7 +238,9 @@ struct ClockedServer {
     so.clock = &clock;
     so.idle_timeout_ms = 0;
     so.spin_when_alone = spin_when_alone;
-    so.inline_when_alone = inline_when_alone;
+    if (inline_when_alone) {
+      so.inline_when_alone = [](const wire::Message& m) { return m.op != kWorkerOp; };
+    }
     server = StartServer(h, so);
   }
   std::unique_ptr<Channel> Connect() {
@@ -385,6 +392,16 @@ TEST(TcpTransport, ANewcomersFirstRequestDoesNotRunInlineBesideALoneConnection) 
   EXPECT_EQ(s.inline_runs(), 1u);
 }
 
+TEST(TcpTransport, AConnectionAcceptedBesideALoneOneEndsItsInlineRuns) {
+  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
+  RawClient a(s.server->listeners()[0].address);
+  MakeAlone(s, a);
+  RawClient b(s.server->listeners()[0].address);  // sends nothing yet
+  while (s.server->stats().connections_accepted.load() < 2) std::this_thread::yield();
+  a.Call(kEchoOp, "b may send any moment: to a worker");
+  EXPECT_EQ(s.inline_runs(), 1u);
+}
+
 TEST(TcpTransport, AConnectionThatSendsTwoFramesInOneWriteNeverRunsInlineAgain) {
   ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
   RawClient a(s.server->listeners()[0].address);
@@ -410,6 +427,40 @@ TEST(TcpTransport, AFrameArrivingDuringAnInlineRunEndsInlineRunsForThatConnectio
   EXPECT_EQ(a.Read(), "waits for it");
   for (int i = 0; i < 5; ++i) a.Call(kEchoOp, "to a worker");
   EXPECT_EQ(s.inline_runs(), 2u);
+}
+
+TEST(TcpTransport, ARequestThePredicateRefusesRunsOnAWorker) {
+  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
+  RawClient a(s.server->listeners()[0].address);
+  MakeAlone(s, a);
+  a.Call(kWorkerOp, "refused: to a worker");
+  EXPECT_EQ(s.inline_runs(), 1u);
+  a.Call(kEchoOp, "accepted: on the loop");
+  EXPECT_EQ(s.inline_runs(), 2u);
+}
+
+TEST(TcpTransport, ABlockingFrameReadAfterAnotherInOneReadEndsInlineRuns) {
+  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
+  RawClient a(s.server->listeners()[0].address);
+  MakeAlone(s, a);
+  // The lookup is answered on the loop; the save behind it must not hold that answer back.
+  a.Send({{kNowOp, "lookup"}, {kEchoOp, "save"}});
+  std::set<std::string> answers = {a.Read(), a.Read()};
+  EXPECT_EQ(answers, (std::set<std::string>{"lookup", "save"}));
+  EXPECT_EQ(s.inline_runs(), 1u);
+  for (int i = 0; i < 3; ++i) a.Call(kEchoOp, "to a worker");
+  EXPECT_EQ(s.inline_runs(), 1u);
+}
+
+TEST(TcpTransport, ShutdownKeepsItsBoundWhileALoopRunsAnInlineRequest) {
+  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
+  RawClient a(s.server->listeners()[0].address);
+  MakeAlone(s, a);
+  a.Send({{kBlockOp, "holds the loop"}});
+  s.h.gate.AwaitWaiters(1);
+  EXPECT_EQ(s.inline_runs(), 2u);
+  EXPECT_EQ(s.server->Shutdown(50), 1u) << "the inline request is abandoned, not waited for";
+  s.h.gate.Open();  // the destructor joins the loop once its request returns
 }
 
 TEST(TcpTransport, ASlowInlineRunSendsTheNextRequestsToWorkers) {
