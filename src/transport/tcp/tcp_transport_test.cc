@@ -298,6 +298,16 @@ TEST(TcpTransport, LoopSpinsOnlyWhileOneConnectionAloneSendsRequests) {
   }
 }
 
+// Appends the bytes of `m`'s frame to `bytes`.
+void AppendFrame(wire::Message m, std::vector<uint8_t>* bytes) {
+  auto f = wire::Frame(std::move(m));
+  ASSERT_TRUE(f.ok());
+  for (const iovec& v : f->iov()) {
+    const auto* p = static_cast<const uint8_t*>(v.iov_base);
+    bytes->insert(bytes->end(), p, p + v.iov_len);
+  }
+}
+
 // A client on a raw socket that decides how its frames are split into writes.
 struct RawClient {
   explicit RawClient(const std::string& addr) : fd(RawConnect(addr)) {}
@@ -308,12 +318,7 @@ struct RawClient {
     for (const auto& [op, text] : requests) {
       wire::Message m = Echo(op, text);
       m.id = ++last_id;
-      auto f = wire::Frame(std::move(m));
-      ASSERT_TRUE(f.ok());
-      for (const iovec& v : f->iov()) {
-        const auto* p = static_cast<const uint8_t*>(v.iov_base);
-        bytes.insert(bytes.end(), p, p + v.iov_len);
-      }
+      ASSERT_NO_FATAL_FAILURE(AppendFrame(std::move(m), &bytes));
     }
     ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
   }
@@ -326,6 +331,13 @@ struct RawClient {
     auto m = RawReadFrame(fd, reader);
     EXPECT_TRUE(m.has_value());
     return m ? PayloadText(*m) : "";
+  }
+  // The next two answers, in whatever order they came.
+  std::set<std::string> ReadTwo() {
+    std::set<std::string> answers;
+    answers.insert(Read());
+    answers.insert(Read());
+    return answers;
   }
   // One request, then its answer.
   void Call(uint16_t op, const std::string& text) {
@@ -377,10 +389,16 @@ TEST(TcpTransport, NoRequestRunsOnTheLoopWhileTwoConnectionsSend) {
   EXPECT_EQ(s.inline_runs(), 0u);
 }
 
-TEST(TcpTransport, ANewcomersFirstRequestDoesNotRunInlineBesideALoneConnection) {
-  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
-  RawClient a(s.server->listeners()[0].address);
-  MakeAlone(s, a);
+// A server with inline runs, and a client `a` whose blocking requests run on the loop (one so far).
+class TcpInline : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(MakeAlone(s, a)); }
+
+  ClockedServer s{/*spin_when_alone=*/true, /*inline_when_alone=*/true};
+  RawClient a{s.server->listeners()[0].address};
+};
+
+TEST_F(TcpInline, ANewcomersFirstRequestDoesNotRunInlineBesideALoneConnection) {
   RawClient b(s.server->listeners()[0].address);
   b.Call(kEchoOp, "b is not the lone connection: to a worker");
   EXPECT_EQ(s.inline_runs(), 1u);
@@ -392,31 +410,21 @@ TEST(TcpTransport, ANewcomersFirstRequestDoesNotRunInlineBesideALoneConnection) 
   EXPECT_EQ(s.inline_runs(), 1u);
 }
 
-TEST(TcpTransport, AConnectionAcceptedBesideALoneOneEndsItsInlineRuns) {
-  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
-  RawClient a(s.server->listeners()[0].address);
-  MakeAlone(s, a);
+TEST_F(TcpInline, AConnectionAcceptedBesideALoneOneEndsItsInlineRuns) {
   RawClient b(s.server->listeners()[0].address);  // sends nothing yet
   while (s.server->stats().connections_accepted.load() < 2) std::this_thread::yield();
   a.Call(kEchoOp, "b may send any moment: to a worker");
   EXPECT_EQ(s.inline_runs(), 1u);
 }
 
-TEST(TcpTransport, AConnectionThatSendsTwoFramesInOneWriteNeverRunsInlineAgain) {
-  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
-  RawClient a(s.server->listeners()[0].address);
-  MakeAlone(s, a);
+TEST_F(TcpInline, AConnectionThatSendsTwoFramesInOneWriteNeverRunsInlineAgain) {
   a.Send({{kEchoOp, "one"}, {kEchoOp, "two"}});
-  std::set<std::string> answers = {a.Read(), a.Read()};
-  EXPECT_EQ(answers, (std::set<std::string>{"one", "two"}));
+  EXPECT_EQ(a.ReadTwo(), (std::set<std::string>{"one", "two"}));
   for (int i = 0; i < 5; ++i) a.Call(kEchoOp, "to a worker");
   EXPECT_EQ(s.inline_runs(), 1u) << "a connection seen pipelining runs nothing inline";
 }
 
-TEST(TcpTransport, AFrameArrivingDuringAnInlineRunEndsInlineRunsForThatConnection) {
-  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
-  RawClient a(s.server->listeners()[0].address);
-  MakeAlone(s, a);
+TEST_F(TcpInline, AFrameArrivingDuringAnInlineRunEndsInlineRunsForThatConnection) {
   a.Send({{kBlockOp, "blocks the loop"}});
   s.h.gate.AwaitWaiters(1);
   EXPECT_EQ(s.inline_runs(), 2u);
@@ -429,33 +437,23 @@ TEST(TcpTransport, AFrameArrivingDuringAnInlineRunEndsInlineRunsForThatConnectio
   EXPECT_EQ(s.inline_runs(), 2u);
 }
 
-TEST(TcpTransport, ARequestThePredicateRefusesRunsOnAWorker) {
-  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
-  RawClient a(s.server->listeners()[0].address);
-  MakeAlone(s, a);
+TEST_F(TcpInline, ARequestThePredicateRefusesRunsOnAWorker) {
   a.Call(kWorkerOp, "refused: to a worker");
   EXPECT_EQ(s.inline_runs(), 1u);
   a.Call(kEchoOp, "accepted: on the loop");
   EXPECT_EQ(s.inline_runs(), 2u);
 }
 
-TEST(TcpTransport, ABlockingFrameReadAfterAnotherInOneReadEndsInlineRuns) {
-  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
-  RawClient a(s.server->listeners()[0].address);
-  MakeAlone(s, a);
+TEST_F(TcpInline, ABlockingFrameReadAfterAnotherInOneReadEndsInlineRuns) {
   // The lookup is answered on the loop; the save behind it must not hold that answer back.
   a.Send({{kNowOp, "lookup"}, {kEchoOp, "save"}});
-  std::set<std::string> answers = {a.Read(), a.Read()};
-  EXPECT_EQ(answers, (std::set<std::string>{"lookup", "save"}));
+  EXPECT_EQ(a.ReadTwo(), (std::set<std::string>{"lookup", "save"}));
   EXPECT_EQ(s.inline_runs(), 1u);
   for (int i = 0; i < 3; ++i) a.Call(kEchoOp, "to a worker");
   EXPECT_EQ(s.inline_runs(), 1u);
 }
 
-TEST(TcpTransport, ShutdownKeepsItsBoundWhileALoopRunsAnInlineRequest) {
-  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
-  RawClient a(s.server->listeners()[0].address);
-  MakeAlone(s, a);
+TEST_F(TcpInline, ShutdownKeepsItsBoundWhileALoopRunsAnInlineRequest) {
   a.Send({{kBlockOp, "holds the loop"}});
   s.h.gate.AwaitWaiters(1);
   EXPECT_EQ(s.inline_runs(), 2u);
@@ -463,11 +461,8 @@ TEST(TcpTransport, ShutdownKeepsItsBoundWhileALoopRunsAnInlineRequest) {
   s.h.gate.Open();  // the destructor joins the loop once its request returns
 }
 
-TEST(TcpTransport, ASlowInlineRunSendsTheNextRequestsToWorkers) {
-  ClockedServer s(/*spin_when_alone=*/true, /*inline_when_alone=*/true);
-  s.h.slow = [&s] { s.clock.Advance(kInlineSlowMicros + 1); };
-  RawClient a(s.server->listeners()[0].address);
-  MakeAlone(s, a);
+TEST_F(TcpInline, ASlowInlineRunSendsTheNextRequestsToWorkers) {
+  s.h.slow = [this] { s.clock.Advance(kInlineSlowMicros + 1); };
   a.Call(kSlowOp, "slow, inline");
   EXPECT_EQ(s.inline_runs(), 2u);
   for (uint32_t i = 0; i < kInlinePauseRequests; ++i) a.Call(kEchoOp, "paused: to a worker");
@@ -526,12 +521,7 @@ TEST(TcpTransport, PipelinedFramesBeyondTheImmediateBudgetAreAllAnsweredById) {
   for (int i = 0; i < kFrames; ++i) {
     wire::Message m = Echo(i % 3 ? kNowOp : kEchoOp, texts[i]);
     m.id = 1000 + static_cast<uint64_t>(i);
-    auto f = wire::Frame(std::move(m));
-    ASSERT_TRUE(f.ok());
-    for (const iovec& v : f->iov()) {
-      const auto* p = static_cast<const uint8_t*>(v.iov_base);
-      bytes.insert(bytes.end(), p, p + v.iov_len);
-    }
+    ASSERT_NO_FATAL_FAILURE(AppendFrame(std::move(m), &bytes));
   }
   ASSERT_EQ(::send(raw, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
   FrameReader r(1 << 20);
