@@ -62,9 +62,10 @@ struct StoreOptions {
   // when L2 is a local directory (the store's own, or an injected one describing itself as
   // "file://"): the cache would be a second copy of L2 on the same disks. Needs a data_dir.
   uint64_t disk_cache_bytes_max = 0;
-  // Objects of the local-directory L2 up to this size are packed into its journal instead of
-  // getting a file each (WMBT_KV_L2_PACKED_BYTES; docs/layout.md, "Packed objects"). 0 = none;
-  // at most 1 MiB. Unused with an injected or S3 L2.
+  // Blocks of up to this size (and other objects of the local-directory L2 up to this size plus
+  // the 48-byte blob envelope header) are packed into its journal instead of getting a file each
+  // (WMBT_KV_L2_PACKED_BYTES; docs/layout.md, "Packed objects"). 0 = none; at most 1 MiB. Unused
+  // with an injected or S3 L2.
   uint64_t l2_packed_object_bytes_max = 64u << 10;
 
   // Capacity (docs/capacity.md). Per-namespace values: key = namespace, "" = every namespace not

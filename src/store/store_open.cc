@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "base/limits.h"
+#include "layout/envelope.h"
 #include "layout/object_keys.h"
 #include "store/meta_records.h"
 #include "store/store_impl.h"
@@ -168,7 +169,8 @@ Status StoreImpl::OpenPlanes() {
   } else {
     // This process owns the data directory (LOCK above), so it journals its L2.
     FsJournalOptions journal;
-    journal.packed_object_bytes_max = options_.l2_packed_object_bytes_max;
+    journal.packed_object_bytes_max =
+        layout::PackedObjectBytesFor(options_.l2_packed_object_bytes_max);
     journal.clock = clock_;
     auto l2 = OpenJournaledFsObjectStore(dir + "/l2", fs_, journal);
     if (!l2.ok()) return l2.status().WithContext("opening L2 in " + dir);

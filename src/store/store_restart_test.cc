@@ -103,6 +103,36 @@ TEST(StoreRestart, L2WinsOverAStaleL1) {
   EXPECT_EQ(*s.LookupPrefix("default", kFp, a.keys), 0u);
 }
 
+// Regular files of the local L2 other than its journal's (".~journal-*", markers, lock).
+size_t L2ObjectFiles(const StoreHarness& h) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(h.dir() + "/data/l2")) {
+    if (e.is_regular_file() && !e.path().filename().string().starts_with(".~")) ++n;
+  }
+  return n;
+}
+
+// WMBT_KV_L2_PACKED_BYTES counts a block's bytes, not its blob's (which adds the envelope
+// header): a block of exactly that size is packed in the journal, one byte more gets a file.
+TEST(StoreRestart, ABlockOfThePackedSizeIsPackedAndOneByteMoreGetsAFile) {
+  StoreHarness h(Planes::kDisk);
+  StoreOptions o = h.Options();
+  o.l2_packed_object_bytes_max = 4096;
+  auto packed = MakeChain(2, 4096, 1), filed = MakeChain(2, 4097, 2);
+  PutAndPublish(h.Open(o), packed);
+  h.Close();
+  EXPECT_EQ(L2ObjectFiles(h), 0u) << "4096-byte blocks and their head live in the journal";
+  PutAndPublish(h.Open(o), filed);
+  h.Close();
+  EXPECT_EQ(L2ObjectFiles(h), 2u) << "4097-byte blocks get a file each (their head is packed)";
+  Store& s = h.Open(o);
+  for (const TestChain* c : {&packed, &filed}) {
+    auto got = s.GetBlocks("default", kFp, c->keys);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_TRUE(std::ranges::equal(got->payload(1), c->payloads[1]));
+  }
+}
+
 TEST(StoreRestart, SecondOpenerOfADataDirectoryGetsAClearError) {
   StoreHarness h(Planes::kDisk);
   h.Open();

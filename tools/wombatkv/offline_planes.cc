@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "layout/envelope.h"
 #include "tools/wombatkv/exit_codes.h"
 
 namespace wombatkv::cli {
@@ -20,7 +21,8 @@ int OpenOfflinePlanes(Context& ctx, bool want_l1, OfflinePlanes* out) {
     const std::string root = dir + "/l2";
     if (fs->Stat(root).ok()) {
       FsJournalOptions journal;
-      journal.packed_object_bytes_max = ctx.opts.config.l2_packed_bytes;
+      journal.packed_object_bytes_max =
+          layout::PackedObjectBytesFor(ctx.opts.config.l2_packed_bytes);
       auto owned = OpenJournaledFsObjectStore(root, fs, journal);
       if (owned.ok()) {
         out->fs_l2 = std::move(owned).value();
