@@ -9,10 +9,10 @@
 #include "daemon/metrics_text.h"
 #include "daemon/service.h"
 #include "setup/store_from_config.h"
-#include "transport/tcp/sockets.h"
-#include "wire/codec.h"
 #include "transport/shm/shm_server.h"
+#include "transport/tcp/sockets.h"
 #include "transport/tcp/tcp_server.h"
+#include "wire/codec.h"
 
 namespace wombatkv {
 namespace {
