@@ -33,14 +33,19 @@ namespace {
 constexpr uint64_t kStopEventId = 0;
 constexpr uint64_t kListenEventId = 1;
 constexpr uint64_t kFirstSessionId = 2;
+// Requests that take this long (µs, on average) block in I/O — a durable save waits for its
+// fsync — so while one runs, the next request is a while away (docs/shm.md, "Wake-ups").
+// In-memory requests take a few µs; a save, an fsync of 100 µs or more.
+constexpr int64_t kSlowServeMicros = 100;
 
 // Counters shared by the server and its connections (a Conn outlives no server: Stop joins every
 // thread that could hold one).
 struct Counters {
   std::atomic<uint64_t> clients{0}, segments_live{0}, regions_live{0}, region_bytes_live{0},
       attaches{0}, detaches{0}, refusals{0}, requests{0}, doorbells{0}, protocol_errors{0},
-      too_large{0};
-  std::atomic<uint64_t> running{0};  // handler calls in progress
+      too_large{0}, idle_spins{0};
+  std::atomic<uint64_t> running{0};       // handler calls in progress
+  std::atomic<uint64_t> workers_idle{0};  // mirrors Impl::idle, for Stats
   std::mutex mu;
   std::condition_variable cv;  // notified when a client attaches, detaches or is destroyed, and
                                // when the last running handler call returns during a shutdown
@@ -117,6 +122,9 @@ struct ShmServer::Impl {
   // Worker pool (docs/shm.md, "Wake-ups").
   std::atomic<bool> stopping{false};
   std::atomic<bool> spinner{false};  // one idle worker at most spins
+  // Workers awake and not running a handler: they will scan the rings (R3's "not armed: a worker
+  // will scan" holds while this is > 0; RunHandler keeps it when it drops to 0).
+  std::atomic<uint32_t> scanners{0};
   // How long that worker spins: long enough to catch the next request of a busy client when a
   // core is free for it, shrinking when the cores are oversubscribed (futex.h), but never below
   // ~30 µs — a client's turnaround between two calls — or a client calling in a loop would need
@@ -126,6 +134,10 @@ struct ShmServer::Impl {
   // clients waiting for durable saves on two cores), so a doorbell rung after it does not lengthen
   // the spin — spinning longer would only delay the clients more (docs/shm.md, "Wake-ups").
   std::atomic<bool> spin_contended{false};
+  // How long handler calls take now: an exponential average (1/8 per call) of their wall time,
+  // µs. With other calls running, an average of kSlowServeMicros or more stops idle workers from
+  // spinning (SpinPays).
+  std::atomic<uint32_t> serve_micros_avg{0};
   std::mutex pool_mu;
   std::condition_variable pool_cv;
   size_t idle = 0;         // GUARDED_BY(pool_mu): workers asleep or about to sleep
@@ -159,6 +171,21 @@ struct ShmServer::Impl {
   void Break(Conn& c, const std::string& why);  // REQUIRES: c.mu held
   void WakeOne();
   void GoIdle(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr);
+  // Serves `t`, first handing the watch over the rings on when this worker was the last to keep
+  // it (see scanners).
+  void RunHandler(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, Taken& t);
+  void Resnap(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);
+  void ArmDoorbells(const std::vector<std::shared_ptr<Conn>>& snap);
+  // Whether an idle worker should spin for the next request now: not while other requests are
+  // running and requests take kSlowServeMicros or more. Then the clients that will send the next
+  // requests wait for answers or are preparing their next call, and the cores are theirs: a
+  // spin would delay them (eight clients saving on two cores), and a request that comes rings
+  // the doorbell. A worker with nothing else running still spins: a client that calls in a loop
+  // is caught without a wake-up (one client saving).
+  bool SpinPays() const {
+    return n.running.load(std::memory_order_relaxed) == 0 ||
+           serve_micros_avg.load(std::memory_order_relaxed) < kSlowServeMicros;
+  }
 };
 
 Conn::Conn(Counters* s, uint64_t i, shm::PeerCred p, Fd so,
@@ -418,6 +445,7 @@ bool ShmServer::Impl::TryTake(const std::shared_ptr<Conn>& cp, Taken* out) {
 void ShmServer::Impl::Serve(Taken& t) {
   n.requests++;
   n.running++;
+  const uint64_t begin = clock->NowMicros();
   if (!t.error.ok()) {
     Publish(*t.conn, t.msg, t.error);
   } else {
@@ -429,6 +457,11 @@ void ShmServer::Impl::Serve(Taken& t) {
   }
   // Dropping the response here releases what its payloads pinned (cache entries).
   t = Taken{};
+  const uint64_t took_us = std::min<uint64_t>(clock->NowMicros() - begin, 1 << 30);
+  const int64_t took = static_cast<int64_t>(took_us);
+  const int64_t avg = serve_micros_avg.load(std::memory_order_relaxed);
+  serve_micros_avg.store(static_cast<uint32_t>(avg + (took - avg) / 8),
+                         std::memory_order_relaxed);
   if (--n.running == 0 && stopping.load()) n.Notify();
 }
 
@@ -536,25 +569,22 @@ void ShmServer::Impl::WorkerLoop(size_t index) {
   uint32_t spins = 0;
   bool spinning = false;
   Taken t;
+  scanners++;
   while (!stopping.load(std::memory_order_acquire)) {
-    const uint64_t v = conns_version.load(std::memory_order_acquire);
-    if (v != version) {
-      std::lock_guard<std::mutex> lk(conns_mu);
-      snap = conns;
-      version = conns_version.load();
-    }
+    Resnap(snap, &version);
     if (TakeAny(snap, &rr, &t)) {
       if (spinning) {
         if (spins < scan_spin.limit()) scan_spin.Succeeded(spins);
         spinner.store(false);
       }
       spinning = false;
-      Serve(t);
+      RunHandler(snap, &version, t);
       continue;
     }
-    if (!spinning && !spinner.exchange(true)) {
+    if (!spinning && SpinPays() && !spinner.exchange(true)) {
       spinning = true;
       spins = 0;
+      n.idle_spins++;
     }
     if (spinning && ++spins < scan_spin.limit()) {
       shm::CpuRelax();
@@ -576,28 +606,67 @@ void ShmServer::Impl::WorkerLoop(size_t index) {
     GoIdle(snap, &rr);
     version = 0;  // GoIdle dropped the snapshot
   }
+  scanners--;
+}
+
+void ShmServer::Impl::Resnap(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version) {
+  if (conns_version.load(std::memory_order_acquire) == *version) return;
+  std::lock_guard<std::mutex> lk(conns_mu);
+  snap = conns;
+  *version = conns_version.load();
+}
+
+void ShmServer::Impl::ArmDoorbells(const std::vector<std::shared_ptr<Conn>>& snap) {
+  for (auto& c : snap) {
+    if (c->req.wake().load(std::memory_order_relaxed) == 0)
+      c->req.wake().store(1, std::memory_order_relaxed);
+  }
+}
+
+void ShmServer::Impl::RunHandler(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version,
+                                 Taken& t) {
+  if (scanners.fetch_sub(1) == 1) {
+    // Nobody else scans, and the handler may block (a save waits for its fsync, an S3 request
+    // may take seconds). A client that found its doorbell disarmed since the last worker went
+    // idle relies on a scan, so arm every doorbell (a client attached since the snapshot is in
+    // the new one), fence, and wake a worker for a request already waiting (R3, as in GoIdle).
+    Resnap(snap, version);
+    ArmDoorbells(snap);
+    shm::FullFence();
+    for (auto& c : snap) {
+      if (c->req.tail().load(std::memory_order_acquire) !=
+          c->req.head().load(std::memory_order_relaxed)) {
+        WakeOne();
+        break;
+      }
+    }
+  }
+  Serve(t);
+  scanners++;
 }
 
 void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr) {
   {
     std::lock_guard<std::mutex> lk(pool_mu);
     idle++;  // before arming: a doorbell rung from now on finds this worker to wake
+    n.workers_idle = idle;
   }
   // R3: arm every doorbell, then look once more; a request published before a client could
   // see the doorbell armed is found by this scan.
-  for (auto& c : snap) {
-    if (c->req.wake().load(std::memory_order_relaxed) == 0)
-      c->req.wake().store(1, std::memory_order_relaxed);
-  }
+  scanners--;
+  ArmDoorbells(snap);
   shm::FullFence();
   Taken t;
   if (TakeAny(snap, rr, &t)) {
     {
       std::lock_guard<std::mutex> lk(pool_mu);
       idle--;
+      n.workers_idle = idle;
       wake_tokens = std::min(wake_tokens, idle);
     }
-    Serve(t);
+    scanners++;
+    uint64_t version = 0;
+    RunHandler(snap, &version, t);
     return;
   }
   snap.clear();  // hold no client while asleep: a detached client's segment can go now
@@ -606,7 +675,9 @@ void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, size_t* r
   const bool rung = wake_tokens > 0;
   if (rung) wake_tokens--;
   idle--;
+  n.workers_idle = idle;
   lk.unlock();
+  scanners++;
   // A client had to ring: the spinner gave up too early for this client's pace (its next call
   // came later than the spin lasted, e.g. because it slept). Spin longer from now on, or the two
   // sides settle into sleeping and waking each other on every call — unless the cores were
@@ -716,6 +787,8 @@ ShmServerStats ShmServer::Stats() const {
   st.doorbells = s.n.doorbells.load();
   st.protocol_errors = s.n.protocol_errors.load();
   st.responses_too_large = s.n.too_large.load();
+  st.idle_spins = s.n.idle_spins.load();
+  st.workers_idle = s.n.workers_idle.load();
   return st;
 }
 

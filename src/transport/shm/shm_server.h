@@ -51,7 +51,8 @@ struct ShmServerOptions {
   // Bytes at the start of each response area whose pages stay resident when freed; pages of
   // regions freed beyond it are given back to the kernel.
   uint64_t warm_bytes = 64ull << 20;
-  // For WaitFor; null = RealClock().
+  // For WaitFor and for timing handler calls (how long requests take decides whether idle
+  // workers spin); null = RealClock().
   Clock* clock = nullptr;
   // Attach/detach at debug level, refusals and protocol errors at warn. Null = warnings to stderr.
   LogSink log;
@@ -70,6 +71,8 @@ struct ShmServerStats {
   uint64_t doorbells = 0;         // wake-ups a client had to ask for (the daemon was asleep)
   uint64_t protocol_errors = 0;   // malformed slots, bad counters, bogus releases
   uint64_t responses_too_large = 0;
+  uint64_t idle_spins = 0;        // times a worker out of requests spun for the next one
+  uint64_t workers_idle = 0;      // workers asleep (or about to sleep) now
 };
 
 class ShmServer {

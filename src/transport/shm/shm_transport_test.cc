@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <future>
@@ -375,6 +376,138 @@ TEST(ShmServerShutdown, ARequestRunningPastTheBoundIsAbandonedAndReported) {
   EXPECT_EQ(blocked.code(), Code::kUnavailable);
   release.set_value();  // the abandoned worker finishes into a closed connection
   server.reset();
+}
+
+// The real clock, moved ahead by Advance: a handler "takes" as long as the test says.
+class AdvancedClock final : public Clock {
+ public:
+  uint64_t NowMicros() override { return RealClock()->NowMicros() + ahead_.load(); }
+  uint64_t WallMicros() override { return RealClock()->WallMicros() + ahead_.load(); }
+  void SleepMicros(uint64_t micros) override { RealClock()->SleepMicros(micros); }
+  bool WaitFor(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+               uint64_t micros) override {
+    return RealClock()->WaitFor(cv, lock, micros);
+  }
+  void Advance(uint64_t micros) { ahead_ += micros; }
+
+ private:
+  std::atomic<uint64_t> ahead_{0};
+};
+
+// docs/shm.md, "Wake-ups": a worker out of requests spins for the next one, except while other
+// requests run and requests are slow (durable saves): then it sleeps and leaves the cores to the
+// clients.
+TEST(ShmServerWorkers, AWorkerSleepsInsteadOfSpinningWhileOthersAreServedSlowly) {
+  constexpr uint16_t kOpSlow = 200;  // takes 1 ms on the server's clock
+  constexpr uint64_t kWorkers = 3;
+  shm_test::TempRunDir dir;
+  AdvancedClock clock;
+  std::promise<void> release, entered;
+  std::shared_future<void> released = release.get_future().share();
+  ShmServer server(
+      [&](Session& s, const wire::Message& m) {
+        if (m.op == kOpSlow) clock.Advance(1000);
+        if (m.op == shm_test::kOpBlock) {
+          entered.set_value();
+          released.wait();
+        }
+        const bool ours = m.op == kOpSlow || m.op == shm_test::kOpBlock;
+        return shm_test::TestHandler(s, ours ? TextMessage(shm_test::kOpEcho, "done") : m);
+      },
+      ShmServerOptions{.prefix = "s", .run_dir = dir.path(), .workers = kWorkers,
+                       .clock = &clock});
+  ASSERT_TRUE(server.Start().ok());
+  auto a = ConnectShm(ShmClientOptions{.prefix = "s", .run_dir = dir.path()});
+  auto b = ConnectShm(ShmClientOptions{.prefix = "s", .run_dir = dir.path()});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  // Waits until `idle` workers are idle: every worker not in a handler has made its choice.
+  auto idle_workers = [&](uint64_t idle) {
+    for (int i = 0; i < 2'000; ++i) {
+      if (server.WaitFor([&](const ShmServerStats& st) { return st.workers_idle == idle; }, 1000))
+        return true;
+    }
+    ADD_FAILURE() << "workers idle: " << server.Stats().workers_idle << ", wanted " << idle;
+    return false;
+  };
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE((*a)->Call(TextMessage(kOpSlow, "")).ok());
+
+  // A's next call stays in its handler; B's calls are served meanwhile.
+  std::thread blocked([&] { EXPECT_TRUE((*a)->Call(TextMessage(shm_test::kOpBlock, "")).ok()); });
+  entered.get_future().wait();
+  ASSERT_TRUE(idle_workers(kWorkers - 1));
+  uint64_t spins = server.Stats().idle_spins;
+  ASSERT_TRUE((*b)->Call(TextMessage(shm_test::kOpEcho, "fast")).ok());
+  ASSERT_TRUE(idle_workers(kWorkers - 1));
+  EXPECT_EQ(server.Stats().idle_spins, spins) << "a worker spun while a slow request ran";
+
+  // Nothing else running: the worker that served B spins for B's next call.
+  release.set_value();
+  blocked.join();
+  ASSERT_TRUE(idle_workers(kWorkers));
+  spins = server.Stats().idle_spins;
+  ASSERT_TRUE((*b)->Call(TextMessage(shm_test::kOpEcho, "fast")).ok());
+  ASSERT_TRUE(idle_workers(kWorkers));
+  EXPECT_EQ(server.Stats().idle_spins, spins + 1) << "no worker spun with the cores free";
+}
+
+// R3 (docs/shm.md, "Wake-ups"): a client that finds its doorbell disarmed relies on an awake
+// worker to scan. When the only awake worker takes a request whose handler blocks, another
+// client's request must still be served: not wait for that handler.
+TEST(ShmServerWorkers, AnotherClientIsServedWhileTheLastAwakeWorkerBlocksInAHandler) {
+  shm_test::TempRunDir dir;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool in_handler = false, release = false;
+  ShmServer server(
+      [&](Session& s, const wire::Message& m) {
+        if (m.op != shm_test::kOpBlock) return shm_test::TestHandler(s, m);
+        std::unique_lock<std::mutex> lk(mu);
+        in_handler = true;
+        cv.notify_all();
+        cv.wait(lk, [&] { return release; });
+        in_handler = release = false;
+        return shm_test::TestHandler(s, TextMessage(shm_test::kOpEcho, "done"));
+      },
+      ShmServerOptions{.prefix = "s", .run_dir = dir.path(), .workers = 3});
+  ASSERT_TRUE(server.Start().ok());
+  auto a = ConnectShm(ShmClientOptions{.prefix = "s", .run_dir = dir.path()});
+  auto b = ConnectShm(ShmClientOptions{.prefix = "s", .run_dir = dir.path()});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  int caught = 0;  // rounds in which the awake worker took A's call without a doorbell
+  for (int round = 0; round < 50 && caught < 5; ++round) {
+    // B rings (its doorbell is disarmed from then on); the worker that answers it spins and
+    // catches A's blocking call.
+    ASSERT_TRUE((*b)->Call(TextMessage(shm_test::kOpEcho, "ring")).ok());
+    const uint64_t doorbells = server.Stats().doorbells;
+    std::thread blocked([&] { EXPECT_TRUE((*a)->Call(TextMessage(shm_test::kOpBlock, "")).ok()); });
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      cv.wait(lk, [&] { return in_handler; });
+    }
+    std::future<bool> call;
+    bool served_meanwhile = true;
+    if (server.Stats().doorbells == doorbells) {
+      caught++;
+      call = std::async(std::launch::async, [&] {
+        return (*b)->Call(TextMessage(shm_test::kOpEcho, "meanwhile")).ok();
+      });
+      served_meanwhile = call.wait_for(std::chrono::microseconds(kWaitMicros)) ==
+                         std::future_status::ready;
+    }
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      release = true;
+      cv.notify_all();
+    }
+    blocked.join();
+    if (call.valid()) {
+      EXPECT_TRUE(call.get());
+    }
+    ASSERT_TRUE(served_meanwhile) << "B's call waited for A's handler";
+  }
+  EXPECT_GT(caught, 0) << "no round had A's call taken by an awake worker";
 }
 
 }  // namespace
