@@ -263,6 +263,11 @@ std::string Daemon::Metrics() const {
   }
   if (d.service) src.service = &d.service->metrics();
   if (d.tcp) src.tcp = &d.tcp->stats();
+  ShmServerStats shm;
+  if (d.shm) {
+    shm = d.shm->Stats();
+    src.shm = &shm;
+  }
   return RenderMetrics(src);
 }
 

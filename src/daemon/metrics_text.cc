@@ -199,6 +199,35 @@ void RenderTcp(Page& p, const tcp::TcpServerStats& t) {
         Load(t.requests_inline));
 }
 
+void RenderShm(Page& p, const ShmServerStats& s) {
+  p.One("wombatkv_shm_clients", "gauge", "Clients attached over shared memory.", s.clients);
+  p.One("wombatkv_shm_segments_live", "gauge",
+        "Client segments mapped (detached ones until their last request finishes).",
+        s.segments_live);
+  p.One("wombatkv_shm_response_regions_live", "gauge",
+        "Response regions clients have not released yet (their borrows).",
+        s.response_regions_live);
+  p.One("wombatkv_shm_response_bytes_live", "gauge", "Bytes in those regions.",
+        s.response_bytes_live);
+  p.One("wombatkv_shm_attaches_total", "counter", "Shared-memory attaches.", s.attaches);
+  p.One("wombatkv_shm_detaches_total", "counter",
+        "Shared-memory detaches (exits and crashes included).", s.detaches);
+  p.One("wombatkv_shm_refusals_total", "counter",
+        "Attaches refused: another uid, too many clients, segment creation failed.", s.refusals);
+  p.One("wombatkv_shm_requests_total", "counter", "Requests taken from shared-memory rings.",
+        s.requests);
+  p.One("wombatkv_shm_doorbells_total", "counter",
+        "Wake-ups clients asked for because no worker was awake.", s.doorbells);
+  p.One("wombatkv_shm_idle_spins_total", "counter",
+        "Times a worker out of requests spun for the next one.", s.idle_spins);
+  p.One("wombatkv_shm_workers_idle", "gauge", "Shared-memory workers asleep.", s.workers_idle);
+  p.One("wombatkv_shm_protocol_errors_total", "counter",
+        "Malformed slots, bad counters, bogus releases (answered or disconnected).",
+        s.protocol_errors);
+  p.One("wombatkv_shm_responses_too_large_total", "counter",
+        "Responses that did not fit the client's free response area.", s.responses_too_large);
+}
+
 }  // namespace
 
 std::string RenderMetrics(const MetricsSources& sources) {
@@ -208,6 +237,7 @@ std::string RenderMetrics(const MetricsSources& sources) {
   if (sources.service) RenderService(p, *sources.service);
   if (sources.store) RenderStore(p, *sources.store);
   if (sources.tcp) RenderTcp(p, *sources.tcp);
+  if (sources.shm) RenderShm(p, *sources.shm);
   return p.Take();
 }
 

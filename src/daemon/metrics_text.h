@@ -1,6 +1,7 @@
 // RenderMetrics: the daemon's /metrics page in the Prometheus text exposition format (0.0.4):
 // per-op request, error and latency-histogram series from ServiceMetrics, the store's StoreStats
-// (hit/miss per plane, cache sizes, L2 traffic and errors), and the TCP transport's counters.
+// (hit/miss per plane, cache sizes, L2 traffic and errors), and the TCP and shared-memory
+// transports' counters.
 // Names are documented in docs/daemon.md. Secrets never appear (no metric carries a token).
 //
 // Thread-safety: a function; the sources are read with relaxed loads, so series of one page are
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "daemon/service.h"
+#include "transport/shm/shm_server.h"
 #include "transport/tcp/tcp_server.h"
 #include "wombatkv/store.h"
 
@@ -20,6 +22,7 @@ struct MetricsSources {
   const StoreStats* store = nullptr;
   const tcp::TcpServerStats* tcp = nullptr;
   bool ready = false;
+  const ShmServerStats* shm = nullptr;  // null: no shared-memory transport
 };
 
 std::string RenderMetrics(const MetricsSources& sources);

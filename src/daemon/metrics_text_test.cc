@@ -42,11 +42,13 @@ TEST(MetricsText, EveryFamilyIsDeclaredOnceBeforeItsSamples) {
   s.lookup_keys = 10;
   s.lookup_hit_keys = 7;
   tcp::TcpServerStats t;
-  MetricsSources src{&m, &s, &t, false};
+  ShmServerStats shm;
+  shm.doorbells = 4;
+  MetricsSources src{&m, &s, &t, false, &shm};
   std::istringstream lines(RenderMetrics(src));
   std::set<std::string> declared;
   std::string line, current;
-  bool saw_l0_misses = false;
+  bool saw_l0_misses = false, saw_doorbells = false;
   while (std::getline(lines, line)) {
     if (line.rfind("# TYPE ", 0) == 0) {
       std::string name = line.substr(7, line.find(' ', 7) - 7);
@@ -58,8 +60,10 @@ TEST(MetricsText, EveryFamilyIsDeclaredOnceBeforeItsSamples) {
     std::string name = line.substr(0, line.find_first_of("{ "));
     EXPECT_EQ(name.rfind(current, 0), 0u) << "sample outside its family: " << line;
     if (line == "wombatkv_plane_misses_total{plane=\"l0\"} 3") saw_l0_misses = true;
+    if (line == "wombatkv_shm_doorbells_total 4") saw_doorbells = true;
   }
   EXPECT_TRUE(saw_l0_misses);
+  EXPECT_TRUE(saw_doorbells);
   EXPECT_TRUE(declared.count("wombatkv_tcp_connections_open"));
 }
 

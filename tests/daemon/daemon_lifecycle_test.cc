@@ -118,7 +118,8 @@ TEST(DaemonLifecycle, AClientReconnectsByItselfAfterADaemonRestart) {
 
 TEST(DaemonLifecycle, HttpReportsHealthReadinessAndMetrics) {
   TempDir dir;
-  auto daemon = StartDaemon(dir, {"--http", "127.0.0.1:0"},
+  auto daemon = StartDaemon(dir,
+                            {"--http", "127.0.0.1:0", "--prefix", "metrics", "--run-dir", dir.path()},
                             {{"WMBT_KV_AUTH_TOKENS", "metrics-must-not-show-this"}});
   ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
   ASSERT_FALSE(daemon->http().empty()) << daemon->output();
@@ -139,7 +140,8 @@ TEST(DaemonLifecycle, HttpReportsHealthReadinessAndMetrics) {
         "wombatkv_requests_total{op=\"PublishChain\"} 1",
         "wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",le=\"+Inf\"} 1",
         "wombatkv_plane_hits_total{plane=\"l0\"} 3", "wombatkv_l0_chains 1",
-        "wombatkv_tcp_connections_accepted_total 1", "wombatkv_cache_bytes "}) {
+        "wombatkv_tcp_connections_accepted_total 1", "wombatkv_cache_bytes ",
+        "wombatkv_shm_clients 0", "wombatkv_shm_protocol_errors_total 0"}) {
     EXPECT_NE(page.find(series), std::string::npos) << series << "\n" << page;
   }
   EXPECT_EQ(page.find("metrics-must-not-show-this"), std::string::npos);
