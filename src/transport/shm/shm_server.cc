@@ -98,11 +98,13 @@ struct Taken {
 };
 
 struct ShmServer::Impl {
-  Impl(Handler h, ShmServerOptions o) : handler(std::move(h)), options(std::move(o)) {
+  Impl(Handler h, ShmServerOptions o, ImmediateHandler i)
+      : handler(std::move(h)), immediate(std::move(i)), options(std::move(o)) {
     clock = options.clock ? options.clock : RealClock();
   }
 
   Handler handler;
+  ImmediateHandler immediate;  // may be null
   ShmServerOptions options;
   Clock* clock;
   shm::Layout layout;
@@ -165,12 +167,17 @@ struct ShmServer::Impl {
   void WorkerLoop(size_t index);
   bool TakeAny(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr, Taken* out);
   bool TryTake(const std::shared_ptr<Conn>& c, Taken* out);
-  void Serve(Taken& t);
+  // Runs `t`'s handler and publishes the response. `last`: this worker was the last awake one
+  // to stop scanning; unless `immediate` answers, it hands the watch on (KeepWatch) first.
+  void Serve(Taken& t, bool last, std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);
+  void KeepWatch(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);
   void Publish(Conn& c, const wire::Message& m, const Status& error);
   void DrainReleases(Conn& c);  // REQUIRES: c.mu held
   void Break(Conn& c, const std::string& why);  // REQUIRES: c.mu held
   void WakeOne();
-  void GoIdle(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr);
+  // `spun`: this idle period began with a spin (for the doorbell rule in the body).
+  void GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, size_t* rr, bool spun);
+  void SetIdle(size_t workers);  // REQUIRES: pool_mu held
   // Serves `t`, first handing the watch over the rings on when this worker was the last to keep
   // it (see scanners).
   void RunHandler(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, Taken& t);
@@ -370,6 +377,7 @@ void ShmServer::Impl::WakeOne() {
   std::lock_guard<std::mutex> lk(pool_mu);
   if (wake_tokens < idle) {
     wake_tokens++;
+    SetIdle(idle);  // one fewer asleep for good
     pool_cv.notify_one();
   }
 }
@@ -442,14 +450,18 @@ bool ShmServer::Impl::TryTake(const std::shared_ptr<Conn>& cp, Taken* out) {
   return true;
 }
 
-void ShmServer::Impl::Serve(Taken& t) {
+void ShmServer::Impl::Serve(Taken& t, bool last, std::vector<std::shared_ptr<Conn>>& snap,
+                            uint64_t* version) {
   n.requests++;
   n.running++;
   const uint64_t begin = clock->NowMicros();
   if (!t.error.ok()) {
     Publish(*t.conn, t.msg, t.error);
   } else {
-    wire::Message resp = handler(t.conn->session, t.msg);
+    std::optional<wire::Message> answered;
+    if (immediate) answered = immediate(t.conn->session, t.msg);
+    if (!answered && last) KeepWatch(snap, version);
+    wire::Message resp = answered ? std::move(*answered) : handler(t.conn->session, t.msg);
     resp.id = t.msg.id;
     resp.op = t.msg.op;
     resp.flags |= wire::kFlagResponse;
@@ -457,7 +469,8 @@ void ShmServer::Impl::Serve(Taken& t) {
   }
   // Dropping the response here releases what its payloads pinned (cache entries).
   t = Taken{};
-  const uint64_t took_us = std::min<uint64_t>(clock->NowMicros() - begin, 1 << 30);
+  // Capped: one call of seconds (an S3 request) must not stop the spins for a hundred calls.
+  const uint64_t took_us = std::min<uint64_t>(clock->NowMicros() - begin, 4 * kSlowServeMicros);
   const int64_t took = static_cast<int64_t>(took_us);
   const int64_t avg = serve_micros_avg.load(std::memory_order_relaxed);
   serve_micros_avg.store(static_cast<uint32_t>(avg + (took - avg) / 8),
@@ -568,6 +581,7 @@ void ShmServer::Impl::WorkerLoop(size_t index) {
   size_t rr = index;
   uint32_t spins = 0;
   bool spinning = false;
+  bool spun = false;  // since the last request taken
   Taken t;
   scanners++;
   while (!stopping.load(std::memory_order_acquire)) {
@@ -577,12 +591,13 @@ void ShmServer::Impl::WorkerLoop(size_t index) {
         if (spins < scan_spin.limit()) scan_spin.Succeeded(spins);
         spinner.store(false);
       }
-      spinning = false;
+      spinning = spun = false;
       RunHandler(snap, &version, t);
       continue;
     }
     if (!spinning && SpinPays() && !spinner.exchange(true)) {
       spinning = true;
+      spun = true;
       spins = 0;
       n.idle_spins++;
     }
@@ -603,7 +618,8 @@ void ShmServer::Impl::WorkerLoop(size_t index) {
       spinner.store(false);
     }
     spinning = false;
-    GoIdle(snap, &rr);
+    GoIdle(snap, &version, &rr, spun);
+    spun = false;
     version = 0;  // GoIdle dropped the snapshot
   }
   scanners--;
@@ -625,48 +641,56 @@ void ShmServer::Impl::ArmDoorbells(const std::vector<std::shared_ptr<Conn>>& sna
 
 void ShmServer::Impl::RunHandler(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version,
                                  Taken& t) {
-  if (scanners.fetch_sub(1) == 1) {
-    // Nobody else scans, and the handler may block (a save waits for its fsync, an S3 request
-    // may take seconds). A client that found its doorbell disarmed since the last worker went
-    // idle relies on a scan, so arm every doorbell (a client attached since the snapshot is in
-    // the new one), fence, and wake a worker for a request already waiting (R3, as in GoIdle).
-    Resnap(snap, version);
-    ArmDoorbells(snap);
-    shm::FullFence();
-    for (auto& c : snap) {
-      if (c->req.tail().load(std::memory_order_acquire) !=
-          c->req.head().load(std::memory_order_relaxed)) {
-        WakeOne();
-        break;
-      }
-    }
-  }
-  Serve(t);
+  Serve(t, scanners.fetch_sub(1) == 1, snap, version);
   scanners++;
 }
 
-void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr) {
+void ShmServer::Impl::KeepWatch(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version) {
+  // Nobody else scans, and the handler may block (a save waits for its fsync, an S3 request may
+  // take seconds). A client that found its doorbell disarmed since the last worker went idle
+  // relies on a scan, so arm every doorbell (a client attached since the snapshot is in the new
+  // one), fence, and wake a worker if a request is already waiting (R3, as in GoIdle).
+  Resnap(snap, version);
+  ArmDoorbells(snap);
+  shm::FullFence();
+  for (auto& c : snap) {
+    if (!c->dead.load(std::memory_order_relaxed) &&
+        c->req.tail().load(std::memory_order_acquire) !=
+            c->req.head().load(std::memory_order_relaxed)) {
+      WakeOne();
+      return;
+    }
+  }
+}
+
+void ShmServer::Impl::SetIdle(size_t workers) {
+  idle = workers;
+  n.workers_idle = idle - wake_tokens;
+  n.Notify();  // for WaitFor (tests); a worker pays it only when it starts or ends a sleep
+}
+
+void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version,
+                             size_t* rr, bool spun) {
   {
     std::lock_guard<std::mutex> lk(pool_mu);
-    idle++;  // before arming: a doorbell rung from now on finds this worker to wake
-    n.workers_idle = idle;
+    SetIdle(idle + 1);  // before arming: a doorbell rung from now on finds this worker to wake
   }
   // R3: arm every doorbell, then look once more; a request published before a client could
-  // see the doorbell armed is found by this scan.
+  // see the doorbell armed is found by this scan. The client list is read again first: a client
+  // attached since the loop's snapshot may have rung while no worker was idle to wake.
   scanners--;
+  Resnap(snap, version);
   ArmDoorbells(snap);
   shm::FullFence();
   Taken t;
   if (TakeAny(snap, rr, &t)) {
     {
       std::lock_guard<std::mutex> lk(pool_mu);
-      idle--;
-      n.workers_idle = idle;
-      wake_tokens = std::min(wake_tokens, idle);
+      wake_tokens = std::min(wake_tokens, idle - 1);
+      SetIdle(idle - 1);
     }
     scanners++;
-    uint64_t version = 0;
-    RunHandler(snap, &version, t);
+    RunHandler(snap, version, t);
     return;
   }
   snap.clear();  // hold no client while asleep: a detached client's segment can go now
@@ -674,22 +698,23 @@ void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, size_t* r
   pool_cv.wait(lk, [&] { return wake_tokens > 0 || stopping.load(); });
   const bool rung = wake_tokens > 0;
   if (rung) wake_tokens--;
-  idle--;
-  n.workers_idle = idle;
+  SetIdle(idle - 1);
   lk.unlock();
   scanners++;
   // A client had to ring: the spinner gave up too early for this client's pace (its next call
   // came later than the spin lasted, e.g. because it slept). Spin longer from now on, or the two
   // sides settle into sleeping and waking each other on every call — unless the cores were
   // contended: then the client was late because it waited for a core, which a longer spin takes.
-  if (rung && !spin_contended.load(std::memory_order_relaxed))
+  // Not after an idle period without a spin (SpinPays said no): no spin gave up early then.
+  if (rung && spun && !spin_contended.load(std::memory_order_relaxed))
     scan_spin.Succeeded(shm::AdaptiveSpin::kCeiling);
 }
 
 // ---------------------------------------------------------------------------------------------
 
-ShmServer::ShmServer(Handler handler, ShmServerOptions options)
-    : impl_(std::make_unique<Impl>(std::move(handler), std::move(options))) {}
+ShmServer::ShmServer(Handler handler, ShmServerOptions options, ImmediateHandler immediate)
+    : impl_(std::make_unique<Impl>(std::move(handler), std::move(options),
+                                   std::move(immediate))) {}
 
 ShmServer::~ShmServer() {
   if (impl_) Stop();

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "daemon/service.h"
@@ -72,19 +73,27 @@ struct ShmServerStats {
   uint64_t protocol_errors = 0;   // malformed slots, bad counters, bogus releases
   uint64_t responses_too_large = 0;
   uint64_t idle_spins = 0;        // times a worker out of requests spun for the next one
-  uint64_t workers_idle = 0;      // workers asleep (or about to sleep) now
+  uint64_t workers_idle = 0;      // workers asleep (or about to sleep) and not being woken
 };
 
 class ShmServer {
  public:
   using Handler = std::function<wire::Message(Session&, const wire::Message&)>;
+  // The response when it can be had without blocking (Service::HandleIfImmediate), else nullopt.
+  using ImmediateHandler =
+      std::function<std::optional<wire::Message>(Session&, const wire::Message&)>;
 
   // `service` must outlive the server. (Inline so that users of the handler form — tests — need
   // not link the Service.)
   ShmServer(Service& service, ShmServerOptions options)
       : ShmServer([&service](Session& s, const wire::Message& m) { return service.Handle(s, m); },
-                  std::move(options)) {}
-  ShmServer(Handler handler, ShmServerOptions options);
+                  std::move(options),
+                  [&service](Session& s, const wire::Message& m) {
+                    return service.HandleIfImmediate(s, m);
+                  }) {}
+  // `immediate` (optional) is tried first: a request it answers cannot block, so a worker that
+  // was the last awake one need not hand over the watch (docs/shm.md, "Who keeps watch").
+  ShmServer(Handler handler, ShmServerOptions options, ImmediateHandler immediate = nullptr);
   ~ShmServer();  // Stop()
   ShmServer(const ShmServer&) = delete;
   ShmServer& operator=(const ShmServer&) = delete;
