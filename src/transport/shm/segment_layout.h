@@ -20,13 +20,13 @@
 //       the consumer reads `tail` with acquire, copies the slot out, then releases it with a
 //       release store of `head`. Nobody reads a slot after releasing it.
 //   R3  wake words: request ring `wake` = doorbell armed (a daemon worker sets it before it may
-//       sleep, and before it runs a handler while no other worker scans, so disarmed means a
-//       worker will scan; a client that finds it set after publishing a request exchanges it to 0
-//       and sends one byte on the control socket); response ring `wake` = number of client
-//       threads about to sleep on the response ring's `wake_seq` futex (after publishing, the
-//       daemon bumps `wake_seq` and wakes them when `wake` is non-zero). Both sides put a seq_cst
-//       fence between their counter store and their read of the other side's word, so a wake-up
-//       is never lost.
+//       sleep, and before it runs a handler that may block while no other worker scans, so
+//       disarmed means a worker will scan; a client that finds it set after publishing a
+//       request exchanges it to 0 and sends one byte on the control socket); response ring
+//       `wake` = number of client threads about to sleep on the response ring's `wake_seq` futex
+//       (after publishing, the daemon bumps `wake_seq` and wakes them when `wake` is non-zero).
+//       Both sides put a seq_cst fence between their counter store and their read of the other
+//       side's word, so a wake-up is never lost.
 // Areas:
 //   A1  the request area is allocated by the client alone and the response area by the daemon
 //       alone, each with private bookkeeping (RegionAllocator), so neither can corrupt the other's

@@ -45,10 +45,11 @@ struct Counters {
       attaches{0}, detaches{0}, refusals{0}, requests{0}, doorbells{0}, protocol_errors{0},
       too_large{0}, idle_spins{0};
   std::atomic<uint64_t> running{0};       // handler calls in progress
-  std::atomic<uint64_t> workers_idle{0};  // mirrors Impl::idle, for Stats
+  std::atomic<uint64_t> workers_idle{0};  // Impl::idle - Impl::wake_tokens, for Stats
   std::mutex mu;
-  std::condition_variable cv;  // notified when a client attaches, detaches or is destroyed, and
-                               // when the last running handler call returns during a shutdown
+  std::condition_variable cv;  // notified when a client attaches, detaches or is destroyed, when
+                               // the last running handler call returns during a shutdown, and
+                               // when workers_idle changes
 
   void Notify() {
     std::lock_guard<std::mutex> lk(mu);
@@ -175,8 +176,7 @@ struct ShmServer::Impl {
   void DrainReleases(Conn& c);  // REQUIRES: c.mu held
   void Break(Conn& c, const std::string& why);  // REQUIRES: c.mu held
   void WakeOne();
-  // `spun`: this idle period began with a spin (for the doorbell rule in the body).
-  void GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, size_t* rr, bool spun);
+  void GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, size_t* rr);
   void SetIdle(size_t workers);  // REQUIRES: pool_mu held
   // Serves `t`, first handing the watch over the rings on when this worker was the last to keep
   // it (see scanners).
@@ -581,7 +581,6 @@ void ShmServer::Impl::WorkerLoop(size_t index) {
   size_t rr = index;
   uint32_t spins = 0;
   bool spinning = false;
-  bool spun = false;  // since the last request taken
   Taken t;
   scanners++;
   while (!stopping.load(std::memory_order_acquire)) {
@@ -591,13 +590,12 @@ void ShmServer::Impl::WorkerLoop(size_t index) {
         if (spins < scan_spin.limit()) scan_spin.Succeeded(spins);
         spinner.store(false);
       }
-      spinning = spun = false;
+      spinning = false;
       RunHandler(snap, &version, t);
       continue;
     }
     if (!spinning && SpinPays() && !spinner.exchange(true)) {
       spinning = true;
-      spun = true;
       spins = 0;
       n.idle_spins++;
     }
@@ -618,8 +616,7 @@ void ShmServer::Impl::WorkerLoop(size_t index) {
       spinner.store(false);
     }
     spinning = false;
-    GoIdle(snap, &version, &rr, spun);
-    spun = false;
+    GoIdle(snap, &version, &rr);
     version = 0;  // GoIdle dropped the snapshot
   }
   scanners--;
@@ -670,7 +667,7 @@ void ShmServer::Impl::SetIdle(size_t workers) {
 }
 
 void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version,
-                             size_t* rr, bool spun) {
+                             size_t* rr) {
   {
     std::lock_guard<std::mutex> lk(pool_mu);
     SetIdle(idle + 1);  // before arming: a doorbell rung from now on finds this worker to wake
@@ -705,8 +702,8 @@ void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t*
   // came later than the spin lasted, e.g. because it slept). Spin longer from now on, or the two
   // sides settle into sleeping and waking each other on every call — unless the cores were
   // contended: then the client was late because it waited for a core, which a longer spin takes.
-  // Not after an idle period without a spin (SpinPays said no): no spin gave up early then.
-  if (rung && spun && !spin_contended.load(std::memory_order_relaxed))
+  // Nor while slow requests run (SpinPays): no worker spins then, so none gave up early.
+  if (rung && SpinPays() && !spin_contended.load(std::memory_order_relaxed))
     scan_spin.Succeeded(shm::AdaptiveSpin::kCeiling);
 }
 
