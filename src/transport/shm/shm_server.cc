@@ -126,7 +126,8 @@ struct ShmServer::Impl {
   std::atomic<bool> stopping{false};
   std::atomic<bool> spinner{false};  // one idle worker at most spins
   // Workers awake and not running a handler: they will scan the rings (R3's "not armed: a worker
-  // will scan" holds while this is > 0; RunHandler keeps it when it drops to 0).
+  // will scan" holds while this is > 0; a worker that drops it to 0 calls KeepWatch before a
+  // handler that may block).
   std::atomic<uint32_t> scanners{0};
   // How long that worker spins: long enough to catch the next request of a busy client when a
   // core is free for it, shrinking when the cores are oversubscribed (futex.h), but never below
@@ -178,8 +179,7 @@ struct ShmServer::Impl {
   void WakeOne();
   void GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, size_t* rr);
   void SetIdle(size_t workers);  // REQUIRES: pool_mu held
-  // Serves `t`, first handing the watch over the rings on when this worker was the last to keep
-  // it (see scanners).
+  // Serves `t` as a worker that stops scanning meanwhile (see scanners).
   void RunHandler(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, Taken& t);
   void Resnap(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);
   void ArmDoorbells(const std::vector<std::shared_ptr<Conn>>& snap);
