@@ -158,6 +158,14 @@ struct Measured {
 
 std::string Micros(uint64_t ns) { return Fmt("%.1f", double(ns) / 1000.0) + " µs"; }
 
+// Writes back every dirty page before a put phase, so that it does not pay for the write-back
+// of the phases before it (another mode's gigabytes of puts): without this, the 64 KiB ×8 put
+// rows of a full run came out at half the rate of the same mode run alone (BENCHMARKS.md,
+// "Session 8").
+void SettleDisk(const std::string& op) {
+  if (op == "put") ::sync();
+}
+
 double MemcpyBandwidth() {
   const size_t n = 2 * kMiB;
   std::vector<uint8_t> a(n, 1), b(n);
@@ -212,11 +220,13 @@ class Bench {
         if (op == "lookup") continue;  // Redis has no prefix lookup; compare gets
         if (op == "put") start(true);
         for (size_t size : o_.sizes)
-          for (int clients : o_.clients)
+          for (int clients : o_.clients) {
+            SettleDisk(op);
             Record(mode, op, size, clients,
                    RunClients(clients, true, o_.seconds, [&, op, size](int c) {
                      return RedisOp(redis_addr, op, size, c);
                    }));
+          }
       }
       return;
     }
@@ -227,6 +237,7 @@ class Bench {
     for (const auto& op : o_.ops) {
       for (size_t size : o_.sizes) {
         for (int clients : o_.clients) {
+          SettleDisk(op);
           WorkerResult r;
           if (mode == "embedded") {
             r = RunClients(clients, false, o_.seconds,
