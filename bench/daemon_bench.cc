@@ -159,9 +159,8 @@ struct Measured {
 std::string Micros(uint64_t ns) { return Fmt("%.1f", double(ns) / 1000.0) + " µs"; }
 
 // Writes back every dirty page before a put phase, so that it does not pay for the write-back
-// of the phases before it (another mode's gigabytes of puts): without this, the 64 KiB ×8 put
-// rows of a full run came out at half the rate of the same mode run alone (BENCHMARKS.md,
-// "Session 8").
+// of the phases before it (the gets' populated blocks, another mode's puts): the embedded 64 KiB
+// ×8 row of a full run rose from 4.3k to 6.1k ops/s with it (BENCHMARKS.md, "Session 8").
 void SettleDisk(const std::string& op) {
   if (op == "put") ::sync();
 }
