@@ -250,6 +250,10 @@ struct StoreStats {
   // Disk cache fills not made: no room within the eviction bound, larger than the budget, or
   // too many fills already waiting to be written (their payloads are held in RAM meanwhile)
   uint64_t disk_cache_fills_skipped = 0;
+  // The put path's use of the second CPU (docs/architecture.md, "Put")
+  uint64_t put_blocks_helped = 0;      // blocks a large put's copy helper thread copied and hashed
+  uint64_t uploads_parked = 0;         // uploads that waited for a large put to stop copying
+  uint64_t uploads_parked_bytes = 0;   // payload bytes of the uploads waiting right now
 };
 
 // L2 bytes one fingerprint's heads reference (part of NamespaceUsage).

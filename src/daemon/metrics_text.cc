@@ -139,6 +139,14 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_disk_cache_fills_skipped_total", "counter",
         "Disk cache fills not made: no room, larger than the budget, or too many queued.",
         s.disk_cache_fills_skipped);
+  p.One("wombatkv_put_blocks_helped_total", "counter",
+        "Blocks of large puts copied and hashed by the store's copy helper thread.",
+        s.put_blocks_helped);
+  p.One("wombatkv_uploads_parked_total", "counter",
+        "Uploads that waited for a large put to stop copying (the upload gate).",
+        s.uploads_parked);
+  p.One("wombatkv_uploads_parked_bytes", "gauge",
+        "Payload bytes of the uploads waiting in the upload gate now.", s.uploads_parked_bytes);
   p.One("wombatkv_puts_total", "counter", "Blocks put.", s.puts);
   p.One("wombatkv_put_bytes_total", "counter", "Payload bytes put.", s.put_bytes);
   p.One("wombatkv_publishes_total", "counter", "Chains published.", s.publishes);

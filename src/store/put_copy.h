@@ -7,9 +7,11 @@
 // into recycled buffers (BufferPool), so a put does not fault in fresh pages once the cache has
 // released some.
 //
-// Everything runs on the calling thread. Sharing a multi-block put with a helper thread halved the
-// caller's CPU per GB but gained no wall time on a 2-core machine whose other core runs the
-// uploads (BENCHMARKS.md, store section), so it was removed.
+// With a helper executor, a large put (IsLargePut) of several blocks is shared between the calling thread and one
+// helper thread: both take the next unclaimed block until none is left, so the caller never waits
+// for a helper that has not started (a busy or late helper finds nothing left and returns at
+// once), only for a block the helper is in the middle of. The helper touches the caller's
+// payloads only for blocks it claimed, and PutBlocks returns only after those are done.
 #pragma once
 
 #include <memory>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "cache/buffer_pool.h"
+#include "wombatkv/env.h"
 #include "wombatkv/store.h"
 #include "wombatkv/types.h"
 
@@ -25,10 +28,16 @@ namespace wombatkv {
 struct CopiedBlocks {
   std::vector<BufferSlice> payloads;  // one per block: the copy, or the handed-over slice
   std::vector<ContentHash> hashes;
+  size_t helped = 0;  // blocks the helper thread did
 };
 
-// Copies come from `pool`.
+// At least this much payload in one put: worth a helper's wake-up (with two blocks or more), and
+// worth keeping the uploads off the CPUs while it copies (upload_gate.h).
+inline constexpr uint64_t kLargePutBytes = 1 << 20;
+bool IsLargePut(std::span<const BlockPut> blocks);
+
+// `helper` may be null (everything on the calling thread). Copies come from `pool`.
 CopiedBlocks CopyAndHashBlocks(std::span<const BlockPut> blocks,
-                               const std::shared_ptr<BufferPool>& pool);
+                               const std::shared_ptr<BufferPool>& pool, Executor* helper);
 
 }  // namespace wombatkv

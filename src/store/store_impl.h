@@ -36,6 +36,7 @@
 #include "index/radix_index.h"
 #include "layout/chain_head.h"
 #include "meta/meta_store.h"
+#include "store/upload_gate.h"
 #include "store/usage_ledger.h"
 #include "wombatkv/store.h"
 
@@ -114,6 +115,7 @@ class StoreImpl final : public Store {
     std::atomic<bool> started{false};
     std::string ns;
     BufferSlice payload;  // kept (and pinned in the cache) until the blob is durable
+    uint64_t bytes = 0;   // the payload's size, for the upload gate (payload may be dropped)
     // After a failed background upload, publishers retry it themselves: one at a time, and the
     // pin is released exactly once.
     std::mutex retry_mu;
@@ -145,7 +147,8 @@ class StoreImpl final : public Store {
   // `defer` it is not queued: whoever sets its `started` first runs it.
   std::shared_ptr<Upload> StartUpload(const CacheKey& ck, std::string ns, BufferSlice payload,
                                       bool defer = false);
-  // Queues the upload; the task runs it unless someone has started it by then.
+  // Queues the upload, or parks it in the upload gate while a large put copies; the task runs
+  // it unless someone has started it by then.
   void SubmitUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up);
   // The upload's work; REQUIRES: the caller set up->started.
   void RunUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up);
@@ -316,6 +319,14 @@ class StoreImpl final : public Store {
   // before inserting it, so the pool must hold a batch), capped at 256 MiB.
   std::shared_ptr<BufferPool> payload_pool_ =
       BufferPool::Create(std::min<uint64_t>(options_.cache_bytes_max / 4, uint64_t{256} << 20));
+  // Shares a large put's copy and hash with the calling thread (put_copy.h). Only a store that
+  // owns its executor has one: with an injected executor (tests, the simulator) every put stays
+  // on the calling thread, deterministic.
+  std::unique_ptr<Executor> copy_helper_ =
+      options_.executor ? nullptr : NewThreadPoolExecutor(1, "wombatkv-copy");
+  // Uploads wait while a large put copies (upload_gate.h). Parked payloads stay pinned in the
+  // cache, so at most half of it is parked; past that, uploads run alongside the puts.
+  UploadGate upload_gate_{executor_, options_.cache_bytes_max / 2, options_.upload_threads};
 
   mutable std::shared_mutex index_mu_;
   RadixIndex index_;  // GUARDED_BY(index_mu_)
@@ -375,6 +386,7 @@ class StoreImpl final : public Store {
     std::atomic<uint64_t> evict_skipped_in_flight{0}, evict_conflicts{0};
     std::atomic<uint64_t> gc_passes{0}, gc_blobs_deleted{0}, gc_bytes_freed{0};
     std::atomic<uint64_t> gc_delete_failures{0};
+    std::atomic<uint64_t> put_blocks_helped{0};
   };
   mutable Counters counters_;
 };

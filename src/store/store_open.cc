@@ -49,6 +49,7 @@ StoreImpl::~StoreImpl() {
     evict_thread_->Drain();
   }
   // Background uploads reference this object: let them finish before the planes go away.
+  upload_gate_.ReleaseAll();
   executor_->Drain();
   // A clean close records every chain's last use, so the next open keeps the LRU order.
   if (opened) PersistUse(/*all=*/true);

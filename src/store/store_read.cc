@@ -366,6 +366,10 @@ StoreStats StoreImpl::Stats() {
     s.disk_cache_dropped = d.dropped;
     s.disk_cache_fills_skipped = d.fills_skipped + fills_not_queued_.load();
   }
+  s.put_blocks_helped = k.put_blocks_helped;
+  const UploadGate::Stats gate = upload_gate_.stats();
+  s.uploads_parked = gate.parked;
+  s.uploads_parked_bytes = gate.parked_bytes;
   const ObjectStoreCounters l2c = l2_->Counters();
   s.l2_attempts = l2c.attempts;
   s.l2_retries = l2c.retries;

@@ -50,9 +50,21 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocksImpl(std::string_view ns,
   std::vector<ContentHash> hashes;
   hashes.reserve(blocks.size());
   MetaWriteBatch batch;
-  // Hash the bytes we keep (put_copy.h): copies into recycled buffers, or the caller's
-  // handed-over buffers.
-  CopiedBlocks copied = CopyAndHashBlocks(blocks, payload_pool_);
+  // A large put has the CPUs to itself: its uploads, and any others submitted meanwhile, wait
+  // until it returns (upload_gate.h). A save does not close the gate: its publish follows at once
+  // (its uploads may still park behind another thread's large put; its publish releases them).
+  const bool gated = !save && IsLargePut(blocks);
+  if (gated) upload_gate_.PutBegins();
+  struct GateExit {
+    UploadGate* gate;
+    ~GateExit() {
+      if (gate) gate->PutEnds();
+    }
+  } gate_exit{gated ? &upload_gate_ : nullptr};
+  // Hash the bytes we keep (put_copy.h): copies into recycled buffers, shared with the helper
+  // thread, or the caller's handed-over buffers.
+  CopiedBlocks copied = CopyAndHashBlocks(blocks, payload_pool_, copy_helper_.get());
+  counters_.put_blocks_helped += copied.helped;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const BlockPut& b = blocks[i];
     BufferSlice slice = std::move(copied.payloads[i]);
@@ -104,6 +116,7 @@ std::shared_ptr<StoreImpl::Upload> StoreImpl::StartUpload(const CacheKey& ck, st
     }
     slot = std::make_shared<Upload>();
     slot->ns = std::move(ns);
+    slot->bytes = payload.size;
     slot->payload = std::move(payload);
     up = slot;
   }
@@ -112,7 +125,7 @@ std::shared_ptr<StoreImpl::Upload> StoreImpl::StartUpload(const CacheKey& ck, st
 }
 
 void StoreImpl::SubmitUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up) {
-  executor_->Submit([this, ck, up] {
+  upload_gate_.Submit(CacheKeyHash{}(ck), up->bytes, [this, ck, up] {
     if (!up->started.exchange(true)) RunUpload(ck, up);  // else a publisher ran it
   });
 }
@@ -196,8 +209,8 @@ Status StoreImpl::EnsureDurable(std::string_view ns, const CacheKey& ck) {
       if (it != uploads_.end()) up = it->second;
     }
     if (!up) break;
-    // Not started yet (queued behind other work, or deferred by SaveChain): run it here rather
-    // than wait for a thread to pick it up.
+    // Not started yet (queued behind other work, parked in the upload gate, or deferred by
+    // SaveChain): run it here rather than wait for a thread to pick it up.
     if (!up->started.exchange(true)) RunUpload(ck, up);
     WMBT_RETURN_IF_ERROR(executor_->Await(up->done));
     Status s = up->done.status();
@@ -329,7 +342,13 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
                         CollectChain(ns, ns_id, fp, tip, &indexed));
 
   // The durability barrier: every blob of the chain is in L2 before the head names it. The
-  // indexed prefix was published before, so its blobs already are.
+  // indexed prefix was published before, so its blobs already are. Those of its uploads parked
+  // behind another put (upload_gate.h) start now, in parallel, rather than one by one here.
+  std::vector<uint64_t> gate_ids;
+  for (size_t i = indexed; i < entries.size(); ++i) {
+    gate_ids.push_back(CacheKeyHash{}(CacheKey{ns_id, entries[i].hash}));
+  }
+  upload_gate_.Release(gate_ids);
   for (size_t i = indexed; i < entries.size(); ++i) {
     if (test_hooks::publish_skips_durability_barrier.load(std::memory_order_relaxed)) break;
     WMBT_RETURN_IF_ERROR(EnsureDurable(ns, CacheKey{ns_id, entries[i].hash}));

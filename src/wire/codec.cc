@@ -186,6 +186,9 @@ constexpr uint64_t StoreStats::*kStatsFields[] = {
     &StoreStats::l2_retries,
     &StoreStats::l2_throttled,
     &StoreStats::disk_cache_fills_skipped,
+    &StoreStats::put_blocks_helped,
+    &StoreStats::uploads_parked,
+    &StoreStats::uploads_parked_bytes,
 };
 static_assert(sizeof(kStatsFields) / sizeof(kStatsFields[0]) * 8 == sizeof(StoreStats),
               "every StoreStats counter must be on the wire: add new ones at the end of the table");

@@ -51,6 +51,9 @@ int RunStat(Context& ctx) {
       {"disk_cache_fills", s.disk_cache_fills},
       {"disk_cache_dropped", s.disk_cache_dropped},
       {"disk_cache_fills_skipped", s.disk_cache_fills_skipped},
+      {"put_blocks_helped", s.put_blocks_helped},
+      {"uploads_parked", s.uploads_parked},
+      {"uploads_parked_bytes", s.uploads_parked_bytes},
   };
   if (ctx.out.json()) {
     nlohmann::json stats = nlohmann::json::object();
