@@ -53,7 +53,7 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocksImpl(std::string_view ns,
   // A large put has the CPUs to itself: its uploads, and any others submitted meanwhile, wait
   // until it returns (upload_gate.h). A save does not close the gate: its publish follows at once
   // (its uploads may still park behind another thread's large put; its publish releases them).
-  const bool gated = !save && IsLargePut(blocks);
+  const bool gated = !save && (IsLargePut(blocks) || Buggify("put.gate_small"));
   if (gated) upload_gate_.PutBegins();
   struct GateExit {
     UploadGate* gate;
