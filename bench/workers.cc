@@ -11,6 +11,29 @@
 #include "bench_util.h"
 
 namespace wombatkv::bench {
+
+void ReadAll(int fd, void* p, size_t n) {
+  auto* b = static_cast<uint8_t*>(p);
+  while (n) {
+    ssize_t r = ::read(fd, b, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) Die("a benchmark client process died (see its message above)");
+    b += r;
+    n -= static_cast<size_t>(r);
+  }
+}
+
+void WriteAll(int fd, const void* p, size_t n) {
+  auto* b = static_cast<const uint8_t*>(p);
+  while (n) {
+    ssize_t w = ::write(fd, b, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) ::_exit(3);
+    b += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
 namespace {
 
 struct ClientReport {
@@ -34,28 +57,6 @@ ClientReport Loop(const Op& op, double seconds) {
   }
   r.seconds = now - start;
   return r;
-}
-
-void ReadAll(int fd, void* p, size_t n) {
-  auto* b = static_cast<uint8_t*>(p);
-  while (n) {
-    ssize_t r = ::read(fd, b, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) Die("a benchmark client process died (see its message above)");
-    b += r;
-    n -= static_cast<size_t>(r);
-  }
-}
-
-void WriteAll(int fd, const void* p, size_t n) {
-  auto* b = static_cast<const uint8_t*>(p);
-  while (n) {
-    ssize_t w = ::write(fd, b, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) ::_exit(3);
-    b += w;
-    n -= static_cast<size_t>(w);
-  }
 }
 
 WorkerResult Merge(const std::vector<ClientReport>& reports) {

@@ -23,6 +23,11 @@ struct WorkerResult {
   double bytes_per_second() const { return seconds > 0 ? double(bytes) / seconds : 0; }
 };
 
+// Whole reads and writes on a pipe. ReadAll dies if the writer went away first (a child process
+// that failed); WriteAll, in a child, exits it if the reader did.
+void ReadAll(int fd, void* p, size_t n);
+void WriteAll(int fd, const void* p, size_t n);
+
 // Starts `clients` clients (processes when `processes`, else threads), waits until all are ready,
 // lets them run for `seconds`, and merges their results. Dies if a client process fails.
 WorkerResult RunClients(int clients, bool processes, double seconds, const OpFactory& factory);
