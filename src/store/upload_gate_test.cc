@@ -22,22 +22,28 @@ struct Counted {
   }
 };
 
-TEST(UploadGate, RunsAnUploadAtOnceWhenNoPutCopies) {
+// A gate on a manual executor with room for 1 MiB parked and 4 pumps.
+class UploadGateTest : public ::testing::Test {
+ protected:
+  // A put begins and submits three 100-byte uploads.
+  void PutWithThreeUploads() {
+    gate.PutBegins();
+    for (int i = 0; i < 3; ++i) gate.Submit(0, 100, c.Upload());
+  }
   ManualExecutor ex;
-  UploadGate gate(&ex, 1 << 20, 4);
+  UploadGate gate{&ex, 1 << 20, 4};
   Counted c;
+};
+
+TEST_F(UploadGateTest, RunsAnUploadAtOnceWhenNoPutCopies) {
   gate.Submit(0, 100, c.Upload());
   ex.Drain();
   EXPECT_EQ(c.ran, 1);
   EXPECT_EQ(gate.stats().parked, 0u);
 }
 
-TEST(UploadGate, ParksUploadsWhileAPutCopiesAndStartsThemWhenItEnds) {
-  ManualExecutor ex;
-  UploadGate gate(&ex, 1 << 20, 4);
-  Counted c;
-  gate.PutBegins();
-  for (int i = 0; i < 3; ++i) gate.Submit(0, 100, c.Upload());
+TEST_F(UploadGateTest, ParksUploadsWhileAPutCopiesAndStartsThemWhenItEnds) {
+  PutWithThreeUploads();
   ex.Drain();
   EXPECT_EQ(c.ran, 0) << "an upload ran while the put copied";
   EXPECT_EQ(gate.stats().parked_now, 3u);
@@ -50,13 +56,9 @@ TEST(UploadGate, ParksUploadsWhileAPutCopiesAndStartsThemWhenItEnds) {
   EXPECT_EQ(gate.stats().parked_bytes, 0u);
 }
 
-TEST(UploadGate, AQueuedPumpStepsAsideForTheNextPutAndItsEndRestartsIt) {
+TEST_F(UploadGateTest, AQueuedPumpStepsAsideForTheNextPutAndItsEndRestartsIt) {
   // Back-to-back puts: the pump queued at the end of one finds the next copying.
-  ManualExecutor ex;
-  UploadGate gate(&ex, 1 << 20, 4);
-  Counted c;
-  gate.PutBegins();
-  for (int i = 0; i < 3; ++i) gate.Submit(0, 100, c.Upload());
+  PutWithThreeUploads();
   gate.PutEnds();
   gate.PutBegins();
   gate.Submit(0, 100, c.Upload());
