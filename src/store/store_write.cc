@@ -54,13 +54,7 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocksImpl(std::string_view ns,
   // until it returns (upload_gate.h). A save does not close the gate: its publish follows at once
   // (its uploads may still park behind another thread's large put; its publish releases them).
   const bool gated = !save && (IsLargePut(blocks) || Buggify("put.gate_small"));
-  if (gated) upload_gate_.PutBegins();
-  struct GateExit {
-    UploadGate* gate;
-    ~GateExit() {
-      if (gate) gate->PutEnds();
-    }
-  } gate_exit{gated ? &upload_gate_ : nullptr};
+  const GatedPut gated_put(gated ? &upload_gate_ : nullptr);
   // Hash the bytes we keep (put_copy.h): copies into recycled buffers, shared with the helper
   // thread, or the caller's handed-over buffers.
   CopiedBlocks copied = CopyAndHashBlocks(blocks, payload_pool_, copy_helper_.get());

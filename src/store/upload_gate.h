@@ -80,4 +80,20 @@ class UploadGate {
   size_t pumps_ = 0;           // GUARDED_BY(mu_): queued or running
 };
 
+// Closes `gate` (if not null) for its own lifetime: a put's scope.
+class GatedPut {
+ public:
+  explicit GatedPut(UploadGate* gate) : gate_(gate) {
+    if (gate_) gate_->PutBegins();
+  }
+  ~GatedPut() {
+    if (gate_) gate_->PutEnds();
+  }
+  GatedPut(const GatedPut&) = delete;
+  GatedPut& operator=(const GatedPut&) = delete;
+
+ private:
+  UploadGate* const gate_;
+};
+
 }  // namespace wombatkv
