@@ -169,40 +169,41 @@ class CrashModelFs final : public FileSystemWrapper {
   Status WriteFileAtomic(const std::string& path, const std::vector<ByteView>& parts, bool sync,
                          FileInfo* written) override {
     WMBT_RETURN_IF_ERROR(Alive());
+    const uint64_t before = EventSeq();
     Status s = target()->WriteFileAtomic(path, parts, sync, written);
-    if (s.ok()) Named(path, Concat(parts), sync, /*dir_synced=*/sync);
+    if (s.ok()) Named(path, Concat(parts), sync, /*dir_synced=*/sync, before);
     return s;
   }
 
   Status CreateFileExclusive(const std::string& path, const std::vector<ByteView>& parts,
                              bool sync, FileInfo* written) override {
     WMBT_RETURN_IF_ERROR(Alive());
+    const uint64_t before = EventSeq();
     Status s = target()->CreateFileExclusive(path, parts, sync, written);
-    if (s.ok()) Named(path, Concat(parts), sync, /*dir_synced=*/sync);
+    if (s.ok()) Named(path, Concat(parts), sync, /*dir_synced=*/sync, before);
     return s;
   }
 
+  // Durable afterwards: every name change in `dir` made before the call began, in the order made.
+  // Syncs of one directory may overlap (the store's journal, its directory-sync group and its
+  // checkpoint thread each sync the root): each applies only the events queued before it began,
+  // oldest first, and takes them off the queue, so a slow sync finishing last cannot put an older
+  // state back over a newer one that a later sync already made durable.
   Status SyncDir(const std::string& dir) override {
     WMBT_RETURN_IF_ERROR(Alive());
     std::shared_lock<std::shared_mutex> barrier(sync_mu_);
-    std::vector<Event> events;
-    uint64_t snapshot;
+    uint64_t upto, snapshot;
     {
       std::lock_guard<std::mutex> g(mu_);
-      events.swap(pending_[dir]);
+      upto = event_seq_;
       snapshot = snapshots_;
     }
     Status s = target()->SyncDir(dir);
     std::lock_guard<std::mutex> g(mu_);
     // A SyncFileSystem that ran meanwhile made these names durable with what they hold: nothing
-    // older may override that.
-    if (snapshot != snapshots_) return s;
-    if (!s.ok()) {
-      auto& p = pending_[dir];
-      p.insert(p.begin(), events.begin(), events.end());
-      return s;
-    }
-    for (const Event& e : events) durable_[e.path] = e.state;
+    // older may override that. A failed sync leaves its events queued for the next one.
+    if (snapshot != snapshots_ || !s.ok()) return s;
+    ApplyPendingLocked(dir, upto);
     return s;
   }
 
@@ -256,7 +257,9 @@ class CrashModelFs final : public FileSystemWrapper {
     Status s = target()->DeleteFile(path);
     std::lock_guard<std::mutex> g(mu_);
     if (s.ok()) lost_.erase(path);
-    if (s.ok() && appends_.erase(path) == 0) pending_[DirOf(path)].push_back({path, State{}});
+    if (s.ok() && appends_.erase(path) == 0) {
+      pending_[DirOf(path)].push_back({path, State{}, ++event_seq_});
+    }
     return s;
   }
 
@@ -292,6 +295,7 @@ class CrashModelFs final : public FileSystemWrapper {
   struct Event {
     std::string path;
     State state;
+    uint64_t seq = 0;  // order of the name changes, across directories
   };
 
   class Pending final : public PendingFile {
@@ -363,7 +367,15 @@ class CrashModelFs final : public FileSystemWrapper {
     return Status::Internal(std::string(what) + " " + path + ": Input/output error (injected)");
   }
 
-  void Named(const std::string& path, std::string bytes, bool content_synced, bool dir_synced) {
+  uint64_t EventSeq() {
+    std::lock_guard<std::mutex> g(mu_);
+    return event_seq_;
+  }
+
+  // `dir_synced`: its directory was synced after it was named, so were the changes queued up to
+  // `queued_before` (the last event's seq when the call that named it began).
+  void Named(const std::string& path, std::string bytes, bool content_synced, bool dir_synced,
+             uint64_t queued_before = 0) {
     std::lock_guard<std::mutex> g(mu_);
     lost_.erase(path);  // written again: a later write-back may succeed
     if (content_synced) {
@@ -373,10 +385,19 @@ class CrashModelFs final : public FileSystemWrapper {
     }
     State st{true, content_synced, std::move(bytes)};
     if (dir_synced) {
+      ApplyPendingLocked(DirOf(path), queued_before);
       durable_[path] = st;
     } else {
-      pending_[DirOf(path)].push_back({path, std::move(st)});
+      pending_[DirOf(path)].push_back({path, std::move(st), ++event_seq_});
     }
+  }
+
+  // REQUIRES: mu_ held. Makes the events of `dir` up to `upto` durable, in order.
+  void ApplyPendingLocked(const std::string& dir, uint64_t upto) {
+    auto& p = pending_[dir];
+    size_t n = 0;
+    for (; n < p.size() && p[n].seq <= upto; ++n) durable_[p[n].path] = p[n].state;
+    p.erase(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(n));
   }
 
   // REQUIRES: mu_ held. Everything on disk now is durable.
@@ -451,6 +472,7 @@ class CrashModelFs final : public FileSystemWrapper {
   std::mutex mu_;
   bool crashed_ = false;
   uint64_t snapshots_ = 0;  // Snapshot() calls so far
+  uint64_t event_seq_ = 0;  // the last Event's seq
   std::map<std::string, State> durable_;                 // absent from the map: durably absent
   std::map<std::string, std::vector<Event>> pending_;    // by directory, until its SyncDir
   std::set<std::string> synced_content_;                 // the current file's bytes were synced
