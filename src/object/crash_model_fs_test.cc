@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <condition_variable>
-#include <mutex>
 #include <string>
 #include <thread>
+
+#include "object/pause_once.h"
 
 namespace wombatkv {
 namespace {
@@ -18,29 +18,10 @@ class SlowFirstSyncDir final : public FileSystemWrapper {
  public:
   using FileSystemWrapper::FileSystemWrapper;
   Status SyncDir(const std::string& dir) override {
-    std::unique_lock<std::mutex> g(mu_);
-    if (!held_) {
-      held_ = true;
-      cv_.notify_all();
-      cv_.wait(g, [&] { return released_; });
-    }
-    g.unlock();
+    pause.Hold();
     return FileSystemWrapper::SyncDir(dir);
   }
-  void AwaitHeld() {
-    std::unique_lock<std::mutex> g(mu_);
-    cv_.wait(g, [&] { return held_; });
-  }
-  void Release() {
-    std::lock_guard<std::mutex> g(mu_);
-    released_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool held_ = false, released_ = false;
+  PauseOnce pause;
 };
 
 std::string Contents(FileSystem* fs, const std::string& path) {
@@ -68,12 +49,12 @@ TEST(CrashModelFs, AnOlderDirectorySyncReturningLastDoesNotUndoANewerOne) {
     Rename(&fs, path, "old, never synced", /*sync=*/false);
     // A sync of the directory begins with that rename queued, and stalls in the device.
     std::thread older([&] { EXPECT_TRUE(fs.SyncDir(root).ok()); });
-    slow.AwaitHeld();
+    slow.pause.AwaitHeld();
     // Meanwhile a synced file replaces it and a second sync of the directory returns.
     Rename(&fs, path, "new, synced", /*sync=*/true);
     ASSERT_TRUE(fs.SyncDir(root).ok());
     // The older sync returns last.
-    slow.Release();
+    slow.pause.Release();
     older.join();
     fs.Crash();
     auto rng = NewSeededRandom(seed);

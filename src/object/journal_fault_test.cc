@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <future>
 #include <map>
 #include <mutex>
@@ -16,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "object/crash_model_fs.h"
+#include "object/pause_once.h"
 #include "object/journal.h"
 #include "wombatkv/object_store.h"
 
@@ -217,32 +217,11 @@ class PausingFs final : public FileSystemWrapper {
                                                  bool later_than_current) override {
     size_t bytes = 0;
     for (ByteView p : parts) bytes += p.size();
-    if (bytes > kJournaledMax) {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (!used_) {
-        used_ = paused_ = true;
-        cv_.notify_all();
-        cv_.wait(lock, [&] { return !paused_; });
-      }
-    }
+    if (bytes > kJournaledMax) pause.Hold();
     return target()->WriteTemp(path, parts, sync, later_than_current);
   }
 
-  void AwaitPaused() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return paused_; });
-  }
-  void Release() {
-    std::lock_guard<std::mutex> g(mu_);
-    paused_ = false;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool used_ = false;
-  bool paused_ = false;
+  PauseOnce pause;
 };
 
 TEST_F(JournalFaultTest, ALargePutAndAJournaledPutOfOneKeyNeverBothWinOneCondition) {
@@ -255,14 +234,14 @@ TEST_F(JournalFaultTest, ALargePutAndAJournaledPutOfOneKeyNeverBothWinOneConditi
   auto large_put = std::async(std::launch::async, [&] {
     return store->Put("h", {AsBytes(large)}, PutOptions{PutMode::kIfMatch, *v0});
   });
-  fs.AwaitPaused();  // the large put checked v0 and is writing its file
+  fs.pause.AwaitHeld();  // the large put checked v0 and is writing its file
   auto small_put = std::async(std::launch::async, [&] {
     return store->Put("h", {AsBytes("small")}, PutOptions{PutMode::kIfMatch, *v0});
   });
   // Unordered, the small put wins v0 meanwhile; ordered, it waits for the large put. (A bound,
   // not a timing assertion: a slow machine can only make the broken order pass, never fail.)
   (void)small_put.wait_for(std::chrono::seconds(1));
-  fs.Release();
+  fs.pause.Release();
   auto l = large_put.get();
   auto s = small_put.get();
   EXPECT_FALSE(l.ok() && s.ok()) << "both won if-match " << *v0;
