@@ -66,7 +66,7 @@ struct StoreOptions {
   // the 48-byte blob envelope header) are packed into its journal instead of getting a file each
   // (WMBT_KV_L2_PACKED_BYTES; docs/layout.md, "Packed objects"). 0 = none; at most 1 MiB. Unused
   // with an injected or S3 L2.
-  uint64_t l2_packed_object_bytes_max = 64u << 10;
+  uint64_t l2_packed_object_bytes_max = 1u << 20;
 
   // Capacity (docs/capacity.md). Per-namespace values: key = namespace, "" = every namespace not
   // named; a namespace with no entry (and no "") or 0 has no limit. See NamespaceSetting().

@@ -399,7 +399,7 @@ const std::vector<Setting>& Table() {
         "Bytes of payload files the local disk cache (<data_dir>/cache/) keeps in front of an S3 "
         "L2, least recently used out first; 0 = none. Unused with the local-directory L2."},
        SetDiskCacheBytes, false},
-      {{"WMBT_KV_L2_PACKED_BYTES", "64K",
+      {{"WMBT_KV_L2_PACKED_BYTES", "1M",
         "Objects of the local-directory L2 up to this size live in its journal files (no file "
         "each: one write, no file creation); 0 = every object its own file. At most 1M. "
         "Unused with an S3 L2."},

@@ -61,7 +61,7 @@ struct Config {
   std::optional<uint64_t> disk_cache_bytes;
   // Objects of the local-directory L2 packed into its journal up to this size
   // (WMBT_KV_L2_PACKED_BYTES), 0..kL2PackedBytesMax.
-  uint64_t l2_packed_bytes = 64u << 10;
+  uint64_t l2_packed_bytes = 1u << 20;
   static constexpr uint64_t kL2PackedBytesMax = 1u << 20;
   // Background L2 upload workers (WMBT_KV_UPLOAD_THREADS), 1..kUploadThreadsMax.
   uint32_t upload_threads = 16;

@@ -98,19 +98,19 @@ TEST(Config, DiskCacheIsAutoAnEighthOfTheFileSystemCappedAt64GiBAndOnlyWithS3) {
   EXPECT_NE(bad.message().find("WMBT_KV_DISK_CACHE_BYTES"), std::string::npos);
 }
 
-TEST(Config, L2PackedBytesDefaultsTo64KiBAndIsBoundedByTheJournal) {
+TEST(Config, L2PackedBytesDefaultsTo1MiBAndIsBoundedByTheJournal) {
   Config c;
-  EXPECT_EQ(c.l2_packed_bytes, 64u << 10);
+  EXPECT_EQ(c.l2_packed_bytes, 1u << 20);
   ASSERT_TRUE(c.Set("WMBT_KV_L2_PACKED_BYTES", "0").ok());
   EXPECT_EQ(c.l2_packed_bytes, 0u);
-  ASSERT_TRUE(c.Set("WMBT_KV_L2_PACKED_BYTES", "1M").ok());
-  EXPECT_NE(c.Describe().find("WMBT_KV_L2_PACKED_BYTES=1048576\n"), std::string::npos);
+  ASSERT_TRUE(c.Set("WMBT_KV_L2_PACKED_BYTES", "256K").ok());
+  EXPECT_NE(c.Describe().find("WMBT_KV_L2_PACKED_BYTES=262144\n"), std::string::npos);
   for (const char* v : {"2M", "-1", "small"}) {
     Status bad = c.Set("WMBT_KV_L2_PACKED_BYTES", v);
     EXPECT_EQ(bad.code(), Code::kInvalidArgument) << v;
     EXPECT_NE(bad.message().find("WMBT_KV_L2_PACKED_BYTES"), std::string::npos) << v;
   }
-  EXPECT_EQ(c.l2_packed_bytes, 1u << 20) << "a bad value changes nothing";
+  EXPECT_EQ(c.l2_packed_bytes, 256u << 10) << "a bad value changes nothing";
 }
 
 TEST(Config, EveryVariableIsRead) {

@@ -14,6 +14,11 @@ namespace {
 // allocation) per step, fdatasyncs of data only in between.
 constexpr uint64_t kPreallocateStepBytes = 4u << 20;
 
+// A batch of at least this much is bulk: it is written past the zero-filled length rather than
+// over zeros, which would double its bytes on disk (its fdatasync commits the new size too,
+// which is small next to its write).
+constexpr uint64_t kBulkBatchBytes = 256u << 10;
+
 }  // namespace
 
 std::string JournalFileName(uint64_t lsn) {
@@ -189,14 +194,20 @@ Status Journal::AwaitSynced(uint64_t lsn) {
 Status Journal::WriteAndSync(const std::string& mark, std::string& batch, Round* round) {
   round->start = Location{file_first_lsn_, file_bytes_ + mark.size()};
   const uint64_t bytes = mark.size() + batch.size();
-  if (file_bytes_ + bytes > preallocated_) {
+  // A small batch right after a bulk one is not zero-filled ahead either: when bulk rounds and
+  // small ones alternate (a chain's blobs, then a head), the next bulk round would overwrite
+  // the zeros.
+  const bool bulk = bytes >= kBulkBatchBytes;
+  if (file_bytes_ + bytes > preallocated_ && !bulk && !last_round_bulk_) {
     const uint64_t want = file_bytes_ + bytes + kPreallocateStepBytes;
     WMBT_RETURN_IF_ERROR(file_->Preallocate(want));
     preallocated_ = want;
   }
+  last_round_bulk_ = bulk;
   WMBT_RETURN_IF_ERROR(file_->Append({AsBytes(mark), AsBytes(batch)}));
   WMBT_RETURN_IF_ERROR(file_->Sync());
   file_bytes_ += bytes;
+  preallocated_ = std::max(preallocated_, file_bytes_);
   if (file_bytes_ >= file_bytes_target_) {
     // Every record of this file is durable: the next ones go to a new file, so the journal on
     // disk stays a prefix (a crash can cut only the newest file).

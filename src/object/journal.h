@@ -15,7 +15,8 @@
 // and keys). When the current file has grown past `file_bytes_target`, the leader, right after a
 // sync, starts the next file and passes the finished one to `on_retired` (checkpoint: see
 // FsObjectStore). Files are zero-filled ahead of the write position (AppendFile::Preallocate), so
-// an fdatasync persists data only.
+// the fdatasync of a small batch persists data only; a bulk batch (256 KiB or more, and a small
+// one right after it) is written past the zeros instead, its sync committing the new size.
 //
 // A failed write or sync is sticky: every later AwaitSynced returns it (what reached the disk is
 // unknown; reopening the store recovers from the journal prefix that did).
@@ -131,7 +132,8 @@ class Journal {
   std::string file_path_;
   uint64_t file_first_lsn_ = 0;
   uint64_t file_bytes_ = 0;        // written to the current file
-  uint64_t preallocated_ = 0;      // the current file's zero-filled length
+  uint64_t preallocated_ = 0;      // the current file's zero-filled (or written) length
+  bool last_round_bulk_ = false;   // the last round wrote a bulk batch (no zeros ahead)
   std::string spare_;              // the previous batch's buffer, reused
 };
 

@@ -1,6 +1,7 @@
 // Opening the store (directory lock, planes, L1 → L0) and reconciling with L2 (refresh).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -172,6 +173,9 @@ Status StoreImpl::OpenPlanes() {
     FsJournalOptions journal;
     journal.packed_object_bytes_max =
         layout::PackedObjectBytesFor(options_.l2_packed_object_bytes_max);
+    // A block of exactly the packing bound still fits (its blob is the envelope header longer).
+    journal.journaled_object_bytes_max =
+        std::max(journal.journaled_object_bytes_max, journal.packed_object_bytes_max);
     journal.clock = clock_;
     auto l2 = OpenJournaledFsObjectStore(dir + "/l2", fs_, journal);
     if (!l2.ok()) return l2.status().WithContext("opening L2 in " + dir);
