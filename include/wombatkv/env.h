@@ -116,6 +116,10 @@ class AppendFile {
   // durable (size included), so that later Syncs of appends inside it persist data only, not a
   // size change each time. Bytes appended so far are kept.
   virtual Status Preallocate(uint64_t bytes) = 0;
+  // Starts writing what was appended to the device without waiting (sync_file_range(2)
+  // SYNC_FILE_RANGE_WRITE), so that a later Sync has less to wait for. Durability is still
+  // Sync's alone.
+  virtual Status StartWriteback() { return Status::Ok(); }
 };
 
 // A descriptor held open on a file system for syncfs(2). Linux reports a write-back error to

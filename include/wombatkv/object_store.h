@@ -170,6 +170,10 @@ struct FsJournalOptions {
   uint64_t journaled_object_bytes_max = 1u << 20;
   uint64_t journal_file_bytes = 64u << 20;  // then a checkpoint starts the next file
   uint64_t packed_object_bytes_max = 64u << 10;
+  // Deferred puts (durable_on_return = false) write the journal's batch to its file, unsynced,
+  // once this much waits, and start its write-back: the sync of a later durable put then finds
+  // it written and on its way to the disk. 0 = they leave it all to that sync.
+  uint64_t write_behind_bytes = 1u << 20;
   Clock* clock = nullptr;  // packed objects' modification times; null: the real clock
 };
 Result<std::unique_ptr<ObjectStore>> OpenJournaledFsObjectStore(std::string root, FileSystem* fs,

@@ -305,6 +305,13 @@ class PosixAppendFile final : public AppendFile {
     return Status::Ok();
   }
 
+  Status StartWriteback() override {
+    if (::sync_file_range(fd_.get(), 0, 0, SYNC_FILE_RANGE_WRITE) != 0) {
+      return ErrnoStatus(errno, "sync_file_range", path_);
+    }
+    return Status::Ok();
+  }
+
   Status Preallocate(uint64_t bytes) override {
     // Zeros are written, not fallocate(2)d: writing into an fallocated (unwritten) extent is a
     // metadata change that every later fdatasync would have to commit.

@@ -345,6 +345,10 @@ class CrashModelFs final : public FileSystemWrapper {
       WMBT_RETURN_IF_ERROR(fs_->Alive());
       return inner_->Preallocate(bytes);
     }
+    Status StartWriteback() override {  // durability is Sync's alone: nothing to record
+      WMBT_RETURN_IF_ERROR(fs_->Alive());
+      return inner_->StartWriteback();
+    }
 
    private:
     CrashModelFs* fs_;

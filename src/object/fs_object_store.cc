@@ -522,7 +522,15 @@ class FsObjectStore final : public ObjectStore {
       }
       return Status::Conflict("object " + std::string(key) + " already exists");
     }
-    if (sync_now) WMBT_RETURN_IF_ERROR(SyncThrough(lsn));
+    if (sync_now) {
+      WMBT_RETURN_IF_ERROR(SyncThrough(lsn));
+    } else {
+      // Deferred: once a bulk of records waits, write them now (no sync) so that the disk works
+      // while the caller goes on, and the durable put that follows finds them on their way.
+      if (jopts_.write_behind_bytes > 0) {
+        WMBT_RETURN_IF_ERROR(journal_->WriteBehind(jopts_.write_behind_bytes));
+      }
+    }
     return etag;
   }
 

@@ -68,7 +68,7 @@ Result<std::unique_ptr<Journal>> Journal::Create(FileSystem* fs, std::string dir
                                                  RetiredFn on_retired) {
   WMBT_CHECK(next_lsn > 0);
   std::unique_ptr<Journal> j(new Journal(fs, std::move(dir), file_bytes_target, std::move(on_retired)));
-  j->appended_ = j->synced_ = next_lsn - 1;
+  j->appended_ = j->written_ = j->synced_ = next_lsn - 1;
   WMBT_RETURN_IF_ERROR(j->OpenFile(next_lsn));
   return j;
 }
@@ -142,28 +142,60 @@ Status Journal::AwaitSynced(uint64_t lsn) {
   syncing_ = true;  // this thread leads; a handed-over lead finds it set already
   while (true) {
     // Take everything appended so far (more than `lsn`: later writers ride along).
-    std::string batch = std::move(batch_);
-    batch_ = std::move(spare_);
-    batch_.clear();
     Round round;
-    round.first_lsn = synced_ + 1;
-    round.last_lsn = appended_;
     std::string mark;
-    EncodeSyncMark(round.first_lsn, synced_, mark);
+    std::string batch = TakeBatchLocked(&round, &mark);
     lock.unlock();
-    Status s = WriteAndSync(mark, batch, &round);
+    Status s = batch.empty() ? Status::Ok() : Write(mark, batch, &round);
+    if (s.ok()) s = file_->Sync();  // also covers what rounds of WriteBehind wrote
+    if (s.ok()) s = RetireFileIfFull(round.last_lsn);
     lock.lock();
     spare_ = std::move(batch);
     if (s.ok()) {
-      synced_ = round.last_lsn;
-      rounds_.push_back(round);
+      written_ = synced_ = round.last_lsn;
+      if (round.first_lsn <= round.last_lsn) rounds_.push_back(round);
     } else {
       error_ = s.WithContext("journal " + file_path_ + " (restart the store to recover)");
     }
     if (synced_ >= lsn || !error_.ok()) break;
   }
-  // Wake the waiters this round covered (all of them after an error), and hand the lead to the
-  // first one it did not.
+  return ReleaseWaitersLocked(lock);
+}
+
+Status Journal::WriteBehind(size_t min_bytes) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (syncing_ || !error_.ok() || batch_.size() < min_bytes) return Status::Ok();
+  syncing_ = true;
+  Round round;
+  std::string mark;
+  std::string batch = TakeBatchLocked(&round, &mark);
+  lock.unlock();
+  Status s = Write(mark, batch, &round);
+  if (s.ok()) s = file_->StartWriteback();
+  lock.lock();
+  spare_ = std::move(batch);
+  if (s.ok()) {
+    written_ = round.last_lsn;
+    rounds_.push_back(round);
+  } else {
+    error_ = s.WithContext("journal " + file_path_ + " (restart the store to recover)");
+  }
+  return ReleaseWaitersLocked(lock);
+}
+
+std::string Journal::TakeBatchLocked(Round* round, std::string* mark) {
+  std::string batch = std::move(batch_);
+  batch_ = std::move(spare_);
+  batch_.clear();
+  round->first_lsn = written_ + 1;
+  round->last_lsn = appended_;
+  if (!batch.empty()) EncodeSyncMark(round->first_lsn, synced_, *mark);
+  return batch;
+}
+
+Status Journal::ReleaseWaitersLocked(std::unique_lock<std::mutex>& lock) {
+  // Wake the waiters the rounds so far covered (all of them after an error), and hand the lead
+  // to the first one they did not.
   std::vector<Waiter*> covered;
   Waiter* next = nullptr;
   auto keep = waiters_.begin();
@@ -191,7 +223,7 @@ Status Journal::AwaitSynced(uint64_t lsn) {
   return result;
 }
 
-Status Journal::WriteAndSync(const std::string& mark, std::string& batch, Round* round) {
+Status Journal::Write(const std::string& mark, const std::string& batch, Round* round) {
   round->start = Location{file_first_lsn_, file_bytes_ + mark.size()};
   const uint64_t bytes = mark.size() + batch.size();
   // A small batch right after a bulk one is not zero-filled ahead either: when bulk rounds and
@@ -205,17 +237,19 @@ Status Journal::WriteAndSync(const std::string& mark, std::string& batch, Round*
   }
   last_round_bulk_ = bulk;
   WMBT_RETURN_IF_ERROR(file_->Append({AsBytes(mark), AsBytes(batch)}));
-  WMBT_RETURN_IF_ERROR(file_->Sync());
   file_bytes_ += bytes;
   preallocated_ = std::max(preallocated_, file_bytes_);
-  if (file_bytes_ >= file_bytes_target_) {
-    // Every record of this file is durable: the next ones go to a new file, so the journal on
-    // disk stays a prefix (a crash can cut only the newest file).
-    std::string retired = file_path_;
-    const uint64_t bytes = file_bytes_;
-    WMBT_RETURN_IF_ERROR(OpenFile(round->last_lsn + 1));
-    if (on_retired_) on_retired_(retired, round->last_lsn, bytes);
-  }
+  return Status::Ok();
+}
+
+Status Journal::RetireFileIfFull(uint64_t last_lsn) {
+  if (file_bytes_ < file_bytes_target_) return Status::Ok();
+  // Every record of this file is durable: the next ones go to a new file, so the journal on
+  // disk stays a prefix (a crash can cut only the newest file).
+  std::string retired = file_path_;
+  const uint64_t bytes = file_bytes_;
+  WMBT_RETURN_IF_ERROR(OpenFile(last_lsn + 1));
+  if (on_retired_) on_retired_(retired, last_lsn, bytes);
   return Status::Ok();
 }
 

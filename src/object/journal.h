@@ -86,6 +86,12 @@ class Journal {
   // Returns once every record with LSN <= `lsn` is durable (leading a round if needed).
   Status AwaitSynced(uint64_t lsn);
 
+  // If at least `min_bytes` are batched and no round is running, writes the batch to the file
+  // without syncing it and starts its write-back (AppendFile::StartWriteback), so that the round
+  // that syncs it later has less to write and to wait for. Returns the journal's error, if any.
+  // Meant for appenders that do not wait for durability themselves (deferred puts).
+  Status WriteBehind(size_t min_bytes);
+
   uint64_t appended_lsn() const;
   uint64_t synced_lsn() const;
   // Bytes appended but not yet written to the file.
@@ -98,12 +104,21 @@ class Journal {
  private:
   Journal(FileSystem* fs, std::string dir, uint64_t file_bytes_target, RetiredFn on_retired);
   Status OpenFile(uint64_t first_lsn);             // leader only
-  // Leader only: writes and syncs one round's batch; `*round` gets where it went.
+  // A batch written to the file: by a round of AwaitSynced (written and synced) or of
+  // WriteBehind (written only).
   struct Round {
     uint64_t first_lsn = 0, last_lsn = 0;
     Location start;  // of the batch
   };
-  Status WriteAndSync(const std::string& mark, std::string& batch, Round* round);
+  // Under mu_: takes the batch (records written_+1 .. appended_) and encodes its sync mark.
+  std::string TakeBatchLocked(Round* round, std::string* mark);
+  // Under mu_, which it releases: after a round, wakes the waiters it covered and hands the
+  // lead to the first it did not (or clears syncing_). Returns the journal's error.
+  Status ReleaseWaitersLocked(std::unique_lock<std::mutex>& lock);
+  // Leader only: writes a batch; `*round` gets where it went.
+  Status Write(const std::string& mark, const std::string& batch, Round* round);
+  // Leader only, right after a sync: starts the next file once this one is full.
+  Status RetireFileIfFull(uint64_t last_lsn);
 
   FileSystem* const fs_;
   const std::string dir_;
@@ -122,10 +137,11 @@ class Journal {
   std::vector<Waiter*> waiters_;  // not yet released, in arrival order
   std::string batch_;           // encoded records after the last round's
   uint64_t appended_ = 0;       // LSN of the last appended record
+  uint64_t written_ = 0;        // LSN of the last record written to the file
   uint64_t synced_ = 0;         // LSN of the last durable record
-  bool syncing_ = false;        // a leader is writing/syncing
+  bool syncing_ = false;        // a leader is writing/syncing (or a WriteBehind writing)
   Status error_;                // sticky
-  std::deque<Round> rounds_;    // synced rounds not yet forgotten, in LSN order
+  std::deque<Round> rounds_;    // written rounds not yet forgotten, in LSN order
 
   // The leader's: only the thread with syncing_ set touches these.
   std::unique_ptr<AppendFile> file_;

@@ -224,6 +224,8 @@ TEST_F(JournalCrashTest, RandomCrashesKeepDurablePutsAndTheirOrder) {
     // Every object packed, some (<= 1000 bytes), or none: rounds move keys between the forms.
     const uint64_t packed_max[] = {0, 1000, 64 << 10};
     opts.packed_object_bytes_max = packed_max[rng->Uniform(3)];
+    const uint64_t write_behind[] = {0, 1, 2 << 10, 1 << 20};
+    opts.write_behind_bytes = write_behind[rng->Uniform(4)];
     auto opened = OpenJournaledFsObjectStore(root_, &fs, opts);
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     std::unique_ptr<ObjectStore> store = std::move(opened).value();

@@ -183,6 +183,7 @@ class SyncOrderRecorder : public FileSystemWrapper {
       return s;
     }
     Status Preallocate(uint64_t bytes) override { return inner_->Preallocate(bytes); }
+    Status StartWriteback() override { return inner_->StartWriteback(); }
 
    private:
     SyncOrderRecorder* r_;
