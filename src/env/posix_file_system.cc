@@ -307,6 +307,8 @@ class PosixAppendFile final : public AppendFile {
 
   Status StartWriteback() override {
     if (::sync_file_range(fd_.get(), 0, 0, SYNC_FILE_RANGE_WRITE) != 0) {
+      // Only a hint: a file system without it loses nothing (Sync still does the work).
+      if (errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP) return Status::Ok();
       return ErrnoStatus(errno, "sync_file_range", path_);
     }
     return Status::Ok();

@@ -31,7 +31,7 @@ inline constexpr size_t kEnvelopeHeaderBytes = 48;
 
 // The largest L2 object the local directory packs into its journal when blocks of up to
 // `block_bytes` should be packed (WMBT_KV_L2_PACKED_BYTES counts a block's bytes: its blob is the
-// envelope header, then the block, so at the default 64K a 64 KiB block is packed). 0 = none.
+// envelope header, then the block, so at the default 1M a 1 MiB block is packed). 0 = none.
 inline constexpr uint64_t PackedObjectBytesFor(uint64_t block_bytes) {
   return block_bytes == 0 ? 0 : block_bytes + kEnvelopeHeaderBytes;
 }

@@ -58,7 +58,8 @@ namespace {
 constexpr int kPutAttemptsMax = 8;  // a concurrent Delete may remove the parent directory we made
 constexpr int kWalkDepthMax = kObjectKeyBytesMax / 2 + 1;  // a key has at most 512 segments
 // Deferred puts (durable_on_return = false) wait for a journal sync anyway once this much is
-// waiting to be named, so memory and temporary files stay bounded without any later put.
+// waiting to be named (batched, or written behind and not synced), so memory, temporary files
+// and the unsynced tail of the journal stay bounded without any later put.
 constexpr size_t kDeferredBytesMax = 8u << 20;
 constexpr size_t kDeferredNamesMax = 1024;
 // A read whose object moved under it (packed <-> file, or a compaction) looks again this often.
@@ -536,7 +537,7 @@ class FsObjectStore final : public ObjectStore {
 
   // Whether a deferred put must sync anyway (bounded memory and temporaries). Under name_mu_.
   bool DeferredBacklogFull() const {
-    return actions_.size() >= kDeferredNamesMax || journal_->batched_bytes() >= kDeferredBytesMax;
+    return actions_.size() >= kDeferredNamesMax || journal_->unsynced_bytes() >= kDeferredBytesMax;
   }
 
   // A packed put: the record is the object (invariant 6); no file is written.

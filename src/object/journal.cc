@@ -118,9 +118,9 @@ uint64_t Journal::synced_lsn() const {
   return synced_;
 }
 
-size_t Journal::batched_bytes() const {
+size_t Journal::unsynced_bytes() const {
   std::lock_guard<std::mutex> g(mu_);
-  return batch_.size();
+  return batch_.size() + written_unsynced_bytes_;
 }
 
 Status Journal::AwaitSynced(uint64_t lsn) {
@@ -153,6 +153,7 @@ Status Journal::AwaitSynced(uint64_t lsn) {
     spare_ = std::move(batch);
     if (s.ok()) {
       written_ = synced_ = round.last_lsn;
+      written_unsynced_bytes_ = 0;
       if (round.first_lsn <= round.last_lsn) rounds_.push_back(round);
     } else {
       error_ = s.WithContext("journal " + file_path_ + " (restart the store to recover)");
@@ -163,8 +164,10 @@ Status Journal::AwaitSynced(uint64_t lsn) {
 }
 
 Status Journal::WriteBehind(size_t min_bytes) {
+  WMBT_CHECK(min_bytes > 0);
   std::unique_lock<std::mutex> lock(mu_);
-  if (syncing_ || !error_.ok() || batch_.size() < min_bytes) return Status::Ok();
+  if (!error_.ok()) return error_;
+  if (syncing_ || batch_.size() < min_bytes) return Status::Ok();
   syncing_ = true;
   Round round;
   std::string mark;
@@ -173,9 +176,11 @@ Status Journal::WriteBehind(size_t min_bytes) {
   Status s = Write(mark, batch, &round);
   if (s.ok()) s = file_->StartWriteback();
   lock.lock();
+  const size_t wrote = mark.size() + batch.size();
   spare_ = std::move(batch);
   if (s.ok()) {
     written_ = round.last_lsn;
+    written_unsynced_bytes_ += wrote;
     rounds_.push_back(round);
   } else {
     error_ = s.WithContext("journal " + file_path_ + " (restart the store to recover)");

@@ -86,16 +86,17 @@ class Journal {
   // Returns once every record with LSN <= `lsn` is durable (leading a round if needed).
   Status AwaitSynced(uint64_t lsn);
 
-  // If at least `min_bytes` are batched and no round is running, writes the batch to the file
-  // without syncing it and starts its write-back (AppendFile::StartWriteback), so that the round
-  // that syncs it later has less to write and to wait for. Returns the journal's error, if any.
-  // Meant for appenders that do not wait for durability themselves (deferred puts).
+  // If at least `min_bytes` (> 0) are batched and no round is running, writes the batch to the
+  // file without syncing it and starts its write-back (AppendFile::StartWriteback), so that the
+  // round that syncs it later has less to write and to wait for. Returns the journal's error, if
+  // any (then it writes nothing). Meant for appenders that do not wait for durability themselves
+  // (deferred puts); they bound what waits for a sync by unsynced_bytes().
   Status WriteBehind(size_t min_bytes);
 
   uint64_t appended_lsn() const;
   uint64_t synced_lsn() const;
-  // Bytes appended but not yet written to the file.
-  size_t batched_bytes() const;
+  // Bytes appended but not yet durable: batched, or written by WriteBehind and not yet synced.
+  size_t unsynced_bytes() const;
   // The file records go to now. REQUIRES: no AwaitSynced running (e.g. at close).
   const std::string& file_path() const { return file_path_; }
   // The first LSN of that file (its name). REQUIRES: as file_path.
@@ -138,6 +139,7 @@ class Journal {
   std::string batch_;           // encoded records after the last round's
   uint64_t appended_ = 0;       // LSN of the last appended record
   uint64_t written_ = 0;        // LSN of the last record written to the file
+  size_t written_unsynced_bytes_ = 0;  // bytes WriteBehind wrote since the last sync
   uint64_t synced_ = 0;         // LSN of the last durable record
   bool syncing_ = false;        // a leader is writing/syncing (or a WriteBehind writing)
   Status error_;                // sticky

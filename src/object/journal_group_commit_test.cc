@@ -219,13 +219,14 @@ TEST_F(JournalGroupCommitTest, WriteBehindWritesTheBatchUnsyncedAndTheNextAwaitS
   EXPECT_EQ(fs_.appends(), appends + 1) << "one write of the batch";
   EXPECT_EQ(fs_.writebacks(), 1);
   EXPECT_EQ(fs_.syncs(), 0);
-  EXPECT_EQ(journal_->batched_bytes(), 0u);
+  EXPECT_GT(journal_->unsynced_bytes(), 0u) << "written is not durable";
   EXPECT_EQ(journal_->synced_lsn(), 0u) << "written is not durable";
   // Nothing is left to write, but the records are not durable until a sync: it must still run.
   ASSERT_TRUE(journal_->AwaitSynced(last).ok());
   EXPECT_EQ(fs_.syncs(), 1);
   EXPECT_EQ(fs_.appends(), appends + 1) << "the batch is not written twice";
   EXPECT_EQ(journal_->synced_lsn(), last);
+  EXPECT_EQ(journal_->unsynced_bytes(), 0u);
 }
 
 TEST_F(JournalGroupCommitTest, WriteBehindBelowItsThresholdWritesNothing) {
@@ -234,7 +235,7 @@ TEST_F(JournalGroupCommitTest, WriteBehindBelowItsThresholdWritesNothing) {
   const uint64_t lsn = Append(1);
   ASSERT_TRUE(journal_->WriteBehind(1 << 20).ok());
   EXPECT_EQ(fs_.appends(), appends);
-  EXPECT_GT(journal_->batched_bytes(), 0u);
+  EXPECT_GT(journal_->unsynced_bytes(), 0u);
   ASSERT_TRUE(journal_->AwaitSynced(lsn).ok());
   EXPECT_EQ(fs_.appends(), appends + 1);
 }
@@ -242,22 +243,27 @@ TEST_F(JournalGroupCommitTest, WriteBehindBelowItsThresholdWritesNothing) {
 TEST_F(JournalGroupCommitTest, ACallerArrivingDuringAWriteBehindIsHandedTheLead) {
   fs_.Open();  // syncs pass; the write-behind's write is held
   fs_.HoldAppends();
-  Append(1);
+  const uint64_t lsn = Append(1);
   Status behind, awaited;
+  std::atomic<bool> returned{false};
   std::thread writer([&] { behind = journal_->WriteBehind(1); });
   fs_.AwaitHeldAppend();
-  const uint64_t lsn = Append(2);  // not in the batch being written
-  std::thread waiter([&] { awaited = journal_->AwaitSynced(lsn); });
+  // Waits for a record of the batch being written: the write alone must not release it.
+  std::thread waiter([&] {
+    awaited = journal_->AwaitSynced(lsn);
+    returned = true;
+  });
   // Give the waiter time to queue behind the write (if it is late it leads by itself: the test
   // passes either way; a lead never handed over hangs it).
   RealClock()->SleepMicros(20000);
+  EXPECT_FALSE(returned.load()) << "released while its record was being written, unsynced";
   fs_.ReleaseAppends();
   writer.join();
   waiter.join();
   EXPECT_TRUE(behind.ok()) << behind.ToString();
   EXPECT_TRUE(awaited.ok()) << awaited.ToString();
   EXPECT_EQ(journal_->synced_lsn(), lsn);
-  EXPECT_EQ(fs_.syncs(), 1);
+  EXPECT_EQ(fs_.syncs(), 1) << "the waiter synced the written batch, with nothing to write";
 }
 
 TEST_F(JournalGroupCommitTest, AFailedWriteBehindSticks) {
