@@ -142,6 +142,21 @@ std::pair<double, double> FsyncLatency(const std::string& sub, size_t bytes, int
 
 // Deletes `dir` and everything below it, unlinking files from 16 threads: on a file system
 // mounted with `discard` (ext4 without a journal discards synchronously in unlink), each unlink
+uint64_t EvictFromPageCache(const std::string& dir) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    const int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    bytes += e.file_size(ec);
+    ::close(fd);
+  }
+  return bytes;
+}
+
 // waits for the device: one thread takes tens of seconds for the ~10,000 files a full
 // run leaves behind.
 // Returns the number of files and their bytes.

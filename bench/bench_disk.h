@@ -41,6 +41,10 @@ double FileWrites(const std::string& sub, size_t block, int threads, FileMode mo
 std::pair<double, double> FsyncLatency(const std::string& sub, size_t bytes, int n,
                                        const uint8_t* src);
 
+// Drops the page cache of every file below `dir` (posix_fadvise DONTNEED after an fdatasync, so
+// every page is clean): the next reads come from the disk, as after a reboot. Returns the bytes.
+uint64_t EvictFromPageCache(const std::string& dir);
+
 // Deletes `dir` and everything below it, unlinking files from 16 threads (see bench_disk.cc).
 // Returns the number of files and their bytes.
 std::pair<size_t, uint64_t> RemoveTreeParallel(const std::string& dir);

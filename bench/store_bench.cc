@@ -1120,6 +1120,40 @@ class Bench {
     if (Want("lookup")) Lookups(*store, chains, count);
     store.reset();
     if (!o_.keep) RemoveTreeParallel(dir);
+    if (Want("reopen")) ReopenPacked();
+  }
+
+  // Opening replays the L2 journal, reading every packed object once (docs/configuration.md,
+  // WMBT_KV_L2_PACKED_BYTES): the open time of a local L2 holding 1 GiB of 256 KiB blocks, from
+  // a cold page cache and a warm one.
+  void ReopenPacked() {
+    constexpr size_t kBlock = 256 * kKiB;
+    constexpr uint64_t kBytes = 1024 * kMiB;
+    Section("reopen with " + SizeName(kBytes) + " of " + SizeName(kBlock) +
+            " blocks packed in the local L2");
+    const std::string dir = FreshDir("reopen-packed");
+    PayloadPool pool(kBlock, 64 * kMiB);
+    {
+      auto store = Check(Store::Open(DefaultStore(dir)), "open store");
+      const Fingerprint fp = BenchFingerprint();
+      for (uint64_t c = 0; c < kBytes / (kBlock * o_.chain); ++c) {
+        auto puts = MakeBatch(pool, 900, c * o_.chain, o_.chain);
+        Check(store->PutBlocks(kNs, fp, puts), "PutBlocks");
+        Check(store->PublishChain(kNs, fp, puts.back().key, puts.back().key), "PublishChain");
+      }
+    }
+    const uint64_t on_disk = EvictFromPageCache(dir);
+    double t0 = WallSeconds();
+    Check(Store::Open(DefaultStore(dir)), "reopen").reset();
+    const double cold = WallSeconds() - t0;
+    t0 = WallSeconds();
+    Check(Store::Open(DefaultStore(dir)), "reopen").reset();
+    const double warm = WallSeconds() - t0;
+    std::printf("  Store::Open, page cache evicted     %7.2f s  (%.2f GB/s of the %.2f GB in the "
+                "data directory)\n", cold, on_disk / cold / 1e9, on_disk / 1e9);
+    std::printf("  Store::Open, page cache warm        %7.2f s\n", warm);
+    Diag("reopen, 1 GiB of 256 KiB blocks packed, cold cache", Fmt("%.2f s", cold));
+    Diag("reopen, 1 GiB of 256 KiB blocks packed, warm cache", Fmt("%.2f s", warm));
   }
 
   void Lookups(Store& store, uint64_t chains, const std::string& count) {
