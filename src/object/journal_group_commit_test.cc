@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "object/journal.h"
+#include "object/journal_scan.h"
 #include "wombatkv/env.h"
 
 namespace wombatkv {
@@ -50,6 +51,10 @@ class GatedFs final : public FileSystemWrapper {
   int writebacks() {
     std::lock_guard<std::mutex> g(mu_);
     return writebacks_;
+  }
+  int preallocations() {
+    std::lock_guard<std::mutex> g(mu_);
+    return preallocations_;
   }
   void HoldAppends() {
     std::lock_guard<std::mutex> g(mu_);
@@ -90,7 +95,13 @@ class GatedFs final : public FileSystemWrapper {
       }
       return inner_->Append(parts);
     }
-    Status Preallocate(uint64_t bytes) override { return inner_->Preallocate(bytes); }
+    Status Preallocate(uint64_t bytes) override {
+      {
+        std::lock_guard<std::mutex> g(fs_->mu_);
+        ++fs_->preallocations_;
+      }
+      return inner_->Preallocate(bytes);
+    }
     Status StartWriteback() override {
       {
         std::lock_guard<std::mutex> g(fs_->mu_);
@@ -120,7 +131,7 @@ class GatedFs final : public FileSystemWrapper {
   bool open_ = false;
   int syncs_ = 0;
   int fail_after_ = 1 << 30;
-  int appends_ = 0, writebacks_ = 0, held_ = 0;
+  int appends_ = 0, writebacks_ = 0, held_ = 0, preallocations_ = 0;
   bool hold_appends_ = false, fail_writeback_ = false;
 };
 
@@ -274,6 +285,46 @@ TEST_F(JournalGroupCommitTest, AFailedWriteBehindSticks) {
   EXPECT_EQ(journal_->synced_lsn(), 0u);
   EXPECT_EQ(journal_->AwaitSynced(Append(2)).code(), Code::kUnavailable);
   EXPECT_EQ(fs_.syncs(), 0) << "nothing after a failure is acknowledged";
+}
+
+TEST_F(JournalGroupCommitTest, BulkBatchesAreWrittenPastTheZerosAndEveryRecordReadsBack) {
+  fs_.Open();
+  // One journal file throughout (the fixture's starts a new one every 1 MiB).
+  const std::string dir = dir_ + "/one-file";
+  ASSERT_TRUE(PosixFileSystem()->CreateDirs(dir).ok());
+  auto created = Journal::Create(&fs_, dir, /*next_lsn=*/1, /*file_bytes_target=*/64 << 20, nullptr);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  journal_ = std::move(created).value();
+  const int at_open = fs_.preallocations();  // the new file's first 4 MiB of zeros
+  const std::string bulk(300 << 10, 'b');       // a batch of one record: bulk
+  const std::string small(100, 's');
+  auto put = [&](const std::string& v, int i) {
+    return journal_->AwaitSynced(
+        journal_->Append(JournalOp::kPut, "k" + std::to_string(i), {AsBytes(v)}));
+  };
+  int i = 0;
+  for (; i < 16; ++i) ASSERT_TRUE(put(bulk, i).ok());  // 4.8 MB: past the first 4 MiB
+  EXPECT_EQ(fs_.preallocations(), at_open) << "bulk batches are not zero-filled ahead";
+  ASSERT_TRUE(put(small, i++).ok());
+  EXPECT_EQ(fs_.preallocations(), at_open) << "nor a small one right after a bulk one";
+  ASSERT_TRUE(put(small, i++).ok());
+  EXPECT_EQ(fs_.preallocations(), at_open + 1) << "small ones after a small one are";
+  ASSERT_TRUE(put(small, i++).ok());
+  EXPECT_EQ(fs_.preallocations(), at_open + 1) << "once per 4 MiB step";
+  ASSERT_TRUE(put(bulk, i++).ok());  // over the zeros, then past them
+  ASSERT_TRUE(put(small, i++).ok());
+  // The file reads back as exactly the records appended, in order, with nothing after them.
+  JournalScanner scanner(PosixFileSystem(), dir);
+  int seen = 0;
+  ASSERT_TRUE(scanner
+                  .Scan([&](const ScannedRecord& r) {
+                    EXPECT_EQ(r.record.lsn, uint64_t(seen) + 1);
+                    EXPECT_TRUE(r.record.value_ok);
+                    ++seen;
+                    return Status::Ok();
+                  })
+                  .ok());
+  EXPECT_EQ(seen, i);
 }
 
 }  // namespace
