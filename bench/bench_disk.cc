@@ -140,8 +140,6 @@ std::pair<double, double> FsyncLatency(const std::string& sub, size_t bytes, int
   return {Median(file_ms), Median(dir_ms)};
 }
 
-// Deletes `dir` and everything below it, unlinking files from 16 threads: on a file system
-// mounted with `discard` (ext4 without a journal discards synchronously in unlink), each unlink
 uint64_t EvictFromPageCache(const std::string& dir) {
   uint64_t bytes = 0;
   std::error_code ec;
@@ -157,6 +155,8 @@ uint64_t EvictFromPageCache(const std::string& dir) {
   return bytes;
 }
 
+// Deletes `dir` and everything below it, unlinking files from 16 threads: on a file system
+// mounted with `discard` (ext4 without a journal discards synchronously in unlink), each unlink
 // waits for the device: one thread takes tens of seconds for the ~10,000 files a full
 // run leaves behind.
 // Returns the number of files and their bytes.

@@ -525,12 +525,10 @@ class FsObjectStore final : public ObjectStore {
     }
     if (sync_now) {
       WMBT_RETURN_IF_ERROR(SyncThrough(lsn));
-    } else {
+    } else if (jopts_.write_behind_bytes > 0) {
       // Deferred: once a bulk of records waits, write them now (no sync) so that the disk works
       // while the caller goes on, and the durable put that follows finds them on their way.
-      if (jopts_.write_behind_bytes > 0) {
-        WMBT_RETURN_IF_ERROR(journal_->WriteBehind(jopts_.write_behind_bytes));
-      }
+      WMBT_RETURN_IF_ERROR(journal_->WriteBehind(jopts_.write_behind_bytes));
     }
     return etag;
   }

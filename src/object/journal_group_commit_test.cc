@@ -40,22 +40,10 @@ class GatedFs final : public FileSystemWrapper {
     std::unique_lock<std::mutex> g(mu_);
     cv_.wait(g, [&] { return syncs_ > 0; });
   }
-  int syncs() {
-    std::lock_guard<std::mutex> g(mu_);
-    return syncs_;
-  }
-  int appends() {
-    std::lock_guard<std::mutex> g(mu_);
-    return appends_;
-  }
-  int writebacks() {
-    std::lock_guard<std::mutex> g(mu_);
-    return writebacks_;
-  }
-  int preallocations() {
-    std::lock_guard<std::mutex> g(mu_);
-    return preallocations_;
-  }
+  int syncs() { return Read(syncs_); }
+  int appends() { return Read(appends_); }
+  int writebacks() { return Read(writebacks_); }
+  int preallocations() { return Read(preallocations_); }
   void HoldAppends() {
     std::lock_guard<std::mutex> g(mu_);
     hold_appends_ = true;
@@ -125,6 +113,11 @@ class GatedFs final : public FileSystemWrapper {
     GatedFs* fs_;
     std::unique_ptr<AppendFile> inner_;
   };
+
+  int Read(const int& counter) {
+    std::lock_guard<std::mutex> g(mu_);
+    return counter;
+  }
 
   std::mutex mu_;
   std::condition_variable cv_;
