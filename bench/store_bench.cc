@@ -1123,9 +1123,9 @@ class Bench {
     if (Want("reopen")) ReopenPacked();
   }
 
-  // Opening replays the L2 journal, reading every packed object once (docs/configuration.md,
-  // WMBT_KV_L2_PACKED_BYTES): the open time of a local L2 holding 1 GiB of 256 KiB blocks, from
-  // a cold page cache and a warm one.
+  // Opening loads the L2's packed-index snapshot and replays the journal after it
+  // (docs/layout.md, "packed-index snapshot"): the open time of a local L2 holding 1 GiB of
+  // 256 KiB blocks packed, from a cold page cache and a warm one.
   void ReopenPacked() {
     constexpr size_t kBlock = 256 * kKiB;
     constexpr uint64_t kBytes = 1024 * kMiB;
@@ -1149,8 +1149,8 @@ class Bench {
     t0 = WallSeconds();
     Check(Store::Open(DefaultStore(dir)), "reopen").reset();
     const double warm = WallSeconds() - t0;
-    std::printf("  Store::Open, page cache evicted     %7.2f s  (%.2f GB/s of the %.2f GB in the "
-                "data directory)\n", cold, on_disk / cold / 1e9, on_disk / 1e9);
+    std::printf("  Store::Open, page cache evicted     %7.2f s  (the data directory holds %.2f GB)\n",
+                cold, on_disk / 1e9);
     std::printf("  Store::Open, page cache warm        %7.2f s\n", warm);
     Diag("reopen, 1 GiB of 256 KiB blocks packed, cold cache", Fmt("%.2f s", cold));
     Diag("reopen, 1 GiB of 256 KiB blocks packed, warm cache", Fmt("%.2f s", warm));

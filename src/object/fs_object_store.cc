@@ -49,6 +49,7 @@
 #include "object/journal_replay.h"
 #include "object/object_key.h"
 #include "object/packed_index.h"
+#include "object/packed_snapshot.h"
 #include "object/packed_view.h"
 #include "wombatkv/env.h"
 
@@ -68,6 +69,9 @@ constexpr int kReadAttemptsMax = 4;
 // packed bytes (plus this many journal files of slack).
 constexpr uint64_t kKeptBytesPerLiveByte = 2;
 constexpr uint64_t kKeptSlackFiles = 2;
+// A checkpoint writes the packed-index snapshot once the journal retired since the last one is
+// at least this many times its size.
+constexpr uint64_t kSnapshotEveryBytesPerByte = 4;
 
 std::string EtagOf(const FileInfo& info) {
   return HexEtag("", info.inode, info.mtime_ns, info.size);
@@ -90,6 +94,7 @@ class FsObjectStore final : public ObjectStore {
     owner_lock_path_ = base_ + ".~journal.lock";
     rewrite_marker_path_ = base_ + std::string(kJournalRewriteMarker);
     checkpoint_marker_path_ = base_ + std::string(kJournalCheckpointMarker);
+    snapshot_path_ = base_ + std::string(kPackedSnapshotName);
     if (!journaled) view_ = std::make_unique<PackedView>(fs_, root_);
     // Best effort: a failure here resurfaces, with its cause, at the first write.
     (void)fs_->CreateDirs(root_);
@@ -162,6 +167,9 @@ class FsObjectStore final : public ObjectStore {
       Status s = fs_->DeleteFile(segments_.rbegin()->second.path);
       if (!s.ok() && !s.IsNotFound()) return s.WithContext("recovering " + Describe());
       segments_.erase(std::prev(segments_.end()));
+    }
+    if (replay.snapshot_through != last_lsn) {
+      WMBT_RETURN_IF_ERROR(WriteIndexSnapshot(last_lsn).WithContext("recovering " + Describe()));
     }
     checkpoints_ = NewThreadPoolExecutor(1, "wmbt-l2-ckpt", /*nice=*/5);
     WMBT_ASSIGN_OR_RETURN(
@@ -766,6 +774,7 @@ class FsObjectStore final : public ObjectStore {
       std::lock_guard<std::mutex> g(name_mu_);
       uint64_t first = 0;
       if (ParseJournalFileName(path.substr(base_.size()), &first)) segments_[first].bytes = bytes;
+      retired_since_snapshot_ += bytes;
       segments_[last_lsn + 1] = Segment{SegmentPath(last_lsn + 1), 0, false};
     }
     checkpoints_->Submit([this, path, last_lsn] { Checkpoint(path, last_lsn); });
@@ -790,6 +799,7 @@ class FsObjectStore final : public ObjectStore {
     Status s = SyncThrough(last_lsn);
     if (s.ok()) s = sync_handle_->Sync();
     if (s.ok()) s = WriteCheckpointMarker(last_lsn);
+    if (s.ok() && SnapshotDue()) s = WriteIndexSnapshot(last_lsn);
     if (s.ok()) {
       {
         std::lock_guard<std::mutex> g(name_mu_);
@@ -813,6 +823,38 @@ class FsObjectStore final : public ObjectStore {
       broken_ = s.WithContext("in " + Describe() +
                               " (the journal files are kept; reopen the store to recover)");
     }
+  }
+
+  // Whether the checkpoint thread should write a snapshot now: the journal retired since the
+  // last one is at least kSnapshotEveryBytesPerByte times its size (a large index is not written
+  // again for every journal file; an open reads at most that much journal more).
+  bool SnapshotDue() {
+    std::lock_guard<std::mutex> g(name_mu_);
+    return retired_since_snapshot_ >= kSnapshotEveryBytesPerByte * snapshot_bytes_;
+  }
+
+  // Writes the packed-index snapshot (packed_snapshot.h) through `through`, every record up to
+  // which is applied, so that an open reads only the journal files after it. Journal files are
+  // deleted without waiting for it: oldest first, so a snapshot whose next file is gone covers
+  // no file left either, and the open reads every file (journal_replay.h).
+  Status WriteIndexSnapshot(uint64_t through) {
+    std::string bytes;
+    {
+      std::lock_guard<std::mutex> g(name_mu_);
+      PackedSnapshotHeader header;
+      header.through_lsn = through;
+      for (const auto& [first, seg] : segments_) {
+        if (first > through) break;
+        header.file_bytes[first] = seg.bytes;
+      }
+      bytes = EncodePackedSnapshot(header, packed_);
+    }
+    WMBT_RETURN_IF_ERROR(fs_->WriteFileAtomic(snapshot_path_, {AsBytes(bytes)}, /*sync=*/true)
+                             .WithContext("writing the packed-index snapshot"));
+    std::lock_guard<std::mutex> g(name_mu_);
+    snapshot_bytes_ = bytes.size();
+    retired_since_snapshot_ = 0;
+    return Status::Ok();
   }
 
   // Deletes the oldest journal files while they are checkpointed and hold no live packed
@@ -1098,6 +1140,7 @@ class FsObjectStore final : public ObjectStore {
   FsJournalOptions jopts_;
   Clock* clock_ = nullptr;
   std::string checkpoint_marker_path_;
+  std::string snapshot_path_;
   std::unique_ptr<FileLock> owner_lock_;
   std::unique_ptr<FileSystemSyncHandle> sync_handle_;  // opened before the first write
   std::unique_ptr<Journal> journal_;
@@ -1115,6 +1158,9 @@ class FsObjectStore final : public ObjectStore {
   };
   PackedIndex packed_;
   std::map<uint64_t, Segment> segments_;  // by first LSN
+  // The size of the packed-index snapshot last written, and the journal bytes retired since.
+  uint64_t snapshot_bytes_ = 0;
+  uint64_t retired_since_snapshot_ = 0;
   uint64_t moves_ = 0;  // objects moved (packed entry set or dropped), for readers' retries
   // A plain store's view of the packed objects of a journaled root (null in journaled mode).
   std::unique_ptr<PackedView> view_;

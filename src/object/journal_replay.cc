@@ -1,10 +1,14 @@
 #include "object/journal_replay.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "object/journal.h"
 #include "object/object_key.h"
+#include "object/packed_snapshot.h"
 #include "wombatkv/object_store.h"
 
 namespace wombatkv {
@@ -78,37 +82,142 @@ Status ApplyLast(FileSystem* fs, const std::string& root, const std::string& key
   return Status::Ok();
 }
 
+// What a scan gathers besides the index.
+struct ScanState {
+  std::map<std::string, LastOp> last;  // key -> its last record after applied_through
+  std::map<uint64_t, uint64_t> ends;   // segment -> end of its last record
+  uint64_t last_lsn = 0;
+  uint64_t records = 0;
+  uint64_t damaged_records = 0;
+};
+
+// Reads the records of the journal files from the one starting at LSN `from` on (0: the oldest;
+// with no such file, none) into `packed` and `state`.
+Status ScanRecords(FileSystem* fs, const std::string& root, const ReplayOptions& options,
+                   uint64_t from, bool from_exists, PackedIndex* packed, ScanState* state) {
+  JournalScanner scanner(fs, root);
+  scanner.set_known_synced(options.applied_through);
+  if (from > 0) scanner.StartAt(from);
+  if (from == 0 || from_exists) {
+    WMBT_RETURN_IF_ERROR(scanner.Scan([&](const ScannedRecord& r) {
+      packed->Apply(r);
+      state->ends[r.segment] = r.offset + r.record.encoded_bytes;
+      if (!r.record.value_ok) ++state->damaged_records;
+      if (r.record.lsn > options.applied_through) {
+        PackedEntry at;
+        at.segment = r.segment;
+        at.offset = r.offset;
+        at.lsn = r.record.lsn;
+        at.record_bytes = static_cast<uint32_t>(r.record.encoded_bytes);
+        state->last[std::string(r.record.key)] = LastOp{r.record.op, at, r.record.value_ok};
+      }
+      return Status::Ok();
+    }));
+  }
+  state->last_lsn = scanner.last_lsn();
+  state->records = scanner.records();
+  return Status::Ok();
+}
+
+using JournalFiles = std::vector<std::pair<uint64_t, std::string>>;
+
+// Loads the snapshot into `packed` if there is one and it agrees with the checkpoint and the
+// journal files (see journal_replay.h); else says why not in *set_aside ("" if there is none).
+std::optional<PackedSnapshotHeader> LoadSnapshot(FileSystem* fs, const std::string& root,
+                                                 uint64_t applied_through,
+                                                 const JournalFiles& files, PackedIndex* packed,
+                                                 std::string* set_aside) {
+  auto bytes = fs->ReadFile(root + "/" + std::string(kPackedSnapshotName), 0, kToEnd);
+  if (!bytes.ok()) {
+    if (!bytes.status().IsNotFound()) *set_aside = bytes.status().ToString();
+    return std::nullopt;
+  }
+  auto header = DecodePackedSnapshot((*bytes)->view(), packed);
+  if (!header.ok()) {
+    *set_aside = header.status().message();
+    return std::nullopt;
+  }
+  const uint64_t c = header->through_lsn;
+  auto reject = [&](const std::string& why) -> std::optional<PackedSnapshotHeader> {
+    packed->Clear();
+    *set_aside = "the snapshot through LSN " + std::to_string(c) + " " + why;
+    return std::nullopt;
+  };
+  if (c > applied_through) {
+    return reject("is past the checkpoint (LSN " + std::to_string(applied_through) + ")");
+  }
+  bool next = false;
+  bool later = false;
+  for (const auto& [first, path] : files) {
+    if (first <= c && !header->file_bytes.count(first)) {
+      return reject("does not know journal file " + path);
+    }
+    next = next || first == c + 1;
+    later = later || first > c + 1;
+  }
+  if (later && !next) return reject("has no journal file starting after it");
+  return std::move(header).value();
+}
+
+// Why the index loaded from a snapshot and completed by the scan does not agree with the
+// journal ("" if it does): an entry in a file that is gone, or past the durable end.
+std::string Disagreement(const PackedIndex& packed, const JournalFiles& files, uint64_t last_lsn) {
+  std::set<uint64_t> present;
+  for (const auto& f : files) present.insert(f.first);
+  std::string why;
+  packed.ForEach([&](std::string_view key, const PackedEntry& e) {
+    if (!why.empty()) return;
+    if (e.lsn > last_lsn) {
+      why = "names " + std::string(key) + " at LSN " + std::to_string(e.lsn) +
+            ", past the journal's end (LSN " + std::to_string(last_lsn) + ")";
+    } else if (!present.count(e.segment)) {
+      why = "names " + std::string(key) + " in journal file " + JournalFileName(e.segment) +
+            ", which is gone";
+    }
+  });
+  return why;
+}
+
 }  // namespace
 
 Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& root,
                                           const ReplayOptions& options, PackedIndex* packed) {
   JournalReplayResult out;
-  JournalScanner scanner(fs, root);
-  scanner.set_known_synced(options.applied_through);
-  std::map<std::string, LastOp> last;  // key -> its last record after applied_through
-  std::map<uint64_t, uint64_t> ends;   // segment -> end of its last record
-  WMBT_RETURN_IF_ERROR(scanner.Scan([&](const ScannedRecord& r) {
-    packed->Apply(r);
-    ends[r.segment] = r.offset + r.record.encoded_bytes;
-    if (!r.record.value_ok) ++out.damaged_records;
-    if (r.record.lsn > options.applied_through) {
-      PackedEntry at;
-      at.segment = r.segment;
-      at.offset = r.offset;
-      at.lsn = r.record.lsn;
-      at.record_bytes = static_cast<uint32_t>(r.record.encoded_bytes);
-      last[std::string(r.record.key)] = LastOp{r.record.op, at, r.record.value_ok};
+  WMBT_ASSIGN_OR_RETURN(const JournalFiles files, ListJournalFiles(fs, root));
+  std::optional<PackedSnapshotHeader> snapshot;
+  if (options.use_snapshot) {
+    snapshot = LoadSnapshot(fs, root, options.applied_through, files, packed,
+                            &out.snapshot_set_aside);
+  }
+  ScanState state;
+  Status s;
+  if (snapshot) {
+    const uint64_t from = snapshot->through_lsn + 1;
+    const bool from_exists = std::any_of(files.begin(), files.end(),
+                                         [&](const auto& f) { return f.first == from; });
+    s = ScanRecords(fs, root, options, from, from_exists, packed, &state);
+    std::string why = s.ok() ? Disagreement(*packed, files, state.last_lsn) : s.ToString();
+    if (!why.empty()) {
+      out.snapshot_set_aside = "the snapshot through LSN " + std::to_string(from - 1) + " " + why;
+      snapshot.reset();
+      packed->Clear();
+      state = ScanState{};
     }
-    return Status::Ok();
-  }));
-  out.last_lsn = scanner.last_lsn();
-  out.records = scanner.records();
+  }
+  if (!snapshot) s = ScanRecords(fs, root, options, 0, false, packed, &state);
+  WMBT_RETURN_IF_ERROR(s);
+  out.last_lsn = state.last_lsn;
+  out.records = state.records;
+  out.damaged_records = state.damaged_records;
+  if (snapshot) out.snapshot_through = snapshot->through_lsn;
   std::map<uint64_t, std::string> paths;
-  for (const auto& [first, path] : scanner.files()) {
-    out.segments.push_back(JournalSegment{first, path, ends[first]});
+  for (const auto& [first, path] : files) {
+    uint64_t bytes = state.ends[first];
+    if (snapshot && first <= snapshot->through_lsn) bytes = snapshot->file_bytes[first];
+    out.segments.push_back(JournalSegment{first, path, bytes});
     paths[first] = path;
   }
-  for (const auto& [key, op] : last) {
+  for (const auto& [key, op] : state.last) {
     WMBT_RETURN_IF_ERROR(ApplyLast(fs, root, key, op, paths[op.at.segment], options, &out));
   }
   return out;

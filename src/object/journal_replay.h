@@ -10,6 +10,12 @@
 // kExternal leaves it alone. With `rewrite_same_bytes` a kPut is written again even over the same
 // bytes: after a write-back error those bytes may be only in the page cache, never to be written
 // back. Nothing is synced here: the caller makes the result durable (SyncFileSystem).
+//
+// With a packed-index snapshot (packed_snapshot.h) through C <= `applied_through`, the index
+// starts from it and only the files from C + 1 on are read. It is set aside (and every file
+// read) when it does not agree with the journal: a file up to C it does not know, no file
+// starting at C + 1 while later ones exist, or, after the read, an entry whose file is gone or
+// whose record is past the journal's durable end.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +30,7 @@ namespace wombatkv {
 struct ReplayOptions {
   uint64_t applied_through = 0;
   bool rewrite_same_bytes = false;
+  bool use_snapshot = true;
 };
 
 struct JournalSegment {
@@ -39,6 +46,8 @@ struct JournalReplayResult {
   uint64_t files_deleted = 0;            // kDelete or kPutPacked applied (the file was there)
   uint64_t damaged_records = 0;          // values failing their checksum (kept, reported)
   std::vector<JournalSegment> segments;  // every journal file, in LSN order
+  uint64_t snapshot_through = 0;         // the snapshot used (0: none)
+  std::string snapshot_set_aside;        // why a snapshot present was not used ("": it was)
 };
 
 // `packed` receives the packed objects (it should be empty).

@@ -50,6 +50,14 @@ class JournalScanner {
   // before the records when this scan starts over from the oldest file.
   Status Scan(const RecordFn& fn, const std::function<void()>& on_restart = {});
 
+  // The first Scan starts at the file whose first LSN is `first_lsn` (which must exist, else
+  // that Scan starts over from the oldest file), as if every record before it had been read.
+  void StartAt(uint64_t first_lsn) {
+    started_ = true;
+    segment_ = expected_ = first_lsn;
+    offset_ = 0;
+  }
+
   // Records up to `lsn` are known synced (the checkpoint): a bad value among them is damage.
   void set_known_synced(uint64_t lsn) { known_synced_ = lsn; }
 

@@ -61,6 +61,11 @@ class PackedIndex {
   size_t size() const { return entries_.size(); }
   uint64_t live_bytes() const { return live_bytes_; }  // record bytes of every entry
   uint64_t LiveRecords(uint64_t segment) const;
+  // Calls fn(key, entry) for every entry, in key order.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const auto& [key, e] : entries_) fn(std::string_view(key), e);
+  }
   // The entries living in `segment`, in key order.
   std::vector<std::pair<std::string, PackedEntry>> EntriesIn(uint64_t segment) const;
 

@@ -1,0 +1,137 @@
+#include "object/packed_snapshot.h"
+
+#include <cstring>
+
+#include "base/crc32c.h"
+#include "base/endian.h"
+#include "wombatkv/object_store.h"
+
+namespace wombatkv {
+namespace {
+
+constexpr std::string_view kMagic = "WMBTPIX1";
+constexpr size_t kHeaderBytes = 32;
+constexpr size_t kFileBytes = 16;
+constexpr size_t kEntryFixedBytes = 2 + 5 * 8 + 2 * 4;
+constexpr size_t kCrcBytes = 4;
+
+void Put64(std::string& out, uint64_t v) {
+  uint8_t b[8];
+  StoreLe64(b, v);
+  out.append(reinterpret_cast<const char*>(b), sizeof b);
+}
+
+void Put32(std::string& out, uint32_t v) {
+  uint8_t b[4];
+  StoreLe32(b, v);
+  out.append(reinterpret_cast<const char*>(b), sizeof b);
+}
+
+// Reads fixed-width fields in order from a span whose length was checked beforehand.
+class Reader {
+ public:
+  explicit Reader(const uint8_t* p) : p_(p) {}
+  uint64_t U64() { return LoadLe64(Take(8)); }
+  uint32_t U32() { return LoadLe32(Take(4)); }
+  uint16_t U16() { return LoadLe16(Take(2)); }
+  std::string_view Chars(size_t n) { return {reinterpret_cast<const char*>(Take(n)), n}; }
+  size_t consumed(const uint8_t* start) const { return static_cast<size_t>(p_ - start); }
+
+ private:
+  const uint8_t* Take(size_t n) {
+    const uint8_t* at = p_;
+    p_ += n;
+    return at;
+  }
+  const uint8_t* p_;
+};
+
+Status Bad(const std::string& what) {
+  return Status::Corruption("packed-index snapshot: " + what);
+}
+
+}  // namespace
+
+std::string EncodePackedSnapshot(const PackedSnapshotHeader& header, const PackedIndex& index) {
+  std::string out;
+  out.reserve(kHeaderBytes + header.file_bytes.size() * kFileBytes +
+              index.size() * (kEntryFixedBytes + 80) + kCrcBytes);
+  out.append(kMagic);
+  Put64(out, header.through_lsn);
+  Put64(out, header.file_bytes.size());
+  Put64(out, index.size());
+  for (const auto& [first, bytes] : header.file_bytes) {
+    Put64(out, first);
+    Put64(out, bytes);
+  }
+  index.ForEach([&](std::string_view key, const PackedEntry& e) {
+    uint8_t len[2];
+    StoreLe16(len, static_cast<uint16_t>(key.size()));
+    out.append(reinterpret_cast<const char*>(len), sizeof len);
+    out.append(key);
+    Put64(out, e.segment);
+    Put64(out, e.offset);
+    Put64(out, e.lsn);
+    Put32(out, e.record_bytes);
+    Put32(out, e.size);
+    Put64(out, e.etag_id);
+    Put64(out, e.modified_us);
+  });
+  Put32(out, Crc32c(reinterpret_cast<const uint8_t*>(out.data()), out.size()));
+  return out;
+}
+
+Result<PackedSnapshotHeader> DecodePackedSnapshot(ByteView bytes, PackedIndex* index) {
+  index->Clear();
+  if (bytes.size() < kHeaderBytes + kCrcBytes ||
+      std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0) {
+    return Bad("not a snapshot (" + std::to_string(bytes.size()) + " bytes, wrong magic or short)");
+  }
+  const size_t body = bytes.size() - kCrcBytes;
+  if (Crc32c(bytes.data(), body) != LoadLe32(bytes.data() + body)) return Bad("crc mismatch");
+  const uint8_t* start = bytes.data();
+  Reader r(start + kMagic.size());
+  PackedSnapshotHeader header;
+  header.through_lsn = r.U64();
+  const uint64_t files = r.U64();
+  const uint64_t entries = r.U64();
+  // Counts checked against the length before anything is allocated or read.
+  if (files > (body - kHeaderBytes) / kFileBytes ||
+      entries > (body - kHeaderBytes - files * kFileBytes) / (kEntryFixedBytes + 1)) {
+    return Bad("counts exceed its length");
+  }
+  for (uint64_t i = 0; i < files; ++i) {
+    const uint64_t first = r.U64();
+    header.file_bytes[first] = r.U64();
+  }
+  auto fail = [&](const std::string& what) {
+    index->Clear();
+    return Bad(what);
+  };
+  for (uint64_t i = 0; i < entries; ++i) {
+    if (body - r.consumed(start) < kEntryFixedBytes) return fail("entries exceed its length");
+    const size_t key_bytes = r.U16();
+    if (body - r.consumed(start) < key_bytes + kEntryFixedBytes - 2) {
+      return fail("entries exceed its length");
+    }
+    const std::string_view key = r.Chars(key_bytes);
+    PackedEntry e;
+    e.segment = r.U64();
+    e.offset = r.U64();
+    e.lsn = r.U64();
+    e.record_bytes = r.U32();
+    e.size = r.U32();
+    e.etag_id = r.U64();
+    e.modified_us = r.U64();
+    if (!ValidateObjectKey(key).ok() || e.lsn < e.segment || e.size >= e.record_bytes) {
+      return fail("entry " + std::to_string(i) + " is not sound");
+    }
+    index->Set(key, e);
+  }
+  if (r.consumed(start) != body) {
+    return fail(std::to_string(body - r.consumed(start)) + " bytes after the last entry");
+  }
+  return header;
+}
+
+}  // namespace wombatkv
