@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -175,6 +176,9 @@ struct FsJournalOptions {
   // it written and on its way to the disk. 0 = they leave it all to that sync.
   uint64_t write_behind_bytes = 1u << 20;
   Clock* clock = nullptr;  // packed objects' modification times; null: the real clock
+  // Told what went wrong that the store recovers from by itself (a packed-index snapshot set
+  // aside at open, or not written); null: nobody is told.
+  std::function<void(const std::string&)> warn;
 };
 Result<std::unique_ptr<ObjectStore>> OpenJournaledFsObjectStore(std::string root, FileSystem* fs,
                                                                 FsJournalOptions options = {});

@@ -168,9 +168,11 @@ class FsObjectStore final : public ObjectStore {
       if (!s.ok() && !s.IsNotFound()) return s.WithContext("recovering " + Describe());
       segments_.erase(std::prev(segments_.end()));
     }
-    if (replay.snapshot_through != last_lsn) {
-      WMBT_RETURN_IF_ERROR(WriteIndexSnapshot(last_lsn).WithContext("recovering " + Describe()));
+    if (!replay.snapshot_set_aside.empty()) {
+      Warn("packed-index snapshot of " + Describe() + " set aside, every journal file read: " +
+           replay.snapshot_set_aside);
     }
+    if (replay.snapshot_through != last_lsn) WriteIndexSnapshot(last_lsn);
     checkpoints_ = NewThreadPoolExecutor(1, "wmbt-l2-ckpt", /*nice=*/5);
     WMBT_ASSIGN_OR_RETURN(
         journal_,
@@ -709,19 +711,32 @@ class FsObjectStore final : public ObjectStore {
   // Ends BeforeDirectPut's reservation. After a put that wrote its file: a kExternal record, in
   // the same critical section, so that replay never puts an earlier journaled version of the key
   // back over the file, and every later version of the key gets a later LSN.
+  //
+  // The file supersedes a packed predecessor (invariant 6), whose entry goes only once the
+  // record is durable, as every change of the index (the packed-index snapshot relies on it):
+  // then the put waits for that sync, keeping the key reserved (reads serve the predecessor
+  // meanwhile: the put has not returned).
   Status AfterDirectPut(std::string_view key, const std::string& path, bool written,
                         const PutOptions& options) {
     uint64_t lsn = 0;
+    bool over_packed = false;
     {
       std::lock_guard<std::mutex> g(name_mu_);
       if (written) {
         lsn = journal_->Append(JournalOp::kExternal, key, {});
-        // The file supersedes a packed predecessor (invariant 6).
-        if (packed_.Erase(key)) ++moves_;
+        over_packed = packed_.Find(key) != nullptr;
       }
+      if (!over_packed) inflight_.erase(path);
+    }
+    Status s;
+    if (over_packed) {
+      s = SyncThrough(lsn);
+      std::lock_guard<std::mutex> g(name_mu_);
+      if (s.ok() && packed_.Erase(key)) ++moves_;
       inflight_.erase(path);
     }
     direct_done_.notify_all();
+    if (!s.ok() || over_packed) return s;
     return written && options.durable_on_return ? SyncThrough(lsn) : Status::Ok();
   }
 
@@ -799,7 +814,7 @@ class FsObjectStore final : public ObjectStore {
     Status s = SyncThrough(last_lsn);
     if (s.ok()) s = sync_handle_->Sync();
     if (s.ok()) s = WriteCheckpointMarker(last_lsn);
-    if (s.ok() && SnapshotDue()) s = WriteIndexSnapshot(last_lsn);
+    if (s.ok() && SnapshotDue()) WriteIndexSnapshot(last_lsn);
     if (s.ok()) {
       {
         std::lock_guard<std::mutex> g(name_mu_);
@@ -834,27 +849,38 @@ class FsObjectStore final : public ObjectStore {
   }
 
   // Writes the packed-index snapshot (packed_snapshot.h) through `through`, every record up to
-  // which is applied, so that an open reads only the journal files after it. Journal files are
-  // deleted without waiting for it: oldest first, so a snapshot whose next file is gone covers
-  // no file left either, and the open reads every file (journal_replay.h).
-  Status WriteIndexSnapshot(uint64_t through) {
+  // which is applied, so that an open reads only the journal files after it. Best effort: the
+  // snapshot on disk, old or new, is checked against the journal when an open loads it. Journal
+  // files are deleted without waiting for it: oldest first, so a snapshot whose next file is
+  // gone covers no file left either, and the open reads every file (journal_replay.h).
+  // Encoded under name_mu_ (about 50 ns per packed object), which puts wait for.
+  void WriteIndexSnapshot(uint64_t through) {
     std::string bytes;
     {
       std::lock_guard<std::mutex> g(name_mu_);
       PackedSnapshotHeader header;
       header.through_lsn = through;
+      // Every version applied so far is synced (ApplySynced; at open, all of them).
+      header.synced_lsn = journal_ ? std::max(through, journal_->synced_lsn()) : through;
       for (const auto& [first, seg] : segments_) {
         if (first > through) break;
         header.file_bytes[first] = seg.bytes;
       }
       bytes = EncodePackedSnapshot(header, packed_);
     }
-    WMBT_RETURN_IF_ERROR(fs_->WriteFileAtomic(snapshot_path_, {AsBytes(bytes)}, /*sync=*/true)
-                             .WithContext("writing the packed-index snapshot"));
+    Status s = fs_->WriteFileAtomic(snapshot_path_, {AsBytes(bytes)}, /*sync=*/true);
+    if (!s.ok()) {
+      Warn("writing the packed-index snapshot of " + Describe() + " failed (the next open reads "
+           "more of the journal): " + s.ToString());
+      return;
+    }
     std::lock_guard<std::mutex> g(name_mu_);
     snapshot_bytes_ = bytes.size();
     retired_since_snapshot_ = 0;
-    return Status::Ok();
+  }
+
+  void Warn(const std::string& message) const {
+    if (jopts_.warn) jopts_.warn(message);
   }
 
   // Deletes the oldest journal files while they are checkpointed and hold no live packed

@@ -160,17 +160,19 @@ std::optional<PackedSnapshotHeader> LoadSnapshot(FileSystem* fs, const std::stri
 }
 
 // Why the index loaded from a snapshot and completed by the scan does not agree with the
-// journal ("" if it does): an entry in a file that is gone, or past the durable end.
-std::string Disagreement(const PackedIndex& packed, const JournalFiles& files, uint64_t last_lsn) {
+// journal ("" if it does): the journal ends before a record the snapshot reflects, or an entry
+// is in a file that is gone.
+std::string Disagreement(const PackedSnapshotHeader& header, const PackedIndex& packed,
+                         const JournalFiles& files, uint64_t last_lsn) {
+  if (last_lsn < header.synced_lsn) {
+    return "reflects records up to LSN " + std::to_string(header.synced_lsn) +
+           ", past the journal's end (LSN " + std::to_string(last_lsn) + ")";
+  }
   std::set<uint64_t> present;
   for (const auto& f : files) present.insert(f.first);
   std::string why;
   packed.ForEach([&](std::string_view key, const PackedEntry& e) {
-    if (!why.empty()) return;
-    if (e.lsn > last_lsn) {
-      why = "names " + std::string(key) + " at LSN " + std::to_string(e.lsn) +
-            ", past the journal's end (LSN " + std::to_string(last_lsn) + ")";
-    } else if (!present.count(e.segment)) {
+    if (why.empty() && !present.count(e.segment)) {
       why = "names " + std::string(key) + " in journal file " + JournalFileName(e.segment) +
             ", which is gone";
     }
@@ -196,7 +198,8 @@ Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& roo
     const bool from_exists = std::any_of(files.begin(), files.end(),
                                          [&](const auto& f) { return f.first == from; });
     s = ScanRecords(fs, root, options, from, from_exists, packed, &state);
-    std::string why = s.ok() ? Disagreement(*packed, files, state.last_lsn) : s.ToString();
+    std::string why =
+        s.ok() ? Disagreement(*snapshot, *packed, files, state.last_lsn) : s.ToString();
     if (!why.empty()) {
       out.snapshot_set_aside = "the snapshot through LSN " + std::to_string(from - 1) + " " + why;
       snapshot.reset();

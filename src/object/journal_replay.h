@@ -13,9 +13,9 @@
 //
 // With a packed-index snapshot (packed_snapshot.h) through C <= `applied_through`, the index
 // starts from it and only the files from C + 1 on are read. It is set aside (and every file
-// read) when it does not agree with the journal: a file up to C it does not know, no file
-// starting at C + 1 while later ones exist, or, after the read, an entry whose file is gone or
-// whose record is past the journal's durable end.
+// read) when it is damaged or does not agree with the journal: C past `applied_through`, a file
+// up to C it does not know, no file starting at C + 1 while later ones exist, or, after the
+// read, the journal ending before the synced LSN it records, or an entry whose file is gone.
 #pragma once
 
 #include <cstdint>

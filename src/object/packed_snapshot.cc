@@ -10,7 +10,7 @@ namespace wombatkv {
 namespace {
 
 constexpr std::string_view kMagic = "WMBTPIX1";
-constexpr size_t kHeaderBytes = 32;
+constexpr size_t kHeaderBytes = 40;
 constexpr size_t kFileBytes = 16;
 constexpr size_t kEntryFixedBytes = 2 + 5 * 8 + 2 * 4;
 constexpr size_t kCrcBytes = 4;
@@ -58,6 +58,7 @@ std::string EncodePackedSnapshot(const PackedSnapshotHeader& header, const Packe
               index.size() * (kEntryFixedBytes + 80) + kCrcBytes);
   out.append(kMagic);
   Put64(out, header.through_lsn);
+  Put64(out, header.synced_lsn);
   Put64(out, header.file_bytes.size());
   Put64(out, index.size());
   for (const auto& [first, bytes] : header.file_bytes) {
@@ -93,6 +94,8 @@ Result<PackedSnapshotHeader> DecodePackedSnapshot(ByteView bytes, PackedIndex* i
   Reader r(start + kMagic.size());
   PackedSnapshotHeader header;
   header.through_lsn = r.U64();
+  header.synced_lsn = r.U64();
+  if (header.synced_lsn < header.through_lsn) return Bad("synced LSN before its through LSN");
   const uint64_t files = r.U64();
   const uint64_t entries = r.U64();
   // Counts checked against the length before anything is allocated or read.

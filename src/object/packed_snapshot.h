@@ -1,19 +1,22 @@
-// The packed-index snapshot of a journaled local L2 (docs/layout.md, "The packed-index
+// The packed-index snapshot of a journaled local L2 (docs/layout.md §5.1, "packed-index
 // snapshot"): the owner's PackedIndex written to `<root>/.~journal.index` at a checkpoint, so
 // that an open reads only the journal files after it instead of every packed byte.
 //
 // A snapshot "through C" holds every entry of the index at a moment when every record up to LSN
 // C was applied (C ends a journal file: the next begins at C + 1), plus the first LSN and length
-// of every journal file up to C. Entries of records after C may be in it too (applied meanwhile;
-// an entry is only ever made from a synced record). Loading it and then replaying the files from
-// C + 1 on gives the index a full replay gives: a key touched after C ends with its last record
-// (PackedIndex::Apply), and any other key's entry has not changed since C.
+// of every journal file up to C, and S: the journal's synced LSN then. Records after C may be
+// reflected too (applied meanwhile), but only records up to S: the index only ever changes for
+// a synced record. So when the journal still holds every record up to S, loading the snapshot
+// and replaying the files from C + 1 on gives the index a full replay gives: a key with a record
+// after C ends with its last record (PackedIndex::Apply), and any other key's entry is the one
+// it had at C.
 //
 // Layout, little-endian:
 //   0   8 bytes  magic "WMBTPIX1"
 //   8   u64      C (through LSN)
-//   16  u64      file count F;  u64 entry count E
-//   32  F × {u64 first LSN, u64 bytes}
+//   16  u64      S (synced LSN)
+//   24  u64      file count F;  u64 entry count E
+//   40  F × {u64 first LSN, u64 bytes}
 //   ..  E × {u16 key length, key, u64 segment, u64 offset, u64 lsn, u32 record bytes, u32 size,
 //            u64 etag id, u64 modified µs}
 //   end u32      crc32c of every byte before it
@@ -35,6 +38,7 @@ inline constexpr std::string_view kPackedSnapshotName = ".~journal.index";
 // What a snapshot says besides its entries.
 struct PackedSnapshotHeader {
   uint64_t through_lsn = 0;
+  uint64_t synced_lsn = 0;  // >= through_lsn
   std::map<uint64_t, uint64_t> file_bytes;  // journal file (first LSN) -> bytes of its records
 };
 

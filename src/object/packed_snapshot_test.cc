@@ -61,6 +61,7 @@ class PackedSnapshotTest : public JournalFilesTest {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     PackedSnapshotHeader header;
     header.through_lsn = through;
+    header.synced_lsn = r->last_lsn;
     for (const JournalSegment& s : r->segments) {
       if (s.first_lsn <= through) header.file_bytes[s.first_lsn] = s.bytes;
     }
@@ -98,6 +99,7 @@ TEST_F(PackedSnapshotTest, EveryFieldRoundTripsAndAnyDamagedOrCutByteIsCorruptio
   index.Set("heads/b", PackedEntry{5, 0, 5, 90, 50, 3, 1001});
   PackedSnapshotHeader header;
   header.through_lsn = 9;
+  header.synced_lsn = 12;
   header.file_bytes = {{1, 400}, {5, 300}};
   const std::string bytes = EncodePackedSnapshot(header, index);
 
@@ -105,6 +107,7 @@ TEST_F(PackedSnapshotTest, EveryFieldRoundTripsAndAnyDamagedOrCutByteIsCorruptio
   auto decoded = DecodePackedSnapshot(AsBytes(bytes), &back);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->through_lsn, 9u);
+  EXPECT_EQ(decoded->synced_lsn, 12u);
   EXPECT_EQ(decoded->file_bytes, header.file_bytes);
   EXPECT_EQ(EntriesOf(back), EntriesOf(index));
   EXPECT_EQ(back.LiveRecords(1), 1u);
@@ -128,7 +131,7 @@ TEST_F(PackedSnapshotTest, CountsBeyondItsLengthAreRefusedBeforeAnythingIsRead) 
   // A sound checksum over a header claiming 2^60 entries: refused by the lengths alone.
   std::string bytes = EncodePackedSnapshot({}, PackedIndex());
   bytes.resize(bytes.size() - 4);
-  bytes[24 + 7] = 0x10;
+  bytes[32 + 7] = 0x10;
   const uint32_t crc = Crc32c(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>(crc >> (8 * i)));
   PackedIndex back;
@@ -185,9 +188,10 @@ TEST_F(PackedSnapshotTest, RandomHistoriesGiveTheIndexOfAFullReplay) {
     const int state_after = snapshot_after + static_cast<int>(rng() % (files - snapshot_after));
     uint64_t lsn = 1;
     uint64_t through = 0;
+    uint64_t first = 0;
     for (int f = 0; f < files; ++f) {
       std::vector<Rec> recs;
-      const uint64_t first = lsn;
+      first = lsn;
       for (int n = 1 + static_cast<int>(rng() % 4); n > 0; --n, ++lsn) {
         const std::string key = "k/" + std::to_string(rng() % 6);
         switch (rng() % 4) {
@@ -200,8 +204,14 @@ TEST_F(PackedSnapshotTest, RandomHistoriesGiveTheIndexOfAFullReplay) {
       if (f == snapshot_after) through = lsn - 1;
       if (f == state_after) TakeSnapshot(through);
     }
+    // Sometimes the newest file loses its records (damage of synced bytes): a snapshot that
+    // reflects some of them is then set aside.
+    const bool cut = rng() % 3 == 0;
+    if (cut) WriteJournal(first, {});
     const JournalReplayResult r = ReplayBothWays(/*applied_through=*/lsn - 1);
-    EXPECT_EQ(r.snapshot_through, through) << r.snapshot_set_aside;
+    if (!cut) {
+      EXPECT_EQ(r.snapshot_through, through) << r.snapshot_set_aside;
+    }
   }
 }
 

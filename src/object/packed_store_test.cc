@@ -393,6 +393,35 @@ TEST_F(PackedStoreTest, ADeletedKeyDoesNotComeBackAfterACrashDuringALargePut) {
   EXPECT_TRUE((*s)->Get("k").status().IsNotFound()) << "and after a reopen";
 }
 
+// The packed version's entry goes only once the kExternal record saying the file supersedes it
+// is durable (every change of the index is from a synced record: the packed-index snapshot relies
+// on it), so a large put over a packed object waits for that sync even when deferred. Without
+// it, a crash right after the put could lose the record, and the packed version would be put
+// back over the file: the version the store had served since rolled back.
+TEST_F(PackedStoreTest, ALargePutOverAPackedObjectIsDurableWhenItReturns) {
+  CrashModelFs cfs(PosixFileSystem(), root_);
+  FsJournalOptions o;
+  o.packed_object_bytes_max = 1024;
+  o.journaled_object_bytes_max = 2048;
+  const std::string large(4096, 'L');
+  {
+    auto s = OpenJournaledFsObjectStore(root_, &cfs, o);
+    ASSERT_TRUE(s.ok());
+    Put(**s, "k", "small");
+    PutOptions deferred;
+    deferred.durable_on_return = false;
+    Put(**s, "k", large, deferred);
+    EXPECT_EQ(Get(**s, "k"), large);
+    cfs.Crash();
+  }
+  ZeroRandom zero;  // the crash keeps the synced journal prefix only
+  cfs.ApplyCrash(zero);
+  cfs.Revive();
+  auto s = OpenJournaledFsObjectStore(root_, &cfs, o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(Get(**s, "k"), large);
+}
+
 // Pages of an unsynced batch reach the disk in any order. A hole inside one record's value, with
 // a later record of the batch intact, is read back as "damage": the key's acknowledged version
 // before is shadowed by an unreadable one it never acknowledged.
