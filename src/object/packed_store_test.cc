@@ -45,6 +45,11 @@ class PackedStoreTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << key << ": " << r.status().ToString();
     return r.ok() ? *r : "";
   }
+  static PutOptions Deferred() {
+    PutOptions o;
+    o.durable_on_return = false;
+    return o;
+  }
   static std::string Get(ObjectStore& s, std::string_view key) {
     auto r = s.Get(key);
     return r.ok() ? std::string(AsChars(r->bytes->view())) : "<" + r.status().ToString() + ">";
@@ -408,9 +413,7 @@ TEST_F(PackedStoreTest, ALargePutOverAPackedObjectIsDurableWhenItReturns) {
     auto s = OpenJournaledFsObjectStore(root_, &cfs, o);
     ASSERT_TRUE(s.ok());
     Put(**s, "k", "small");
-    PutOptions deferred;
-    deferred.durable_on_return = false;
-    Put(**s, "k", large, deferred);
+    Put(**s, "k", large, Deferred());
     EXPECT_EQ(Get(**s, "k"), large);
     cfs.Crash();
   }
@@ -434,10 +437,8 @@ TEST_F(PackedStoreTest, AHoleInAnUnsyncedBatchDoesNotShadowTheAcknowledgedVersio
     auto s = OpenJournaledFsObjectStore(root_, &cfs, o);
     ASSERT_TRUE(s.ok());
     Put(**s, "k", "v1 acknowledged");
-    PutOptions deferred;
-    deferred.durable_on_return = false;
-    Put(**s, "k", v2, deferred);
-    Put(**s, "j", "other", deferred);
+    Put(**s, "k", v2, Deferred());
+    Put(**s, "j", "other", Deferred());
     cfs.FailNext(CrashModelFs::Op::kAppendSync);
     EXPECT_FALSE((*s)->Put("z", {AsBytes("z")}, {}).ok()) << "the batch's sync fails: nothing acked";
     auto at = LocateStoredByte(fs_, root_, "k", 6000);  // the batch was written, not synced
