@@ -4,7 +4,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <set>
 
 #include "object/journal.h"
 #include "object/object_key.h"
@@ -119,77 +118,16 @@ Status ScanRecords(FileSystem* fs, const std::string& root, const ReplayOptions&
   return Status::Ok();
 }
 
-using JournalFiles = std::vector<std::pair<uint64_t, std::string>>;
-
-// Loads the snapshot into `packed` if there is one and it agrees with the checkpoint and the
-// journal files (see journal_replay.h); else says why not in *set_aside ("" if there is none).
-std::optional<PackedSnapshotHeader> LoadSnapshot(FileSystem* fs, const std::string& root,
-                                                 uint64_t applied_through,
-                                                 const JournalFiles& files, PackedIndex* packed,
-                                                 std::string* set_aside) {
-  auto bytes = fs->ReadFile(root + "/" + std::string(kPackedSnapshotName), 0, kToEnd);
-  if (!bytes.ok()) {
-    if (!bytes.status().IsNotFound()) *set_aside = bytes.status().ToString();
-    return std::nullopt;
-  }
-  auto header = DecodePackedSnapshot((*bytes)->view(), packed);
-  if (!header.ok()) {
-    *set_aside = header.status().message();
-    return std::nullopt;
-  }
-  const uint64_t c = header->through_lsn;
-  auto reject = [&](const std::string& why) -> std::optional<PackedSnapshotHeader> {
-    packed->Clear();
-    *set_aside = "the snapshot through LSN " + std::to_string(c) + " " + why;
-    return std::nullopt;
-  };
-  if (c > applied_through) {
-    return reject("is past the checkpoint (LSN " + std::to_string(applied_through) + ")");
-  }
-  bool next = false;
-  bool later = false;
-  for (const auto& [first, path] : files) {
-    if (first <= c && !header->file_bytes.count(first)) {
-      return reject("does not know journal file " + path);
-    }
-    next = next || first == c + 1;
-    later = later || first > c + 1;
-  }
-  if (later && !next) return reject("has no journal file starting after it");
-  return std::move(header).value();
-}
-
-// Why the index loaded from a snapshot and completed by the scan does not agree with the
-// journal ("" if it does): the journal ends before a record the snapshot reflects, or an entry
-// is in a file that is gone.
-std::string Disagreement(const PackedSnapshotHeader& header, const PackedIndex& packed,
-                         const JournalFiles& files, uint64_t last_lsn) {
-  if (last_lsn < header.synced_lsn) {
-    return "reflects records up to LSN " + std::to_string(header.synced_lsn) +
-           ", past the journal's end (LSN " + std::to_string(last_lsn) + ")";
-  }
-  std::set<uint64_t> present;
-  for (const auto& f : files) present.insert(f.first);
-  std::string why;
-  packed.ForEach([&](std::string_view key, const PackedEntry& e) {
-    if (why.empty() && !present.count(e.segment)) {
-      why = "names " + std::string(key) + " in journal file " + JournalFileName(e.segment) +
-            ", which is gone";
-    }
-  });
-  return why;
-}
-
 }  // namespace
 
 Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& root,
                                           const ReplayOptions& options, PackedIndex* packed) {
   JournalReplayResult out;
-  WMBT_ASSIGN_OR_RETURN(const JournalFiles files, ListJournalFiles(fs, root));
+  WMBT_ASSIGN_OR_RETURN(const JournalFileList files, ListJournalFiles(fs, root));
   std::optional<PackedSnapshotHeader> snapshot;
   if (options.use_snapshot) {
-    snapshot = LoadSnapshot(fs, root, options.applied_through, files, packed,
-                            &out.snapshot_set_aside);
+    snapshot = LoadPackedSnapshot(fs, root, options.applied_through, files, packed,
+                                  &out.snapshot_set_aside);
   }
   ScanState state;
   Status s;
@@ -199,7 +137,8 @@ Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& roo
                                          [&](const auto& f) { return f.first == from; });
     s = ScanRecords(fs, root, options, from, from_exists, packed, &state);
     std::string why =
-        s.ok() ? Disagreement(*snapshot, *packed, files, state.last_lsn) : s.ToString();
+        s.ok() ? PackedSnapshotDisagreement(*snapshot, *packed, files, state.last_lsn)
+               : s.ToString();
     if (!why.empty()) {
       out.snapshot_set_aside = "the snapshot through LSN " + std::to_string(from - 1) + " " + why;
       snapshot.reset();

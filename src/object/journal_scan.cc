@@ -27,9 +27,8 @@ size_t ClaimedLength(ByteView rest) {
 
 }  // namespace
 
-Result<std::vector<std::pair<uint64_t, std::string>>> ListJournalFiles(FileSystem* fs,
-                                                                       const std::string& root) {
-  std::vector<std::pair<uint64_t, std::string>> files;
+Result<JournalFileList> ListJournalFiles(FileSystem* fs, const std::string& root) {
+  JournalFileList files;
   auto names = fs->ListDir(root);
   if (!names.ok()) {
     if (names.status().IsNotFound()) return files;

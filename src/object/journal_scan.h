@@ -34,9 +34,11 @@ struct ScannedRecord {
   uint64_t offset = 0;       // of the record in that file
 };
 
-// The journal files in `root`, by first LSN, as (first LSN, path).
-Result<std::vector<std::pair<uint64_t, std::string>>> ListJournalFiles(FileSystem* fs,
-                                                                       const std::string& root);
+// Journal files as (first LSN, path), by first LSN.
+using JournalFileList = std::vector<std::pair<uint64_t, std::string>>;
+
+// The journal files in `root`.
+Result<JournalFileList> ListJournalFiles(FileSystem* fs, const std::string& root);
 
 class JournalScanner {
  public:
@@ -58,13 +60,20 @@ class JournalScanner {
     offset_ = 0;
   }
 
+  // The next Scan starts over from the oldest file (the known-synced LSN stays).
+  void Reset() {
+    started_ = false;
+    records_ = 0;
+  }
+
   // Records up to `lsn` are known synced (the checkpoint): a bad value among them is damage.
   void set_known_synced(uint64_t lsn) { known_synced_ = lsn; }
 
+  bool started() const { return started_; }  // by a Scan, or StartAt
   uint64_t last_lsn() const { return started_ ? expected_ - 1 : 0; }  // 0: no record read
   uint64_t records() const { return records_; }
   // Every journal file seen by the last Scan, in LSN order.
-  const std::vector<std::pair<uint64_t, std::string>>& files() const { return files_; }
+  const JournalFileList& files() const { return files_; }
 
  private:
   // Reads file `path` (first LSN `segment`) from offset_ on, while its records continue the
@@ -77,7 +86,7 @@ class JournalScanner {
 
   FileSystem* const fs_;
   const std::string root_;
-  std::vector<std::pair<uint64_t, std::string>> files_;
+  JournalFileList files_;
   bool started_ = false;
   uint64_t segment_ = 0;   // the file being read
   uint64_t offset_ = 0;    // where reading continues in it

@@ -1,9 +1,11 @@
 #include "object/packed_snapshot.h"
 
 #include <cstring>
+#include <set>
 
 #include "base/crc32c.h"
 #include "base/endian.h"
+#include "object/journal.h"
 #include "wombatkv/object_store.h"
 
 namespace wombatkv {
@@ -135,6 +137,62 @@ Result<PackedSnapshotHeader> DecodePackedSnapshot(ByteView bytes, PackedIndex* i
     return fail(std::to_string(body - r.consumed(start)) + " bytes after the last entry");
   }
   return header;
+}
+
+std::optional<PackedSnapshotHeader> LoadPackedSnapshot(FileSystem* fs, const std::string& root,
+                                                       uint64_t applied_through,
+                                                       const JournalFileList& files,
+                                                       PackedIndex* index,
+                                                       std::string* set_aside) {
+  auto bytes = fs->ReadFile(root + "/" + std::string(kPackedSnapshotName), 0, kToEnd);
+  if (!bytes.ok()) {
+    if (!bytes.status().IsNotFound()) *set_aside = bytes.status().ToString();
+    return std::nullopt;
+  }
+  auto header = DecodePackedSnapshot((*bytes)->view(), index);
+  if (!header.ok()) {
+    *set_aside = header.status().message();
+    return std::nullopt;
+  }
+  const uint64_t c = header->through_lsn;
+  auto reject = [&](const std::string& why) -> std::optional<PackedSnapshotHeader> {
+    index->Clear();
+    *set_aside = "the snapshot through LSN " + std::to_string(c) + " " + why;
+    return std::nullopt;
+  };
+  if (c > applied_through) {
+    return reject("is past the checkpoint (LSN " + std::to_string(applied_through) + ")");
+  }
+  bool next = false;
+  bool later = false;
+  for (const auto& [first, path] : files) {
+    if (first <= c && !header->file_bytes.count(first)) {
+      return reject("does not know journal file " + path);
+    }
+    next = next || first == c + 1;
+    later = later || first > c + 1;
+  }
+  if (later && !next) return reject("has no journal file starting after it");
+  return std::move(header).value();
+}
+
+std::string PackedSnapshotDisagreement(const PackedSnapshotHeader& header,
+                                       const PackedIndex& index, const JournalFileList& files,
+                                       uint64_t last_lsn) {
+  if (last_lsn < header.synced_lsn) {
+    return "reflects records up to LSN " + std::to_string(header.synced_lsn) +
+           ", past the journal's end (LSN " + std::to_string(last_lsn) + ")";
+  }
+  std::set<uint64_t> present;
+  for (const auto& f : files) present.insert(f.first);
+  std::string why;
+  index.ForEach([&](std::string_view key, const PackedEntry& e) {
+    if (why.empty() && !present.count(e.segment)) {
+      why = "names " + std::string(key) + " in journal file " + JournalFileName(e.segment) +
+            ", which is gone";
+    }
+  });
+  return why;
 }
 
 }  // namespace wombatkv

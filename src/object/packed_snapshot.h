@@ -24,9 +24,11 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "object/journal_scan.h"
 #include "object/packed_index.h"
 #include "wombatkv/buffer.h"
 #include "wombatkv/status.h"
@@ -48,5 +50,23 @@ std::string EncodePackedSnapshot(const PackedSnapshotHeader& header, const Packe
 // Decodes a snapshot into `index` (which should be empty). Corruption naming what is wrong if the
 // bytes are not a sound snapshot; `index` is then left cleared.
 Result<PackedSnapshotHeader> DecodePackedSnapshot(ByteView bytes, PackedIndex* index);
+
+// Loads the snapshot of the journaled root `root` into `index` (which should be empty) if there
+// is one that can be used with the journal files `files` and the checkpoint `applied_through`:
+// sound, C <= applied_through, every file up to C listed in it, and a file starting at C + 1 if
+// any starts later. Else nullopt, `index` cleared, and the reason in *set_aside ("" when there
+// is no snapshot). The files from C + 1 on are then to be read over it.
+std::optional<PackedSnapshotHeader> LoadPackedSnapshot(FileSystem* fs, const std::string& root,
+                                                       uint64_t applied_through,
+                                                       const JournalFileList& files,
+                                                       PackedIndex* index,
+                                                       std::string* set_aside);
+
+// After the files from C + 1 on were read over a loaded snapshot, up to `last_lsn`: why the
+// result does not agree with the journal ("" if it does) — the journal ends before the synced
+// LSN the snapshot records, or an entry's file is not among `files`.
+std::string PackedSnapshotDisagreement(const PackedSnapshotHeader& header,
+                                       const PackedIndex& index, const JournalFileList& files,
+                                       uint64_t last_lsn);
 
 }  // namespace wombatkv

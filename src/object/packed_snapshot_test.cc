@@ -11,6 +11,7 @@
 
 #include "base/crc32c.h"
 #include "object/journal_files_for_test.h"
+#include "object/packed_view.h"
 
 namespace wombatkv {
 namespace {
@@ -48,6 +49,17 @@ Entries EntriesOf(const PackedIndex& index) {
   return out;
 }
 
+// Every object of a view or an index, as (key, ETag).
+template <typename Index>
+std::vector<std::pair<std::string, std::string>> Listing(const Index& index) {
+  std::vector<ListEntry> entries;
+  bool more = false;
+  index.ListInto("", /*group=*/false, "", 1u << 20, &entries, &more);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const ListEntry& e : entries) out.emplace_back(e.name, e.info.etag);
+  return out;
+}
+
 class PackedSnapshotTest : public JournalFilesTest {
  protected:
   PackedSnapshotTest() { fs_ = &counting_; }
@@ -81,10 +93,18 @@ class PackedSnapshotTest : public JournalFilesTest {
     EXPECT_TRUE(with.ok()) << with.status().ToString();
     if (reads) *reads = counting_.TakeReads();
     const Entries from_snapshot = EntriesOf(packed_);
+    // Another process's view, told the same checkpoint, lists the same objects.
+    const std::string marker = std::to_string(applied_through) + "\n";
+    EXPECT_TRUE(fs_->WriteFileAtomic(root_ + "/" + std::string(kJournalCheckpointMarker),
+                                     {AsBytes(marker)}, false)
+                    .ok());
+    PackedView view(fs_, root_);
+    EXPECT_TRUE(view.Refresh().ok());
     options.use_snapshot = false;
     auto without = Replay(options);
     EXPECT_TRUE(without.ok()) << without.status().ToString();
     EXPECT_EQ(from_snapshot, EntriesOf(packed_));
+    EXPECT_EQ(Listing(view), Listing(packed_));
     if (!with.ok() || !without.ok()) return {};
     EXPECT_EQ(with->last_lsn, without->last_lsn);
     return *with;
@@ -327,6 +347,63 @@ TEST_F(PackedSnapshotTest, TheStoreReopensFromItsSnapshotReadingOnlyTheJournalAf
       model[key] = value;
     }
   }
+}
+
+TEST_F(PackedSnapshotTest, AnotherProcesssViewStartsFromTheOwnersSnapshot) {
+  FsJournalOptions o;
+  o.journal_file_bytes = 4096;
+  o.packed_object_bytes_max = 1024;
+  auto owner = OpenJournaledFsObjectStore(root_, fs_, o);
+  ASSERT_TRUE(owner.ok()) << owner.status().ToString();
+  std::map<std::string, std::string> model;
+  auto write = [&](int n, char fill) {
+    for (int i = 0; i < n; ++i) {
+      const std::string key = "b/" + std::to_string(i % 40);
+      model[key] = std::string(100 + i % 50, fill);
+      ASSERT_TRUE((*owner)->Put(key, {AsBytes(model[key])}, {}).ok());
+    }
+  };
+  auto expect_view_has_model = [&](PackedView& view) {
+    for (const auto& [key, value] : model) {
+      PackedEntry e;
+      ASSERT_TRUE(view.Find(key, &e)) << key;
+      auto got = ReadPacked(fs_, root_ + "/" + JournalFileName(e.segment), key, e, 0, kToEnd);
+      ASSERT_TRUE(got.ok()) << key << ": " << got.status().ToString();
+      EXPECT_EQ(AsChars(got->bytes->view()), value) << key;
+    }
+  };
+  write(200, 'a');
+  // The checkpoint thread writes snapshots in the background: reopen to have one for sure.
+  owner->reset();
+  owner = OpenJournaledFsObjectStore(root_, fs_, o);
+  ASSERT_TRUE(owner.ok());
+  auto bytes = fs_->ReadFile(SnapshotPath(), 0, kToEnd);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  PackedIndex ignored;
+  auto header = DecodePackedSnapshot((*bytes)->view(), &ignored);
+  ASSERT_TRUE(header.ok());
+
+  counting_.TakeReads();
+  PackedView view(fs_, root_);
+  ASSERT_TRUE(view.Refresh().ok());
+  for (const auto& [name, n] : counting_.TakeReads()) {
+    uint64_t first = 0;
+    if (n > 0 && ParseJournalFileName(name, &first)) {
+      EXPECT_GT(first, header->through_lsn) << name << ": " << n << " bytes read";
+    }
+  }
+  expect_view_has_model(view);
+  write(100, 'b');  // the view keeps up with what the owner writes next
+  ASSERT_TRUE(view.Refresh().ok());
+  expect_view_has_model(view);
+
+  // A damaged snapshot: a new view reads every file, and is right all the same.
+  std::string damaged(AsChars((*bytes)->view()));
+  damaged[damaged.size() / 2] ^= 1;
+  ASSERT_TRUE(fs_->WriteFileAtomic(SnapshotPath(), {AsBytes(damaged)}, false).ok());
+  PackedView fresh(fs_, root_);
+  ASSERT_TRUE(fresh.Refresh().ok());
+  expect_view_has_model(fresh);
 }
 
 }  // namespace

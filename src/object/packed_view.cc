@@ -1,6 +1,9 @@
 #include "object/packed_view.h"
 
+#include <optional>
+
 #include "object/journal.h"
+#include "object/packed_snapshot.h"
 
 namespace wombatkv {
 
@@ -9,12 +12,36 @@ Status PackedView::Refresh() {
   // Best effort: without it, damage in the newest batch hides the records after it for a while.
   auto checkpoint = ReadJournalCheckpoint(fs_, root_ + "/" + std::string(kJournalCheckpointMarker));
   if (checkpoint.ok()) scanner_.set_known_synced(*checkpoint);
-  return scanner_.Scan(
-      [this](const ScannedRecord& r) {
-        index_.Apply(r);
-        return Status::Ok();
-      },
-      [this] { index_.Clear(); });
+  std::optional<PackedSnapshotHeader> snapshot;
+  if (!scanner_.started() && use_snapshot_ && checkpoint.ok()) {
+    // As an open does (journal_replay.h): the owner's snapshot, then the files after it.
+    auto files = ListJournalFiles(fs_, root_);
+    std::string set_aside;
+    if (files.ok()) {
+      snapshot = LoadPackedSnapshot(fs_, root_, *checkpoint, *files, &index_, &set_aside);
+    }
+    if (snapshot) scanner_.StartAt(snapshot->through_lsn + 1);
+  }
+  auto apply = [this](const ScannedRecord& r) {
+    index_.Apply(r);
+    return Status::Ok();
+  };
+  // Starting over (the file being read was deleted) drops the snapshot's entries too.
+  auto restart = [&] {
+    index_.Clear();
+    snapshot.reset();
+  };
+  Status s = scanner_.Scan(apply, restart);
+  if (s.ok() && snapshot &&
+      !PackedSnapshotDisagreement(*snapshot, index_, scanner_.files(), scanner_.last_lsn())
+           .empty()) {
+    // Read every file instead, for good: this root's snapshots are not to be trusted.
+    use_snapshot_ = false;
+    index_.Clear();
+    scanner_.Reset();
+    s = scanner_.Scan(apply, restart);
+  }
+  return s;
 }
 
 bool PackedView::journaled() const {

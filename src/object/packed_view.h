@@ -2,7 +2,8 @@
 // not own the root sees them — `wombatkv audit` or `gc` beside a running store, a second store
 // object in tests. Built from the journal files and kept current by reading what they gained
 // before each use (journal_scan.h), so an object the owner acknowledged is visible to a view
-// refreshed after that.
+// refreshed after that. It starts from the owner's packed-index snapshot (packed_snapshot.h) when
+// there is a usable one, reading only the files after it.
 //
 // Thread-safe.
 #pragma once
@@ -35,6 +36,7 @@ class PackedView {
   mutable std::mutex mu_;
   JournalScanner scanner_;
   PackedIndex index_;
+  bool use_snapshot_ = true;  // cleared once a snapshot disagreed with the journal
 };
 
 // Where byte `offset` of object `key` of the local L2 at `root` is stored: (path, offset in that
