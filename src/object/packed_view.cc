@@ -13,11 +13,13 @@ Status PackedView::Refresh() {
   auto checkpoint = ReadJournalCheckpoint(fs_, root_ + "/" + std::string(kJournalCheckpointMarker));
   if (checkpoint.ok()) scanner_.set_known_synced(*checkpoint);
   std::optional<PackedSnapshotHeader> snapshot;
-  if (!scanner_.started() && use_snapshot_ && checkpoint.ok()) {
-    // As an open does (journal_replay.h): the owner's snapshot, then the files after it.
+  if (!tried_snapshot_ && checkpoint.ok()) {
+    // As an open does (journal_replay.h): the owner's snapshot, then the files after it. Once
+    // per view: later scans resume, or start over from the oldest file.
+    tried_snapshot_ = true;
     auto files = ListJournalFiles(fs_, root_);
     std::string set_aside;
-    if (files.ok()) {
+    if (files.ok() && !files->empty()) {
       snapshot = LoadPackedSnapshot(fs_, root_, *checkpoint, *files, &index_, &set_aside);
     }
     if (snapshot) scanner_.StartAt(snapshot->through_lsn + 1);
@@ -32,14 +34,14 @@ Status PackedView::Refresh() {
     snapshot.reset();
   };
   Status s = scanner_.Scan(apply, restart);
-  if (s.ok() && snapshot &&
-      !PackedSnapshotDisagreement(*snapshot, index_, scanner_.files(), scanner_.last_lsn())
-           .empty()) {
-    // Read every file instead, for good: this root's snapshots are not to be trusted.
-    use_snapshot_ = false;
+  if (snapshot &&
+      (!s.ok() ||
+       !PackedSnapshotDisagreement(*snapshot, index_, scanner_.files(), scanner_.last_lsn())
+            .empty())) {
+    // Unchecked or disagreeing: read every file instead (now, or at the next Refresh).
     index_.Clear();
     scanner_.Reset();
-    s = scanner_.Scan(apply, restart);
+    if (s.ok()) s = scanner_.Scan(apply, restart);
   }
   return s;
 }

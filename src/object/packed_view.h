@@ -36,7 +36,7 @@ class PackedView {
   mutable std::mutex mu_;
   JournalScanner scanner_;
   PackedIndex index_;
-  bool use_snapshot_ = true;  // cleared once a snapshot disagreed with the journal
+  bool tried_snapshot_ = false;  // the owner's snapshot is tried at the first Refresh only
 };
 
 // Where byte `offset` of object `key` of the local L2 at `root` is stored: (path, offset in that
