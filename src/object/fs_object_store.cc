@@ -172,7 +172,12 @@ class FsObjectStore final : public ObjectStore {
       Warn("packed-index snapshot of " + Describe() + " set aside, every journal file read: " +
            replay.snapshot_set_aside);
     }
-    if (replay.snapshot_through != last_lsn) WriteIndexSnapshot(last_lsn);
+    // A new snapshot when the journal read after the one used (if any) makes it due.
+    snapshot_bytes_ = replay.snapshot_bytes;
+    for (const JournalSegment& seg : replay.segments) {
+      if (seg.first_lsn > replay.snapshot_through) retired_since_snapshot_ += seg.bytes;
+    }
+    if (replay.snapshot_through != last_lsn && SnapshotDue()) WriteIndexSnapshot(last_lsn);
     checkpoints_ = NewThreadPoolExecutor(1, "wmbt-l2-ckpt", /*nice=*/5);
     WMBT_ASSIGN_OR_RETURN(
         journal_,

@@ -151,7 +151,10 @@ Result<JournalReplayResult> ReplayJournal(FileSystem* fs, const std::string& roo
   out.last_lsn = state.last_lsn;
   out.records = state.records;
   out.damaged_records = state.damaged_records;
-  if (snapshot) out.snapshot_through = snapshot->through_lsn;
+  if (snapshot) {
+    out.snapshot_through = snapshot->through_lsn;
+    out.snapshot_bytes = snapshot->encoded_bytes;
+  }
   std::map<uint64_t, std::string> paths;
   for (const auto& [first, path] : files) {
     uint64_t bytes = state.ends[first];

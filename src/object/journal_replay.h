@@ -47,6 +47,7 @@ struct JournalReplayResult {
   uint64_t damaged_records = 0;          // values failing their checksum (kept, reported)
   std::vector<JournalSegment> segments;  // every journal file, in LSN order
   uint64_t snapshot_through = 0;         // the snapshot used (0: none)
+  uint64_t snapshot_bytes = 0;           // its size
   std::string snapshot_set_aside;        // why a snapshot present was not used ("": it was)
 };
 

@@ -95,6 +95,7 @@ Result<PackedSnapshotHeader> DecodePackedSnapshot(ByteView bytes, PackedIndex* i
   const uint8_t* start = bytes.data();
   Reader r(start + kMagic.size());
   PackedSnapshotHeader header;
+  header.encoded_bytes = bytes.size();
   header.through_lsn = r.U64();
   header.synced_lsn = r.U64();
   if (header.synced_lsn < header.through_lsn) return Bad("synced LSN before its through LSN");

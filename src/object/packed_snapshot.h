@@ -41,6 +41,7 @@ inline constexpr std::string_view kPackedSnapshotName = ".~journal.index";
 struct PackedSnapshotHeader {
   uint64_t through_lsn = 0;
   uint64_t synced_lsn = 0;  // >= through_lsn
+  uint64_t encoded_bytes = 0;  // set by DecodePackedSnapshot
   std::map<uint64_t, uint64_t> file_bytes;  // journal file (first LSN) -> bytes of its records
 };
 

@@ -351,6 +351,35 @@ TEST_F(PackedSnapshotTest, TheStoreReopensFromItsSnapshotReadingOnlyTheJournalAf
   }
 }
 
+TEST_F(PackedSnapshotTest, AnOpenRewritesTheSnapshotOnlyOnceEnoughJournalCameAfterIt) {
+  // The rule of checkpoints (journal read after it >= 4 x its size), so that opening a store
+  // with a large index does not write all of it again each time.
+  FsJournalOptions o;
+  o.packed_object_bytes_max = 1024;
+  auto session = [&](int puts, char fill) {
+    auto store = OpenJournaledFsObjectStore(root_, fs_, o);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    for (int i = 0; i < puts; ++i) {
+      const std::string value(100, fill);
+      ASSERT_TRUE((*store)->Put("b/" + std::to_string(i % 500), {AsBytes(value)}, {}).ok());
+    }
+  };
+  auto snapshot = [&] {
+    auto bytes = fs_->ReadFile(SnapshotPath(), 0, kToEnd);
+    return bytes.ok() ? std::string(AsChars((*bytes)->view())) : bytes.status().ToString();
+  };
+  session(500, 'a');
+  session(0, 'a');  // none was usable: written
+  const std::string first = snapshot();
+  ASSERT_GT(first.size(), 500u * 50);
+  session(10, 'b');  // ~2 KB of journal after a ~30 KB snapshot
+  session(0, 'b');
+  EXPECT_EQ(snapshot(), first) << "not rewritten for a little journal";
+  session(1000, 'c');  // ~150 KB
+  session(0, 'c');
+  EXPECT_NE(snapshot(), first);
+}
+
 TEST_F(PackedSnapshotTest, AnotherProcesssViewStartsFromTheOwnersSnapshot) {
   FsJournalOptions o;
   o.journal_file_bytes = 4096;
