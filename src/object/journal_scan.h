@@ -69,7 +69,6 @@ class JournalScanner {
   // Records up to `lsn` are known synced (the checkpoint): a bad value among them is damage.
   void set_known_synced(uint64_t lsn) { known_synced_ = lsn; }
 
-  bool started() const { return started_; }  // by a Scan, or StartAt
   uint64_t last_lsn() const { return started_ ? expected_ - 1 : 0; }  // 0: no record read
   uint64_t records() const { return records_; }
   // Every journal file seen by the last Scan, in LSN order.
