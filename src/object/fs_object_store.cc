@@ -72,6 +72,8 @@ constexpr uint64_t kKeptSlackFiles = 2;
 // A checkpoint writes the packed-index snapshot once the journal retired since the last one is
 // at least this many times its size.
 constexpr uint64_t kSnapshotEveryBytesPerByte = 4;
+// ... taking this many entries of the index at a time under the name lock.
+constexpr size_t kSnapshotChunkEntries = 256;
 
 std::string EtagOf(const FileInfo& info) {
   return HexEtag("", info.inode, info.mtime_ns, info.size);
@@ -853,26 +855,39 @@ class FsObjectStore final : public ObjectStore {
     return retired_since_snapshot_ >= kSnapshotEveryBytesPerByte * snapshot_bytes_;
   }
 
-  // Writes the packed-index snapshot (packed_snapshot.h) through `through`, every record up to
+  // Writes the packed-index snapshot (packed_snapshot.h) through `through` (C), every record up to
   // which is applied, so that an open reads only the journal files after it. Best effort: the
   // snapshot on disk, old or new, is checked against the journal when an open loads it. Journal
   // files are deleted without waiting for it: oldest first, so a snapshot whose next file is
   // gone covers no file left either, and the open reads every file (journal_replay.h).
-  // Encoded under name_mu_ (about 50 ns per packed object), which puts wait for.
+  //
+  // The entries are taken kSnapshotChunkEntries at a time under name_mu_, released in between
+  // (puts do not wait for a large index). A key set or dropped meanwhile is in it in one state
+  // or the other: every change after C is a record after C, which the open reads over it. A key
+  // untouched after C has one state all along.
   void WriteIndexSnapshot(uint64_t through) {
-    std::string bytes;
+    PackedSnapshotHeader header;
+    header.through_lsn = through;
     {
       std::lock_guard<std::mutex> g(name_mu_);
-      PackedSnapshotHeader header;
-      header.through_lsn = through;
-      // Every version applied so far is synced (ApplySynced; at open, all of them).
-      header.synced_lsn = journal_ ? std::max(through, journal_->synced_lsn()) : through;
       for (const auto& [first, seg] : segments_) {
         if (first > through) break;
         header.file_bytes[first] = seg.bytes;
       }
-      bytes = EncodePackedSnapshot(header, packed_);
     }
+    PackedSnapshotWriter writer(header);
+    std::string last;  // the last key taken
+    for (bool more = true; more;) {
+      std::lock_guard<std::mutex> g(name_mu_);
+      more = packed_.ForEachAfter(last, kSnapshotChunkEntries,
+                                  [&](std::string_view key, const PackedEntry& e) {
+                                    writer.Add(key, e);
+                                    last = key;
+                                  });
+    }
+    // Read last: every version applied so far is synced (ApplySynced; at open, all of them).
+    const uint64_t synced = journal_ ? std::max(through, journal_->synced_lsn()) : through;
+    const std::string bytes = writer.Finish(synced);
     Status s = fs_->WriteFileAtomic(snapshot_path_, {AsBytes(bytes)}, /*sync=*/true);
     if (!s.ok()) {
       Warn("writing the packed-index snapshot of " + Describe() + " failed (the next open reads "

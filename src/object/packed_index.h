@@ -66,6 +66,16 @@ class PackedIndex {
   void ForEach(Fn&& fn) const {
     for (const auto& [key, e] : entries_) fn(std::string_view(key), e);
   }
+  // As ForEach, for at most `limit` entries after key `after` ("": from the first; keys are
+  // never empty). Returns whether entries remain beyond them.
+  template <typename Fn>
+  bool ForEachAfter(std::string_view after, size_t limit, Fn&& fn) const {
+    auto it = after.empty() ? entries_.begin() : entries_.upper_bound(after);
+    for (; it != entries_.end() && limit > 0; ++it, --limit) {
+      fn(std::string_view(it->first), it->second);
+    }
+    return it != entries_.end();
+  }
   // The entries living in `segment`, in key order.
   std::vector<std::pair<std::string, PackedEntry>> EntriesIn(uint64_t segment) const;
 

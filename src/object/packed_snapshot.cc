@@ -54,34 +54,48 @@ Status Bad(const std::string& what) {
 
 }  // namespace
 
-std::string EncodePackedSnapshot(const PackedSnapshotHeader& header, const PackedIndex& index) {
-  std::string out;
-  out.reserve(kHeaderBytes + header.file_bytes.size() * kFileBytes +
-              index.size() * (kEntryFixedBytes + 80) + kCrcBytes);
-  out.append(kMagic);
-  Put64(out, header.through_lsn);
-  Put64(out, header.synced_lsn);
-  Put64(out, header.file_bytes.size());
-  Put64(out, index.size());
+// The header's offsets of the fields Finish fills in.
+constexpr size_t kSyncedAt = 16;
+constexpr size_t kEntriesAt = 32;
+
+PackedSnapshotWriter::PackedSnapshotWriter(const PackedSnapshotHeader& header) {
+  out_.append(kMagic);
+  Put64(out_, header.through_lsn);
+  Put64(out_, 0);  // synced LSN: Finish
+  Put64(out_, header.file_bytes.size());
+  Put64(out_, 0);  // entry count: Finish
   for (const auto& [first, bytes] : header.file_bytes) {
-    Put64(out, first);
-    Put64(out, bytes);
+    Put64(out_, first);
+    Put64(out_, bytes);
   }
-  index.ForEach([&](std::string_view key, const PackedEntry& e) {
-    uint8_t len[2];
-    StoreLe16(len, static_cast<uint16_t>(key.size()));
-    out.append(reinterpret_cast<const char*>(len), sizeof len);
-    out.append(key);
-    Put64(out, e.segment);
-    Put64(out, e.offset);
-    Put64(out, e.lsn);
-    Put32(out, e.record_bytes);
-    Put32(out, e.size);
-    Put64(out, e.etag_id);
-    Put64(out, e.modified_us);
-  });
-  Put32(out, Crc32c(reinterpret_cast<const uint8_t*>(out.data()), out.size()));
-  return out;
+}
+
+void PackedSnapshotWriter::Add(std::string_view key, const PackedEntry& e) {
+  uint8_t len[2];
+  StoreLe16(len, static_cast<uint16_t>(key.size()));
+  out_.append(reinterpret_cast<const char*>(len), sizeof len);
+  out_.append(key);
+  Put64(out_, e.segment);
+  Put64(out_, e.offset);
+  Put64(out_, e.lsn);
+  Put32(out_, e.record_bytes);
+  Put32(out_, e.size);
+  Put64(out_, e.etag_id);
+  Put64(out_, e.modified_us);
+  ++entries_;
+}
+
+std::string PackedSnapshotWriter::Finish(uint64_t synced_lsn) {
+  StoreLe64(reinterpret_cast<uint8_t*>(out_.data() + kSyncedAt), synced_lsn);
+  StoreLe64(reinterpret_cast<uint8_t*>(out_.data() + kEntriesAt), entries_);
+  Put32(out_, Crc32c(reinterpret_cast<const uint8_t*>(out_.data()), out_.size()));
+  return std::move(out_);
+}
+
+std::string EncodePackedSnapshot(const PackedSnapshotHeader& header, const PackedIndex& index) {
+  PackedSnapshotWriter writer(header);
+  index.ForEach([&](std::string_view key, const PackedEntry& e) { writer.Add(key, e); });
+  return writer.Finish(header.synced_lsn);
 }
 
 Result<PackedSnapshotHeader> DecodePackedSnapshot(ByteView bytes, PackedIndex* index) {

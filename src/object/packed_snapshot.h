@@ -45,7 +45,21 @@ struct PackedSnapshotHeader {
   std::map<uint64_t, uint64_t> file_bytes;  // journal file (first LSN) -> bytes of its records
 };
 
-// Encodes a snapshot of `index` through `header.through_lsn`.
+// Encodes a snapshot entry by entry (in increasing key order), so that its writer may take the
+// index's entries in pieces; the synced LSN is given last.
+class PackedSnapshotWriter {
+ public:
+  // `header`'s through LSN and files; its synced LSN is Finish's.
+  explicit PackedSnapshotWriter(const PackedSnapshotHeader& header);
+  void Add(std::string_view key, const PackedEntry& e);
+  std::string Finish(uint64_t synced_lsn);
+
+ private:
+  std::string out_;
+  uint64_t entries_ = 0;
+};
+
+// Encodes a snapshot of `index` through `header.through_lsn` (synced: `header.synced_lsn`).
 std::string EncodePackedSnapshot(const PackedSnapshotHeader& header, const PackedIndex& index);
 
 // Decodes a snapshot into `index` (which should be empty). Corruption naming what is wrong if the

@@ -337,8 +337,10 @@ TEST_F(PackedSnapshotTest, TheStoreReopensFromItsSnapshotReadingOnlyTheJournalAf
       ASSERT_TRUE(got.ok()) << key << ": " << got.status().ToString();
       EXPECT_EQ(AsChars(got->bytes->view()), value) << key;
     }
-    for (int i = 0; i < 300; ++i) {
-      const std::string key = "b/" + std::to_string(rng() % 60);
+    // Enough keys that the checkpoint thread takes the index in several pieces while the puts
+    // go on (fs_object_store.cc, kSnapshotChunkEntries).
+    for (int i = 0; i < 1200; ++i) {
+      const std::string key = "b/" + std::to_string(rng() % 700);
       if (rng() % 5 == 0) {
         ASSERT_TRUE((*store)->Delete(key).ok());
         model.erase(key);
