@@ -16,10 +16,19 @@ constexpr size_t kHeaderBytes = 40;
 constexpr size_t kFileBytes = 16;
 constexpr size_t kEntryFixedBytes = 2 + 5 * 8 + 2 * 4;
 constexpr size_t kCrcBytes = 4;
+// The header's offsets of the fields PackedSnapshotWriter::Finish fills in.
+constexpr size_t kSyncedAt = 16;
+constexpr size_t kEntriesAt = 32;
 
 void Put64(std::string& out, uint64_t v) {
   uint8_t b[8];
   StoreLe64(b, v);
+  out.append(reinterpret_cast<const char*>(b), sizeof b);
+}
+
+void Put16(std::string& out, uint16_t v) {
+  uint8_t b[2];
+  StoreLe16(b, v);
   out.append(reinterpret_cast<const char*>(b), sizeof b);
 }
 
@@ -54,10 +63,6 @@ Status Bad(const std::string& what) {
 
 }  // namespace
 
-// The header's offsets of the fields Finish fills in.
-constexpr size_t kSyncedAt = 16;
-constexpr size_t kEntriesAt = 32;
-
 PackedSnapshotWriter::PackedSnapshotWriter(const PackedSnapshotHeader& header) {
   out_.append(kMagic);
   Put64(out_, header.through_lsn);
@@ -71,9 +76,7 @@ PackedSnapshotWriter::PackedSnapshotWriter(const PackedSnapshotHeader& header) {
 }
 
 void PackedSnapshotWriter::Add(std::string_view key, const PackedEntry& e) {
-  uint8_t len[2];
-  StoreLe16(len, static_cast<uint16_t>(key.size()));
-  out_.append(reinterpret_cast<const char*>(len), sizeof len);
+  Put16(out_, static_cast<uint16_t>(key.size()));
   out_.append(key);
   Put64(out_, e.segment);
   Put64(out_, e.offset);
