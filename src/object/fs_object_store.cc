@@ -187,6 +187,8 @@ class FsObjectStore final : public ObjectStore {
                         [this](const std::string& path, uint64_t last, uint64_t bytes) {
                           Retired(path, last, bytes);
                         }));
+    // A failure sticks in broken_, which every caller's SyncThrough then returns.
+    journal_->SetOnSynced([this] { (void)ApplySynced(); });
     segments_[journal_->file_first_lsn()] = Segment{journal_->file_path(), 0, false};
     WMBT_RETURN_IF_ERROR(CollectSegments().WithContext("recovering " + Describe()));
     return Status::Ok();
@@ -749,6 +751,8 @@ class FsObjectStore final : public ObjectStore {
 
   Status SyncThrough(uint64_t lsn) {
     WMBT_RETURN_IF_ERROR(journal_->AwaitSynced(lsn));
+    // Usually the round's leader applied it already (Journal::SetOnSynced): no lock needed.
+    if (applied_through_.load(std::memory_order_acquire) >= lsn) return Status::Ok();
     return ApplySynced();
   }
 
@@ -778,15 +782,16 @@ class FsObjectStore final : public ObjectStore {
       }
       auto it = inflight_.find(path);
       if (it != inflight_.end() && it->second.lsn == a.lsn) inflight_.erase(it);
-      if (!s.ok() && broken_.ok()) {
+      if (!s.ok()) {
         // The record is durable; the next open replays it. Until then this store would serve
         // what the journal contradicts, so it stops (J5).
-        broken_ = s.WithContext("applying the journaled version of " + a.key + " in " +
-                                Describe() + "; reopen the store to recover it");
+        BreakLocked(s.WithContext("applying the journaled version of " + a.key + " in " +
+                                  Describe() + "; reopen the store to recover it"));
       }
     }
     // Locate is needed only for records still to apply.
     journal_->ForgetThrough(actions_.empty() ? synced : std::min(synced, actions_.front().lsn - 1));
+    if (broken_.ok()) applied_through_.store(synced, std::memory_order_release);
     return broken_;
   }
 
@@ -841,10 +846,16 @@ class FsObjectStore final : public ObjectStore {
     checkpoint_failed_ = true;
     MarkForRewrite();
     std::lock_guard<std::mutex> g(name_mu_);
-    if (broken_.ok()) {
-      broken_ = s.WithContext("in " + Describe() +
-                              " (the journal files are kept; reopen the store to recover)");
-    }
+    BreakLocked(s.WithContext("in " + Describe() +
+                              " (the journal files are kept; reopen the store to recover)"));
+  }
+
+  // Under name_mu_: the first failure sticks, and SyncThrough takes the lock (to return it) from
+  // then on.
+  void BreakLocked(Status s) {
+    if (!broken_.ok()) return;
+    broken_ = std::move(s);
+    applied_through_.store(0, std::memory_order_release);
   }
 
   // Whether the checkpoint thread should write a snapshot now: the journal retired since the
@@ -1196,6 +1207,8 @@ class FsObjectStore final : public ObjectStore {
   std::deque<Action> actions_;                          // in LSN order (J1, J3)
   std::condition_variable direct_done_;                 // a direct reservation ended (J4)
   Status broken_;  // sticky: an apply or a checkpoint failed (J5)
+  // Every action up to this LSN is applied, and broken_ is OK (0 once it is not).
+  std::atomic<uint64_t> applied_through_{0};
   // Packed objects (invariant 6), the journal files and how far they are checkpointed.
   struct Segment {
     std::string path;

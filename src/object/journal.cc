@@ -135,7 +135,7 @@ Status Journal::AwaitSynced(uint64_t lsn) {
     self.lsn = lsn;
     waiters_.push_back(&self);
     lock.unlock();
-    self.ready.acquire();
+    self.Await();
     if (!self.lead) return self.result;
     lock.lock();
   }
@@ -159,6 +159,11 @@ Status Journal::AwaitSynced(uint64_t lsn) {
       error_ = s.WithContext("journal " + file_path_ + " (restart the store to recover)");
     }
     if (synced_ >= lsn || !error_.ok()) break;
+  }
+  if (error_.ok() && on_synced_) {
+    lock.unlock();
+    on_synced_();
+    lock.lock();
   }
   return ReleaseWaitersLocked(lock);
 }
@@ -198,6 +203,17 @@ std::string Journal::TakeBatchLocked(Round* round, std::string* mark) {
   return batch;
 }
 
+void Journal::Waiter::Await() {
+  std::unique_lock<std::mutex> g(m);
+  cv.wait(g, [this] { return released; });
+}
+
+void Journal::Waiter::Release() {
+  std::lock_guard<std::mutex> g(m);
+  released = true;
+  cv.notify_one();
+}
+
 Status Journal::ReleaseWaitersLocked(std::unique_lock<std::mutex>& lock) {
   // Wake the waiters the rounds so far covered (all of them after an error), and hand the lead
   // to the first one they did not.
@@ -219,11 +235,11 @@ Status Journal::ReleaseWaitersLocked(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   for (Waiter* w : covered) {
     w->result = result;
-    w->ready.release();  // `w` may be gone once released
+    w->Release();
   }
   if (next) {
     next->lead = true;
-    next->ready.release();
+    next->Release();
   }
   return result;
 }

@@ -24,12 +24,12 @@
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <semaphore>
 #include <string>
 #include <vector>
 
@@ -86,6 +86,12 @@ class Journal {
   // Returns once every record with LSN <= `lsn` is durable (leading a round if needed).
   Status AwaitSynced(uint64_t lsn);
 
+  // Called by a leader, without the journal's lock, after a successful round and before it wakes
+  // the callers the round covered: the owner acts on the newly durable records once, in one
+  // thread, instead of every woken caller contending for the owner's lock to find them done.
+  // REQUIRES: set before the first AwaitSynced.
+  void SetOnSynced(std::function<void()> fn) { on_synced_ = std::move(fn); }
+
   // If at least `min_bytes` (> 0) are batched and no round is running, writes the batch to the
   // file without syncing it and starts its write-back (AppendFile::StartWriteback), so that the
   // round that syncs it later has less to write and to wait for. Returns the journal's error, if
@@ -125,13 +131,22 @@ class Journal {
   const std::string dir_;
   const uint64_t file_bytes_target_;
   const RetiredFn on_retired_;
+  std::function<void()> on_synced_;
 
   // A thread in AwaitSynced while another leads a round; lives on that thread's stack.
+  // Released once: covered (result set) or handed the lead. A mutex and condition variable, not
+  // std::binary_semaphore: libstdc++'s semaphore yields the core a few times (sched_yield)
+  // before it sleeps, and with more waiters than cores those yields became half the context
+  // switches of a durable-put load.
   struct Waiter {
     uint64_t lsn = 0;
-    std::binary_semaphore ready{0};  // released once: covered (result set) or handed the lead
     bool lead = false;
     Status result;
+    std::mutex m;
+    std::condition_variable cv;
+    bool released = false;
+    void Await();
+    void Release();  // notifies under `m`: the waiter (and `this`) may be gone once it returns
   };
 
   mutable std::mutex mu_;

@@ -1,7 +1,8 @@
 // Journal rounds (src/object/journal.h). AwaitSynced's group commit: callers that arrive while a
 // round is being synced share the next round, the lead passes to one of them, and a failed sync
 // reaches every caller waiting for it. WriteBehind: a batch written unsynced is synced by the next
-// AwaitSynced, hands the lead to a caller that arrived meanwhile, and its failure sticks.
+// AwaitSynced, hands the lead to a caller that arrived meanwhile, and its failure sticks. The
+// synced hook runs once a round, before the round's callers return.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -194,6 +195,42 @@ TEST_F(JournalGroupCommitTest, AFailedSyncReachesEveryWaiterAndSticks) {
   EXPECT_EQ(journal_->synced_lsn(), 1u);
   // Sticky: a later record is not acknowledged either.
   EXPECT_EQ(journal_->AwaitSynced(Append(99)).code(), Code::kUnavailable);
+}
+
+TEST_F(JournalGroupCommitTest, TheSyncedHookRunsOnceARoundBeforeTheRoundsCallersReturn) {
+  std::atomic<uint64_t> applied{0};
+  std::atomic<int> calls{0};
+  journal_->SetOnSynced([&] {
+    // Slow, so that a caller released before the hook ran would see `applied` behind its record.
+    for (int i = 0; i < 2000; ++i) std::this_thread::yield();
+    applied = journal_->synced_lsn();
+    ++calls;
+  });
+  const int kWaiters = 5;
+  std::vector<uint64_t> lsns(kWaiters + 1), seen(kWaiters + 1);
+  std::vector<Status> results(kWaiters + 1);
+  auto wait = [&](int i) {
+    results[i] = journal_->AwaitSynced(lsns[i]);
+    seen[i] = applied.load();
+  };
+  std::vector<std::thread> threads;
+  lsns[0] = Append(0);
+  threads.emplace_back(wait, 0);
+  fs_.AwaitFirstSync();
+  for (int i = 1; i <= kWaiters; ++i) lsns[i] = Append(i);
+  for (int i = 1; i <= kWaiters; ++i) threads.emplace_back(wait, i);
+  while (journal_->appended_lsn() != uint64_t(kWaiters) + 1) std::this_thread::yield();
+  fs_.Open();
+  for (auto& t : threads) t.join();
+  for (int i = 0; i <= kWaiters; ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].ToString();
+    EXPECT_GE(seen[i], lsns[i]) << "caller " << i << " returned before the hook saw its record";
+  }
+  EXPECT_EQ(calls.load(), fs_.syncs()) << "once per round";
+  // Not after a failed round: nothing new is durable.
+  fs_.FailSyncsAfter(fs_.syncs());
+  EXPECT_EQ(journal_->AwaitSynced(Append(99)).code(), Code::kUnavailable);
+  EXPECT_EQ(calls.load(), fs_.syncs() - 1);
 }
 
 TEST_F(JournalGroupCommitTest, ManyThreadsAllReturnWithTheirRecordSynced) {
