@@ -19,8 +19,8 @@ std::string PackedEtag(const PackedEntry& e) {
 }
 
 const PackedEntry* PackedIndex::Find(std::string_view key) const {
-  auto it = entries_.find(key);
-  return it == entries_.end() ? nullptr : &it->second;
+  auto it = by_key_.find(key);
+  return it == by_key_.end() ? nullptr : &it->second->second;
 }
 
 void PackedIndex::Unuse(const PackedEntry& e) {
@@ -30,26 +30,30 @@ void PackedIndex::Unuse(const PackedEntry& e) {
 }
 
 void PackedIndex::Set(std::string_view key, const PackedEntry& e) {
-  auto it = entries_.find(key);
-  if (it == entries_.end()) {
-    it = entries_.emplace(std::string(key), e).first;
+  auto it = by_key_.find(key);
+  if (it == by_key_.end()) {
+    auto added = entries_.emplace(std::string(key), e).first;
+    by_key_.emplace(std::string_view(added->first), added);
   } else {
-    Unuse(it->second);
-    it->second = e;
+    Unuse(it->second->second);
+    it->second->second = e;
   }
   ++use_[e.segment].records;
   live_bytes_ += e.record_bytes;
 }
 
 bool PackedIndex::Erase(std::string_view key) {
-  auto it = entries_.find(key);
-  if (it == entries_.end()) return false;
-  Unuse(it->second);
-  entries_.erase(it);
+  auto it = by_key_.find(key);
+  if (it == by_key_.end()) return false;
+  Unuse(it->second->second);
+  auto entry = it->second;
+  by_key_.erase(it);  // before the map's key it views
+  entries_.erase(entry);
   return true;
 }
 
 void PackedIndex::Clear() {
+  by_key_.clear();
   entries_.clear();
   use_.clear();
   live_bytes_ = 0;
