@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <climits>
 #include <condition_variable>
@@ -100,15 +101,29 @@ class Attachment {
         sock_(std::move(sock)),
         stop_(std::move(stop)),
         path_(std::move(path)),
-        alloc_(seg_->layout().params.request_area_bytes) {}
+        alloc_(seg_->layout().params.request_area_bytes) {
+    for (wire::Op op : {wire::Op::kSaveChain, wire::Op::kPublishChain, wire::Op::kPutSidecar,
+                        wire::Op::kRefresh, wire::Op::kEvict}) {
+      budgets_[static_cast<uint16_t>(op)].yields = false;
+    }
+  }
 
  private:
+  // How a wait for a response spins before it sleeps (at least ~1 µs), learnt per op: a get
+  // is answered within a few µs, a put that waits for a disk sync after a millisecond.
+  struct WaitBudget {
+    shm::AdaptiveSpin spin{32};
+    // Whether it yields its core (kYieldRounds times) between the spin and the sleep: not for
+    // the ops that wait for a sync, which no yield outlasts; on a busy host each yield was a
+    // context switch, a third of a durable put's CPU in the client.
+    bool yields = true;
+  };
   Status AcquirePermit();
   void ReleasePermits(uint32_t n);
   Result<uint64_t> AllocateRequest(uint64_t bytes);
   void FreeRequest(uint64_t offset, uint64_t bytes);
   void RingDoorbellIfNeeded(uint32_t index);
-  Result<wire::Message> Wait(Waiter& w, uint64_t id);
+  Result<wire::Message> Wait(Waiter& w, uint64_t id, WaitBudget& budget);
   Result<wire::Message> Finish(Waiter& w);
   void Drain();  // REQUIRES: recv_mu_ held
   Result<wire::Message> ToMessage(shm::SlotMessage m);
@@ -147,8 +162,8 @@ class Attachment {
   std::mutex pending_mu_;
   std::unordered_map<uint64_t, Waiter*> pending_;  // GUARDED_BY(pending_mu_)
 
-  // How long a wait for a response spins before sleeping: at least ~1 µs.
-  shm::AdaptiveSpin spin_{32};
+  std::array<WaitBudget, wire::kOpMax + 1> budgets_;  // by op (0: an unknown one)
+  WaitBudget& BudgetFor(uint16_t op) { return budgets_[op <= wire::kOpMax ? op : 0]; }
 };
 
 Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& options,
@@ -329,7 +344,7 @@ Result<wire::Message> Attachment::Call(wire::Message request) {
     req.tail().store(req_tail_, std::memory_order_release);  // R2
   }
   RingDoorbellIfNeeded(index);
-  auto response = Wait(w, id);
+  auto response = Wait(w, id, BudgetFor(request.op));
   if (response.ok() && response->op != request.op) {
     return Status::Internal("wombatkvd answered request " + std::to_string(id) + " (op " +
                             std::to_string(request.op) + ") with op " +
@@ -358,7 +373,7 @@ void Attachment::RingDoorbellIfNeeded(uint32_t index) {
   }
 }
 
-Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id) {
+Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budget) {
   uint32_t spins = 0;
   for (;;) {
     if (w.state.load(std::memory_order_acquire) == Waiter::kDone) return Finish(w);
@@ -375,20 +390,23 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id) {
           Drain();
           if (w.state.load(std::memory_order_acquire) == Waiter::kDone) break;
           uint32_t rspins = 0;
-          const uint32_t limit = spin_.limit();
+          const uint32_t limit = budget.spin.limit();
           while (resp.tail().load(std::memory_order_acquire) == resp_head_ && rspins < limit) {
             rspins++;
             shm::CpuRelax();
           }
           if (rspins < limit) {
-            spin_.Succeeded(rspins);
+            budget.spin.Succeeded(rspins);
             continue;
           }
-          spin_.Failed();
+          budget.spin.Failed();
+          const uint32_t yield_limit = budget.yields ? shm::kYieldRounds : 0;
           uint32_t yields = 0;
           while (resp.tail().load(std::memory_order_acquire) == resp_head_ &&
-                 yields++ < shm::kYieldRounds && !dead())
+                 yields < yield_limit && !dead()) {
+            yields++;
             shm::YieldCore();
+          }
           if (resp.tail().load(std::memory_order_acquire) != resp_head_) continue;
           // R3: read the sequence, announce, re-check, sleep.
           const uint32_t seq = resp.wake_seq().load(std::memory_order_seq_cst);
@@ -410,12 +428,12 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id) {
       continue;
     }
     if (st == Waiter::kDone) continue;
-    if (spins < spin_.limit()) {
+    if (spins < budget.spin.limit()) {
       spins++;
       shm::CpuRelax();
       continue;
     }
-    if (spins < spin_.limit() + shm::kYieldRounds) {
+    if (spins < budget.spin.limit() + (budget.yields ? shm::kYieldRounds : 0)) {
       spins++;
       shm::YieldCore();
       continue;
