@@ -3,10 +3,16 @@
 // Records (journal_record.h) are appended to an in-memory batch under a mutex, which gives them
 // their LSNs in call order. AwaitSynced(n) returns once every record up to n is on stable storage:
 // one caller at a time (the leader) writes the whole batch gathered so far to the current file
-// and fdatasyncs it; callers arriving meanwhile wait for it, each on its own semaphore: the
-// leader wakes exactly those its round covered, and hands the lead to the first it did not. So concurrent writers share one flush, and a record is
+// and fdatasyncs it; callers arriving meanwhile wait for it, each on its own condition variable:
+// the leader runs the owner's hook (SetOnSynced), wakes exactly those its round covered, and hands
+// the lead to the first it did not. So concurrent writers share one flush, and a record is
 // durable only if every record before it is (one file, written in order; a file is synced before
 // any record reaches the next: the journal on disk is always a prefix of the appended sequence).
+//
+// Rounds do not overlap: a leader's sync ends before the next one starts. Tried (session 12):
+// up to 4 or 8 syncs in flight on the file, each round writing while earlier ones synced. On this
+// project's test machine that doubled the syncs and slowed durable puts by 10-20%, although
+// independent fdatasyncs of one file do overlap there (BENCHMARKS.md, "Session 12").
 //
 // Each batch written starts with a sync mark (journal_record.h, kSyncMark) saying up to which LSN
 // the records before it were durable.
