@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <queue>
@@ -752,7 +753,8 @@ class FsObjectStore final : public ObjectStore {
   Status SyncThrough(uint64_t lsn) {
     WMBT_RETURN_IF_ERROR(journal_->AwaitSynced(lsn));
     // Usually the round's leader applied it already (Journal::SetOnSynced): no lock needed.
-    if (applied_through_.load(std::memory_order_acquire) >= lsn) return Status::Ok();
+    // (lsn 0 asks for nothing new, and still reports a broken store, as the slow path does.)
+    if (lsn > 0 && applied_through_.load(std::memory_order_acquire) >= lsn) return Status::Ok();
     return ApplySynced();
   }
 
