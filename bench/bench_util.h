@@ -3,6 +3,8 @@
 // samples and the result table. See store_bench.cc for how the measurements use them.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -51,6 +53,9 @@ double WallSeconds();  // wombatkv::RealClock()
 double ThreadCpuSeconds();
 // CPU seconds (user + system) used so far by every thread of this process.
 double ProcessCpuSeconds();
+// The same for another process of this user (every thread; from /proc, in clock ticks: 10 ms
+// here); NaN if it cannot be read (the process is gone).
+double ProcessCpuSeconds(pid_t pid);
 uint64_t MinorFaults();
 
 // Marks the start of the run; SinceStart() is the wall time since then.

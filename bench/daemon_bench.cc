@@ -1,8 +1,10 @@
 // daemon_bench: the serving paths side by side in one run — embedded (threads sharing a handle),
 // wombatkvd over shared memory and over TCP (client processes, through the C ABI exactly as an
 // engine calls it), and a Redis 7 server (unix socket and TCP, same payloads, same client
-// pattern: one request at a time per client process). Prints ops/s, GB/s, p50/p99 per
-// (mode, op, size, clients), then the issue-4 targets as ratios from this run. Never asserts.
+// pattern: one request at a time per client process). Prints ops/s, GB/s, p50/p99 and CPU per
+// operation (clients and server together: on a shared, noisy machine the figure that moves
+// least between runs) per (mode, op, size, clients), then the issue-4 targets as ratios from
+// this run. Never asserts.
 //
 //   build/bench/daemon_bench [--seconds 1] [--sizes 1K,4K,64K,2M] [--clients 1,4,8]
 //       [--modes embedded,shm,tcp,redis-unix,redis-tcp] [--ops get,lookup,put]
@@ -10,6 +12,7 @@
 //
 // Durable puts: ours are put+publish acknowledged only when durable (G3: fsync'd L1, blob and
 // head in L2); Redis's are SET with `appendonly yes` + `appendfsync always` on the same disk.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -194,7 +197,9 @@ class Bench {
   // prints its rows as it goes and sends its results back over a pipe.
   void RunModeInChild(const std::string& mode) {
     int fds[2];
-    if (::pipe(fds) != 0) Die("pipe: " + std::string(std::strerror(errno)));
+    // Close-on-exec: a server the child starts must not hold the write end, or a child that
+    // dies would leave this process waiting for its results forever.
+    if (::pipe2(fds, O_CLOEXEC) != 0) Die("pipe: " + std::string(std::strerror(errno)));
     std::fflush(nullptr);
     const pid_t pid = ::fork();
     if (pid < 0) Die("fork: " + std::string(std::strerror(errno)));
@@ -270,22 +275,30 @@ class Bench {
         server = std::make_unique<ServerProcess>(argv, std::vector<std::string>{}, redis_addr,
                                                  mode_dir + "/redis.log");
       };
+      // The gets' keys, again after each restart (a restarted Redis starts empty).
+      auto populate = [&] {
+        for (size_t size : o_.sizes) {
+          RespClient c(redis_addr);
+          auto p = PayloadOf(size, 5);
+          for (size_t i = 0; i < KeysFor(size); ++i)
+            c.Set("k" + std::to_string(size) + ":" + std::to_string(i), p.data(), size);
+        }
+      };
       start(false);
-      for (size_t size : o_.sizes) {
-        RespClient c(redis_addr);
-        auto p = PayloadOf(size, 5);
-        for (size_t i = 0; i < KeysFor(size); ++i)
-          c.Set("k" + std::to_string(size) + ":" + std::to_string(i), p.data(), size);
-      }
+      populate();
       for (const auto& op : o_.ops) {
         if (op == "lookup") continue;  // Redis has no prefix lookup; compare gets
-        if (op == "put") start(true);
+        if (op == "put") {
+          start(true);
+          populate();  // for gets listed after the puts
+        }
         for (size_t size : o_.sizes)
           for (int clients : o_.clients) {
             SettleDisk(op);
-            Record(mode, op, size, clients,
-                   RunClients(clients, true, o_.seconds, [&, op, size](int c) {
-                     return RedisOp(redis_addr, op, size, c);
+            Record(mode, op, size, clients, WithServerCpu(server.get(), [&] {
+                     return RunClients(clients, true, o_.seconds, [&, op, size](int c) {
+                       return RedisOp(redis_addr, op, size, c);
+                     });
                    }));
           }
       }
@@ -299,16 +312,15 @@ class Bench {
       for (size_t size : o_.sizes) {
         for (int clients : o_.clients) {
           SettleDisk(op);
-          WorkerResult r;
-          if (mode == "embedded") {
-            r = RunClients(clients, false, o_.seconds,
-                           [&, op, size](int c) { return OurOp(h, op, size, c); });
-          } else {
-            r = RunClients(clients, true, o_.seconds, [&, op, size](int c) {
-              return OurOp(OpenClient(mode, ""), op, size, c);
-            });
-          }
-          Record(mode, op, size, clients, r);
+          Record(mode, op, size, clients, WithServerCpu(server.get(), [&] {
+                   if (mode == "embedded") {
+                     return RunClients(clients, false, o_.seconds,
+                                       [&, op, size](int c) { return OurOp(h, op, size, c); });
+                   }
+                   return RunClients(clients, true, o_.seconds, [&, op, size](int c) {
+                     return OurOp(OpenClient(mode, ""), op, size, c);
+                   });
+                 }));
         }
       }
     }
@@ -404,12 +416,21 @@ class Bench {
     return std::find(o_.modes.begin(), o_.modes.end(), mode) != o_.modes.end();
   }
 
+  // Runs `run` (a RunClients) and adds to its CPU what `server` (if any) used meanwhile.
+  template <typename Run>
+  static WorkerResult WithServerCpu(const ServerProcess* server, Run&& run) {
+    const double cpu0 = server ? ProcessCpuSeconds(server->pid()) : 0;
+    WorkerResult r = run();
+    if (server) r.cpu_seconds += ProcessCpuSeconds(server->pid()) - cpu0;
+    return r;
+  }
+
   void Record(const std::string& mode, const std::string& op, size_t size, int clients,
               const WorkerResult& r) {
-    std::printf("  %-10s %-6s %8s %d clients: %10.0f ops/s %8s  p50 %s  p99 %s\n", mode.c_str(),
-                op.c_str(), SizeName(size).c_str(), clients, r.ops_per_second(),
+    std::printf("  %-10s %-6s %8s %d clients: %10.0f ops/s %8s  p50 %s  p99 %s  CPU %.1f µs/op\n",
+                mode.c_str(), op.c_str(), SizeName(size).c_str(), clients, r.ops_per_second(),
                 GBps(r.bytes_per_second()).c_str(), Micros(r.latency.QuantileNs(0.5)).c_str(),
-                Micros(r.latency.QuantileNs(0.99)).c_str());
+                Micros(r.latency.QuantileNs(0.99)).c_str(), r.cpu_us_per_op());
     std::fflush(stdout);
     results_.push_back({mode, op, size, clients, r});
   }
@@ -442,7 +463,8 @@ class Bench {
                       Fmt("%.0f ops/s", m.r.ops_per_second()) + ", " +
                           GBps(m.r.bytes_per_second()) + ", p50 " +
                           Micros(m.r.latency.QuantileNs(0.5)) + ", p99 " +
-                          Micros(m.r.latency.QuantileNs(0.99)),
+                          Micros(m.r.latency.QuantileNs(0.99)) +
+                          Fmt(", CPU %.1f µs/op", m.r.cpu_us_per_op()),
                       ""});
     }
     PrintTable(rows);

@@ -40,6 +40,7 @@ struct ClientReport {
   uint64_t ops = 0;
   uint64_t bytes = 0;
   double seconds = 0;
+  double cpu_seconds = 0;  // of a client process (0 for a thread: its caller counts the process)
   LatencyHistogram latency;
 };
 
@@ -65,6 +66,7 @@ WorkerResult Merge(const std::vector<ClientReport>& reports) {
     out.ops += r.ops;
     out.bytes += r.bytes;
     out.seconds = std::max(out.seconds, r.seconds);
+    out.cpu_seconds += r.cpu_seconds;
     out.latency.Merge(r.latency);
   }
   return out;
@@ -84,9 +86,12 @@ WorkerResult RunThreads(int clients, double seconds, const OpFactory& factory) {
     });
   }
   while (ready.load() < clients) std::this_thread::yield();
+  const double cpu0 = ProcessCpuSeconds();
   go = true;
   for (auto& t : threads) t.join();
-  return Merge(reports);
+  WorkerResult out = Merge(reports);
+  out.cpu_seconds = ProcessCpuSeconds() - cpu0;
+  return out;
 }
 
 WorkerResult RunProcesses(int clients, double seconds, const OpFactory& factory) {
@@ -106,7 +111,9 @@ WorkerResult RunProcesses(int clients, double seconds, const OpFactory& factory)
       char b = 'r';
       WriteAll(ready_pipe[1], &b, 1);
       ReadAll(go_pipe[0], &b, 1);
+      const double cpu0 = ProcessCpuSeconds();
       ClientReport r = Loop(op, seconds);
+      r.cpu_seconds = ProcessCpuSeconds() - cpu0;
       WriteAll(result_pipe[1], &r, sizeof r);
       std::fflush(nullptr);
       ::_exit(0);
