@@ -117,6 +117,7 @@ class Attachment {
     // the ops that wait for a sync, which no yield outlasts; on a busy host each yield was a
     // context switch, a third of a durable put's CPU in the client.
     bool yields = true;
+    uint32_t yield_rounds() const { return yields ? shm::kYieldRounds : 0; }
   };
   Status AcquirePermit();
   void ReleasePermits(uint32_t n);
@@ -400,13 +401,10 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
             continue;
           }
           budget.spin.Failed();
-          const uint32_t yield_limit = budget.yields ? shm::kYieldRounds : 0;
           uint32_t yields = 0;
           while (resp.tail().load(std::memory_order_acquire) == resp_head_ &&
-                 yields < yield_limit && !dead()) {
-            yields++;
+                 yields++ < budget.yield_rounds() && !dead())
             shm::YieldCore();
-          }
           if (resp.tail().load(std::memory_order_acquire) != resp_head_) continue;
           // R3: read the sequence, announce, re-check, sleep.
           const uint32_t seq = resp.wake_seq().load(std::memory_order_seq_cst);
@@ -433,7 +431,7 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
       shm::CpuRelax();
       continue;
     }
-    if (spins < budget.spin.limit() + (budget.yields ? shm::kYieldRounds : 0)) {
+    if (spins < budget.spin.limit() + budget.yield_rounds()) {
       spins++;
       shm::YieldCore();
       continue;
