@@ -10,7 +10,6 @@ namespace {
 
 static_assert(std::atomic_ref<uint32_t>::is_always_lock_free,
               "shared words must be lock-free (address-free) to work across processes");
-static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
 
 void Futex(void* addr, int op, uint32_t val) {
   // EAGAIN (value changed), EINTR (signal) and spurious returns all mean "re-check".
@@ -23,13 +22,6 @@ void SharedFutexWait(uint32_t* word, uint32_t expected) { Futex(word, FUTEX_WAIT
 void SharedFutexWake(uint32_t* word, int count) {
   Futex(word, FUTEX_WAKE, static_cast<uint32_t>(count));
 }
-void PrivateFutexWait(std::atomic<uint32_t>* word, uint32_t expected) {
-  Futex(word, FUTEX_WAIT_PRIVATE, expected);
-}
 void YieldCore() { (void)::sched_yield(); }
-
-void PrivateFutexWake(std::atomic<uint32_t>* word, int count) {
-  Futex(word, FUTEX_WAKE_PRIVATE, static_cast<uint32_t>(count));
-}
 
 }  // namespace wombatkv::shm

@@ -2,8 +2,8 @@
 //
 // Shared*: words inside a MAP_SHARED segment, waited on and woken from different processes (the
 // kernel keys the futex by the backing page, not the address). Private*: words of this process
-// only (cheaper in the kernel). A wake on a word nobody waits on — even one whose memory was
-// reused — is harmless; waiters tolerate spurious returns and re-check their condition.
+// only (base/futex.h). A wake on a word nobody waits on — even one whose memory was reused — is
+// harmless; waiters tolerate spurious returns and re-check their condition.
 //
 // The waits have no timeout on purpose: every waiter has a peer or a monitor thread that wakes it
 // (docs/shm.md, "Wake-ups"), so an idle transport never polls.
@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "base/adaptive_spin.h"
+#include "base/futex.h"
 
 namespace wombatkv::shm {
 
@@ -21,8 +22,8 @@ void SharedFutexWait(uint32_t* word, uint32_t expected);
 // Wakes up to `count` waiters of `word`.
 void SharedFutexWake(uint32_t* word, int count);
 
-void PrivateFutexWait(std::atomic<uint32_t>* word, uint32_t expected);
-void PrivateFutexWake(std::atomic<uint32_t>* word, int count);
+using ::wombatkv::PrivateFutexWait;
+using ::wombatkv::PrivateFutexWake;
 
 // Atomic access to a plain word of a shared segment (C++20 atomic_ref: the segment holds plain
 // integers, never std::atomic objects, so both processes agree on the bytes).

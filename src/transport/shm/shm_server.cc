@@ -374,12 +374,15 @@ void ShmServer::Impl::PublishConns() {
 // Workers
 
 void ShmServer::Impl::WakeOne() {
-  std::lock_guard<std::mutex> lk(pool_mu);
-  if (wake_tokens < idle) {
+  {
+    std::lock_guard<std::mutex> lk(pool_mu);
+    if (wake_tokens == idle) return;
     wake_tokens++;
     SetIdle(idle);  // one fewer asleep for good
-    pool_cv.notify_one();
   }
+  // After unlocking: a worker woken on another core would otherwise often find pool_mu still
+  // held and sleep on it once more. (The token was counted under the lock, so no wake is lost.)
+  pool_cv.notify_one();
 }
 
 bool ShmServer::Impl::TakeAny(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr, Taken* out) {
