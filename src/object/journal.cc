@@ -123,7 +123,15 @@ size_t Journal::unsynced_bytes() const {
   return batch_.size() + written_unsynced_bytes_;
 }
 
+namespace {
+// The journal whose leader runs completion callbacks on this thread right now (AwaitSyncedThen):
+// such a callback must not wait for that journal — the thread that would sync it is its own.
+thread_local const Journal* running_callbacks_of = nullptr;
+}  // namespace
+
 Status Journal::AwaitSynced(uint64_t lsn) {
+  WMBT_CHECK_MSG(running_callbacks_of != this,
+                 "a callback of Journal::AwaitSyncedThen waits for the same journal");
   std::unique_lock<std::mutex> lock(mu_);
   WMBT_CHECK(lsn <= appended_);
   if (synced_ >= lsn) return Status::Ok();
@@ -135,37 +143,78 @@ Status Journal::AwaitSynced(uint64_t lsn) {
     self.lsn = lsn;
     waiters_.push_back(&self);
     lock.unlock();
-    self.Await();
+    self.released.Wait();
     if (!self.lead) return self.result;
     lock.lock();
   }
   syncing_ = true;  // this thread leads; a handed-over lead finds it set already
+  return LeadLocked(lock, lsn, /*stay_for_callbacks=*/false);
+}
+
+void Journal::AwaitSyncedThen(uint64_t lsn, std::function<void(Status)> done) {
+  std::unique_lock<std::mutex> lock(mu_);
+  WMBT_CHECK(lsn <= appended_);
+  if (synced_ >= lsn || !error_.ok()) {
+    const Status s = synced_ >= lsn ? Status::Ok() : error_;
+    lock.unlock();
+    done(s);
+    return;
+  }
+  if (syncing_ && async_lead_) {  // that leader stays until every callback is covered
+    callbacks_.push_back(Callback{lsn, std::move(done)});
+    return;
+  }
+  if (syncing_) {
+    // A leader that leaves once its own records are durable (a blocking caller, WriteBehind):
+    // wait as a blocking caller would, and maybe be handed the lead.
+    lock.unlock();
+    done(AwaitSynced(lsn));
+    return;
+  }
+  syncing_ = true;
+  callbacks_.push_back(Callback{lsn, std::move(done)});
+  (void)LeadLocked(lock, lsn, /*stay_for_callbacks=*/true);
+}
+
+Status Journal::LeadLocked(std::unique_lock<std::mutex>& lock, uint64_t lsn,
+                           bool stay_for_callbacks) {
+  async_lead_ = stay_for_callbacks;
   while (true) {
-    // Take everything appended so far (more than `lsn`: later writers ride along).
-    Round round;
-    std::string mark;
-    std::string batch = TakeBatchLocked(&round, &mark);
-    lock.unlock();
-    Status s = batch.empty() ? Status::Ok() : Write(mark, batch, &round);
-    if (s.ok()) s = file_->Sync();  // also covers what rounds of WriteBehind wrote
-    if (s.ok()) s = RetireFileIfFull(round.last_lsn);
-    lock.lock();
-    spare_ = std::move(batch);
-    if (s.ok()) {
-      written_ = synced_ = round.last_lsn;
-      written_unsynced_bytes_ = 0;
-      if (round.first_lsn <= round.last_lsn) rounds_.push_back(round);
-    } else {
-      error_ = s.WithContext("journal " + file_path_ + " (restart the store to recover)");
+    do {
+      SyncRoundLocked(lock);
+    } while (synced_ < lsn && error_.ok());
+    if (error_.ok() && on_synced_) {
+      lock.unlock();
+      on_synced_();
+      lock.lock();
     }
-    if (synced_ >= lsn || !error_.ok()) break;
-  }
-  if (error_.ok() && on_synced_) {
+    Covered covered = TakeCoveredLocked(stay_for_callbacks);
     lock.unlock();
-    on_synced_();
+    RunCovered(covered);
+    if (!covered.stay) return covered.result;
     lock.lock();
+    lsn = appended_;  // one round covers everything appended so far
   }
-  return ReleaseWaitersLocked(lock);
+}
+
+void Journal::SyncRoundLocked(std::unique_lock<std::mutex>& lock) {
+  // Take everything appended so far (later writers ride along).
+  Round round;
+  std::string mark;
+  std::string batch = TakeBatchLocked(&round, &mark);
+  lock.unlock();
+  Status s = batch.empty() ? Status::Ok() : Write(mark, batch, &round);
+  if (s.ok()) s = file_->Sync();  // also covers what rounds of WriteBehind wrote
+  if (s.ok()) s = RetireFileIfFull(round.last_lsn);
+  lock.lock();
+  spare_ = std::move(batch);
+  if (s.ok()) {
+    written_ = synced_ = round.last_lsn;
+    written_unsynced_bytes_ = 0;
+    if (round.first_lsn <= round.last_lsn) rounds_.push_back(round);
+  } else {
+    error_ = s.WithContext("journal " + file_path_ + " (restart the store to recover)");
+  }
 }
 
 Status Journal::WriteBehind(size_t min_bytes) {
@@ -190,7 +239,10 @@ Status Journal::WriteBehind(size_t min_bytes) {
   } else {
     error_ = s.WithContext("journal " + file_path_ + " (restart the store to recover)");
   }
-  return ReleaseWaitersLocked(lock);
+  Covered covered = TakeCoveredLocked(/*stay_for_callbacks=*/false);
+  lock.unlock();
+  RunCovered(covered);
+  return covered.result;
 }
 
 std::string Journal::TakeBatchLocked(Round* round, std::string* mark) {
@@ -203,45 +255,64 @@ std::string Journal::TakeBatchLocked(Round* round, std::string* mark) {
   return batch;
 }
 
-void Journal::Waiter::Await() {
-  std::unique_lock<std::mutex> g(m);
-  cv.wait(g, [this] { return released; });
-}
-
-void Journal::Waiter::Release() {
-  std::lock_guard<std::mutex> g(m);
-  released = true;
-  cv.notify_one();
-}
-
-Status Journal::ReleaseWaitersLocked(std::unique_lock<std::mutex>& lock) {
-  // Wake the waiters the rounds so far covered (all of them after an error), and hand the lead
-  // to the first one they did not.
-  std::vector<Waiter*> covered;
-  Waiter* next = nullptr;
+Journal::Covered Journal::TakeCoveredLocked(bool stay_for_callbacks) {
+  // The waiters and callbacks the rounds so far covered (all of them after an error), and the
+  // first waiter not covered (to be handed the lead).
+  Covered out;
+  out.result = error_;
   auto keep = waiters_.begin();
   for (Waiter* w : waiters_) {
     if (w->lsn <= synced_ || !error_.ok()) {
-      covered.push_back(w);
-    } else if (!next) {
-      next = w;
+      out.waiters.push_back(w);
+    } else if (!out.next) {
+      out.next = w;
     } else {
       *keep++ = w;
     }
   }
   waiters_.erase(keep, waiters_.end());
-  syncing_ = next != nullptr;
-  const Status result = error_;
-  lock.unlock();
-  for (Waiter* w : covered) {
-    w->result = result;
-    w->Release();
+  auto keep_cb = callbacks_.begin();
+  for (Callback& c : callbacks_) {
+    if (c.lsn <= synced_ || !error_.ok()) {
+      out.callbacks.push_back(std::move(c));
+    } else {
+      *keep_cb++ = std::move(c);
+    }
   }
-  if (next) {
-    next->lead = true;
-    next->Release();
+  callbacks_.erase(keep_cb, callbacks_.end());
+  // A leader that runs callbacks stays while anything waits (nobody else would sync callbacks),
+  // covering blocked waiters with its next round instead of handing them the lead.
+  out.stay = stay_for_callbacks && error_.ok() && (out.next || !callbacks_.empty());
+  if (out.stay && out.next) {
+    waiters_.insert(waiters_.begin(), out.next);
+    out.next = nullptr;
   }
-  return result;
+  WMBT_CHECK(out.stay || callbacks_.empty());  // callbacks only wait behind a leader that stays
+  syncing_ = out.stay || out.next != nullptr;
+  async_lead_ = out.stay;
+  return out;
+}
+
+void Journal::RunCovered(Covered& covered) {
+  auto run = [this](std::vector<Callback>& callbacks, const Status& result) {
+    running_callbacks_of = this;
+    for (Callback& c : callbacks) c.done(result);
+    running_callbacks_of = nullptr;
+  };
+  if (!covered.callbacks.empty() && completions_) {
+    completions_->Submit([run, callbacks = std::move(covered.callbacks),
+                          result = covered.result]() mutable { run(callbacks, result); });
+  } else {
+    run(covered.callbacks, covered.result);
+  }
+  for (Waiter* w : covered.waiters) {
+    w->result = covered.result;
+    w->released.Post();
+  }
+  if (covered.next) {
+    covered.next->lead = true;
+    covered.next->released.Post();
+  }
 }
 
 Status Journal::Write(const std::string& mark, const std::string& batch, Round* round) {

@@ -30,7 +30,6 @@
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -39,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "base/futex.h"
 #include "object/journal_record.h"
 #include "wombatkv/env.h"
 
@@ -90,13 +90,34 @@ class Journal {
   void ForgetThrough(uint64_t lsn);
 
   // Returns once every record with LSN <= `lsn` is durable (leading a round if needed).
+  // REQUIRES: not called from a callback of AwaitSyncedThen (checked).
   Status AwaitSynced(uint64_t lsn);
+
+  // Calls `done` once every record with LSN <= `lsn` is durable (OK) or the journal failed (its
+  // error): at once when that is already so; else, when a leader that stays for callbacks is
+  // running, later on that leader's thread; else this thread leads (as AwaitSynced would) until
+  // nothing waits any more — running `done` and every callback queued meanwhile — or, if the
+  // running leader is one that leaves (a blocking caller's), it waits as AwaitSynced and then
+  // calls `done`. So a caller that finds a leader returns at once, and one leader syncs round
+  // after round for everyone without a wake-up per caller (the daemon's saves: docs/daemon.md,
+  // "Completions").
+  // `done` runs on the leader's thread (or the completion executor: SetCompletionExecutor),
+  // after the owner's hook (SetOnSynced), in no promised order among callbacks and with none
+  // with respect to the blocked callers the same round covered. It must be short and must not
+  // wait for this journal (AwaitSynced checks).
+  void AwaitSyncedThen(uint64_t lsn, std::function<void(Status)> done);
 
   // Called by a leader, without the journal's lock, after a successful round and before it wakes
   // the callers the round covered: the owner acts on the newly durable records once, in one
   // thread, instead of every woken caller contending for the owner's lock to find them done.
   // REQUIRES: set before the first AwaitSynced.
   void SetOnSynced(std::function<void()> fn) { on_synced_ = std::move(fn); }
+
+  // Where AwaitSyncedThen's callbacks run: each round's, in one task, while the leader goes on
+  // to the next round (its sync then overlaps with the callbacks' work). Null (the default):
+  // the leader runs them itself before its next round. `executor` must outlive the callbacks
+  // it is given. REQUIRES: set before the first AwaitSyncedThen.
+  void SetCompletionExecutor(Executor* executor) { completions_ = executor; }
 
   // If at least `min_bytes` (> 0) are batched and no round is running, writes the batch to the
   // file without syncing it and starts its write-back (AppendFile::StartWriteback), so that the
@@ -125,9 +146,31 @@ class Journal {
   };
   // Under mu_: takes the batch (records written_+1 .. appended_) and encodes its sync mark.
   std::string TakeBatchLocked(Round* round, std::string* mark);
-  // Under mu_, which it releases: after a round, wakes the waiters it covered and hands the
-  // lead to the first it did not (or clears syncing_). Returns the journal's error.
-  Status ReleaseWaitersLocked(std::unique_lock<std::mutex>& lock);
+  // Under mu_ (released meanwhile): rounds until `lsn` is durable or the journal failed, then
+  // releases what they covered; with `stay_for_callbacks`, leads on while callbacks or blocked
+  // callers wait. Returns the journal's error. REQUIRES: syncing_ set by this thread.
+  Status LeadLocked(std::unique_lock<std::mutex>& lock, uint64_t lsn, bool stay_for_callbacks);
+  // Under mu_ (released meanwhile): writes and syncs everything appended so far.
+  void SyncRoundLocked(std::unique_lock<std::mutex>& lock);
+  struct Waiter;
+  struct Callback {
+    uint64_t lsn = 0;
+    std::function<void(Status)> done;
+  };
+  // What a finished round (or WriteBehind) releases: covered waiters and callbacks, the waiter
+  // to hand the lead to, and whether the leader stays instead.
+  struct Covered {
+    Status result;
+    std::vector<Waiter*> waiters;
+    std::vector<Callback> callbacks;
+    Waiter* next = nullptr;
+    bool stay = false;
+  };
+  // Under mu_: takes what the rounds so far covered and decides who leads next (syncing_,
+  // async_lead_).
+  Covered TakeCoveredLocked(bool stay_for_callbacks);
+  // Without mu_: runs the callbacks, then wakes the waiters and hands over the lead.
+  void RunCovered(Covered& covered);
   // Leader only: writes a batch; `*round` gets where it went.
   Status Write(const std::string& mark, const std::string& batch, Round* round);
   // Leader only, right after a sync: starts the next file once this one is full.
@@ -138,31 +181,30 @@ class Journal {
   const uint64_t file_bytes_target_;
   const RetiredFn on_retired_;
   std::function<void()> on_synced_;
+  Executor* completions_ = nullptr;
 
   // A thread in AwaitSynced while another leads a round; lives on that thread's stack.
-  // Released once: covered (result set) or handed the lead. A mutex and condition variable, not
-  // std::binary_semaphore: libstdc++'s semaphore yields the core a few times (sched_yield)
-  // before it sleeps, and with more waiters than cores those yields became half the context
-  // switches of a durable-put load.
+  // Released once: covered (result set) or handed the lead. A Baton (base/futex.h), not a
+  // mutex and condition variable (the woken waiter often slept again on the mutex its releaser
+  // held) nor std::binary_semaphore (libstdc++'s yields the core a few times before it sleeps:
+  // with more waiters than cores, half the context switches of a durable-put load).
   struct Waiter {
     uint64_t lsn = 0;
     bool lead = false;
     Status result;
-    std::mutex m;
-    std::condition_variable cv;
-    bool released = false;
-    void Await();
-    void Release();  // notifies under `m`: the waiter (and `this`) may be gone once it returns
+    Baton released;
   };
 
   mutable std::mutex mu_;
   std::vector<Waiter*> waiters_;  // not yet released, in arrival order
+  std::vector<Callback> callbacks_;  // AwaitSyncedThen's, not yet run; only while async_lead_
   std::string batch_;           // encoded records after the last round's
   uint64_t appended_ = 0;       // LSN of the last appended record
   uint64_t written_ = 0;        // LSN of the last record written to the file
   size_t written_unsynced_bytes_ = 0;  // bytes WriteBehind wrote since the last sync
   uint64_t synced_ = 0;         // LSN of the last durable record
   bool syncing_ = false;        // a leader is writing/syncing (or a WriteBehind writing)
+  bool async_lead_ = false;     // that leader stays until no callback or caller waits
   Status error_;                // sticky
   std::deque<Round> rounds_;    // written rounds not yet forgotten, in LSN order
 

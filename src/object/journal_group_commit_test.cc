@@ -2,7 +2,10 @@
 // round is being synced share the next round, the lead passes to one of them, and a failed sync
 // reaches every caller waiting for it. WriteBehind: a batch written unsynced is synced by the next
 // AwaitSynced, hands the lead to a caller that arrived meanwhile, and its failure sticks. The
-// synced hook runs once a round, before the round's callers return.
+// synced hook runs once a round, before the round's callers return. AwaitSyncedThen: a caller
+// that finds a leader staying for callbacks returns at once and its callback runs on that
+// leader's thread, after the hook; failures reach every callback; behind a leader that leaves,
+// it waits as a blocking caller.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/futex.h"
 #include "object/journal.h"
 #include "object/journal_scan.h"
 #include "wombatkv/env.h"
@@ -355,6 +359,143 @@ TEST_F(JournalGroupCommitTest, BulkBatchesAreWrittenPastTheZerosAndEveryRecordRe
                   })
                   .ok());
   EXPECT_EQ(seen, i);
+}
+
+TEST_F(JournalGroupCommitTest, CallbacksQueueBehindALeaderThatStaysAndRunOnItsThread) {
+  std::atomic<uint64_t> applied{0};
+  journal_->SetOnSynced([&] { applied = journal_->synced_lsn(); });
+  const int kCallbacks = 6;
+  std::vector<uint64_t> lsns(kCallbacks + 1), seen(kCallbacks + 1);
+  std::vector<Status> results(kCallbacks + 1, Status::Internal("callback never ran"));
+  std::vector<std::thread::id> ran_on(kCallbacks + 1);
+  std::vector<Baton> done(kCallbacks + 1);
+  auto callback = [&](int i) {
+    return [&, i](Status s) {
+      results[i] = s;
+      seen[i] = applied.load();
+      ran_on[i] = std::this_thread::get_id();
+      done[i].Post();
+    };
+  };
+  lsns[0] = Append(0);
+  std::thread::id leader;
+  std::thread first([&] {
+    leader = std::this_thread::get_id();
+    journal_->AwaitSyncedThen(lsns[0], callback(0));  // leads: its first sync is held
+  });
+  fs_.AwaitFirstSync();
+  for (int i = 1; i <= kCallbacks; ++i) {
+    lsns[i] = Append(i);
+    journal_->AwaitSyncedThen(lsns[i], callback(i));  // returns at once: a leader is running
+    EXPECT_FALSE(done[i].posted()) << "callback " << i << " ran before its record was synced";
+  }
+  // A blocking caller behind that leader is covered by its next round, not handed the lead.
+  const uint64_t blocked_lsn = Append(100);
+  Status blocked;
+  std::thread waiter([&] { blocked = journal_->AwaitSynced(blocked_lsn); });
+  fs_.Open();
+  for (auto& d : done) d.Wait();
+  first.join();
+  waiter.join();
+  EXPECT_TRUE(blocked.ok()) << blocked.ToString();
+  for (int i = 0; i <= kCallbacks; ++i) {
+    EXPECT_TRUE(results[i].ok()) << i << ": " << results[i].ToString();
+    EXPECT_GE(seen[i], lsns[i]) << "callback " << i << " ran before the hook saw its record";
+    EXPECT_EQ(ran_on[i], leader) << "callback " << i << " ran off the leader's thread";
+  }
+  EXPECT_EQ(fs_.syncs(), 2) << "one round for the first record, one for everything after it";
+}
+
+TEST_F(JournalGroupCommitTest, AFailedSyncReachesEveryCallbackAndSticks) {
+  fs_.FailSyncsAfter(1);
+  const int kCallbacks = 4;
+  std::vector<Status> results(kCallbacks + 1, Status::Internal("callback never ran"));
+  std::vector<Baton> done(kCallbacks + 1);
+  auto callback = [&](int i) {
+    return [&, i](Status s) {
+      results[i] = s;
+      done[i].Post();
+    };
+  };
+  const uint64_t first_lsn = Append(0);
+  std::thread first([&] { journal_->AwaitSyncedThen(first_lsn, callback(0)); });
+  fs_.AwaitFirstSync();
+  for (int i = 1; i <= kCallbacks; ++i) journal_->AwaitSyncedThen(Append(i), callback(i));
+  fs_.Open();
+  for (auto& d : done) d.Wait();
+  first.join();
+  EXPECT_TRUE(results[0].ok()) << results[0].ToString();
+  for (int i = 1; i <= kCallbacks; ++i) {
+    EXPECT_EQ(results[i].code(), Code::kUnavailable) << i << ": " << results[i].ToString();
+  }
+  // Sticky: the next callback gets the error at once, on the caller's thread.
+  Status later = Status::Internal("callback never ran");
+  journal_->AwaitSyncedThen(Append(99), [&](Status s) { later = s; });
+  EXPECT_EQ(later.code(), Code::kUnavailable) << later.ToString();
+}
+
+TEST_F(JournalGroupCommitTest, BehindABlockingLeaderACallbackWaitsLikeABlockingCaller) {
+  const uint64_t first_lsn = Append(0);
+  std::thread first([&] { EXPECT_TRUE(journal_->AwaitSynced(first_lsn).ok()); });
+  fs_.AwaitFirstSync();
+  const uint64_t lsn = Append(1);
+  std::atomic<bool> returned{false};
+  std::thread::id ran_on;
+  Status result = Status::Internal("callback never ran");
+  std::thread caller([&] {
+    journal_->AwaitSyncedThen(lsn, [&](Status s) {
+      result = s;
+      ran_on = std::this_thread::get_id();
+    });
+    returned = true;
+  });
+  // Give the caller time to queue (if it is late the blocking leader has left, and it leads
+  // itself: the assertions below hold either way).
+  RealClock()->SleepMicros(20000);
+  EXPECT_FALSE(returned.load()) << "returned while a leader that leaves held the lead";
+  const std::thread::id caller_id = caller.get_id();
+  fs_.Open();
+  first.join();
+  caller.join();
+  EXPECT_TRUE(result.ok()) << result.ToString();
+  EXPECT_EQ(ran_on, caller_id) << "the callback runs on its caller's thread here";
+}
+
+TEST_F(JournalGroupCommitTest, ManyThreadsMixingCallbacksAndWaitsAllSeeTheirRecordSynced) {
+  fs_.Open();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        const uint64_t lsn = Append(t * 1000 + i);
+        if (t % 2 == 0) {
+          if (!journal_->AwaitSynced(lsn).ok() || journal_->synced_lsn() < lsn) failures++;
+          continue;
+        }
+        Baton done;
+        journal_->AwaitSyncedThen(lsn, [&](Status s) {
+          if (!s.ok() || journal_->synced_lsn() < lsn) failures++;
+          done.Post();
+        });
+        done.Wait();  // a callback never run hangs the test
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(journal_->synced_lsn(), 1600u);
+}
+
+TEST_F(JournalGroupCommitTest, ACallbackThatWaitsForItsJournalIsCaught) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  fs_.Open();
+  EXPECT_DEATH(
+      {
+        const uint64_t lsn = Append(0);
+        journal_->AwaitSyncedThen(lsn, [&](Status) { (void)journal_->AwaitSynced(lsn); });
+      },
+      "waits for the same journal");
 }
 
 }  // namespace
