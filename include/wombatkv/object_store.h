@@ -91,6 +91,18 @@ class ObjectStore {
   virtual Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
                                   const PutOptions& options) = 0;
 
+  // Put with a completion: calls `done` exactly once with what Put would return — before
+  // returning, or later on another thread (a store that commits durable puts in groups: the
+  // journaled local directory, whose syncing thread then completes everyone's put in turn).
+  // `parts` are read only during the call. `done` must be short and must not wait for this
+  // store's durable writes (its thread may be the one that syncs them). Decorators that override
+  // Put get this default, which calls their Put.
+  using PutDone = std::function<void(Result<std::string>)>;
+  virtual void PutAsync(std::string_view key, const std::vector<ByteView>& parts,
+                        const PutOptions& options, PutDone done) {
+    done(Put(key, parts, options));
+  }
+
   // Reads [offset, offset+length) clipped to the object. NotFound if absent; InvalidArgument if
   // offset > object size.
   virtual Result<ObjectData> Get(std::string_view key, uint64_t offset = 0,

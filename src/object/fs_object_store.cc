@@ -107,6 +107,7 @@ class FsObjectStore final : public ObjectStore {
     if (!journal_) return;
     // Names every deferred put; what fails stays in the journal for the next open.
     Status s = SyncThrough(journal_->appended_lsn());
+    completions_.reset();  // runs what is queued
     checkpoints_->Drain();
     checkpoints_.reset();
     // A clean close checkpoints the last file too, so the next open applies nothing (and does
@@ -190,6 +191,9 @@ class FsObjectStore final : public ObjectStore {
                         }));
     // A failure sticks in broken_, which every caller's SyncThrough then returns.
     journal_->SetOnSynced([this] { (void)ApplySynced(); });
+    // PutAsync's completions run here, while the leader syncs the next round.
+    completions_ = NewThreadPoolExecutor(1, "wmbt-l2-done");
+    journal_->SetCompletionExecutor(completions_.get());
     segments_[journal_->file_first_lsn()] = Segment{journal_->file_path(), 0, false};
     WMBT_RETURN_IF_ERROR(CollectSegments().WithContext("recovering " + Describe()));
     return Status::Ok();
@@ -228,6 +232,41 @@ class FsObjectStore final : public ObjectStore {
     FileInfo written;
     WMBT_RETURN_IF_ERROR(WriteDirect(key, dir, path, parts, options, &written));
     return EtagOf(written);
+  }
+
+  // A durable put small enough to be packed completes from the journal (Journal::
+  // AwaitSyncedThen): decided (condition checked, record appended) here, acknowledged by the
+  // round that syncs it. Everything else completes here, as Put.
+  void PutAsync(std::string_view key, const std::vector<ByteView>& parts,
+                const PutOptions& options, PutDone done) override {
+    size_t bytes = 0;
+    for (ByteView p : parts) bytes += p.size();
+    if (!journal_ || !options.durable_on_return || bytes > jopts_.packed_object_bytes_max ||
+        bytes > jopts_.journaled_object_bytes_max || !ValidateObjectKey(key).ok() ||
+        (options.mode == PutMode::kIfMatch && options.if_match.empty())) {
+      done(Put(key, parts, options));
+      return;
+    }
+    uint64_t lsn = 0;
+    auto etag = PackedPut(key, PathOf(key), parts, bytes, options, &lsn);
+    if (!etag.ok() && !etag.status().IsConflict()) {
+      etag = etag.status().WithContext("put " + std::string(key) + " in " + Describe());
+    }
+    if (!etag.ok() || lsn == 0) {
+      done(std::move(etag));
+      return;
+    }
+    journal_->AwaitSyncedThen(
+        lsn, [this, lsn, key = std::string(key), etag = std::move(etag).value(),
+              done = std::move(done)](Status s) mutable {
+          // The round's hook applied it already, unless the store broke meanwhile.
+          if (s.ok() && applied_through_.load(std::memory_order_acquire) < lsn) s = ApplySynced();
+          if (!s.ok()) {
+            done(s.WithContext("put " + key + " in " + Describe()));
+            return;
+          }
+          done(std::move(etag));
+        });
   }
 
   // The un-journaled way: content synced, named, directory synced (invariant 4).
@@ -528,10 +567,11 @@ class FsObjectStore final : public ObjectStore {
   }
 
   // After a journaled put was decided (lsn > 0, the record appended) or found its key existing
-  // (exists, lsn: the in-flight winner's or 0).
+  // (exists, lsn: the in-flight winner's or 0). With `sync_later`, a decided put that must be
+  // synced is not: its LSN goes there instead, for the caller to await (PutAsync).
   Result<std::string> FinishPut(std::string_view key, const std::string& path,
                                 const PutOptions& options, bool exists, uint64_t lsn,
-                                bool sync_now, std::string etag) {
+                                bool sync_now, std::string etag, uint64_t* sync_later = nullptr) {
     if (exists) {
       // The caller may act on "it exists" as on a durable object, so it waits for the winner
       // (in flight here, or named by the un-journaled path). A deferred caller need not: the
@@ -543,7 +583,9 @@ class FsObjectStore final : public ObjectStore {
       }
       return Status::Conflict("object " + std::string(key) + " already exists");
     }
-    if (sync_now) {
+    if (sync_now && sync_later) {
+      *sync_later = lsn;
+    } else if (sync_now) {
       WMBT_RETURN_IF_ERROR(SyncThrough(lsn));
     } else if (jopts_.write_behind_bytes > 0) {
       // Deferred: once a bulk of records waits, write them now (no sync) so that the disk works
@@ -561,7 +603,7 @@ class FsObjectStore final : public ObjectStore {
   // A packed put: the record is the object (invariant 6); no file is written.
   Result<std::string> PackedPut(std::string_view key, const std::string& path,
                                 const std::vector<ByteView>& parts, size_t bytes,
-                                const PutOptions& options) {
+                                const PutOptions& options, uint64_t* sync_later = nullptr) {
     PackedEntry entry;
     entry.size = static_cast<uint32_t>(bytes);
     entry.modified_us = clock_->WallMicros();
@@ -596,7 +638,8 @@ class FsObjectStore final : public ObjectStore {
         sync_now = sync_now || DeferredBacklogFull();
       }
     }
-    return FinishPut(key, path, options, exists, entry.lsn, sync_now, std::move(etag));
+    return FinishPut(key, path, options, exists, entry.lsn, sync_now, std::move(etag),
+                     sync_later);
   }
 
   Result<std::string> JournaledPut(std::string_view key, const std::string& dir,
@@ -1204,6 +1247,7 @@ class FsObjectStore final : public ObjectStore {
   std::unique_ptr<FileSystemSyncHandle> sync_handle_;  // opened before the first write
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<Executor> checkpoints_;  // one thread: retired journal files, in order
+  std::unique_ptr<Executor> completions_;  // one thread: PutAsync's completions, in order
   std::mutex name_mu_;
   std::unordered_map<std::string, InFlight> inflight_;  // by path (J2)
   std::deque<Action> actions_;                          // in LSN order (J1, J3)

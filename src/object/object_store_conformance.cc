@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "base/futex.h"
 #include "wombatkv/env.h"
 
 namespace wombatkv {
@@ -224,6 +225,64 @@ TEST_P(ObjectStoreConformanceTest, PutIfMatchWithAnEmptyEtagIsInvalidArgument) {
   auto r = store_->Put("k", {AsBytes("w")}, {PutMode::kIfMatch, ""});
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(MustGet("k"), "v");
+}
+
+// PutAsync's completion, waited for; it may have run before PutAsync returned.
+static Result<std::string> PutAsyncAndWait(ObjectStore& store, std::string_view key,
+                                           std::string_view content, PutOptions options) {
+  Result<std::string> out = Status::Internal("PutAsync never completed");
+  Baton done;
+  store.PutAsync(key, {AsBytes(content)}, options, [&](Result<std::string> r) {
+    out = std::move(r);
+    done.Post();
+  });
+  done.Wait();
+  return out;
+}
+
+TEST_P(ObjectStoreConformanceTest, PutAsyncCompletesAsPutWouldAnswer) {
+  auto created = PutAsyncAndWait(*store_, "k", "v1", {PutMode::kIfAbsent, ""});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(MustGet("k"), "v1");
+  EXPECT_EQ(store_->Head("k")->etag, *created);
+  auto again = PutAsyncAndWait(*store_, "k", "intruder", {PutMode::kIfAbsent, ""});
+  EXPECT_TRUE(again.status().IsConflict()) << again.status().ToString();
+  auto stale = PutAsyncAndWait(*store_, "k", "v2", {PutMode::kIfMatch, "not-the-etag"});
+  EXPECT_TRUE(stale.status().IsConflict()) << stale.status().ToString();
+  EXPECT_EQ(MustGet("k"), "v1");
+  auto replaced = PutAsyncAndWait(*store_, "k", "v2", {PutMode::kIfMatch, *created});
+  ASSERT_TRUE(replaced.ok()) << replaced.status().ToString();
+  EXPECT_NE(*replaced, *created);
+  EXPECT_EQ(MustGet("k"), "v2");
+  EXPECT_EQ(store_->Head("k")->etag, *replaced);
+  auto bad = PutAsyncAndWait(*store_, "../k", "v", {});
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument) << bad.status().ToString();
+}
+
+TEST_P(ObjectStoreConformanceTest, ExactlyOneOfEightRacingPutAsyncIfMatchWritersWins) {
+  constexpr int kThreads = 8;
+  for (int round = 0; round < 5; ++round) {
+    std::string etag = MustPut("race", "start");
+    std::latch go(kThreads);
+    std::atomic<int> wins{0}, conflicts{0};
+    std::vector<std::string> contents(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      contents[t] = "writer " + std::to_string(t);
+      threads.emplace_back([&, t] {
+        go.arrive_and_wait();
+        auto r = PutAsyncAndWait(*store_, "race", contents[t], {PutMode::kIfMatch, etag});
+        if (r.ok()) ++wins;
+        else if (r.status().IsConflict()) ++conflicts;
+        else ADD_FAILURE() << r.status().ToString();
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(wins.load(), 1);
+    EXPECT_EQ(conflicts.load(), kThreads - 1);
+    std::string final_content = MustGet("race");
+    EXPECT_NE(std::find(contents.begin(), contents.end(), final_content), contents.end());
+  }
 }
 
 TEST_P(ObjectStoreConformanceTest, ExactlyOneOfEightRacingIfMatchWritersWins) {
