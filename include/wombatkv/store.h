@@ -354,6 +354,17 @@ class Store {
     return PublishChain(ns, fp, tip, tip);
   }
 
+  // SaveChain with a completion: calls `done` exactly once with what SaveChain would return —
+  // before returning, or later on another thread. The payloads are read only during the call.
+  // For a server: a thread need not wait out the save's sync (StoreImpl over a journaled local
+  // L2 completes it from the thread that syncs for everyone; docs/daemon.md, "Completions").
+  // `done` must be short and must not call this store's durable operations.
+  using SaveDone = std::function<void(Result<uint64_t>)>;
+  virtual void SaveChainAsync(std::string_view ns, const Fingerprint& fp,
+                              std::span<const BlockPut> blocks, SaveDone done) {
+    done(SaveChain(ns, fp, blocks));
+  }
+
   // Number of leading keys present, as a path from a root, in published chains of (ns, fp).
   // Touches only L0: no I/O.
   virtual Result<size_t> LookupPrefix(std::string_view ns, const Fingerprint& fp,

@@ -468,7 +468,7 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
                                         uint64_t now_us, EvictionReport* report) {
   const ChainId& chain_id = plan.chain.chain_id;
   const std::string key = layout::ChainKey(options_.l2_prefix, ns, fp, chain_id);
-  std::lock_guard<std::mutex> stripe(StripeFor(chain_id));
+  std::unique_lock<std::mutex> stripe = LockChain(chain_id);
   auto conflict = [&](const std::string& what) {
     report->conflicts++;
     counters_.evict_conflicts++;

@@ -11,7 +11,10 @@
 //                        keeps state between passes). Taken after evict_mu_ is released, never
 //                        with it; while held only leaf locks are taken, briefly, between I/O
 //   publish_stripes_[i]  serialises head changes of chains hashing to stripe i (publish,
-//                        refresh, compaction); at most one stripe is held at a time
+//                        refresh, compaction); at most one stripe is held at a time. Taken
+//                        through LockChain, which also waits out the chain's completion-based
+//                        save (store_save_async.cc), whose head write runs without the stripe
+//   async_mu_            leaf: the chains with such a save in flight
 //   index_mu_            the L0 index (shared for reads, exclusive for changes)
 //   upload_mu_ → the cache's mutex;  pending_mu_, ns_mu_, the ledger's mutex: leaf locks
 // Only evict_mu_, gc_mu_, refresh_mu_ and a publish stripe are ever held across L2 I/O.
@@ -26,6 +29,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/limits.h"
@@ -56,6 +60,8 @@ class StoreImpl final : public Store {
                                 const ChainId& chain_id, const BlockKey& tip,
                                 std::optional<uint64_t> expected_version,
                                 ChainState* current) override;
+  void SaveChainAsync(std::string_view ns, const Fingerprint& fp,
+                      std::span<const BlockPut> blocks, SaveDone done) override;
   Result<uint64_t> SaveChain(std::string_view ns, const Fingerprint& fp,
                              std::span<const BlockPut> blocks) override;
   Result<size_t> LookupPrefix(std::string_view ns, const Fingerprint& fp,
@@ -176,6 +182,22 @@ class StoreImpl final : public Store {
   // is left.
   Status ReverifyReusedBlobs(std::string_view ns, uint32_t ns_id,
                              const std::vector<ContentHash>& hashes, const ReusedCopies& copies);
+  // What a publish learns before it writes the head, durability barrier passed: the chain's
+  // entries, and the blobs it relies on without having written them (R4) with the bytes this
+  // process still holds of them.
+  struct PublishPlan {
+    uint32_t ns_id = 0;
+    std::vector<ChainEntry> entries;
+    std::vector<ContentHash> reused;
+    ReusedCopies copies;
+  };
+  Result<PublishPlan> PreparePublish(std::string_view ns, const Fingerprint& fp,
+                                     const BlockKey& tip);
+  // SaveChainAsync's publish (last writer wins): its head write completes from L2 (PutAsync).
+  // Falls back to PublishChain, in this thread, where that cannot be done without blocking in
+  // the completion: reused blobs to re-check, a conflicting head write.
+  void PublishAsync(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
+                    SaveDone done);
   // After a publish: its blocks are no longer pending, their uploads are done.
   Status ForgetPublished(std::string_view ns, uint32_t ns_id, const Fingerprint& fp,
                          const std::vector<ChainEntry>& entries);
@@ -216,7 +238,8 @@ class StoreImpl final : public Store {
   // Reads the current head of a chain from L2: nullopt if absent.
   Result<std::optional<std::pair<std::string, layout::ChainHead>>> ReadHead(
       std::string_view ns, const Fingerprint& fp, const ChainId& chain_id);
-  // Installs a head in L1 and L0 (REQUIRES: the chain's stripe is held).
+  // Installs a head in L1 and L0 (REQUIRES: the chain's stripe is held, or the chain is marked in
+  // async_chains_ by the caller).
   Status ApplyHead(const layout::ChainHead& head, const std::string& etag,
                    const std::string& encoded);
   Status RemoveHeadLocally(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id);
@@ -285,6 +308,10 @@ class StoreImpl final : public Store {
   std::mutex& StripeFor(const ChainId& chain_id) {
     return publish_stripes_[chain_id.Prefix64() % publish_stripes_.size()];
   }
+  // The chain's stripe, once no completion-based save of the chain is in flight (its head may
+  // be written but not yet in L0: whoever reads or changes the head under the stripe must not
+  // see it half done).
+  std::unique_lock<std::mutex> LockChain(const ChainId& chain_id);
   void Log(LogLevel level, const std::string& message) const;
   // StoreOptions::buggify at `site` (a literal naming the point, e.g. "read.cache_miss"): whether
   // to take the branch the store must survive anyway. Always false in production.
@@ -344,6 +371,10 @@ class StoreImpl final : public Store {
   std::unordered_map<CacheKey, std::shared_ptr<Upload>, CacheKeyHash> uploads_;  // GUARDED_BY
 
   std::array<std::mutex, limits::kPublishStripes> publish_stripes_;
+  std::mutex async_mu_;
+  std::condition_variable async_cv_;  // a chain left async_chains_, or async_pending_ fell
+  std::unordered_set<ChainId, FixedBytesHash> async_chains_;  // GUARDED_BY(async_mu_)
+  size_t async_pending_ = 0;  // GUARDED_BY(async_mu_): completions not yet finished
   std::mutex refresh_mu_;
 
   // Capacity.

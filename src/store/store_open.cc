@@ -40,6 +40,11 @@ StoreImpl::StoreImpl(const StoreOptions& options)
 }
 
 StoreImpl::~StoreImpl() {
+  {
+    // A save completing on another thread (the journal's leader) still uses this object.
+    std::unique_lock<std::mutex> g(async_mu_);
+    async_cv_.wait(g, [&] { return async_pending_ == 0; });
+  }
   // No new eviction pass from here on; a queued one returns at once.
   const bool opened = !evict_stopped_.exchange(true);
   if (evict_thread_) {
@@ -443,7 +448,7 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
     WMBT_RETURN_IF_ERROR(waited);
     for (size_t i = 0; i < changed.size(); ++i) {
       const auto& [fp, chain_id] = changed[i];
-      std::lock_guard<std::mutex> stripe(StripeFor(chain_id));
+      std::unique_lock<std::mutex> stripe = LockChain(chain_id);
       std::optional<ChainInfo> now;
       {
         std::shared_lock<std::shared_mutex> g(index_mu_);
@@ -483,7 +488,7 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
     });
   }
   for (const auto& [fp, chain_id] : gone) {
-    std::lock_guard<std::mutex> stripe(StripeFor(chain_id));
+    std::unique_lock<std::mutex> stripe = LockChain(chain_id);
     auto head = l2_->Head(layout::ChainKey(options_.l2_prefix, ns, fp, chain_id));
     if (head.ok()) continue;  // published after the listing
     if (!head.status().IsNotFound()) return head.status();

@@ -311,6 +311,31 @@ Status StoreImpl::StaleConflict(std::string_view ns, const Fingerprint& fp,
                           std::to_string(expected_version) + ": rebase on its tip");
 }
 
+Result<StoreImpl::PublishPlan> StoreImpl::PreparePublish(std::string_view ns,
+                                                         const Fingerprint& fp,
+                                                         const BlockKey& tip) {
+  PublishPlan plan;
+  plan.ns_id = NamespaceId(ns);
+  size_t indexed = 0;
+  WMBT_ASSIGN_OR_RETURN(plan.entries, CollectChain(ns, plan.ns_id, fp, tip, &indexed));
+
+  // The durability barrier: every blob of the chain is in L2 before the head names it. The
+  // indexed prefix was published before, so its blobs already are. Those of its uploads parked
+  // behind another put (upload_gate.h) start now, in parallel, rather than one by one here.
+  std::vector<uint64_t> gate_ids;
+  for (size_t i = indexed; i < plan.entries.size(); ++i) {
+    gate_ids.push_back(CacheKeyHash{}(CacheKey{plan.ns_id, plan.entries[i].hash}));
+  }
+  upload_gate_.Release(gate_ids);
+  for (size_t i = indexed; i < plan.entries.size(); ++i) {
+    if (test_hooks::publish_skips_durability_barrier.load(std::memory_order_relaxed)) break;
+    WMBT_RETURN_IF_ERROR(EnsureDurable(ns, CacheKey{plan.ns_id, plan.entries[i].hash}));
+  }
+  // R4: bytes of reused blobs, in case GC deletes one before the head names it.
+  plan.reused = BlobsNotWrittenHere(plan.ns_id, plan.entries, indexed, &plan.copies);
+  return plan;
+}
+
 Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint& fp,
                                          const ChainId& chain_id, const BlockKey& tip,
                                          std::optional<uint64_t> expected_version,
@@ -321,7 +346,7 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
   }
   if (expected_version) {
     // A stale compare-and-swap fails fast, before waiting for any upload.
-    std::lock_guard<std::mutex> stripe(StripeFor(chain_id));
+    std::unique_lock<std::mutex> stripe = LockChain(chain_id);
     std::optional<ChainInfo> base = IndexedHead(ns, fp, chain_id);
     if (VersionOf(base) != *expected_version) {
       WMBT_ASSIGN_OR_RETURN(base, SyncHeadFromL2(ns, fp, chain_id));  // L0 may lag other hosts
@@ -330,34 +355,17 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
       }
     }
   }
-  const uint32_t ns_id = NamespaceId(ns);
-  size_t indexed = 0;
-  WMBT_ASSIGN_OR_RETURN(std::vector<ChainEntry> entries,
-                        CollectChain(ns, ns_id, fp, tip, &indexed));
-
-  // The durability barrier: every blob of the chain is in L2 before the head names it. The
-  // indexed prefix was published before, so its blobs already are. Those of its uploads parked
-  // behind another put (upload_gate.h) start now, in parallel, rather than one by one here.
-  std::vector<uint64_t> gate_ids;
-  for (size_t i = indexed; i < entries.size(); ++i) {
-    gate_ids.push_back(CacheKeyHash{}(CacheKey{ns_id, entries[i].hash}));
-  }
-  upload_gate_.Release(gate_ids);
-  for (size_t i = indexed; i < entries.size(); ++i) {
-    if (test_hooks::publish_skips_durability_barrier.load(std::memory_order_relaxed)) break;
-    WMBT_RETURN_IF_ERROR(EnsureDurable(ns, CacheKey{ns_id, entries[i].hash}));
-  }
-  ReusedCopies copies;  // R4: bytes of reused blobs, in case GC deletes one before the head names it
-  const std::vector<ContentHash> reused = BlobsNotWrittenHere(ns_id, entries, indexed, &copies);
+  WMBT_ASSIGN_OR_RETURN(PublishPlan plan, PreparePublish(ns, fp, tip));
+  const uint32_t ns_id = plan.ns_id;
 
   layout::ChainHead head;
   head.ns = std::string(ns);
   head.fp = fp;
   head.chain_id = chain_id;
-  head.entries = std::move(entries);
+  head.entries = std::move(plan.entries);
   const std::string key = layout::ChainKey(options_.l2_prefix, ns, fp, chain_id);
 
-  std::unique_lock<std::mutex> stripe(StripeFor(chain_id));
+  std::unique_lock<std::mutex> stripe = LockChain(chain_id);
   // Optimistic: start from what L0 knows and let the conditional write tell us if it is stale.
   std::optional<ChainInfo> base = IndexedHead(ns, fp, chain_id);
   if (Buggify("publish.stale_base")) base.reset();  // as if L0 had not seen the chain yet
@@ -391,7 +399,7 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
                                  s.ToString());
       }
       if (chain_id == tip) CompactRedundantHeads(ns, fp, head.entries);
-      WMBT_RETURN_IF_ERROR(ReverifyReusedBlobs(ns, ns_id, reused, copies)
+      WMBT_RETURN_IF_ERROR(ReverifyReusedBlobs(ns, ns_id, plan.reused, plan.copies)
                                .WithContext("published chain head " + key));
       return head.version;
     }
@@ -521,7 +529,7 @@ void StoreImpl::CompactRedundantHeads(std::string_view ns, const Fingerprint& fp
 Status StoreImpl::DeleteRedundantHead(std::string_view ns, const Fingerprint& fp,
                                       const ChainId& chain_id,
                                       std::span<const ChainEntry> expected) {
-  std::lock_guard<std::mutex> stripe(StripeFor(chain_id));
+  std::unique_lock<std::mutex> stripe = LockChain(chain_id);
   // Re-read under the chain's stripe: if anyone re-published it since we looked, it is no longer
   // the redundant head we meant to delete. (Another host could still replace it between this
   // read and the delete; that head names the same prefix by construction — its id is its tip key
