@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "base/futex.h"
 #include "wire/codec.h"
 #include "wire/frame.h"
 
@@ -19,6 +20,18 @@ Result<wire::Message> ReframeMessage(const wire::Message& message) {
                         wire::ParseEnvelope(flat->data(), wire::kDefaultMaxBodyBytes));
   auto body = Buffer::CopyOf({flat->data() + wire::kEnvelopeBytes, env.body_len});
   return wire::ParseBody(std::move(body), env.crc);
+}
+
+// The way the daemon's transports call the service (a save may be answered from another thread).
+static wire::Message Exchange(Service& service, Session& session, const wire::Message& request) {
+  wire::Message response;
+  Baton answered;
+  service.HandleAsync(session, request, [&](wire::Message m) {
+    response = std::move(m);
+    answered.Post();
+  });
+  answered.Wait();
+  return response;
 }
 
 LoopbackChannel::LoopbackChannel(Service& service, LoopbackOptions options)
@@ -41,9 +54,9 @@ Result<wire::Message> LoopbackChannel::RoundTrip(wire::Message request) {
   wire::Message response;
   if (options_.frame) {
     WMBT_ASSIGN_OR_RETURN(wire::Message sent, ReframeMessage(request));
-    WMBT_ASSIGN_OR_RETURN(response, ReframeMessage(service_.Handle(session_, sent)));
+    WMBT_ASSIGN_OR_RETURN(response, ReframeMessage(Exchange(service_, session_, sent)));
   } else {
-    response = service_.Handle(session_, request);
+    response = Exchange(service_, session_, request);
   }
   if (response.id != id || response.op != request.op ||
       (response.flags & wire::kFlagResponse) == 0) {

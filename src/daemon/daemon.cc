@@ -105,8 +105,8 @@ Status Daemon::Impl::StartTcp() {
     return svc->HandleIfImmediate(session, request);
   };
   auto server = tcp::TcpServer::Start(
-      [svc](Session& session, const wire::Message& request) {
-        return svc->Handle(session, request);
+      [svc](Session& session, const wire::Message& request, Service::Respond respond) {
+        svc->HandleAsync(session, request, std::move(respond));
       },
       std::move(o));
   if (!server.ok()) return server.status();

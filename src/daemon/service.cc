@@ -53,6 +53,12 @@ struct Service::Impl {
 
   // Handle, or with !may_block HandleIfImmediate.
   std::optional<Message> Serve(Session& session, const Message& request, bool may_block);
+  // SaveChain through Store::SaveChainAsync: `respond` may run later, on another thread.
+  void SaveAsync(Session& session, const Message& request, Respond respond);
+  // The answer to a request that may not run at all (unknown op, no authentication), or nullopt.
+  std::optional<Message> Refusal(Session& session, const Message& request);
+  // Counts the response in the metrics and makes it the answer to request `id`, `op`.
+  void Finish(uint64_t start, uint64_t bytes_in, uint64_t id, uint16_t op, Message* response);
   std::optional<Message> Dispatch(Session& session, Op op, const Message& request,
                                   bool may_block);
   Message Hello(Session& session, const Message& request);
@@ -330,39 +336,80 @@ wire::Message Service::Handle(Session& session, const wire::Message& request) {
   return *impl_->Serve(session, request, /*may_block=*/true);
 }
 
+void Service::HandleAsync(Session& session, const wire::Message& request, Respond respond) {
+  if (request.op == static_cast<uint16_t>(Op::kSaveChain)) {
+    impl_->SaveAsync(session, request, std::move(respond));
+    return;
+  }
+  respond(Handle(session, request));
+}
+
 std::optional<wire::Message> Service::HandleIfImmediate(Session& session,
                                                         const wire::Message& request) {
   return impl_->Serve(session, request, /*may_block=*/false);
 }
 
-std::optional<Message> Service::Impl::Serve(Session& session, const Message& request,
-                                            bool may_block) {
-  auto& m = metrics;
-  const uint64_t start = clock.NowMicros();
-  const size_t slot =
-      request.op < ServiceMetrics::kOps && request.op <= wire::kOpMax ? request.op : 0;
+static size_t SlotOf(uint16_t op) {
+  return op < ServiceMetrics::kOps && op <= wire::kOpMax ? op : 0;
+}
 
+std::optional<Message> Service::Impl::Refusal(Session& session, const Message& request) {
   const Op op = static_cast<Op>(request.op);
-  std::optional<Message> response;
-  if (slot == 0) {
-    response =
-        BadRequest(op, Status::InvalidArgument("unknown op " + std::to_string(request.op) +
-                                               ": this daemon speaks protocol " +
-                                               std::to_string(wire::kProtocolVersion)));
-  } else if (session.token_required && op != Op::kHello && op != Op::kPing &&
-             !session.authenticated.load(std::memory_order_acquire)) {
-    response = Refuse(
+  if (SlotOf(request.op) == 0) {
+    return BadRequest(op, Status::InvalidArgument("unknown op " + std::to_string(request.op) +
+                                                  ": this daemon speaks protocol " +
+                                                  std::to_string(wire::kProtocolVersion)));
+  }
+  if (session.token_required && op != Op::kHello && op != Op::kPing &&
+      !session.authenticated.load(std::memory_order_acquire)) {
+    return Refuse(
         op, Status::PermissionDenied(wire::OpName(request.op) +
                                      " refused: this listener requires an auth token; set "
                                      "WMBT_KV_AUTH_TOKEN so the client sends it in its Hello"));
-  } else {
-    response = Dispatch(session, op, request, may_block);
+  }
+  return std::nullopt;
+}
+
+std::optional<Message> Service::Impl::Serve(Session& session, const Message& request,
+                                            bool may_block) {
+  const uint64_t start = clock.NowMicros();
+  std::optional<Message> response = Refusal(session, request);
+  if (!response) {
+    response = Dispatch(session, static_cast<Op>(request.op), request, may_block);
     if (!response) return std::nullopt;  // nothing counted: Handle will be called
   }
+  Finish(start, PayloadBytes(request), request.id, request.op, &*response);
+  return response;
+}
+
+void Service::Impl::SaveAsync(Session& session, const Message& request, Respond respond) {
+  const uint64_t start = clock.NowMicros();
+  const uint64_t bytes_in = PayloadBytes(request);
+  auto answer = [this, start, bytes_in, id = request.id, op = request.op,
+                 respond = std::move(respond)](Message m) {
+    Finish(start, bytes_in, id, op, &m);
+    respond(std::move(m));
+  };
+  if (std::optional<Message> refused = Refusal(session, request)) return answer(*refused);
+  auto req = wire::SaveChainRequest::Decode(request);
+  if (!req.ok()) return answer(BadRequest(Op::kSaveChain, req.status()));
+  Status allowed = CheckNamespace(session, req->put.ns);
+  if (!allowed.ok()) return answer(Refuse(Op::kSaveChain, allowed));
+  store.SaveChainAsync(req->put.ns, req->put.fp, BlockPutsOf(req->put),
+                       [answer = std::move(answer)](Result<uint64_t> v) {
+                         answer(v.ok() ? wire::SaveChainResponse{*v}.Encode()
+                                       : wire::EncodeStatusResponse(Op::kSaveChain, v.status()));
+                       });
+}
+
+void Service::Impl::Finish(uint64_t start, uint64_t bytes_in, uint64_t id, uint16_t op,
+                           Message* response) {
+  auto& m = metrics;
+  const size_t slot = SlotOf(op);
   m.requests[slot].fetch_add(1, std::memory_order_relaxed);
-  m.bytes_in.fetch_add(PayloadBytes(request), std::memory_order_relaxed);
-  response->id = request.id;
-  response->op = request.op;
+  m.bytes_in.fetch_add(bytes_in, std::memory_order_relaxed);
+  response->id = id;
+  response->op = op;
   response->flags |= wire::kFlagResponse;
 
   if (!wire::ResponseStatus(*response).ok())
@@ -374,7 +421,6 @@ std::optional<Message> Service::Impl::Serve(Session& session, const Message& req
       std::min<size_t>(std::bit_width(micros), ServiceMetrics::kLatencyBuckets - 1);
   m.latency_us_buckets[slot][bucket].fetch_add(1, std::memory_order_relaxed);
   m.latency_us_sum[slot].fetch_add(micros, std::memory_order_relaxed);
-  return response;
 }
 
 const ServiceMetrics& Service::metrics() const { return impl_->metrics; }

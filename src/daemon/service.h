@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,6 +76,14 @@ class Service {
   // payload slices keep their bytes alive (e.g. they pin cache entries) until the Message dies.
   // Request payload slices are only read during the call.
   wire::Message Handle(Session& session, const wire::Message& request);
+
+  // Handle with the response given to `respond`, exactly once, from any thread: before this
+  // returns for every op but SaveChain, which the store may complete later on the thread that
+  // syncs for everyone (Store::SaveChainAsync; docs/daemon.md, "Completions"). So a transport's
+  // thread need not wait out a save's sync. `session` and the request are used only during the
+  // call. `respond` must be short and must not wait for the store's durable writes.
+  using Respond = std::function<void(wire::Message)>;
+  void HandleAsync(Session& session, const wire::Message& request, Respond respond);
 
   // The same response as Handle, when it can be had without waiting for I/O or for a lock held
   // across I/O: Ping, LookupPrefix (L0 only), GetBlocks and GetByContentHash served from the RAM

@@ -38,7 +38,7 @@ ShmClientOptions ClientOptions(const std::string& dir) {
 
 TEST(ShmProcess, ASigkilledClientHoldingBorrowsLosesItsSegmentAndRegions) {
   shm_test::TempRunDir dir;
-  ShmServer server(shm_test::TestHandler, ServerOptions(dir.path()));
+  ShmServer server(ShmServer::Returning(shm_test::TestHandler), ServerOptions(dir.path()));
   ASSERT_TRUE(server.Start().ok());
   {
     Peer a({"hold", dir.path(), "p"});
@@ -104,7 +104,7 @@ TEST(ShmProcess, AnotherUserCannotAttach) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a child as another user";
   shm_test::TempRunDir dir;
   ASSERT_EQ(::chmod(dir.path().c_str(), 0711), 0);  // let the other user reach the socket path
-  ShmServer server(shm_test::TestHandler, ServerOptions(dir.path()));
+  ShmServer server(ShmServer::Returning(shm_test::TestHandler), ServerOptions(dir.path()));
   ASSERT_TRUE(server.Start().ok());
 
   Peer refused_by_mode({"attach", dir.path(), "p"}, kNobody);

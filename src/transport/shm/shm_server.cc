@@ -44,7 +44,7 @@ struct Counters {
   std::atomic<uint64_t> clients{0}, segments_live{0}, regions_live{0}, region_bytes_live{0},
       attaches{0}, detaches{0}, refusals{0}, requests{0}, doorbells{0}, protocol_errors{0},
       too_large{0}, idle_spins{0};
-  std::atomic<uint64_t> running{0};       // handler calls in progress
+  std::atomic<uint64_t> running{0};       // requests taken and not yet answered
   std::atomic<uint64_t> workers_idle{0};  // Impl::idle - Impl::wake_tokens, for Stats
   std::mutex mu;
   std::condition_variable cv;  // notified when a client attaches, detaches or is destroyed, when
@@ -172,6 +172,10 @@ struct ShmServer::Impl {
   // Runs `t`'s handler and publishes the response. `last`: this worker was the last awake one
   // to stop scanning; unless `immediate` answers, it hands the watch on (KeepWatch) first.
   void Serve(Taken& t, bool last, std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);
+  // Publishes the response to request `id`, `op` of `c` and ends the request (Served).
+  void Answer(Conn& c, uint64_t id, uint16_t op, wire::Message resp, uint64_t begin);
+  // A request that began at `begin` has been answered: the average serve time, n.running.
+  void Served(uint64_t begin);
   void KeepWatch(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);
   void Publish(Conn& c, const wire::Message& m, const Status& error);
   void DrainReleases(Conn& c);  // REQUIRES: c.mu held
@@ -460,18 +464,37 @@ void ShmServer::Impl::Serve(Taken& t, bool last, std::vector<std::shared_ptr<Con
   const uint64_t begin = clock->NowMicros();
   if (!t.error.ok()) {
     Publish(*t.conn, t.msg, t.error);
+    Served(begin);
   } else {
     std::optional<wire::Message> answered;
     if (immediate) answered = immediate(t.conn->session, t.msg);
-    if (!answered && last) KeepWatch(snap, version);
-    wire::Message resp = answered ? std::move(*answered) : handler(t.conn->session, t.msg);
-    resp.id = t.msg.id;
-    resp.op = t.msg.op;
-    resp.flags |= wire::kFlagResponse;
-    Publish(*t.conn, resp, Status::Ok());
+    if (answered) {
+      Answer(*t.conn, t.msg.id, t.msg.op, std::move(*answered), begin);
+    } else {
+      if (last) KeepWatch(snap, version);
+      // The response may come later, from another thread (a save: from the thread syncing it);
+      // `conn` keeps the client's segment mapped until then.
+      handler(t.conn->session, t.msg,
+              [this, conn = t.conn, id = t.msg.id, op = t.msg.op, begin](wire::Message resp) {
+                Answer(*conn, id, op, std::move(resp), begin);
+              });
+    }
   }
-  // Dropping the response here releases what its payloads pinned (cache entries).
   t = Taken{};
+}
+
+void ShmServer::Impl::Answer(Conn& c, uint64_t id, uint16_t op, wire::Message resp,
+                             uint64_t begin) {
+  resp.id = id;
+  resp.op = op;
+  resp.flags |= wire::kFlagResponse;
+  Publish(c, resp, Status::Ok());
+  // Dropping the response here releases what its payloads pinned (cache entries).
+  resp = wire::Message{};
+  Served(begin);
+}
+
+void ShmServer::Impl::Served(uint64_t begin) {
   // Capped: one call of seconds (an S3 request) must not stop the spins for a hundred calls.
   const uint64_t took_us = std::min<uint64_t>(clock->NowMicros() - begin, 4 * kSlowServeMicros);
   const int64_t took = static_cast<int64_t>(took_us);
@@ -766,13 +789,19 @@ size_t ShmServer::Shutdown(uint64_t timeout_micros) {
     std::lock_guard<std::mutex> lk(s.pool_mu);
     s.pool_cv.notify_all();
   }
+  // Requests are running until answered — after their handler returned, for a response that
+  // comes from another thread (a save completed by the thread syncing it).
   size_t abandoned = 0;
-  if (timeout_micros != UINT64_MAX) {
-    const uint64_t deadline = s.clock->NowMicros() + timeout_micros;
+  {
     std::unique_lock<std::mutex> lk(s.n.mu);
-    for (uint64_t now = s.clock->NowMicros(); s.n.running.load() > 0 && now < deadline;
-         now = s.clock->NowMicros())
-      s.clock->WaitFor(s.n.cv, lk, deadline - now);
+    if (timeout_micros == UINT64_MAX) {
+      s.n.cv.wait(lk, [&] { return s.n.running.load() == 0; });
+    } else {
+      const uint64_t deadline = s.clock->NowMicros() + timeout_micros;
+      for (uint64_t now = s.clock->NowMicros(); s.n.running.load() > 0 && now < deadline;
+           now = s.clock->NowMicros())
+        s.clock->WaitFor(s.n.cv, lk, deadline - now);
+    }
     abandoned = s.n.running.load();
   }
   if (abandoned == 0) {

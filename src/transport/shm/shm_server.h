@@ -78,7 +78,16 @@ struct ShmServerStats {
 
 class ShmServer {
  public:
-  using Handler = std::function<wire::Message(Session&, const wire::Message&)>;
+  // Runs one request and gives its response to the Respond it is passed: exactly once, before
+  // returning or later from any thread (Service::HandleAsync: a save completes on the thread that
+  // syncs it). The request is only read during the call.
+  using Handler = std::function<void(Session&, const wire::Message&, Service::Respond)>;
+  // A handler that returns its response, as a Handler (tests).
+  static Handler Returning(std::function<wire::Message(Session&, const wire::Message&)> fn) {
+    return [fn = std::move(fn)](Session& s, const wire::Message& m, Service::Respond respond) {
+      respond(fn(s, m));
+    };
+  }
   // The response when it can be had without blocking (Service::HandleIfImmediate), else nullopt.
   using ImmediateHandler =
       std::function<std::optional<wire::Message>(Session&, const wire::Message&)>;
@@ -86,7 +95,8 @@ class ShmServer {
   // `service` must outlive the server. (Inline so that users of the handler form — tests — need
   // not link the Service.)
   ShmServer(Service& service, ShmServerOptions options)
-      : ShmServer([&service](Session& s, const wire::Message& m) { return service.Handle(s, m); },
+      : ShmServer([&service](Session& s, const wire::Message& m,
+                             Service::Respond r) { service.HandleAsync(s, m, std::move(r)); },
                   std::move(options),
                   [&service](Session& s, const wire::Message& m) {
                     return service.HandleIfImmediate(s, m);

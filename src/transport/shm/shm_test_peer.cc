@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
     o.prefix = argv[3];
     o.workers = 4;
     o.layout.request_area_bytes = o.layout.response_area_bytes = 16 << 20;
-    ShmServer server(shm_test::TestHandler, o);
+    ShmServer server(ShmServer::Returning(shm_test::TestHandler), o);
     Status s = server.Start();
     if (!s.ok()) {
       std::printf("%s\n", s.ToString().c_str());

@@ -39,7 +39,7 @@ class ShmTransport : public ::testing::Test {
     o.workers = 4;
     o.layout.request_area_bytes = area_bytes;
     o.layout.response_area_bytes = area_bytes;
-    server_ = std::make_unique<ShmServer>(shm_test::TestHandler, o);
+    server_ = std::make_unique<ShmServer>(ShmServer::Returning(shm_test::TestHandler), o);
     ASSERT_TRUE(server_->Start().ok());
   }
 
@@ -240,7 +240,7 @@ TEST_F(ShmTransport, ASecondDaemonForTheSamePrefixIsRefused) {
   ShmServerOptions o;
   o.run_dir = dir_.path();
   o.prefix = "t";
-  ShmServer second(shm_test::TestHandler, o);
+  ShmServer second(ShmServer::Returning(shm_test::TestHandler), o);
   Status s = second.Start();
   EXPECT_EQ(s.code(), Code::kFailedPrecondition);
   EXPECT_NE(s.message().find("another wombatkvd"), std::string::npos) << s.ToString();
@@ -356,7 +356,7 @@ TEST(ShmServerShutdown, ARequestRunningPastTheBoundIsAbandonedAndReported) {
   std::promise<void> release, entered;
   std::shared_future<void> released = release.get_future().share();
   auto server = std::make_unique<ShmServer>(
-      [released, &entered](Session& s, const wire::Message& m) {
+      ShmServer::Returning([released, &entered](Session& s, const wire::Message& m) {
         if (m.op == shm_test::kOpBlock) {
           entered.set_value();
           released.wait();
@@ -364,7 +364,7 @@ TEST(ShmServerShutdown, ARequestRunningPastTheBoundIsAbandonedAndReported) {
         return shm_test::TestHandler(s, m.op == shm_test::kOpBlock
                                             ? TextMessage(shm_test::kOpEcho, "late")
                                             : m);
-      },
+      }),
       ShmServerOptions{.prefix = "s", .run_dir = dir.path(), .workers = 2});
   ASSERT_TRUE(server->Start().ok());
   auto ch = ConnectShm(ShmClientOptions{.prefix = "s", .run_dir = dir.path()});
@@ -406,7 +406,7 @@ class BlockingCalls {
   };
 
   ShmServer::Handler Handler(std::function<void(const wire::Message&)> before = nullptr) {
-    return [this, before](Session& s, const wire::Message& m) {
+    return ShmServer::Returning([this, before](Session& s, const wire::Message& m) {
       if (before) before(m);
       if (m.op != shm_test::kOpBlock) return shm_test::TestHandler(s, m);
       std::unique_lock<std::mutex> lk(mu_);
@@ -414,7 +414,7 @@ class BlockingCalls {
       cv_.notify_all();
       cv_.wait(lk, [&] { return released_; });
       return shm_test::TestHandler(s, TextMessage(shm_test::kOpEcho, "done"));
-    };
+    });
   }
   // Calls kOpBlock on `ch` from a new thread.
   void Start(Channel& ch) {

@@ -128,6 +128,11 @@ struct TcpServer::Impl {
     } else if (executor != nullptr) {
       executor->Drain();
     }
+    // A response completed on another thread (a save, by the thread syncing it) ends in Answer.
+    {
+      std::unique_lock<std::mutex> l(drain_mu);
+      drain_cv.wait(l, [&] { return inflight_total.load() == 0; });
+    }
     for (int fd : listen_fds) ::close(fd);
   }
 
@@ -164,9 +169,10 @@ struct TcpServer::Impl {
   void RunInline(const std::shared_ptr<Connection>& c, const wire::Message& request);
   // A worker's task: Handle, then Answer.
   void Work(const std::shared_ptr<Connection>& c, const wire::Message& request);
-  // Runs the handler and frames its response (a stray exception becomes an error response).
-  Result<wire::FramedMessage> Handle(const std::shared_ptr<Connection>& c,
-                                     const wire::Message& request);
+  // Runs the handler and gives `then` its framed response, once, when it comes (maybe from
+  // another thread, after this returned). A stray exception becomes an error response.
+  using Framed = std::function<void(Result<wire::FramedMessage>)>;
+  void Handle(const std::shared_ptr<Connection>& c, const wire::Message& request, Framed then);
   // Queues and writes the response of a request that counted in `inflight`, and ends it.
   void Answer(const std::shared_ptr<Connection>& c, Result<wire::FramedMessage> framed);
   // Invariant 7: answers `request` on the loop if the immediate handler can; false if not.
@@ -615,32 +621,65 @@ void TcpServer::Impl::RunInline(const std::shared_ptr<Connection>& c,
   inflight_total.fetch_add(1);
   stats.requests_inline.fetch_add(1, std::memory_order_relaxed);
   const uint64_t start = clock->NowMicros();
-  auto framed = Handle(c, request);
+  // The answer is usually there when Handle returns (the loop thread synced the save itself);
+  // one completed later on another thread is answered there, and the loop-owned bookkeeping
+  // below is skipped for it.
+  struct Pending {
+    std::mutex mu;
+    bool returned = false;
+    std::optional<Result<wire::FramedMessage>> framed;
+  };
+  auto pending = std::make_shared<Pending>();
+  Handle(c, request, [this, c, pending](Result<wire::FramedMessage> framed) {
+    {
+      std::lock_guard<std::mutex> g(pending->mu);
+      if (!pending->returned) {
+        pending->framed = std::move(framed);
+        return;
+      }
+    }
+    Answer(c, std::move(framed));
+  });
+  std::optional<Result<wire::FramedMessage>> framed;
+  {
+    std::lock_guard<std::mutex> g(pending->mu);
+    pending->returned = true;
+    framed = std::move(pending->framed);
+  }
+  if (!framed) return;
   if (clock->NowMicros() - start > kInlineSlowMicros) c->inline_pause = kInlinePauseRequests;
   // Bytes that came while it ran, before its answer: the client sends without waiting for
   // answers, and must not wait behind a blocking request again.
   char byte;
   if (::recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) c->pipelines = true;
-  Answer(c, std::move(framed));
+  Answer(c, std::move(*framed));
 }
 
 void TcpServer::Impl::Work(const std::shared_ptr<Connection>& c, const wire::Message& request) {
-  Answer(c, Handle(c, request));
+  Handle(c, request, [this, c](Result<wire::FramedMessage> framed) {
+    Answer(c, std::move(framed));
+  });
 }
 
-Result<wire::FramedMessage> TcpServer::Impl::Handle(const std::shared_ptr<Connection>& c,
-                                                    const wire::Message& request) {
-  wire::Message response;
+void TcpServer::Impl::Handle(const std::shared_ptr<Connection>& c, const wire::Message& request,
+                             Framed then) {
+  wire::Message header;  // what FrameResponse needs of the request, kept past the call
+  header.id = request.id;
+  header.op = request.op;
+  auto responded = std::make_shared<std::atomic<bool>>(false);
+  auto respond = [this, header, responded, then](wire::Message response) {
+    if (responded->exchange(true)) return;
+    then(FrameResponse(header, std::move(response)));
+  };
   try {
-    response = handler(c->session, request);
+    handler(c->session, request, respond);
   } catch (const std::exception& e) {
     // The handler reports errors as statuses; this is the edge where a stray exception (e.g.
     // bad_alloc) becomes one instead of ending the process.
-    response = wire::EncodeStatusResponse(static_cast<wire::Op>(request.op),
-                                          Status::Internal(std::string("request failed: ") +
-                                                           e.what()));
+    respond(wire::EncodeStatusResponse(static_cast<wire::Op>(request.op),
+                                       Status::Internal(std::string("request failed: ") +
+                                                        e.what())));
   }
-  return FrameResponse(request, std::move(response));
 }
 
 void TcpServer::Impl::Answer(const std::shared_ptr<Connection>& c,

@@ -68,10 +68,18 @@ inline constexpr uint64_t kImmediateBytesPerWakeup = 8 << 20;
 inline constexpr uint64_t kInlineSlowMicros = 20000;  // invariant 8
 inline constexpr uint32_t kInlinePauseRequests = 256;
 
-// Runs one request; must return its response (the server sets id and kFlagResponse if the
-// handler did not). Called on worker threads, concurrently, also for one session (and on an event
-// loop for the requests TcpServerOptions::inline_when_alone accepts).
-using RequestHandler = std::function<wire::Message(Session&, const wire::Message&)>;
+// Runs one request and gives its response to the Respond it is passed (the server sets id and
+// kFlagResponse if the handler did not): exactly once, before returning or later from any thread
+// (Service::HandleAsync: a save completes on the thread that syncs it). Called on worker threads,
+// concurrently, also for one session (and on an event loop for the requests
+// TcpServerOptions::inline_when_alone accepts). The request is only read during the call.
+using RequestHandler = std::function<void(Session&, const wire::Message&, Service::Respond)>;
+// A handler that returns its response, as a RequestHandler (tests).
+inline RequestHandler Returning(std::function<wire::Message(Session&, const wire::Message&)> fn) {
+  return [fn = std::move(fn)](Session& s, const wire::Message& m, Service::Respond respond) {
+    respond(fn(s, m));
+  };
+}
 // Answers a request on the event loop when that needs no blocking (Service::HandleIfImmediate),
 // else returns nullopt and the request goes to RequestHandler on a worker. Must never block.
 using ImmediateHandler =

@@ -98,7 +98,8 @@ std::unique_ptr<TcpServer> StartServer(Handler& h, TcpServerOptions o = {},
   if (o.listen.empty()) o.listen = {"127.0.0.1:0"};
   o.worker_threads = workers;
   o.immediate = [&h](Session& s, const wire::Message& m) { return h.Immediate(s, m); };
-  auto s = TcpServer::Start([&h](Session& s, const wire::Message& m) { return h(s, m); }, o);
+  auto s = TcpServer::Start(
+      Returning([&h](Session& s, const wire::Message& m) { return h(s, m); }), o);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return std::move(s).value();
 }
