@@ -358,7 +358,8 @@ class Store {
   // before returning, or later on another thread. The payloads are read only during the call.
   // For a server: a thread need not wait out the save's sync (StoreImpl over a journaled local
   // L2 completes it from the thread that syncs for everyone; docs/daemon.md, "Completions").
-  // `done` must be short and must not call this store's durable operations.
+  // `done` must be short, must not call this store's durable operations, and must not destroy
+  // the store (its destructor waits for the completions in flight).
   using SaveDone = std::function<void(Result<uint64_t>)>;
   virtual void SaveChainAsync(std::string_view ns, const Fingerprint& fp,
                               std::span<const BlockPut> blocks, SaveDone done) {

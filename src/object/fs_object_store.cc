@@ -107,7 +107,9 @@ class FsObjectStore final : public ObjectStore {
     if (!journal_) return;
     // Names every deferred put; what fails stays in the journal for the next open.
     Status s = SyncThrough(journal_->appended_lsn());
-    completions_.reset();  // runs what is queued
+    journal_->AwaitIdle();  // no leader left to hand callbacks or a lead to the executors
+    completions_.reset();   // runs what is queued
+    syncer_.reset();
     checkpoints_->Drain();
     checkpoints_.reset();
     // A clean close checkpoints the last file too, so the next open applies nothing (and does
@@ -191,9 +193,12 @@ class FsObjectStore final : public ObjectStore {
                         }));
     // A failure sticks in broken_, which every caller's SyncThrough then returns.
     journal_->SetOnSynced([this] { (void)ApplySynced(); });
-    // PutAsync's completions run here, while the leader syncs the next round.
+    // PutAsync's completions run here, while the leader syncs the next round; a stream of
+    // rounds for them is led by the second thread, not by the threads that put.
     completions_ = NewThreadPoolExecutor(1, "wmbt-l2-done");
+    syncer_ = NewThreadPoolExecutor(1, "wmbt-l2-sync");
     journal_->SetCompletionExecutor(completions_.get());
+    journal_->SetSyncExecutor(syncer_.get());
     segments_[journal_->file_first_lsn()] = Segment{journal_->file_path(), 0, false};
     WMBT_RETURN_IF_ERROR(CollectSegments().WithContext("recovering " + Describe()));
     return Status::Ok();
@@ -1248,6 +1253,7 @@ class FsObjectStore final : public ObjectStore {
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<Executor> checkpoints_;  // one thread: retired journal files, in order
   std::unique_ptr<Executor> completions_;  // one thread: PutAsync's completions, in order
+  std::unique_ptr<Executor> syncer_;       // one thread: leads rounds while completions wait
   std::mutex name_mu_;
   std::unordered_map<std::string, InFlight> inflight_;  // by path (J2)
   std::deque<Action> actions_;                          // in LSN order (J1, J3)

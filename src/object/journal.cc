@@ -127,9 +127,15 @@ namespace {
 // The journal whose leader runs completion callbacks on this thread right now (AwaitSyncedThen):
 // such a callback must not wait for that journal — the thread that would sync it is its own.
 thread_local const Journal* running_callbacks_of = nullptr;
+// The journal whose lead this thread took over as its sync executor's (SetSyncExecutor).
+thread_local const Journal* leading_for = nullptr;
 }  // namespace
 
 Status Journal::AwaitSynced(uint64_t lsn) {
+  return AwaitSyncedAs(lsn, /*for_callbacks=*/false);
+}
+
+Status Journal::AwaitSyncedAs(uint64_t lsn, bool for_callbacks) {
   WMBT_CHECK_MSG(running_callbacks_of != this,
                  "a callback of Journal::AwaitSyncedThen waits for the same journal");
   std::unique_lock<std::mutex> lock(mu_);
@@ -148,7 +154,7 @@ Status Journal::AwaitSynced(uint64_t lsn) {
     lock.lock();
   }
   syncing_ = true;  // this thread leads; a handed-over lead finds it set already
-  return LeadLocked(lock, lsn, /*stay_for_callbacks=*/false);
+  return LeadLocked(lock, lsn, for_callbacks);
 }
 
 void Journal::AwaitSyncedThen(uint64_t lsn, std::function<void(Status)> done) {
@@ -166,9 +172,10 @@ void Journal::AwaitSyncedThen(uint64_t lsn, std::function<void(Status)> done) {
   }
   if (syncing_) {
     // A leader that leaves once its own records are durable (a blocking caller, WriteBehind):
-    // wait as a blocking caller would, and maybe be handed the lead.
+    // wait as a blocking caller would, and maybe be handed the lead — then lead as for
+    // callbacks, so that those arriving next queue instead of waiting too.
     lock.unlock();
-    done(AwaitSynced(lsn));
+    done(AwaitSyncedAs(lsn, /*for_callbacks=*/true));
     return;
   }
   syncing_ = true;
@@ -179,6 +186,7 @@ void Journal::AwaitSyncedThen(uint64_t lsn, std::function<void(Status)> done) {
 Status Journal::LeadLocked(std::unique_lock<std::mutex>& lock, uint64_t lsn,
                            bool stay_for_callbacks) {
   async_lead_ = stay_for_callbacks;
+  ++leaders_;
   while (true) {
     do {
       SyncRoundLocked(lock);
@@ -189,12 +197,31 @@ Status Journal::LeadLocked(std::unique_lock<std::mutex>& lock, uint64_t lsn,
       lock.lock();
     }
     Covered covered = TakeCoveredLocked(stay_for_callbacks);
+    // A caller's thread (a server's worker or event loop) leads one round, not a stream of them:
+    // with a sync executor, that thread takes over the lead (syncing_ and async_lead_ stay set).
+    const bool hand_over = covered.stay && syncer_ && leading_for != this;
     lock.unlock();
+    if (hand_over) {
+      syncer_->Submit([this] {
+        leading_for = this;
+        std::unique_lock<std::mutex> l(mu_);
+        (void)LeadLocked(l, appended_, /*stay_for_callbacks=*/true);
+        leading_for = nullptr;
+      });
+    }
     RunCovered(covered);
-    if (!covered.stay) return covered.result;
     lock.lock();
+    if (!covered.stay || hand_over) {
+      if (--leaders_ == 0) idle_cv_.notify_all();
+      return covered.result;
+    }
     lsn = appended_;  // one round covers everything appended so far
   }
+}
+
+void Journal::AwaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [&] { return !syncing_ && leaders_ == 0; });
 }
 
 void Journal::SyncRoundLocked(std::unique_lock<std::mutex>& lock) {
@@ -223,6 +250,7 @@ Status Journal::WriteBehind(size_t min_bytes) {
   if (!error_.ok()) return error_;
   if (syncing_ || batch_.size() < min_bytes) return Status::Ok();
   syncing_ = true;
+  ++leaders_;
   Round round;
   std::string mark;
   std::string batch = TakeBatchLocked(&round, &mark);
@@ -242,6 +270,8 @@ Status Journal::WriteBehind(size_t min_bytes) {
   Covered covered = TakeCoveredLocked(/*stay_for_callbacks=*/false);
   lock.unlock();
   RunCovered(covered);
+  lock.lock();
+  if (--leaders_ == 0) idle_cv_.notify_all();
   return covered.result;
 }
 
@@ -299,7 +329,9 @@ void Journal::RunCovered(Covered& covered) {
     for (Callback& c : callbacks) c.done(result);
     running_callbacks_of = nullptr;
   };
-  if (!covered.callbacks.empty() && completions_) {
+  // On the executor only while this leader goes on to another round, which they then overlap;
+  // a leader about to leave runs them itself (a lone caller's save: no hand-off to a thread).
+  if (!covered.callbacks.empty() && completions_ && covered.stay) {
     completions_->Submit([run, callbacks = std::move(covered.callbacks),
                           result = covered.result]() mutable { run(callbacks, result); });
   } else {

@@ -30,6 +30,7 @@
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -114,10 +115,18 @@ class Journal {
   void SetOnSynced(std::function<void()> fn) { on_synced_ = std::move(fn); }
 
   // Where AwaitSyncedThen's callbacks run: each round's, in one task, while the leader goes on
-  // to the next round (its sync then overlaps with the callbacks' work). Null (the default):
-  // the leader runs them itself before its next round. `executor` must outlive the callbacks
+  // to the next round (its sync then overlaps with the callbacks' work). A leader about to leave
+  // runs its last round's itself, as it does all of them with no executor (the default). `executor` must outlive the callbacks
   // it is given. REQUIRES: set before the first AwaitSyncedThen.
   void SetCompletionExecutor(Executor* executor) { completions_ = executor; }
+  // A thread to hand a staying lead to: with it, a caller's thread leads at most one round for
+  // callbacks (a server's event loop or worker is not held), and the executor's thread leads the
+  // rounds after it while anything waits. Without (the default), the caller's thread stays.
+  // `executor` must outlive every round: see AwaitIdle. REQUIRES: set before the first call.
+  void SetSyncExecutor(Executor* executor) { syncer_ = executor; }
+  // Returns once no round runs or is handed over (no thread leads, syncing_ clear): before the
+  // executors above go. REQUIRES: nobody appends or waits any more.
+  void AwaitIdle();
 
   // If at least `min_bytes` (> 0) are batched and no round is running, writes the batch to the
   // file without syncing it and starts its write-back (AppendFile::StartWriteback), so that the
@@ -146,9 +155,12 @@ class Journal {
   };
   // Under mu_: takes the batch (records written_+1 .. appended_) and encodes its sync mark.
   std::string TakeBatchLocked(Round* round, std::string* mark);
+  // AwaitSynced; a caller handed the lead leads as for callbacks if `for_callbacks`.
+  Status AwaitSyncedAs(uint64_t lsn, bool for_callbacks);
   // Under mu_ (released meanwhile): rounds until `lsn` is durable or the journal failed, then
   // releases what they covered; with `stay_for_callbacks`, leads on while callbacks or blocked
-  // callers wait. Returns the journal's error. REQUIRES: syncing_ set by this thread.
+  // callers wait (or hands that over to the sync executor). Returns the journal's error.
+  // REQUIRES: syncing_ set by this thread.
   Status LeadLocked(std::unique_lock<std::mutex>& lock, uint64_t lsn, bool stay_for_callbacks);
   // Under mu_ (released meanwhile): writes and syncs everything appended so far.
   void SyncRoundLocked(std::unique_lock<std::mutex>& lock);
@@ -182,6 +194,7 @@ class Journal {
   const RetiredFn on_retired_;
   std::function<void()> on_synced_;
   Executor* completions_ = nullptr;
+  Executor* syncer_ = nullptr;
 
   // A thread in AwaitSynced while another leads a round; lives on that thread's stack.
   // Released once: covered (result set) or handed the lead. A Baton (base/futex.h), not a
@@ -205,6 +218,8 @@ class Journal {
   uint64_t synced_ = 0;         // LSN of the last durable record
   bool syncing_ = false;        // a leader is writing/syncing (or a WriteBehind writing)
   bool async_lead_ = false;     // that leader stays until no callback or caller waits
+  int leaders_ = 0;             // threads leading a round or running its release (AwaitIdle)
+  std::condition_variable idle_cv_;  // leaders_ fell to 0
   Status error_;                // sticky
   std::deque<Round> rounds_;    // written rounds not yet forgotten, in LSN order
 

@@ -406,6 +406,67 @@ TEST_F(JournalGroupCommitTest, CallbacksQueueBehindALeaderThatStaysAndRunOnItsTh
   EXPECT_EQ(fs_.syncs(), 2) << "one round for the first record, one for everything after it";
 }
 
+TEST_F(JournalGroupCommitTest, ACompletionExecutorRunsCallbacksOfRoundsTheLeaderGoesOnFrom) {
+  auto executor = NewThreadPoolExecutor(1, "test-done");
+  journal_->SetCompletionExecutor(executor.get());
+  const int kCallbacks = 3;
+  std::vector<std::thread::id> ran_on(kCallbacks + 1);
+  std::vector<Baton> done(kCallbacks + 1);
+  auto callback = [&](int i) {
+    return [&, i](Status s) {
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      ran_on[i] = std::this_thread::get_id();
+      done[i].Post();
+    };
+  };
+  const uint64_t first_lsn = Append(0);
+  std::thread::id leader;
+  std::thread first([&] {
+    leader = std::this_thread::get_id();
+    journal_->AwaitSyncedThen(first_lsn, callback(0));
+  });
+  fs_.AwaitFirstSync();
+  for (int i = 1; i <= kCallbacks; ++i) journal_->AwaitSyncedThen(Append(i), callback(i));
+  fs_.Open();
+  for (auto& d : done) d.Wait();
+  first.join();
+  // Round 1 (record 0) had callbacks waiting behind it: the executor ran its callback while the
+  // leader synced round 2, whose callbacks the leader, leaving, ran itself.
+  EXPECT_NE(ran_on[0], leader);
+  for (int i = 1; i <= kCallbacks; ++i) EXPECT_EQ(ran_on[i], leader) << i;
+  executor.reset();
+}
+
+TEST_F(JournalGroupCommitTest, WithASyncExecutorACallersThreadLeadsOneRoundAndHandsTheRestOver) {
+  auto syncer = NewThreadPoolExecutor(1, "test-sync");
+  journal_->SetSyncExecutor(syncer.get());
+  const int kCallbacks = 3;
+  std::vector<std::thread::id> ran_on(kCallbacks + 1);
+  std::vector<Baton> done(kCallbacks + 1);
+  auto callback = [&](int i) {
+    return [&, i](Status s) {
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      ran_on[i] = std::this_thread::get_id();
+      done[i].Post();
+    };
+  };
+  const uint64_t first_lsn = Append(0);
+  std::thread::id caller;
+  std::thread first([&] {
+    caller = std::this_thread::get_id();
+    journal_->AwaitSyncedThen(first_lsn, callback(0));
+  });
+  fs_.AwaitFirstSync();
+  for (int i = 1; i <= kCallbacks; ++i) journal_->AwaitSyncedThen(Append(i), callback(i));
+  fs_.Open();
+  first.join();  // returns after its own round, though callbacks still waited behind it
+  for (auto& d : done) d.Wait();
+  EXPECT_EQ(ran_on[0], caller);
+  for (int i = 1; i <= kCallbacks; ++i) EXPECT_NE(ran_on[i], caller) << i;
+  journal_->AwaitIdle();
+  syncer.reset();
+}
+
 TEST_F(JournalGroupCommitTest, AFailedSyncReachesEveryCallbackAndSticks) {
   fs_.FailSyncsAfter(1);
   const int kCallbacks = 4;

@@ -198,6 +198,10 @@ class StoreImpl final : public Store {
   // the completion: reused blobs to re-check, a conflicting head write.
   void PublishAsync(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
                     SaveDone done);
+  // Count what the destructor waits for: SaveChainAsync calls and their completions in flight.
+  // (So a store must not be destroyed from inside a completion of its own.)
+  void AsyncBegan();
+  void AsyncEnded();
   // After a publish: its blocks are no longer pending, their uploads are done.
   Status ForgetPublished(std::string_view ns, uint32_t ns_id, const Fingerprint& fp,
                          const std::vector<ChainEntry>& entries);
@@ -374,7 +378,7 @@ class StoreImpl final : public Store {
   std::mutex async_mu_;
   std::condition_variable async_cv_;  // a chain left async_chains_, or async_pending_ fell
   std::unordered_set<ChainId, FixedBytesHash> async_chains_;  // GUARDED_BY(async_mu_)
-  size_t async_pending_ = 0;  // GUARDED_BY(async_mu_): completions not yet finished
+  size_t async_pending_ = 0;  // GUARDED_BY(async_mu_): AsyncBegan - AsyncEnded
   std::mutex refresh_mu_;
 
   // Capacity.

@@ -19,6 +19,9 @@
 // Where the completion would have to block, the save falls back to PublishChain in the caller's
 // thread: blobs found in L2 rather than written here (R4's re-check follows the head write),
 // a head write that conflicts (another writer: PublishChain re-reads and retries).
+#include <atomic>
+#include <thread>
+
 #include "layout/object_keys.h"
 #include "store/store_impl.h"
 
@@ -31,8 +34,26 @@ std::unique_lock<std::mutex> StoreImpl::LockChain(const ChainId& chain_id) {
   return stripe;
 }
 
+void StoreImpl::AsyncBegan() {
+  std::lock_guard<std::mutex> g(async_mu_);
+  ++async_pending_;
+}
+
+void StoreImpl::AsyncEnded() {
+  std::lock_guard<std::mutex> g(async_mu_);
+  --async_pending_;
+  async_cv_.notify_all();
+}
+
 void StoreImpl::SaveChainAsync(std::string_view ns, const Fingerprint& fp,
                                std::span<const BlockPut> blocks, SaveDone done) {
+  // The destructor waits for this call as for its completion: the caller may still be here
+  // when the completion has answered on another thread.
+  AsyncBegan();
+  struct Ended {
+    StoreImpl* store;
+    ~Ended() { store->AsyncEnded(); }
+  } ended{this};
   std::shared_ptr<Upload> deferred;
   auto hashes = PutBlocksImpl(ns, fp, blocks, /*save=*/true, &deferred);
   if (!hashes.ok()) {
@@ -71,36 +92,37 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
     opts = base ? PutOptions{PutMode::kIfMatch, base->etag} : PutOptions{PutMode::kIfAbsent, {}};
     std::lock_guard<std::mutex> g(async_mu_);
     async_chains_.insert(chain_id);
-    ++async_pending_;
   }
+  AsyncBegan();  // ended by the completion
   auto encoded = std::make_shared<const std::string>(layout::EncodeChainHead(*head));
   const std::string key = layout::ChainKey(options_.l2_prefix, ns, fp, chain_id);
   counters_.l2_puts++;
   const uint32_t ns_id = plan->ns_id;
+  // Whether the completion runs inside PutAsync on this (the caller's) thread: only there may
+  // the blocking path run.
+  auto in_call = std::make_shared<std::atomic<bool>>(true);
+  const std::thread::id caller = std::this_thread::get_id();
   l2_->PutAsync(key, {AsBytes(*encoded)}, opts,
-                [this, head, encoded, key, ns_id, done = std::move(done)](Result<std::string> put) {
+                [this, head, encoded, key, ns_id, in_call, caller,
+                 done = std::move(done)](Result<std::string> put) {
     auto unmark = [&] {
       std::lock_guard<std::mutex> g(async_mu_);
       async_chains_.erase(head->chain_id);
       async_cv_.notify_all();
     };
-    auto finished = [&] {
-      std::lock_guard<std::mutex> g(async_mu_);
-      --async_pending_;
-      async_cv_.notify_all();
-    };
     if (!put.ok()) {
       unmark();
-      if (put.status().IsConflict()) {
-        // Reported by PutAsync before it returned (conditions are checked when the record is
-        // appended), so this is still the caller's thread: retry the blocking way.
+      if (put.status().IsConflict() && in_call->load() &&
+          std::this_thread::get_id() == caller) {
+        // Another writer changed the head (conditions are checked when the record is appended,
+        // before PutAsync returns): retry the blocking way, which re-reads it.
         done(PublishChain(head->ns, head->fp, head->chain_id, head->chain_id, std::nullopt,
                           nullptr));
       } else {
         counters_.l2_errors++;
         done(put.status().WithContext("publishing chain head " + key));
       }
-      return finished();
+      return AsyncEnded();
     }
     // Committed: as in PublishChain, what follows only updates caches of the head.
     counters_.l2_put_bytes += encoded->size();
@@ -121,8 +143,9 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
     if (head->entries.size() > 1) {
       executor_->Submit([this, head] { CompactRedundantHeads(head->ns, head->fp, head->entries); });
     }
-    finished();
+    AsyncEnded();
   });
+  in_call->store(false);
 }
 
 }  // namespace wombatkv

@@ -173,7 +173,8 @@ struct ShmServer::Impl {
   // to stop scanning; unless `immediate` answers, it hands the watch on (KeepWatch) first.
   void Serve(Taken& t, bool last, std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);
   // Publishes the response to request `id`, `op` of `c` and ends the request (Served).
-  void Answer(Conn& c, uint64_t id, uint16_t op, wire::Message resp, uint64_t begin);
+  void Answer(std::shared_ptr<Conn> c, uint64_t id, uint16_t op, wire::Message resp,
+              uint64_t begin);
   // A request that began at `begin` has been answered: the average serve time, n.running.
   void Served(uint64_t begin);
   void KeepWatch(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);
@@ -469,28 +470,33 @@ void ShmServer::Impl::Serve(Taken& t, bool last, std::vector<std::shared_ptr<Con
     std::optional<wire::Message> answered;
     if (immediate) answered = immediate(t.conn->session, t.msg);
     if (answered) {
-      Answer(*t.conn, t.msg.id, t.msg.op, std::move(*answered), begin);
+      Answer(t.conn, t.msg.id, t.msg.op, std::move(*answered), begin);
     } else {
       if (last) KeepWatch(snap, version);
       // The response may come later, from another thread (a save: from the thread syncing it);
       // `conn` keeps the client's segment mapped until then.
       handler(t.conn->session, t.msg,
-              [this, conn = t.conn, id = t.msg.id, op = t.msg.op, begin](wire::Message resp) {
-                Answer(*conn, id, op, std::move(resp), begin);
+              [this, conn = t.conn, id = t.msg.id, op = t.msg.op,
+               begin](wire::Message resp) mutable {
+                // The last reference to `conn` may be this one: it goes before the request
+                // ends, while the server still stands (~Conn counts in it).
+                std::shared_ptr<Conn> c = std::move(conn);
+                Answer(std::move(c), id, op, std::move(resp), begin);
               });
     }
   }
   t = Taken{};
 }
 
-void ShmServer::Impl::Answer(Conn& c, uint64_t id, uint16_t op, wire::Message resp,
-                             uint64_t begin) {
+void ShmServer::Impl::Answer(std::shared_ptr<Conn> c, uint64_t id, uint16_t op,
+                             wire::Message resp, uint64_t begin) {
   resp.id = id;
   resp.op = op;
   resp.flags |= wire::kFlagResponse;
-  Publish(c, resp, Status::Ok());
+  Publish(*c, resp, Status::Ok());
   // Dropping the response here releases what its payloads pinned (cache entries).
   resp = wire::Message{};
+  c.reset();
   Served(begin);
 }
 
@@ -501,7 +507,9 @@ void ShmServer::Impl::Served(uint64_t begin) {
   const int64_t avg = serve_micros_avg.load(std::memory_order_relaxed);
   serve_micros_avg.store(static_cast<uint32_t>(avg + (took - avg) / 8),
                          std::memory_order_relaxed);
-  if (--n.running == 0 && stopping.load()) n.Notify();
+  // Under the mutex: a stop waiting for the count may free this server as soon as it sees 0.
+  std::lock_guard<std::mutex> lk(n.mu);
+  if (--n.running == 0 && stopping.load()) n.cv.notify_all();
 }
 
 void ShmServer::Impl::Publish(Conn& c, const wire::Message& m, const Status& error) {

@@ -707,7 +707,10 @@ void TcpServer::Impl::Answer(const std::shared_ptr<Connection>& c,
       UpdateEventsLocked(*c);
     }
   }
-  if (inflight_total.fetch_sub(1) == 1 && draining.load()) NotifyDrainers();
+  // Under the mutex: the destructor may free this server as soon as it sees 0 (an answer from
+  // a thread it does not join: a save's completion).
+  std::lock_guard<std::mutex> g(drain_mu);
+  if (inflight_total.fetch_sub(1) == 1 && draining.load()) drain_cv.notify_all();
 }
 
 Result<wire::FramedMessage> TcpServer::Impl::FrameResponse(const wire::Message& request,
