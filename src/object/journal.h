@@ -24,6 +24,11 @@
 // the fdatasync of a small batch persists data only; a bulk batch (256 KiB or more, and a small
 // one right after it) is written past the zeros instead, its sync committing the new size.
 //
+// AwaitSyncedThen is the same wait with a callback instead of a sleeping thread: behind a leader
+// that stays for callbacks it queues and returns; with no leader the caller leads one round and,
+// if callbacks still wait, hands the lead to a sync executor that leads while anything waits
+// (the daemon's saves: docs/daemon.md, "Completions").
+//
 // A failed write or sync is sticky: every later AwaitSynced returns it (what reached the disk is
 // unknown; reopening the store recovers from the journal prefix that did).
 //

@@ -175,6 +175,32 @@ class JournalGroupCommitTest : public ::testing::Test {
     return out;
   }
 
+  // A first AwaitSyncedThen caller leads and is held in its sync while `n` more callbacks
+  // queue; then the gate opens. Returns the thread each callback ran on (index 0 = the first
+  // caller's), once the first caller has returned and every callback has run.
+  std::vector<std::thread::id> CallbackThreadsBehindAFirstCaller(int n, std::thread::id* first) {
+    std::vector<std::thread::id> ran_on(n + 1);
+    std::vector<Baton> done(n + 1);
+    auto callback = [&](int i) {
+      return [&, i](Status s) {
+        EXPECT_TRUE(s.ok()) << s.ToString();
+        ran_on[i] = std::this_thread::get_id();
+        done[i].Post();
+      };
+    };
+    const uint64_t first_lsn = Append(0);
+    std::thread leader([&] {
+      *first = std::this_thread::get_id();
+      journal_->AwaitSyncedThen(first_lsn, callback(0));
+    });
+    fs_.AwaitFirstSync();
+    for (int i = 1; i <= n; ++i) journal_->AwaitSyncedThen(Append(i), callback(i));
+    fs_.Open();
+    leader.join();
+    for (auto& d : done) d.Wait();
+    return ran_on;
+  }
+
   GatedFs fs_{PosixFileSystem()};
   std::string dir_;
   std::unique_ptr<Journal> journal_;
@@ -409,60 +435,24 @@ TEST_F(JournalGroupCommitTest, CallbacksQueueBehindALeaderThatStaysAndRunOnItsTh
 TEST_F(JournalGroupCommitTest, ACompletionExecutorRunsCallbacksOfRoundsTheLeaderGoesOnFrom) {
   auto executor = NewThreadPoolExecutor(1, "test-done");
   journal_->SetCompletionExecutor(executor.get());
-  const int kCallbacks = 3;
-  std::vector<std::thread::id> ran_on(kCallbacks + 1);
-  std::vector<Baton> done(kCallbacks + 1);
-  auto callback = [&](int i) {
-    return [&, i](Status s) {
-      EXPECT_TRUE(s.ok()) << s.ToString();
-      ran_on[i] = std::this_thread::get_id();
-      done[i].Post();
-    };
-  };
-  const uint64_t first_lsn = Append(0);
   std::thread::id leader;
-  std::thread first([&] {
-    leader = std::this_thread::get_id();
-    journal_->AwaitSyncedThen(first_lsn, callback(0));
-  });
-  fs_.AwaitFirstSync();
-  for (int i = 1; i <= kCallbacks; ++i) journal_->AwaitSyncedThen(Append(i), callback(i));
-  fs_.Open();
-  for (auto& d : done) d.Wait();
-  first.join();
+  std::vector<std::thread::id> ran_on = CallbackThreadsBehindAFirstCaller(3, &leader);
   // Round 1 (record 0) had callbacks waiting behind it: the executor ran its callback while the
   // leader synced round 2, whose callbacks the leader, leaving, ran itself.
   EXPECT_NE(ran_on[0], leader);
-  for (int i = 1; i <= kCallbacks; ++i) EXPECT_EQ(ran_on[i], leader) << i;
+  for (size_t i = 1; i < ran_on.size(); ++i) EXPECT_EQ(ran_on[i], leader) << i;
   executor.reset();
 }
 
 TEST_F(JournalGroupCommitTest, WithASyncExecutorACallersThreadLeadsOneRoundAndHandsTheRestOver) {
   auto syncer = NewThreadPoolExecutor(1, "test-sync");
   journal_->SetSyncExecutor(syncer.get());
-  const int kCallbacks = 3;
-  std::vector<std::thread::id> ran_on(kCallbacks + 1);
-  std::vector<Baton> done(kCallbacks + 1);
-  auto callback = [&](int i) {
-    return [&, i](Status s) {
-      EXPECT_TRUE(s.ok()) << s.ToString();
-      ran_on[i] = std::this_thread::get_id();
-      done[i].Post();
-    };
-  };
-  const uint64_t first_lsn = Append(0);
   std::thread::id caller;
-  std::thread first([&] {
-    caller = std::this_thread::get_id();
-    journal_->AwaitSyncedThen(first_lsn, callback(0));
-  });
-  fs_.AwaitFirstSync();
-  for (int i = 1; i <= kCallbacks; ++i) journal_->AwaitSyncedThen(Append(i), callback(i));
-  fs_.Open();
-  first.join();  // returns after its own round, though callbacks still waited behind it
-  for (auto& d : done) d.Wait();
+  // The caller returns after its own round, though callbacks still waited behind it: had it
+  // stayed, it would have run theirs too.
+  std::vector<std::thread::id> ran_on = CallbackThreadsBehindAFirstCaller(3, &caller);
   EXPECT_EQ(ran_on[0], caller);
-  for (int i = 1; i <= kCallbacks; ++i) EXPECT_NE(ran_on[i], caller) << i;
+  for (size_t i = 1; i < ran_on.size(); ++i) EXPECT_NE(ran_on[i], caller) << i;
   journal_->AwaitIdle();
   syncer.reset();
 }

@@ -38,6 +38,32 @@ std::string ObjectStoreConformanceTest::MustGet(std::string_view key, uint64_t o
   return r.ok() ? std::string(AsChars(r->bytes->view())) : std::string();
 }
 
+void ObjectStoreConformanceTest::ExpectOneOfEightIfMatchWritersWins(const RacingPut& put) {
+  constexpr int kThreads = 8;
+  for (int round = 0; round < 5; ++round) {
+    std::string etag = MustPut("race", "start");
+    std::latch go(kThreads);
+    std::atomic<int> wins{0}, conflicts{0};
+    std::vector<std::string> contents(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      contents[t] = "writer " + std::to_string(t);
+      threads.emplace_back([&, t] {
+        go.arrive_and_wait();
+        auto r = put(contents[t], {PutMode::kIfMatch, etag});
+        if (r.ok()) ++wins;
+        else if (r.status().IsConflict()) ++conflicts;
+        else ADD_FAILURE() << r.status().ToString();
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(wins.load(), 1);
+    EXPECT_EQ(conflicts.load(), kThreads - 1);
+    std::string final_content = MustGet("race");
+    EXPECT_NE(std::find(contents.begin(), contents.end(), final_content), contents.end());
+  }
+}
+
 std::vector<ListPage> ObjectStoreConformanceTest::ListAllPages(std::string_view prefix,
                                                                std::string_view delimiter,
                                                                size_t max_keys) {
@@ -260,55 +286,15 @@ TEST_P(ObjectStoreConformanceTest, PutAsyncCompletesAsPutWouldAnswer) {
 }
 
 TEST_P(ObjectStoreConformanceTest, ExactlyOneOfEightRacingPutAsyncIfMatchWritersWins) {
-  constexpr int kThreads = 8;
-  for (int round = 0; round < 5; ++round) {
-    std::string etag = MustPut("race", "start");
-    std::latch go(kThreads);
-    std::atomic<int> wins{0}, conflicts{0};
-    std::vector<std::string> contents(kThreads);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      contents[t] = "writer " + std::to_string(t);
-      threads.emplace_back([&, t] {
-        go.arrive_and_wait();
-        auto r = PutAsyncAndWait(*store_, "race", contents[t], {PutMode::kIfMatch, etag});
-        if (r.ok()) ++wins;
-        else if (r.status().IsConflict()) ++conflicts;
-        else ADD_FAILURE() << r.status().ToString();
-      });
-    }
-    for (auto& th : threads) th.join();
-    EXPECT_EQ(wins.load(), 1);
-    EXPECT_EQ(conflicts.load(), kThreads - 1);
-    std::string final_content = MustGet("race");
-    EXPECT_NE(std::find(contents.begin(), contents.end(), final_content), contents.end());
-  }
+  ExpectOneOfEightIfMatchWritersWins([&](std::string_view content, const PutOptions& options) {
+    return PutAsyncAndWait(*store_, "race", content, options);
+  });
 }
 
 TEST_P(ObjectStoreConformanceTest, ExactlyOneOfEightRacingIfMatchWritersWins) {
-  constexpr int kThreads = 8;
-  for (int round = 0; round < 5; ++round) {
-    std::string etag = MustPut("race", "start");
-    std::latch go(kThreads);
-    std::atomic<int> wins{0}, conflicts{0};
-    std::vector<std::string> contents(kThreads);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      contents[t] = "writer " + std::to_string(t);
-      threads.emplace_back([&, t] {
-        go.arrive_and_wait();
-        auto r = store_->Put("race", {AsBytes(contents[t])}, {PutMode::kIfMatch, etag});
-        if (r.ok()) ++wins;
-        else if (r.status().IsConflict()) ++conflicts;
-        else ADD_FAILURE() << r.status().ToString();
-      });
-    }
-    for (auto& th : threads) th.join();
-    EXPECT_EQ(wins.load(), 1);
-    EXPECT_EQ(conflicts.load(), kThreads - 1);
-    std::string final_content = MustGet("race");
-    EXPECT_NE(std::find(contents.begin(), contents.end(), final_content), contents.end());
-  }
+  ExpectOneOfEightIfMatchWritersWins([&](std::string_view content, const PutOptions& options) {
+    return store_->Put("race", {AsBytes(content)}, options);
+  });
 }
 
 TEST_P(ObjectStoreConformanceTest, ExactlyOneOfEightRacingIfAbsentWritersWins) {

@@ -41,6 +41,11 @@ class ObjectStoreConformanceTest : public ::testing::TestWithParam<ObjectStoreFa
   void TearDown() override;
 
   // Helpers that fail the test on an unexpected error.
+  // Eight threads race `put` (an if-match on the current etag of "race"), five times: exactly
+  // one wins each time and the others conflict.
+  using RacingPut = std::function<Result<std::string>(std::string_view content,
+                                                      const PutOptions& options)>;
+  void ExpectOneOfEightIfMatchWritersWins(const RacingPut& put);
   std::string MustPut(std::string_view key, std::string_view content,
                       PutOptions options = PutOptions());
   std::string MustGet(std::string_view key, uint64_t offset = 0, uint64_t length = kToEnd);

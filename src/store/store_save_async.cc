@@ -76,7 +76,7 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
   if (!ValidateNamespace(ns).ok() || chain_id.IsZero()) return blocking();  // its error
   auto plan = PreparePublish(ns, fp, chain_id);
   if (!plan.ok()) return done(plan.status());
-  if (!plan->reused.empty() || Buggify("save.blocking")) return blocking();
+  if (!plan->reused.empty()) return blocking();
 
   auto head = std::make_shared<layout::ChainHead>();
   head->ns = std::string(ns);
