@@ -366,6 +366,17 @@ class Store {
     done(SaveChain(ns, fp, blocks));
   }
 
+  // PublishChain with a completion, as SaveChainAsync: `done` gets what PublishChain would
+  // return and, after a compare-and-swap Conflict, the chain's current state (else empty).
+  using PublishDone = std::function<void(Result<uint64_t>, const ChainState& current)>;
+  virtual void PublishChainAsync(std::string_view ns, const Fingerprint& fp,
+                                 const ChainId& chain_id, const BlockKey& tip,
+                                 std::optional<uint64_t> expected_version, PublishDone done) {
+    ChainState current;
+    Result<uint64_t> v = PublishChain(ns, fp, chain_id, tip, expected_version, &current);
+    done(std::move(v), current);
+  }
+
   // Number of leading keys present, as a path from a root, in published chains of (ns, fp).
   // Touches only L0: no I/O.
   virtual Result<size_t> LookupPrefix(std::string_view ns, const Fingerprint& fp,

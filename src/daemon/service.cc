@@ -53,8 +53,9 @@ struct Service::Impl {
 
   // Handle, or with !may_block HandleIfImmediate.
   std::optional<Message> Serve(Session& session, const Message& request, bool may_block);
-  // SaveChain through Store::SaveChainAsync: `respond` may run later, on another thread.
-  void SaveAsync(Session& session, const Message& request, Respond respond);
+  // SaveChain and PublishChain through the store's completion-based calls: `respond` may run
+  // later, on another thread.
+  void WriteAsync(Session& session, const Message& request, Respond respond);
   // The answer to a request that may not run at all (unknown op, no authentication), or nullopt.
   std::optional<Message> Refusal(Session& session, const Message& request);
   // Counts the response in the metrics and makes it the answer to request `id`, `op`.
@@ -188,6 +189,20 @@ static std::vector<BlockPut> BlockPutsOf(const wire::PutBlocksRequest& req) {
   return puts;
 }
 
+static Message SaveResponse(const Result<uint64_t>& v) {
+  return v.ok() ? wire::SaveChainResponse{*v}.Encode()
+                : wire::EncodeStatusResponse(Op::kSaveChain, v.status());
+}
+
+// A compare-and-swap's Conflict carries the chain's current state, for the client to rebase.
+static Message PublishResponse(const Result<uint64_t>& v, bool cas, const ChainState& current) {
+  if (v.ok()) return wire::PublishChainResponse{*v}.Encode();
+  if (v.status().IsConflict() && cas) {
+    return wire::PublishChainResponse::EncodeConflict(v.status(), current);
+  }
+  return wire::EncodeStatusResponse(Op::kPublishChain, v.status());
+}
+
 static bool MayBeImmediate(Op op) {
   return op == Op::kPing || op == Op::kLookupPrefix || op == Op::kGetBlocks ||
          op == Op::kGetByContentHash;
@@ -225,9 +240,7 @@ std::optional<Message> Service::Impl::Dispatch(Session& session, Op op, const Me
     case Op::kSaveChain: {
       WMBT_DECODE(SaveChainRequest, req);
       WMBT_CHECK_NS(req.put.ns);
-      auto v = store.SaveChain(req.put.ns, req.put.fp, BlockPutsOf(req.put));
-      if (!v.ok()) return wire::EncodeStatusResponse(op, v.status());
-      return wire::SaveChainResponse{*v}.Encode();
+      return SaveResponse(store.SaveChain(req.put.ns, req.put.fp, BlockPutsOf(req.put)));
     }
     case Op::kPublishChain: {
       WMBT_DECODE(PublishChainRequest, req);
@@ -235,11 +248,7 @@ std::optional<Message> Service::Impl::Dispatch(Session& session, Op op, const Me
       ChainState current;
       auto v =
           store.PublishChain(req.ns, req.fp, req.chain_id, req.tip, req.expected_version, &current);
-      if (v.ok()) return wire::PublishChainResponse{*v}.Encode();
-      if (v.status().IsConflict() && req.expected_version) {
-        return wire::PublishChainResponse::EncodeConflict(v.status(), current);
-      }
-      return wire::EncodeStatusResponse(op, v.status());
+      return PublishResponse(v, req.expected_version.has_value(), current);
     }
     case Op::kLookupPrefix: {
       WMBT_DECODE(LookupPrefixRequest, req);
@@ -337,8 +346,9 @@ wire::Message Service::Handle(Session& session, const wire::Message& request) {
 }
 
 void Service::HandleAsync(Session& session, const wire::Message& request, Respond respond) {
-  if (request.op == static_cast<uint16_t>(Op::kSaveChain)) {
-    impl_->SaveAsync(session, request, std::move(respond));
+  if (request.op == static_cast<uint16_t>(Op::kSaveChain) ||
+      request.op == static_cast<uint16_t>(Op::kPublishChain)) {
+    impl_->WriteAsync(session, request, std::move(respond));
     return;
   }
   respond(Handle(session, request));
@@ -382,7 +392,7 @@ std::optional<Message> Service::Impl::Serve(Session& session, const Message& req
   return response;
 }
 
-void Service::Impl::SaveAsync(Session& session, const Message& request, Respond respond) {
+void Service::Impl::WriteAsync(Session& session, const Message& request, Respond respond) {
   const uint64_t start = clock.NowMicros();
   const uint64_t bytes_in = PayloadBytes(request);
   auto answer = [this, start, bytes_in, id = request.id, op = request.op,
@@ -391,15 +401,26 @@ void Service::Impl::SaveAsync(Session& session, const Message& request, Respond 
     respond(std::move(m));
   };
   if (std::optional<Message> refused = Refusal(session, request)) return answer(*refused);
-  auto req = wire::SaveChainRequest::Decode(request);
-  if (!req.ok()) return answer(BadRequest(Op::kSaveChain, req.status()));
-  Status allowed = CheckNamespace(session, req->put.ns);
-  if (!allowed.ok()) return answer(Refuse(Op::kSaveChain, allowed));
-  store.SaveChainAsync(req->put.ns, req->put.fp, BlockPutsOf(req->put),
-                       [answer = std::move(answer)](Result<uint64_t> v) {
-                         answer(v.ok() ? wire::SaveChainResponse{*v}.Encode()
-                                       : wire::EncodeStatusResponse(Op::kSaveChain, v.status()));
-                       });
+  const Op op = static_cast<Op>(request.op);
+  if (op == Op::kSaveChain) {
+    auto req = wire::SaveChainRequest::Decode(request);
+    if (!req.ok()) return answer(BadRequest(op, req.status()));
+    Status allowed = CheckNamespace(session, req->put.ns);
+    if (!allowed.ok()) return answer(Refuse(op, allowed));
+    store.SaveChainAsync(
+        req->put.ns, req->put.fp, BlockPutsOf(req->put),
+        [answer = std::move(answer)](Result<uint64_t> v) { answer(SaveResponse(v)); });
+    return;
+  }
+  auto req = wire::PublishChainRequest::Decode(request);
+  if (!req.ok()) return answer(BadRequest(op, req.status()));
+  Status allowed = CheckNamespace(session, req->ns);
+  if (!allowed.ok()) return answer(Refuse(op, allowed));
+  store.PublishChainAsync(req->ns, req->fp, req->chain_id, req->tip, req->expected_version,
+                          [answer = std::move(answer), cas = req->expected_version.has_value()](
+                              Result<uint64_t> v, const ChainState& current) {
+                            answer(PublishResponse(v, cas, current));
+                          });
 }
 
 void Service::Impl::Finish(uint64_t start, uint64_t bytes_in, uint64_t id, uint16_t op,

@@ -78,10 +78,11 @@ class Service {
   wire::Message Handle(Session& session, const wire::Message& request);
 
   // Handle with the response given to `respond`, exactly once, from any thread: before this
-  // returns for every op but SaveChain, which the store may complete later on the thread that
-  // syncs for everyone (Store::SaveChainAsync; docs/daemon.md, "Completions"). So a transport's
-  // thread need not wait out a save's sync. `session` and the request are used only during the
-  // call. `respond` must be short and must not wait for the store's durable writes.
+  // returns for every op but SaveChain and PublishChain, which the store may complete later on
+  // the thread that syncs for everyone (Store::SaveChainAsync, PublishChainAsync; docs/daemon.md,
+  // "Completions"). So a transport's thread need not wait out a save's sync. `session` and the
+  // request are used only during the call. `respond` must be short and must not wait for the
+  // store's durable writes.
   using Respond = std::function<void(wire::Message)>;
   void HandleAsync(Session& session, const wire::Message& request, Respond respond);
 

@@ -62,6 +62,9 @@ class StoreImpl final : public Store {
                                 ChainState* current) override;
   void SaveChainAsync(std::string_view ns, const Fingerprint& fp,
                       std::span<const BlockPut> blocks, SaveDone done) override;
+  void PublishChainAsync(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
+                         const BlockKey& tip, std::optional<uint64_t> expected_version,
+                         PublishDone done) override;
   Result<uint64_t> SaveChain(std::string_view ns, const Fingerprint& fp,
                              std::span<const BlockPut> blocks) override;
   Result<size_t> LookupPrefix(std::string_view ns, const Fingerprint& fp,
@@ -193,15 +196,22 @@ class StoreImpl final : public Store {
   };
   Result<PublishPlan> PreparePublish(std::string_view ns, const Fingerprint& fp,
                                      const BlockKey& tip);
-  // SaveChainAsync's publish (last writer wins): its head write completes from L2 (PutAsync).
-  // Falls back to PublishChain, in this thread, where that cannot be done without blocking in
-  // the completion: reused blobs to re-check, a conflicting head write.
+  // A last-writer-wins publish whose head write completes from L2 (PutAsync). Falls back to
+  // PublishChain, in this thread, where that cannot be done without blocking in the completion:
+  // reused blobs to re-check, a conflicting head write.
   void PublishAsync(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
-                    SaveDone done);
+                    const BlockKey& tip, SaveDone done);
   // Count what the destructor waits for: SaveChainAsync calls and their completions in flight.
   // (So a store must not be destroyed from inside a completion of its own.)
   void AsyncBegan();
   void AsyncEnded();
+  struct AsyncCall {  // counts a call while it runs
+    explicit AsyncCall(StoreImpl* s) : store(s) { store->AsyncBegan(); }
+    ~AsyncCall() { store->AsyncEnded(); }
+    AsyncCall(const AsyncCall&) = delete;
+    AsyncCall& operator=(const AsyncCall&) = delete;
+    StoreImpl* store;
+  };
   // After a publish: its blocks are no longer pending, their uploads are done.
   Status ForgetPublished(std::string_view ns, uint32_t ns_id, const Fingerprint& fp,
                          const std::vector<ChainEntry>& entries);

@@ -1,5 +1,6 @@
-// The completion-based save (Store::SaveChainAsync), for a server whose threads should not wait
-// out a save's sync (docs/daemon.md, "Completions").
+// The completion-based save and publish (Store::SaveChainAsync, PublishChainAsync without a
+// compare-and-swap), for a server whose threads should not wait out a sync (docs/daemon.md,
+// "Completions").
 //
 // Everything up to the chain head's write runs in the caller's thread, as SaveChain: the blocks'
 // puts, the durability barrier (their blobs are written to L2 first, not yet durable), the base
@@ -49,11 +50,7 @@ void StoreImpl::SaveChainAsync(std::string_view ns, const Fingerprint& fp,
                                std::span<const BlockPut> blocks, SaveDone done) {
   // The destructor waits for this call as for its completion: the caller may still be here
   // when the completion has answered on another thread.
-  AsyncBegan();
-  struct Ended {
-    StoreImpl* store;
-    ~Ended() { store->AsyncEnded(); }
-  } ended{this};
+  const AsyncCall call(this);
   std::shared_ptr<Upload> deferred;
   auto hashes = PutBlocksImpl(ns, fp, blocks, /*save=*/true, &deferred);
   if (!hashes.ok()) {
@@ -61,20 +58,30 @@ void StoreImpl::SaveChainAsync(std::string_view ns, const Fingerprint& fp,
     return;
   }
   const BlockKey tip = blocks.back().key;
-  PublishAsync(ns, fp, tip, std::move(done));
+  PublishAsync(ns, fp, tip, tip, std::move(done));
   // The publish runs the deferred upload unless it failed before its durability barrier.
   if (deferred && !deferred->started.load()) {
     SubmitUpload(CacheKey{NamespaceId(ns), hashes->back()}, deferred);
   }
 }
 
+void StoreImpl::PublishChainAsync(std::string_view ns, const Fingerprint& fp,
+                                  const ChainId& chain_id, const BlockKey& tip,
+                                  std::optional<uint64_t> expected_version, PublishDone done) {
+  if (expected_version) {  // a compare-and-swap re-reads and decides under the stripe: blocking
+    Store::PublishChainAsync(ns, fp, chain_id, tip, expected_version, std::move(done));
+    return;
+  }
+  const AsyncCall call(this);
+  PublishAsync(ns, fp, chain_id, tip,
+               [done = std::move(done)](Result<uint64_t> v) { done(std::move(v), ChainState{}); });
+}
+
 void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
-                             SaveDone done) {
-  auto blocking = [&] {
-    done(PublishChain(ns, fp, chain_id, chain_id, std::nullopt, nullptr));
-  };
-  if (!ValidateNamespace(ns).ok() || chain_id.IsZero()) return blocking();  // its error
-  auto plan = PreparePublish(ns, fp, chain_id);
+                             const BlockKey& tip, SaveDone done) {
+  auto blocking = [&] { done(PublishChain(ns, fp, chain_id, tip, std::nullopt, nullptr)); };
+  if (!ValidateNamespace(ns).ok() || chain_id.IsZero() || tip.IsZero()) return blocking();
+  auto plan = PreparePublish(ns, fp, tip);
   if (!plan.ok()) return done(plan.status());
   if (!plan->reused.empty()) return blocking();
 
@@ -116,7 +123,7 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
           std::this_thread::get_id() == caller) {
         // Another writer changed the head (conditions are checked when the record is appended,
         // before PutAsync returns): retry the blocking way, which re-reads it.
-        done(PublishChain(head->ns, head->fp, head->chain_id, head->chain_id, std::nullopt,
+        done(PublishChain(head->ns, head->fp, head->chain_id, head->tip(), std::nullopt,
                           nullptr));
       } else {
         counters_.l2_errors++;
@@ -138,11 +145,12 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
       Log(LogLevel::kWarn, "published " + key + " but could not clear its pending records: " +
                                s.ToString());
     }
-    done(head->version);
-    // May delete heads in L2 (a durable write): not in the completion's thread.
-    if (head->entries.size() > 1) {
+    // May delete heads in L2 (a durable write): not in the completion's thread. Queued before
+    // the answer, so a caller that drains the executor after it finds it done.
+    if (head->chain_id == head->tip() && head->entries.size() > 1) {
       executor_->Submit([this, head] { CompactRedundantHeads(head->ns, head->fp, head->entries); });
     }
+    done(head->version);
     AsyncEnded();
   });
   in_call->store(false);

@@ -1,8 +1,9 @@
 // Store::SaveChain (put + publish in one call, what the C ABI's wmbt_kv_put_kv_blocks does): the
 // same outcome as PutBlocks + PublishChain, with less work — no L1 pending record, and the last
-// upload run by the caller instead of a background thread. SaveChainAsync (the daemon's save, its
-// head write completed by the journal's syncing thread): racing saves and publishes of one chain
-// on a journaled local L2 all land, with versions in order and L0 agreeing with L2.
+// upload run by the caller instead of a background thread. SaveChainAsync and PublishChainAsync
+// (the daemon's, their head write completed by the journal's syncing thread): racing saves and
+// publishes of one chain on a journaled local L2 all land, with versions in order and L0
+// agreeing with L2.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -116,6 +117,19 @@ Result<uint64_t> SaveAndWait(Store& s, const Fingerprint& fp, std::span<const Bl
   return out;
 }
 
+// PublishChainAsync (last writer wins), waited for.
+Result<uint64_t> PublishAndWait(Store& s, const Fingerprint& fp, const BlockKey& tip) {
+  Result<uint64_t> out = Status::Internal("the publish never completed");
+  Baton done;
+  s.PublishChainAsync("default", fp, tip, tip, std::nullopt,
+                      [&](Result<uint64_t> v, const ChainState&) {
+                        out = std::move(v);
+                        done.Post();
+                      });
+  done.Wait();
+  return out;
+}
+
 // The chain's version as L0 has it, and as L2 has it (a reopen rebuilds L0 from L2, which wins).
 uint64_t IndexedVersion(Store& s, const ChainId& id) {
   for (const ChainState& c : s.ListChains("default")) {
@@ -167,9 +181,10 @@ TEST_F(StoreSaveAsync, RacingSavesAndPublishesOfOneChainLandInVersionOrder) {
       for (int r = 0; r < kRounds; ++r) {
         const auto bytes = Payload(t * 1000 + r, 512);
         BlockPut put{key, BlockKey{}, bytes};
-        Result<uint64_t> v = (t % 3 == 2 && r > 0)
-                                 ? s_->PublishChain("default", kFp, key, key)
-                                 : SaveAndWait(*s_, kFp, {&put, 1});
+        // Saves; saves and completion-based publishes; blocking publishes.
+        Result<uint64_t> v = (t % 3 == 2 && r > 0)   ? s_->PublishChain("default", kFp, key, key)
+                             : (t % 3 == 1 && r % 2) ? PublishAndWait(*s_, kFp, key)
+                                                     : SaveAndWait(*s_, kFp, {&put, 1});
         if (!v.ok()) {
           ADD_FAILURE() << v.status().ToString();
           failures++;
