@@ -174,9 +174,11 @@ struct ShmServer::Impl {
   void Serve(Taken& t, bool last, std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);
   // Publishes the response to request `id`, `op` of `c` and ends the request (Served).
   void Answer(std::shared_ptr<Conn> c, uint64_t id, uint16_t op, wire::Message resp,
-              uint64_t begin);
+              uint64_t begin, bool maybe_off_pool);
   // A request that began at `begin` has been answered: the average serve time, n.running.
-  void Served(uint64_t begin);
+  // `maybe_off_pool`: perhaps on a thread Shutdown does not join (a handler's late response),
+  // which must not touch the server once the count it waits for is 0.
+  void Served(uint64_t begin, bool maybe_off_pool);
   void KeepWatch(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);
   void Publish(Conn& c, const wire::Message& m, const Status& error);
   void DrainReleases(Conn& c);  // REQUIRES: c.mu held
@@ -465,12 +467,12 @@ void ShmServer::Impl::Serve(Taken& t, bool last, std::vector<std::shared_ptr<Con
   const uint64_t begin = clock->NowMicros();
   if (!t.error.ok()) {
     Publish(*t.conn, t.msg, t.error);
-    Served(begin);
+    Served(begin, /*maybe_off_pool=*/false);
   } else {
     std::optional<wire::Message> answered;
     if (immediate) answered = immediate(t.conn->session, t.msg);
     if (answered) {
-      Answer(t.conn, t.msg.id, t.msg.op, std::move(*answered), begin);
+      Answer(t.conn, t.msg.id, t.msg.op, std::move(*answered), begin, /*maybe_off_pool=*/false);
     } else {
       if (last) KeepWatch(snap, version);
       // The response may come later, from another thread (a save: from the thread syncing it);
@@ -481,7 +483,7 @@ void ShmServer::Impl::Serve(Taken& t, bool last, std::vector<std::shared_ptr<Con
                 // The last reference to `conn` may be this one: it goes before the request
                 // ends, while the server still stands (~Conn counts in it).
                 std::shared_ptr<Conn> c = std::move(conn);
-                Answer(std::move(c), id, op, std::move(resp), begin);
+                Answer(std::move(c), id, op, std::move(resp), begin, /*maybe_off_pool=*/true);
               });
     }
   }
@@ -489,7 +491,7 @@ void ShmServer::Impl::Serve(Taken& t, bool last, std::vector<std::shared_ptr<Con
 }
 
 void ShmServer::Impl::Answer(std::shared_ptr<Conn> c, uint64_t id, uint16_t op,
-                             wire::Message resp, uint64_t begin) {
+                             wire::Message resp, uint64_t begin, bool maybe_off_pool) {
   resp.id = id;
   resp.op = op;
   resp.flags |= wire::kFlagResponse;
@@ -497,16 +499,20 @@ void ShmServer::Impl::Answer(std::shared_ptr<Conn> c, uint64_t id, uint16_t op,
   // Dropping the response here releases what its payloads pinned (cache entries).
   resp = wire::Message{};
   c.reset();
-  Served(begin);
+  Served(begin, maybe_off_pool);
 }
 
-void ShmServer::Impl::Served(uint64_t begin) {
+void ShmServer::Impl::Served(uint64_t begin, bool maybe_off_pool) {
   // Capped: one call of seconds (an S3 request) must not stop the spins for a hundred calls.
   const uint64_t took_us = std::min<uint64_t>(clock->NowMicros() - begin, 4 * kSlowServeMicros);
   const int64_t took = static_cast<int64_t>(took_us);
   const int64_t avg = serve_micros_avg.load(std::memory_order_relaxed);
   serve_micros_avg.store(static_cast<uint32_t>(avg + (took - avg) / 8),
                          std::memory_order_relaxed);
+  if (!maybe_off_pool) {  // a worker: Shutdown joins it before the server goes (no lock per get)
+    if (--n.running == 0 && stopping.load()) n.Notify();
+    return;
+  }
   // Under the mutex: a stop waiting for the count may free this server as soon as it sees 0.
   std::lock_guard<std::mutex> lk(n.mu);
   if (--n.running == 0 && stopping.load()) n.cv.notify_all();
