@@ -68,7 +68,7 @@ Result<std::unique_ptr<Journal>> Journal::Create(FileSystem* fs, std::string dir
                                                  RetiredFn on_retired) {
   WMBT_CHECK(next_lsn > 0);
   std::unique_ptr<Journal> j(new Journal(fs, std::move(dir), file_bytes_target, std::move(on_retired)));
-  j->appended_ = j->written_ = j->synced_ = next_lsn - 1;
+  j->appended_ = j->written_ = j->synced_ = j->visible_ = next_lsn - 1;
   WMBT_RETURN_IF_ERROR(j->OpenFile(next_lsn));
   return j;
 }
@@ -140,7 +140,7 @@ Status Journal::AwaitSyncedAs(uint64_t lsn, bool for_callbacks) {
                  "a callback of Journal::AwaitSyncedThen waits for the same journal");
   std::unique_lock<std::mutex> lock(mu_);
   WMBT_CHECK(lsn <= appended_);
-  if (synced_ >= lsn) return Status::Ok();
+  if (visible_ >= lsn) return Status::Ok();
   if (!error_.ok()) return error_;
   if (syncing_) {
     // Wait for a round that covers `lsn` — or to be handed the lead. Only this thread is woken
@@ -160,8 +160,8 @@ Status Journal::AwaitSyncedAs(uint64_t lsn, bool for_callbacks) {
 void Journal::AwaitSyncedThen(uint64_t lsn, std::function<void(Status)> done) {
   std::unique_lock<std::mutex> lock(mu_);
   WMBT_CHECK(lsn <= appended_);
-  if (synced_ >= lsn || !error_.ok()) {
-    const Status s = synced_ >= lsn ? Status::Ok() : error_;
+  if (visible_ >= lsn || !error_.ok()) {
+    const Status s = visible_ >= lsn ? Status::Ok() : error_;
     lock.unlock();
     done(s);
     return;
@@ -196,6 +196,8 @@ Status Journal::LeadLocked(std::unique_lock<std::mutex>& lock, uint64_t lsn,
       on_synced_();
       lock.lock();
     }
+    // Only now is the round durable for callers: one arriving while the hook ran waited for it.
+    if (error_.ok()) visible_ = synced_;
     Covered covered = TakeCoveredLocked(stay_for_callbacks);
     // A caller's thread (a server's worker or event loop) leads one round, not a stream of them:
     // with a sync executor, that thread takes over the lead (syncing_ and async_lead_ stay set).
@@ -292,7 +294,7 @@ Journal::Covered Journal::TakeCoveredLocked(bool stay_for_callbacks) {
   out.result = error_;
   auto keep = waiters_.begin();
   for (Waiter* w : waiters_) {
-    if (w->lsn <= synced_ || !error_.ok()) {
+    if (w->lsn <= visible_ || !error_.ok()) {
       out.waiters.push_back(w);
     } else if (!out.next) {
       out.next = w;
@@ -303,7 +305,7 @@ Journal::Covered Journal::TakeCoveredLocked(bool stay_for_callbacks) {
   waiters_.erase(keep, waiters_.end());
   auto keep_cb = callbacks_.begin();
   for (Callback& c : callbacks_) {
-    if (c.lsn <= synced_ || !error_.ok()) {
+    if (c.lsn <= visible_ || !error_.ok()) {
       out.callbacks.push_back(std::move(c));
     } else {
       *keep_cb++ = std::move(c);

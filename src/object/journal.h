@@ -113,9 +113,10 @@ class Journal {
   // wait for this journal (AwaitSynced checks).
   void AwaitSyncedThen(uint64_t lsn, std::function<void(Status)> done);
 
-  // Called by a leader, without the journal's lock, after a successful round and before it wakes
-  // the callers the round covered: the owner acts on the newly durable records once, in one
-  // thread, instead of every woken caller contending for the owner's lock to find them done.
+  // Called by a leader, without the journal's lock, after a successful round and before any
+  // caller learns that the round's records are durable (AwaitSynced, AwaitSyncedThen): the owner
+  // acts on the newly durable records once, in one thread, instead of every woken caller
+  // contending for the owner's lock to find them done. A caller arriving while it runs waits.
   // REQUIRES: set before the first AwaitSynced.
   void SetOnSynced(std::function<void()> fn) { on_synced_ = std::move(fn); }
 
@@ -141,6 +142,8 @@ class Journal {
   Status WriteBehind(size_t min_bytes);
 
   uint64_t appended_lsn() const;
+  // The last record on stable storage. For the hook: AwaitSynced may not have returned yet for
+  // the newest of them (it returns once the hook has run for the round that synced them).
   uint64_t synced_lsn() const;
   // Bytes appended but not yet durable: batched, or written by WriteBehind and not yet synced.
   size_t unsynced_bytes() const;
@@ -221,6 +224,9 @@ class Journal {
   uint64_t written_ = 0;        // LSN of the last record written to the file
   size_t written_unsynced_bytes_ = 0;  // bytes WriteBehind wrote since the last sync
   uint64_t synced_ = 0;         // LSN of the last durable record
+  // LSN through which callers are told records are durable: synced_ once the owner's hook has
+  // run for it (SetOnSynced). A caller arriving while the hook runs waits for its end.
+  uint64_t visible_ = 0;
   bool syncing_ = false;        // a leader is writing/syncing (or a WriteBehind writing)
   bool async_lead_ = false;     // that leader stays until no callback or caller waits
   int leaders_ = 0;             // threads leading a round or running its release (AwaitIdle)
