@@ -78,6 +78,18 @@ class AdaptiveSpin {
     probe_countdown_.store(1, std::memory_order_relaxed);
   }
 
+  // The spin ran out, but a short wait without a sleep — a yield that came straight back, so no
+  // other task wanted this core — caught the event: spinning longer would have caught it too,
+  // and cost no more than the yields' system calls. Without this the limit could only shrink
+  // once it fell below the usual wait (a success needs the spin to end first), and a waiter whose
+  // limit collapsed at a burst of slow waits would yield on every wait of an idle machine: the
+  // shared-memory client's get did, 3.4 yields per call (BENCHMARKS.md, "Session 14"). Reports a
+  // success of four times the limit: after its Failed(), the average still grows by about 40%
+  // per wait, so the limit passes a steady wait within a dozen waits. Overshooting costs nothing
+  // on the waits that follow: a spin ends as soon as what it waits for is there.
+  // Call after Failed() for the same wait.
+  void CaughtAfterSpin() { Succeeded(limit() < ceiling_ / 4 ? 4 * limit() : ceiling_); }
+
   // The spin ran out and the waiter had to sleep.
   void Failed() {
     const uint32_t avg = avg_.load(std::memory_order_relaxed);

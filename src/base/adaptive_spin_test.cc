@@ -37,6 +37,39 @@ TEST(AdaptiveSpin, FailuresDecayTheLimitToTheFloor) {
   EXPECT_EQ(zero.Budget(), 0u) << "and without probes it never spins again";
 }
 
+TEST(AdaptiveSpin, AWaitCaughtRightAfterTheSpinTeachesTheLimitToCoverIt) {
+  AdaptiveSpin s(32);
+  for (int i = 0; i < 100; ++i) s.Failed();  // collapsed to the floor by a burst of slow waits
+  ASSERT_EQ(s.limit(), 32u);
+  // The usual wait is now 270 rounds: every spin misses, and each wait is caught by a yield
+  // that came straight back.
+  const uint32_t wait = 270;
+  int waits = 0;
+  while (s.limit() < wait) {
+    ASSERT_LT(++waits, 20) << "the limit must grow past the wait within a dozen waits";
+    s.Failed();
+    s.CaughtAfterSpin();
+  }
+  // From here the spin catches the wait, and successes keep the limit above it.
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_GE(s.limit(), wait) << "wait " << i;
+    s.Succeeded(wait);
+  }
+  // A misses-only history still decays to the floor: nothing but a catch makes it grow.
+  for (int i = 0; i < 100; ++i) s.Failed();
+  EXPECT_EQ(s.limit(), 32u);
+}
+
+TEST(AdaptiveSpin, CatchesNeverPushTheLimitPastTheCeiling) {
+  AdaptiveSpin s(Micros(20, 0));
+  for (int i = 0; i < 500; ++i) {
+    s.Failed();
+    s.CaughtAfterSpin();
+    ASSERT_LE(s.limit(), 100u);
+  }
+  EXPECT_GE(s.limit(), 60u) << "catches of the whole limit drive it towards the ceiling";
+}
+
 TEST(AdaptiveSpin, ASpinThatPaysKeepsTheBudgetAboveTheTypicalWait) {
   AdaptiveSpin s(Micros(20, 64));
   for (int i = 0; i < 100; ++i) {

@@ -96,8 +96,10 @@ class Attachment {
   Result<wire::Message> Call(wire::Message request);
   bool dead() const { return dead_.load(std::memory_order_acquire); }
 
-  Attachment(std::shared_ptr<ClientSegment> seg, Fd sock, Fd stop, std::string path)
-      : seg_(std::move(seg)),
+  Attachment(std::shared_ptr<ClientSegment> seg, Fd sock, Fd stop, std::string path,
+             Clock* clock)
+      : clock_(clock ? clock : RealClock()),
+        seg_(std::move(seg)),
         sock_(std::move(sock)),
         stop_(std::move(stop)),
         path_(std::move(path)),
@@ -125,6 +127,9 @@ class Attachment {
   void FreeRequest(uint64_t offset, uint64_t bytes);
   void RingDoorbellIfNeeded(uint32_t index);
   Result<wire::Message> Wait(Waiter& w, uint64_t id, WaitBudget& budget);
+  // The receiver's yields after a missed spin (REQUIRES: recv_mu_ held). True when a response
+  // came in meanwhile.
+  bool YieldForResponse(WaitBudget& budget);
   Result<wire::Message> Finish(Waiter& w);
   void Drain();  // REQUIRES: recv_mu_ held
   Result<wire::Message> ToMessage(shm::SlotMessage m);
@@ -137,6 +142,7 @@ class Attachment {
                                "call re-attaches");
   }
 
+  Clock* const clock_;
   const std::shared_ptr<ClientSegment> seg_;
   Fd sock_;
   Fd stop_;
@@ -206,7 +212,8 @@ Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& 
   Fd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop.valid()) return Status::ResourceExhausted("eventfd: " + shm::ErrnoText(errno));
   auto seg = std::make_shared<ClientSegment>(std::move(map), layout);
-  auto a = std::make_shared<Attachment>(std::move(seg), std::move(sock), std::move(stop), path);
+  auto a = std::make_shared<Attachment>(std::move(seg), std::move(sock), std::move(stop), path,
+                                        options.clock);
   a->monitor_ = std::thread([p = a.get()] { p->Monitor(); });
 
   // The session's first message: checks that both sides speak the same op layouts.
@@ -401,11 +408,7 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
             continue;
           }
           budget.spin.Failed();
-          uint32_t yields = 0;
-          while (resp.tail().load(std::memory_order_acquire) == resp_head_ &&
-                 yields++ < budget.yield_rounds() && !dead())
-            shm::YieldCore();
-          if (resp.tail().load(std::memory_order_acquire) != resp_head_) continue;
+          if (YieldForResponse(budget)) continue;
           // R3: read the sequence, announce, re-check, sleep.
           const uint32_t seq = resp.wake_seq().load(std::memory_order_seq_cst);
           resp.wake().fetch_add(1, std::memory_order_seq_cst);
@@ -443,6 +446,27 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
     w.state.compare_exchange_strong(expected, Waiter::kSpinning);
     spins = 0;
   }
+}
+
+bool Attachment::YieldForResponse(WaitBudget& budget) {
+  const Ring& resp = seg_->resp();
+  auto in = [&] { return resp.tail().load(std::memory_order_acquire) != resp_head_; };
+  const uint32_t rounds = budget.yield_rounds();
+  if (rounds == 0) return in();
+  // Caught by yields that each came straight back (nobody else wanted this core): a longer spin
+  // would have caught it as cheaply, so the spin learns to (AdaptiveSpin::CaughtAfterSpin). A
+  // yield that took long handed the core to another task: then yielding was right.
+  bool contended = false;
+  uint64_t before = clock_->NowMicros();
+  for (uint32_t i = 0; i < rounds && !in() && !dead(); ++i) {
+    shm::YieldCore();
+    const uint64_t now = clock_->NowMicros();
+    contended = contended || now - before > kContendedRoundMicros;
+    before = now;
+  }
+  if (!in()) return false;
+  if (!contended) budget.spin.CaughtAfterSpin();
+  return true;
 }
 
 Result<wire::Message> Attachment::Finish(Waiter& w) {

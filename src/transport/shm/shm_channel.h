@@ -21,6 +21,7 @@
 #include <string>
 
 #include "client/channel.h"
+#include "wombatkv/env.h"
 #include "wombatkv/status.h"
 
 namespace wombatkv {
@@ -34,6 +35,8 @@ struct ShmClientOptions {
   uint32_t attach_timeout_ms = 5000;
   // Sent in the Hello that opens each attachment, for the daemon's logs; empty = "pid N".
   std::string client_name;
+  // Times the yields between a waiter's spin and its sleep (docs/shm.md, "Wake-ups").
+  Clock* clock = nullptr;  // null = RealClock()
 };
 
 // Attaches now. Unavailable when no daemon serves the prefix (naming how to start one);
