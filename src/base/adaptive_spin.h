@@ -11,7 +11,9 @@
 //
 // Rule (a pure function of the history, so it is unit-tested without clocks):
 //   limit() = min(ceiling, floor + 2 × avg), avg an exponential average of successful waits;
-//   Succeeded(n): avg += (n − avg) / 8 (rounded towards n);   Failed(): avg −= ceil(avg / 4).
+//   Succeeded(n): avg += (n − avg) / 8 (rounded towards n);   Failed(): avg −= ceil(avg / 4);
+//   CaughtAfterSpin() (after Failed(), when a cheap wait right after the spin caught the event):
+//   Succeeded(min(ceiling, 4 × limit())).
 // With floor 0 the limit can reach 0, and a waiter that never spins could never learn that
 // spinning pays again (a client whose peer became idle-cored again). So with `probe_max` > 0,
 // Budget() — called once per wait — hands out a probe of the full ceiling every k-th wait while
@@ -88,7 +90,11 @@ class AdaptiveSpin {
   // per wait, so the limit passes a steady wait within a dozen waits. Overshooting costs nothing
   // on the waits that follow: a spin ends as soon as what it waits for is there.
   // Call after Failed() for the same wait.
-  void CaughtAfterSpin() { Succeeded(limit() < ceiling_ / 4 ? 4 * limit() : ceiling_); }
+  // With floor 0 and the limit at 0 it reports 0: such a waiter relearns through probes.
+  void CaughtAfterSpin() {
+    const uint32_t l = limit();  // once: another thread may change it meanwhile
+    Succeeded(l < ceiling_ / 4 ? 4 * l : ceiling_);
+  }
 
   // The spin ran out and the waiter had to sleep.
   void Failed() {

@@ -800,7 +800,8 @@ class FsObjectStore final : public ObjectStore {
 
   Status SyncThrough(uint64_t lsn) {
     WMBT_RETURN_IF_ERROR(journal_->AwaitSynced(lsn));
-    // Usually the round's leader applied it already (Journal::SetOnSynced): no lock needed.
+    // The round's leader applied it already (Journal::SetOnSynced), unless the store broke:
+    // then ApplySynced reports why.
     // (lsn 0 asks for nothing new, and still reports a broken store, as the slow path does.)
     if (lsn > 0 && applied_through_.load(std::memory_order_acquire) >= lsn) return Status::Ok();
     return ApplySynced();

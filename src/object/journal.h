@@ -1,9 +1,10 @@
 // Journal: the write-ahead log in front of FsObjectStore's directory form, with group commit.
 //
 // Records (journal_record.h) are appended to an in-memory batch under a mutex, which gives them
-// their LSNs in call order. AwaitSynced(n) returns once every record up to n is on stable storage:
-// one caller at a time (the leader) writes the whole batch gathered so far to the current file
-// and fdatasyncs it; callers arriving meanwhile wait for it, each on its own condition variable:
+// their LSNs in call order. AwaitSynced(n) returns once every record up to n is on stable storage
+// and the owner's hook (SetOnSynced) has run for it: one caller at a time (the leader) writes the
+// whole batch gathered so far to the current file and fdatasyncs it; callers arriving meanwhile
+// wait for it, each on its own condition variable:
 // the leader runs the owner's hook (SetOnSynced), wakes exactly those its round covered, and hands
 // the lead to the first it did not. So concurrent writers share one flush, and a record is
 // durable only if every record before it is (one file, written in order; a file is synced before

@@ -33,6 +33,10 @@ using shm::Ring;
 // doorbell (a scanning worker takes it within a microsecond or two; only a sleeping daemon needs
 // the doorbell, and its workers arm it before they sleep).
 constexpr uint32_t kDoorbellSpins = 512;
+// YieldForResponse: a yield longer than this (µs, as the clock reads) ran another task; and
+// only answers caught within this many yields teach the spin to wait longer.
+constexpr uint64_t kBareYieldMicrosMax = 2;
+constexpr uint32_t kLearningYieldsMax = 2;
 
 // The mapped segment, shared by the attachment and every Buffer adopted over a response region,
 // so borrows stay valid after the attachment (or the daemon) is gone.
@@ -453,19 +457,22 @@ bool Attachment::YieldForResponse(WaitBudget& budget) {
   auto in = [&] { return resp.tail().load(std::memory_order_acquire) != resp_head_; };
   const uint32_t rounds = budget.yield_rounds();
   if (rounds == 0) return in();
-  // Caught by yields that each came straight back (nobody else wanted this core): a longer spin
-  // would have caught it as cheaply, so the spin learns to (AdaptiveSpin::CaughtAfterSpin). A
-  // yield that took long handed the core to another task: then yielding was right.
-  bool contended = false;
+  // Caught within the first yields, each of which came straight back (a bare sched_yield takes
+  // about a µs; one that ran another task — the daemon's worker, another client — takes longer):
+  // a longer spin would have caught it as cheaply and no peer wanted this core, so the spin
+  // learns to (AdaptiveSpin::CaughtAfterSpin). A yield that took long handed the core to
+  // another task: then yielding was right, and nothing is learnt.
+  bool cheap = true;
   uint64_t before = clock_->NowMicros();
-  for (uint32_t i = 0; i < rounds && !in() && !dead(); ++i) {
+  uint32_t i = 0;
+  for (; i < rounds && !in() && !dead(); ++i) {
     shm::YieldCore();
     const uint64_t now = clock_->NowMicros();
-    contended = contended || now - before > kContendedRoundMicros;
+    cheap = cheap && now - before <= kBareYieldMicrosMax;
     before = now;
   }
   if (!in()) return false;
-  if (!contended) budget.spin.CaughtAfterSpin();
+  if (cheap && i <= kLearningYieldsMax) budget.spin.CaughtAfterSpin();
   return true;
 }
 

@@ -35,7 +35,8 @@ struct ShmClientOptions {
   uint32_t attach_timeout_ms = 5000;
   // Sent in the Hello that opens each attachment, for the daemon's logs; empty = "pid N".
   std::string client_name;
-  // Times the yields between a waiter's spin and its sleep (docs/shm.md, "Wake-ups").
+  // Times the yields between a waiter's spin and its sleep (docs/shm.md, "Wake-ups"). Must
+  // outlive the channel.
   Clock* clock = nullptr;  // null = RealClock()
 };
 
