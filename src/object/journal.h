@@ -4,9 +4,8 @@
 // their LSNs in call order. AwaitSynced(n) returns once every record up to n is on stable storage
 // and the owner's hook (SetOnSynced) has run for it: one caller at a time (the leader) writes the
 // whole batch gathered so far to the current file and fdatasyncs it; callers arriving meanwhile
-// wait for it, each on its own condition variable:
-// the leader runs the owner's hook (SetOnSynced), wakes exactly those its round covered, and hands
-// the lead to the first it did not. So concurrent writers share one flush, and a record is
+// wait for it, each on its own Baton (base/futex.h): the leader runs the owner's hook, wakes
+// exactly those its round covered, and hands the lead to the first it did not. So concurrent writers share one flush, and a record is
 // durable only if every record before it is (one file, written in order; a file is synced before
 // any record reaches the next: the journal on disk is always a prefix of the appended sequence).
 //
