@@ -96,6 +96,18 @@ class AdaptiveSpin {
     Succeeded(l < ceiling_ / 4 ? 4 * l : ceiling_);
   }
 
+  // For waits learnt as a whole (kSyncWaitSpin in spin_poll.h), instead of Succeeded/Failed: the
+  // event came `total` after the wait began, whether a spin caught it or the waiter slept
+  // through the rest, and no other task wanted the core while it spun. A spin that long would
+  // have caught it: Succeeded(total) when that is within the ceiling, else Failed(). So the
+  // limit follows the waits themselves, where Succeeded/Failed alone could not grow it past the
+  // spin of the moment: a spin of 50 µs never catches a save that syncs for 300 µs, and each
+  // miss shrinks it.
+  void Waited(uint64_t total) {
+    if (total <= ceiling_) Succeeded(static_cast<uint32_t>(total));
+    else Failed();
+  }
+
   // The spin ran out and the waiter had to sleep.
   void Failed() {
     const uint32_t avg = avg_.load(std::memory_order_relaxed);

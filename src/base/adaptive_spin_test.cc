@@ -79,6 +79,36 @@ TEST(AdaptiveSpin, ASpinThatPaysKeepsTheBudgetAboveTheTypicalWait) {
   }
 }
 
+// Waits for a disk sync (kSyncWaitSpin): the limit starts at 0 and learns from whole waits, so
+// within a few waits a spin covers the usual one, though no spin ever caught it before.
+TEST(AdaptiveSpin, WholeWaitsTeachAStartingLimitOfZeroToCoverThem) {
+  AdaptiveSpin s(Micros(0, 0));
+  EXPECT_EQ(s.Budget(), 0u);
+  int waits = 0;
+  while (s.Budget() < 30 && waits < 100) {
+    s.Waited(30);
+    ++waits;
+  }
+  EXPECT_GE(s.Budget(), 30u);
+  EXPECT_LE(waits, 8) << "a steady wait is covered within a handful of waits";
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_GE(s.Budget(), 30u) << "and stays covered, wait " << i;
+    s.Waited(30);
+  }
+}
+
+// A wait beyond the ceiling (a throttled disk, S3) teaches nothing but to stop spinning: the
+// limit decays to 0, and one steady run of short waits brings it back.
+TEST(AdaptiveSpin, WholeWaitsBeyondTheCeilingDecayTheLimitToZero) {
+  AdaptiveSpin s(Micros(0, 0));
+  for (int i = 0; i < 20; ++i) s.Waited(40);
+  ASSERT_GE(s.limit(), 40u);
+  for (int i = 0; i < 30; ++i) s.Waited(101);
+  EXPECT_EQ(s.limit(), 0u);
+  for (int i = 0; i < 20; ++i) s.Waited(40);
+  EXPECT_GE(s.limit(), 40u);
+}
+
 TEST(AdaptiveSpin, WhenSpinsNeverPayProbesBackOffExponentiallyToTheMaximum) {
   AdaptiveSpin s(Micros(20, 64));
   // Fail until the limit is 0.

@@ -248,6 +248,19 @@ std::string OpName(uint16_t op) {
   return "op " + std::to_string(op);
 }
 
+bool AwaitsDiskSync(uint16_t op) {
+  switch (static_cast<Op>(op)) {
+    case Op::kSaveChain:
+    case Op::kPublishChain:
+    case Op::kPutSidecar:
+    case Op::kRefresh:
+    case Op::kEvict:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Message EncodeStatusResponse(Op op, const Status& status) {
   FieldWriter w;
   WriteStatus(w, status);

@@ -55,6 +55,11 @@ inline constexpr uint16_t kOpMax = 16;
 // "Hello", "PutBlocks", ... or "op 77" for an unknown value.
 std::string OpName(uint16_t op);
 
+// Whether the answer to `op` waits for a disk sync when the store is durable (SPEC G3): save,
+// publish, sidecar put, refresh, evict. Clients wait for these differently (docs/shm.md,
+// "Wake-ups"; docs/daemon.md, "Spinning"): hundreds of µs, where a get takes a few.
+bool AwaitsDiskSync(uint16_t op);
+
 // The version of the op layouts below (the envelope has its own, frame.h kVersion).
 inline constexpr uint32_t kProtocolVersion = 1;
 

@@ -351,6 +351,16 @@ TEST(Codec, RemoteStatusesArriveAsThemselves) {
   }
 }
 
+TEST(Codec, OnlyDurableWritesAwaitADiskSync) {
+  for (Op op : {Op::kSaveChain, Op::kPublishChain, Op::kPutSidecar, Op::kRefresh, Op::kEvict})
+    EXPECT_TRUE(AwaitsDiskSync(static_cast<uint16_t>(op))) << OpName(static_cast<uint16_t>(op));
+  for (Op op : {Op::kHello, Op::kPing, Op::kPutBlocks, Op::kLookupPrefix, Op::kGetBlocks,
+                Op::kGetSidecar, Op::kStats})
+    EXPECT_FALSE(AwaitsDiskSync(static_cast<uint16_t>(op))) << OpName(static_cast<uint16_t>(op));
+  EXPECT_FALSE(AwaitsDiskSync(0));
+  EXPECT_FALSE(AwaitsDiskSync(77));
+}
+
 TEST(Codec, OpNamesAreStable) {
   EXPECT_EQ(OpName(1), "Hello");
   EXPECT_EQ(OpName(static_cast<uint16_t>(Op::kLookupPrefix)), "LookupPrefix");

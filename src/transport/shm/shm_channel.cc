@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "base/check.h"
+#include "base/spin_poll.h"
 #include "transport/shm/futex.h"
 #include "transport/shm/os.h"
 #include "transport/shm/region_allocator.h"
@@ -108,10 +109,7 @@ class Attachment {
         stop_(std::move(stop)),
         path_(std::move(path)),
         alloc_(seg_->layout().params.request_area_bytes) {
-    for (wire::Op op : {wire::Op::kSaveChain, wire::Op::kPublishChain, wire::Op::kPutSidecar,
-                        wire::Op::kRefresh, wire::Op::kEvict}) {
-      budgets_[static_cast<uint16_t>(op)].yields = false;
-    }
+    for (uint16_t op = 0; op <= wire::kOpMax; ++op) budgets_[op].sync = wire::AwaitsDiskSync(op);
   }
 
  private:
@@ -119,11 +117,13 @@ class Attachment {
   // is answered within a few µs, a put that waits for a disk sync after a millisecond.
   struct WaitBudget {
     shm::AdaptiveSpin spin{32};
-    // Whether it yields its core (kYieldRounds times) between the spin and the sleep: not for
-    // the ops that wait for a sync, which no yield outlasts; on a busy host each yield was a
-    // context switch, a third of a durable put's CPU in the client.
-    bool yields = true;
-    uint32_t yield_rounds() const { return yields ? shm::kYieldRounds : 0; }
+    // The answer waits for a disk sync (wire::AwaitsDiskSync). Then the receiver does not yield
+    // a fixed kYieldRounds times between the spin and the sleep (on a busy host each yield was a
+    // context switch, a third of a durable put's CPU in the client), but polls, yielding, for as
+    // long as such waits took lately while no other task wants its core (sync_spin).
+    bool sync = false;
+    shm::AdaptiveSpin sync_spin{kSyncWaitSpin};
+    uint32_t yield_rounds() const { return sync ? 0 : shm::kYieldRounds; }
   };
   Status AcquirePermit();
   void ReleasePermits(uint32_t n);
@@ -134,6 +134,9 @@ class Attachment {
   // The receiver's yields after a missed spin (REQUIRES: recv_mu_ held). True when a response
   // came in meanwhile.
   bool YieldForResponse(WaitBudget& budget);
+  // The receiver's poll for a response that waits for a disk sync (REQUIRES: recv_mu_ held,
+  // budget.sync). False when it stopped because another task wanted the core.
+  bool PollForSyncedResponse(WaitBudget& budget);
   Result<wire::Message> Finish(Waiter& w);
   void Drain();  // REQUIRES: recv_mu_ held
   Result<wire::Message> ToMessage(shm::SlotMessage m);
@@ -398,6 +401,10 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
       if (rl.owns_lock()) {
         // We are the receiver: drain for everyone until our own response is in.
         const Ring& resp = seg_->resp();
+        // A sync wait polls once, after its first missed spin; unless that poll was stopped by
+        // contention, the whole wait teaches sync_spin how long such waits take.
+        bool sync_polled = false, learn = false;
+        const uint64_t start = budget.sync ? clock_->NowMicros() : 0;
         while (w.state.load(std::memory_order_acquire) != Waiter::kDone && !dead()) {
           Drain();
           if (w.state.load(std::memory_order_acquire) == Waiter::kDone) break;
@@ -412,6 +419,11 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
             continue;
           }
           budget.spin.Failed();
+          if (budget.sync && !sync_polled) {
+            sync_polled = true;
+            learn = PollForSyncedResponse(budget);
+            continue;
+          }
           if (YieldForResponse(budget)) continue;
           // R3: read the sequence, announce, re-check, sleep.
           const uint32_t seq = resp.wake_seq().load(std::memory_order_seq_cst);
@@ -420,6 +432,8 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
             shm::SharedFutexWait(resp.wake_seq_word(), seq);
           resp.wake().fetch_sub(1, std::memory_order_seq_cst);
         }
+        if (learn && w.state.load(std::memory_order_acquire) == Waiter::kDone)
+          budget.sync_spin.Waited(clock_->NowMicros() - start);
         rl.unlock();
         PokeOne();  // someone else must receive now
         continue;
@@ -474,6 +488,16 @@ bool Attachment::YieldForResponse(WaitBudget& budget) {
   if (!in()) return false;
   if (cheap && i <= kLearningYieldsMax) budget.spin.CaughtAfterSpin();
   return true;
+}
+
+bool Attachment::PollForSyncedResponse(WaitBudget& budget) {
+  const Ring& resp = seg_->resp();
+  const PollEnd end = PollYielding(*clock_, budget.sync_spin.Budget(), Contended::kStop, [&] {
+    return resp.tail().load(std::memory_order_acquire) != resp_head_ || dead();
+  });
+  if (end.kind != PollEnd::kContended) return true;
+  budget.sync_spin.Failed();
+  return false;
 }
 
 Result<wire::Message> Attachment::Finish(Waiter& w) {

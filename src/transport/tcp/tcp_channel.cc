@@ -17,7 +17,7 @@
 
 #include "transport/tcp/frame_reader.h"
 #include "transport/tcp/sockets.h"
-#include "transport/tcp/spin_poll.h"
+#include "base/spin_poll.h"
 #include "wire/codec.h"
 
 namespace wombatkv::tcp {
@@ -139,13 +139,21 @@ class Connection {
 
   // Waits for the response of call `id` for at most `timeout_micros` (0 = for ever) from `start`
   // (Clock micros, read by the caller just before it sent: the clock is not read again before
-  // the first wait), reading the socket itself whenever nobody else is.
+  // the first wait), reading the socket itself whenever nobody else is. `sync`: the answer
+  // waits for a disk sync (wire::AwaitsDiskSync), and the spin is learnt from whole waits.
   Result<wire::Message> Wait(uint64_t id, PendingCall& call, Clock& clock, uint64_t start,
-                             uint64_t timeout_micros) {
+                             uint64_t timeout_micros, bool sync) {
     std::unique_lock<std::mutex> l(mu_);
     bool spun = false;
+    // A sync wait whose spin (if any) was not stopped by contention teaches sync_spin_ how long
+    // the whole wait took, when it ends.
+    bool learn = false;
+    auto answer = [&] {
+      if (learn) sync_spin_.Waited(clock.NowMicros() - start);
+      return std::move(*call.result);
+    };
     for (bool first = true;; first = false) {
-      if (call.done) return std::move(*call.result);
+      if (call.done) return answer();
       uint64_t wait = 3'600'000'000ull;  // re-check hourly when waiting for ever
       if (timeout_micros > 0) {
         const uint64_t now = first ? start : clock.NowMicros();
@@ -168,13 +176,13 @@ class Connection {
         if (spin_enabled_ && !spun) {  // once per call: a large body arrives in many reads
           spun = true;
           l.unlock();
-          SpinForResponse(call, clock);
+          learn = SpinForResponse(call, clock, sync) && sync;
           l.lock();
           if (call.done) {
             reading_ = false;
             WakeNextReaderLocked();
             last_answer_us_.store(clock.NowMicros(), std::memory_order_relaxed);
-            return std::move(*call.result);
+            return answer();
           }
         }
         // Sleeping in recv(2) itself (bounded by the socket's receive timeout) saves a poll(2)
@@ -190,7 +198,7 @@ class Connection {
         if (call.done) {
           WakeNextReaderLocked();
           last_answer_us_.store(clock.NowMicros(), std::memory_order_relaxed);
-          return std::move(*call.result);
+          return answer();
         }
         continue;
       }
@@ -249,16 +257,30 @@ class Connection {
     return nullptr;
   }
 
-  // Reads without sleeping for a while (spin_poll.h), until `call` is answered or the spin ends.
-  // Only the current reader calls it (reading_ set). It keeps yielding when others take the core
-  // (the daemon, other clients): stopping then cost eight clients on two cores 3–4% of their get
-  // throughput in an A/B, each response then waking a sleeper.
-  void SpinForResponse(PendingCall& call, Clock& clock) {
-    SpinPoll(spin_, clock, Contended::kKeepYielding, [&] {
+  // Reads without sleeping for a while (base/spin_poll.h), until `call` is answered or the spin
+  // ends. Only the current reader calls it (reading_ set). A short wait keeps yielding when
+  // others take the core (the daemon, other clients): stopping then cost eight clients on two
+  // cores 3–4% of their get throughput in an A/B, each response then waking a sleeper. A wait
+  // for a disk sync (`sync`) polls as long as such waits took lately (kSyncWaitSpin) and stops
+  // when the core is contended: it is long, and the cores are then better spent on the daemon
+  // and the other clients. False when a sync wait's poll stopped for contention (which counts
+  // as a failure; the caller learns nothing more from this wait).
+  bool SpinForResponse(PendingCall& call, Clock& clock, bool sync) {
+    auto answered = [&] {
       if (!ReadSome(0, MSG_DONTWAIT)) return false;
       std::lock_guard<std::mutex> g(mu_);
       return call.done;
-    });
+    };
+    if (!sync) {
+      SpinPoll(spin_, clock, Contended::kKeepYielding, answered);
+      return true;
+    }
+    if (PollYielding(clock, sync_spin_.Budget(), Contended::kStop, answered).kind !=
+        PollEnd::kContended) {
+      return true;
+    }
+    sync_spin_.Failed();
+    return false;
   }
 
   // One read(2) and the delivery of every frame it completed. Only the current reader calls
@@ -334,6 +356,7 @@ class Connection {
   std::atomic<uint64_t> last_answer_us_{0};  // read without mu_ before each send
   bool spin_enabled_ = true;  // set before the connection is shared
   AdaptiveSpin spin_{kClientSpin};  // used only by the current reader
+  AdaptiveSpin sync_spin_{kSyncWaitSpin};  // waits for a disk sync; thread-safe
 };
 
 class TcpChannel final : public Channel {
@@ -405,7 +428,7 @@ class TcpChannel final : public Channel {
     Status st = conn.Send(frame);
     if (!st.ok()) return st;
     *sent = true;
-    auto r = conn.Wait(id, call, *clock_, now, timeout_ms * 1000);
+    auto r = conn.Wait(id, call, *clock_, now, timeout_ms * 1000, wire::AwaitsDiskSync(op));
     if (!r.ok()) return r.status();
     if (r->op != op || !(r->flags & wire::kFlagResponse)) {
       return Status::Internal("wombatkvd at " + where_ + " answered " + wire::OpName(op) +

@@ -39,7 +39,8 @@ struct TcpClientOptions {
   // Largest response body accepted from the daemon.
   uint32_t max_frame_bytes = wire::kDefaultMaxBodyBytes;
   // A waiting caller polls the socket for a while before it sleeps in recv(2), yielding its core
-  // between polls; how long adapts to whether it paid (base/adaptive_spin.h, docs/daemon.md
+  // between polls; how long adapts to whether it paid, and a call that awaits a disk sync
+  // polls as long as such calls took lately (base/spin_poll.h, docs/daemon.md
   // "Spinning"). false = sleep at once.
   bool spin = true;
   Clock* clock = nullptr;  // null = RealClock()

@@ -20,7 +20,7 @@
 #include "transport/tcp/payload_crc_memo.h"
 #include "transport/tcp/send_queue.h"
 #include "transport/tcp/sockets.h"
-#include "transport/tcp/spin_poll.h"
+#include "base/spin_poll.h"
 #include "wire/codec.h"
 
 namespace wombatkv::tcp {

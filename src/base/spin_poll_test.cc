@@ -1,8 +1,8 @@
-#include "transport/tcp/spin_poll.h"
+#include "base/spin_poll.h"
 
 #include <gtest/gtest.h>
 
-namespace wombatkv::tcp {
+namespace wombatkv {
 namespace {
 
 // Moves `step` µs at every reading, so every spin round looks like a yield that lost the core
@@ -51,5 +51,31 @@ TEST(SpinPoll, KeepsYieldingThroughContendedRoundsWithinTheBudget) {
   EXPECT_LE(polls, 5);
 }
 
+// A wait for a disk sync: PollYielding tells a contended stop from a spent budget, and a budget
+// of 0 polls not at all.
+TEST(PollYielding, ReportsHowThePollEnded) {
+  SteppingClock quiet(1);
+  int polls = 0;
+  PollEnd end = PollYielding(quiet, 20, Contended::kStop, [&] { return ++polls == 3; });
+  EXPECT_EQ(end.kind, PollEnd::kCaught);
+  EXPECT_EQ(polls, 3);
+
+  polls = 0;
+  end = PollYielding(quiet, 20, Contended::kStop, [&] { return ++polls == 1000; });
+  EXPECT_EQ(end.kind, PollEnd::kSpent);
+  EXPECT_GE(end.micros, 20u);
+
+  SteppingClock busy(11);
+  polls = 0;
+  end = PollYielding(busy, 200, Contended::kStop, [&] { return ++polls == 1000; });
+  EXPECT_EQ(end.kind, PollEnd::kContended);
+  EXPECT_EQ(polls, 1);
+
+  polls = 0;
+  end = PollYielding(quiet, 0, Contended::kStop, [&] { return ++polls > 0; });
+  EXPECT_EQ(end.kind, PollEnd::kSpent);
+  EXPECT_EQ(polls, 0);
+}
+
 }  // namespace
-}  // namespace wombatkv::tcp
+}  // namespace wombatkv
