@@ -586,7 +586,9 @@ class Bench {
     PrintTable(rows);
   }
 
-  static constexpr int kRounds = 3;  // of the alternating comparisons
+  // Of the alternating comparisons: a round's ratio ranged 0.5-2.0x within one run (BENCHMARKS.md,
+  // "Session 15"), so a median of three still moved by tens of percent between runs.
+  static constexpr int kRounds = 5;
 
   Options o_;
   double memcpy_ = 0;
