@@ -13,7 +13,9 @@
 //   limit() = min(ceiling, floor + 2 × avg), avg an exponential average of successful waits;
 //   Succeeded(n): avg += (n − avg) / 8 (rounded towards n);   Failed(): avg −= ceil(avg / 4);
 //   CaughtAfterSpin() (after Failed(), when a cheap wait right after the spin caught the event):
-//   Succeeded(min(ceiling, 4 × limit())).
+//   Succeeded(min(ceiling, 4 × limit()));
+//   Waited(total) (instead of Succeeded/Failed, for waits learnt as a whole): total <= ceiling ?
+//   Succeeded(total) : Failed().
 // With floor 0 the limit can reach 0, and a waiter that never spins could never learn that
 // spinning pays again (a client whose peer became idle-cored again). So with `probe_max` > 0,
 // Budget() — called once per wait — hands out a probe of the full ceiling every k-th wait while

@@ -101,6 +101,8 @@ TEST(AdaptiveSpin, WholeWaitsTeachAStartingLimitOfZeroToCoverThem) {
 // limit decays to 0, and one steady run of short waits brings it back.
 TEST(AdaptiveSpin, WholeWaitsBeyondTheCeilingDecayTheLimitToZero) {
   AdaptiveSpin s(Micros(0, 0));
+  s.Waited(100);
+  EXPECT_GT(s.limit(), 0u) << "a wait of exactly the ceiling is still worth polling for";
   for (int i = 0; i < 20; ++i) s.Waited(40);
   ASSERT_GE(s.limit(), 40u);
   for (int i = 0; i < 30; ++i) s.Waited(101);

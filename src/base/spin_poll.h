@@ -29,10 +29,15 @@ namespace wombatkv {
 inline constexpr uint32_t kSpinRoundsPerMicroMax = 4;
 
 // How long a caller polls for an answer that waits for a disk sync (a save, a publish: hundreds
-// of µs on a local SSD): learnt from whole waits with AdaptiveSpin::Waited, up to 1 ms. A wait
-// longer than that (a throttled disk, S3) is slept through. Floor 0, no probes: a waiter that
-// stopped polling still learns from the waits it slept through.
+// of µs on a local SSD): twice the average whole wait (AdaptiveSpin::Waited), at most 1 ms.
+// Waits longer than that (a throttled disk, S3) decay it to 0, after which they are slept
+// through. Floor 0, no probes: a waiter that stopped polling still learns from the waits it
+// slept through — so under sustained contention the limit rises and falls again (each
+// contended poll costs a round or two). Its polls may take up to kSyncRoundsPerMicroMax rounds
+// per µs: a bare sched_yield on a fast host takes ~100 ns, and the clock, not the round cap,
+// should end a poll of a millisecond.
 inline constexpr AdaptiveSpin::Options kSyncWaitSpin{0, 1000, 0, 0};
+inline constexpr uint32_t kSyncRoundsPerMicroMax = 32;
 
 enum class Contended { kStop, kKeepYielding };
 
@@ -44,21 +49,24 @@ struct PollEnd {
 };
 
 // Calls `poll` (true: what we wait for is here) until it succeeds, `budget` µs pass by `clock`,
-// or (kStop) the core turns out to be contended, yielding the core between calls. A budget of
-// 0 polls not at all.
+// or (kStop) the core turns out to be contended — a round (poll and yield) took over
+// kContendedRoundMicros, which is checked first, so a contended round that also used up the
+// budget counts as contended — yielding the core between calls. At most `rounds_per_micro`
+// rounds per µs of budget. A budget of 0 polls not at all.
 template <typename Poll>
-PollEnd PollYielding(Clock& clock, uint32_t budget, Contended contended, Poll&& poll) {
+PollEnd PollYielding(Clock& clock, uint32_t budget, Contended contended, Poll&& poll,
+                     uint32_t rounds_per_micro = kSpinRoundsPerMicroMax) {
   if (budget == 0) return {PollEnd::kSpent, 0};
   const uint64_t start = clock.NowMicros();
   uint64_t before = start;
-  for (uint32_t round = 0; round < budget * kSpinRoundsPerMicroMax; ++round) {
+  for (uint64_t round = 0; round < uint64_t{budget} * rounds_per_micro; ++round) {
     const bool done = poll();
     const uint64_t now = clock.NowMicros();
     const auto micros = static_cast<uint32_t>(now - start);
     if (done) return {PollEnd::kCaught, micros};
-    if (now - start >= budget) return {PollEnd::kSpent, micros};
     if (contended == Contended::kStop && now - before > kContendedRoundMicros)
       return {PollEnd::kContended, micros};
+    if (now - start >= budget) return {PollEnd::kSpent, micros};
     // A peer runnable on this core gets it now rather than after a wake-up elsewhere.
     ::sched_yield();
     before = now;

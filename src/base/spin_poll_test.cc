@@ -71,6 +71,12 @@ TEST(PollYielding, ReportsHowThePollEnded) {
   EXPECT_EQ(end.kind, PollEnd::kContended);
   EXPECT_EQ(polls, 1);
 
+  // A contended round that also used up the budget counts as contended: it says nothing about
+  // how long the wait would have been on a free core.
+  polls = 0;
+  end = PollYielding(busy, 5, Contended::kStop, [&] { return ++polls == 1000; });
+  EXPECT_EQ(end.kind, PollEnd::kContended);
+
   polls = 0;
   end = PollYielding(quiet, 0, Contended::kStop, [&] { return ++polls > 0; });
   EXPECT_EQ(end.kind, PollEnd::kSpent);

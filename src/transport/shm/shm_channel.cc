@@ -390,6 +390,7 @@ void Attachment::RingDoorbellIfNeeded(uint32_t index) {
 
 Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budget) {
   uint32_t spins = 0;
+  const uint64_t start = budget.sync ? clock_->NowMicros() : 0;  // just after the publish
   for (;;) {
     if (w.state.load(std::memory_order_acquire) == Waiter::kDone) return Finish(w);
     if (dead()) {
@@ -404,12 +405,12 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
         // A sync wait polls once, after its first missed spin; unless that poll was stopped by
         // contention, the whole wait teaches sync_spin how long such waits take.
         bool sync_polled = false, learn = false;
-        const uint64_t start = budget.sync ? clock_->NowMicros() : 0;
         while (w.state.load(std::memory_order_acquire) != Waiter::kDone && !dead()) {
           Drain();
           if (w.state.load(std::memory_order_acquire) == Waiter::kDone) break;
           uint32_t rspins = 0;
-          const uint32_t limit = budget.spin.limit();
+          // After its poll, a sync wait goes straight to sleep (the spin missed already).
+          const uint32_t limit = sync_polled ? 0 : budget.spin.limit();
           while (resp.tail().load(std::memory_order_acquire) == resp_head_ && rspins < limit) {
             rspins++;
             shm::CpuRelax();
@@ -418,7 +419,7 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
             budget.spin.Succeeded(rspins);
             continue;
           }
-          budget.spin.Failed();
+          if (!sync_polled) budget.spin.Failed();
           if (budget.sync && !sync_polled) {
             sync_polled = true;
             learn = PollForSyncedResponse(budget);
@@ -492,9 +493,10 @@ bool Attachment::YieldForResponse(WaitBudget& budget) {
 
 bool Attachment::PollForSyncedResponse(WaitBudget& budget) {
   const Ring& resp = seg_->resp();
-  const PollEnd end = PollYielding(*clock_, budget.sync_spin.Budget(), Contended::kStop, [&] {
-    return resp.tail().load(std::memory_order_acquire) != resp_head_ || dead();
-  });
+  const PollEnd end = PollYielding(
+      *clock_, budget.sync_spin.Budget(), Contended::kStop,
+      [&] { return resp.tail().load(std::memory_order_acquire) != resp_head_ || dead(); },
+      kSyncRoundsPerMicroMax);
   if (end.kind != PollEnd::kContended) return true;
   budget.sync_spin.Failed();
   return false;

@@ -2,7 +2,6 @@
 // attached to it through the real control socket and real memfd segments.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -14,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread_sleeps.h"
 #include "transport/shm/os.h"
 #include "transport/shm/ring.h"
 #include "transport/shm/shm_channel.h"
@@ -494,13 +494,6 @@ TEST(ShmServerWorkers, AWorkerSleepsInsteadOfSpinningWhileOthersAreServedSlowly)
   EXPECT_GE(server.Stats().idle_spins, spins + 1) << "no worker spun with the cores free";
 }
 
-// The calling thread's sleeps so far: voluntary context switches (a yield is involuntary).
-long ThreadSleeps() {
-  rusage u{};
-  ::getrusage(RUSAGE_THREAD, &u);
-  return u.ru_nvcsw;
-}
-
 // docs/shm.md, "Wake-ups": a call whose answer waits for a disk sync (here a handler that takes
 // 300 µs) is soon caught by the receiver's poll instead of a futex sleep and the wake-up after
 // it: that poll learns from whole waits (base/spin_poll.h, kSyncWaitSpin). It stops when
@@ -520,6 +513,11 @@ TEST(ShmClientWaits, ACallThatAwaitsADiskSyncIsCaughtWithoutSleeping) {
   ASSERT_TRUE(server.Start().ok());
   auto c = ConnectShm(ShmClientOptions{.prefix = "w", .run_dir = dir.path()});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
+  // The count must work here, or every call would look sleepless.
+  const long idle = ThreadSleeps();
+  ASSERT_GE(idle, 0) << "getrusage(RUSAGE_THREAD) failed";
+  RealClock()->SleepMicros(1000);
+  ASSERT_GT(ThreadSleeps(), idle) << "a sleep did not count as a voluntary context switch";
   int sleepless = 0, calls = 0;
   for (; calls < 2000 && sleepless < 50; ++calls) {
     const long before = ThreadSleeps();

@@ -23,7 +23,7 @@
 namespace wombatkv::tcp {
 namespace {
 
-// How long a waiting caller polls for its response before sleeping, in µs (spin_poll.h): up to
+// How long a waiting caller polls for its response before sleeping, in µs (base/spin_poll.h): up to
 // 50 µs, probing once per 128 calls at most when spinning has stopped paying.
 constexpr AdaptiveSpin::Options kClientSpin{0, 50, 16, 128};
 // A connection that answered a call this recently is not checked for a daemon-side close before
@@ -57,10 +57,12 @@ struct PendingCall {
 // the one connection.
 class Connection {
  public:
-  Connection(int fd, std::string where, uint32_t max_frame)
+  // `sync_spin`: the channel's, so what it learnt outlives a reconnection.
+  Connection(int fd, std::string where, uint32_t max_frame, AdaptiveSpin& sync_spin)
       : fd_(fd),
         where_(std::move(where)),
-        reader_(max_frame, kClientStagingBytes, kClientRecycleBytesMax) {}
+        reader_(max_frame, kClientStagingBytes, kClientRecycleBytesMax),
+        sync_spin_(sync_spin) {}
 
   // Every caller holds a reference while it uses the connection, so nobody reads any more.
   ~Connection() { ::close(fd_); }
@@ -149,7 +151,8 @@ class Connection {
     // the whole wait took, when it ends.
     bool learn = false;
     auto answer = [&] {
-      if (learn) sync_spin_.Waited(clock.NowMicros() - start);
+      // Only answers teach it: a dead connection or an early error is not a sync.
+      if (learn && call.result->ok()) sync_spin_.Waited(clock.NowMicros() - start);
       return std::move(*call.result);
     };
     for (bool first = true;; first = false) {
@@ -176,7 +179,7 @@ class Connection {
         if (spin_enabled_ && !spun) {  // once per call: a large body arrives in many reads
           spun = true;
           l.unlock();
-          learn = SpinForResponse(call, clock, sync) && sync;
+          learn = SpinForResponse(call, clock, sync, wait) && sync;
           l.lock();
           if (call.done) {
             reading_ = false;
@@ -263,9 +266,10 @@ class Connection {
   // cores 3–4% of their get throughput in an A/B, each response then waking a sleeper. A wait
   // for a disk sync (`sync`) polls as long as such waits took lately (kSyncWaitSpin) and stops
   // when the core is contended: it is long, and the cores are then better spent on the daemon
-  // and the other clients. False when a sync wait's poll stopped for contention (which counts
-  // as a failure; the caller learns nothing more from this wait).
-  bool SpinForResponse(PendingCall& call, Clock& clock, bool sync) {
+  // and the other clients; never past the call's deadline, `wait` µs away. False when a sync
+  // wait's poll stopped for contention (which counts as a failure; the caller learns nothing
+  // more from this wait).
+  bool SpinForResponse(PendingCall& call, Clock& clock, bool sync, uint64_t wait) {
     auto answered = [&] {
       if (!ReadSome(0, MSG_DONTWAIT)) return false;
       std::lock_guard<std::mutex> g(mu_);
@@ -275,7 +279,8 @@ class Connection {
       SpinPoll(spin_, clock, Contended::kKeepYielding, answered);
       return true;
     }
-    if (PollYielding(clock, sync_spin_.Budget(), Contended::kStop, answered).kind !=
+    const auto budget = static_cast<uint32_t>(std::min<uint64_t>(sync_spin_.Budget(), wait));
+    if (PollYielding(clock, budget, Contended::kStop, answered, kSyncRoundsPerMicroMax).kind !=
         PollEnd::kContended) {
       return true;
     }
@@ -356,7 +361,7 @@ class Connection {
   std::atomic<uint64_t> last_answer_us_{0};  // read without mu_ before each send
   bool spin_enabled_ = true;  // set before the connection is shared
   AdaptiveSpin spin_{kClientSpin};  // used only by the current reader
-  AdaptiveSpin sync_spin_{kSyncWaitSpin};  // waits for a disk sync; thread-safe
+  AdaptiveSpin& sync_spin_;  // waits for a disk sync (kSyncWaitSpin); thread-safe
 };
 
 class TcpChannel final : public Channel {
@@ -464,7 +469,7 @@ class TcpChannel final : public Channel {
                                  last.message() +
                                  " (is wombatkvd running and listening there? docs/daemon.md)");
     }
-    auto conn = std::make_shared<Connection>(fd, where_, options_.max_frame_bytes);
+    auto conn = std::make_shared<Connection>(fd, where_, options_.max_frame_bytes, sync_spin_);
     conn->set_spin(options_.spin);
     conn->SetReceiveTimeout(options_.connect_timeout_ms * 1000);  // for the Hello
     wire::HelloRequest hello;
@@ -529,6 +534,10 @@ class TcpChannel final : public Channel {
   const TcpClientOptions options_;
   Clock* const clock_;
   const std::string where_;
+  // How long calls that await a disk sync poll (Connection::SpinForResponse); kept across
+  // reconnections. Connections refer to it: they live no longer than their calls, which the
+  // channel outlives.
+  AdaptiveSpin sync_spin_{kSyncWaitSpin};
   std::atomic<uint64_t> next_id_{1};
   std::mutex mu_;  // guards current_; one (re)connect at a time
   std::shared_ptr<Connection> current_;

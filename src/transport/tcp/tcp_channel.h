@@ -7,7 +7,7 @@
 // call never changes threads. Request payloads are written straight from the caller's memory
 // (sendmsg over head + payload iovecs); response payloads are slices of the received body.
 // The reading caller polls the socket for a bounded, adaptive while before it sleeps in recv(2)
-// (spin_poll.h), so a quick answer costs no wake-up.
+// (base/spin_poll.h), so a quick answer costs no wake-up.
 //
 // Every (re)connect sends Hello with the configured auth token first. When the daemon goes away
 // (restart, crash, idle close) the calls in flight fail with Unavailable — they may or may not
@@ -40,8 +40,8 @@ struct TcpClientOptions {
   uint32_t max_frame_bytes = wire::kDefaultMaxBodyBytes;
   // A waiting caller polls the socket for a while before it sleeps in recv(2), yielding its core
   // between polls; how long adapts to whether it paid, and a call that awaits a disk sync
-  // polls as long as such calls took lately (base/spin_poll.h, docs/daemon.md
-  // "Spinning"). false = sleep at once.
+  // polls for up to twice as long as such calls took lately, at most 1 ms (base/spin_poll.h,
+  // docs/daemon.md "Spinning"). false = sleep at once.
   bool spin = true;
   Clock* clock = nullptr;  // null = RealClock()
 };

@@ -33,7 +33,7 @@ constexpr int kEventsPerWait = 256;
 constexpr uint64_t kScanIntervalMaxMicros = 1'000'000;
 constexpr uint64_t kScanIntervalMinMicros = 10'000;
 constexpr int kListenBacklog = 1024;
-// The loop's spin after activity, in µs (spin_poll.h): up to 50 µs, probing once per 128
+// The loop's spin after activity, in µs (base/spin_poll.h): up to 50 µs, probing once per 128
 // wake-ups at most when spinning has stopped paying.
 constexpr AdaptiveSpin::Options kLoopSpin{0, 50, 16, 128};
 // TcpServerOptions::spin_when_alone counts the connections that sent requests per window this

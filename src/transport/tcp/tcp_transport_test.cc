@@ -6,7 +6,6 @@
 #include <netinet/in.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include <set>
 #include <thread>
 
+#include "base/thread_sleeps.h"
 #include "transport/tcp/frame_reader.h"
 #include "transport/tcp/sockets.h"
 #include "transport/tcp/tcp_channel.h"
@@ -182,7 +182,7 @@ TEST(TcpTransport, CallsFromManyThreadsArePipelinedOnOneConnection) {
   EXPECT_EQ(h.hellos.load(), 1);
 }
 
-// Spinning (spin_poll.h): the client spins by default in every other test, the server does not.
+// Spinning (base/spin_poll.h): the client spins by default in every other test, the server does not.
 // The other combinations must carry the same pipelined, mixed loop/worker traffic.
 TEST(TcpTransport, WithOrWithoutSpinningAtEitherEndPipelinedCallsAreAnswered) {
   for (const bool server_spins : {true, false}) {
@@ -213,13 +213,6 @@ TEST(TcpTransport, WithOrWithoutSpinningAtEitherEndPipelinedCallsAreAnswered) {
   }
 }
 
-// The calling thread's sleeps so far: voluntary context switches (a yield is involuntary).
-long ThreadSleeps() {
-  rusage u{};
-  ::getrusage(RUSAGE_THREAD, &u);
-  return u.ru_nvcsw;
-}
-
 // A call whose answer waits for a disk sync (here a handler that takes 300 µs, six times the
 // 50 µs spin of other calls) is soon caught by the caller's poll instead of a sleep in recv(2)
 // and the wake-up after it: that poll learns from whole waits (base/spin_poll.h,
@@ -230,6 +223,11 @@ TEST(TcpTransport, ACallThatAwaitsADiskSyncIsCaughtWithoutSleeping) {
   h.slow = [] { RealClock()->SleepMicros(300); };
   auto server = StartServer(h);
   auto channel = Connect(server->listeners()[0].address);
+  // The count must work here, or every call would look sleepless.
+  const long idle = ThreadSleeps();
+  ASSERT_GE(idle, 0) << "getrusage(RUSAGE_THREAD) failed";
+  RealClock()->SleepMicros(1000);
+  ASSERT_GT(ThreadSleeps(), idle) << "a sleep did not count as a voluntary context switch";
   int sleepless = 0, calls = 0;
   for (; calls < 2000 && sleepless < 50; ++calls) {
     const long before = ThreadSleeps();
