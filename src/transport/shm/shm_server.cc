@@ -30,8 +30,12 @@ using shm::Ring;
 
 namespace {
 
+// Ids of the io thread's epoll events; clients are registered under their session id.
 constexpr uint64_t kStopEventId = 0;
 constexpr uint64_t kListenEventId = 1;
+// And of the idle workers' epoll (Impl::bells), where clients' sockets ring under their id too.
+constexpr uint64_t kWorkerWakeId = 0;
+constexpr uint64_t kWorkerStopId = 1;
 constexpr uint64_t kFirstSessionId = 2;
 // Requests that take this long (µs, on average) block in I/O — a durable save waits for its
 // fsync — so while one runs, the next request is a while away (docs/shm.md, "Wake-ups").
@@ -111,6 +115,10 @@ struct ShmServer::Impl {
   shm::Layout layout;
   shm::Listener listener;
   Fd epoll, stop_event;
+  // Idle workers sleep in epoll_wait on `bells`: every client's control socket (a doorbell byte
+  // wakes one of them directly, edge-triggered), `wake_event` (WakeOne's tokens: a semaphore
+  // eventfd) and `workers_stop` (written once, at shutdown: wakes them all).
+  Fd bells, wake_event, workers_stop;
   std::thread io;
   std::vector<std::thread> workers;
   bool started = false;
@@ -143,9 +151,9 @@ struct ShmServer::Impl {
   // spinning (SpinPays).
   std::atomic<uint32_t> serve_micros_avg{0};
   std::mutex pool_mu;
-  std::condition_variable pool_cv;
   size_t idle = 0;         // GUARDED_BY(pool_mu): workers asleep or about to sleep
-  size_t wake_tokens = 0;  // GUARDED_BY(pool_mu): <= idle
+  // GUARDED_BY(pool_mu): <= idle. WakeOne's tokens written to wake_event and not yet taken.
+  size_t wake_tokens = 0;
 
   Counters n;
 
@@ -167,8 +175,12 @@ struct ShmServer::Impl {
 
   // --- workers ---------------------------------------------------------------------------------
   void WorkerLoop(size_t index);
-  bool TakeAny(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr, Taken* out);
-  bool TryTake(const std::shared_ptr<Conn>& c, Taken* out);
+  // `wait_for_lock`: wait for a client's mutex instead of looking elsewhere when another thread
+  // holds it (GoIdle's last scan: a completion thread publishing a response, or a worker
+  // draining a doorbell, will not scan for the request this one would skip).
+  bool TakeAny(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr, Taken* out,
+               bool wait_for_lock = false);
+  bool TryTake(const std::shared_ptr<Conn>& c, Taken* out, bool wait_for_lock);
   // Runs `t`'s handler and publishes the response. `last`: this worker was the last awake one
   // to stop scanning; unless `immediate` answers, it hands the watch on (KeepWatch) first.
   void Serve(Taken& t, bool last, std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);
@@ -185,6 +197,12 @@ struct ShmServer::Impl {
   void Break(Conn& c, const std::string& why);  // REQUIRES: c.mu held
   void WakeOne();
   void GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, size_t* rr);
+  // Sleeps in epoll_wait on `bells` until a doorbell, a WakeOne token or the shutdown, then
+  // leaves the idle count. True when a client rang (its doorbell bytes drained).
+  bool SleepUntilRung();
+  // Drains the doorbell bytes of client `id`; false if there were none (another worker drained
+  // them, or the client is gone).
+  bool DrainDoorbell(uint64_t id);
   void SetIdle(size_t workers);  // REQUIRES: pool_mu held
   // Serves `t` as a worker that stops scanning meanwhile (see scanners).
   void RunHandler(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, Taken& t);
@@ -253,24 +271,10 @@ void ShmServer::Impl::IoLoop() {
         Accept();
         continue;
       }
-      auto it = table.find(id);
-      if (it == table.end()) continue;
-      Conn& c = *it->second;
-      bool gone = (events[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)) != 0;
-      if (!gone && (events[i].events & EPOLLIN)) {
-        // Doorbell bytes: their number does not matter, only that a client found a worker
-        // asleep. Drain them all, wake one worker.
-        char buf[64];
-        ssize_t got;
-        bool rang = false;
-        while ((got = ::recv(c.sock.get(), buf, sizeof buf, MSG_DONTWAIT)) > 0) rang = true;
-        if (got == 0) gone = true;
-        if (rang) {
-          n.doorbells++;
-          WakeOne();
-        }
-      }
-      if (gone) Detach(id);
+      // A hang-up (the only event a client's socket is registered for here: its doorbell
+      // bytes wake a worker directly, SleepUntilRung).
+      if (table.count(id) && (events[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)))
+        Detach(id);
     }
   }
 }
@@ -334,10 +338,10 @@ void ShmServer::Impl::AttachClient(Fd sock) {
   fd->Reset();  // the client has its own descriptor now; ours is not needed once mapped
 
   auto conn = std::make_shared<Conn>(&n, id, *peer, std::move(sock), std::move(*map), layout);
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP;
-  ev.data.u64 = id;
-  if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, conn->sock.get(), &ev) != 0) {
+  epoll_event hangup{};
+  hangup.events = EPOLLRDHUP;
+  hangup.data.u64 = id;
+  if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, conn->sock.get(), &hangup) != 0) {
     Log(LogLevel::kError, "epoll_ctl: " + shm::ErrnoText(errno));
     return;
   }
@@ -345,6 +349,16 @@ void ShmServer::Impl::AttachClient(Fd sock) {
   PublishConns();
   n.clients++;
   n.attaches++;
+  // Only now, with the client in the list a woken worker looks it up in: its doorbell is armed
+  // from the start, and a byte it sent already is reported by the ADD itself. (Its hang-up
+  // also wakes a worker here, EPOLLHUP not being maskable: an empty drain, then sleep.)
+  epoll_event bell{};
+  bell.events = EPOLLIN | EPOLLET;  // one byte (or a burst) wakes one idle worker
+  bell.data.u64 = id;
+  if (::epoll_ctl(bells.get(), EPOLL_CTL_ADD, conn->sock.get(), &bell) != 0) {
+    Log(LogLevel::kError, "epoll_ctl: " + shm::ErrnoText(errno));
+    return Detach(id);
+  }
   Log(LogLevel::kDebug, "attached " + conn->session.peer + " as session " + std::to_string(id));
   n.Notify();
 }
@@ -358,6 +372,7 @@ void ShmServer::Impl::Detach(uint64_t id) {
     std::lock_guard<std::mutex> lk(c->mu);  // Break may be shutting the socket down right now
     c->dead.store(true);
     (void)::epoll_ctl(epoll.get(), EPOLL_CTL_DEL, c->sock.get(), nullptr);
+    (void)::epoll_ctl(bells.get(), EPOLL_CTL_DEL, c->sock.get(), nullptr);
     c->sock.Reset();
   }
   PublishConns();
@@ -383,20 +398,22 @@ void ShmServer::Impl::PublishConns() {
 void ShmServer::Impl::WakeOne() {
   {
     std::lock_guard<std::mutex> lk(pool_mu);
-    if (wake_tokens == idle) return;
+    if (wake_tokens >= idle) return;
     wake_tokens++;
     SetIdle(idle);  // one fewer asleep for good
   }
   // After unlocking: a worker woken on another core would otherwise often find pool_mu still
-  // held and sleep on it once more. (The token was counted under the lock, so no wake is lost.)
-  pool_cv.notify_one();
+  // held. The eventfd keeps the token until a worker takes it, so no wake is lost.
+  const uint64_t one = 1;
+  (void)!::write(wake_event.get(), &one, sizeof one);
 }
 
-bool ShmServer::Impl::TakeAny(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr, Taken* out) {
+bool ShmServer::Impl::TakeAny(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr, Taken* out,
+                              bool wait_for_lock) {
   const size_t n = snap.size();
   for (size_t i = 0; i < n; ++i) {
     const size_t k = (*rr + i) % n;
-    if (TryTake(snap[k], out)) {
+    if (TryTake(snap[k], out, wait_for_lock)) {
       *rr = k + 1;  // round robin: the next scan starts after this client
       return true;
     }
@@ -404,14 +421,15 @@ bool ShmServer::Impl::TakeAny(std::vector<std::shared_ptr<Conn>>& snap, size_t* 
   return false;
 }
 
-bool ShmServer::Impl::TryTake(const std::shared_ptr<Conn>& cp, Taken* out) {
+bool ShmServer::Impl::TryTake(const std::shared_ptr<Conn>& cp, Taken* out, bool wait_for_lock) {
   Conn& c = *cp;
   if (c.dead.load(std::memory_order_relaxed)) return false;
   // Cheap look without the lock: the ring's own head is ours, so equal counters mean empty.
   if (c.req.tail().load(std::memory_order_acquire) == c.req.head().load(std::memory_order_relaxed))
     return false;
-  std::unique_lock<std::mutex> lk(c.mu, std::try_to_lock);
-  if (!lk.owns_lock()) return false;  // another worker is at this client; look elsewhere
+  std::unique_lock<std::mutex> lk(c.mu, std::defer_lock);
+  if (wait_for_lock) lk.lock();
+  else if (!lk.try_lock()) return false;  // another worker is at this client; look elsewhere
   const uint32_t tail = c.req.tail().load(std::memory_order_acquire);
   const int64_t used = c.req.Used(tail, c.req_head);
   if (used < 0) {
@@ -710,19 +728,22 @@ void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t*
                              size_t* rr) {
   {
     std::lock_guard<std::mutex> lk(pool_mu);
-    SetIdle(idle + 1);  // before arming: a doorbell rung from now on finds this worker to wake
+    SetIdle(idle + 1);  // before arming: WakeOne may count on this worker from now on
   }
   // R3: arm every doorbell, then look once more; a request published before a client could
-  // see the doorbell armed is found by this scan. The client list is read again first: a client
-  // attached since the loop's snapshot may have rung while no worker was idle to wake.
+  // see the doorbell armed is found by this scan. (A client that rings after seeing it armed
+  // wakes a worker in SleepUntilRung; its byte waits on the socket for one if none sleeps.) The
+  // client list is read again first, so the doorbells of clients attached since are armed too.
   scanners--;
   Resnap(snap, version);
   ArmDoorbells(snap);
   shm::FullFence();
   Taken t;
-  if (TakeAny(snap, rr, &t)) {
+  if (TakeAny(snap, rr, &t, /*wait_for_lock=*/true)) {
     {
       std::lock_guard<std::mutex> lk(pool_mu);
+      // Tokens stay <= idle. One dropped here stays in wake_event: the worker that takes it
+      // finds none counted and sleeps on.
       wake_tokens = std::min(wake_tokens, idle - 1);
       SetIdle(idle - 1);
     }
@@ -731,12 +752,7 @@ void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t*
     return;
   }
   snap.clear();  // hold no client while asleep: a detached client's segment can go now
-  std::unique_lock<std::mutex> lk(pool_mu);
-  pool_cv.wait(lk, [&] { return wake_tokens > 0 || stopping.load(); });
-  const bool rung = wake_tokens > 0;
-  if (rung) wake_tokens--;
-  SetIdle(idle - 1);
-  lk.unlock();
+  const bool rung = SleepUntilRung();
   scanners++;
   // A client had to ring: the spinner gave up too early for this client's pace (its next call
   // came later than the spin lasted, e.g. because it slept). Spin longer from now on, or the two
@@ -745,6 +761,62 @@ void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t*
   // Nor while slow requests run (SpinPays): no worker spins then, so none gave up early.
   if (rung && SpinPays() && !spin_contended.load(std::memory_order_relaxed))
     scan_spin.Succeeded(shm::AdaptiveSpin::kCeiling);
+}
+
+bool ShmServer::Impl::SleepUntilRung() {
+  bool rung = false;
+  for (;;) {
+    epoll_event ev;
+    const int got = ::epoll_wait(bells.get(), &ev, 1, -1);
+    WMBT_CHECK_MSG(got >= 0 || errno == EINTR, "epoll_wait on the workers' bells failed");
+    if (stopping.load(std::memory_order_acquire)) break;
+    if (got <= 0 || ev.data.u64 == kWorkerStopId) continue;  // stopping is set before that
+    if (ev.data.u64 == kWorkerWakeId) {
+      // One-shot: no other worker sees this token. Re-armed after the read, so a further token
+      // wakes the next worker.
+      uint64_t token;
+      const bool read = ::read(wake_event.get(), &token, sizeof token) == sizeof token;
+      epoll_event rearm{};
+      rearm.events = EPOLLIN | EPOLLONESHOT;
+      rearm.data.u64 = kWorkerWakeId;
+      WMBT_CHECK_MSG(::epoll_ctl(bells.get(), EPOLL_CTL_MOD, wake_event.get(), &rearm) == 0,
+                     "re-arming the workers' wake event failed");
+      std::lock_guard<std::mutex> lk(pool_mu);
+      // None counted: a unit beyond the count (clamped when a worker left idle otherwise: an
+      // early take in GoIdle, a doorbell, the shutdown). Sleep on.
+      if (!read || wake_tokens == 0) continue;
+      wake_tokens--;
+      SetIdle(idle - 1);
+      return false;  // a hand-over from inside the daemon, not a client that had to ring
+    }
+    if (DrainDoorbell(ev.data.u64)) {
+      n.doorbells++;
+      rung = true;
+      break;
+    }
+  }
+  std::lock_guard<std::mutex> lk(pool_mu);
+  wake_tokens = std::min(wake_tokens, idle - 1);  // tokens stay <= idle
+  SetIdle(idle - 1);
+  return rung;
+}
+
+bool ShmServer::Impl::DrainDoorbell(uint64_t id) {
+  std::shared_ptr<Conn> c;
+  {
+    std::lock_guard<std::mutex> lk(conns_mu);
+    for (auto& candidate : conns) {
+      if (candidate->id == id) c = candidate;
+    }
+  }
+  if (!c) return false;  // detached
+  // Their number does not matter, only that the client found the workers asleep. Under the
+  // connection's mutex: Detach closes the socket under it.
+  std::lock_guard<std::mutex> lk(c->mu);
+  bool rang = false;
+  char buf[64];
+  while (c->sock.valid() && ::recv(c->sock.get(), buf, sizeof buf, MSG_DONTWAIT) > 0) rang = true;
+  return rang;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -769,14 +841,30 @@ Status ShmServer::Start() {
 
   s.epoll = Fd(::epoll_create1(EPOLL_CLOEXEC));
   s.stop_event = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!s.epoll.valid() || !s.stop_event.valid())
+  s.bells = Fd(::epoll_create1(EPOLL_CLOEXEC));
+  s.wake_event = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE));
+  s.workers_stop = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!s.epoll.valid() || !s.stop_event.valid() || !s.bells.valid() || !s.wake_event.valid() ||
+      !s.workers_stop.valid())
     return Status::ResourceExhausted("epoll/eventfd: " + shm::ErrnoText(errno));
-  epoll_event ev{};
-  ev.events = EPOLLIN;
+  epoll_event wake{}, stop{};
+  wake.events = EPOLLIN | EPOLLONESHOT;  // one worker per token (SleepUntilRung re-arms it)
+  wake.data.u64 = kWorkerWakeId;
+  stop.events = EPOLLIN;  // level-triggered, never read: every worker, now and later
+  stop.data.u64 = kWorkerStopId;
+  if (::epoll_ctl(s.bells.get(), EPOLL_CTL_ADD, s.wake_event.get(), &wake) != 0 ||
+      ::epoll_ctl(s.bells.get(), EPOLL_CTL_ADD, s.workers_stop.get(), &stop) != 0)
+    return Status::ResourceExhausted("epoll_ctl: " + shm::ErrnoText(errno));
+  s.idle = 0;
+  s.wake_tokens = 0;
+  s.spinner = false;  // a worker stopped mid-spin may have left it set
+  epoll_event ev{}, listen{};
+  ev.events = listen.events = EPOLLIN;
   ev.data.u64 = kStopEventId;
-  ::epoll_ctl(s.epoll.get(), EPOLL_CTL_ADD, s.stop_event.get(), &ev);
-  ev.data.u64 = kListenEventId;
-  ::epoll_ctl(s.epoll.get(), EPOLL_CTL_ADD, s.listener.sock.get(), &ev);
+  listen.data.u64 = kListenEventId;
+  if (::epoll_ctl(s.epoll.get(), EPOLL_CTL_ADD, s.stop_event.get(), &ev) != 0 ||
+      ::epoll_ctl(s.epoll.get(), EPOLL_CTL_ADD, s.listener.sock.get(), &listen) != 0)
+    return Status::ResourceExhausted("epoll_ctl: " + shm::ErrnoText(errno));
 
   s.stopping = false;
   s.started = true;
@@ -799,10 +887,8 @@ size_t ShmServer::Shutdown(uint64_t timeout_micros) {
   s.io.join();
   // 2. Workers take no new request; the running ones finish and publish their responses.
   s.stopping = true;
-  {
-    std::lock_guard<std::mutex> lk(s.pool_mu);
-    s.pool_cv.notify_all();
-  }
+  // Never read: wakes every worker asleep now or later.
+  (void)!::write(s.workers_stop.get(), &one, sizeof one);
   // Requests are running until answered — after their handler returned, for a response that
   // comes from another thread (a save completed by the thread syncing it).
   size_t abandoned = 0;
@@ -831,6 +917,11 @@ size_t ShmServer::Shutdown(uint64_t timeout_micros) {
   s.listener = shm::Listener{};
   s.epoll.Reset();
   s.stop_event.Reset();
+  if (!abandoned) {  // else the detached workers may still sleep on them
+    s.bells.Reset();
+    s.wake_event.Reset();
+    s.workers_stop.Reset();
+  }
   if (abandoned) {
     s.Log(LogLevel::kWarn, std::to_string(abandoned) + " shared-memory request(s) still running");
     (void)impl_.release();  // the detached workers still use it

@@ -7,10 +7,11 @@
 // handler (normally Service::Handle) with the client's Session; responses, payloads included, are
 // written into that client's segment only, so a client can never see bytes of another client.
 //
-// Threads: one io thread (accepts, doorbell bytes, hang-ups) and `workers` worker threads that take
-// requests from every client's ring, run the handler (which may block, e.g. a publish waiting for
-// L2), and publish the responses. At most one idle worker spins looking for work before sleeping;
-// sleeping workers are woken through the doorbell (docs/shm.md, "Wake-ups").
+// Threads: one io thread (accepts, hang-ups) and `workers` worker threads that take requests from
+// every client's ring, run the handler (which may block, e.g. a publish waiting for L2), and
+// publish the responses. At most one idle worker spins looking for work before sleeping; sleeping
+// workers wait on every client's control socket, where a doorbell byte wakes one of them
+// (docs/shm.md, "Wake-ups").
 //
 // Failure handling: a client that exits or dies (even SIGKILL) hangs up its socket; the io thread
 // detaches it at once, and its segment, its response regions (the memory behind its borrows) and
