@@ -513,19 +513,13 @@ TEST(ShmClientWaits, ACallThatAwaitsADiskSyncIsCaughtWithoutSleeping) {
   ASSERT_TRUE(server.Start().ok());
   auto c = ConnectShm(ShmClientOptions{.prefix = "w", .run_dir = dir.path()});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  // The count must work here, or every call would look sleepless.
-  const long idle = ThreadSleeps();
-  ASSERT_GE(idle, 0) << "getrusage(RUSAGE_THREAD) failed";
-  RealClock()->SleepMicros(1000);
-  ASSERT_GT(ThreadSleeps(), idle) << "a sleep did not count as a voluntary context switch";
-  int sleepless = 0, calls = 0;
-  for (; calls < 2000 && sleepless < 50; ++calls) {
-    const long before = ThreadSleeps();
+  ASSERT_TRUE(ThreadSleepsAreCounted(*RealClock()));
+  int calls = 0;
+  const int sleepless = CallsWithoutSleep(2000, 50, &calls, [&] {
     auto r = (*c)->Call(TextMessage(kOpSync, "save"));
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    ASSERT_EQ(FieldsText(*r), "save");
-    if (ThreadSleeps() == before) ++sleepless;
-  }
+    EXPECT_TRUE(r.ok() && FieldsText(*r) == "save") << r.status().ToString();
+    return r.ok();
+  });
   EXPECT_EQ(sleepless, 50) << "of " << calls << " calls";
 }
 

@@ -223,19 +223,13 @@ TEST(TcpTransport, ACallThatAwaitsADiskSyncIsCaughtWithoutSleeping) {
   h.slow = [] { RealClock()->SleepMicros(300); };
   auto server = StartServer(h);
   auto channel = Connect(server->listeners()[0].address);
-  // The count must work here, or every call would look sleepless.
-  const long idle = ThreadSleeps();
-  ASSERT_GE(idle, 0) << "getrusage(RUSAGE_THREAD) failed";
-  RealClock()->SleepMicros(1000);
-  ASSERT_GT(ThreadSleeps(), idle) << "a sleep did not count as a voluntary context switch";
-  int sleepless = 0, calls = 0;
-  for (; calls < 2000 && sleepless < 50; ++calls) {
-    const long before = ThreadSleeps();
+  ASSERT_TRUE(ThreadSleepsAreCounted(*RealClock()));
+  int calls = 0;
+  const int sleepless = CallsWithoutSleep(2000, 50, &calls, [&] {
     auto r = channel->Call(Echo(kSyncOp, "save"));
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    ASSERT_EQ(PayloadText(*r), "save");
-    if (ThreadSleeps() == before) ++sleepless;
-  }
+    EXPECT_TRUE(r.ok() && PayloadText(*r) == "save") << r.status().ToString();
+    return r.ok();
+  });
   EXPECT_EQ(sleepless, 50) << "of " << calls << " calls";
 }
 
