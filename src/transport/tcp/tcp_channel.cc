@@ -271,6 +271,11 @@ class Connection {
   // more from this wait).
   bool SpinForResponse(PendingCall& call, Clock& clock, bool sync, uint64_t wait) {
     auto answered = [&] {
+      // A sync poll runs hundreds of rounds: each looks with poll(2), which does not take the
+      // socket's lock, so the daemon's answer is not delivered against a recv(2) holding it
+      // (kernel lock contentions per one-client 4 KiB save 1.0 -> 0.7, three alternating pairs).
+      pollfd p{fd_, POLLIN, 0};
+      if (sync && ::poll(&p, 1, 0) == 0) return false;
       if (!ReadSome(0, MSG_DONTWAIT)) return false;
       std::lock_guard<std::mutex> g(mu_);
       return call.done;
