@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/spin_poll.h"
 #include "transport/tcp/frame_reader.h"
 #include "transport/tcp/sockets.h"
-#include "base/spin_poll.h"
 #include "wire/codec.h"
 
 namespace wombatkv::tcp {

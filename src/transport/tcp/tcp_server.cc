@@ -16,11 +16,11 @@
 
 #include "base/adaptive_spin.h"
 #include "base/check.h"
+#include "base/spin_poll.h"
 #include "transport/tcp/frame_reader.h"
 #include "transport/tcp/payload_crc_memo.h"
 #include "transport/tcp/send_queue.h"
 #include "transport/tcp/sockets.h"
-#include "base/spin_poll.h"
 #include "wire/codec.h"
 
 namespace wombatkv::tcp {

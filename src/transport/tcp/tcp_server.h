@@ -104,9 +104,9 @@ struct TcpServerOptions {
   size_t inflight_per_connection_max = 128;
   // After a wake-up with work, a loop polls for more (epoll_wait with no timeout) for a while
   // before it sleeps, yielding its core between polls; how long adapts to whether it paid
-  // (base/spin_poll.h). It would save the client→daemon wake-up of a one-client ping-pong, but on the
-  // 2-core development VM it cost eight clients 10–30% of their get throughput (docs/daemon.md,
-  // "Spinning"), so it is off unless asked for. It never spins while idle.
+  // (base/spin_poll.h). It would save the client→daemon wake-up of a one-client ping-pong, but
+  // on the 2-core development VM it cost eight clients 10–30% of their get throughput
+  // (docs/daemon.md, "Spinning"), so it is off unless asked for. It never spins while idle.
   bool spin = false;
   // The same spin, but only while one connection alone is sending requests to this loop (one
   // in the last millisecond window and no other since): the ping-pong of a lone client, whose

@@ -182,8 +182,8 @@ TEST(TcpTransport, CallsFromManyThreadsArePipelinedOnOneConnection) {
   EXPECT_EQ(h.hellos.load(), 1);
 }
 
-// Spinning (base/spin_poll.h): the client spins by default in every other test, the server does not.
-// The other combinations must carry the same pipelined, mixed loop/worker traffic.
+// Spinning (base/spin_poll.h): the client spins by default in every other test, the server does
+// not. The other combinations must carry the same pipelined, mixed loop/worker traffic.
 TEST(TcpTransport, WithOrWithoutSpinningAtEitherEndPipelinedCallsAreAnswered) {
   for (const bool server_spins : {true, false}) {
     SCOPED_TRACE(server_spins ? "server spins, client sleeps" : "neither spins");
