@@ -240,6 +240,10 @@ Status SetU32(std::string_view name, uint32_t& out, std::string_view v, uint32_t
   return Status::Ok();
 }
 
+Status SetClientPoll(Config& c, std::string_view v) {
+  return SetFlag("WMBT_KV_CLIENT_POLL", c.client_poll, v);
+}
+
 Status SetS3CreateBucket(Config& c, std::string_view v) {
   return SetFlag("WMBT_KV_S3_CREATE_BUCKET", c.s3_create_bucket, v);
 }
@@ -418,6 +422,10 @@ const std::vector<Setting>& Table() {
         "Directory of the shared-memory control sockets (wombatkv-<prefix>.sock): where wombatkvd "
         "listens and where WMBT_KV_REMOTE_PREFIX clients look; both sides must agree."},
        SetRunDir, false},
+      {{"WMBT_KV_CLIENT_POLL", "1",
+        "1: a client of wombatkvd polls for its answer (yielding its core) before it sleeps, up to "
+        "1 ms for a save or publish; 0: it sleeps at once (no busy core while a save syncs)."},
+       SetClientPoll, false},
       {{"WMBT_KV_HTTP_ADDR", "(unset)",
         "Use the daemon over HTTP at HOST:PORT. Third precedence in wmbt_kv_init_from_env."},
        SetHttpAddr, true},
@@ -682,6 +690,7 @@ std::string Config::Describe() const {
   line("WMBT_KV_REMOTE_PREFIX", remote_prefix);
   line("WMBT_KV_TCP_ADDR", tcp_addr);
   line("WMBT_KV_RUN_DIR", run_dir);
+  line("WMBT_KV_CLIENT_POLL", client_poll ? "1" : "0");
   line("WMBT_KV_HTTP_ADDR", http_addr);
   line("WMBT_KV_AUTH_TOKEN", secret(auth_token));
   line("WMBT_KV_LOG_LEVEL", std::string(LogLevelName(log_level)));

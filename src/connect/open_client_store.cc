@@ -41,6 +41,7 @@ Result<ClientStore> OpenClientStoreAs(ClientBackend backend, const Config& confi
       o.prefix = config.remote_prefix;
       o.run_dir = config.run_dir;
       o.client_name = setup.client_name;
+      o.poll = config.client_poll;
       return Over(ConnectShm(o), backend,
                   "wombatkvd (WMBT_KV_REMOTE_PREFIX=" + config.remote_prefix + ")", setup);
     }
@@ -49,6 +50,7 @@ Result<ClientStore> OpenClientStoreAs(ClientBackend backend, const Config& confi
       o.address = config.tcp_addr;
       o.auth_token = config.auth_token;
       o.client_name = setup.client_name;
+      o.spin = config.client_poll;
       return Over(tcp::ConnectTcp(o), backend,
                   "wombatkvd (WMBT_KV_TCP_ADDR=" + config.tcp_addr + ")", setup);
     }

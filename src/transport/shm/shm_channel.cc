@@ -102,8 +102,9 @@ class Attachment {
   bool dead() const { return dead_.load(std::memory_order_acquire); }
 
   Attachment(std::shared_ptr<ClientSegment> seg, Fd sock, Fd stop, std::string path,
-             Clock* clock)
+             Clock* clock, bool poll)
       : clock_(clock ? clock : RealClock()),
+        poll_(poll),
         seg_(std::move(seg)),
         sock_(std::move(sock)),
         stop_(std::move(stop)),
@@ -150,6 +151,7 @@ class Attachment {
   }
 
   Clock* const clock_;
+  const bool poll_;  // ShmClientOptions::poll: spin, yield and poll before sleeping
   const std::shared_ptr<ClientSegment> seg_;
   Fd sock_;
   Fd stop_;
@@ -220,7 +222,7 @@ Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& 
   if (!stop.valid()) return Status::ResourceExhausted("eventfd: " + shm::ErrnoText(errno));
   auto seg = std::make_shared<ClientSegment>(std::move(map), layout);
   auto a = std::make_shared<Attachment>(std::move(seg), std::move(sock), std::move(stop), path,
-                                        options.clock);
+                                        options.clock, options.poll);
   a->monitor_ = std::thread([p = a.get()] { p->Monitor(); });
 
   // The session's first message: checks that both sides speak the same op layouts.
@@ -410,7 +412,7 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
           if (w.state.load(std::memory_order_acquire) == Waiter::kDone) break;
           uint32_t rspins = 0;
           // After its poll, a sync wait goes straight to sleep (the spin missed already).
-          const uint32_t limit = sync_polled ? 0 : budget.spin.limit();
+          const uint32_t limit = sync_polled || !poll_ ? 0 : budget.spin.limit();
           while (resp.tail().load(std::memory_order_acquire) == resp_head_ && rspins < limit) {
             rspins++;
             shm::CpuRelax();
@@ -419,8 +421,8 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
             budget.spin.Succeeded(rspins);
             continue;
           }
-          if (!sync_polled) budget.spin.Failed();
-          if (budget.sync && !sync_polled) {
+          if (!sync_polled && poll_) budget.spin.Failed();
+          if (budget.sync && !sync_polled && poll_) {
             sync_polled = true;
             learn = PollForSyncedResponse(budget);
             continue;
@@ -448,12 +450,13 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
       continue;
     }
     if (st == Waiter::kDone) continue;
-    if (spins < budget.spin.limit()) {
+    const uint32_t spin_limit = poll_ ? budget.spin.limit() : 0;
+    if (spins < spin_limit) {
       spins++;
       shm::CpuRelax();
       continue;
     }
-    if (spins < budget.spin.limit() + budget.yield_rounds()) {
+    if (spins < spin_limit + (poll_ ? budget.yield_rounds() : 0)) {
       spins++;
       shm::YieldCore();
       continue;
@@ -470,7 +473,7 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
 bool Attachment::YieldForResponse(WaitBudget& budget) {
   const Ring& resp = seg_->resp();
   auto in = [&] { return resp.tail().load(std::memory_order_acquire) != resp_head_; };
-  const uint32_t rounds = budget.yield_rounds();
+  const uint32_t rounds = poll_ ? budget.yield_rounds() : 0;
   if (rounds == 0) return in();
   // Caught within the first yields, each of which came straight back (a bare sched_yield takes
   // about a µs; one that ran another task — the daemon's worker, another client — takes longer):

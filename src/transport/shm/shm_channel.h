@@ -35,6 +35,9 @@ struct ShmClientOptions {
   uint32_t attach_timeout_ms = 5000;
   // Sent in the Hello that opens each attachment, for the daemon's logs; empty = "pid N".
   std::string client_name;
+  // Whether a waiting caller spins, yields and polls for its response before it sleeps
+  // (docs/shm.md, "Wake-ups"; WMBT_KV_CLIENT_POLL). false = sleep at once.
+  bool poll = true;
   // Times the yields between a waiter's spin and its sleep (docs/shm.md, "Wake-ups"). Must
   // outlive the channel.
   Clock* clock = nullptr;  // null = RealClock()

@@ -521,6 +521,15 @@ TEST(ShmClientWaits, ACallThatAwaitsADiskSyncIsCaughtWithoutSleeping) {
     return r.ok();
   });
   EXPECT_EQ(sleepless, 50) << "of " << calls << " calls";
+
+  // WMBT_KV_CLIENT_POLL=0: every call sleeps.
+  auto quiet = ConnectShm(ShmClientOptions{.prefix = "w", .run_dir = dir.path(), .poll = false});
+  ASSERT_TRUE(quiet.ok()) << quiet.status().ToString();
+  EXPECT_EQ(CallsWithoutSleep(20, 20, &calls, [&] {
+              return (*quiet)->Call(TextMessage(kOpSync, "save")).ok();
+            }),
+            0);
+  EXPECT_EQ(calls, 20);
 }
 
 // R3 (docs/shm.md, "Wake-ups"): a client that finds its doorbell disarmed relies on a worker to

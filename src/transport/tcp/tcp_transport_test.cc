@@ -231,6 +231,18 @@ TEST(TcpTransport, ACallThatAwaitsADiskSyncIsCaughtWithoutSleeping) {
     return r.ok();
   });
   EXPECT_EQ(sleepless, 50) << "of " << calls << " calls";
+
+  // WMBT_KV_CLIENT_POLL=0 (TcpClientOptions::spin): every call sleeps.
+  TcpClientOptions o;
+  o.address = server->listeners()[0].address;
+  o.spin = false;
+  auto quiet = ConnectTcp(o);
+  ASSERT_TRUE(quiet.ok()) << quiet.status().ToString();
+  EXPECT_EQ(CallsWithoutSleep(20, 20, &calls, [&] {
+              return (*quiet)->Call(Echo(kSyncOp, "save")).ok();
+            }),
+            0);
+  EXPECT_EQ(calls, 20);
 }
 
 // A clock the test moves; waits are real (Shutdown's drain).
