@@ -636,7 +636,7 @@ class Bench {
     PrintTable(rows);
   }
 
-  // Of the alternating comparisons: a round's ratio ranged 0.5-2.0x within one run (BENCHMARKS.md,
+  // Of the alternating comparisons: a round's ratio ranged 0.5-3.3x within one run (BENCHMARKS.md,
   // "Session 15"), so a median of three still moved by tens of percent between runs.
   static constexpr int kRounds = 5;
 

@@ -18,6 +18,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "base/adaptive_spin.h"
@@ -83,6 +84,20 @@ bool SpinPoll(AdaptiveSpin& spin, Clock& clock, Contended contended, Poll&& poll
   const PollEnd end = PollYielding(clock, budget, contended, poll);
   if (end.kind == PollEnd::kCaught) {
     spin.Succeeded(end.micros);
+    return true;
+  }
+  spin.Failed();
+  return false;
+}
+
+// A wait for a disk sync (kSyncWaitSpin): PollYielding for `spin`'s budget, at most `cap` µs,
+// stopping at the first contended round, which counts as a failure. True unless it stopped so:
+// then the whole wait may teach `spin` (AdaptiveSpin::Waited) once it ends.
+template <typename Poll>
+bool SyncPoll(AdaptiveSpin& spin, Clock& clock, uint64_t cap, Poll&& poll) {
+  const auto budget = static_cast<uint32_t>(std::min<uint64_t>(spin.Budget(), cap));
+  if (PollYielding(clock, budget, Contended::kStop, poll, kSyncRoundsPerMicroMax).kind !=
+      PollEnd::kContended) {
     return true;
   }
   spin.Failed();

@@ -496,13 +496,9 @@ bool Attachment::YieldForResponse(WaitBudget& budget) {
 
 bool Attachment::PollForSyncedResponse(WaitBudget& budget) {
   const Ring& resp = seg_->resp();
-  const PollEnd end = PollYielding(
-      *clock_, budget.sync_spin.Budget(), Contended::kStop,
-      [&] { return resp.tail().load(std::memory_order_acquire) != resp_head_ || dead(); },
-      kSyncRoundsPerMicroMax);
-  if (end.kind != PollEnd::kContended) return true;
-  budget.sync_spin.Failed();
-  return false;
+  return SyncPoll(budget.sync_spin, *clock_, UINT64_MAX, [&] {
+    return resp.tail().load(std::memory_order_acquire) != resp_head_ || dead();
+  });
 }
 
 Result<wire::Message> Attachment::Finish(Waiter& w) {

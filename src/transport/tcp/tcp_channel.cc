@@ -284,13 +284,7 @@ class Connection {
       SpinPoll(spin_, clock, Contended::kKeepYielding, answered);
       return true;
     }
-    const auto budget = static_cast<uint32_t>(std::min<uint64_t>(sync_spin_.Budget(), wait));
-    if (PollYielding(clock, budget, Contended::kStop, answered, kSyncRoundsPerMicroMax).kind !=
-        PollEnd::kContended) {
-      return true;
-    }
-    sync_spin_.Failed();
-    return false;
+    return SyncPoll(sync_spin_, clock, wait, answered);
   }
 
   // One read(2) and the delivery of every frame it completed. Only the current reader calls
