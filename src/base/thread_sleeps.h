@@ -3,6 +3,7 @@
 // transport tests use it to tell a wait that polled for its answer from one that slept.
 #pragma once
 
+#include <sched.h>
 #include <sys/resource.h>
 
 #include "wombatkv/env.h"
@@ -37,5 +38,36 @@ int CallsWithoutSleep(int calls_max, int wanted, int* calls, Call&& call) {
   }
   return sleepless;
 }
+
+// Pins the calling thread (and the threads it creates meanwhile) to the `index`-th CPU it may
+// run on, until destroyed. The sleep tests put a server's threads on one core and the caller on
+// another: whether a poll catches its answer must not depend on where the scheduler placed them
+// (sharing a core, the server's work makes every poll round look contended).
+class CpuPin {
+ public:
+  explicit CpuPin(int index) {
+    if (::sched_getaffinity(0, sizeof(before_), &before_) != 0) return;
+    for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (!CPU_ISSET(cpu, &before_) || seen++ != index) continue;
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      pinned_ = ::sched_setaffinity(0, sizeof(one), &one) == 0;
+      return;
+    }
+  }
+  ~CpuPin() {
+    if (pinned_) ::sched_setaffinity(0, sizeof(before_), &before_);
+  }
+  CpuPin(const CpuPin&) = delete;
+  CpuPin& operator=(const CpuPin&) = delete;
+
+  // False when the thread may run on `index` CPUs or fewer.
+  bool pinned() const { return pinned_; }
+
+ private:
+  cpu_set_t before_{};
+  bool pinned_ = false;
+};
 
 }  // namespace wombatkv

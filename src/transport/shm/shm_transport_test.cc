@@ -510,7 +510,12 @@ TEST(ShmClientWaits, ACallThatAwaitsADiskSyncIsCaughtWithoutSleeping) {
                      return out;
                    }),
                    ShmServerOptions{.prefix = "w", .run_dir = dir.path(), .workers = 2});
+  std::optional<CpuPin> server_core(std::in_place, 1);
+  if (!server_core->pinned()) GTEST_SKIP() << "needs two CPUs: one for the server, one to poll";
   ASSERT_TRUE(server.Start().ok());
+  server_core.reset();
+  CpuPin client_core(0);
+  ASSERT_TRUE(client_core.pinned());
   auto c = ConnectShm(ShmClientOptions{.prefix = "w", .run_dir = dir.path()});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   ASSERT_TRUE(ThreadSleepsAreCounted(*RealClock()));

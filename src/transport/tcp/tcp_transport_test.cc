@@ -221,7 +221,12 @@ TEST(TcpTransport, WithOrWithoutSpinningAtEitherEndPipelinedCallsAreAnswered) {
 TEST(TcpTransport, ACallThatAwaitsADiskSyncIsCaughtWithoutSleeping) {
   Handler h;
   h.slow = [] { RealClock()->SleepMicros(300); };
+  std::optional<CpuPin> server_core(std::in_place, 1);
+  if (!server_core->pinned()) GTEST_SKIP() << "needs two CPUs: one for the server, one to poll";
   auto server = StartServer(h);
+  server_core.reset();
+  CpuPin client_core(0);
+  ASSERT_TRUE(client_core.pinned());
   auto channel = Connect(server->listeners()[0].address);
   ASSERT_TRUE(ThreadSleepsAreCounted(*RealClock()));
   int calls = 0;
