@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "base/futex.h"
@@ -138,16 +140,50 @@ uint64_t IndexedVersion(Store& s, const ChainId& id) {
   return 0;
 }
 
+// An L1 that keeps the versions of one chain's head in the order they were written.
+class HeadRecordsSeen final : public MetaStore {
+ public:
+  explicit HeadRecordsSeen(std::string head_key) : head_key_(std::move(head_key)) {}
+  Status Write(const MetaWriteBatch& batch, bool sync) override {
+    std::lock_guard<std::mutex> g(mu_);  // recorded in the order applied
+    for (const auto& [key, value] : batch.ops()) {
+      if (key != head_key_ || !value) continue;
+      auto record = meta_records::DecodeHeadRecord(key, *value);
+      versions_.push_back(record.ok() ? record->head.version : 0);
+    }
+    return inner_->Write(batch, sync);
+  }
+  Result<std::string> Get(std::string_view key) override { return inner_->Get(key); }
+  Status Scan(std::string_view prefix,
+              const std::function<bool(std::string_view, std::string_view)>& fn) override {
+    return inner_->Scan(prefix, fn);
+  }
+  Status DeletePrefix(std::string_view prefix) override { return inner_->DeletePrefix(prefix); }
+  std::vector<uint64_t> versions() {
+    std::lock_guard<std::mutex> g(mu_);
+    return versions_;
+  }
+
+ private:
+  const std::string head_key_;
+  std::unique_ptr<MetaStore> inner_ = NewMemMetaStore();
+  std::mutex mu_;
+  std::vector<uint64_t> versions_;
+};
+
 class StoreSaveAsync : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { s_ = &h_.Open(Options()); }
+  void TearDown() override { h_.Close(); }
+
+  StoreOptions Options() {
     StoreOptions o = h_.Options();  // a journaled local L2, the store's own threads
     // Completions that run late widen the window in which a publisher could see a stale head.
     o.buggify = [](const char* site) { return std::string_view(site) == "save.completion_late"; };
-    s_ = &h_.Open(o);
+    return o;
   }
-  void TearDown() override { h_.Close(); }
 
+  std::optional<HeadRecordsSeen> l1_;  // outlives the store (closed in TearDown)
   StoreHarness h_{Planes::kDisk};
   Store* s_ = nullptr;
 };
@@ -172,6 +208,10 @@ TEST_F(StoreSaveAsync, RacingSavesAndPublishesOfOneChainLandInVersionOrder) {
   // each must succeed with its own version (last writer wins, none lost), and L0 must end at the
   // version L2 holds — a head installed out of order would leave L0 behind.
   const BlockKey key = Key(77, 5);
+  l1_.emplace(meta_records::HeadKey("default", kFp, key));
+  StoreOptions o = Options();
+  o.meta_store = &*l1_;
+  s_ = &h_.Open(o);
   constexpr int kThreads = 6, kRounds = 60;
   std::vector<std::thread> threads;
   std::vector<std::vector<uint64_t>> versions(kThreads);
@@ -209,6 +249,11 @@ TEST_F(StoreSaveAsync, RacingSavesAndPublishesOfOneChainLandInVersionOrder) {
   EXPECT_EQ(all.back(), uint64_t(kThreads) * kRounds);
   EXPECT_EQ(IndexedVersion(*s_, key), all.back()) << "L0 behind the last publish";
   h_.Close();
+  // L1 too, all along: no publish of the chain may write its head record before an older
+  // head's record lands (a completion records its head before it unmarks the chain).
+  const std::vector<uint64_t> recorded = l1_->versions();
+  EXPECT_TRUE(std::ranges::is_sorted(recorded)) << "an older head was recorded after a newer one";
+  EXPECT_EQ(recorded.size(), all.size());
   s_ = &h_.Open();
   EXPECT_EQ(IndexedVersion(*s_, key), all.back()) << "L2 disagrees with what was acknowledged";
 }
