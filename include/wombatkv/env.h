@@ -267,7 +267,8 @@ FileSystem* PosixFileSystem();
 std::unique_ptr<Random> NewSystemRandom();
 // A deterministic generator (splitmix64/xoshiro) for tests and the simulator.
 std::unique_ptr<Random> NewSeededRandom(uint64_t seed);
-// A pool of `threads` worker threads; tasks run in submission order per free worker. With
+// A pool of `threads` worker threads named `name` (the first 15 bytes: what top -H and perf
+// show); tasks run in submission order per free worker. With
 // `nice` > 0 the workers run at that lower scheduling priority (setpriority), so background work
 // yields the CPU to the threads that wait on it.
 std::unique_ptr<Executor> NewThreadPoolExecutor(size_t threads, std::string name, int nice = 0);

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <thread>
 
+#include "base/thread_name.h"
 #include "transport/tcp/sockets.h"
 
 namespace wombatkv {
@@ -69,6 +70,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& add
   bound.port = static_cast<uint16_t>(port);
   impl->url = "http://" + bound.ToString();
   impl->thread = std::thread([self] {
+    NameThisThread("wmbt-http");
     self->server.listen_after_bind();
     self->listen_returned.store(true);
   });

@@ -5,6 +5,7 @@
 #include <deque>
 #include <thread>
 
+#include "base/thread_name.h"
 #include "wombatkv/env.h"
 
 namespace wombatkv {
@@ -12,10 +13,11 @@ namespace {
 
 class ThreadPoolExecutor final : public Executor {
  public:
-  ThreadPoolExecutor(size_t threads, int nice) {
+  ThreadPoolExecutor(size_t threads, const std::string& name, int nice) {
     if (threads == 0) threads = 1;
     for (size_t i = 0; i < threads; ++i) {
-      workers_.emplace_back([this, nice] {
+      workers_.emplace_back([this, name, nice] {
+        NameThisThread(name);
         // Best effort: a failure leaves the worker at normal priority.
         if (nice > 0) (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
         Loop();
@@ -110,8 +112,8 @@ class InlineExecutor final : public Executor {
 
 }  // namespace
 
-std::unique_ptr<Executor> NewThreadPoolExecutor(size_t threads, std::string /*name*/, int nice) {
-  return std::make_unique<ThreadPoolExecutor>(threads, nice);
+std::unique_ptr<Executor> NewThreadPoolExecutor(size_t threads, std::string name, int nice) {
+  return std::make_unique<ThreadPoolExecutor>(threads, name, nice);
 }
 
 std::unique_ptr<Executor> NewInlineExecutor() { return std::make_unique<InlineExecutor>(); }

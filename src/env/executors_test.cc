@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread_name.h"
 #include "wombatkv/env.h"
 
 namespace wombatkv {
@@ -39,6 +40,18 @@ TEST(ThreadPoolExecutor, RunsTasksOnWorkerThreadsNotInSubmit) {
   EXPECT_FALSE(ids.empty());
   EXPECT_EQ(ids.count(std::this_thread::get_id()), 0u);
   EXPECT_LE(ids.size(), 2u);
+}
+
+TEST(ThreadPoolExecutor, NamesItsWorkerThreads) {
+  auto pool = NewThreadPoolExecutor(2, "wmbt-testpool");
+  std::string name;
+  Completion done;
+  pool->Submit([&] {
+    name = ThisThreadName();
+    done.Set(Status::Ok());
+  });
+  ASSERT_TRUE(pool->Await(done).ok());
+  EXPECT_EQ(name, "wmbt-testpool");
 }
 
 TEST(ThreadPoolExecutor, DrainWaitsForTasksSubmittedByTasks) {

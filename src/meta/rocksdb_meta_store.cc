@@ -23,6 +23,7 @@
 
 #include "base/crc32c.h"
 #include "base/hex.h"
+#include "base/thread_name.h"
 #include "meta/meta_store.h"
 #include "meta/rocksdb_test_hooks.h"
 
@@ -309,7 +310,12 @@ Result<std::unique_ptr<MetaStore>> OpenRocksDbMetaStore(const std::string& dir) 
   }
 
   rocksdb::DB* raw = nullptr;
+  // RocksDB's timer thread, started by the process's first open, takes the name of the thread
+  // that opens: "wmbt-l1" in `top -H`, not a second "main" thread (docs/daemon.md, "Threads").
+  const std::string caller = ThisThreadName();
+  NameThisThread("wmbt-l1");
   rocksdb::Status s = rocksdb::DB::Open(MakeOptions(), dir, &raw);
+  NameThisThread(caller);
   std::unique_ptr<rocksdb::DB> db(raw);
   rocksdb::Env* env = rocksdb::Env::Default();
   const std::string owner_path = dir + "/" + kOwnerFileName;

@@ -364,7 +364,7 @@ class StoreImpl final : public Store {
   // owns its executor has one: with an injected executor (tests, the simulator) every put stays
   // on the calling thread, deterministic.
   std::unique_ptr<Executor> copy_helper_ =
-      options_.executor ? nullptr : NewThreadPoolExecutor(1, "wombatkv-copy");
+      options_.executor ? nullptr : NewThreadPoolExecutor(1, "wmbt-copy");
   // Uploads wait while a large put copies (upload_gate.h). Parked payloads stay pinned in the
   // cache, so at most half of it is parked; past that, uploads run alongside the puts.
   UploadGate upload_gate_{executor_, options_.cache_bytes_max / 2, options_.upload_threads};

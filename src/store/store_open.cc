@@ -30,7 +30,7 @@ StoreImpl::StoreImpl(const StoreOptions& options)
       random_(options.random ? options.random : owned_random_.get()),
       owned_executor_(options.executor
                           ? nullptr
-                          : NewThreadPoolExecutor(options.upload_threads, "wombatkv-upload")),
+                          : NewThreadPoolExecutor(options.upload_threads, "wmbt-upload")),
       executor_(options.executor ? options.executor : owned_executor_.get()),
       cache_(options.cache_bytes_max),
       index_(random_->Next64()) {
@@ -138,7 +138,7 @@ Status StoreImpl::Init() {
     // With its own threads and the real clock the store also has its own timer: one thread that
     // starts a pass every interval. With an injected executor or clock (tests, the simulator)
     // passes are started by operations instead.
-    evict_thread_ = NewThreadPoolExecutor(1, "wombatkv-evict");
+    evict_thread_ = NewThreadPoolExecutor(1, "wmbt-evict");
     evict_thread_->Submit([this] { EvictorLoop(); });
   }
   if (l1_was_empty && report->chains_added > 0) {

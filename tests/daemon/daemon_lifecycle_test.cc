@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -145,6 +147,29 @@ TEST(DaemonLifecycle, HttpReportsHealthReadinessAndMetrics) {
     EXPECT_NE(page.find(series), std::string::npos) << series << "\n" << page;
   }
   EXPECT_EQ(page.find("metrics-must-not-show-this"), std::string::npos);
+  EXPECT_EQ(daemon->Stop(SIGTERM), 0);
+}
+
+// docs/daemon.md, "Threads": an operator's `top -H` tells the daemon's threads apart. Every thread
+// but the main one is named for its role: "wmbt-..." (ours) or RocksDB's own.
+TEST(DaemonLifecycle, EveryThreadButTheMainOneIsNamedForItsRole) {
+  TempDir dir;
+  auto daemon = StartDaemon(dir, {"--http", "127.0.0.1:0", "--prefix", "names", "--run-dir",
+                                  dir.path()});
+  ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
+  ExpectServes(daemon->tcp().at(0));
+  std::vector<std::string> unnamed;
+  size_t threads = 0;
+  const std::string tasks = "/proc/" + std::to_string(daemon->pid()) + "/task";
+  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    ++threads;
+    if (!name.starts_with("wmbt-") && !name.starts_with("rocksdb:")) unnamed.push_back(name);
+  }
+  EXPECT_GT(threads, 10u);
+  EXPECT_EQ(unnamed, std::vector<std::string>{"wombatkvd"}) << "only the main thread is unnamed";
   EXPECT_EQ(daemon->Stop(SIGTERM), 0);
 }
 

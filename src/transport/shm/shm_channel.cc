@@ -18,6 +18,7 @@
 
 #include "base/check.h"
 #include "base/spin_poll.h"
+#include "base/thread_name.h"
 #include "transport/shm/futex.h"
 #include "transport/shm/os.h"
 #include "transport/shm/region_allocator.h"
@@ -223,7 +224,10 @@ Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& 
   auto seg = std::make_shared<ClientSegment>(std::move(map), layout);
   auto a = std::make_shared<Attachment>(std::move(seg), std::move(sock), std::move(stop), path,
                                         options.clock, options.poll);
-  a->monitor_ = std::thread([p = a.get()] { p->Monitor(); });
+  a->monitor_ = std::thread([p = a.get()] {
+    NameThisThread("wmbt-shm-watch");
+    p->Monitor();
+  });
 
   // The session's first message: checks that both sides speak the same op layouts.
   wire::HelloRequest hello;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/thread_name.h"
 #include "transport/shm/futex.h"
 #include "transport/shm/os.h"
 #include "transport/shm/region_allocator.h"
@@ -868,8 +869,16 @@ Status ShmServer::Start() {
 
   s.stopping = false;
   s.started = true;
-  for (size_t i = 0; i < s.options.workers; ++i) s.workers.emplace_back([&s, i] { s.WorkerLoop(i); });
-  s.io = std::thread([&s] { s.IoLoop(); });
+  for (size_t i = 0; i < s.options.workers; ++i) {
+    s.workers.emplace_back([&s, i] {
+      NameThisThread("wmbt-shm-work");
+      s.WorkerLoop(i);
+    });
+  }
+  s.io = std::thread([&s] {
+    NameThisThread("wmbt-shm-io");
+    s.IoLoop();
+  });
   s.Log(LogLevel::kInfo, "listening for shared-memory clients on " + path);
   return Status::Ok();
 }

@@ -17,6 +17,7 @@
 #include "base/adaptive_spin.h"
 #include "base/check.h"
 #include "base/spin_poll.h"
+#include "base/thread_name.h"
 #include "transport/tcp/frame_reader.h"
 #include "transport/tcp/payload_crc_memo.h"
 #include "transport/tcp/send_queue.h"
@@ -243,7 +244,10 @@ Status TcpServer::Impl::StartLoops() {
   }
   for (auto& loop : loops) {
     Loop* l = loop.get();
-    l->thread = std::thread([this, l] { Run(*l); });
+    l->thread = std::thread([this, l] {
+      NameThisThread("wmbt-tcp-loop");
+      Run(*l);
+    });
   }
   return Status::Ok();
 }
@@ -822,7 +826,7 @@ Result<std::unique_ptr<TcpServer>> TcpServer::Start(RequestHandler handler,
     impl->executor = impl->options.executor;
   } else {
     impl->own_executor = NewThreadPoolExecutor(
-        impl->options.worker_threads == 0 ? 1 : impl->options.worker_threads, "wombatkv-tcp");
+        impl->options.worker_threads == 0 ? 1 : impl->options.worker_threads, "wmbt-tcp-work");
     impl->executor = impl->own_executor.get();
   }
   Status st = impl->StartLoops();
