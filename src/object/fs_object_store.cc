@@ -43,6 +43,7 @@
 #include <deque>
 #include <queue>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/check.h"
 #include "object/dir_sync_group.h"
@@ -66,6 +67,8 @@ constexpr size_t kDeferredBytesMax = 8u << 20;
 constexpr size_t kDeferredNamesMax = 1024;
 // A read whose object moved under it (packed <-> file, or a compaction) looks again this often.
 constexpr int kReadAttemptsMax = 4;
+// J6 remembers at most this many empty paths (then forgets them all).
+constexpr size_t kEmptyPathsMax = 1u << 16;
 // Journal files are compacted once those checkpointed hold more than this many times the live
 // packed bytes (plus this many journal files of slack).
 constexpr uint64_t kKeptBytesPerLiveByte = 2;
@@ -217,10 +220,14 @@ class FsObjectStore final : public ObjectStore {
     if (journal_) {
       size_t bytes = 0;
       for (ByteView p : parts) bytes += p.size();
+      if (bytes <= jopts_.packed_object_bytes_max) {
+        auto etag = PackedPut(key, path, parts, bytes, options);
+        if (etag.ok() || etag.status().IsConflict()) return etag;
+        return etag.status().WithContext("put " + std::string(key) + " in " + Describe());
+      }
+      const FileFormPut file_form(this, key);
       if (bytes <= jopts_.journaled_object_bytes_max) {
-        auto etag = bytes <= jopts_.packed_object_bytes_max
-                        ? PackedPut(key, path, parts, bytes, options)
-                        : JournaledPut(key, dir, path, parts, options);
+        auto etag = JournaledPut(key, dir, path, parts, options);
         if (etag.ok() || etag.status().IsConflict()) return etag;
         return etag.status().WithContext("put " + std::string(key) + " in " + Describe());
       }
@@ -334,7 +341,19 @@ class FsObjectStore final : public ObjectStore {
       PackedEntry e;
       WMBT_ASSIGN_OR_RETURN(uint64_t moves, FindPacked(key, &e));
       if (e.lsn > 0) return ObjectInfo{std::string(key), e.size, PackedEtag(e), e.modified_us};
+      uint64_t puts_before = 0;
+      bool remember = false;
+      if (journal_) {
+        std::lock_guard<std::mutex> g(name_mu_);
+        if (KnownEmptyLocked(path)) return NotFound(key);
+        puts_before = file_form_puts_;
+        remember = file_form_puts_open_ == 0 && !inflight_.contains(path);
+      }
       info = fs_->Stat(path);
+      if (remember && info.status().IsNotFound()) {
+        std::lock_guard<std::mutex> g(name_mu_);
+        FoundEmptyLocked(path, puts_before);
+      }
       if (!info.status().IsNotFound() || !Moved(moves, attempt)) break;
     }
     if (!info.ok()) return MissingOr(key, info.status());
@@ -432,6 +451,45 @@ class FsObjectStore final : public ObjectStore {
     return 0;
   }
 
+  // J6: a put that may create the key's file or its parent directories, from its start to its
+  // end (journaled mode only).
+  class FileFormPut {
+   public:
+    FileFormPut(FsObjectStore* store, std::string_view key) : store_(store) {
+      std::lock_guard<std::mutex> g(store_->name_mu_);
+      for (std::string k(key); !k.empty(); k = ParentOf(k)) {
+        store_->empty_paths_.erase(store_->PathOf(k));
+      }
+      ++store_->file_form_puts_;
+      ++store_->file_form_puts_open_;
+    }
+    ~FileFormPut() {
+      std::lock_guard<std::mutex> g(store_->name_mu_);
+      --store_->file_form_puts_open_;
+    }
+    FileFormPut(const FileFormPut&) = delete;
+    FileFormPut& operator=(const FileFormPut&) = delete;
+
+   private:
+    FsObjectStore* const store_;
+  };
+
+  // Under name_mu_: whether J6 knows `path` empty.
+  bool KnownEmptyLocked(const std::string& path) const {
+    return journal_ && empty_paths_.contains(path);
+  }
+  // Under name_mu_: a stat found `path` empty; `puts_before` is file_form_puts_ from before the
+  // stat (the stat ran under name_mu_ if it equals the current count). Remembered only if no
+  // file-form put ran meanwhile or runs now, nor a version of the path is in flight.
+  void FoundEmptyLocked(const std::string& path, uint64_t puts_before) {
+    if (!journal_ || file_form_puts_open_ > 0 || file_form_puts_ != puts_before ||
+        inflight_.contains(path)) {
+      return;
+    }
+    if (empty_paths_.size() >= kEmptyPathsMax) empty_paths_.clear();
+    empty_paths_.insert(path);
+  }
+
   // Whether an object may have moved since FindPacked returned `moves` on the `attempt`th
   // look: then a read that found it gone looks again. A plain store cannot tell: it looks once
   // more.
@@ -490,6 +548,12 @@ class FsObjectStore final : public ObjectStore {
   //   J5. Once broken_ is set, every later call fails with it, reads included: the directory may
   //       then contradict the journal (a version not named, a write-back that failed), and only
   //       a reopen, which replays the journal, makes them agree again.
+  //   J6. empty_paths_ holds only paths with no file and no directory. An entry is added after a
+  //       stat found the path empty with no file-form put running or started since, nor a
+  //       version of the path in flight; every file-form put (JournaledPut, a direct put) drops
+  //       its key's path and its ancestors' before it may create any of them (FileFormPut).
+  //       Only the owner creates files in its root (plain stores' puts are refused), so a known
+  //       empty path needs no stat.
 
   struct InFlight {
     uint64_t lsn = 0;
@@ -535,17 +599,20 @@ class FsObjectStore final : public ObjectStore {
       // A packed version may have a file beside it: a large put over it that a crash cut after
       // its file was named, before its record was durable. The packed version stands; the file
       // goes with the next version (remove_file).
-      if (file_form || packed) {
+      if (file_form || (packed && !KnownEmptyLocked(path))) {
         auto info = fs_->Stat(path);
         if (info.ok() && info->is_dir && file_form) return DirectoryInTheWay(key);
         if (info.ok() && !info->is_dir && packed) v.file = true;
+        if (info.status().IsNotFound()) FoundEmptyLocked(path, file_form_puts_);
       }
       return v;
     }
+    if (KnownEmptyLocked(path)) return Version{};
     auto info = fs_->Stat(path);
     if (!info.ok()) {
-      if (info.status().IsNotFound()) return Version{};
-      return info.status();
+      if (!info.status().IsNotFound()) return info.status();
+      FoundEmptyLocked(path, file_form_puts_);  // stat under name_mu_: no put ran meanwhile
+      return Version{};
     }
     if (info->is_dir) return DirectoryInTheWay(key);
     return Version{true, EtagOf(*info), 0, true};
@@ -1274,6 +1341,13 @@ class FsObjectStore final : public ObjectStore {
   uint64_t snapshot_bytes_ = 0;
   uint64_t retired_since_snapshot_ = 0;
   uint64_t moves_ = 0;  // objects moved (packed entry set or dropped), for readers' retries
+  // Journaled mode (J6): paths a stat found empty — no file, no directory — while no file-form
+  // put could change that. Only this process creates files and directories in a journaled root,
+  // and only in a file-form put (FileFormPut), which drops the key's path and its ancestors
+  // first; so an entry stays true until then, and saves a failing stat per new blob and head.
+  std::unordered_set<std::string> empty_paths_;
+  uint64_t file_form_puts_ = 0;       // started so far
+  uint32_t file_form_puts_open_ = 0;  // started, not ended
   // A plain store's view of the packed objects of a journaled root (null in journaled mode).
   std::unique_ptr<PackedView> view_;
   // Set by the checkpoint thread (and read by the destructor after draining it): a journal file

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -310,6 +311,68 @@ TEST_F(PackedStoreTest, AFileVersionWhereADirectoryStandsIsRefusedNotFatal) {
   s.reset();
   s = Open();
   EXPECT_EQ(Get(*s, "a"), "small") << "the acknowledged version survives a reopen";
+}
+
+// Counts the stats of each path.
+class StatCounter final : public FileSystemWrapper {
+ public:
+  using FileSystemWrapper::FileSystemWrapper;
+  Result<FileInfo> Stat(const std::string& path) override {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      ++stats_[path];
+    }
+    return FileSystemWrapper::Stat(path);
+  }
+  int stats(const std::string& path) {
+    std::lock_guard<std::mutex> g(mu_);
+    return stats_[path];
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, int> stats_;
+};
+
+// J6 (fs_object_store.cc): a path found empty is not statted again — a new blob's Head, its
+// if-absent put, a head's later puts — until a put that may create a file or a directory there;
+// and what a put does with the remembered path is what it did with a stat.
+TEST_F(PackedStoreTest, APathFoundEmptyIsNotStattedAgainUntilAFileFormPutMayFillIt) {
+  StatCounter fs(fs_);
+  FsJournalOptions o;
+  o.packed_object_bytes_max = 1024;
+  o.journaled_object_bytes_max = 4096;  // larger objects are written directly
+  auto opened = OpenJournaledFsObjectStore(root_, &fs, o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  ObjectStore& s = **opened;
+  const std::string blob = root_ + "/ns/blob";
+  EXPECT_EQ(s.Head("ns/blob").status().code(), Code::kNotFound);
+  EXPECT_EQ(fs.stats(blob), 1);
+  PutOptions if_absent{PutMode::kIfAbsent, {}};
+  Put(s, "ns/blob", "bytes", if_absent);
+  ASSERT_TRUE(s.Head("ns/blob").ok());
+  Put(s, "ns/blob", "newer");
+  EXPECT_EQ(Get(s, "ns/blob"), "newer");
+  EXPECT_EQ(fs.stats(blob), 1) << "the path was known empty: no file beside the packed one";
+
+  // A journaled file version below a remembered path makes it a directory: a packed put there
+  // is refused as it was before (S3 semantics aside: docs/layout.md), not let through.
+  EXPECT_EQ(s.Head("d").status().code(), Code::kNotFound);
+  Put(s, "d/e", std::string(2000, 'J'));
+  auto into_dir = s.Put("d", {AsBytes(std::string("small"))}, {});
+  EXPECT_EQ(into_dir.status().code(), Code::kFailedPrecondition) << into_dir.status().ToString();
+
+  // Remembered empty, then given a file version (journaled, then direct): found.
+  for (size_t bytes : {2000u, 10000u}) {
+    const std::string key = "f" + std::to_string(bytes);
+    EXPECT_EQ(s.Head(key).status().code(), Code::kNotFound);
+    Put(s, key, std::string(bytes, 'F'));
+    auto head = s.Head(key);
+    ASSERT_TRUE(head.ok()) << key << ": " << head.status().ToString();
+    EXPECT_EQ(head->size, bytes);
+    auto again = s.Put(key, {AsBytes(std::string("x"))}, if_absent);
+    EXPECT_EQ(again.status().code(), Code::kConflict) << key << ": " << again.status().ToString();
+  }
 }
 
 TEST_F(PackedStoreTest, APlainViewSeesEveryAcknowledgedPackedPut) {
