@@ -220,7 +220,7 @@ class FsObjectStore final : public ObjectStore {
     if (journal_) {
       size_t bytes = 0;
       for (ByteView p : parts) bytes += p.size();
-      if (bytes <= jopts_.packed_object_bytes_max) {
+      if (bytes <= jopts_.packed_object_bytes_max && bytes <= jopts_.journaled_object_bytes_max) {
         auto etag = PackedPut(key, path, parts, bytes, options);
         if (etag.ok() || etag.status().IsConflict()) return etag;
         return etag.status().WithContext("put " + std::string(key) + " in " + Describe());
@@ -342,15 +342,17 @@ class FsObjectStore final : public ObjectStore {
       WMBT_ASSIGN_OR_RETURN(uint64_t moves, FindPacked(key, &e));
       if (e.lsn > 0) return ObjectInfo{std::string(key), e.size, PackedEtag(e), e.modified_us};
       uint64_t puts_before = 0;
-      bool remember = false;
+      bool known_empty = false, remember = false;
       if (journal_) {
         std::lock_guard<std::mutex> g(name_mu_);
-        if (KnownEmptyLocked(path)) return NotFound(key);
+        known_empty = KnownEmptyLocked(path);
         puts_before = file_form_puts_;
         remember = file_form_puts_open_ == 0 && !inflight_.contains(path);
       }
-      info = fs_->Stat(path);
-      if (remember && info.status().IsNotFound()) {
+      // Known empty is a failed stat: the object may have moved into the packed form since
+      // FindPacked, and is looked for again then.
+      info = known_empty ? Result<FileInfo>(Status::NotFound("")) : fs_->Stat(path);
+      if (remember && !known_empty && info.status().IsNotFound()) {
         std::lock_guard<std::mutex> g(name_mu_);
         FoundEmptyLocked(path, puts_before);
       }
