@@ -41,6 +41,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -220,17 +221,16 @@ class FsObjectStore final : public ObjectStore {
     if (journal_) {
       size_t bytes = 0;
       for (ByteView p : parts) bytes += p.size();
-      if (bytes <= jopts_.packed_object_bytes_max && bytes <= jopts_.journaled_object_bytes_max) {
-        auto etag = PackedPut(key, path, parts, bytes, options);
-        if (etag.ok() || etag.status().IsConflict()) return etag;
-        return etag.status().WithContext("put " + std::string(key) + " in " + Describe());
-      }
-      const FileFormPut file_form(this, key);
+      const bool packed = bytes <= jopts_.packed_object_bytes_max;
+      std::optional<FileFormPut> file_form;
+      if (!packed) file_form.emplace(this, key);
       if (bytes <= jopts_.journaled_object_bytes_max) {
-        auto etag = JournaledPut(key, dir, path, parts, options);
+        auto etag = packed ? PackedPut(key, path, parts, bytes, options)
+                           : JournaledPut(key, dir, path, parts, options);
         if (etag.ok() || etag.status().IsConflict()) return etag;
         return etag.status().WithContext("put " + std::string(key) + " in " + Describe());
       }
+      if (!file_form) file_form.emplace(this, key);
       PutOptions direct = options;
       WMBT_RETURN_IF_ERROR(BeforeDirectPut(key, path, &direct));
       FileInfo written;
@@ -354,7 +354,7 @@ class FsObjectStore final : public ObjectStore {
       info = known_empty ? Result<FileInfo>(Status::NotFound("")) : fs_->Stat(path);
       if (remember && !known_empty && info.status().IsNotFound()) {
         std::lock_guard<std::mutex> g(name_mu_);
-        FoundEmptyLocked(path, puts_before);
+        if (file_form_puts_ == puts_before) FoundEmptyLocked(path);
       }
       if (!info.status().IsNotFound() || !Moved(moves, attempt)) break;
     }
@@ -480,14 +480,11 @@ class FsObjectStore final : public ObjectStore {
   bool KnownEmptyLocked(const std::string& path) const {
     return journal_ && empty_paths_.contains(path);
   }
-  // Under name_mu_: a stat found `path` empty; `puts_before` is file_form_puts_ from before the
-  // stat (the stat ran under name_mu_ if it equals the current count). Remembered only if no
-  // file-form put ran meanwhile or runs now, nor a version of the path is in flight.
-  void FoundEmptyLocked(const std::string& path, uint64_t puts_before) {
-    if (!journal_ || file_form_puts_open_ > 0 || file_form_puts_ != puts_before ||
-        inflight_.contains(path)) {
-      return;
-    }
+  // Under name_mu_, by a stat made under it too (Head checks that no file-form put started
+  // during its unlocked one): that stat found `path` empty. Remembered only if no file-form put
+  // runs now, nor a version of the path is in flight.
+  void FoundEmptyLocked(const std::string& path) {
+    if (!journal_ || file_form_puts_open_ > 0 || inflight_.contains(path)) return;
     if (empty_paths_.size() >= kEmptyPathsMax) empty_paths_.clear();
     empty_paths_.insert(path);
   }
@@ -605,7 +602,7 @@ class FsObjectStore final : public ObjectStore {
         auto info = fs_->Stat(path);
         if (info.ok() && info->is_dir && file_form) return DirectoryInTheWay(key);
         if (info.ok() && !info->is_dir && packed) v.file = true;
-        if (info.status().IsNotFound()) FoundEmptyLocked(path, file_form_puts_);
+        if (info.status().IsNotFound()) FoundEmptyLocked(path);
       }
       return v;
     }
@@ -613,7 +610,7 @@ class FsObjectStore final : public ObjectStore {
     auto info = fs_->Stat(path);
     if (!info.ok()) {
       if (!info.status().IsNotFound()) return info.status();
-      FoundEmptyLocked(path, file_form_puts_);  // stat under name_mu_: no put ran meanwhile
+      FoundEmptyLocked(path);
       return Version{};
     }
     if (info->is_dir) return DirectoryInTheWay(key);
