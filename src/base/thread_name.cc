@@ -7,10 +7,16 @@ namespace wombatkv {
 // Linux's limit: 16 bytes with the terminating NUL.
 constexpr size_t kThreadNameBytesMax = 15;
 
-void NameThisThread(std::string_view name) {
+namespace {
+void Name(pthread_t thread, std::string_view name) {
   const std::string kept(name.substr(0, kThreadNameBytesMax));
-  (void)::pthread_setname_np(::pthread_self(), kept.c_str());
+  (void)::pthread_setname_np(thread, kept.c_str());
 }
+}  // namespace
+
+void NameThisThread(std::string_view name) { Name(::pthread_self(), name); }
+
+void NameThread(std::thread& thread, std::string_view name) { Name(thread.native_handle(), name); }
 
 std::string ThisThreadName() {
   char buf[kThreadNameBytesMax + 1] = {};

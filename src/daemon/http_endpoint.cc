@@ -69,8 +69,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& add
   tcp::HostPort bound = *hp;
   bound.port = static_cast<uint16_t>(port);
   impl->url = "http://" + bound.ToString();
-  impl->thread = std::thread([self] {
-    NameThisThread("wmbt-http");
+  impl->thread = StartNamedThread("wmbt-http", [self] {
     self->server.listen_after_bind();
     self->listen_returned.store(true);
   });

@@ -16,12 +16,11 @@ class ThreadPoolExecutor final : public Executor {
   ThreadPoolExecutor(size_t threads, const std::string& name, int nice) {
     if (threads == 0) threads = 1;
     for (size_t i = 0; i < threads; ++i) {
-      workers_.emplace_back([this, name, nice] {
-        NameThisThread(name);
+      workers_.push_back(StartNamedThread(name, [this, nice] {
         // Best effort: a failure leaves the worker at normal priority.
         if (nice > 0) (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
         Loop();
-      });
+      }));
     }
   }
   ~ThreadPoolExecutor() override {

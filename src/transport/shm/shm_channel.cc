@@ -224,10 +224,7 @@ Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& 
   auto seg = std::make_shared<ClientSegment>(std::move(map), layout);
   auto a = std::make_shared<Attachment>(std::move(seg), std::move(sock), std::move(stop), path,
                                         options.clock, options.poll);
-  a->monitor_ = std::thread([p = a.get()] {
-    NameThisThread("wmbt-shm-watch");
-    p->Monitor();
-  });
+  a->monitor_ = StartNamedThread("wmbt-shm-watch", [p = a.get()] { p->Monitor(); });
 
   // The session's first message: checks that both sides speak the same op layouts.
   wire::HelloRequest hello;

@@ -870,15 +870,9 @@ Status ShmServer::Start() {
   s.stopping = false;
   s.started = true;
   for (size_t i = 0; i < s.options.workers; ++i) {
-    s.workers.emplace_back([&s, i] {
-      NameThisThread("wmbt-shm-work");
-      s.WorkerLoop(i);
-    });
+    s.workers.push_back(StartNamedThread("wmbt-shm-work", [&s, i] { s.WorkerLoop(i); }));
   }
-  s.io = std::thread([&s] {
-    NameThisThread("wmbt-shm-io");
-    s.IoLoop();
-  });
+  s.io = StartNamedThread("wmbt-shm-io", [&s] { s.IoLoop(); });
   s.Log(LogLevel::kInfo, "listening for shared-memory clients on " + path);
   return Status::Ok();
 }

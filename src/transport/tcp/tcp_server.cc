@@ -244,10 +244,7 @@ Status TcpServer::Impl::StartLoops() {
   }
   for (auto& loop : loops) {
     Loop* l = loop.get();
-    l->thread = std::thread([this, l] {
-      NameThisThread("wmbt-tcp-loop");
-      Run(*l);
-    });
+    l->thread = StartNamedThread("wmbt-tcp-loop", [this, l] { Run(*l); });
   }
   return Status::Ok();
 }
