@@ -5,6 +5,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace wombatkv::shm {
 namespace {
 
@@ -23,5 +25,18 @@ void SharedFutexWake(uint32_t* word, int count) {
   Futex(word, FUTEX_WAKE, static_cast<uint32_t>(count));
 }
 void YieldCore() { (void)::sched_yield(); }
+
+uint32_t RelaxRoundsFor(Clock& clock, uint32_t micros, uint32_t fallback) {
+  constexpr uint64_t kRounds = 1024;
+  uint64_t best = 0;
+  for (int run = 0; run < 3; ++run) {
+    const uint64_t start = clock.NowMicros();
+    for (uint64_t i = 0; i < kRounds; ++i) CpuRelax();
+    const uint64_t took = clock.NowMicros() - start;
+    if (took > 0 && (best == 0 || took < best)) best = took;
+  }
+  if (best == 0) return fallback;
+  return static_cast<uint32_t>(std::min<uint64_t>(kRounds * micros / best, AdaptiveSpin::kCeiling));
+}
 
 }  // namespace wombatkv::shm

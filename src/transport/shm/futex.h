@@ -14,6 +14,7 @@
 
 #include "base/adaptive_spin.h"
 #include "base/futex.h"
+#include "wombatkv/env.h"
 
 namespace wombatkv::shm {
 
@@ -57,6 +58,12 @@ inline void CpuRelax() {
   asm volatile("yield" ::: "memory");
 #endif
 }
+
+// Rounds of CpuRelax() that take about `micros` on this core by `clock` (a PAUSE takes from a few
+// ns to 140 cycles, by CPU model), at most AdaptiveSpin::kCeiling; `fallback` if the clock did
+// not move (a test's manual clock). Measures for about 3 × 1024 rounds (60–150 µs), best of three:
+// a run that lost its core reads long.
+uint32_t RelaxRoundsFor(Clock& clock, uint32_t micros, uint32_t fallback);
 
 // How long to spin before sleeping, learnt from recent waits (base/adaptive_spin.h, shared with
 // the TCP transport).

@@ -39,6 +39,11 @@ constexpr uint32_t kDoorbellSpins = 512;
 // only answers caught within this many yields teach the spin to wait longer.
 constexpr uint64_t kBareYieldMicrosMax = 2;
 constexpr uint32_t kLearningYieldsMax = 2;
+// A wait for an answer served from RAM (not one awaiting a disk sync) spins at least this long
+// before it yields: a missed spin costs a context switch, which on a VM costs more than this
+// (docs/shm.md, "Spin floor"). kSpinFloorRounds when the clock cannot time CpuRelax().
+constexpr uint32_t kSpinFloorMicros = 5;
+constexpr uint32_t kSpinFloorRounds = 256;
 
 // The mapped segment, shared by the attachment and every Buffer adopted over a response region,
 // so borrows stay valid after the attachment (or the daemon) is gone.
@@ -111,7 +116,11 @@ class Attachment {
         stop_(std::move(stop)),
         path_(std::move(path)),
         alloc_(seg_->layout().params.request_area_bytes) {
-    for (uint16_t op = 0; op <= wire::kOpMax; ++op) budgets_[op].sync = wire::AwaitsDiskSync(op);
+    const uint32_t floor = shm::RelaxRoundsFor(*clock_, kSpinFloorMicros, kSpinFloorRounds);
+    for (uint16_t op = 0; op <= wire::kOpMax; ++op) {
+      budgets_[op].sync = wire::AwaitsDiskSync(op);
+      budgets_[op].spin_floor = budgets_[op].sync ? 0 : floor;
+    }
   }
 
  private:
@@ -125,7 +134,10 @@ class Attachment {
     // long as such waits took lately while no other task wants its core (sync_spin).
     bool sync = false;
     shm::AdaptiveSpin sync_spin{kSyncWaitSpin};
+    // Rounds a spin takes at least (kSpinFloorMicros; 0 for a sync wait, which polls instead).
+    uint32_t spin_floor = 0;
     uint32_t yield_rounds() const { return sync ? 0 : shm::kYieldRounds; }
+    uint32_t spin_limit() const { return std::max(spin.limit(), spin_floor); }
   };
   Status AcquirePermit();
   void ReleasePermits(uint32_t n);
@@ -413,7 +425,7 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
           if (w.state.load(std::memory_order_acquire) == Waiter::kDone) break;
           uint32_t rspins = 0;
           // After its poll, a sync wait goes straight to sleep (the spin missed already).
-          const uint32_t limit = sync_polled || !poll_ ? 0 : budget.spin.limit();
+          const uint32_t limit = sync_polled || !poll_ ? 0 : budget.spin_limit();
           while (resp.tail().load(std::memory_order_acquire) == resp_head_ && rspins < limit) {
             rspins++;
             shm::CpuRelax();
@@ -451,7 +463,7 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
       continue;
     }
     if (st == Waiter::kDone) continue;
-    const uint32_t spin_limit = poll_ ? budget.spin.limit() : 0;
+    const uint32_t spin_limit = poll_ ? budget.spin_limit() : 0;
     if (spins < spin_limit) {
       spins++;
       shm::CpuRelax();
