@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -373,6 +374,73 @@ TEST_F(PackedStoreTest, APathFoundEmptyIsNotStattedAgainUntilAFileFormPutMayFill
     auto again = s.Put(key, {AsBytes(std::string("x"))}, if_absent);
     EXPECT_EQ(again.status().code(), Code::kConflict) << key << ": " << again.status().ToString();
   }
+}
+
+// Runs a hook (once) around the stat of one path: before it, or after it with its result.
+class StatHookFs final : public FileSystemWrapper {
+ public:
+  using FileSystemWrapper::FileSystemWrapper;
+  void Arm(std::string path, std::function<void()> before, std::function<void()> after) {
+    path_ = std::move(path);
+    before_ = std::move(before);
+    after_ = std::move(after);
+    armed_ = true;
+  }
+  Result<FileInfo> Stat(const std::string& path) override {
+    const bool hooked = path == path_ && armed_.exchange(false);  // the hooks' own stats pass
+    if (hooked && before_) before_();
+    auto r = FileSystemWrapper::Stat(path);
+    if (hooked && after_) after_();
+    return r;
+  }
+
+ private:
+  std::atomic<bool> armed_{false};
+  std::string path_;
+  std::function<void()> before_, after_;
+};
+
+// J6 under races. A Head's stat that found the path empty while a put gave it a file (journaled,
+// then direct) must not leave it known empty; and a Head whose stat finds the file gone because
+// the key moved into the packed form meanwhile looks again and finds the packed version.
+TEST_F(PackedStoreTest, AHeadRacingAPutThatFillsOrEmptiesThePathSeesTheNewVersionAfter) {
+  StatHookFs fs(fs_);
+  FsJournalOptions o;
+  o.packed_object_bytes_max = 1024;
+  o.journaled_object_bytes_max = 4096;  // larger objects are written directly
+  auto opened = OpenJournaledFsObjectStore(root_, &fs, o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  ObjectStore& s = **opened;
+  PutOptions if_absent{PutMode::kIfAbsent, {}};
+  for (size_t bytes : {2000u, 10000u}) {
+    const std::string key = "f" + std::to_string(bytes);
+    fs.Arm(root_ + "/" + key, nullptr, [&] { Put(s, key, std::string(bytes, 'F')); });
+    EXPECT_EQ(s.Head(key).status().code(), Code::kNotFound) << "it looked before the put";
+    auto head = s.Head(key);
+    ASSERT_TRUE(head.ok()) << key << ": known empty after a racing put: "
+                           << head.status().ToString();
+    EXPECT_EQ(head->size, bytes);
+    auto again = s.Put(key, {AsBytes(std::string("x"))}, if_absent);
+    EXPECT_EQ(again.status().code(), Code::kConflict) << key << ": " << again.status().ToString();
+  }
+
+  // File form → packed form between the Head's look at the packed index and its stat.
+  const std::string moving = root_ + "/m";
+  Put(s, "m", std::string(2000, 'M'));
+  ASSERT_TRUE(fs_->Stat(moving).ok()) << "a journaled put of 2000 bytes has a file";
+  bool file_gone = false;
+  fs.Arm(moving, [&] {
+    Put(s, "m", "packed");
+    for (int i = 0; i < 2000 && !file_gone; ++i) {  // the file goes when the record is applied
+      file_gone = fs_->Stat(moving).status().IsNotFound();
+      if (!file_gone) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }, nullptr);
+  auto head = s.Head("m");
+  ASSERT_TRUE(file_gone) << "the packed put left its predecessor's file: the test proved nothing";
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_EQ(head->size, 6u);
+  EXPECT_EQ(Get(s, "m"), "packed");
 }
 
 TEST_F(PackedStoreTest, APlainViewSeesEveryAcknowledgedPackedPut) {
