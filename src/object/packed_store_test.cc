@@ -41,6 +41,15 @@ class PackedStoreTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? std::move(s).value() : nullptr;
   }
+  // Over `fs`: objects up to 1 KiB packed, up to 4 KiB journaled files, larger ones direct.
+  std::unique_ptr<ObjectStore> OpenThreeForms(FileSystem* fs) {
+    FsJournalOptions o;
+    o.packed_object_bytes_max = 1024;
+    o.journaled_object_bytes_max = 4096;
+    auto s = OpenJournaledFsObjectStore(root_, fs, o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
   static std::string Put(ObjectStore& s, std::string_view key, std::string_view v,
                          PutOptions o = {}) {
     auto r = s.Put(key, {AsBytes(v)}, o);
@@ -340,12 +349,9 @@ class StatCounter final : public FileSystemWrapper {
 // and what a put does with the remembered path is what it did with a stat.
 TEST_F(PackedStoreTest, APathFoundEmptyIsNotStattedAgainUntilAFileFormPutMayFillIt) {
   StatCounter fs(fs_);
-  FsJournalOptions o;
-  o.packed_object_bytes_max = 1024;
-  o.journaled_object_bytes_max = 4096;  // larger objects are written directly
-  auto opened = OpenJournaledFsObjectStore(root_, &fs, o);
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  ObjectStore& s = **opened;
+  auto opened = OpenThreeForms(&fs);
+  ASSERT_NE(opened, nullptr);
+  ObjectStore& s = *opened;
   const std::string blob = root_ + "/ns/blob";
   EXPECT_EQ(s.Head("ns/blob").status().code(), Code::kNotFound);
   EXPECT_EQ(fs.stats(blob), 1);
@@ -405,12 +411,9 @@ class StatHookFs final : public FileSystemWrapper {
 // the key moved into the packed form meanwhile looks again and finds the packed version.
 TEST_F(PackedStoreTest, AHeadRacingAPutThatFillsOrEmptiesThePathSeesTheNewVersionAfter) {
   StatHookFs fs(fs_);
-  FsJournalOptions o;
-  o.packed_object_bytes_max = 1024;
-  o.journaled_object_bytes_max = 4096;  // larger objects are written directly
-  auto opened = OpenJournaledFsObjectStore(root_, &fs, o);
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  ObjectStore& s = **opened;
+  auto opened = OpenThreeForms(&fs);
+  ASSERT_NE(opened, nullptr);
+  ObjectStore& s = *opened;
   PutOptions if_absent{PutMode::kIfAbsent, {}};
   for (size_t bytes : {2000u, 10000u}) {
     const std::string key = "f" + std::to_string(bytes);
