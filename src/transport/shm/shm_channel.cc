@@ -124,7 +124,7 @@ class Attachment {
   }
 
  private:
-  // How a wait for a response spins before it sleeps (at least ~1 µs), learnt per op: a get
+  // How a wait for a response spins before it sleeps (at least spin_floor), learnt per op: a get
   // is answered within a few µs, a put that waits for a disk sync after a millisecond.
   struct WaitBudget {
     shm::AdaptiveSpin spin{32};
