@@ -221,16 +221,16 @@ class FsObjectStore final : public ObjectStore {
     if (journal_) {
       size_t bytes = 0;
       for (ByteView p : parts) bytes += p.size();
-      const bool packed = bytes <= jopts_.packed_object_bytes_max;
+      const bool direct_put = bytes > jopts_.journaled_object_bytes_max;
+      const bool packed = !direct_put && bytes <= jopts_.packed_object_bytes_max;
       std::optional<FileFormPut> file_form;
       if (!packed) file_form.emplace(this, key);
-      if (bytes <= jopts_.journaled_object_bytes_max) {
+      if (!direct_put) {
         auto etag = packed ? PackedPut(key, path, parts, bytes, options)
                            : JournaledPut(key, dir, path, parts, options);
         if (etag.ok() || etag.status().IsConflict()) return etag;
         return etag.status().WithContext("put " + std::string(key) + " in " + Describe());
       }
-      if (!file_form) file_form.emplace(this, key);
       PutOptions direct = options;
       WMBT_RETURN_IF_ERROR(BeforeDirectPut(key, path, &direct));
       FileInfo written;
