@@ -46,6 +46,18 @@ inline const char* LogLevelTag(LogLevel level) {
 }
 using LogSink = std::function<void(LogLevel, const std::string&)>;
 
+// Memory for the store's copies of put payloads other than its own buffers. wombatkvd passes
+// shared-memory arenas, one per namespace, that its shared-memory clients map read-only, so a
+// get hands them a reference instead of a copy (docs/shm.md, "Zero-copy gets").
+class PayloadAllocator {
+ public:
+  virtual ~PayloadAllocator() = default;
+  // `bytes` uninitialised bytes for a payload of namespace `ns`, which the store fills before
+  // anyone reads it, or null (the store then uses its own buffers). The memory must hold only
+  // payloads of `ns` from now on. Called from any thread.
+  virtual std::shared_ptr<Buffer> Allocate(std::string_view ns, size_t bytes) = 0;
+};
+
 struct StoreOptions {
   // Data directory: holds LOCK (one owner process), l1/ (RocksDB) and, when no object store is
   // given, l2/ (the local-directory L2). Created if missing. May be empty only when both
@@ -112,6 +124,8 @@ struct StoreOptions {
   Random* random = nullptr;
   FileSystem* fs = nullptr;
   Executor* executor = nullptr;
+  // Where copies of put payloads go first (null = the store's own buffers). Not owned.
+  PayloadAllocator* payload_allocator = nullptr;
   // Where log lines go; null = warnings and errors to stderr.
   LogSink log;
   // Testing only (docs/testing.md, "Buggify points"): asked at a few decisions the store must

@@ -47,6 +47,7 @@ Result<std::shared_ptr<Store>> OpenStoreFromConfig(const Config& config, const S
   options.background_gc = config.gc_interval_us > 0;
   if (config.gc_interval_us > 0) options.gc_interval_ms = config.gc_interval_us / 1000;
   options.object_store = l2.get();  // null: the local directory
+  options.payload_allocator = setup.payload_allocator.get();
   // The disk cache only fronts a remote L2: in front of the local directory it would be a copy.
   if (l2) options.disk_cache_bytes_max = DiskCacheBudget(config, config.data_dir);
   const LogLevel min = ToStoreLogLevel(config.log_level);
@@ -55,8 +56,9 @@ Result<std::shared_ptr<Store>> OpenStoreFromConfig(const Config& config, const S
   };
   auto store = Store::Open(options);
   if (!store.ok()) return store.status();
-  // The deleter also owns the S3 L2, which must outlive the store.
-  return std::shared_ptr<Store>(std::move(store).value().release(), [l2](Store* s) { delete s; });
+  // The deleter also owns the S3 L2 and the payload allocator, which must outlive the store.
+  return std::shared_ptr<Store>(std::move(store).value().release(),
+                                [l2, alloc = setup.payload_allocator](Store* s) { delete s; });
 }
 
 }  // namespace wombatkv

@@ -23,6 +23,8 @@ struct StoreSetup {
   LogSink log;
   // Names the process in the default stderr lines ("wombatkv", "wombatkvd").
   std::string program = "wombatkv";
+  // StoreOptions::payload_allocator (wombatkvd's shared-memory arenas); kept alive by the store.
+  std::shared_ptr<PayloadAllocator> payload_allocator;
 };
 
 // A sink that writes lines at or above `threshold` to stderr as "<program> [<level>] <line>".

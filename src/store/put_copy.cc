@@ -9,7 +9,7 @@ namespace {
 
 struct CopyJob {
   std::span<const BlockPut> blocks;
-  std::shared_ptr<BufferPool> pool;
+  CopyTarget target;
   CopiedBlocks out;
   std::atomic<size_t> next{0};
   std::mutex mu;
@@ -22,7 +22,7 @@ struct CopyJob {
       out.payloads[i] = b.owned;
       out.hashes[i] = HashPayload(b.owned.view());
     } else {
-      auto buf = pool->Allocate(b.payload.size());
+      auto buf = target.Allocate(b.payload.size());
       out.hashes[i] = CopyAndHashPayload(b.payload, buf->data());
       out.payloads[i] = BufferSlice{buf, buf->data(), buf->size()};
     }
@@ -45,20 +45,27 @@ struct CopyJob {
 
 }  // namespace
 
+std::shared_ptr<Buffer> CopyTarget::Allocate(size_t bytes) const {
+  if (shared) {
+    if (auto b = shared->Allocate(ns, bytes)) return b;
+  }
+  return pool->Allocate(bytes);
+}
+
 bool IsLargePut(std::span<const BlockPut> blocks) {
   uint64_t total = 0;
   for (const BlockPut& b : blocks) total += b.bytes().size();
   return total >= kLargePutBytes;
 }
 
-CopiedBlocks CopyAndHashBlocks(std::span<const BlockPut> blocks,
-                               const std::shared_ptr<BufferPool>& pool, Executor* helper) {
+CopiedBlocks CopyAndHashBlocks(std::span<const BlockPut> blocks, const CopyTarget& target,
+                               Executor* helper) {
   const bool share = helper && blocks.size() >= 2 && IsLargePut(blocks);
   auto job = share ? std::make_shared<CopyJob>() : nullptr;
   CopyJob alone;  // a put this thread does by itself needs no shared state
   CopyJob& j = share ? *job : alone;
   j.blocks = blocks;
-  j.pool = pool;
+  j.target = target;
   j.out.payloads.resize(blocks.size());
   j.out.hashes.resize(blocks.size());
   if (share) helper->Submit([job] { job->Work(/*helper=*/true); });

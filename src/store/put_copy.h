@@ -36,8 +36,18 @@ struct CopiedBlocks {
 inline constexpr uint64_t kLargePutBytes = 1 << 20;
 bool IsLargePut(std::span<const BlockPut> blocks);
 
-// `helper` may be null (everything on the calling thread). Copies come from `pool`.
-CopiedBlocks CopyAndHashBlocks(std::span<const BlockPut> blocks,
-                               const std::shared_ptr<BufferPool>& pool, Executor* helper);
+// Where the copies go: `shared` (StoreOptions::payload_allocator) when set and it has memory,
+// else `pool`. `ns` must outlive the CopyAndHashBlocks call.
+struct CopyTarget {
+  std::shared_ptr<BufferPool> pool;
+  PayloadAllocator* shared = nullptr;
+  std::string_view ns;
+
+  std::shared_ptr<Buffer> Allocate(size_t bytes) const;
+};
+
+// `helper` may be null (everything on the calling thread).
+CopiedBlocks CopyAndHashBlocks(std::span<const BlockPut> blocks, const CopyTarget& target,
+                               Executor* helper);
 
 }  // namespace wombatkv

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <mutex>
+#include <string>
 
 namespace wombatkv {
 namespace {
@@ -49,13 +51,13 @@ TEST(CopyAndHashBlocks, SharedWithARunningHelperGivesWhatOneThreadGives) {
   size_t helped = 0;
   for (int round = 0; round < 200 && helped < 20; ++round) {
     Blocks in;
-    CopiedBlocks out = CopyAndHashBlocks(in.puts, pool, helper.get());
+    CopiedBlocks out = CopyAndHashBlocks(in.puts, CopyTarget{pool}, helper.get());
     ExpectCopiesOf(in, out);
     helped += out.helped;
   }
   EXPECT_GT(helped, 0u) << "the helper never took a block";
   Blocks alone;
-  ExpectCopiesOf(alone, CopyAndHashBlocks(alone.puts, pool, nullptr));
+  ExpectCopiesOf(alone, CopyAndHashBlocks(alone.puts, CopyTarget{pool}, nullptr));
 }
 
 TEST(CopyAndHashBlocks, NeverWaitsForAHelperThatHasNotStarted) {
@@ -65,9 +67,45 @@ TEST(CopyAndHashBlocks, NeverWaitsForAHelperThatHasNotStarted) {
   auto never = NewInlineExecutor();
   {
     Blocks in;
-    ExpectCopiesOf(in, CopyAndHashBlocks(in.puts, pool, never.get()));
+    ExpectCopiesOf(in, CopyAndHashBlocks(in.puts, CopyTarget{pool}, never.get()));
   }
   never->Drain();
+}
+
+// Hands out buffers for namespace "tenant" until `left` runs out, recording what it was asked.
+class CountingAllocator : public PayloadAllocator {
+ public:
+  explicit CountingAllocator(int left) : left_(left) {}
+  std::shared_ptr<Buffer> Allocate(std::string_view ns, size_t bytes) override {
+    std::lock_guard<std::mutex> g(mu_);
+    asked_ns.emplace_back(ns);
+    if (left_ == 0) return nullptr;
+    left_--;
+    auto b = Buffer::Allocate(bytes);
+    given.push_back(b->data());
+    return b;
+  }
+  std::vector<std::string> asked_ns;
+  std::vector<const uint8_t*> given;
+
+ private:
+  std::mutex mu_;
+  int left_;
+};
+
+TEST(CopyAndHashBlocks, CopiesGoToTheSharedAllocatorFirstAndToThePoolWhenItHasNone) {
+  auto pool = BufferPool::Create(64 << 20);
+  CountingAllocator shared(3);
+  Blocks in;
+  CopiedBlocks out = CopyAndHashBlocks(in.puts, CopyTarget{pool, &shared, "tenant"}, nullptr);
+  ExpectCopiesOf(in, out);
+  ASSERT_EQ(shared.asked_ns.size(), 8u);  // the 8 copied blocks; handed-over ones are kept
+  for (const std::string& ns : shared.asked_ns) EXPECT_EQ(ns, "tenant");
+  size_t from_shared = 0;
+  for (const BufferSlice& p : out.payloads) {
+    for (const uint8_t* g : shared.given) from_shared += p.data == g;
+  }
+  EXPECT_EQ(from_shared, 3u) << "the allocator's buffers were not used";
 }
 
 }  // namespace

@@ -129,6 +129,9 @@ struct StoreVariant {
   Planes planes = Planes::kMemory;
   std::string name;    // the test-name suffix: "Memory", "DiskRemote"
   StoreWrapper wrap;   // null: the embedded Store itself
+  // StoreOptions::payload_allocator of the harness's stores (the shared-memory variants pass
+  // the arenas their server hands out).
+  std::shared_ptr<PayloadAllocator> payload_allocator;
   bool operator==(Planes p) const { return planes == p; }  // so `GetParam() == Planes::kDisk` reads
 };
 inline void PrintTo(const StoreVariant& v, std::ostream* os) { *os << v.name; }
@@ -149,7 +152,10 @@ class StoreHarness {
       l1_ = NewMemMetaStore();
     }
   }
-  explicit StoreHarness(const StoreVariant& v) : StoreHarness(v.planes) { wrap_ = v.wrap; }
+  explicit StoreHarness(const StoreVariant& v) : StoreHarness(v.planes) {
+    wrap_ = v.wrap;
+    allocator_ = v.payload_allocator;
+  }
   StoreOptions Options() {
     StoreOptions o;
     if (planes_ == Planes::kMemory) {
@@ -160,6 +166,7 @@ class StoreHarness {
     }
     o.cache_bytes_max = 64 << 20;
     o.upload_threads = 2;
+    o.payload_allocator = allocator_.get();
     o.log = [this](LogLevel, const std::string& m) { log_.push_back(m); };
     return o;
   }
@@ -199,6 +206,7 @@ class StoreHarness {
   std::unique_ptr<MetaStore> l1_;
   std::unique_ptr<Store> store_;
   StoreWrapper wrap_;
+  std::shared_ptr<PayloadAllocator> allocator_;
   std::unique_ptr<Store> front_;  // wraps *store_: destroyed first
   std::vector<std::string> log_;
 };

@@ -57,7 +57,8 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocksImpl(std::string_view ns,
   const GatedPut gated_put(gated ? &upload_gate_ : nullptr);
   // Hash the bytes we keep (put_copy.h): copies into recycled buffers, shared with the helper
   // thread, or the caller's handed-over buffers.
-  CopiedBlocks copied = CopyAndHashBlocks(blocks, payload_pool_, copy_helper_.get());
+  CopiedBlocks copied = CopyAndHashBlocks(
+      blocks, CopyTarget{payload_pool_, options_.payload_allocator, ns}, copy_helper_.get());
   counters_.put_blocks_helped += copied.helped;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const BlockPut& b = blocks[i];
