@@ -53,6 +53,8 @@ struct Daemon::Impl {
   std::unique_ptr<Service> service;
   std::unique_ptr<tcp::TcpServer> tcp;
   std::unique_ptr<ShmServer> shm;
+  // The store's payload arenas, handed to `shm` (docs/shm.md, "Zero-copy gets"); null = none.
+  std::shared_ptr<shm::PayloadArenas> arenas;
   std::unique_ptr<HttpEndpoint> http;  // outlives the others: /healthz answers to the end
 
   mutable std::mutex state_mu;
@@ -128,6 +130,7 @@ Status Daemon::Impl::StartShm() {
   o.layout.response_area_bytes = options.settings.shm_data_bytes;
   o.workers = options.settings.workers;
   o.clock = clock;
+  o.arenas = arenas;
   LogSink sink = log;
   o.log = [sink](LogLevel level, const std::string& line) { sink(level, "shm: " + line); };
   auto server = std::make_unique<ShmServer>(*service, std::move(o));
@@ -174,6 +177,15 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   StoreSetup setup;
   setup.log = d.log;
   setup.program = "wombatkvd";
+  if (!d.options.settings.shm_prefix.empty() && d.options.settings.shm_arena_bytes > 0) {
+    shm::PayloadArenasOptions ao;
+    ao.arena_bytes = d.options.settings.shm_arena_bytes;
+    ao.arenas_max = d.options.settings.shm_arenas;
+    auto arenas = shm::PayloadArenas::Create(ao);
+    if (!arenas.ok()) return arenas.status();
+    d.arenas = *arenas;
+    setup.payload_allocator = d.arenas;
+  }
   auto store = OpenStoreFromConfig(d.options.config, setup);
   if (!store.ok()) return store.status();
   {

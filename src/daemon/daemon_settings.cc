@@ -58,6 +58,24 @@ Status SetShmDataBytes(DaemonSettings& s, std::string_view v) {
   return Status::Ok();
 }
 
+Status SetShmArenaBytes(DaemonSettings& s, std::string_view v) {
+  auto n = ParseByteSize(v);
+  if (!n || *n % shm::kAreaAlignBytes != 0 || *n > shm::kAreaBytesMax)
+    return InvalidSetting("WMBT_KV_SHM_ARENA_BYTES", v,
+                          "0 (no zero-copy gets) or a multiple of 2M up to 1T, e.g. 512M or 4G");
+  s.shm_arena_bytes = *n;
+  return Status::Ok();
+}
+
+Status SetShmArenas(DaemonSettings& s, std::string_view v) {
+  auto n = ParseUint(v);
+  if (!n || *n == 0 || *n > shm::kPayloadArenasMax)
+    return InvalidSetting("WMBT_KV_SHM_ARENAS", v,
+                          "an integer from 1 to " + std::to_string(shm::kPayloadArenasMax));
+  s.shm_arenas = static_cast<uint32_t>(*n);
+  return Status::Ok();
+}
+
 Status SetTokens(DaemonSettings& s, std::string_view v) {
   auto grants = ParseTokenGrants(v);
   if (!grants.ok()) return grants.status().WithContext("WMBT_KV_AUTH_TOKENS");
@@ -121,6 +139,15 @@ const std::vector<Row>& Table() {
         "wombatkvd --shm-data-bytes: each shared-memory client's request area and response area "
         "(virtual; pages are allocated when touched): bounds one put batch and one get response."},
        SetShmDataBytes},
+      {{"WMBT_KV_SHM_ARENA_BYTES", "1G",
+        "wombatkvd --shm-arena-bytes: each namespace's payload arena (virtual; pages it touched "
+        "stay resident): put payloads of 64 KiB and more are kept there and gets over shared "
+        "memory pass them by reference (0 = none: gets copy)."},
+       SetShmArenaBytes},
+      {{"WMBT_KV_SHM_ARENAS", "8",
+        "wombatkvd --shm-arenas: namespaces that get a payload arena (the first to put; gets of "
+        "the others copy), 1 to 64."},
+       SetShmArenas},
       {{"WMBT_KV_AUTH_TOKENS", "(unset: no tokens; loopback listeners only)",
         "wombatkvd --auth-token: accepted tokens, ';'-separated, each TOKEN or TOKEN=NS1,NS2 "
         "(limited to those namespaces).",
@@ -187,6 +214,8 @@ std::string DaemonSettings::Describe() const {
   out += "WMBT_KV_TCP=" + tcp_list + "\n";
   out += "WMBT_KV_DAEMON_SHM_PREFIX=" + shm_prefix + "\n";
   out += "WMBT_KV_SHM_DATA_BYTES=" + std::to_string(shm_data_bytes) + "\n";
+  out += "WMBT_KV_SHM_ARENA_BYTES=" + std::to_string(shm_arena_bytes) + "\n";
+  out += "WMBT_KV_SHM_ARENAS=" + std::to_string(shm_arenas) + "\n";
   out += "WMBT_KV_AUTH_TOKENS=(" + std::to_string(tokens.size()) + " token(s))\n";
   out += "WMBT_KV_DAEMON_HTTP=" + http + "\n";
   out += "WMBT_KV_MAX_FRAME_BYTES=" + std::to_string(max_frame_bytes) + "\n";

@@ -28,6 +28,13 @@ struct DaemonSettings {
   // area (ShmServerOptions::layout), so the largest put batch / get response over shared memory.
   // Virtual size: pages are allocated only when touched.
   uint64_t shm_data_bytes = 1ull << 30;
+  // WMBT_KV_SHM_ARENA_BYTES / --shm-arena-bytes: each namespace's payload arena, from which the
+  // store's copies of put payloads come so that gets over shared memory pass references
+  // (shm::PayloadArenas; docs/shm.md, "Zero-copy gets"). Virtual; touched pages stay resident.
+  // 0 = no arenas: every get copies into the client's response area.
+  uint64_t shm_arena_bytes = 1ull << 30;
+  // WMBT_KV_SHM_ARENAS / --shm-arenas: namespaces that get an arena (the first ones to put).
+  uint32_t shm_arenas = 8;
   // WMBT_KV_AUTH_TOKENS / --auth-token (repeatable): "TOKEN" or "TOKEN=NS1,NS2", ';'-separated.
   std::vector<TokenGrant> tokens;
   // WMBT_KV_DAEMON_HTTP / --http: HOST:PORT of /healthz, /readyz and /metrics (empty = none).

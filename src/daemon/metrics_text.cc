@@ -217,6 +217,14 @@ void RenderShm(Page& p, const ShmServerStats& s) {
         s.response_regions_live);
   p.One("wombatkv_shm_response_bytes_live", "gauge", "Bytes in those regions.",
         s.response_bytes_live);
+  p.One("wombatkv_shm_shared_payloads_live", "gauge",
+        "Payload-arena payloads clients hold by reference (zero-copy gets not released yet).",
+        s.shared_payloads_live);
+  p.One("wombatkv_shm_shared_payloads_total", "counter",
+        "Payloads passed by reference into a payload arena instead of copied.",
+        s.shared_payloads);
+  p.One("wombatkv_shm_arena_grants_total", "counter",
+        "Payload-arena descriptors handed to clients.", s.arena_grants);
   p.One("wombatkv_shm_attaches_total", "counter", "Shared-memory attaches.", s.attaches);
   p.One("wombatkv_shm_detaches_total", "counter",
         "Shared-memory detaches (exits and crashes included).", s.detaches);

@@ -95,6 +95,7 @@ int Main(int argc, char** argv) {
       {"WMBT_KV_MAX_FRAME_BYTES", true},   {"WMBT_KV_SHUTDOWN_TIMEOUT_MS", true},
       {"WMBT_KV_IDLE_TIMEOUT_MS", true},   {"WMBT_KV_DAEMON_WORKERS", true},
       {"WMBT_KV_SHM_DATA_BYTES", true},    {"WMBT_KV_RUN_DIR", false},
+      {"WMBT_KV_SHM_ARENA_BYTES", true},   {"WMBT_KV_SHM_ARENAS", true},
   };
   auto add = [&](size_t i, const char* name, const char* type, const std::string& help) {
     flags[i].option = app.add_option(name, flags[i].value,
@@ -126,6 +127,12 @@ int Main(int argc, char** argv) {
   add(11, "--run-dir", "DIR",
       "Directory of the shared-memory control socket (default /tmp); clients set the same "
       "WMBT_KV_RUN_DIR");
+  add(12, "--shm-arena-bytes", "BYTES",
+      "Each namespace's payload arena (default 1G, virtual; touched pages stay resident): put "
+      "payloads of 64 KiB and more live there and shared-memory gets pass them by reference; "
+      "0 = gets copy");
+  add(13, "--shm-arenas", "N",
+      "Namespaces that get a payload arena, the first to put (default 8, at most 64)");
   std::vector<std::string> tokens;
   app.add_option("--auth-token", tokens,
                  "Accept this token; TOKEN=NS1,NS2 limits it to those namespaces. Repeatable; "

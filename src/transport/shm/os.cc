@@ -56,6 +56,14 @@ Result<sockaddr_un> UnixAddress(const std::string& path) {
 
 }  // namespace
 
+Result<std::unique_ptr<Mapping>> Mapping::MapReadOnly(int fd, uint64_t bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED)
+    return Status::ResourceExhausted("mapping a payload arena of " + std::to_string(bytes) +
+                                     " bytes: " + ErrnoText(errno));
+  return std::unique_ptr<Mapping>(new Mapping(static_cast<uint8_t*>(p), bytes));
+}
+
 Result<std::unique_ptr<Mapping>> Mapping::Map(int fd, uint64_t bytes) {
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED)
@@ -205,7 +213,7 @@ Status SendWithFd(int sock, const void* data, size_t bytes, int fd) {
   return Status::Ok();
 }
 
-Result<size_t> ReceiveWithFd(int sock, void* data, size_t bytes, Fd* fd) {
+Result<size_t> ReceiveWithFd(int sock, void* data, size_t bytes, Fd* fd, int flags) {
   iovec iov{data, bytes};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -215,9 +223,11 @@ Result<size_t> ReceiveWithFd(int sock, void* data, size_t bytes, Fd* fd) {
   msg.msg_controllen = sizeof control;
   ssize_t n;
   do {
-    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | flags);
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
+    if ((errno == EAGAIN || errno == EWOULDBLOCK) && (flags & MSG_DONTWAIT))
+      return Status::NotFound("nothing queued on the control socket");
     if (errno == EAGAIN || errno == EWOULDBLOCK)
       return Status::Unavailable("wombatkvd did not answer the attach request in time");
     return Errno(errno, "recvmsg");

@@ -39,6 +39,8 @@ std::string ErrnoText(int err);
 class Mapping {
  public:
   static Result<std::unique_ptr<Mapping>> Map(int fd, uint64_t bytes);
+  // A MAP_SHARED read-only mapping (a payload arena on the client's side).
+  static Result<std::unique_ptr<Mapping>> MapReadOnly(int fd, uint64_t bytes);
   ~Mapping();
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
@@ -95,7 +97,8 @@ Result<Fd> ConnectControlSocket(const std::string& path);
 // One datagram with an optional descriptor attached (SCM_RIGHTS).
 Status SendWithFd(int sock, const void* data, size_t bytes, int fd_or_minus_one);
 // Receives one datagram of at most `bytes` into `data`; `*fd` gets a passed descriptor, if any
-// (owned by the caller). Returns the datagram length; 0 = the peer closed.
-Result<size_t> ReceiveWithFd(int sock, void* data, size_t bytes, Fd* fd);
+// (owned by the caller). Returns the datagram length; 0 = the peer closed. `flags`: recvmsg's
+// (MSG_DONTWAIT: NotFound at once when nothing is queued).
+Result<size_t> ReceiveWithFd(int sock, void* data, size_t bytes, Fd* fd, int flags = 0);
 
 }  // namespace wombatkv::shm

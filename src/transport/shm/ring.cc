@@ -16,7 +16,8 @@ uint64_t AlignUp(uint64_t v) { return (v + kPayloadAlignBytes - 1) & ~uint64_t{k
 void WriteBody(uint8_t* out, const wire::Message& m, const MessagePlan& plan,
                uint64_t region_offset) {
   for (size_t i = 0; i < m.payloads.size(); ++i) {
-    PayloadRef ref{region_offset + plan.payload_offsets[i], m.payloads[i].size};
+    PayloadRef ref{region_offset + plan.payload_offsets[i], m.payloads[i].size, 0, 0};
+    if (!plan.shared.empty() && plan.shared[i].arena) ref = plan.shared[i];
     std::memcpy(out + i * sizeof ref, &ref, sizeof ref);
   }
   if (!m.fields.empty())
@@ -37,16 +38,23 @@ bool InArea(uint64_t offset, uint64_t bytes, uint64_t area_bytes) {
 
 }  // namespace
 
-MessagePlan PlanMessage(const wire::Message& m, uint32_t slot_bytes) {
+MessagePlan PlanMessage(const wire::Message& m, uint32_t slot_bytes,
+                        std::vector<PayloadRef> shared) {
+  WMBT_CHECK(shared.empty() || shared.size() == m.payloads.size());
   MessagePlan plan;
   plan.body_bytes = m.payloads.size() * sizeof(PayloadRef) + m.fields.size();
   plan.body_inline = plan.body_bytes <= InlineBodyBytesMax(slot_bytes);
   uint64_t at = plan.body_inline ? 0 : AlignUp(plan.body_bytes);
   plan.payload_offsets.reserve(m.payloads.size());
-  for (const auto& p : m.payloads) {
+  for (size_t i = 0; i < m.payloads.size(); ++i) {
     plan.payload_offsets.push_back(at);
-    at += AlignUp(p.size);
+    if (!shared.empty() && shared[i].arena) {
+      plan.shared_count++;
+      continue;
+    }
+    at += AlignUp(m.payloads[i].size);
   }
+  plan.shared = std::move(shared);
   plan.region_bytes = at;
   return plan;
 }
@@ -55,13 +63,14 @@ void WriteRegion(const wire::Message& m, const MessagePlan& plan, uint8_t* regio
                  uint64_t region_offset) {
   if (!plan.body_inline) WriteBody(region, m, plan, region_offset);
   for (size_t i = 0; i < m.payloads.size(); ++i) {
-    if (m.payloads[i].size)
+    const bool shared = !plan.shared.empty() && plan.shared[i].arena;
+    if (m.payloads[i].size && !shared)
       std::memcpy(region + plan.payload_offsets[i], m.payloads[i].data, m.payloads[i].size);
   }
 }
 
 void WriteSlot(uint8_t* slot, const wire::Message& m, const MessagePlan& plan,
-               uint64_t region_offset) {
+               uint64_t region_offset, uint64_t release_token) {
   SlotHeader h{};
   h.id = m.id;
   h.op = m.op;
@@ -72,6 +81,7 @@ void WriteSlot(uint8_t* slot, const wire::Message& m, const MessagePlan& plan,
   h.fields_bytes = m.fields.size();
   h.region_offset = plan.region_bytes ? region_offset : 0;
   h.region_bytes = plan.region_bytes;
+  h.release_token = release_token;
   std::memcpy(slot, &h, sizeof h);
   if (plan.body_inline) WriteBody(slot + sizeof h, m, plan, region_offset);
 }
@@ -93,7 +103,7 @@ void WriteErrorSlot(uint8_t* slot, uint32_t slot_bytes, uint64_t id, uint16_t op
 }
 
 Result<SlotMessage> ReadSlot(const uint8_t* slot, uint32_t slot_bytes, const uint8_t* area,
-                             uint64_t area_bytes) {
+                             uint64_t area_bytes, uint32_t arenas_max) {
   SlotMessage out;
   SlotHeader& h = out.header;
   std::memcpy(&h, slot, sizeof h);  // one copy: every check below is on private memory
@@ -132,7 +142,9 @@ Result<SlotMessage> ReadSlot(const uint8_t* slot, uint32_t slot_bytes, const uin
   if (table_bytes) std::memcpy(out.payloads.data(), body, table_bytes);
   out.fields.assign(body + table_bytes, body + body_bytes);
   for (const PayloadRef& p : out.payloads) {
-    if (!InArea(p.offset, p.bytes, area_bytes)) return Bad("payload outside the data area");
+    if (p.arena > arenas_max) return Bad("payload in unknown arena " + std::to_string(p.arena));
+    if (p.arena == 0 && !InArea(p.offset, p.bytes, area_bytes))
+      return Bad("payload outside the data area");
   }
   return out;
 }

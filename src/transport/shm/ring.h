@@ -13,6 +13,9 @@
 //   slot:    SlotHeader | body if inline
 //   region:  [body if spilled, 64-aligned] [payload 0, 64-aligned] [payload 1] ...
 //
+// A response's payload may instead lie in one of the daemon's payload arenas (payload_arenas.h):
+// its PayloadRef names the arena, and it takes no room in the region (zero-copy get).
+//
 // Thread-safety: none here; callers serialise each side of a ring (shm_server.h, shm_channel.h).
 #pragma once
 
@@ -72,26 +75,38 @@ struct SlotHeader {
   uint64_t fields_bytes;
   uint64_t region_offset;  // in the sender's area
   uint64_t region_bytes;   // 0 = no region
+  // Responses: what the client pushes on the release ring once it is done with the response's
+  // region and shared payloads (A3); 0 = nothing to release. Requests: 0.
+  uint64_t release_token;
 };
-static_assert(sizeof(SlotHeader) == 48);
+static_assert(sizeof(SlotHeader) == 56);
 
 struct PayloadRef {
-  uint64_t offset;  // from the start of the area
+  uint64_t offset;  // from the start of the area (arena 0) or of the payload arena
   uint64_t bytes;
+  // 0: the sender's own data area. 1..kPayloadArenasMax: a payload arena of the daemon,
+  // whose descriptor the client was handed on the control socket (ArenaGrant; responses only).
+  uint32_t arena;
+  uint32_t reserved;
 };
-static_assert(sizeof(PayloadRef) == 16);
+static_assert(sizeof(PayloadRef) == 24);
 
 // How one message will be laid out.
 struct MessagePlan {
   uint64_t body_bytes = 0;    // payload table + fields
   bool body_inline = true;
-  uint64_t region_bytes = 0;  // 0 when everything fits the slot and there are no payloads
-  std::vector<uint64_t> payload_offsets;  // of each payload within the region
+  uint64_t region_bytes = 0;  // 0 when everything fits the slot and no payload is copied
+  std::vector<uint64_t> payload_offsets;  // of each copied payload within the region
+  std::vector<PayloadRef> shared;  // per payload: arena != 0 when it is passed by reference
+  size_t shared_count = 0;
 };
 
 inline uint64_t InlineBodyBytesMax(uint32_t slot_bytes) { return slot_bytes - sizeof(SlotHeader); }
 
-MessagePlan PlanMessage(const wire::Message& m, uint32_t slot_bytes);
+// `shared` (empty, or one entry per payload): payloads with an arena set are passed by that
+// reference instead of being copied into the region.
+MessagePlan PlanMessage(const wire::Message& m, uint32_t slot_bytes,
+                        std::vector<PayloadRef> shared = {});
 
 // Copies the payloads (and the body, when spilled) into the region at `region` whose offset in
 // its area is `region_offset`. REQUIRES: the region holds plan.region_bytes.
@@ -100,7 +115,7 @@ void WriteRegion(const wire::Message& m, const MessagePlan& plan, uint8_t* regio
 
 // Writes the slot header and the inline body. REQUIRES: `slot` has slot_bytes.
 void WriteSlot(uint8_t* slot, const wire::Message& m, const MessagePlan& plan,
-               uint64_t region_offset);
+               uint64_t region_offset, uint64_t release_token = 0);
 
 // A transport-level failure in place of a response (e.g. the response does not fit the area).
 // The message is cut to fit the slot.
@@ -118,7 +133,9 @@ struct SlotMessage {
 
 // Reads the slot; a spilled body is read from `area` (of `area_bytes`). InvalidArgument naming
 // the inconsistency when any count, length or offset is out of bounds, or the kind is unknown.
+// Payloads in an arena (a response's) are checked against `arenas_max` here and against the
+// arena's size by the caller; with arenas_max 0 (requests) none may refer to one.
 Result<SlotMessage> ReadSlot(const uint8_t* slot, uint32_t slot_bytes, const uint8_t* area,
-                             uint64_t area_bytes);
+                             uint64_t area_bytes, uint32_t arenas_max = 0);
 
 }  // namespace wombatkv::shm

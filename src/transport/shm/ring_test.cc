@@ -101,6 +101,42 @@ TEST(ShmRing, PayloadsLieInTheRegionAndOnlyTheirOffsetsInTheSlot) {
   EXPECT_GE((*m)->header.region_bytes, 1000u + 70u);
 }
 
+TEST(ShmRing, APayloadInAnArenaTakesNoRoomInTheRegionAndTravelsAsItsReference) {
+  Fixture f;
+  std::vector<std::string> payloads = {std::string(1000, 'a'), std::string(5000, 'b')};
+  wire::Message m = Msg(3, "f", &payloads);
+  // The second payload lies in arena 2 at offset 4096: only the first is copied.
+  std::vector<PayloadRef> shared(2, PayloadRef{});
+  shared[1] = PayloadRef{4096, 5000, 2, 0};
+  MessagePlan plan = PlanMessage(m, kSlotBytes, shared);
+  EXPECT_EQ(plan.shared_count, 1u);
+  EXPECT_EQ(plan.region_bytes, 1024u) << "the shared payload was given room in the region";
+  auto off = f.alloc.Allocate(plan.region_bytes);
+  ASSERT_TRUE(off);
+  WriteRegion(m, plan, f.area.data() + *off, *off);
+  WriteSlot(f.ring.slot(f.tail), m, plan, *off, /*release_token=*/77);
+  f.ring.tail().store(++f.tail);
+  auto got = ReadSlot(f.ring.slot(0), kSlotBytes, f.area.data(), kAreaBytes, kPayloadArenasMax);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->header.release_token, 77u);
+  ASSERT_EQ(got->payloads.size(), 2u);
+  EXPECT_EQ(got->payloads[0].arena, 0u);
+  EXPECT_EQ(f.PayloadText(got->payloads[0]), payloads[0]);
+  EXPECT_EQ(got->payloads[1].arena, 2u);
+  EXPECT_EQ(got->payloads[1].offset, 4096u);
+  EXPECT_EQ(got->payloads[1].bytes, 5000u);
+  // A reader that knows no arenas (the daemon reading a request) refuses the reference, and one
+  // past the last arena number is refused by everyone.
+  auto request = ReadSlot(f.ring.slot(0), kSlotBytes, f.area.data(), kAreaBytes);
+  ASSERT_FALSE(request.ok());
+  EXPECT_NE(request.status().message().find("unknown arena 2"), std::string::npos);
+  shared[1].arena = kPayloadArenasMax + 1;
+  plan = PlanMessage(m, kSlotBytes, shared);
+  WriteSlot(f.ring.slot(0), m, plan, *off, 77);
+  EXPECT_FALSE(
+      ReadSlot(f.ring.slot(0), kSlotBytes, f.area.data(), kAreaBytes, kPayloadArenasMax).ok());
+}
+
 TEST(ShmRing, FieldsLongerThanASlotSpillToTheDataArea) {
   Fixture f;
   // A LookupPrefix of 10,000 keys: 320,000 bytes of fields.

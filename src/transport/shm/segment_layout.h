@@ -8,7 +8,7 @@
 //   kRingControlsOffset  three RingControls  request, response, release (3 cache lines each)
 //   request_slots   slot_count x slot_bytes  client -> daemon messages
 //   response_slots  slot_count x slot_bytes  daemon -> client messages
-//   release_slots   release_count x u64      client -> daemon: response regions the client let go
+//   release_slots   release_count x u64      client -> daemon: release tokens of responses it let go
 //   request_area    request_area_bytes       payloads and spilled bodies of requests (client allocates)
 //   response_area   response_area_bytes      payloads and spilled bodies of responses (daemon allocates)
 //
@@ -33,9 +33,10 @@
 //       allocator through shared memory.
 //   A2  every offset and length read from shared memory is checked against its area before use;
 //       the daemon copies request bodies (fields, payload tables) out before decoding them.
-//   A3  a response region is freed only after the client pushes its offset on the release ring
-//       (its Borrow died) or the client detaches; the daemon ignores releases of regions it did not
-//       deliver to that client.
+//   A3  what a response holds — its region, and the payload arena ranges it refers to (kept by
+//       the daemon holding their Buffers) — is let go only after the client pushes the response's
+//       release token on the release ring (its Borrow died) or the client detaches; the daemon
+//       ignores tokens it did not deliver to that client.
 #pragma once
 
 #include <cstddef>
@@ -46,7 +47,7 @@
 namespace wombatkv::shm {
 
 inline constexpr uint32_t kSegmentMagic = 0x48534D57;  // "WMSH" as a little-endian u32
-inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kLayoutVersion = 2;  // 2: payload arenas, release tokens
 inline constexpr size_t kCacheLineBytes = 64;
 inline constexpr size_t kAreaAlignBytes = 2u << 20;  // areas start on a huge-page boundary
 inline constexpr size_t kPayloadAlignBytes = 64;     // every payload in a region starts on a line
@@ -131,5 +132,17 @@ struct AttachReply {
   char message[224];
 };
 static_assert(sizeof(AttachReply) == 256);
+
+// The daemon's other message on the control socket: a payload arena's descriptor (SCM_RIGHTS,
+// sealed so that it maps read-only), sent before the first response that refers to the arena,
+// and only to a client served a payload of the arena's namespace (docs/shm.md, "Zero-copy gets").
+inline constexpr uint32_t kArenaGrantMagic = 0x41524D57;  // "WMRA"
+inline constexpr uint32_t kPayloadArenasMax = 64;  // arena numbers 1..64 (0: the client's area)
+struct ArenaGrant {
+  uint32_t magic;  // kArenaGrantMagic
+  uint32_t arena;  // 1..kPayloadArenasMax
+  uint64_t bytes;  // the arena's size
+};
+static_assert(sizeof(ArenaGrant) == 16);
 
 }  // namespace wombatkv::shm

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <climits>
@@ -65,15 +66,35 @@ class ClientSegment {
   uint8_t* req_area() const { return map_->base() + layout_.request_area; }
   uint8_t* resp_area() const { return map_->base() + layout_.response_area; }
 
-  // Hands a response region back to the daemon (A3). Never blocks: the release ring has room for
-  // every region the daemon can have live at once, so it is full only if the daemon is gone.
-  void Release(uint64_t offset) {
+  // Hands a response's region and shared payloads back to the daemon (A3). Never blocks: the
+  // release ring has room for every response the daemon can hold at once, so it is full only if
+  // the daemon is gone.
+  void Release(uint64_t token) {
     std::lock_guard<std::mutex> lk(rel_mu_);
     const int64_t used = rel_.Used(rel_tail_, rel_.head().load(std::memory_order_acquire));
     if (used < 0 || used >= rel_.capacity()) return;
-    std::memcpy(rel_.slot(rel_tail_), &offset, sizeof offset);
+    std::memcpy(rel_.slot(rel_tail_), &token, sizeof token);
     rel_tail_++;
     rel_.tail().store(rel_tail_, std::memory_order_release);
+  }
+
+  // Rings the doorbell (a byte on control socket `sock`) if it is armed (every worker sleeps): no
+  // pre-spin.
+  void RingIfArmed(int sock) const {
+    if (req_.wake().load(std::memory_order_relaxed) == 0) return;  // a worker is awake, scanning
+    if (req_.wake().exchange(0, std::memory_order_seq_cst) == 1) {
+      const char bell = 1;
+      // A full socket buffer (EAGAIN) means earlier doorbells are still unread: the daemon will
+      // wake anyway. A dead daemon is noticed by the monitor.
+      (void)::send(sock, &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+  }
+
+  // After a release of shared payloads: wakes a worker if all sleep, since they drain releases
+  // before they sleep, so what the client let go is not kept pinned until its next call.
+  void NudgeAfterRelease(int sock) const {
+    shm::FullFence();  // R3: the release ring's tail store, then the doorbell word
+    RingIfArmed(sock);
   }
 
  private:
@@ -112,7 +133,7 @@ class Attachment {
       : clock_(clock ? clock : RealClock()),
         poll_(poll),
         seg_(std::move(seg)),
-        sock_(std::move(sock)),
+        sock_(std::make_shared<const Fd>(std::move(sock))),
         stop_(std::move(stop)),
         path_(std::move(path)),
         alloc_(seg_->layout().params.request_area_bytes) {
@@ -154,6 +175,14 @@ class Attachment {
   Result<wire::Message> Finish(Waiter& w);
   void Drain();  // REQUIRES: recv_mu_ held
   Result<wire::Message> ToMessage(shm::SlotMessage m);
+  // Resolves a payload reference of a response: the bytes it names, and the arena mapping that
+  // must stay mapped while they are used (null for the response area).
+  Result<const uint8_t*> Resolve(const shm::PayloadRef& p, const shm::SlotHeader& h,
+                                 std::vector<std::shared_ptr<shm::Mapping>>* maps);
+  std::shared_ptr<shm::Mapping> Arena(uint32_t arena);
+  // Maps the arena descriptors queued on the control socket (ArenaGrant). False when the daemon
+  // hung up or sent something else.
+  bool TakeGrants();
   void PokeOne();
   void Monitor();
   void MarkDead(const std::string& why);
@@ -166,7 +195,10 @@ class Attachment {
   Clock* const clock_;
   const bool poll_;  // ShmClientOptions::poll: spin, yield and poll before sleeping
   const std::shared_ptr<ClientSegment> seg_;
-  Fd sock_;
+  // The control socket. Shared with the borrows of shared payloads, which keep it open: the
+  // daemon holds those payloads for this client (and never reuses their arena ranges) until it
+  // sees the hang-up, so a borrow that outlives the attachment stays valid.
+  const std::shared_ptr<const Fd> sock_;
   Fd stop_;
   const std::string path_;
   std::thread monitor_;
@@ -190,6 +222,10 @@ class Attachment {
 
   std::mutex pending_mu_;
   std::unordered_map<uint64_t, Waiter*> pending_;  // GUARDED_BY(pending_mu_)
+
+  std::mutex arenas_mu_;
+  // GUARDED_BY(arenas_mu_): the daemon's payload arenas handed to us, by number (read-only).
+  std::array<std::shared_ptr<shm::Mapping>, shm::kPayloadArenasMax + 1> arenas_;
 
   std::array<WaitBudget, wire::kOpMax + 1> budgets_;  // by op (0: an unknown one)
   WaitBudget& BudgetFor(uint16_t op) { return budgets_[op <= wire::kOpMax ? op : 0]; }
@@ -255,18 +291,39 @@ Attachment::~Attachment() {
 }
 
 void Attachment::Monitor() {
-  pollfd fds[2] = {{sock_.get(), POLLIN | POLLRDHUP, 0}, {stop_.get(), POLLIN, 0}};
+  pollfd fds[2] = {{sock_->get(), POLLIN | POLLRDHUP, 0}, {stop_.get(), POLLIN, 0}};
   for (;;) {
     const int n = ::poll(fds, 2, -1);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return MarkDead("poll: " + shm::ErrnoText(errno));
     if (fds[1].revents) return;  // the attachment is being destroyed
     if (fds[0].revents & (POLLHUP | POLLRDHUP | POLLERR)) return MarkDead("hang-up");
-    if (fds[0].revents & POLLIN) {
-      char buf[64];
-      if (::recv(sock_.get(), buf, sizeof buf, MSG_DONTWAIT) == 0) return MarkDead("hang-up");
-    }
+    if ((fds[0].revents & POLLIN) && !TakeGrants()) return MarkDead("hang-up or bad grant");
   }
+}
+
+bool Attachment::TakeGrants() {
+  std::lock_guard<std::mutex> lk(arenas_mu_);
+  for (;;) {
+    shm::ArenaGrant g{};
+    Fd fd;
+    auto got = shm::ReceiveWithFd(sock_->get(), &g, sizeof g, &fd, MSG_DONTWAIT);
+    if (!got.ok()) return got.status().code() == Code::kNotFound;  // NotFound: nothing queued
+    if (*got == 0) return false;
+    if (*got != sizeof g || g.magic != shm::kArenaGrantMagic || g.arena == 0 ||
+        g.arena > shm::kPayloadArenasMax || !fd.valid())
+      return false;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || static_cast<uint64_t>(st.st_size) != g.bytes) return false;
+    auto map = shm::Mapping::MapReadOnly(fd.get(), g.bytes);
+    if (!map.ok()) return false;
+    arenas_[g.arena] = std::shared_ptr<shm::Mapping>(std::move(*map));
+  }
+}
+
+std::shared_ptr<shm::Mapping> Attachment::Arena(uint32_t arena) {
+  std::lock_guard<std::mutex> lk(arenas_mu_);
+  return arenas_[arena];
 }
 
 void Attachment::MarkDead(const std::string& why) {
@@ -395,12 +452,7 @@ void Attachment::RingDoorbellIfNeeded(uint32_t index) {
     shm::CpuRelax();
   }
   if (taken()) return;
-  if (req.wake().exchange(0, std::memory_order_seq_cst) == 1) {
-    const char bell = 1;
-    // A full socket buffer (EAGAIN) means earlier doorbells are still unread: the daemon will
-    // wake anyway. A dead daemon is noticed by the monitor.
-    (void)::send(sock_.get(), &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-  }
+  seg_->RingIfArmed(sock_->get());
 }
 
 Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budget) {
@@ -541,7 +593,7 @@ void Attachment::Drain() {
   uint32_t drained = 0;
   while (resp_head_ != tail) {
     auto m = shm::ReadSlot(resp.slot(resp_head_), resp.slot_bytes(), seg_->resp_area(),
-                           seg_->layout().params.response_area_bytes);
+                           seg_->layout().params.response_area_bytes, shm::kPayloadArenasMax);
     resp_head_++;
     resp.head().store(resp_head_, std::memory_order_release);  // R2
     drained++;
@@ -560,8 +612,8 @@ void Attachment::Drain() {
         pending_.erase(it);
       }
     }
-    if (w == nullptr) {  // nobody waits (cannot happen today): still hand the region back
-      if (m->header.region_bytes) seg_->Release(m->header.region_offset);
+    if (w == nullptr) {  // nobody waits (cannot happen today): still hand the response back
+      if (m->header.release_token) seg_->Release(m->header.release_token);
       continue;
     }
     if (w->region_bytes) FreeRequest(w->region_offset, w->region_bytes);
@@ -581,20 +633,70 @@ Result<wire::Message> Attachment::ToMessage(shm::SlotMessage m) {
   out.op = m.header.op;
   out.flags = m.header.flags;
   out.fields = std::move(m.fields);
-  if (m.header.region_bytes == 0) return out;
-  const uint64_t region = m.header.region_offset;
-  if (m.payloads.empty()) {  // a spilled body only: already copied out
-    seg_->Release(region);
-    return out;
+  const uint64_t token = m.header.release_token;
+  std::vector<const uint8_t*> data(m.payloads.size(), nullptr);
+  std::vector<std::shared_ptr<shm::Mapping>> maps;  // arenas the payloads lie in
+  bool held = false;  // some payload has bytes the daemon holds for us
+  for (size_t i = 0; i < m.payloads.size(); ++i) {
+    if (m.payloads[i].bytes == 0) continue;
+    auto at = Resolve(m.payloads[i], m.header, &maps);
+    if (!at.ok()) {
+      if (token) seg_->Release(token);
+      return at.status();
+    }
+    data[i] = *at;
+    held = true;
   }
-  // One Buffer per response region: every payload slice shares it, and the region goes back to
-  // the daemon when the last slice does (zero copy for the engine).
-  auto owner = Buffer::Adopt(seg_->resp_area() + region, m.header.region_bytes,
-                             [seg = seg_, region] { seg->Release(region); });
+  if (held && token == 0)
+    return Status::Internal("wombatkvd sent payloads without a release token: a daemon bug");
+  std::shared_ptr<Buffer> owner;
+  if (held) {
+    // One Buffer per response: every payload slice shares it, and the response goes back to
+    // the daemon when the last slice does (zero copy for the engine). It keeps the arenas the
+    // payloads lie in mapped, even after this attachment is gone.
+    uint8_t* anchor = m.header.region_bytes ? seg_->resp_area() + m.header.region_offset
+                                            : const_cast<uint8_t*>(data[0] ? data[0] : nullptr);
+    // Shared payloads keep the socket open (see sock_), and pin the daemon's cache entries:
+    // their release wakes a worker if need be.
+    std::shared_ptr<const Fd> sock = maps.empty() ? nullptr : sock_;
+    owner = Buffer::Adopt(anchor, m.header.region_bytes,
+                          [seg = seg_, token, maps = std::move(maps), sock = std::move(sock)] {
+                            seg->Release(token);
+                            if (sock) seg->NudgeAfterRelease(sock->get());
+                          });
+  } else if (token) {
+    seg_->Release(token);  // a spilled body only: already copied out
+  }
   out.payloads.reserve(m.payloads.size());
-  for (const shm::PayloadRef& p : m.payloads)
-    out.payloads.push_back(BufferSlice{owner, seg_->resp_area() + p.offset, p.bytes});
+  for (size_t i = 0; i < m.payloads.size(); ++i)
+    out.payloads.push_back(BufferSlice{data[i] ? owner : nullptr, data[i], m.payloads[i].bytes});
   return out;
+}
+
+Result<const uint8_t*> Attachment::Resolve(const shm::PayloadRef& p, const shm::SlotHeader& h,
+                                           std::vector<std::shared_ptr<shm::Mapping>>* maps) {
+  if (p.arena == 0) {
+    // In the response area (checked by ReadSlot), and within this response's region.
+    if (h.region_bytes == 0 || p.offset < h.region_offset ||
+        p.offset - h.region_offset > h.region_bytes ||
+        p.bytes > h.region_bytes - (p.offset - h.region_offset))
+      return Status::Internal("wombatkvd sent a payload outside its response region");
+    return seg_->resp_area() + p.offset;
+  }
+  auto map = Arena(p.arena);
+  // Its grant was queued before the response was published; the monitor may not have taken it.
+  if (!map) {
+    if (!TakeGrants()) MarkDead("hang-up or bad grant");
+    map = Arena(p.arena);
+  }
+  if (!map) {
+    return Status::Internal("wombatkvd referred to payload arena " + std::to_string(p.arena) +
+                            " without handing it over");
+  }
+  if (p.offset > map->bytes() || p.bytes > map->bytes() - p.offset)
+    return Status::Internal("wombatkvd sent a payload outside its arena");
+  if (std::find(maps->begin(), maps->end(), map) == maps->end()) maps->push_back(map);
+  return map->base() + p.offset;
 }
 
 class ShmChannel : public Channel {

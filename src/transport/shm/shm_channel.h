@@ -3,10 +3,12 @@
 // ConnectShm attaches to the wombatkvd serving `prefix`: it connects to the daemon's control
 // socket, checks that the daemon runs as this user or root (SO_PEERCRED: data is never sent to a
 // socket someone else planted), receives its own segment and maps it. Calls then travel through
-// the segment's rings; request payloads are copied once into the request area, response payloads
-// stay in the response area and the returned Message's payload slices point there (zero copy):
-// each response's region goes back to the daemon when the last slice referring to it is
-// destroyed (e.g. wmbt_kv_release_borrow), from whatever thread, even after the channel is gone.
+// the segment's rings; request payloads are copied once into the request area. A response's
+// payloads lie in the response area or in one of the daemon's payload arenas, mapped read-only
+// (docs/shm.md, "Zero-copy gets"), and the returned Message's payload slices point there (zero
+// copy): each response goes back to the daemon when the last slice referring to it is destroyed
+// (e.g. wmbt_kv_release_borrow), from whatever thread, even after the channel is gone (a borrow
+// of arena payloads keeps the control socket open until then, so the daemon keeps them).
 //
 // Failure handling: a monitor thread watches the control socket; when the daemon goes away (exit,
 // crash, SIGKILL, Stop) every call in flight returns Unavailable at once, and the next call

@@ -36,35 +36,63 @@ ShmClientOptions ClientOptions(const std::string& dir) {
   return o;
 }
 
-TEST(ShmProcess, ASigkilledClientHoldingBorrowsLosesItsSegmentAndRegions) {
-  shm_test::TempRunDir dir;
-  ShmServer server(ShmServer::Returning(shm_test::TestHandler), ServerOptions(dir.path()));
-  ASSERT_TRUE(server.Start().ok());
+// Two clients each hold a borrowed 100,000-byte payload; one is SIGKILLed (no chance to release
+// anything). `held` counts what the daemon keeps for the clients' borrows.
+void KillOneOfTwoHolders(ShmServer& server, const std::string& dir,
+                         uint64_t (*held)(const ShmServerStats&)) {
   {
-    Peer a({"hold", dir.path(), "p"});
-    Peer b({"hold", dir.path(), "p"});
+    Peer a({"hold", dir, "p"});
+    Peer b({"hold", dir, "p"});
     ASSERT_EQ(a.ReadLine(), "holding");
     ASSERT_EQ(b.ReadLine(), "holding");
     ShmServerStats s = server.Stats();
     EXPECT_EQ(s.clients, 2u);
     EXPECT_EQ(s.segments_live, 2u);
-    EXPECT_EQ(s.response_regions_live, 2u);  // each holds a 100,000-byte payload
-    a.Kill();                                // SIGKILL: no chance to release anything
+    EXPECT_EQ(held(s), 2u);
+    a.Kill();
     ASSERT_TRUE(server.WaitFor(
         [](const ShmServerStats& st) { return st.segments_live == 1 && st.clients == 1; },
         kWaitMicros));
     s = server.Stats();
-    EXPECT_EQ(s.response_regions_live, 1u);  // b's borrow is untouched
+    EXPECT_EQ(held(s), 1u);  // b's borrow is untouched
     EXPECT_EQ(s.detaches, 1u);
   }  // b is killed too
   ASSERT_TRUE(server.WaitFor([](const ShmServerStats& st) { return st.segments_live == 0; },
                              kWaitMicros));
-  EXPECT_EQ(server.Stats().response_regions_live, 0u);
+  EXPECT_EQ(held(server.Stats()), 0u);
   EXPECT_EQ(server.Stats().response_bytes_live, 0u);
   // And the daemon serves the next client as if nothing happened.
-  auto ch = ConnectShm(ClientOptions(dir.path()));
+  auto ch = ConnectShm(ClientOptions(dir));
   ASSERT_TRUE(ch.ok());
   EXPECT_TRUE((*ch)->Call(TextMessage(shm_test::kOpEcho, "next")).ok());
+}
+
+TEST(ShmProcess, ASigkilledClientHoldingBorrowsLosesItsSegmentAndRegions) {
+  shm_test::TempRunDir dir;
+  ShmServer server(ShmServer::Returning(shm_test::TestHandler), ServerOptions(dir.path()));
+  ASSERT_TRUE(server.Start().ok());
+  KillOneOfTwoHolders(server, dir.path(),
+                      [](const ShmServerStats& s) { return s.response_regions_live; });
+}
+
+// The same with the payloads in a payload arena, passed by reference: the daemon holds their
+// Buffers for the clients, and a killed client's go with its segment.
+TEST(ShmProcess, ASigkilledClientHoldingSharedPayloadsLetsThemGo) {
+  shm_test::TempRunDir dir;
+  auto arenas = shm::PayloadArenas::Create(shm::PayloadArenasOptions{.arena_bytes = 8 << 20});
+  ASSERT_TRUE(arenas.ok());
+  ShmServerOptions o = ServerOptions(dir.path());
+  o.arenas = *arenas;
+  PayloadAllocator* memory = arenas->get();
+  ShmServer server(ShmServer::Returning([memory](Session& s, const wire::Message& m) {
+                     return shm_test::TestHandlerWithMemory(s, m, memory);
+                   }),
+                   o);
+  ASSERT_TRUE(server.Start().ok());
+  KillOneOfTwoHolders(server, dir.path(),
+                      [](const ShmServerStats& s) { return s.shared_payloads_live; });
+  EXPECT_EQ(server.Stats().response_regions_live, 0u);
+  EXPECT_EQ((*arenas)->Stats().payloads_live, 0u) << "a killed client's payload stayed pinned";
 }
 
 TEST(ShmProcess, AKilledDaemonFailsWaitingCallsAndTheClientReattachesToANewOne) {

@@ -47,8 +47,8 @@ constexpr int64_t kSlowServeMicros = 100;
 // thread that could hold one).
 struct Counters {
   std::atomic<uint64_t> clients{0}, segments_live{0}, regions_live{0}, region_bytes_live{0},
-      attaches{0}, detaches{0}, refusals{0}, requests{0}, doorbells{0}, protocol_errors{0},
-      too_large{0}, idle_spins{0};
+      shared_live{0}, shared{0}, grants{0}, attaches{0}, detaches{0}, refusals{0}, requests{0},
+      doorbells{0}, protocol_errors{0}, too_large{0}, idle_spins{0};
   std::atomic<uint64_t> running{0};       // requests taken and not yet answered
   std::atomic<uint64_t> workers_idle{0};  // Impl::idle - Impl::wake_tokens, for Stats
   std::mutex mu;
@@ -83,17 +83,23 @@ struct Conn {
   Session session;
   std::atomic<bool> dead{false};
 
-  struct Region {
-    uint64_t bytes;
-    bool delivered;  // published in a response: from now on the client may release it (A3)
+  // What one response holds until the client releases its token (A3).
+  struct Held {
+    uint64_t region = 0;        // offset in the response area
+    uint64_t region_bytes = 0;  // 0 = no region
+    std::vector<std::shared_ptr<const Buffer>> pins;  // arena payloads passed by reference
+    bool delivered = false;  // published: from now on the client may release it
   };
+  using Unpinned = std::vector<std::shared_ptr<const Buffer>>;
   std::mutex mu;
   uint32_t req_head = 0;     // GUARDED_BY(mu)
   uint32_t resp_tail = 0;    // GUARDED_BY(mu)
   uint32_t rel_head = 0;     // GUARDED_BY(mu)
   uint32_t outstanding = 0;  // GUARDED_BY(mu): requests taken whose response is not published
-  shm::RegionAllocator alloc;                   // GUARDED_BY(mu)
-  std::unordered_map<uint64_t, Region> live;    // GUARDED_BY(mu): response regions by offset
+  shm::RegionAllocator alloc;                 // GUARDED_BY(mu)
+  std::unordered_map<uint64_t, Held> held;    // GUARDED_BY(mu): by release token
+  uint64_t next_token = 1;                    // GUARDED_BY(mu)
+  uint64_t granted = 0;  // GUARDED_BY(mu): bit k-1 = arena k's descriptor was handed over
 };
 
 // A request taken from a ring, or the reason it could not be decoded.
@@ -194,16 +200,34 @@ struct ShmServer::Impl {
   void Served(uint64_t begin, bool maybe_off_pool);
   void KeepWatch(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);
   void Publish(Conn& c, const wire::Message& m, const Status& error);
-  void DrainReleases(Conn& c);  // REQUIRES: c.mu held
+  // Per payload of `m`: its arena reference when it lies in a payload arena (else arena 0);
+  // empty when none does.
+  std::vector<shm::PayloadRef> SharedRefs(const wire::Message& m) const;
+  // Hands `c` the descriptors of the arenas `plan` refers to that it lacks. False when one could
+  // not be sent (then the response copies instead). REQUIRES: c.mu held.
+  bool GrantArenas(Conn& c, const shm::MessagePlan& plan);
+  // Reserves what the response keeps until released: its region (`*region`) and its shared
+  // payloads' Buffers, under a new token (`*token`). REQUIRES: c.mu held.
+  Status Hold(Conn& c, const wire::Message& m, const shm::MessagePlan& plan, uint64_t* region,
+              uint64_t* token);
+  // Lets go of what the client released. The Buffers unpinned go to `*unpinned`, for the
+  // caller to drop after unlocking (their release may run store code). REQUIRES: c.mu held.
+  void DrainReleases(Conn& c, Conn::Unpinned* unpinned);
+  // Before a worker sleeps: lets go of what clients released since their last response, so a
+  // client that went quiet does not keep cache entries pinned until its next call.
+  void DrainIdleReleases(const std::vector<std::shared_ptr<Conn>>& snap);
   void Break(Conn& c, const std::string& why);  // REQUIRES: c.mu held
   void WakeOne();
   void GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, size_t* rr);
   // Sleeps in epoll_wait on `bells` until a doorbell, a WakeOne token or the shutdown, then
   // leaves the idle count. True when a client rang (its doorbell bytes drained).
   bool SleepUntilRung();
-  // Drains the doorbell bytes of client `id`; false if there were none (another worker drained
-  // them, or the client is gone).
-  bool DrainDoorbell(uint64_t id);
+  // Drains the doorbell bytes of client `id`. kNone if there were none (another worker drained
+  // them, or the client is gone); kReleases when no request waits: the client rang after
+  // releasing shared payloads (NudgeAfterRelease), which are let go here, and its doorbell is
+  // armed again (R3) so the worker may sleep on.
+  enum class Rang { kNone, kRequest, kReleases };
+  Rang DrainDoorbell(uint64_t id);
   void SetIdle(size_t workers);  // REQUIRES: pool_mu held
   // Serves `t` as a worker that stops scanning meanwhile (see scanners).
   void RunHandler(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, Taken& t);
@@ -245,10 +269,15 @@ Conn::Conn(Counters* s, uint64_t i, shm::PeerCred p, Fd so,
 }
 
 Conn::~Conn() {
-  uint64_t bytes = 0;
-  for (const auto& [offset, r] : live) bytes += shm::RegionAllocator::Rounded(r.bytes);
-  counters->regions_live -= live.size();
+  uint64_t bytes = 0, regions = 0, pins = 0;
+  for (const auto& [token, h] : held) {
+    regions += h.region_bytes != 0;
+    bytes += shm::RegionAllocator::Rounded(h.region_bytes);
+    pins += h.pins.size();
+  }
+  counters->regions_live -= regions;
   counters->region_bytes_live -= bytes;
+  counters->shared_live -= pins;
   counters->segments_live--;
   counters->Notify();
 }
@@ -540,30 +569,16 @@ void ShmServer::Impl::Served(uint64_t begin, bool maybe_off_pool) {
 void ShmServer::Impl::Publish(Conn& c, const wire::Message& m, const Status& error) {
   Status failure = error;
   shm::MessagePlan plan;
-  uint64_t region = 0;
+  uint64_t region = 0, token = 0;
+  Conn::Unpinned unpinned;  // dropped after the locks below are released
   if (failure.ok()) {
-    plan = shm::PlanMessage(m, c.resp.slot_bytes());
-    if (plan.region_bytes) {
-      std::unique_lock<std::mutex> lk(c.mu);
-      DrainReleases(c);
-      // A3: at most release_count regions live, so the release ring can never overflow.
-      auto off = c.live.size() < c.rel.capacity() ? c.alloc.Allocate(plan.region_bytes)
-                                                  : std::nullopt;
-      if (!off) {
-        n.too_large++;
-        failure = Status::ResourceExhausted(
-            "the response (" + std::to_string(plan.region_bytes) +
-            " bytes of payload) does not fit this client's shared response area (" +
-            std::to_string(c.alloc.free_bytes()) + " of " + std::to_string(c.alloc.capacity()) +
-            " bytes free, " + std::to_string(c.live.size()) +
-            " regions still borrowed): release borrows sooner, ask for fewer blocks per call, "
-            "or raise WMBT_KV_SHM_DATA_BYTES (wombatkvd --shm-data-bytes)");
-      } else {
-        region = *off;
-        c.live.emplace(region, Conn::Region{plan.region_bytes, false});
-        n.regions_live++;
-        n.region_bytes_live += shm::RegionAllocator::Rounded(plan.region_bytes);
-      }
+    plan = shm::PlanMessage(m, c.resp.slot_bytes(), SharedRefs(m));
+    if (plan.region_bytes || plan.shared_count) {
+      std::lock_guard<std::mutex> lk(c.mu);
+      DrainReleases(c, &unpinned);
+      if (plan.shared_count && !GrantArenas(c, plan))
+        plan = shm::PlanMessage(m, c.resp.slot_bytes());  // copy them after all
+      failure = Hold(c, m, plan, &region, &token);
     }
     // The bulk copy runs without the lock, so other workers can serve this client meanwhile.
     if (failure.ok() && plan.region_bytes) WriteRegion(m, plan, c.resp_area + region, region);
@@ -573,6 +588,7 @@ void ShmServer::Impl::Publish(Conn& c, const wire::Message& m, const Status& err
     std::lock_guard<std::mutex> lk(c.mu);
     c.outstanding--;
     if (c.dead.load()) return;  // the segment goes with the connection
+    DrainReleases(c, &unpinned);
     const int64_t used = c.resp.Used(c.resp_tail, c.resp.head().load(std::memory_order_acquire));
     if (used < 0 || used >= c.resp.capacity()) {
       // TryTake reserved a slot; only a client rewinding its head can get here.
@@ -581,8 +597,8 @@ void ShmServer::Impl::Publish(Conn& c, const wire::Message& m, const Status& err
     }
     uint8_t* slot = c.resp.slot(c.resp_tail);
     if (failure.ok()) {
-      shm::WriteSlot(slot, m, plan, region);
-      if (plan.region_bytes) c.live[region].delivered = true;
+      shm::WriteSlot(slot, m, plan, region, token);
+      if (token) c.held[token].delivered = true;
     } else {
       shm::WriteErrorSlot(slot, c.resp.slot_bytes(), m.id, m.op, failure);
     }
@@ -597,33 +613,116 @@ void ShmServer::Impl::Publish(Conn& c, const wire::Message& m, const Status& err
   }
 }
 
-void ShmServer::Impl::DrainReleases(Conn& c) {
+std::vector<shm::PayloadRef> ShmServer::Impl::SharedRefs(const wire::Message& m) const {
+  if (!options.arenas || m.payloads.empty()) return {};
+  std::vector<shm::PayloadRef> refs(m.payloads.size(), shm::PayloadRef{});
+  bool any = false;
+  for (size_t i = 0; i < m.payloads.size(); ++i) {
+    const BufferSlice& p = m.payloads[i];
+    if (p.size == 0 || !p.owner) continue;  // a view nobody owns cannot be held for a client
+    if (auto at = options.arenas->Locate(p.data, p.size)) {
+      refs[i] = shm::PayloadRef{at->offset, p.size, at->arena, 0};
+      any = true;
+    }
+  }
+  if (!any) refs.clear();
+  return refs;
+}
+
+bool ShmServer::Impl::GrantArenas(Conn& c, const shm::MessagePlan& plan) {
+  for (const shm::PayloadRef& ref : plan.shared) {
+    const uint64_t bit = ref.arena ? uint64_t{1} << (ref.arena - 1) : 0;
+    if (bit == 0 || (c.granted & bit)) continue;
+    if (!c.sock.valid()) return false;
+    shm::ArenaGrant g{shm::kArenaGrantMagic, ref.arena, options.arenas->arena_bytes()};
+    // Non-blocking; sent before the response that refers to it, so the client finds it queued.
+    if (!shm::SendWithFd(c.sock.get(), &g, sizeof g, options.arenas->fd(ref.arena)).ok())
+      return false;
+    c.granted |= bit;
+    n.grants++;
+  }
+  return true;
+}
+
+Status ShmServer::Impl::Hold(Conn& c, const wire::Message& m, const shm::MessagePlan& plan,
+                             uint64_t* region, uint64_t* token) {
+  // A3: at most release_count responses held, so the release ring can never overflow.
+  std::optional<uint64_t> off;
+  if (c.held.size() < c.rel.capacity())
+    off = plan.region_bytes ? c.alloc.Allocate(plan.region_bytes) : std::optional<uint64_t>(0);
+  if (!off) {
+    n.too_large++;
+    return Status::ResourceExhausted(
+        "the response (" + std::to_string(plan.region_bytes) +
+        " bytes of payload) does not fit this client's shared response area (" +
+        std::to_string(c.alloc.free_bytes()) + " of " + std::to_string(c.alloc.capacity()) +
+        " bytes free, " + std::to_string(c.held.size()) +
+        " responses still borrowed): release borrows sooner, ask for fewer blocks per call, "
+        "or raise WMBT_KV_SHM_DATA_BYTES (wombatkvd --shm-data-bytes)");
+  }
+  Conn::Held h;
+  h.region = *off;
+  h.region_bytes = plan.region_bytes;
+  for (size_t i = 0; i < plan.shared.size(); ++i) {
+    if (plan.shared[i].arena) h.pins.push_back(m.payloads[i].owner);
+  }
+  if (h.region_bytes) {
+    n.regions_live++;
+    n.region_bytes_live += shm::RegionAllocator::Rounded(h.region_bytes);
+  }
+  n.shared_live += h.pins.size();
+  n.shared += h.pins.size();
+  *region = h.region;
+  *token = c.next_token++;
+  c.held.emplace(*token, std::move(h));
+  return Status::Ok();
+}
+
+void ShmServer::Impl::DrainReleases(Conn& c, Conn::Unpinned* unpinned) {
   const uint32_t tail = c.rel.tail().load(std::memory_order_acquire);
+  if (tail == c.rel_head) return;
   if (c.rel.Used(tail, c.rel_head) < 0) {
     Break(c, "release ring tail out of range");
     return;
   }
   while (c.rel_head != tail) {
-    uint64_t offset;
-    std::memcpy(&offset, c.rel.slot(c.rel_head), sizeof offset);
+    uint64_t token;
+    std::memcpy(&token, c.rel.slot(c.rel_head), sizeof token);
     c.rel_head++;
-    auto it = c.live.find(offset);
-    if (it == c.live.end() || !it->second.delivered) {
-      n.protocol_errors++;  // A3: not a region we gave this client; ignore it
+    auto it = c.held.find(token);
+    if (it == c.held.end() || !it->second.delivered) {
+      n.protocol_errors++;  // A3: not a response we gave this client; ignore it
       continue;
     }
-    const uint64_t bytes = it->second.bytes;
-    c.live.erase(it);
-    c.alloc.Free(offset, bytes);
+    Conn::Held h = std::move(it->second);
+    c.held.erase(it);
+    n.shared_live -= h.pins.size();
+    for (auto& pin : h.pins) unpinned->push_back(std::move(pin));
+    if (h.region_bytes == 0) continue;
+    c.alloc.Free(h.region, h.region_bytes);
     n.regions_live--;
-    n.region_bytes_live -= shm::RegionAllocator::Rounded(bytes);
-    const uint64_t end = offset + bytes;
+    n.region_bytes_live -= shm::RegionAllocator::Rounded(h.region_bytes);
+    const uint64_t end = h.region + h.region_bytes;
     if (end > options.warm_bytes) {
-      const uint64_t from = std::max(offset, options.warm_bytes);
+      const uint64_t from = std::max(h.region, options.warm_bytes);
       c.map->Discard(c.layout.response_area + from, end - from);
     }
   }
   c.rel.head().store(c.rel_head, std::memory_order_release);
+}
+
+void ShmServer::Impl::DrainIdleReleases(const std::vector<std::shared_ptr<Conn>>& snap) {
+  bool drained = false;
+  for (const auto& c : snap) {
+    Conn::Unpinned unpinned;  // dropped after the lock
+    // Waits for the lock: its holder may have drained already, before the client's release.
+    std::lock_guard<std::mutex> lk(c->mu);
+    if (c->held.empty()) continue;
+    const size_t held = c->held.size();
+    DrainReleases(*c, &unpinned);
+    drained = drained || c->held.size() != held;
+  }
+  if (drained) n.Notify();  // for WaitFor
 }
 
 void ShmServer::Impl::Break(Conn& c, const std::string& why) {
@@ -752,6 +851,7 @@ void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t*
     RunHandler(snap, version, t);
     return;
   }
+  DrainIdleReleases(snap);
   snap.clear();  // hold no client while asleep: a detached client's segment can go now
   const bool rung = SleepUntilRung();
   scanners++;
@@ -790,7 +890,8 @@ bool ShmServer::Impl::SleepUntilRung() {
       SetIdle(idle - 1);
       return false;  // a hand-over from inside the daemon, not a client that had to ring
     }
-    if (DrainDoorbell(ev.data.u64)) {
+    const Rang why = DrainDoorbell(ev.data.u64);
+    if (why == Rang::kRequest) {
       n.doorbells++;
       rung = true;
       break;
@@ -802,7 +903,7 @@ bool ShmServer::Impl::SleepUntilRung() {
   return rung;
 }
 
-bool ShmServer::Impl::DrainDoorbell(uint64_t id) {
+ShmServer::Impl::Rang ShmServer::Impl::DrainDoorbell(uint64_t id) {
   std::shared_ptr<Conn> c;
   {
     std::lock_guard<std::mutex> lk(conns_mu);
@@ -810,14 +911,31 @@ bool ShmServer::Impl::DrainDoorbell(uint64_t id) {
       if (candidate->id == id) c = candidate;
     }
   }
-  if (!c) return false;  // detached
-  // Their number does not matter, only that the client found the workers asleep. Under the
-  // connection's mutex: Detach closes the socket under it.
-  std::lock_guard<std::mutex> lk(c->mu);
-  bool rang = false;
-  char buf[64];
-  while (c->sock.valid() && ::recv(c->sock.get(), buf, sizeof buf, MSG_DONTWAIT) > 0) rang = true;
-  return rang;
+  if (!c) return Rang::kNone;  // detached
+  Conn::Unpinned unpinned;
+  Rang why = Rang::kNone;
+  {
+    // Their number does not matter, only that the client found the workers asleep. Under the
+    // connection's mutex: Detach closes the socket under it.
+    std::lock_guard<std::mutex> lk(c->mu);
+    bool rang = false;
+    char buf[64];
+    while (c->sock.valid() && ::recv(c->sock.get(), buf, sizeof buf, MSG_DONTWAIT) > 0)
+      rang = true;
+    if (!rang) return Rang::kNone;
+    auto waiting = [&] { return c->req.tail().load(std::memory_order_acquire) != c->req_head; };
+    if (waiting()) return Rang::kRequest;
+    DrainReleases(*c, &unpinned);
+    // R3, as in GoIdle: the client disarmed its doorbell to ring; arm it, fence, look again.
+    c->req.wake().store(1, std::memory_order_relaxed);
+    shm::FullFence();
+    why = waiting() ? Rang::kRequest : Rang::kReleases;
+  }
+  if (!unpinned.empty()) {
+    unpinned.clear();  // after the lock: a Buffer's release may run store code
+    n.Notify();        // for WaitFor
+  }
+  return why;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -942,6 +1060,9 @@ ShmServerStats ShmServer::Stats() const {
   st.segments_live = s.n.segments_live.load();
   st.response_regions_live = s.n.regions_live.load();
   st.response_bytes_live = s.n.region_bytes_live.load();
+  st.shared_payloads_live = s.n.shared_live.load();
+  st.shared_payloads = s.n.shared.load();
+  st.arena_grants = s.n.grants.load();
   st.attaches = s.n.attaches.load();
   st.detaches = s.n.detaches.load();
   st.refusals = s.n.refusals.load();

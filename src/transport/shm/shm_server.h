@@ -29,6 +29,7 @@
 #include <string>
 
 #include "daemon/service.h"
+#include "transport/shm/payload_arenas.h"
 #include "transport/shm/segment_layout.h"
 #include "wire/message.h"
 #include "wombatkv/env.h"
@@ -58,6 +59,10 @@ struct ShmServerOptions {
   Clock* clock = nullptr;
   // Attach/detach at debug level, refusals and protocol errors at warn. Null = warnings to stderr.
   LogSink log;
+  // The store's payload arenas (StoreOptions::payload_allocator): a response payload lying in
+  // one is passed by reference, the arena's read-only descriptor handed to the client first
+  // (docs/shm.md, "Zero-copy gets"). Null = every payload is copied into the response area.
+  std::shared_ptr<shm::PayloadArenas> arenas;
 };
 
 struct ShmServerStats {
@@ -66,6 +71,9 @@ struct ShmServerStats {
                                        // until their last in-flight request finishes)
   uint64_t response_regions_live = 0;  // response regions not released yet, over all clients
   uint64_t response_bytes_live = 0;
+  uint64_t shared_payloads_live = 0;   // arena payloads held for clients until they release them
+  uint64_t shared_payloads = 0;        // payloads ever passed by reference (zero copy)
+  uint64_t arena_grants = 0;           // arena descriptors handed to clients
   uint64_t attaches = 0;
   uint64_t detaches = 0;
   uint64_t refusals = 0;          // wrong uid, too many clients, segment creation failed

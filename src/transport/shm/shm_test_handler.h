@@ -20,7 +20,10 @@ inline constexpr uint16_t kOpEcho = 100;
 inline constexpr uint16_t kOpPayloadOfSize = 101;  // fields: decimal byte count; payload i = 'a'+i%26
 inline constexpr uint16_t kOpBlock = 102;
 
-inline wire::Message TestHandler(Session& session, const wire::Message& request) {
+// `memory` (may be null) supplies the kOpPayloadOfSize payload (e.g. the server's payload
+// arenas).
+inline wire::Message TestHandlerWithMemory(Session& session, const wire::Message& request,
+                                           PayloadAllocator* memory) {
   (void)session;
   if (request.op == static_cast<uint16_t>(wire::Op::kHello)) {
     wire::HelloResponse hello;
@@ -36,7 +39,8 @@ inline wire::Message TestHandler(Session& session, const wire::Message& request)
   } else if (request.op == kOpPayloadOfSize) {
     const size_t n = std::strtoull(
         std::string(request.fields.begin(), request.fields.end()).c_str(), nullptr, 10);
-    auto b = Buffer::Allocate(n);
+    std::shared_ptr<Buffer> b = memory ? memory->Allocate("test", n) : nullptr;
+    if (!b) b = Buffer::Allocate(n);
     for (size_t i = 0; i < n; ++i) b->data()[i] = static_cast<uint8_t>('a' + i % 26);
     out.payloads.push_back(BufferSlice{b, b->data(), n});
   } else if (request.op == kOpBlock) {
@@ -48,6 +52,10 @@ inline wire::Message TestHandler(Session& session, const wire::Message& request)
                                       Status::InvalidArgument("unknown test op"));
   }
   return out;
+}
+
+inline wire::Message TestHandler(Session& session, const wire::Message& request) {
+  return TestHandlerWithMemory(session, request, nullptr);
 }
 
 }  // namespace wombatkv::shm_test
