@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -349,8 +350,15 @@ class Bench {
   // A Redis server with its files in `dir`, on TCP `port` and the unix socket `dir`/redis.sock
   // (the same server for both), waited for at `ready` (one of the two). Durable: every write is
   // fsync'd before its reply (`appendonly yes`, `appendfsync always`).
+  // Files left by an earlier run are removed first: loading a killed run's append-only file
+  // would answer the first writes with -LOADING, and a socket of a server still running would
+  // pass the readiness check before this one listens.
   static std::unique_ptr<ServerProcess> StartRedis(const std::string& dir, int port, bool durable,
                                                    const std::string& ready) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir + "/appendonlydir", ignored);
+    std::filesystem::remove(dir + "/dump.rdb", ignored);
+    std::filesystem::remove(dir + "/redis.sock", ignored);
     std::vector<std::string> argv = {"redis-server", "--port", std::to_string(port),
                                      "--bind", "127.0.0.1", "--unixsocket", dir + "/redis.sock",
                                      "--unixsocketperm", "700", "--save", "",

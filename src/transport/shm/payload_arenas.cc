@@ -5,7 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "base/check.h"
+#include "base/thread_name.h"
 
 namespace wombatkv::shm {
 
@@ -17,6 +20,7 @@ struct PayloadArenas::Arena {
   std::mutex mu;
   RegionAllocator alloc;     // GUARDED_BY(mu)
   uint64_t touched_end = 0;  // GUARDED_BY(mu): pages below it were populated (or are being)
+  uint64_t high_end = 0;     // GUARDED_BY(mu): the highest end of an allocation so far
 
   Arena(uint32_t n, std::string name, Fd f, std::unique_ptr<Mapping> m, uint64_t bytes)
       : number(n), ns(std::move(name)), fd(std::move(f)), map(std::move(m)), alloc(bytes) {}
@@ -60,7 +64,59 @@ Result<std::shared_ptr<PayloadArenas>> PayloadArenas::Create(PayloadArenasOption
 }
 
 PayloadArenas::PayloadArenas(PayloadArenasOptions options) : options_(options) {}
-PayloadArenas::~PayloadArenas() = default;
+
+PayloadArenas::~PayloadArenas() {
+  std::thread warmer;
+  {
+    std::lock_guard<std::mutex> lk(warm_mu_);
+    warm_stop_ = true;
+    warmer = std::move(warmer_);
+  }
+  warm_cv_.notify_all();
+  if (warmer.joinable()) warmer.join();
+}
+
+void PayloadArenas::Warm() {
+  {
+    std::lock_guard<std::mutex> lk(warm_mu_);
+    warm_wanted_ = true;
+    if (!warmer_.joinable() && !warm_stop_)
+      warmer_ = StartNamedThread("wmbt-arena-warm", [this] { WarmLoop(); });
+  }
+  warm_cv_.notify_one();
+}
+
+bool PayloadArenas::ClaimWarmChunk(Arena& a, uint64_t* from, uint64_t* to) {
+  std::lock_guard<std::mutex> lk(a.mu);
+  const uint64_t target = std::min(options_.arena_bytes, a.high_end + options_.warm_ahead_bytes);
+  if (a.touched_end >= target) return false;
+  *from = a.touched_end;
+  *to = std::min(target, *from + kArenaAlignBytes);
+  a.touched_end = *to;
+  return true;
+}
+
+void PayloadArenas::WarmLoop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lk(warm_mu_);
+      warm_cv_.wait(lk, [&] { return warm_wanted_ || warm_stop_; });
+      if (warm_stop_) return;
+      warm_wanted_ = false;
+    }
+    const size_t n = count_.load(std::memory_order_acquire);
+    for (size_t i = 0; i < n; ++i) {
+      Arena& a = *arenas_[i];
+      // One chunk at a time, outside the arena's lock; an allocation meanwhile in a chunk being
+      // populated just faults its pages itself.
+      for (uint64_t from = 0, to = 0; ClaimWarmChunk(a, &from, &to);) {
+        (void)::madvise(a.map->base() + from, to - from, MADV_POPULATE_WRITE);
+        std::lock_guard<std::mutex> lk(warm_mu_);
+        if (warm_stop_) return;
+      }
+    }
+  }
+}
 
 PayloadArenas::Arena* PayloadArenas::ArenaFor(std::string_view ns) {
   std::lock_guard<std::mutex> lk(mu_);
@@ -83,15 +139,22 @@ std::shared_ptr<Buffer> PayloadArenas::Allocate(std::string_view ns, size_t byte
   Arena* a = bytes >= options_.min_payload_bytes && bytes > 0 ? ArenaFor(ns) : nullptr;
   std::optional<uint64_t> offset;
   uint64_t populate_from = 0, populate_to = 0;
+  bool warm = false;
   if (a) {
     std::lock_guard<std::mutex> lk(a->mu);
     offset = a->alloc.Allocate(bytes);
-    if (offset && *offset + bytes > a->touched_end) {
-      populate_from = a->touched_end;
-      populate_to = (*offset + bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
-      a->touched_end = populate_to;
+    if (offset) {
+      a->high_end = std::max(a->high_end, *offset + bytes);
+      if (a->high_end > a->touched_end) {
+        populate_from = a->touched_end;
+        populate_to = (a->high_end + kPageBytes - 1) / kPageBytes * kPageBytes;
+        a->touched_end = populate_to;
+      }
+      warm = options_.warm_ahead_bytes > 0 && a->touched_end < options_.arena_bytes &&
+             a->touched_end < a->high_end + options_.warm_ahead_bytes / 2;
     }
   }
+  if (warm) Warm();
   if (!offset) {
     declined_.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
@@ -152,6 +215,10 @@ PayloadArenasStats PayloadArenas::Stats() const {
   s.payloads_live = payloads_live_.load();
   s.allocations = allocations_.load();
   s.declined = declined_.load();
+  for (size_t i = 0; i < s.arenas; ++i) {
+    std::lock_guard<std::mutex> lk(arenas_[i]->mu);
+    s.populated_bytes += arenas_[i]->touched_end;
+  }
   return s;
 }
 

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include "wombatkv/env.h"
+
 namespace wombatkv::shm {
 namespace {
 
@@ -79,6 +81,21 @@ TEST(PayloadArenas, DeclinesSmallPayloadsAFullArenaAndNamespacesBeyondTheLimit) 
   EXPECT_EQ(arenas->Stats().declined, 3u);
   big.reset();
   EXPECT_TRUE(arenas->Allocate("ns", 64 << 10));
+}
+
+TEST(PayloadArenas, PagesAheadOfTheHighestAllocationArePopulatedInTheBackground) {
+  PayloadArenasOptions o;
+  o.arena_bytes = 64 << 20;
+  o.warm_ahead_bytes = 8 << 20;
+  auto arenas = PayloadArenas::Create(o);
+  ASSERT_TRUE(arenas.ok());
+  auto p = (*arenas)->Allocate("ns", 1 << 20);
+  ASSERT_TRUE(p);
+  EXPECT_GE((*arenas)->Stats().populated_bytes, 1u << 20) << "the allocation itself is populated";
+  // The warm thread catches up by itself; bounded by far more than it needs.
+  for (int i = 0; i < 2000 && (*arenas)->Stats().populated_bytes < (9u << 20); ++i)
+    RealClock()->SleepMicros(10'000);
+  EXPECT_EQ((*arenas)->Stats().populated_bytes, 9u << 20) << "not warmed to 8 MiB ahead";
 }
 
 TEST(PayloadArenas, BadOptionsAreRefusedNamingTheSetting) {

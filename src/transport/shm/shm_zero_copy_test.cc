@@ -19,17 +19,20 @@ namespace {
 
 constexpr uint64_t kWaitMicros = 20'000'000;
 constexpr size_t kWorkers = 2;
+constexpr uint64_t kArenaBytes = 16 << 20;
 
 class ZeroCopyGets : public ::testing::Test {
  protected:
   void SetUp() override {
     shm::PayloadArenasOptions ao;
-    ao.arena_bytes = 64 << 20;
+    ao.arena_bytes = kArenaBytes;
+    ao.warm_ahead_bytes = 4 << 20;
     auto a = shm::PayloadArenas::Create(ao);
     ASSERT_TRUE(a.ok()) << a.status().ToString();
     arenas_ = *a;
     StoreOptions o = h_.Options();
     o.payload_allocator = arenas_.get();
+    o.cache_bytes_max = kArenaBytes / 2;  // puts of twice the arena evict all that is not held
     store_ = &h_.Open(o);
     service_ = std::make_unique<Service>(*store_, *RealClock(), ServiceOptions{});
     ShmServerOptions so;
@@ -163,9 +166,9 @@ TEST_F(ZeroCopyGets, ABorrowThatOutlivesItsChannelKeepsItsBytesAndIsThenLetGo) {
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(server_->Stats().shared_payloads_live, 3u);
   client.reset();  // the channel goes; the borrow (and the arena mapping) stay
-  // Twice the cache and the arena in new payloads: every range the daemon does not hold is
-  // evicted and reused.
-  for (uint64_t salt = 1; salt <= 16; ++salt) Save("tenant", 16, 512 << 10, salt);
+  // Twice the arena (four times the cache) in new payloads: every range the daemon does not
+  // hold is evicted from the cache and reused.
+  for (uint64_t salt = 1; salt <= 4; ++salt) Save("tenant", 16, 512 << 10, salt);
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(0, std::memcmp(got->payload(i).data(), c.payloads[i].data(), 64 << 10))
         << "block " << i << " of a live borrow changed";
