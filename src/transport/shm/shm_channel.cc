@@ -655,7 +655,7 @@ Result<wire::Message> Attachment::ToMessage(shm::SlotMessage m) {
     // the daemon when the last slice does (zero copy for the engine). It keeps the arenas the
     // payloads lie in mapped, even after this attachment is gone.
     uint8_t* anchor = m.header.region_bytes ? seg_->resp_area() + m.header.region_offset
-                                            : const_cast<uint8_t*>(data[0] ? data[0] : nullptr);
+                                            : const_cast<uint8_t*>(data[0]);
     // Shared payloads keep the socket open (see sock_), and pin the daemon's cache entries:
     // their release wakes a worker if need be.
     std::shared_ptr<const Fd> sock = maps.empty() ? nullptr : sock_;
