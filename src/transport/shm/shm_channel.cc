@@ -634,17 +634,18 @@ Result<wire::Message> Attachment::ToMessage(shm::SlotMessage m) {
   out.flags = m.header.flags;
   out.fields = std::move(m.fields);
   const uint64_t token = m.header.release_token;
-  std::vector<const uint8_t*> data(m.payloads.size(), nullptr);
   std::vector<std::shared_ptr<shm::Mapping>> maps;  // arenas the payloads lie in
   bool held = false;  // some payload has bytes the daemon holds for us
+  out.payloads.resize(m.payloads.size());
   for (size_t i = 0; i < m.payloads.size(); ++i) {
+    out.payloads[i].size = m.payloads[i].bytes;
     if (m.payloads[i].bytes == 0) continue;
     auto at = Resolve(m.payloads[i], m.header, &maps);
     if (!at.ok()) {
       if (token) seg_->Release(token);
       return at.status();
     }
-    data[i] = *at;
+    out.payloads[i].data = *at;
     held = true;
   }
   if (held && token == 0)
@@ -655,7 +656,7 @@ Result<wire::Message> Attachment::ToMessage(shm::SlotMessage m) {
     // the daemon when the last slice does (zero copy for the engine). It keeps the arenas the
     // payloads lie in mapped, even after this attachment is gone.
     uint8_t* anchor = m.header.region_bytes ? seg_->resp_area() + m.header.region_offset
-                                            : const_cast<uint8_t*>(data[0]);
+                                            : const_cast<uint8_t*>(out.payloads[0].data);
     // Shared payloads keep the socket open (see sock_), and pin the daemon's cache entries:
     // their release wakes a worker if need be.
     std::shared_ptr<const Fd> sock = maps.empty() ? nullptr : sock_;
@@ -667,9 +668,9 @@ Result<wire::Message> Attachment::ToMessage(shm::SlotMessage m) {
   } else if (token) {
     seg_->Release(token);  // a spilled body only: already copied out
   }
-  out.payloads.reserve(m.payloads.size());
-  for (size_t i = 0; i < m.payloads.size(); ++i)
-    out.payloads.push_back(BufferSlice{data[i] ? owner : nullptr, data[i], m.payloads[i].bytes});
+  for (BufferSlice& p : out.payloads) {
+    if (p.data) p.owner = owner;
+  }
   return out;
 }
 

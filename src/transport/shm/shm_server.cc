@@ -614,18 +614,16 @@ void ShmServer::Impl::Publish(Conn& c, const wire::Message& m, const Status& err
 }
 
 std::vector<shm::PayloadRef> ShmServer::Impl::SharedRefs(const wire::Message& m) const {
-  if (!options.arenas || m.payloads.empty()) return {};
-  std::vector<shm::PayloadRef> refs(m.payloads.size(), shm::PayloadRef{});
-  bool any = false;
+  std::vector<shm::PayloadRef> refs;  // allocated at the first shared payload only (hot path)
+  if (!options.arenas) return refs;
   for (size_t i = 0; i < m.payloads.size(); ++i) {
     const BufferSlice& p = m.payloads[i];
     if (p.size == 0 || !p.owner) continue;  // a view nobody owns cannot be held for a client
     if (auto at = options.arenas->Locate(p.data, p.size)) {
+      if (refs.empty()) refs.resize(m.payloads.size(), shm::PayloadRef{});
       refs[i] = shm::PayloadRef{at->offset, p.size, at->arena, 0};
-      any = true;
     }
   }
-  if (!any) refs.clear();
   return refs;
 }
 
