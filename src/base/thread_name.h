@@ -17,12 +17,16 @@ std::string ThisThreadName();
 // Names `thread` from outside it. Best effort, like NameThisThread.
 void NameThread(std::thread& thread, std::string_view name);
 
-// Starts a thread running `body` and names it before returning, so that the name is in place
-// as soon as its creator goes on (a thread naming itself may not have run yet when someone
-// looks: until then it shows its creator's name).
+// Starts a thread running `body` under `name`: the thread names itself before `body` runs, so
+// the threads `body` starts inherit the name (a library's pool, e.g. cpp-httplib's), and is also
+// named by its creator before this returns, so the name is in place as soon as the creator goes
+// on, whether or not the thread has run yet.
 template <class Body>
 std::thread StartNamedThread(std::string_view name, Body&& body) {
-  std::thread thread(std::forward<Body>(body));
+  std::thread thread([name = std::string(name), body = std::forward<Body>(body)]() mutable {
+    NameThisThread(name);
+    body();
+  });
   NameThread(thread, name);
   return thread;
 }
