@@ -15,6 +15,9 @@ inline constexpr size_t kLookupKeysMax = 1u << 20;             // keys in one lo
 inline constexpr uint64_t kHeadObjectBytesMax = 256ull << 20;  // one encoded chain head
 inline constexpr size_t kListPageKeysMax = 1000;               // as S3 ListObjectsV2
 inline constexpr uint32_t kUploadRetriesMax = 8;            // attempts of one blob upload
+// A blob upload of at least this many payload bytes asks L2 whether the blob is there before
+// sending it; a smaller one is put if absent at once (store_write.cc, UploadBlob).
+inline constexpr size_t kBlobBytesLookedForFirst = 64 << 10;
 inline constexpr uint64_t kRetryBackoffMicros = 2000;        // first backoff; doubles per attempt
 inline constexpr uint32_t kRetryBackoffDoublingsMax = 8;     // backoff stops growing after this
 inline constexpr uint32_t kPublishAttemptsMax = 16;          // lost head races before Unavailable

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/limits.h"
 #include "layout/object_keys.h"
 #include "store/store_test_util.h"
 
@@ -14,13 +15,15 @@ namespace {
 
 const Fingerprint kFp = Fp(5);
 
-// Forwards to an in-memory store; fails every Put with Unavailable while `fail_puts` is set.
+// Forwards to an in-memory store; fails every Put with Unavailable while `fail_puts` is set, and
+// the next `fail_overwrites` overwriting Puts.
 // With a gate on a key, Head of that key waits (briefly) until `gate_callers` callers are inside
 // at once: it lets a test line up racing retries without knowing the store's internals.
 class FlakyObjectStore final : public ObjectStoreWrapper {
  public:
   FlakyObjectStore() { set_target(inner_.get()); }
   std::atomic<bool> fail_puts{false};
+  std::atomic<int> fail_overwrites{0};
   void Gate(std::string key, int callers) {
     std::lock_guard<std::mutex> g(gate_mu_);
     gate_key_ = std::move(key);
@@ -29,6 +32,9 @@ class FlakyObjectStore final : public ObjectStoreWrapper {
   Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
                           const PutOptions& options) override {
     if (fail_puts) return Status::Unavailable("injected: L2 is down");
+    if (options.mode == PutMode::kOverwrite && fail_overwrites.fetch_sub(1) > 0) {
+      return Status::Unavailable("injected: an overwrite failed");
+    }
     return ObjectStoreWrapper::Put(key, parts, options);
   }
   Result<ObjectInfo> Head(std::string_view key) override {
@@ -75,7 +81,16 @@ struct FlakyStore {
   std::unique_ptr<MetaStore> l1 = NewMemMetaStore();
   NoSleepClock clock;
   std::unique_ptr<Store> store;
-  explicit FlakyStore(Executor* executor = nullptr) {
+  explicit FlakyStore(Executor* executor = nullptr) { Open(executor); }
+  // A fresh store (L1 and RAM cache empty) over the same L2.
+  void Reopen() {
+    store.reset();
+    l1 = NewMemMetaStore();
+    Open(nullptr);
+  }
+
+ private:
+  void Open(Executor* executor) {
     StoreOptions o;
     o.object_store = &l2;
     o.meta_store = l1.get();
@@ -149,18 +164,45 @@ TEST(StoreFailures, AFailedUploadGivesWayWhenTheSameBytesArePutAgain) {
   f.store.reset();  // before the executor it uses
 }
 
-TEST(StoreFailures, ABlobOfTheWrongSizeInL2IsReplacedWhenTheBytesArePutAgain) {
+// Both ways of uploading a blob: a small one is put at once (and looked at when it was there), a
+// large one looked for first (limits::kBlobBytesLookedForFirst).
+class StoreFailuresBlobSize : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(StoreFailuresBlobSize, ABlobOfTheWrongSizeInL2IsReplacedWhenTheBytesArePutAgain) {
+  for (int failed_overwrites : {0, 1}) {
+    SCOPED_TRACE(failed_overwrites);
+    FlakyStore f;
+    f.l2.fail_overwrites = failed_overwrites;  // then the retry must still replace it
+    const size_t bytes = GetParam();
+    auto c = MakeChain(1, bytes, 2);
+    const std::string key = layout::BlobKey("kv", "default", HashPayload(c.payloads[0]));
+    const std::vector<uint8_t> junk(100, 0xee);
+    ASSERT_TRUE(f.l2.inner()->Put(key, {ByteView(junk)}, {}).ok());  // a damaged leftover
+    ASSERT_TRUE(f.store->PutBlocks("default", kFp, c.Puts()).ok());
+    ASSERT_TRUE(f.store->PublishChain("default", kFp, c.tip(), c.tip()).ok());
+    auto stored = f.l2.inner()->Head(key);
+    ASSERT_TRUE(stored.ok());
+    EXPECT_EQ(stored->size, 48u + bytes);
+  }
+}
+
+TEST_P(StoreFailuresBlobSize, ABlobAlreadyInL2IsReusedNotWrittenAgain) {
   FlakyStore f;
-  auto c = MakeChain(1, 10000, 2);
-  const std::string key = layout::BlobKey("kv", "default", HashPayload(c.payloads[0]));
-  const std::vector<uint8_t> junk(100, 0xee);
-  ASSERT_TRUE(f.l2.inner()->Put(key, {ByteView(junk)}, {}).ok());  // a damaged leftover
+  const size_t bytes = GetParam();
+  auto c = MakeChain(1, bytes, 2);
   ASSERT_TRUE(f.store->PutBlocks("default", kFp, c.Puts()).ok());
   ASSERT_TRUE(f.store->PublishChain("default", kFp, c.tip(), c.tip()).ok());
-  auto stored = f.l2.inner()->Head(key);
-  ASSERT_TRUE(stored.ok());
-  EXPECT_EQ(stored->size, 48u + 10000u);
+  const std::string key = layout::BlobKey("kv", "default", HashPayload(c.payloads[0]));
+  const std::string etag = f.l2.inner()->Head(key)->etag;
+  f.Reopen();  // an empty RAM cache: the same bytes put again find their blob only in L2
+  ASSERT_TRUE(f.store->PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_TRUE(f.store->PublishChain("default", kFp, c.tip(), c.tip()).ok());
+  EXPECT_EQ(f.l2.inner()->Head(key)->etag, etag);
 }
+
+INSTANTIATE_TEST_SUITE_P(BelowAndAboveTheLookFirstSize, StoreFailuresBlobSize,
+                         ::testing::Values(size_t{10000},
+                                           size_t{limits::kBlobBytesLookedForFirst + 1000}));
 
 TEST(StoreFailures, ADamagedHeadIsReplacedByTheNextLastWriterWinsPublish) {
   FlakyStore f;

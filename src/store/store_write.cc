@@ -145,40 +145,53 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash, Byt
                              bool* reused) {
   const std::string key = layout::BlobKey(options_.l2_prefix, ns, hash);
   const auto header = layout::EncodeEnvelopeHeader(layout::EnvelopeKind::kBlob, payload.size(), hash);
+  const uint64_t object_size = layout::kEnvelopeHeaderBytes + payload.size();
+  // Content addressed: an existing blob with this name holds these bytes — unless its size is
+  // wrong (a damaged object), which is replaced: any writer of this name writes these bytes.
+  // A large blob is looked for first, so that one already there is not sent again; a small one is
+  // put at once (if absent), which costs a round trip or a name lookup less when it is new, and
+  // is looked at when the put finds it there.
+  auto put_blob = [&](bool replace) -> Status {
+    // Not durable on return: PublishChain's head put (durable) is ordered after it, so the head
+    // is never durable without this blob (ObjectStore::PutOptions).
+    auto put = l2_->Put(key, {ByteView(header.bytes, sizeof header.bytes), payload},
+                        PutOptions{replace ? PutMode::kOverwrite : PutMode::kIfAbsent, {},
+                                   /*durable_on_return=*/false});
+    if (put.status().IsConflict()) return put.status();
+    counters_.l2_puts++;
+    if (put.ok()) counters_.l2_put_bytes += object_size;
+    return put.status();
+  };
+  bool damaged = false;  // seen with the wrong size: every later attempt replaces it
   Status last;
   for (uint32_t attempt = 0; attempt < limits::kUploadRetriesMax; ++attempt) {
     if (attempt > 0) {
       clock_->SleepMicros(limits::kRetryBackoffMicros
                           << std::min(attempt, limits::kRetryBackoffDoublingsMax));
     }
-    // Content addressed: an existing blob with this name holds these bytes — unless its size is
-    // wrong (a damaged object), which is replaced: any writer of this name writes these bytes.
-    const uint64_t object_size = layout::kEnvelopeHeaderBytes + payload.size();
-    auto head = l2_->Head(key);
-    if (head.ok() && head->size == object_size) {
-      if (reused) *reused = true;
-      return Status::Ok();
+    if (attempt == 0 && payload.size() >= limits::kBlobBytesLookedForFirst) {
+      auto head = l2_->Head(key);  // an error here is left to the put to meet
+      if (head.ok() && head->size == object_size) {
+        if (reused) *reused = true;
+        return Status::Ok();
+      }
+      damaged = head.ok();
     }
-    const bool damaged = head.ok();
-    counters_.l2_puts++;
-    // Not durable on return: PublishChain's head put (durable) is ordered after it, so the head
-    // is never durable without this blob (ObjectStore::PutOptions).
-    auto put = l2_->Put(key, {ByteView(header.bytes, sizeof header.bytes), payload},
-                        PutOptions{damaged ? PutMode::kOverwrite : PutMode::kIfAbsent, {},
-                                   /*durable_on_return=*/false});
-    if (put.ok()) {
-      counters_.l2_put_bytes += object_size;
-      return Status::Ok();
+    last = put_blob(damaged);
+    if (last.IsConflict()) {
+      // There (another writer, or our own earlier attempt whose answer was lost): these bytes,
+      // unless it has the wrong size. Gone again since (collected): the next attempt puts it.
+      auto head = l2_->Head(key);
+      if (head.ok() && head->size == object_size) {
+        if (reused) *reused = true;
+        return Status::Ok();
+      }
+      damaged = head.ok();
+      last = damaged ? put_blob(/*replace=*/true) : head.status();
     }
-    // Conflict: another writer (or our own earlier attempt whose answer was lost) created the
-    // blob since the HEAD; whoever writes this name writes these bytes.
-    if (put.status().IsConflict()) {
-      if (reused) *reused = true;
-      return Status::Ok();
-    }
-    last = put.status();
+    if (last.ok()) return last;
     counters_.l2_errors++;
-    if (last.code() != Code::kUnavailable) break;
+    if (last.code() != Code::kUnavailable && !last.IsNotFound()) break;
   }
   return last.WithContext("uploading blob " + key);
 }
