@@ -11,6 +11,7 @@
 #include <rocksdb/env.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/iterator.h>
+#include <rocksdb/memtablerep.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
 #include <rocksdb/table.h>
@@ -275,6 +276,14 @@ rocksdb::Options MakeOptions() {
   o.max_log_file_size = kInfoLogBytesMax;
   o.keep_log_file_num = kInfoLogFilesMax;
   o.level_compaction_dynamic_level_bytes = true;
+  // L1 is written on every publish and read only when the store opens (scans) and by offline
+  // tools: a vector memtable appends each write and sorts once, at flush or for an iterator,
+  // where the default skiplist paid a sorted insert per write — the costliest part of a small
+  // durable save's L1 write (BENCHMARKS.md, "Session 20"). Vector memtables take writes from one
+  // thread at a time. A Get or iterator copies and sorts the live memtable: fine at open, costly
+  // for any read at run time (there is none).
+  o.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
+  o.allow_concurrent_memtable_write = false;
 
   const std::vector<rocksdb::CompressionType> supported = rocksdb::GetSupportedCompressions();
   o.compression = PickCompression(supported, {rocksdb::kLZ4Compression});
