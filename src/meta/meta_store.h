@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,15 @@ class MetaWriteBatch {
     ops_.emplace_back(std::move(key), std::move(value));
   }
   void Delete(std::string key) { ops_.emplace_back(std::move(key), std::nullopt); }
+  // Adds `other`'s operations after this batch's.
+  void Append(MetaWriteBatch&& other) {
+    if (ops_.empty()) {
+      ops_ = std::move(other.ops_);
+      return;
+    }
+    ops_.insert(ops_.end(), std::make_move_iterator(other.ops_.begin()),
+                std::make_move_iterator(other.ops_.end()));
+  }
   bool empty() const { return ops_.empty(); }
   size_t size() const { return ops_.size(); }
   const std::vector<std::pair<std::string, std::optional<std::string>>>& ops() const {

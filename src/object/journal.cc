@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/check.h"
+#include "base/defer_scope.h"
 #include "wombatkv/object_store.h"
 
 namespace wombatkv {
@@ -328,7 +329,12 @@ Journal::Covered Journal::TakeCoveredLocked(bool stay_for_callbacks) {
 void Journal::RunCovered(Covered& covered) {
   auto run = [this](std::vector<Callback>& callbacks, const Status& result) {
     running_callbacks_of = this;
-    for (Callback& c : callbacks) c.done(result);
+    {
+      // What the callbacks defer runs once they are all through (base/defer_scope.h): the
+      // store's L1 writes of a round's heads go in one write.
+      DeferScope round;
+      for (Callback& c : callbacks) c.done(result);
+    }
     running_callbacks_of = nullptr;
   };
   // On the executor only while this leader goes on to another round, which they then overlap;

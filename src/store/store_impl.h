@@ -256,6 +256,13 @@ class StoreImpl final : public Store {
   // async_chains_ by the caller).
   Status ApplyHead(const layout::ChainHead& head, const std::string& etag,
                    const std::string& encoded);
+  // ApplyHead's first part: installs the head in L0 and adds its L1 records to *b (not written).
+  Status InstallHead(const layout::ChainHead& head, const std::string& etag,
+                     const std::string& encoded, MetaWriteBatch* b);
+  // Writes `b` to L1, then calls `then` with the outcome: at once, or — inside a journal round's
+  // completions (base/defer_scope.h) — once the round is through, in one write with the other
+  // completions' batches (store_save_async.cc).
+  void WriteL1Then(MetaWriteBatch b, std::function<void(Status)> then);
   Status RemoveHeadLocally(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id);
   Result<std::vector<std::string>> ListNamespacesInL2();
   Status RefreshNamespace(const std::string& ns, RefreshReport* report);

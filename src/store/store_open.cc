@@ -356,6 +356,15 @@ Result<std::optional<std::pair<std::string, layout::ChainHead>>> StoreImpl::Read
 
 Status StoreImpl::ApplyHead(const layout::ChainHead& head, const std::string& etag,
                             const std::string& encoded) {
+  MetaWriteBatch b;
+  WMBT_RETURN_IF_ERROR(InstallHead(head, etag, encoded, &b));
+  Status written = l1_->Write(b, /*sync=*/false);
+  MaybeScheduleEvictionFor(head.ns);
+  return written;
+}
+
+Status StoreImpl::InstallHead(const layout::ChainHead& head, const std::string& etag,
+                              const std::string& encoded, MetaWriteBatch* b) {
   if (etag.size() > UINT16_MAX) {  // L1 records store its length in 16 bits
     return Status::Corruption("L2 returned an ETag of " + std::to_string(etag.size()) +
                               " bytes for chain " + head.chain_id.ToHex());
@@ -363,18 +372,15 @@ Status StoreImpl::ApplyHead(const layout::ChainHead& head, const std::string& et
   // L0 first: it must reflect L2 even if the L1 write fails (L1 is repaired at the next open).
   ChainInfo info{head.chain_id, head.version, etag, head.tip(),
                  static_cast<uint32_t>(head.entries.size())};
-  MetaWriteBatch b;
   {
     std::unique_lock<std::shared_mutex> g(index_mu_);
     // A publish stamps its chain as used now (published_us is now); a head learned from L2 as
     // used when it was published.
-    InstallChainLocked(head.ns, head.fp, info, head.entries, TickOf(head.published_us), &b);
+    InstallChainLocked(head.ns, head.fp, info, head.entries, TickOf(head.published_us), b);
   }
-  b.Put(meta_records::HeadKey(head.ns, head.fp, head.chain_id),
-        meta_records::EncodeHeadValue(etag, encoded));
-  Status written = l1_->Write(b, /*sync=*/false);
-  MaybeScheduleEvictionFor(head.ns);
-  return written;
+  b->Put(meta_records::HeadKey(head.ns, head.fp, head.chain_id),
+         meta_records::EncodeHeadValue(etag, encoded));
+  return Status::Ok();
 }
 
 Status StoreImpl::RemoveHeadLocally(std::string_view ns, const Fingerprint& fp,

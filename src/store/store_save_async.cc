@@ -7,9 +7,13 @@
 // version from L0. The head write is L2's PutAsync: on a journaled local directory the record is
 // appended at once and the put completes when a sync covers it, on the thread that leads the
 // journal's rounds, which then completes every save of the round in turn — no thread per save
-// waiting, no wake-up per save. The completion installs the head (L0, L1), forgets the pending
-// blocks and answers; a compaction of redundant heads (which may wait for L2) is queued on the
-// executor.
+// waiting, no wake-up per save. The completion installs the head in L0 and hands its L1 record
+// to WriteL1Then, which writes the records of all the round's completions in one L1 write when
+// the round is through (base/defer_scope.h); then each completion forgets its pending blocks and
+// answers, and a compaction of redundant heads (which may wait for L2) is queued on the executor.
+// The chain stays marked (below) until then, so no other publish of it writes L1 in between. An
+// orphan record (store_evict.cc) of a blob another chain took up meanwhile may land after that
+// chain's: the next open drops orphan records of referenced blobs.
 //
 // The chain's publish stripe is not held across the head write (the completion runs on another
 // thread, and must not wait for a lock whose holder may wait for the journal). Instead the chain
@@ -23,10 +27,48 @@
 #include <atomic>
 #include <thread>
 
+#include "base/defer_scope.h"
 #include "layout/object_keys.h"
 #include "store/store_impl.h"
 
 namespace wombatkv {
+namespace {
+
+// The L1 writes of the completions one journal round runs on this thread, gathered until the
+// round's scope closes (WriteL1Then). One store gathers at a time on a thread.
+struct L1Round {
+  const StoreImpl* store = nullptr;
+  const DeferScope* scope = nullptr;
+  MetaWriteBatch batch;
+  std::vector<std::function<void(Status)>> then;
+};
+thread_local L1Round* gathering = nullptr;
+
+}  // namespace
+
+void StoreImpl::WriteL1Then(MetaWriteBatch b, std::function<void(Status)> then) {
+  if (gathering == nullptr) {
+    auto round = std::make_shared<L1Round>();
+    round->store = this;
+    round->scope = DeferScope::Innermost();
+    if (DeferScope::Defer([this, round] {
+          gathering = nullptr;
+          const Status written = l1_->Write(round->batch, /*sync=*/false);
+          for (auto& fn : round->then) fn(written);
+        })) {
+      gathering = round.get();
+    }
+  }
+  // Only into the round of this store and of the innermost scope (not an outer one's).
+  if (gathering != nullptr && gathering->store == this &&
+      gathering->scope == DeferScope::Innermost()) {
+    gathering->batch.Append(std::move(b));
+    gathering->then.push_back(std::move(then));
+    return;
+  }
+  // Not inside a round's completions (or another store's round is gathering on this thread).
+  then(l1_->Write(b, /*sync=*/false));
+}
 
 std::unique_lock<std::mutex> StoreImpl::LockChain(const ChainId& chain_id) {
   std::unique_lock<std::mutex> stripe(StripeFor(chain_id));
@@ -111,8 +153,8 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
   const std::thread::id caller = std::this_thread::get_id();
   l2_->PutAsync(key, {AsBytes(*encoded)}, opts,
                 [this, head, encoded, key, ns_id, in_call, caller,
-                 done = std::move(done)](Result<std::string> put) {
-    auto unmark = [&] {
+                 done = std::move(done)](Result<std::string> put) mutable {
+    auto unmark = [this, head] {
       std::lock_guard<std::mutex> g(async_mu_);
       async_chains_.erase(head->chain_id);
       async_cv_.notify_all();
@@ -135,23 +177,34 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
     counters_.l2_put_bytes += encoded->size();
     // A completion thread that falls behind: the chain's mark must hold publishers off meanwhile.
     if (Buggify("save.completion_late")) clock_->SleepMicros(2000);
-    if (Status s = ApplyHead(*head, *put, *encoded); !s.ok()) {
-      Log(LogLevel::kWarn, "published " + key + " but could not record it in L1: " +
-                               s.ToString());
+    // The chain stays marked until its L1 record is written, so that no other publish of it
+    // writes a newer record first.
+    auto finish = [this, head, key, ns_id, unmark, done = std::move(done)](Status recorded) {
+      if (!recorded.ok()) {
+        Log(LogLevel::kWarn, "published " + key + " but could not record it locally: " +
+                                 recorded.ToString());
+      }
+      MaybeScheduleEvictionFor(head->ns);
+      counters_.publishes++;
+      unmark();
+      if (Status s = ForgetPublished(head->ns, ns_id, head->fp, head->entries); !s.ok()) {
+        Log(LogLevel::kWarn, "published " + key + " but could not clear its pending records: " +
+                                 s.ToString());
+      }
+      // May delete heads in L2 (a durable write): not in the completion's thread. Queued before
+      // the answer, so a caller that drains the executor after it finds it done.
+      if (head->chain_id == head->tip() && head->entries.size() > 1) {
+        executor_->Submit(
+            [this, head] { CompactRedundantHeads(head->ns, head->fp, head->entries); });
+      }
+      done(head->version);
+      AsyncEnded();
+    };
+    MetaWriteBatch record;
+    if (Status s = InstallHead(*head, *put, *encoded, &record); !s.ok()) {
+      return finish(s.WithContext("installing it in L0"));
     }
-    counters_.publishes++;
-    unmark();
-    if (Status s = ForgetPublished(head->ns, ns_id, head->fp, head->entries); !s.ok()) {
-      Log(LogLevel::kWarn, "published " + key + " but could not clear its pending records: " +
-                               s.ToString());
-    }
-    // May delete heads in L2 (a durable write): not in the completion's thread. Queued before
-    // the answer, so a caller that drains the executor after it finds it done.
-    if (head->chain_id == head->tip() && head->entries.size() > 1) {
-      executor_->Submit([this, head] { CompactRedundantHeads(head->ns, head->fp, head->entries); });
-    }
-    done(head->version);
-    AsyncEnded();
+    WriteL1Then(std::move(record), std::move(finish));
   });
   in_call->store(false);
 }
