@@ -9,6 +9,10 @@ find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
 find_path(NLOHMANN_JSON_INCLUDE_DIR nlohmann/json.hpp REQUIRED)
 # wombatkvd's /healthz, /readyz and /metrics endpoint (src/daemon/http_endpoint.cc).
 pkg_check_modules(CPPHTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# wombatkvd's allocator (docs/daemon.md, "Allocator"); the sanitizers bring their own.
+if(WOMBATKV_JEMALLOC AND NOT WOMBATKV_ASAN AND NOT WOMBATKV_TSAN)
+  pkg_check_modules(JEMALLOC REQUIRED IMPORTED_TARGET jemalloc)
+endif()
 if(WOMBATKV_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)
