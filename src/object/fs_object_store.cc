@@ -700,8 +700,8 @@ class FsObjectStore final : public ObjectStore {
         entry.lsn = entry.etag_id = journal_->appended_lsn() + 1;
         prefix = EncodePackedPrefix(entry.etag_id, entry.modified_us);
         Action a{entry.lsn, std::string(key), nullptr, /*packed=*/true, current.file};
-        WMBT_CHECK(journal_->Append(JournalOp::kPutPacked, key, value, &a.batch_offset) ==
-                   entry.lsn);
+        WMBT_CHECK(journal_->Append(JournalOp::kPutPacked, key, value, &a.batch_offset,
+                                    /*value_damaged=*/false, options.value_owner) == entry.lsn);
         a.entry = entry;
         etag = PackedEtag(entry);
         inflight_[path] = InFlight{entry.lsn, false, etag, false, false};
@@ -743,7 +743,8 @@ class FsObjectStore final : public ObjectStore {
         lsn = current.lsn;
       } else {
         WMBT_RETURN_IF_ERROR(allowed);
-        lsn = journal_->Append(JournalOp::kPut, key, parts);
+        lsn = journal_->Append(JournalOp::kPut, key, parts, nullptr, /*value_damaged=*/false,
+                               options.value_owner);
         inflight_[path] = InFlight{lsn, false, etag, false, true};
         Action a{lsn, std::string(key), std::move(file)};
         actions_.push_back(std::move(a));

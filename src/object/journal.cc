@@ -88,11 +88,44 @@ Status Journal::OpenFile(uint64_t first_lsn) {
   return Status::Ok();
 }
 
+void Journal::Batch::Hold(ByteView value, std::shared_ptr<const void> owner) {
+  held_.push_back(Held{bytes_.size(), value, std::move(owner)});
+  held_bytes_ += value.size();
+}
+
+void Journal::Batch::AppendParts(std::vector<ByteView>* parts) const {
+  size_t from = 0;
+  for (const Held& h : held_) {
+    parts->push_back(AsBytes(std::string_view(bytes_).substr(from, h.at - from)));
+    parts->push_back(h.value);
+    from = h.at;
+  }
+  parts->push_back(AsBytes(std::string_view(bytes_).substr(from)));
+}
+
+void Journal::Batch::Clear() {
+  bytes_.clear();
+  held_.clear();
+  held_bytes_ = 0;
+}
+
 uint64_t Journal::Append(JournalOp op, std::string_view key, const std::vector<ByteView>& value,
-                         uint64_t* batch_offset, bool value_damaged) {
+                         uint64_t* batch_offset, bool value_damaged,
+                         std::shared_ptr<const void> value_owner) {
+  size_t value_bytes = 0;
+  for (ByteView p : value) value_bytes += p.size();
+  const uint32_t value_crc = ValueChecksum(value, value_damaged);  // outside the lock
   std::lock_guard<std::mutex> g(mu_);
   if (batch_offset) *batch_offset = batch_.size();
-  EncodeJournalRecord(++appended_, op, key, value, batch_, value_damaged);
+  std::string& out = batch_.bytes();
+  EncodeJournalRecordHead(++appended_, op, key, value_bytes, value_crc, out);
+  for (ByteView p : value) {
+    if (value_owner && p.size() >= kValueBytesHeldMin) {
+      batch_.Hold(p, value_owner);
+    } else {
+      out.append(reinterpret_cast<const char*>(p.data()), p.size());
+    }
+  }
   return appended_;
 }
 
@@ -231,11 +264,12 @@ void Journal::SyncRoundLocked(std::unique_lock<std::mutex>& lock) {
   // Take everything appended so far (later writers ride along).
   Round round;
   std::string mark;
-  std::string batch = TakeBatchLocked(&round, &mark);
+  Batch batch = TakeBatchLocked(&round, &mark);
   lock.unlock();
   Status s = batch.empty() ? Status::Ok() : Write(mark, batch, &round);
   if (s.ok()) s = file_->Sync();  // also covers what rounds of WriteBehind wrote
   if (s.ok()) s = RetireFileIfFull(round.last_lsn);
+  batch.Clear();  // releases held values, outside the lock
   lock.lock();
   spare_ = std::move(batch);
   if (s.ok()) {
@@ -256,12 +290,13 @@ Status Journal::WriteBehind(size_t min_bytes) {
   ++leaders_;
   Round round;
   std::string mark;
-  std::string batch = TakeBatchLocked(&round, &mark);
+  Batch batch = TakeBatchLocked(&round, &mark);
   lock.unlock();
   Status s = Write(mark, batch, &round);
   if (s.ok()) s = file_->StartWriteback();
-  lock.lock();
   const size_t wrote = mark.size() + batch.size();
+  batch.Clear();
+  lock.lock();
   spare_ = std::move(batch);
   if (s.ok()) {
     written_ = round.last_lsn;
@@ -278,10 +313,10 @@ Status Journal::WriteBehind(size_t min_bytes) {
   return covered.result;
 }
 
-std::string Journal::TakeBatchLocked(Round* round, std::string* mark) {
-  std::string batch = std::move(batch_);
+Journal::Batch Journal::TakeBatchLocked(Round* round, std::string* mark) {
+  Batch batch = std::move(batch_);
   batch_ = std::move(spare_);
-  batch_.clear();
+  batch_.Clear();
   round->first_lsn = written_ + 1;
   round->last_lsn = appended_;
   if (!batch.empty()) EncodeSyncMark(round->first_lsn, synced_, *mark);
@@ -355,7 +390,7 @@ void Journal::RunCovered(Covered& covered) {
   }
 }
 
-Status Journal::Write(const std::string& mark, const std::string& batch, Round* round) {
+Status Journal::Write(const std::string& mark, const Batch& batch, Round* round) {
   round->start = Location{file_first_lsn_, file_bytes_ + mark.size()};
   const uint64_t bytes = mark.size() + batch.size();
   // A small batch right after a bulk one is not zero-filled ahead either: when bulk rounds and
@@ -368,7 +403,9 @@ Status Journal::Write(const std::string& mark, const std::string& batch, Round* 
     preallocated_ = want;
   }
   last_round_bulk_ = bulk;
-  WMBT_RETURN_IF_ERROR(file_->Append({AsBytes(mark), AsBytes(batch)}));
+  std::vector<ByteView> parts{AsBytes(mark)};
+  batch.AppendParts(&parts);
+  WMBT_RETURN_IF_ERROR(file_->Append(parts));
   file_bytes_ += bytes;
   preallocated_ = std::max(preallocated_, file_bytes_);
   return Status::Ok();

@@ -81,9 +81,13 @@ class Journal {
 
   // Encodes a record into the batch and returns its LSN. No I/O. `batch_offset` (optional)
   // receives where the record starts in its batch, for Locate. `value_damaged`: see
-  // EncodeJournalRecord.
+  // EncodeJournalRecord. With `value_owner`, which keeps the value's bytes alive and unchanged,
+  // the parts of the value of at least kValueBytesHeldMin are not copied: the batch holds them
+  // (and the owner) until it is written. Only the header is encoded under the journal's lock.
+  static constexpr size_t kValueBytesHeldMin = 16 << 10;
   uint64_t Append(JournalOp op, std::string_view key, const std::vector<ByteView>& value,
-                  uint64_t* batch_offset = nullptr, bool value_damaged = false);
+                  uint64_t* batch_offset = nullptr, bool value_damaged = false,
+                  std::shared_ptr<const void> value_owner = nullptr);
 
   // Where a synced record landed: the file (by its first LSN) and the offset in it. REQUIRES:
   // `lsn` is synced, not yet forgotten, and `batch_offset` is what Append gave for it.
@@ -161,8 +165,31 @@ class Journal {
     uint64_t first_lsn = 0, last_lsn = 0;
     Location start;  // of the batch
   };
+  // Encoded records waiting for a round: bytes, with the large values held by reference where
+  // their owner allowed it (Append). size() counts both: offsets are as written to the file.
+  class Batch {
+   public:
+    size_t size() const { return bytes_.size() + held_bytes_; }
+    bool empty() const { return size() == 0; }
+    std::string& bytes() { return bytes_; }  // to encode into, at the end
+    void Hold(ByteView value, std::shared_ptr<const void> owner);
+    // The batch in file order, for one gathered write.
+    void AppendParts(std::vector<ByteView>* parts) const;
+    // Empty again, keeping the buffer; the held values' owners are released.
+    void Clear();
+
+   private:
+    struct Held {
+      size_t at;  // the value goes before bytes_[at]
+      ByteView value;
+      std::shared_ptr<const void> owner;
+    };
+    std::string bytes_;
+    std::vector<Held> held_;
+    size_t held_bytes_ = 0;
+  };
   // Under mu_: takes the batch (records written_+1 .. appended_) and encodes its sync mark.
-  std::string TakeBatchLocked(Round* round, std::string* mark);
+  Batch TakeBatchLocked(Round* round, std::string* mark);
   // AwaitSynced; a caller handed the lead leads as for callbacks if `for_callbacks`.
   Status AwaitSyncedAs(uint64_t lsn, bool for_callbacks);
   // Under mu_ (released meanwhile): rounds until `lsn` is durable or the journal failed, then
@@ -192,7 +219,7 @@ class Journal {
   // Without mu_: runs the callbacks, then wakes the waiters and hands over the lead.
   void RunCovered(Covered& covered);
   // Leader only: writes a batch; `*round` gets where it went.
-  Status Write(const std::string& mark, const std::string& batch, Round* round);
+  Status Write(const std::string& mark, const Batch& batch, Round* round);
   // Leader only, right after a sync: starts the next file once this one is full.
   Status RetireFileIfFull(uint64_t last_lsn);
 
@@ -219,7 +246,7 @@ class Journal {
   mutable std::mutex mu_;
   std::vector<Waiter*> waiters_;  // not yet released, in arrival order
   std::vector<Callback> callbacks_;  // AwaitSyncedThen's, not yet run; only while async_lead_
-  std::string batch_;           // encoded records after the last round's
+  Batch batch_;                 // encoded records after the last round's
   uint64_t appended_ = 0;       // LSN of the last appended record
   uint64_t written_ = 0;        // LSN of the last record written to the file
   size_t written_unsynced_bytes_ = 0;  // bytes WriteBehind wrote since the last sync
@@ -241,7 +268,7 @@ class Journal {
   uint64_t file_bytes_ = 0;        // written to the current file
   uint64_t preallocated_ = 0;      // the current file's zero-filled (or written) length
   bool last_round_bulk_ = false;   // the last round wrote a bulk batch (no zeros ahead)
-  std::string spare_;              // the previous batch's buffer, reused
+  Batch spare_;                    // the previous batch's buffer, reused
 };
 
 }  // namespace wombatkv

@@ -58,29 +58,38 @@ uint64_t SyncMarkValue(const JournalRecordView& r) {
   return GetLe<uint64_t>(r.value.data());
 }
 
-void EncodeJournalRecord(uint64_t lsn, JournalOp op, std::string_view key,
-                         const std::vector<ByteView>& value, std::string& out,
-                         bool value_damaged) {
-  size_t value_bytes = 0;
-  for (ByteView p : value) value_bytes += p.size();
+uint32_t ValueChecksum(const std::vector<ByteView>& value, bool value_damaged) {
+  uint32_t crc = 0;
+  for (ByteView p : value) crc = Crc32cAppend(crc, p.data(), p.size());
+  return value_damaged ? ~crc : crc;
+}
+
+void EncodeJournalRecordHead(uint64_t lsn, JournalOp op, std::string_view key, size_t value_bytes,
+                             uint32_t value_crc, std::string& out) {
   WMBT_CHECK(!key.empty() && key.size() <= kObjectKeyBytesMax);
   WMBT_CHECK(value_bytes <= kJournalValueBytesMax);
   WMBT_CHECK(HasValue(op) || value_bytes == 0);
   const size_t start = out.size();
-  out.reserve(start + kJournalRecordHeaderBytes + key.size() + value_bytes);
   PutLe<uint32_t>(out, 0);  // header crc, filled in below
   PutLe<uint64_t>(out, lsn);
   out.push_back(static_cast<char>(op));
   out.push_back(static_cast<char>(kFormat));
   PutLe<uint16_t>(out, static_cast<uint16_t>(key.size()));
   PutLe<uint32_t>(out, static_cast<uint32_t>(value_bytes));
-  uint32_t value_crc = 0;
-  for (ByteView p : value) value_crc = Crc32cAppend(value_crc, p.data(), p.size());
-  PutLe<uint32_t>(out, value_damaged ? ~value_crc : value_crc);
+  PutLe<uint32_t>(out, value_crc);
   out.append(key);
   const auto* header = reinterpret_cast<const uint8_t*>(out.data() + start + 4);
   const uint32_t crc = Crc32c(header, kJournalRecordHeaderBytes - 4 + key.size());
   for (size_t i = 0; i < 4; ++i) out[start + i] = static_cast<char>(crc >> (8 * i));
+}
+
+void EncodeJournalRecord(uint64_t lsn, JournalOp op, std::string_view key,
+                         const std::vector<ByteView>& value, std::string& out,
+                         bool value_damaged) {
+  size_t value_bytes = 0;
+  for (ByteView p : value) value_bytes += p.size();
+  out.reserve(out.size() + kJournalRecordHeaderBytes + key.size() + value_bytes);
+  EncodeJournalRecordHead(lsn, op, key, value_bytes, ValueChecksum(value, value_damaged), out);
   for (ByteView p : value) out.append(reinterpret_cast<const char*>(p.data()), p.size());
 }
 

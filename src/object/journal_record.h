@@ -90,6 +90,13 @@ uint64_t SyncMarkValue(const JournalRecordView& r);
 void EncodeJournalRecord(uint64_t lsn, JournalOp op, std::string_view key,
                          const std::vector<ByteView>& value, std::string& out,
                          bool value_damaged = false);
+// The part of a record before its value — header and key — for a value of `value_bytes` whose
+// checksum (ValueChecksum) is `value_crc`, appended to `out`; the value's bytes follow it.
+// REQUIRES: as EncodeJournalRecord.
+void EncodeJournalRecordHead(uint64_t lsn, JournalOp op, std::string_view key, size_t value_bytes,
+                             uint32_t value_crc, std::string& out);
+// The checksum EncodeJournalRecord writes for `value` (wrong on purpose with `value_damaged`).
+uint32_t ValueChecksum(const std::vector<ByteView>& value, bool value_damaged);
 
 // Decodes the record at the start of `in`, which must carry LSN `expected_lsn`. Corruption
 // (naming what was wrong) if the bytes are not such a record: the end of the valid journal. A

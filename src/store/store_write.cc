@@ -126,7 +126,7 @@ void StoreImpl::SubmitUpload(const CacheKey& ck, const std::shared_ptr<Upload>& 
 }
 
 void StoreImpl::RunUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up) {
-  Status s = UploadBlob(up->ns, ck.hash, up->payload.view(), &up->reused);
+  Status s = UploadBlob(up->ns, ck.hash, up->payload, &up->reused);
   if (s.ok() && Buggify("upload.lost_ok")) s = Status::Unavailable("buggify: answer lost");
   // Write-through to the disk cache once L2 has the blob (a get after the RAM cache let it go
   // is then served locally); queued, so the publish awaiting this upload does not wait for it.
@@ -141,8 +141,9 @@ void StoreImpl::RunUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up)
   up->done.Set(std::move(s));
 }
 
-Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash, ByteView payload,
-                             bool* reused) {
+Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash,
+                             const BufferSlice& slice, bool* reused) {
+  const ByteView payload = slice.view();
   const std::string key = layout::BlobKey(options_.l2_prefix, ns, hash);
   const auto header = layout::EncodeEnvelopeHeader(layout::EnvelopeKind::kBlob, payload.size(), hash);
   const uint64_t object_size = layout::kEnvelopeHeaderBytes + payload.size();
@@ -156,7 +157,7 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash, Byt
     // is never durable without this blob (ObjectStore::PutOptions).
     auto put = l2_->Put(key, {ByteView(header.bytes, sizeof header.bytes), payload},
                         PutOptions{replace ? PutMode::kOverwrite : PutMode::kIfAbsent, {},
-                                   /*durable_on_return=*/false});
+                                   /*durable_on_return=*/false, slice.owner});
     if (put.status().IsConflict()) return put.status();
     counters_.l2_puts++;
     if (put.ok()) counters_.l2_put_bytes += object_size;
@@ -227,7 +228,7 @@ Status StoreImpl::EnsureDurable(std::string_view ns, const CacheKey& ck) {
     std::lock_guard<std::mutex> retry(up->retry_mu);
     if (up->retried_ok) return Status::Ok();  // another publisher's retry made it durable
     if (up->superseded) continue;             // a later put of these bytes uploads them anew
-    WMBT_RETURN_IF_ERROR(UploadBlob(std::string(ns), ck.hash, up->payload.view(), &up->reused));
+    WMBT_RETURN_IF_ERROR(UploadBlob(std::string(ns), ck.hash, up->payload, &up->reused));
     up->retried_ok = true;
     if (!up->reused) up->payload = BufferSlice{};  // as in StartUpload: R4 may need it
     cache_.Unpin(ck);
@@ -487,7 +488,7 @@ Status StoreImpl::ReverifyReusedBlobs(std::string_view ns, uint32_t ns_id,
     }
     Log(LogLevel::kWarn, "blob " + key + " was deleted by orphan GC during a publish naming it; "
                          "uploading it again");
-    WMBT_RETURN_IF_ERROR(UploadBlob(std::string(ns), hash, bytes->view()));
+    WMBT_RETURN_IF_ERROR(UploadBlob(std::string(ns), hash, *bytes));
   }
   return Status::Ok();
 }
