@@ -351,6 +351,19 @@ TEST(Codec, RemoteStatusesArriveAsThemselves) {
   }
 }
 
+TEST(Codec, ResponseStatusReadsOkOnlyFromAnOkStatus) {
+  EXPECT_TRUE(ResponseStatus(EncodeStatusResponse(Op::kPing, Status::Ok())).ok());
+  EXPECT_TRUE(ResponseStatus(PingResponse{}.Encode()).ok());
+  Message ok_with_text = EncodeStatusResponse(Op::kPing, Status::NotFound("x"));
+  ok_with_text.fields[0] = 0;  // code OK, but a one-byte message follows
+  EXPECT_EQ(ResponseStatus(ok_with_text).code(), Code::kInvalidArgument);
+  Message cut = EncodeStatusResponse(Op::kPing, Status::Ok());
+  cut.fields.resize(4);
+  EXPECT_EQ(ResponseStatus(cut).code(), Code::kInvalidArgument);
+  EXPECT_NE(ResponseStatus(cut).message().find("Ping"), std::string::npos)
+      << "the error names the message: " << ResponseStatus(cut).ToString();
+}
+
 TEST(Codec, OnlyDurableWritesAwaitADiskSync) {
   for (Op op : {Op::kSaveChain, Op::kPublishChain, Op::kPutSidecar, Op::kRefresh, Op::kEvict})
     EXPECT_TRUE(AwaitsDiskSync(static_cast<uint16_t>(op))) << OpName(static_cast<uint16_t>(op));

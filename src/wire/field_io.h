@@ -20,6 +20,10 @@ namespace wombatkv::wire {
 
 class FieldWriter {
  public:
+  // Most messages' fields fit: one allocation instead of a doubling series.
+  FieldWriter() { out_.reserve(kInitialBytes); }
+  static constexpr size_t kInitialBytes = 128;
+
   void U8(uint8_t v) { out_.push_back(v); }
   void U16(uint16_t v) {
     Grow(2, [&](uint8_t* p) { StoreLe16(p, v); });
