@@ -34,7 +34,9 @@ using shm::Ring;
 
 // Rounds of CpuRelax() a caller waits for a worker to take its request before it rings the
 // doorbell (a scanning worker takes it within a microsecond or two; only a sleeping daemon needs
-// the doorbell, and its workers arm it before they sleep).
+// the doorbell, and its workers arm it before they sleep). Not for an op that awaits a disk
+// sync: while such requests run the workers do not spin (docs/shm.md), so an armed doorbell
+// means nobody will come, and the spin only delayed the ring.
 constexpr uint32_t kDoorbellSpins = 512;
 // YieldForResponse: a yield longer than this (µs, as the clock reads) ran another task; and
 // only answers caught within this many yields teach the spin to wait longer.
@@ -164,7 +166,8 @@ class Attachment {
   void ReleasePermits(uint32_t n);
   Result<uint64_t> AllocateRequest(uint64_t bytes);
   void FreeRequest(uint64_t offset, uint64_t bytes);
-  void RingDoorbellIfNeeded(uint32_t index);
+  // `spin`: wait kDoorbellSpins rounds for a worker to take it before ringing.
+  void RingDoorbellIfNeeded(uint32_t index, bool spin);
   Result<wire::Message> Wait(Waiter& w, uint64_t id, WaitBudget& budget);
   // The receiver's yields after a missed spin (REQUIRES: recv_mu_ held). True when a response
   // came in meanwhile.
@@ -430,8 +433,9 @@ Result<wire::Message> Attachment::Call(wire::Message request) {
     req_tail_++;
     req.tail().store(req_tail_, std::memory_order_release);  // R2
   }
-  RingDoorbellIfNeeded(index);
-  auto response = Wait(w, id, BudgetFor(request.op));
+  WaitBudget& budget = BudgetFor(request.op);
+  RingDoorbellIfNeeded(index, /*spin=*/!budget.sync);
+  auto response = Wait(w, id, budget);
   if (response.ok() && response->op != request.op) {
     return Status::Internal("wombatkvd answered request " + std::to_string(id) + " (op " +
                             std::to_string(request.op) + ") with op " +
@@ -440,14 +444,14 @@ Result<wire::Message> Attachment::Call(wire::Message request) {
   return response;
 }
 
-void Attachment::RingDoorbellIfNeeded(uint32_t index) {
+void Attachment::RingDoorbellIfNeeded(uint32_t index, bool spin) {
   const Ring& req = seg_->req();
   shm::FullFence();  // R3: our tail store, then their word
   if (req.wake().load(std::memory_order_relaxed) == 0) return;  // a worker is awake and scanning
   auto taken = [&] {
     return static_cast<int32_t>(req.head().load(std::memory_order_acquire) - index) > 0;
   };
-  for (uint32_t i = 0; i < kDoorbellSpins; ++i) {
+  for (uint32_t i = 0; i < (spin ? kDoorbellSpins : 0); ++i) {
     if (taken()) return;
     shm::CpuRelax();
   }
