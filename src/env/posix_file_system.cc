@@ -27,6 +27,9 @@ constexpr size_t kTempBaseBytesMax = 64;    // keeps temp names well under NAME_
 constexpr size_t kOwnerNoteBytesMax = 512;
 
 std::string ErrnoText(int err) {
+  // The common answer of a probe (a put's stat of a new key's path), without strerror_r's
+  // message-catalog lookup.
+  if (err == ENOENT) return "No such file or directory";
   char buf[128];
   // GNU strerror_r: returns a pointer to the message (maybe not `buf`); thread-safe.
   return std::string(strerror_r(err, buf, sizeof buf));

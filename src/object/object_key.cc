@@ -1,6 +1,7 @@
 // Object key validation: the one check that keeps untrusted names from becoming paths.
 #include "object/object_key.h"
 
+#include <array>
 #include <charconv>
 
 #include "base/limits.h"
@@ -8,10 +9,17 @@
 namespace wombatkv {
 namespace {
 
-bool IsKeyChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-         c == '_' || c == '-';
-}
+// [A-Za-z0-9._-], by table: every put checks every character of its key.
+constexpr std::array<bool, 256> kKeyChars = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '.' || c == '_' || c == '-';
+  }
+  return t;
+}();
+
+bool IsKeyChar(char c) { return kKeyChars[static_cast<unsigned char>(c)]; }
 
 // Shows an untrusted name safely in a message: printable ASCII, the rest as \xNN, at most 80.
 std::string Shown(std::string_view s) {
