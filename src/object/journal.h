@@ -83,7 +83,7 @@ class Journal {
   // receives where the record starts in its batch, for Locate. `value_damaged`: see
   // EncodeJournalRecord. With `value_owner`, which keeps the value's bytes alive and unchanged,
   // the parts of the value of at least kValueBytesHeldMin are not copied: the batch holds them
-  // (and the owner) until it is written. Only the header is encoded under the journal's lock.
+  // (and the owner) until it is written. The value's checksum is computed before the lock.
   static constexpr size_t kValueBytesHeldMin = 16 << 10;
   uint64_t Append(JournalOp op, std::string_view key, const std::vector<ByteView>& value,
                   uint64_t* batch_offset = nullptr, bool value_damaged = false,
