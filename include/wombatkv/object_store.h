@@ -44,9 +44,10 @@ struct PutOptions {
   // them. Backends without ordered durability (S3, memory, a plain local directory) make every
   // put durable on return and ignore it.
   bool durable_on_return = true;
-  // Optional: keeps the parts' bytes alive and unchanged for as long as it is held. A store that
+  // Optional: keeps the bytes of every part of 16 KiB or more alive and unchanged for as long as
+  // it is held (smaller parts, such as a header on the stack, are always copied). A store that
   // writes later (the journaled local directory: when its next round is written) may then keep
-  // large parts by reference instead of copying them; others ignore it.
+  // those parts by reference instead of copying them; others ignore it.
   std::shared_ptr<const void> value_owner;
 };
 

@@ -119,8 +119,10 @@ uint64_t Journal::Append(JournalOp op, std::string_view key, const std::vector<B
   if (batch_offset) *batch_offset = batch_.size();
   std::string& out = batch_.bytes();
   EncodeJournalRecordHead(++appended_, op, key, value_bytes, value_crc, out);
+  // A failed journal writes no more rounds: it would hold the values until it is destroyed.
+  const bool hold = value_owner != nullptr && error_.ok();
   for (ByteView p : value) {
-    if (value_owner && p.size() >= kValueBytesHeldMin) {
+    if (hold && p.size() >= kValueBytesHeldMin) {
       batch_.Hold(p, value_owner);
     } else {
       out.append(reinterpret_cast<const char*>(p.data()), p.size());
@@ -277,7 +279,7 @@ void Journal::SyncRoundLocked(std::unique_lock<std::mutex>& lock) {
     written_unsynced_bytes_ = 0;
     if (round.first_lsn <= round.last_lsn) rounds_.push_back(round);
   } else {
-    error_ = s.WithContext("journal " + file_path_ + " (restart the store to recover)");
+    Fail(s);
   }
 }
 
@@ -303,7 +305,7 @@ Status Journal::WriteBehind(size_t min_bytes) {
     written_unsynced_bytes_ += wrote;
     rounds_.push_back(round);
   } else {
-    error_ = s.WithContext("journal " + file_path_ + " (restart the store to recover)");
+    Fail(s);
   }
   Covered covered = TakeCoveredLocked(/*stay_for_callbacks=*/false);
   lock.unlock();
@@ -311,6 +313,11 @@ Status Journal::WriteBehind(size_t min_bytes) {
   lock.lock();
   if (--leaders_ == 0) idle_cv_.notify_all();
   return covered.result;
+}
+
+void Journal::Fail(const Status& s) {
+  error_ = s.WithContext("journal " + file_path_ + " (restart the store to recover)");
+  batch_.Clear();  // never written now: let go of the values it holds
 }
 
 Journal::Batch Journal::TakeBatchLocked(Round* round, std::string* mark) {

@@ -188,6 +188,8 @@ class Journal {
     std::vector<Held> held_;
     size_t held_bytes_ = 0;
   };
+  // Under mu_: makes `s` the journal's sticky error and drops the batch nobody will write.
+  void Fail(const Status& s);
   // Under mu_: takes the batch (records written_+1 .. appended_) and encodes its sync mark.
   Batch TakeBatchLocked(Round* round, std::string* mark);
   // AwaitSynced; a caller handed the lead leads as for callbacks if `for_callbacks`.

@@ -349,6 +349,19 @@ TEST_F(JournalGroupCommitTest, AFailedWriteBehindSticks) {
   EXPECT_EQ(fs_.syncs(), 0) << "nothing after a failure is acknowledged";
 }
 
+TEST_F(JournalGroupCommitTest, AFailedJournalLetsGoOfHeldValues) {
+  // A failed journal writes no more rounds, so nothing it holds would ever be let go.
+  fs_.Open();
+  fs_.FailWriteback();
+  auto big = std::make_shared<std::vector<uint8_t>>(Journal::kValueBytesHeldMin);
+  const std::vector<ByteView> value{ByteView(*big)};
+  journal_->Append(JournalOp::kPut, "a", value, nullptr, /*value_damaged=*/false, big);
+  EXPECT_EQ(journal_->WriteBehind(1).code(), Code::kUnavailable);
+  EXPECT_EQ(big.use_count(), 1) << "the failed round's value";
+  journal_->Append(JournalOp::kPut, "b", value, nullptr, /*value_damaged=*/false, big);
+  EXPECT_EQ(big.use_count(), 1) << "a value appended after the failure";
+}
+
 TEST_F(JournalGroupCommitTest, BulkBatchesAreWrittenPastTheZerosAndEveryRecordReadsBack) {
   fs_.Open();
   // One journal file throughout (the fixture's starts a new one every 1 MiB).
