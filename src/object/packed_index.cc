@@ -19,8 +19,8 @@ std::string PackedEtag(const PackedEntry& e) {
 }
 
 const PackedEntry* PackedIndex::Find(std::string_view key) const {
-  auto it = by_key_.find(key);
-  return it == by_key_.end() ? nullptr : &it->second->second;
+  auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : &it->second;
 }
 
 void PackedIndex::Unuse(const PackedEntry& e) {
@@ -30,30 +30,29 @@ void PackedIndex::Unuse(const PackedEntry& e) {
 }
 
 void PackedIndex::Set(std::string_view key, const PackedEntry& e) {
-  auto it = by_key_.find(key);
-  if (it == by_key_.end()) {
-    auto added = entries_.emplace(std::string(key), e).first;
-    by_key_.emplace(std::string_view(added->first), added);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    it = entries_.emplace(std::string(key), e).first;
+    order_.Insert(&*it);
   } else {
-    Unuse(it->second->second);
-    it->second->second = e;
+    Unuse(it->second);
+    it->second = e;
   }
   ++use_[e.segment].records;
   live_bytes_ += e.record_bytes;
 }
 
 bool PackedIndex::Erase(std::string_view key) {
-  auto it = by_key_.find(key);
-  if (it == by_key_.end()) return false;
-  Unuse(it->second->second);
-  auto entry = it->second;
-  by_key_.erase(it);  // before the map's key it views
-  entries_.erase(entry);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return false;
+  Unuse(it->second);
+  order_.Erase(&*it);  // before the entry it points at
+  entries_.erase(it);
   return true;
 }
 
 void PackedIndex::Clear() {
-  by_key_.clear();
+  order_.Clear();
   entries_.clear();
   use_.clear();
   live_bytes_ = 0;
@@ -87,8 +86,8 @@ uint64_t PackedIndex::LiveRecords(uint64_t segment) const {
 std::vector<std::pair<std::string, PackedEntry>> PackedIndex::EntriesIn(uint64_t segment) const {
   std::vector<std::pair<std::string, PackedEntry>> out;
   if (LiveRecords(segment) == 0) return out;
-  for (const auto& [key, e] : entries_) {
-    if (e.segment == segment) out.emplace_back(key, e);
+  for (const Entry* e : order_) {
+    if (e->second.segment == segment) out.emplace_back(e->first, e->second);
   }
   return out;
 }
@@ -96,9 +95,9 @@ std::vector<std::pair<std::string, PackedEntry>> PackedIndex::EntriesIn(uint64_t
 void PackedIndex::ListInto(std::string_view prefix, bool group, std::string_view token,
                            size_t limit, std::vector<ListEntry>* out, bool* more) const {
   *more = false;
-  auto it = entries_.lower_bound(token.empty() || token < prefix ? prefix : token);
-  while (it != entries_.end() && it->first.starts_with(prefix)) {
-    const std::string& key = it->first;
+  auto it = order_.LowerBound(token.empty() || token < prefix ? prefix : token);
+  while (it != order_.end() && (*it)->first.starts_with(prefix)) {
+    const std::string& key = (*it)->first;
     const size_t slash = group ? key.find('/', prefix.size()) : std::string::npos;
     if (slash != std::string::npos) {
       std::string common = key.substr(0, slash + 1);
@@ -109,7 +108,7 @@ void PackedIndex::ListInto(std::string_view prefix, bool group, std::string_view
         }
         out->push_back(ListEntry{common, true, {}});
       }
-      it = entries_.lower_bound(PastPrefix(common));
+      it = order_.LowerBound(PastPrefix(common));
       continue;
     }
     if (!SkippedByToken(key, token)) {
@@ -117,7 +116,7 @@ void PackedIndex::ListInto(std::string_view prefix, bool group, std::string_view
         *more = true;
         return;
       }
-      const PackedEntry& e = it->second;
+      const PackedEntry& e = (*it)->second;
       out->push_back(ListEntry{key, false, {key, e.size, PackedEtag(e), e.modified_us}});
     }
     ++it;

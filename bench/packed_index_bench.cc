@@ -1,0 +1,79 @@
+// The packed index's cost per new key (the journal's sync thread pays it for every small object
+// a save writes), next to the std::map of string keys it used until session 22, in the same run.
+// Keys are shaped like blob keys ("blob/" and 40 hex digits), drawn from a fixed seed; each
+// structure first holds --keys of them, then times --new more.
+//
+//   build/bench/packed_index_bench [--keys N] [--new N]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "object/packed_index.h"
+
+namespace wombatkv {
+namespace {
+
+std::vector<std::string> BlobKeys(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> keys;
+  keys.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "blob/%016llx%016llx%08llx",
+                  static_cast<unsigned long long>(rng()), static_cast<unsigned long long>(rng()),
+                  static_cast<unsigned long long>(rng() & 0xffffffffu));
+    keys.emplace_back(buf);
+  }
+  return keys;
+}
+
+// Nanoseconds per call of set(key) over `keys`.
+template <typename Set>
+double NanosPerKey(const std::vector<std::string>& keys, Set&& set) {
+  const auto start = std::chrono::steady_clock::now();
+  for (const std::string& k : keys) set(k);
+  const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
+  return took.count() / static_cast<double>(keys.size());
+}
+
+int Main(int argc, char** argv) {
+  size_t preload = 1'000'000, fresh = 200'000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--keys") == 0) {
+      preload = std::strtoull(argv[i + 1], nullptr, 10);
+    } else if (std::strcmp(argv[i], "--new") == 0) {
+      fresh = std::strtoull(argv[i + 1], nullptr, 10);
+    } else {
+      std::fprintf(stderr, "usage: packed_index_bench [--keys N] [--new N]\n");
+      return 2;
+    }
+  }
+  const std::vector<std::string> held = BlobKeys(preload, 1), added = BlobKeys(fresh, 2);
+  PackedEntry e;
+  e.record_bytes = 1100;
+  double index_ns, map_ns;
+  {
+    PackedIndex index;
+    for (const std::string& k : held) index.Set(k, e);
+    index_ns = NanosPerKey(added, [&](const std::string& k) { index.Set(k, e); });
+  }
+  {
+    std::map<std::string, PackedEntry, std::less<>> map;
+    for (const std::string& k : held) map.emplace(k, e);
+    map_ns = NanosPerKey(added, [&](const std::string& k) { map.emplace(k, e); });
+  }
+  std::printf("new key into %zu held: PackedIndex::Set %.0f ns, std::map insert %.0f ns "
+              "(%.2fx the map's rate)\n",
+              preload, index_ns, map_ns, map_ns / index_ns);
+  return 0;
+}
+
+}  // namespace
+}  // namespace wombatkv
+
+int main(int argc, char** argv) { return wombatkv::Main(argc, argv); }
