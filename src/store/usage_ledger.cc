@@ -326,8 +326,9 @@ size_t UsageLedger::MemoryBytes() const {
          n.unref.size() * node(sizeof(std::pair<const ContentHash, Unref>));
     using SidecarNode = std::pair<const std::pair<Fingerprint, BlockKey>, Sidecar>;
     b += n.sidecars.size() * node(sizeof(SidecarNode) + 16);  // + red-black tree links
+    b += n.chains.bucket_count() * sizeof(void*);
     for (const auto& [id, hashes] : n.chains) {
-      b += node(sizeof(id) + sizeof(hashes) + 16) + hashes.capacity() * sizeof(ContentHash);
+      b += node(sizeof(id) + sizeof(hashes)) + hashes.capacity() * sizeof(ContentHash);
     }
   }
   b += probe_queue_.size() * sizeof(probe_queue_.front());

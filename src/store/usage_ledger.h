@@ -137,9 +137,17 @@ class UsageLedger {
     uint64_t bytes = 0;
     uint64_t token = 0;  // BeginSidecarListing generation when it was last put or listed
   };
+  using ChainName = std::pair<Fingerprint, ChainId>;
+  struct ChainNameHash {
+    size_t operator()(const ChainName& c) const {  // chain ids are hashes already
+      return FixedBytesHash{}(c.second) ^ (FixedBytesHash{}(c.first) * 0x9e3779b97f4a7c15ull);
+    }
+  };
   struct Ns {
-    // Each chain's hashes, in entry order (what its head names; U4).
-    std::map<std::pair<Fingerprint, ChainId>, std::vector<ContentHash>> chains;
+    // Each chain's hashes, in entry order (what its head names; U4). Hashed, not ordered: a
+    // new chain's insert into an ordered map of a million missed the cache on every level, on
+    // the thread that completes saves.
+    std::unordered_map<ChainName, std::vector<ContentHash>, ChainNameHash> chains;
     std::unordered_map<ContentHash, BlobRef, FixedBytesHash> blobs;
     uint64_t blob_bytes = 0;
     std::map<Fingerprint, ScopeTotals> scopes;
