@@ -197,8 +197,9 @@ class FsObjectStore final : public ObjectStore {
                         }));
     // A failure sticks in broken_, which every caller's SyncThrough then returns.
     journal_->SetOnSynced([this] { (void)ApplySynced(); });
-    // PutAsync's completions run here, while the leader syncs the next round; a stream of
-    // rounds for them is led by the second thread, not by the threads that put.
+    // Big rounds' PutAsync completions run on the first thread while the leader syncs the next
+    // round (Journal::SetCompletionExecutor); a stream of rounds for them is led by the second
+    // thread, not by the threads that put.
     completions_ = NewThreadPoolExecutor(1, "wmbt-l2-done");
     syncer_ = NewThreadPoolExecutor(1, "wmbt-l2-sync");
     journal_->SetCompletionExecutor(completions_.get());

@@ -239,6 +239,9 @@ Status Journal::LeadLocked(std::unique_lock<std::mutex>& lock, uint64_t lsn,
     // with a sync executor, that thread takes over the lead (syncing_ and async_lead_ stay set).
     const bool hand_over = covered.stay && syncer_ && leading_for != this;
     lock.unlock();
+    // The callbacks first: the next leader's rounds then decide where theirs run after this
+    // round's did (RunCovered).
+    RunCovered(covered);
     if (hand_over) {
       syncer_->Submit([this] {
         leading_for = this;
@@ -247,7 +250,6 @@ Status Journal::LeadLocked(std::unique_lock<std::mutex>& lock, uint64_t lsn,
         leading_for = nullptr;
       });
     }
-    RunCovered(covered);
     lock.lock();
     if (!covered.stay || hand_over) {
       if (--leaders_ == 0) idle_cv_.notify_all();
@@ -379,11 +381,21 @@ void Journal::RunCovered(Covered& covered) {
     }
     running_callbacks_of = nullptr;
   };
-  // On the executor only while this leader goes on to another round, which they then overlap;
-  // a leader about to leave runs them itself (a lone caller's save: no hand-off to a thread).
-  if (!covered.callbacks.empty() && completions_ && covered.stay) {
-    completions_->Submit([run, callbacks = std::move(covered.callbacks),
-                          result = covered.result]() mutable { run(callbacks, result); });
+  // On the executor when a leader goes on to another round, which they then overlap, and the
+  // round is big (SetCompletionExecutor); a leader about to leave runs them itself (a lone
+  // caller's save: no hand-off to a thread), as it does a small round's. Behind anything given
+  // to the executor before, in any case.
+  const bool hand_off =
+      !covered.callbacks.empty() && completions_ &&
+      (handed_off_.load(std::memory_order_acquire) > 0 ||
+       (covered.stay && covered.callbacks.size() > kInlineCallbacksMax));
+  if (hand_off) {
+    handed_off_.fetch_add(1, std::memory_order_relaxed);
+    completions_->Submit([this, run, callbacks = std::move(covered.callbacks),
+                          result = covered.result]() mutable {
+      run(callbacks, result);
+      handed_off_.fetch_sub(1, std::memory_order_release);
+    });
   } else {
     run(covered.callbacks, covered.result);
   }

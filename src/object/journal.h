@@ -36,6 +36,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -112,9 +113,9 @@ class Journal {
   // after round for everyone without a wake-up per caller (the daemon's saves: docs/daemon.md,
   // "Completions").
   // `done` runs on the leader's thread (or the completion executor: SetCompletionExecutor),
-  // after the owner's hook (SetOnSynced), in no promised order among callbacks and with none
-  // with respect to the blocked callers the same round covered. It must be short and must not
-  // wait for this journal (AwaitSynced checks).
+  // after the owner's hook (SetOnSynced), in no promised order among callbacks (but see
+  // SetCompletionExecutor) and with none with respect to the blocked callers the same round
+  // covered. It must be short and must not wait for this journal (AwaitSynced checks).
   void AwaitSyncedThen(uint64_t lsn, std::function<void(Status)> done);
 
   // Called by a leader, without the journal's lock, after a successful round and before any
@@ -124,11 +125,19 @@ class Journal {
   // REQUIRES: set before the first AwaitSynced.
   void SetOnSynced(std::function<void()> fn) { on_synced_ = std::move(fn); }
 
-  // Where AwaitSyncedThen's callbacks run: each round's, in one task, while the leader goes on
-  // to the next round (its sync then overlaps with the callbacks' work). A leader about to leave
-  // runs its last round's itself, as it does all of them with no executor (the default). `executor` must outlive the callbacks
-  // it is given. REQUIRES: set before the first AwaitSyncedThen.
+  // Where AwaitSyncedThen's callbacks run: a round's, in one task, while the leader goes on to
+  // the next round (its sync then overlaps with the callbacks' work) — when the round has more
+  // than kInlineCallbacksMax of them. A leader runs a smaller round's itself before it goes on
+  // (or hands the lead over), and a leader about to leave its last round's, as every leader
+  // does with no executor (the default); but not while a task given earlier has not finished:
+  // a leader never overtakes callbacks queued there. `executor` must outlive the callbacks it
+  // is given. REQUIRES: set before the first AwaitSyncedThen.
   void SetCompletionExecutor(Executor* executor) { completions_ = executor; }
+  // A round with at most this many callbacks runs them on its leader before the next sync rather
+  // than paying a thread hop (two context switches and a futex wake on the path every save waits
+  // on; BENCHMARKS.md, "Session 22"). A bigger round is worth the hop, and its callbacks would
+  // hold the next sync back longer.
+  static constexpr size_t kInlineCallbacksMax = 8;
   // A thread to hand a staying lead to: with it, a caller's thread leads at most one round for
   // callbacks (a server's event loop or worker is not held), and the executor's thread leads the
   // rounds after it while anything waits. Without (the default), the caller's thread stays.
@@ -232,6 +241,7 @@ class Journal {
   std::function<void()> on_synced_;
   Executor* completions_ = nullptr;
   Executor* syncer_ = nullptr;
+  std::atomic<uint32_t> handed_off_{0};  // tasks given to completions_, not finished
 
   // A thread in AwaitSynced while another leads a round; lives on that thread's stack.
   // Released once: covered (result set) or handed the lead. A Baton (base/futex.h), not a

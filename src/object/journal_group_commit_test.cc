@@ -27,7 +27,8 @@ namespace {
 
 // Counts journal syncs, appends and write-back starts; the first sync blocks until Open() so that
 // callers pile up behind it; the syncs after `fail_after` fail. HoldAppends() blocks appends until
-// Open(); FailWriteback() fails write-back starts.
+// Open(); HoldSync(n) blocks the n-th sync until ReleaseSync(); FailWriteback() fails write-back
+// starts.
 class GatedFs final : public FileSystemWrapper {
  public:
   explicit GatedFs(FileSystem* target) : FileSystemWrapper(target) {}
@@ -63,6 +64,20 @@ class GatedFs final : public FileSystemWrapper {
   void ReleaseAppends() {
     std::lock_guard<std::mutex> g(mu_);
     hold_appends_ = false;
+    cv_.notify_all();
+  }
+  void HoldSync(int n) {
+    std::lock_guard<std::mutex> g(mu_);
+    hold_sync_ = n;
+  }
+  // Blocks until the sync HoldSync named is held.
+  void AwaitHeldSync() {
+    std::unique_lock<std::mutex> g(mu_);
+    cv_.wait(g, [&] { return sync_held_; });
+  }
+  void ReleaseSync() {
+    std::lock_guard<std::mutex> g(mu_);
+    hold_sync_ = 0;
     cv_.notify_all();
   }
   void FailWriteback() {
@@ -111,6 +126,11 @@ class GatedFs final : public FileSystemWrapper {
         const int n = ++fs_->syncs_;
         fs_->cv_.notify_all();
         fs_->cv_.wait(g, [&] { return fs_->open_; });
+        if (n == fs_->hold_sync_) {
+          fs_->sync_held_ = true;
+          fs_->cv_.notify_all();
+          fs_->cv_.wait(g, [&] { return fs_->hold_sync_ != n; });
+        }
         if (n > fs_->fail_after_) return Status::Unavailable("injected fdatasync failure");
       }
       return inner_->Sync();
@@ -133,6 +153,8 @@ class GatedFs final : public FileSystemWrapper {
   int fail_after_ = 1 << 30;
   int appends_ = 0, writebacks_ = 0, held_ = 0, preallocations_ = 0;
   bool hold_appends_ = false, fail_writeback_ = false;
+  int hold_sync_ = 0;
+  bool sync_held_ = false;
 };
 
 class JournalGroupCommitTest : public ::testing::Test {
@@ -447,15 +469,107 @@ TEST_F(JournalGroupCommitTest, CallbacksQueueBehindALeaderThatStaysAndRunOnItsTh
   EXPECT_EQ(fs_.syncs(), 2) << "one round for the first record, one for everything after it";
 }
 
-TEST_F(JournalGroupCommitTest, ACompletionExecutorRunsCallbacksOfRoundsTheLeaderGoesOnFrom) {
+// Callbacks 0..n, each recording the thread it ran on and its place in the order they ran.
+struct CallbackLog {
+  explicit CallbackLog(int n) : ran_on(n + 1), place(n + 1), ran(n + 1) {}
+  std::function<void(Status)> Callback(int i) {
+    return [this, i](Status s) {
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      ran_on[i] = std::this_thread::get_id();
+      place[i] = next_place.fetch_add(1);
+      ran[i].Post();
+    };
+  }
+  void AwaitAll() {
+    for (auto& r : ran) r.Wait();
+  }
+  std::vector<std::thread::id> ran_on;
+  std::vector<int> place;
+  std::vector<Baton> ran;
+  std::atomic<int> next_place{0};
+};
+
+std::thread::id ThreadOf(Executor& executor) {
+  std::thread::id id;
+  executor.Submit([&] { id = std::this_thread::get_id(); });
+  executor.Drain();
+  return id;
+}
+
+// A caller leads round 1 (record 0; held in its sync while callbacks 1..n queue), round 2
+// covers those n and is held in its sync while callback n+1 queues, round 3 covers that one.
+// Returns the caller's thread once it returned.
+std::thread::id ThreeRounds(Journal& journal, GatedFs& fs, CallbackLog& log, int n) {
+  auto append = [&](int i) {
+    const std::string v = "value " + std::to_string(i);
+    return journal.Append(JournalOp::kPut, "k" + std::to_string(i), {AsBytes(v)});
+  };
+  std::thread::id caller_id;
+  const uint64_t first = append(0);
+  std::thread caller([&] {
+    caller_id = std::this_thread::get_id();
+    journal.AwaitSyncedThen(first, log.Callback(0));
+  });
+  fs.AwaitFirstSync();
+  for (int i = 1; i <= n; ++i) journal.AwaitSyncedThen(append(i), log.Callback(i));
+  fs.HoldSync(2);
+  fs.Open();
+  fs.AwaitHeldSync();
+  journal.AwaitSyncedThen(append(n + 1), log.Callback(n + 1));
+  fs.ReleaseSync();
+  caller.join();
+  return caller_id;
+}
+
+TEST_F(JournalGroupCommitTest, ACompletionExecutorRunsABigRoundsCallbacksWhileTheLeaderGoesOn) {
   auto executor = NewThreadPoolExecutor(1, "test-done");
   journal_->SetCompletionExecutor(executor.get());
-  std::thread::id leader;
-  std::vector<std::thread::id> ran_on = CallbackThreadsBehindAFirstCaller(3, &leader);
-  // Round 1 (record 0) had callbacks waiting behind it: the executor ran its callback while the
-  // leader synced round 2, whose callbacks the leader, leaving, ran itself.
-  EXPECT_NE(ran_on[0], leader);
-  for (size_t i = 1; i < ran_on.size(); ++i) EXPECT_EQ(ran_on[i], leader) << i;
+  const std::thread::id done_thread = ThreadOf(*executor);
+  const int n = Journal::kInlineCallbacksMax + 1;
+  CallbackLog log(n + 1);
+  const std::thread::id leader = ThreeRounds(*journal_, fs_, log, n);
+  log.AwaitAll();
+  EXPECT_EQ(log.ran_on[0], leader) << "a round of one callback took a thread hop";
+  for (int i = 1; i <= n; ++i) {
+    EXPECT_EQ(log.ran_on[i], done_thread) << "callback " << i << " of a big round";
+    EXPECT_LT(log.place[i], log.place[n + 1]) << "round 3's callback overtook round 2's " << i;
+  }
+  executor.reset();
+}
+
+TEST_F(JournalGroupCommitTest, ALeaderNeverOvertakesCallbacksQueuedOnTheExecutor) {
+  auto executor = NewThreadPoolExecutor(1, "test-done");
+  journal_->SetCompletionExecutor(executor.get());
+  Baton unblock;
+  executor->Submit([&] { unblock.Wait(); });  // holds the executor's thread
+  const int n = Journal::kInlineCallbacksMax + 1;
+  CallbackLog log(n + 1);
+  ThreeRounds(*journal_, fs_, log, n);
+  // Round 3's one callback, which its leaving leader would run itself, waits behind round 2's.
+  EXPECT_FALSE(log.ran[n + 1].posted()) << "round 3's callback ran while round 2's were queued";
+  unblock.Post();
+  log.AwaitAll();
+  for (int i = 1; i <= n; ++i) EXPECT_LT(log.place[i], log.place[n + 1]) << i;
+  executor.reset();
+}
+
+TEST_F(JournalGroupCommitTest, ALeaderRunsASmallRoundsCallbacksItselfBeforeItsNextSync) {
+  auto executor = NewThreadPoolExecutor(1, "test-done");
+  auto syncer = NewThreadPoolExecutor(1, "test-sync");
+  journal_->SetCompletionExecutor(executor.get());
+  journal_->SetSyncExecutor(syncer.get());
+  const std::thread::id sync_thread = ThreadOf(*syncer);
+  CallbackLog log(2);
+  // The caller leads round 1 and hands the lead over; the sync thread leads round 2 and, since
+  // callback 2 waits, round 3.
+  const std::thread::id caller = ThreeRounds(*journal_, fs_, log, 1);
+  log.AwaitAll();
+  EXPECT_EQ(log.ran_on[0], caller) << "the caller's round took a thread hop";
+  EXPECT_EQ(log.ran_on[1], sync_thread) << "the sync thread's small round took a thread hop";
+  EXPECT_EQ(log.ran_on[2], sync_thread) << "a leaving leader ran its last round's elsewhere";
+  EXPECT_LT(log.place[0], log.place[1]);
+  journal_->AwaitIdle();
+  syncer.reset();
   executor.reset();
 }
 
