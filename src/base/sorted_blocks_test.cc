@@ -40,24 +40,17 @@ void ExpectSame(const SortedBlocks<Element>& s, const std::map<std::string, Elem
   for (const auto& [k, e] : m) want.push_back(k);
   ASSERT_EQ(Keys(s), want);
   ASSERT_EQ(s.size(), m.size());
+  // The key a bound found, or "(end)".
+  auto found = [&](SortedBlocks<Element>::Iterator it) {
+    return it == s.end() ? std::string("(end)") : (*it)->first;
+  };
+  auto want_found = [&](std::map<std::string, Element*>::const_iterator it) {
+    return it == m.end() ? std::string("(end)") : it->first;
+  };
   for (int i = 0; i < 20; ++i) {
     const std::string probe = RandomKey(rng);
-    auto lo = m.lower_bound(probe);
-    auto it = s.LowerBound(probe);
-    if (lo == m.end()) {
-      EXPECT_TRUE(it == s.end()) << probe;
-    } else {
-      ASSERT_FALSE(it == s.end()) << probe;
-      EXPECT_EQ((*it)->first, lo->first) << probe;
-    }
-    auto up = m.upper_bound(probe);
-    auto ut = s.UpperBound(probe);
-    if (up == m.end()) {
-      EXPECT_TRUE(ut == s.end()) << probe;
-    } else {
-      ASSERT_FALSE(ut == s.end()) << probe;
-      EXPECT_EQ((*ut)->first, up->first) << probe;
-    }
+    EXPECT_EQ(found(s.LowerBound(probe)), want_found(m.lower_bound(probe))) << probe;
+    EXPECT_EQ(found(s.UpperBound(probe)), want_found(m.upper_bound(probe))) << probe;
   }
 }
 
