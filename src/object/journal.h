@@ -35,8 +35,8 @@
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
-#include <condition_variable>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
