@@ -5,9 +5,10 @@
 // and the owner's hook (SetOnSynced) has run for it: one caller at a time (the leader) writes the
 // whole batch gathered so far to the current file and fdatasyncs it; callers arriving meanwhile
 // wait for it, each on its own Baton (base/futex.h): the leader runs the owner's hook, wakes
-// exactly those its round covered, and hands the lead to the first it did not. So concurrent writers share one flush, and a record is
-// durable only if every record before it is (one file, written in order; a file is synced before
-// any record reaches the next: the journal on disk is always a prefix of the appended sequence).
+// exactly those its round covered, and hands the lead to the first it did not. So concurrent
+// writers share one flush, and a record is durable only if every record before it is (one file,
+// written in order; a file is synced before any record reaches the next: the journal on disk is
+// always a prefix of the appended sequence).
 //
 // Rounds do not overlap: a leader's sync ends before the next one starts. Tried (session 12):
 // up to 4 or 8 syncs in flight on the file, each round writing while earlier ones synced. On this
