@@ -1,9 +1,10 @@
 // The packed index's cost per new key (the journal's sync thread pays it for every small object
 // a save writes), next to the std::map of string keys it used until session 22, in the same run.
-// Keys are shaped like blob keys ("blob/" and 40 hex digits), drawn from a fixed seed; each
-// structure first holds --keys of them, then times --new more.
+// Keys are whole blob keys of the store's L2 ("kv/<ns>/wombatkv/v1/blob/" and 40 hex digits,
+// docs/layout.md), drawn from a fixed seed in --namespaces namespaces; each structure first holds
+// --keys of them, then times --new more.
 //
-//   build/bench/packed_index_bench [--keys N] [--new N]
+//   build/bench/packed_index_bench [--keys N] [--new N] [--namespaces N]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,14 +19,15 @@
 namespace wombatkv {
 namespace {
 
-std::vector<std::string> BlobKeys(size_t n, uint64_t seed) {
+std::vector<std::string> BlobKeys(size_t n, size_t namespaces, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<std::string> keys;
   keys.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "blob/%016llx%016llx%08llx",
-                  static_cast<unsigned long long>(rng()), static_cast<unsigned long long>(rng()),
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "kv/tenant-%zu/wombatkv/v1/blob/%016llx%016llx%08llx",
+                  static_cast<size_t>(rng() % namespaces), static_cast<unsigned long long>(rng()),
+                  static_cast<unsigned long long>(rng()),
                   static_cast<unsigned long long>(rng() & 0xffffffffu));
     keys.emplace_back(buf);
   }
@@ -42,18 +44,21 @@ double NanosPerKey(const std::vector<std::string>& keys, Set&& set) {
 }
 
 int Main(int argc, char** argv) {
-  size_t preload = 1'000'000, fresh = 200'000;
+  size_t preload = 1'000'000, fresh = 200'000, namespaces = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--keys") == 0) {
       preload = std::strtoull(argv[i + 1], nullptr, 10);
     } else if (std::strcmp(argv[i], "--new") == 0) {
       fresh = std::strtoull(argv[i + 1], nullptr, 10);
+    } else if (std::strcmp(argv[i], "--namespaces") == 0) {
+      namespaces = std::max<size_t>(1, std::strtoull(argv[i + 1], nullptr, 10));
     } else {
-      std::fprintf(stderr, "usage: packed_index_bench [--keys N] [--new N]\n");
+      std::fprintf(stderr, "usage: packed_index_bench [--keys N] [--new N] [--namespaces N]\n");
       return 2;
     }
   }
-  const std::vector<std::string> held = BlobKeys(preload, 1), added = BlobKeys(fresh, 2);
+  const std::vector<std::string> held = BlobKeys(preload, namespaces, 1),
+                                 added = BlobKeys(fresh, namespaces, 2);
   PackedEntry e;
   e.record_bytes = 1100;
   double index_ns, map_ns;
@@ -67,9 +72,9 @@ int Main(int argc, char** argv) {
     for (const std::string& k : held) map.emplace(k, e);
     map_ns = NanosPerKey(added, [&](const std::string& k) { map.emplace(k, e); });
   }
-  std::printf("new key into %zu held: PackedIndex::Set %.0f ns, std::map insert %.0f ns "
-              "(%.2fx the map's rate)\n",
-              preload, index_ns, map_ns, map_ns / index_ns);
+  std::printf("new key into %zu held (%zu namespaces): PackedIndex::Set %.0f ns, std::map "
+              "insert %.0f ns (%.2fx the map's rate)\n",
+              preload, namespaces, index_ns, map_ns, map_ns / index_ns);
   return 0;
 }
 

@@ -22,10 +22,21 @@ std::vector<std::string> Keys(const SortedBlocks<Element>& s) {
 }
 
 // A key from a small alphabet over a few shapes: short keys, keys that end where others go on
-// (with a NUL after), and long keys that share their first 16 bytes or more (equal heads).
+// (with a NUL after), long keys that share their first 16 bytes or more (equal heads), and keys
+// like the store's, which share 26 bytes or more (past a block's longest prefix, too).
 std::string RandomKey(std::mt19937_64& rng) {
-  static const std::string kPrefixes[] = {"", "a", "chain/0123456789abcdef/", "blob/",
-                                          std::string("x\0", 2), "chain/0123456789abcdef/00"};
+  static const std::string kLong = "kv/ns/wombatkv/v1/chain/0123456789abcdef01234567/";
+  static const std::string kPrefixes[] = {"",
+                                          "a",
+                                          "chain/0123456789abcdef/",
+                                          "blob/",
+                                          std::string("x\0", 2),
+                                          "chain/0123456789abcdef/00",
+                                          "kv/ns/wombatkv/v1/blob/",
+                                          "kv/ns/wombatkv/v1/blob/a",
+                                          "kv/nt/wombatkv/v1/blob/",
+                                          kLong,
+                                          kLong + "0123456789abcdef"};
   std::string key = kPrefixes[rng() % std::size(kPrefixes)];
   const size_t tail = rng() % 4;
   for (size_t i = 0; i < tail; ++i) key.push_back("\0\x01" "az\xff"[rng() % 5]);
