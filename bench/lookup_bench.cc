@@ -171,6 +171,40 @@ void BM_DependentLoadReference(benchmark::State& state) {
 }
 BENCHMARK(BM_DependentLoadReference);
 
+// The store's use sweep (docs/capacity.md): once a second it reads one slice of the chains
+// (RadixIndex::ForEachChainUse), under L0's shared lock. Here over 1M one-block chains, a chain
+// per turn: the per-chain worst case. Until session 23 a slice's sweep visited every chain.
+void BM_UseSweepOneSlice(benchmark::State& state) {
+  static const RadixIndex* index = [] {
+    auto* idx = new RadixIndex(kSeed);
+    std::mt19937_64 rng(kSeed + 1);
+    Fingerprint fp;
+    for (size_t i = 0; i < kBlocksTarget; ++i) {
+      ChainEntry e;
+      for (int w = 0; w < 4; ++w) {
+        uint64_t v = rng();
+        std::memcpy(e.key.data() + 8 * w, &v, 8);
+      }
+      e.length = 1024;
+      idx->PutChain("bench", fp, ChainInfo{e.key, 1, "\"0123456789abcdef\"", e.key, 1}, {&e, 1},
+                    /*used=*/1);
+    }
+    return idx;
+  }();
+  size_t slice = 0, visited = 0;
+  for (auto _ : state) {
+    index->ForEachChainUse(slice++ % RadixIndex::kChainSlices,
+                           [&](std::string_view, const Fingerprint&, const ChainId&,
+                               uint32_t used) { visited += used; });
+  }
+  benchmark::DoNotOptimize(visited);
+  if (visited == 0) state.SkipWithError("the sweep visited no chain");
+  state.counters["chains"] = static_cast<double>(index->chain_count());
+  state.counters["visited_per_sweep"] =
+      static_cast<double>(visited) / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_UseSweepOneSlice)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace wombatkv
 

@@ -105,10 +105,83 @@ struct ChainRecord {
 constexpr size_t kChainRecordBytes =  // one unordered_map node: next + value + cached hash
     sizeof(void*) + sizeof(std::pair<const ChainId, ChainRecord>) + sizeof(size_t);
 
+// A scope's chains by id. Past kSplitAt chains they are held in RadixIndex::kChainSlices maps,
+// one per slice (RadixIndex::ChainSlice), so that a visit of one slice reads only its own chains
+// (the store writes one slice's use stamps a second: docs/capacity.md). Below that, one map:
+// 64 empty maps would cost a small scope 3.5 KiB.
+class ChainTable {
+ public:
+  using Map = std::unordered_map<ChainId, ChainRecord, FixedBytesHash>;
+  static constexpr size_t kSplitAt = 256;
+
+  ChainRecord* Find(const ChainId& id) {
+    Map& m = MapOf(id);
+    auto it = m.find(id);
+    return it == m.end() ? nullptr : &it->second;
+  }
+  const ChainRecord* Find(const ChainId& id) const {
+    return const_cast<ChainTable*>(this)->Find(id);
+  }
+  // The record of `id`, and whether it was just made (default-constructed).
+  std::pair<ChainRecord*, bool> TryEmplace(const ChainId& id) {
+    auto [it, inserted] = MapOf(id).try_emplace(id);
+    ChainRecord* rec = &it->second;
+    if (inserted && ++size_ > kSplitAt && maps_.size() == 1) Split();  // records stay in place
+    return {rec, inserted};
+  }
+  // REQUIRES: id is in the table.
+  void Erase(const ChainId& id) {
+    WMBT_CHECK(MapOf(id).erase(id) == 1);
+    --size_;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  size_t BucketBytes() const {
+    size_t b = maps_.capacity() * sizeof(Map);
+    for (const Map& m : maps_) b += m.bucket_count() * sizeof(void*);
+    return b;
+  }
+  // fn(id, record) for every chain.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const Map& m : maps_) {
+      for (const auto& [id, rec] : m) fn(id, rec);
+    }
+  }
+  // fn(id, record) for every chain of slice `slice`.
+  template <typename Fn>
+  void ForEachIn(size_t slice, Fn&& fn) const {
+    if (maps_.size() > 1) {
+      for (const auto& [id, rec] : maps_[slice]) fn(id, rec);
+      return;
+    }
+    for (const auto& [id, rec] : maps_[0]) {
+      if (RadixIndex::ChainSlice(id) == slice) fn(id, rec);
+    }
+  }
+
+ private:
+  Map& MapOf(const ChainId& id) {
+    return maps_.size() == 1 ? maps_[0] : maps_[RadixIndex::ChainSlice(id)];
+  }
+  void Split() {
+    std::vector<Map> split(RadixIndex::kChainSlices);
+    Map& all = maps_[0];
+    while (!all.empty()) {
+      auto node = all.extract(all.begin());
+      split[RadixIndex::ChainSlice(node.key())].insert(std::move(node));
+    }
+    maps_ = std::move(split);
+  }
+
+  std::vector<Map> maps_ = std::vector<Map>(1);  // one, or kChainSlices (then by slice)
+  size_t size_ = 0;
+};
+
 struct Scope {
   std::string ns;
   Fingerprint fp;
-  std::unordered_map<ChainId, ChainRecord, FixedBytesHash> chains;
+  ChainTable chains;
   size_t nodes = 0;  // live nodes of this scope
   size_t etag_heap_bytes = 0;
 };
@@ -375,8 +448,8 @@ struct RadixIndex::Impl {
       parent = n;
     }
     WMBT_DCHECK(PathMatches(parent, entries));  // I3, I4 for the new chain
-    auto [it, inserted] = sc.chains.try_emplace(info.chain_id);
-    ChainRecord& rec = it->second;
+    auto [record, inserted] = sc.chains.TryEmplace(info.chain_id);
+    ChainRecord& rec = *record;
     if (inserted) {
       ++chains;
     } else {
@@ -388,6 +461,18 @@ struct RadixIndex::Impl {
     rec.version = info.version;
     rec.etag = info.etag;
     sc.etag_heap_bytes += StringHeapBytes(rec.etag);
+  }
+
+  // The newest use stamp on a chain's path (I7: a lookup stamps only the deepest node it matched).
+  uint32_t NewestUse(const ChainRecord& rec) const {
+    uint32_t newest = 0;
+    uint32_t n = rec.tip;
+    for (uint32_t step = 0; step < rec.length; ++step) {
+      const Node& x = N(n);
+      newest = std::max(newest, UseOf(x).load(std::memory_order_relaxed));
+      n = x.parent;
+    }
+    return newest;
   }
 
   // Whether walking parent links from `tip` spells `entries` backwards and then reaches a root.
@@ -404,11 +489,11 @@ struct RadixIndex::Impl {
     const uint32_t scope = FindScope(ns, fp);
     if (scope == kNone) return false;
     Scope& sc = *scopes[scope];
-    auto it = sc.chains.find(chain_id);
-    if (it == sc.chains.end()) return false;
-    ReleasePath(scope, it->second.tip, it->second.length);
-    sc.etag_heap_bytes -= StringHeapBytes(it->second.etag);
-    sc.chains.erase(it);
+    const ChainRecord* rec = sc.chains.Find(chain_id);
+    if (rec == nullptr) return false;
+    ReleasePath(scope, rec->tip, rec->length);
+    sc.etag_heap_bytes -= StringHeapBytes(rec->etag);
+    sc.chains.Erase(chain_id);
     --chains;
     DropScopeIfEmpty(scope);
     return true;
@@ -534,8 +619,8 @@ struct RadixIndex::Impl {
     for (const auto& sc : scopes) {
       if (!sc) continue;
       b += HeapBytes(sizeof(Scope)) + 2 * StringHeapBytes(sc->ns);  // the name is held twice
-      b += sc->chains.bucket_count() * sizeof(void*) +
-           sc->chains.size() * HeapBytes(kChainRecordBytes) + sc->etag_heap_bytes;
+      b += sc->chains.BucketBytes() + sc->chains.size() * HeapBytes(kChainRecordBytes) +
+           sc->etag_heap_bytes;
     }
     return b;
   }
@@ -582,17 +667,22 @@ Status RadixIndex::Impl::Check() const {
     if (sc.chains.empty()) return fail("a scope without chains was kept");
     if (FindScope(sc.ns, sc.fp) != s) return fail("scope map does not name scope " + sc.ns);
     chain_total += sc.chains.size();
-    for (const auto& [id, rec] : sc.chains) {
+    std::string bad;
+    sc.chains.ForEach([&](const ChainId& id, const ChainRecord& rec) {
       uint32_t n = rec.tip;
       for (uint32_t step = 0; step < rec.length; ++step) {
-        if (IsRoot(n) || n >= nodes_allocated || is_free[n])
-          return fail("I4: chain " + id.ToHex() + " is shorter than its length");
+        if (IsRoot(n) || n >= nodes_allocated || is_free[n]) {
+          if (bad.empty()) bad = "I4: chain " + id.ToHex() + " is shorter than its length";
+          return;
+        }
         ++refs[n];
         n = N(n).parent;
       }
-      if (n != RootOf(static_cast<uint32_t>(s)))
-        return fail("I4: chain " + id.ToHex() + " does not end at a root of its scope");
-    }
+      if (n != RootOf(static_cast<uint32_t>(s)) && bad.empty()) {
+        bad = "I4: chain " + id.ToHex() + " does not end at a root of its scope";
+      }
+    });
+    if (!bad.empty()) return fail(bad);
   }
   if (chain_total != chains) return fail("chain count is wrong");
   for (uint32_t i = 0; i < nodes_allocated; ++i) {
@@ -668,10 +758,9 @@ std::optional<ChainInfo> RadixIndex::GetChain(std::string_view ns, const Fingerp
   const uint32_t scope = impl_->FindScope(ns, fp);
   if (scope == kNone) return std::nullopt;
   const Scope& sc = *impl_->scopes[scope];
-  auto it = sc.chains.find(chain_id);
-  if (it == sc.chains.end()) return std::nullopt;
-  const ChainRecord& rec = it->second;
-  return ChainInfo{chain_id, rec.version, rec.etag, impl_->N(rec.tip).key, rec.length};
+  const ChainRecord* rec = sc.chains.Find(chain_id);
+  if (rec == nullptr) return std::nullopt;
+  return ChainInfo{chain_id, rec->version, rec->etag, impl_->N(rec->tip).key, rec->length};
 }
 
 std::vector<ChainEntry> RadixIndex::ChainEntries(std::string_view ns, const Fingerprint& fp,
@@ -679,9 +768,9 @@ std::vector<ChainEntry> RadixIndex::ChainEntries(std::string_view ns, const Fing
   const uint32_t scope = impl_->FindScope(ns, fp);
   if (scope == kNone) return {};
   const Scope& sc = *impl_->scopes[scope];
-  auto it = sc.chains.find(chain_id);
-  if (it == sc.chains.end()) return {};
-  return impl_->PathFrom(it->second.tip, it->second.length);
+  const ChainRecord* rec = sc.chains.Find(chain_id);
+  if (rec == nullptr) return {};
+  return impl_->PathFrom(rec->tip, rec->length);
 }
 
 std::vector<ChainEntry> RadixIndex::PathTo(std::string_view ns, const Fingerprint& fp,
@@ -693,9 +782,9 @@ void RadixIndex::ForEachChain(const std::function<void(std::string_view ns, cons
                                                        const ChainInfo& info)>& fn) const {
   for (const auto& sc : impl_->scopes) {
     if (!sc) continue;
-    for (const auto& [id, rec] : sc->chains) {
+    sc->chains.ForEach([&](const ChainId& id, const ChainRecord& rec) {
       fn(sc->ns, sc->fp, ChainInfo{id, rec.version, rec.etag, impl_->N(rec.tip).key, rec.length});
-    }
+    });
   }
 }
 
@@ -717,19 +806,24 @@ void RadixIndex::ForEachTrimmableChain(
         fn) const {
   for (const auto& sc : impl_->scopes) {
     if (!sc || sc->ns != ns) continue;
-    for (const auto& [id, rec] : sc->chains) {
+    sc->chains.ForEach([&](const ChainId& id, const ChainRecord& rec) {
       const Node& tip = impl_->N(rec.tip);
-      if (tip.children != 0) continue;  // I5: a prefix of a longer path, not a tip
+      if (tip.children != 0) return;  // I5: a prefix of a longer path, not a tip
       fn(sc->fp, id, UseOf(tip).load(std::memory_order_relaxed));
-    }
+    });
   }
 }
 
-void RadixIndex::ForEachChainId(const std::function<void(std::string_view ns, const Fingerprint& fp,
-                                                         const ChainId& chain_id)>& fn) const {
+void RadixIndex::ForEachChainUse(
+    size_t slice,
+    const std::function<void(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
+                             uint32_t used)>& fn) const {
+  WMBT_CHECK(slice < kChainSlices);
   for (const auto& sc : impl_->scopes) {
     if (!sc) continue;
-    for (const auto& [id, rec] : sc->chains) fn(sc->ns, sc->fp, id);
+    sc->chains.ForEachIn(slice, [&](const ChainId& id, const ChainRecord& rec) {
+      fn(sc->ns, sc->fp, id, impl_->NewestUse(rec));
+    });
   }
 }
 
@@ -741,14 +835,14 @@ std::vector<RadixIndex::TailNode> RadixIndex::TrimmableTail(std::string_view ns,
   const uint32_t scope = impl_->FindScope(ns, fp);
   if (scope == kNone) return out;
   const Scope& sc = *impl_->scopes[scope];
-  auto it = sc.chains.find(chain_id);
-  if (it == sc.chains.end()) return out;
-  uint32_t n = it->second.tip;
+  const ChainRecord* rec = sc.chains.Find(chain_id);
+  if (rec == nullptr) return out;
+  uint32_t n = rec->tip;
   const Node& tip = impl_->N(n);
   if (tip.children != 0) return out;
   // I2: refs never grow toward the tip, so the first node with more refs than the tip is where
   // another chain joins (or passes); it and everything above it stay.
-  for (uint32_t step = 0; step < it->second.length && out.size() < nodes_max; ++step) {
+  for (uint32_t step = 0; step < rec->length && out.size() < nodes_max; ++step) {
     const Node& x = impl_->N(n);
     if (x.refs != tip.refs) break;
     out.push_back(TailNode{ChainEntry{x.key, x.hash, x.length},
@@ -763,16 +857,9 @@ std::optional<uint32_t> RadixIndex::ChainUsed(std::string_view ns, const Fingerp
   const uint32_t scope = impl_->FindScope(ns, fp);
   if (scope == kNone) return std::nullopt;
   const Scope& sc = *impl_->scopes[scope];
-  auto it = sc.chains.find(chain_id);
-  if (it == sc.chains.end()) return std::nullopt;
-  uint32_t newest = 0;
-  uint32_t n = it->second.tip;
-  for (uint32_t step = 0; step < it->second.length; ++step) {
-    const Node& x = impl_->N(n);
-    newest = std::max(newest, UseOf(x).load(std::memory_order_relaxed));
-    n = x.parent;
-  }
-  return newest;
+  const ChainRecord* rec = sc.chains.Find(chain_id);
+  if (rec == nullptr) return std::nullopt;
+  return impl_->NewestUse(*rec);
 }
 
 bool RadixIndex::HasKey(std::string_view ns, const Fingerprint& fp, const BlockKey& key) const {

@@ -129,9 +129,15 @@ class RadixIndex {
       std::string_view ns,
       const std::function<void(const Fingerprint& fp, const ChainId& chain_id, uint32_t tip_used)>&
           fn) const;
-  // Calls fn for every chain of every scope, allocating nothing per chain.
-  void ForEachChainId(const std::function<void(std::string_view ns, const Fingerprint& fp,
-                                               const ChainId& chain_id)>& fn) const;
+  // Chains fall in kChainSlices slices by id. A visit of one slice reads only its own chains
+  // (a big scope keeps them apart), so a caller can sweep the index a slice at a time.
+  static constexpr size_t kChainSlices = 64;
+  static size_t ChainSlice(const ChainId& id) { return id.bytes[31] % kChainSlices; }
+  // Calls fn for every chain of slice `slice` (< kChainSlices) with its newest use stamp (as
+  // ChainUsed), allocating nothing per chain.
+  void ForEachChainUse(size_t slice,
+                       const std::function<void(std::string_view ns, const Fingerprint& fp,
+                                                const ChainId& chain_id, uint32_t used)>& fn) const;
 
   struct TailNode {
     ChainEntry entry;

@@ -415,13 +415,61 @@ TEST(RadixIndex, TrimmableTailStopsWhereAnotherChainJoins) {
     trimmable.insert(id);
   });
   size_t all = 0;
-  index.ForEachChainId([&](std::string_view, const Fingerprint&, const ChainId&) { ++all; });
+  for (size_t slice = 0; slice < RadixIndex::kChainSlices; ++slice) {
+    index.ForEachChainUse(slice, [&](std::string_view, const Fingerprint&, const ChainId&,
+                                     uint32_t) { ++all; });
+  }
   EXPECT_EQ(all, 3u);
   EXPECT_EQ(trimmable, (std::set<ChainId>{Id(1), Id(2)}));
   // Two chains with one tip: the tail is both chains' (refs 2 all the way to the join).
   Put(index, "ns", kFp, Id(4), Entries({Key(1), Key(2), Key(6)}));
   EXPECT_EQ(index.TrimmableTail("ns", kFp, Id(2), SIZE_MAX).size(), 1u);
   EXPECT_EQ(index.TrimmableTail("ns", kFp, Id(4), SIZE_MAX).size(), 1u);
+}
+
+// The chains a sweep of one slice visits, as (ns, id) with the use stamp it reported.
+std::map<std::pair<std::string, ChainId>, uint32_t> SliceOf(const RadixIndex& index,
+                                                            size_t slice) {
+  std::map<std::pair<std::string, ChainId>, uint32_t> out;
+  index.ForEachChainUse(slice, [&](std::string_view ns, const Fingerprint&, const ChainId& id,
+                                   uint32_t used) {
+    EXPECT_TRUE(out.emplace(std::pair(std::string(ns), id), used).second) << "visited twice";
+  });
+  return out;
+}
+
+TEST(RadixIndex, ASliceSweepVisitsItsOwnChainsOnceInSmallAndSplitScopes) {
+  RadixIndex index;
+  // "big" passes the size at which a scope splits its chains by slice; "small" never does.
+  constexpr uint64_t kBig = 700, kSmall = 40;
+  std::map<std::pair<std::string, ChainId>, uint32_t> want;
+  for (uint64_t i = 0; i < kBig + kSmall; ++i) {
+    const std::string ns = i < kBig ? "big" : "small";
+    const auto e = Entries({Key(2 * i), Key(2 * i + 1)});
+    index.PutChain(ns, kFp, Info(Id(i), e, 1), e, /*used=*/static_cast<uint32_t>(i % 9));
+    want[{ns, Id(i)}] = static_cast<uint32_t>(i % 9);
+  }
+  // A lookup stamps the deepest node it matched: the chain's use is the newest on its path.
+  index.LookupPrefix("big", kFp, std::vector<BlockKey>{Key(0)}, /*touch=*/50);
+  want[{"big", Id(0)}] = 50;
+  for (uint64_t i = 0; i < kBig; i += 3) {  // removals from the split scope
+    ASSERT_TRUE(index.RemoveChain("big", kFp, Id(i)));
+    want.erase({"big", Id(i)});
+  }
+  ASSERT_TRUE(index.CheckInvariants().ok()) << index.CheckInvariants().ToString();
+  std::map<std::pair<std::string, ChainId>, uint32_t> seen;
+  size_t slices_used = 0;
+  for (size_t slice = 0; slice < RadixIndex::kChainSlices; ++slice) {
+    const auto got = SliceOf(index, slice);
+    slices_used += !got.empty();
+    for (const auto& [name, used] : got) {
+      EXPECT_EQ(RadixIndex::ChainSlice(name.second), slice);
+      EXPECT_EQ(index.ChainUsed(name.first, kFp, name.second), used);
+      EXPECT_TRUE(seen.emplace(name, used).second);
+    }
+  }
+  EXPECT_EQ(seen, want);
+  EXPECT_GT(slices_used, RadixIndex::kChainSlices / 2);  // the ids spread over the slices
 }
 
 TEST(RadixIndex, HasKeyFindsAKeyUnderAnyParentOfItsScopeOnly) {

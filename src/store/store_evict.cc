@@ -22,8 +22,8 @@ constexpr uint64_t kMicrosPerTick = 1000000;                    // use stamps ar
 // most once per interval.
 constexpr size_t kOrphanProbesPerPass = 16;
 constexpr uint64_t kOrphanProbeIntervalMicros = 300ull * 1000000;
-// PersistUse writes one slice of the chains per pass (by chain id), all of them at close.
-constexpr size_t kUseSlices = 64;
+// PersistUse writes one slice of the chains per pass (RadixIndex::ChainSlice), all at close.
+constexpr size_t kUseSlices = RadixIndex::kChainSlices;
 
 std::string ShortId(const BlockKey& k) { return k.ToHex().substr(0, 16) + "…"; }
 
@@ -701,21 +701,20 @@ void StoreImpl::PersistUse(bool all) {
   if (all) {
     chosen.fill(true);
   } else {
-    // At most one slice per tick: passes run back to back under pressure, and each slice costs a
-    // visit of every chain.
+    // At most one slice per tick: passes run back to back under pressure.
     if (tick == use_slice_tick_) return;
     use_slice_tick_ = tick;
     chosen[use_sweeps_++ % kUseSlices] = true;
   }
   MetaWriteBatch batch;
-  {
+  for (size_t slice = 0; slice < kUseSlices; ++slice) {
+    if (!chosen[slice]) continue;
+    // One slice under the lock at a time: L0's writers (publishes) wait for a slice, not all.
     std::shared_lock<std::shared_mutex> g(index_mu_);
-    index_.ForEachChainId([&](std::string_view ns, const Fingerprint& fp, const ChainId& id) {
-      const size_t slice = id.Prefix64() % kUseSlices;
-      if (!chosen[slice]) return;
-      const auto used = index_.ChainUsed(ns, fp, id);
-      if (used && *used >= use_swept_tick_[slice]) {
-        batch.Put(meta_records::UseKey(ns, fp, id), meta_records::EncodeUse(*used));
+    index_.ForEachChainUse(slice, [&](std::string_view ns, const Fingerprint& fp,
+                                      const ChainId& id, uint32_t used) {
+      if (used >= use_swept_tick_[slice]) {
+        batch.Put(meta_records::UseKey(ns, fp, id), meta_records::EncodeUse(used));
       }
     });
   }

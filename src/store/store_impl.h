@@ -412,7 +412,7 @@ class StoreImpl final : public Store {
     ChainId chain_id;
   };
   std::vector<EvictCandidate> evict_candidates_;  // GUARDED_BY(evict_mu_): a pass's scratch
-  std::array<uint32_t, 64> use_swept_tick_{};  // GUARDED_BY(evict_mu_): per slice
+  std::array<uint32_t, RadixIndex::kChainSlices> use_swept_tick_{};  // GUARDED_BY(evict_mu_): per slice
   std::atomic<bool> pass_queued_{false};
   std::atomic<bool> last_pass_stuck_{false};  // over a limit and could evict nothing
   std::atomic<uint64_t> next_pass_us_{0};  // monotonic clock
