@@ -7,7 +7,7 @@
 // this run. Never asserts.
 //
 //   build/bench/daemon_bench [--seconds 1] [--sizes 1K,4K,64K,2M] [--clients 1,4,8]
-//       [--modes embedded,shm,tcp,redis-unix,redis-tcp] [--ops get,lookup,put]
+//       [--modes embedded,shm,tcp,redis-unix,redis-tcp] [--ops get,lookup,put] [--rounds 7]
 //       [--wombatkvd build/tools/wombatkvd] [--dir /tmp]
 //
 // Durable puts: ours are put+publish acknowledged only when durable (G3: fsync'd L1, blob and
@@ -40,6 +40,9 @@ namespace {
 
 struct Options {
   double seconds = 1.0;
+  // Rounds of each alternating comparison. A round's ratio ranged 0.26-0.99x within one run
+  // (BENCHMARKS.md, "Session 22"), so the median of five still moved between runs.
+  int rounds = 7;
   std::vector<size_t> sizes = {1 * kKiB, 4 * kKiB, 64 * kKiB, 2 * kMiB};
   std::vector<int> clients = {1, 4, 8};
   std::vector<std::string> modes = {"embedded", "shm", "tcp", "redis-unix", "redis-tcp"};
@@ -399,7 +402,7 @@ class Bench {
     const double seconds = std::max(0.3, o_.seconds / 2);
     for (size_t size : o_.sizes) {
       std::map<std::string, std::vector<double>> ratios;
-      for (int round = 0; round < kRounds; ++round) {
+      for (int round = 0; round < o_.rounds; ++round) {
         auto one = [&](const std::string& mode) {
           WorkerResult r;
           if (mode == "embedded") {
@@ -451,7 +454,7 @@ class Bench {
     auto redis = StartRedis(dir, port, /*durable=*/true, redis_tcp);
     for (size_t size : o_.sizes) {
       std::map<std::string, std::vector<double>> ratios;
-      for (int round = 0; round < kRounds; ++round) {
+      for (int round = 0; round < o_.rounds; ++round) {
         auto rate = [&](const std::string& mode, const std::string& redis_addr) {
           SettleDisk("put");
           if (!redis_addr.empty()) {
@@ -468,7 +471,8 @@ class Bench {
         for (const auto& [mode, redis_addr] :
              {std::pair<std::string, std::string>{"shm", redis_unix}, {"tcp", redis_tcp}}) {
           if (!(mode == "shm" ? shm : tcp)) continue;
-          const double ours = rate(mode, ""), theirs = rate(mode, redis_addr);
+          const auto [ours, theirs] =
+              InTurn(round, [&] { return rate(mode, ""); }, [&] { return rate(mode, redis_addr); });
           ratios[mode].push_back(ours / theirs);
           line += " " + mode + Fmt(" %.0f", ours) + Fmt(" vs Redis %.0f ops/s", theirs) +
                   Fmt(" (%.2f×)", ours / theirs);
@@ -505,13 +509,19 @@ class Bench {
     PopulateRedis(redis_tcp, o_.sizes);
     for (size_t size : o_.sizes) {
       std::vector<double> ratios;
-      for (int round = 0; round < kRounds; ++round) {
-        const double ours = RunClients(most, true, o_.seconds, [&, size](int c) {
-                              return OurOp(OpenClient("tcp", ""), "get", size, c);
-                            }).ops_per_second();
-        const double theirs = RunClients(most, true, o_.seconds, [&, size](int c) {
-                                return RedisOp(redis_tcp, "get", size, c);
-                              }).ops_per_second();
+      for (int round = 0; round < o_.rounds; ++round) {
+        const auto [ours, theirs] = InTurn(
+            round,
+            [&] {
+              return RunClients(most, true, o_.seconds, [&, size](int c) {
+                       return OurOp(OpenClient("tcp", ""), "get", size, c);
+                     }).ops_per_second();
+            },
+            [&] {
+              return RunClients(most, true, o_.seconds, [&, size](int c) {
+                       return RedisOp(redis_tcp, "get", size, c);
+                     }).ops_per_second();
+            });
         ratios.push_back(ours / theirs);
         std::printf("  %s round %d: tcp %.0f vs Redis %.0f ops/s (%.2f×)\n",
                     SizeName(size).c_str(), round + 1, ours, theirs, ours / theirs);
@@ -520,6 +530,19 @@ class Bench {
       get_ratio_[size] = Median(ratios);
     }
     UseNoDaemon();
+  }
+
+  // Runs both sides of a round, ours first in even rounds and theirs first in odd ones, so that a
+  // drift of the machine within a round (or what a side leaves behind: dirty pages, a busy
+  // disk) does not favour one side in every round. Returns {ours, theirs}.
+  template <typename Ours, typename Theirs>
+  static std::pair<double, double> InTurn(int round, Ours&& ours, Theirs&& theirs) {
+    if (round % 2 == 0) {
+      const double o = ours();
+      return {o, theirs()};
+    }
+    const double t = theirs();
+    return {ours(), t};
   }
 
   static double Median(std::vector<double> v) {
@@ -604,7 +627,7 @@ class Bench {
       const std::string name = "TCP get " + SizeName(size) + " ×" + std::to_string(most);
       if (auto it = get_ratio_.find(size); it != get_ratio_.end()) {
         Target(rows, name + " vs Redis TCP", it->second,
-               "median of " + std::to_string(kRounds) + " rounds", 1.0, "Redis = 1", 1.0, "≥ 1×");
+               "median of " + std::to_string(o_.rounds) + " rounds", 1.0, "Redis = 1", 1.0, "≥ 1×");
         continue;
       }
       auto* r = Find("tcp", "get", size, most);
@@ -629,13 +652,13 @@ class Bench {
         if (auto it = put_ratio_.find({mode, size}); it != put_ratio_.end()) {
           Target(rows, std::string(mode) + " durable put+publish " + SizeName(size) + " ×" +
                            std::to_string(most) + " vs Redis fsync-always",
-                 it->second, "median of " + std::to_string(kRounds) + " rounds", 1.0,
+                 it->second, "median of " + std::to_string(o_.rounds) + " rounds", 1.0,
                  "Redis = 1", 1.0, "≥ 1×");
         }
         if (auto it = save_ratio_.find({mode, size}); it != save_ratio_.end()) {
           Target(rows,
                  std::string(mode) + " save " + SizeName(size) + " p50 vs embedded (1 client)",
-                 it->second, "median of " + std::to_string(kRounds) + " rounds", 1.0,
+                 it->second, "median of " + std::to_string(o_.rounds) + " rounds", 1.0,
                  "embedded = 1", 1.5,
                  "≤ 1.5×", true);
         }
@@ -643,10 +666,6 @@ class Bench {
     }
     PrintTable(rows);
   }
-
-  // Of the alternating comparisons: a round's ratio ranged 0.5-3.3x within one run (BENCHMARKS.md,
-  // "Session 15"), so a median of three still moved by tens of percent between runs.
-  static constexpr int kRounds = 5;
 
   Options o_;
   double memcpy_ = 0;
@@ -661,6 +680,7 @@ class Bench {
   std::fprintf(stderr,
                "usage: daemon_bench [--seconds S] [--sizes 1K,4K,64K,2M] [--clients 1,4,8]\n"
                "       [--modes embedded,shm,tcp,redis-unix,redis-tcp] [--ops get,lookup,put]\n"
+               "       [--rounds N (alternating rounds per comparison, 7)]\n"
                "       [--wombatkvd PATH] [--dir DIR]\n");
   std::exit(2);
 }
@@ -689,6 +709,10 @@ int main(int argc, char** argv) {
       for (auto& s : Split(v)) o.clients.push_back(std::atoi(s.c_str()));
     } else if (a == "--modes") o.modes = Split(v);
     else if (a == "--ops") o.ops = Split(v);
+    else if (a == "--rounds") {
+      o.rounds = std::atoi(v.c_str());
+      if (o.rounds < 1) Usage();
+    }
     else if (a == "--wombatkvd") o.wombatkvd = v;
     else if (a == "--dir") o.dir = v;
     else Usage();
