@@ -788,6 +788,27 @@ void RadixIndex::ForEachChain(const std::function<void(std::string_view ns, cons
   }
 }
 
+void RadixIndex::ForEachChainIn(
+    std::string_view ns,
+    const std::function<void(const Fingerprint& fp, const ChainInfo& info)>& fn) const {
+  for (const auto& sc : impl_->scopes) {
+    if (!sc || sc->ns != ns) continue;
+    sc->chains.ForEach([&](const ChainId& id, const ChainRecord& rec) {
+      fn(sc->fp, ChainInfo{id, rec.version, rec.etag, impl_->N(rec.tip).key, rec.length});
+    });
+  }
+}
+
+std::vector<std::string> RadixIndex::Namespaces() const {
+  std::vector<std::string> out;
+  for (const auto& sc : impl_->scopes) {
+    if (sc) out.push_back(sc->ns);  // a scope exists only while it has a chain
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 void RadixIndex::ForEachBlock(
     const std::function<void(std::string_view ns, const Fingerprint& fp, const BlockKey& key,
                              const BlockMeta& meta)>& fn) const {

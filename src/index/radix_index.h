@@ -115,6 +115,12 @@ class RadixIndex {
   // Calls fn for every chain of every scope (order unspecified).
   void ForEachChain(const std::function<void(std::string_view ns, const Fingerprint& fp,
                                              const ChainInfo& info)>& fn) const;
+  // As ForEachChain, for the chains of namespace `ns` only: visits no other namespace's chains.
+  void ForEachChainIn(std::string_view ns,
+                      const std::function<void(const Fingerprint& fp, const ChainInfo& info)>& fn)
+      const;
+  // The namespaces that have a chain, each once (order unspecified). Visits no chain.
+  std::vector<std::string> Namespaces() const;
 
   // Every content hash referenced by any node, once per node (for GC and audit).
   void ForEachBlock(const std::function<void(std::string_view ns, const Fingerprint& fp,

@@ -472,6 +472,29 @@ TEST(RadixIndex, ASliceSweepVisitsItsOwnChainsOnceInSmallAndSplitScopes) {
   EXPECT_GT(slices_used, RadixIndex::kChainSlices / 2);  // the ids spread over the slices
 }
 
+TEST(RadixIndex, ForEachChainInAndNamespacesSeeOnlyWhatIsThere) {
+  RadixIndex index;
+  EXPECT_TRUE(index.Namespaces().empty());
+  Put(index, "b", kFp, Id(1), Entries({Key(1)}));
+  Put(index, "a", kFp, Id(2), Entries({Key(2)}));
+  Put(index, "a", Fp(2), Id(3), Entries({Key(3), Key(4)}));
+  Put(index, "ab", kFp, Id(4), Entries({Key(5)}));
+  EXPECT_EQ(index.Namespaces(), (std::vector<std::string>{"a", "ab", "b"}));
+  std::set<std::pair<Fingerprint, ChainId>> in_a;
+  index.ForEachChainIn("a", [&](const Fingerprint& fp, const ChainInfo& info) {
+    in_a.emplace(fp, info.chain_id);
+    if (info.chain_id == Id(3)) {
+      EXPECT_EQ(info.length, 2u);
+    }
+  });
+  EXPECT_EQ(in_a, (std::set<std::pair<Fingerprint, ChainId>>{{kFp, Id(2)}, {Fp(2), Id(3)}}));
+  size_t in_other = 0;
+  index.ForEachChainIn("c", [&](const Fingerprint&, const ChainInfo&) { ++in_other; });
+  EXPECT_EQ(in_other, 0u);
+  ASSERT_TRUE(index.RemoveChain("b", kFp, Id(1)));
+  EXPECT_EQ(index.Namespaces(), (std::vector<std::string>{"a", "ab"}));
+}
+
 TEST(RadixIndex, HasKeyFindsAKeyUnderAnyParentOfItsScopeOnly) {
   RadixIndex index;
   Put(index, "ns", kFp, Id(1), Entries({Key(1), Key(2)}));

@@ -489,8 +489,8 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
   std::vector<Id> gone;
   {
     std::shared_lock<std::shared_mutex> g(index_mu_);
-    index_.ForEachChain([&](std::string_view cns, const Fingerprint& fp, const ChainInfo& info) {
-      if (cns == ns && !listed.count({fp, info.chain_id})) gone.emplace_back(fp, info.chain_id);
+    index_.ForEachChainIn(ns, [&](const Fingerprint& fp, const ChainInfo& info) {
+      if (!listed.count({fp, info.chain_id})) gone.emplace_back(fp, info.chain_id);
     });
   }
   for (const auto& [fp, chain_id] : gone) {
@@ -513,9 +513,7 @@ Result<RefreshReport> StoreImpl::Refresh() {
   // Namespaces only this process knows (all their heads vanished from L2) are refreshed too.
   {
     std::shared_lock<std::shared_mutex> l(index_mu_);
-    index_.ForEachChain([&](std::string_view ns, const Fingerprint&, const ChainInfo&) {
-      in_l2.emplace(ns);
-    });
+    for (std::string& ns : index_.Namespaces()) in_l2.insert(std::move(ns));
   }
   for (const std::string& ns : in_l2) WMBT_RETURN_IF_ERROR(RefreshNamespace(ns, &report));
   return report;

@@ -275,11 +275,17 @@ std::vector<ChainState> StoreImpl::ListChains(std::string_view ns) {
   std::vector<ChainState> out;
   {
     std::shared_lock<std::shared_mutex> g(index_mu_);
-    index_.ForEachChain([&](std::string_view cns, const Fingerprint& fp, const ChainInfo& info) {
-      if (!ns.empty() && cns != ns) return;
+    auto add = [&](std::string_view cns, const Fingerprint& fp, const ChainInfo& info) {
       out.push_back(ChainState{std::string(cns), fp, info.chain_id, info.tip, info.version,
                                info.length});
-    });
+    };
+    if (ns.empty()) {
+      index_.ForEachChain(add);
+    } else {
+      index_.ForEachChainIn(ns, [&](const Fingerprint& fp, const ChainInfo& info) {
+        add(ns, fp, info);
+      });
+    }
   }
   std::sort(out.begin(), out.end(), [](const ChainState& a, const ChainState& b) {
     return std::tie(a.ns, a.fp, a.chain_id) < std::tie(b.ns, b.fp, b.chain_id);
