@@ -14,7 +14,9 @@
 // and the evictor's wall and CPU time per evicted block. L2 and L1 are in memory, so the figures
 // are the engine's own cost; a real L2 adds one head write (S3 PUT, or a fsync'd file) per trim.
 //
-// Usage: evict_bench [--chains N] [--evict-only]   (--evict-only: no lookup thread, for profiling)
+// Usage: evict_bench [--chains N] [--chain-blocks N] [--evict-only]
+//   --chain-blocks: blocks per chain (64; even: the first half is looked up);
+//   --evict-only: no lookup thread, for profiling.
 #include <pthread.h>
 #include <time.h>
 
@@ -37,8 +39,6 @@
 namespace wombatkv::bench {
 namespace {
 
-constexpr size_t kChainBlocks = 64;
-constexpr size_t kLookupKeys = 32;
 
 double Nanos(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double, std::nano>(b - a).count();
@@ -62,19 +62,20 @@ struct Latencies {
   uint64_t calls = 0;
 };
 
-// Looks up the first kLookupKeys keys of random chains until `stop`, timing each call.
+// Looks up the first half of random chains until `stop`, timing each call.
 Latencies LookupLoop(Store& store, const Fingerprint& fp,
                      const std::vector<std::vector<BlockKey>>& keys, std::atomic<bool>& stop,
                      uint64_t calls_max) {
+  const size_t lookup_keys = keys[0].size() / 2;
   Latencies out;
   out.ns.reserve(std::min<uint64_t>(calls_max, 4'000'000));
   uint64_t seed = 0x5eed;
   while (!stop.load(std::memory_order_relaxed) && out.calls < calls_max) {
     const auto& k = keys[SplitMix(seed) % keys.size()];
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = store.LookupPrefix("bench", fp, {k.data(), kLookupKeys});
+    auto r = store.LookupPrefix("bench", fp, {k.data(), lookup_keys});
     const auto t1 = std::chrono::steady_clock::now();
-    if (!r.ok() || *r != kLookupKeys) Die("a lookup of a kept prefix missed");
+    if (!r.ok() || *r != lookup_keys) Die("a lookup of a kept prefix missed");
     out.ns.push_back(Nanos(t0, t1));
     ++out.calls;
   }
@@ -83,20 +84,26 @@ Latencies LookupLoop(Store& store, const Fingerprint& fp,
 
 int Main(int argc, char** argv) {
   SetProgramName("evict_bench");
-  size_t chains = 15'625;
+  size_t chains = 15'625, chain_blocks = 64;
   bool lookups = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--chains" && i + 1 < argc) {
       chains = std::stoul(argv[++i]);
+    } else if (a == "--chain-blocks" && i + 1 < argc) {
+      chain_blocks = std::stoul(argv[++i]);
     } else if (a == "--evict-only") {
       lookups = false;
     } else {
-      Die("usage: evict_bench [--chains N] [--evict-only]");
+      Die("usage: evict_bench [--chains N] [--chain-blocks N (even, >= 2)] [--evict-only]");
     }
   }
+  if (chains == 0 || chain_blocks < 2 || chain_blocks % 2 != 0) {
+    Die("--chains must be positive and --chain-blocks even and at least 2");
+  }
+  const size_t lookup_keys = chain_blocks / 2;
   MarkStart();
-  Section("setup: " + std::to_string(chains) + " chains × " + std::to_string(kChainBlocks) +
+  Section("setup: " + std::to_string(chains) + " chains × " + std::to_string(chain_blocks) +
           " blocks written as heads into in-memory L1 and L2");
   std::unique_ptr<ObjectStore> l2 = NewMemObjectStore();
   std::unique_ptr<MetaStore> l1 = NewMemMetaStore();
@@ -112,7 +119,7 @@ int Main(int argc, char** argv) {
       h.fp = fp;
       h.version = 1;
       h.published_us = published_us + c * 1000000;  // one second apart: a strict LRU order
-      for (size_t b = 0; b < kChainBlocks; ++b) {
+      for (size_t b = 0; b < chain_blocks; ++b) {
         ChainEntry e;
         e.key = MakeKey(c, b);
         const BlockKey hk = MakeKey(c + (1ull << 40), b);
@@ -160,9 +167,9 @@ int Main(int argc, char** argv) {
   if (!opened.ok()) Die("reopening the store", opened.status());
   store = std::move(opened).value();
   // Use the first half of every chain now: the tails stay as cold as their publish.
-  for (const auto& k : keys) (void)store->LookupPrefix("bench", fp, {k.data(), kLookupKeys});
+  for (const auto& k : keys) (void)store->LookupPrefix("bench", fp, {k.data(), lookup_keys});
 
-  Section("idle: LookupPrefix of " + std::to_string(kLookupKeys) + " keys, no eviction");
+  Section("idle: LookupPrefix of " + std::to_string(lookup_keys) + " keys, no eviction");
   std::atomic<bool> stop{false};
   const uint64_t idle_calls = lookups ? 1'000'000 : 0;
   Latencies idle = LookupLoop(*store, fp, keys, stop, idle_calls);

@@ -237,6 +237,7 @@ struct RadixIndex::Impl {
   std::vector<std::unique_ptr<Scope>> scopes;  // by id; null = free id
   std::vector<uint32_t> free_scope_ids;
   size_t chains = 0;
+  uint64_t tips_exposed = 0;
   uint32_t clock = 0;  // logical time, one tick per PutChain
 
   explicit Impl(uint64_t hash_seed) : seed(hash_seed) { ResetTable(kSlotsMin); }
@@ -386,7 +387,10 @@ struct RadixIndex::Impl {
   // ---------------------------------------------------------------- chains
 
   // Drops one reference along the path of a chain, tip to root, freeing nodes no chain uses (I1).
-  void ReleasePath(uint32_t scope, uint32_t tip, uint32_t length) {
+  // Returns the node left without children by the freeing, if one is (at most one: the nearest
+  // node that stays), else kNone.
+  uint32_t ReleasePath(uint32_t scope, uint32_t tip, uint32_t length) {
+    uint32_t bared = kNone;
     Scope& sc = *scopes[scope];
     uint32_t n = tip;
     for (uint32_t step = 0; step < length; ++step) {
@@ -401,7 +405,7 @@ struct RadixIndex::Impl {
         EraseSlot(KeyHash(seed, scope, x.key), n);
         if (!IsRoot(parent)) {
           WMBT_CHECK(N(parent).children > 0);  // I5
-          --N(parent).children;
+          if (--N(parent).children == 0) bared = parent;
         }
         FreeNode(n);
         --sc.nodes;
@@ -410,6 +414,7 @@ struct RadixIndex::Impl {
     }
     WMBT_CHECK(n == RootOf(scope));  // I4: exactly `length` steps, and the chain's own scope
     MaybeShrink();
+    return bared;
   }
 
   void Put(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,
@@ -453,7 +458,10 @@ struct RadixIndex::Impl {
     if (inserted) {
       ++chains;
     } else {
-      ReleasePath(scope, rec.tip, rec.length);
+      // A chain that ends at the node the old path leaves bare (other than this one, if it ends
+      // there now) has a trimmable tip it did not have (I5).
+      const uint32_t bared = ReleasePath(scope, rec.tip, rec.length);
+      if (bared != kNone && N(bared).refs > (bared == parent ? 1u : 0u)) ++tips_exposed;
       sc.etag_heap_bytes -= StringHeapBytes(rec.etag);
     }
     rec.tip = parent;
@@ -491,7 +499,8 @@ struct RadixIndex::Impl {
     Scope& sc = *scopes[scope];
     const ChainRecord* rec = sc.chains.Find(chain_id);
     if (rec == nullptr) return false;
-    ReleasePath(scope, rec->tip, rec->length);
+    const uint32_t bared = ReleasePath(scope, rec->tip, rec->length);
+    if (bared != kNone && N(bared).refs > 0) ++tips_exposed;  // as in Put
     sc.etag_heap_bytes -= StringHeapBytes(rec->etag);
     sc.chains.Erase(chain_id);
     --chains;
@@ -898,6 +907,7 @@ bool RadixIndex::HasKey(std::string_view ns, const Fingerprint& fp, const BlockK
 
 size_t RadixIndex::block_count() const { return impl_->live_nodes; }
 size_t RadixIndex::chain_count() const { return impl_->chains; }
+uint64_t RadixIndex::tips_exposed() const { return impl_->tips_exposed; }
 size_t RadixIndex::MemoryBytes() const { return impl_->MemoryBytes(); }
 Status RadixIndex::CheckInvariants() const { return impl_->Check(); }
 

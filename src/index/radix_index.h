@@ -164,6 +164,9 @@ class RadixIndex {
 
   size_t block_count() const;  // live nodes
   size_t chain_count() const;
+  // How many times removing or replacing a chain left another chain's tip without children (so
+  // newly trimmable, I5), counted since construction.
+  uint64_t tips_exposed() const;
   // Bytes of RAM held by the index (nodes, tables, chain records), approximately.
   size_t MemoryBytes() const;
 

@@ -495,6 +495,30 @@ TEST(RadixIndex, ForEachChainInAndNamespacesSeeOnlyWhatIsThere) {
   EXPECT_EQ(index.Namespaces(), (std::vector<std::string>{"a", "ab"}));
 }
 
+TEST(RadixIndex, CountsTipsThatARemovalOrReplacementLeavesTrimmable) {
+  RadixIndex index;
+  Put(index, "ns", kFp, Id(1), Entries({Key(1), Key(2)}));          // A
+  Put(index, "ns", kFp, Id(2), Entries({Key(1), Key(2), Key(3)}));  // B extends A
+  Put(index, "ns", kFp, Id(3), Entries({Key(7), Key(8)}));          // C, alone
+  EXPECT_EQ(index.tips_exposed(), 0u);
+  // C trimmed to its first block: its own new tip, no other chain's.
+  Put(index, "ns", kFp, Id(3), Entries({Key(7)}));
+  EXPECT_EQ(index.tips_exposed(), 0u);
+  // B trimmed back to A's tip: A's tip has no child any more.
+  Put(index, "ns", kFp, Id(2), Entries({Key(1), Key(2)}));
+  EXPECT_EQ(index.tips_exposed(), 1u);
+  Put(index, "ns", kFp, Id(4), Entries({Key(1), Key(2), Key(5)}));  // D extends A again
+  ASSERT_TRUE(index.RemoveChain("ns", kFp, Id(4)));                  // and goes: A's tip bare
+  EXPECT_EQ(index.tips_exposed(), 2u);
+  ASSERT_TRUE(index.RemoveChain("ns", kFp, Id(3)));  // C's nodes all go: nothing bared
+  EXPECT_EQ(index.tips_exposed(), 2u);
+  std::set<ChainId> trimmable;
+  index.ForEachTrimmableChain("ns", [&](const Fingerprint&, const ChainId& id, uint32_t) {
+    trimmable.insert(id);
+  });
+  EXPECT_EQ(trimmable, (std::set<ChainId>{Id(1), Id(2)}));
+}
+
 TEST(RadixIndex, HasKeyFindsAKeyUnderAnyParentOfItsScopeOnly) {
   RadixIndex index;
   Put(index, "ns", kFp, Id(1), Entries({Key(1), Key(2)}));

@@ -259,6 +259,39 @@ TEST_P(Capacity, BudgetHoldsAfterAWriteLoadFiveTimesLargerAndRecentlyReadChainsS
   EXPECT_TRUE(logged) << "an eviction names its reason in the log";
 }
 
+// Passes keep the coldest candidates a scan found for the passes after them (store/cold_set.h).
+// A chain can turn into a candidate later, when a chain extending it is trimmed back to its tip:
+// that must retire the kept set (C2), or newer chains would be trimmed before it.
+TEST_P(Capacity, AChainATrimLeavesTrimmableIsEvictedBeforeNewerOnes) {
+  StoreOptions o = Options();
+  o.eviction_heads_per_pass = 1;  // one head a pass: later passes take from the kept set
+  Store* s = &Open(o);
+  auto a = MakeChain(2, 1000, 1);  // the oldest; named, so b's publish does not compact it away
+  ASSERT_TRUE(s->PutBlocks("default", kFp, a.Puts()).ok());
+  ASSERT_TRUE(s->PublishChain("default", kFp, Key(500, 1), a.tip()).ok());
+  clock_.Advance(kHour);
+  TestChain b = a;  // extends a: a's tip has a child, so a is no candidate yet
+  b.keys.push_back(Key(9, 1));
+  b.payloads.push_back(Payload(9, 1000));
+  ASSERT_TRUE(s->PutBlocks("default", kFp, b.Puts(2, 3)).ok());
+  ASSERT_TRUE(s->PublishChain("default", kFp, b.tip(), b.tip()).ok());
+  std::vector<TestChain> newer;
+  for (uint64_t i = 0; i < 5; ++i) {
+    clock_.Advance(kHour);
+    newer.push_back(MakeChain(2, 1000, 10 + i));
+    PutAndPublish(*s, newer.back());
+  }
+  // Room for all but about b's last block and a's two: the newer chains all fit.
+  o.namespace_bytes_max["default"] = UsageOf(*s).referenced_bytes() - 2500;
+  s = &Open(o);
+  clock_.Advance(kHour);
+  EvictUntilDone(*s);
+  EXPECT_LE(UsageOf(*s).referenced_bytes(), o.namespace_bytes_max["default"]);
+  EXPECT_EQ(CheckPrefix(*s, a), 0u);
+  EXPECT_EQ(CheckPrefix(*s, b), 0u);
+  for (const auto& c : newer) EXPECT_EQ(CheckPrefix(*s, c), 2u);
+}
+
 TEST_P(Capacity, TrimsFromTheTipSoAChainUsedPartlyKeepsItsUsedPrefix) {
   StoreOptions o = Options();
   o.namespace_ttl_seconds[""] = 3600;

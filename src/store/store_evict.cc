@@ -88,7 +88,10 @@ void StoreImpl::RecordOrphans(std::string_view ns, const UsageLedger::Changes& c
 
 uint64_t StoreImpl::InstallChainLocked(std::string_view ns, const Fingerprint& fp,
                                        const ChainInfo& info, std::span<const ChainEntry> entries,
-                                       uint32_t used, MetaWriteBatch* batch) {
+                                       uint32_t used, MetaWriteBatch* batch, bool trim) {
+  if (!trim && used < cold_scan_tick_.load(std::memory_order_relaxed)) {
+    cold_installs_.fetch_add(1, std::memory_order_relaxed);  // ColdSet C2
+  }
   index_.PutChain(ns, fp, info, entries, used);
   UsageLedger::Changes changes;
   ledger_.ChainSet(ns, fp, info.chain_id, entries, clock_->WallMicros(), &changes);
@@ -96,6 +99,11 @@ uint64_t StoreImpl::InstallChainLocked(std::string_view ns, const Fingerprint& f
   uint64_t bytes = 0;
   for (const auto& u : changes.unreferenced) bytes += u.bytes;
   return bytes;
+}
+
+uint64_t StoreImpl::ColdGeneration() const {
+  std::shared_lock<std::shared_mutex> g(index_mu_);
+  return index_.tips_exposed() + cold_installs_.load(std::memory_order_relaxed);
 }
 
 uint64_t StoreImpl::DropChainLocked(std::string_view ns, const Fingerprint& fp,
@@ -364,102 +372,109 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
   // Candidates: chains whose tip is a tip of the tree (I5), least recently used first. Popping
   // one trims its tail while the tail is no newer than the next candidate (and still needed):
   // LRU order at block granularity, one head write per run of cold blocks. A pass can rewrite
-  // only heads_left heads, so it keeps only the coldest few candidates; `beyond` is the stamp of
-  // the coldest one it left out, which bounds the trims as the next candidate would.
-  using Candidate = EvictCandidate;
-  auto newer = [](const Candidate& a, const Candidate& b) { return a.used > b.used; };
-  std::vector<Candidate>& all = evict_candidates_;  // reused: a pass visits every chain
-  all.clear();
-  {
-    std::shared_lock<std::shared_mutex> g(index_mu_);
-    index_.ForEachTrimmableChain(ns, [&](const Fingerprint& fp, const ChainId& id, uint32_t used) {
-      if (excess > 0 || used < cutoff) all.push_back(Candidate{used, fp, id});
-    });
-  }
-  uint32_t beyond = UINT32_MAX;
-  const size_t keep = std::min(all.size(), 4 * work->heads_left + 16);
-  if (keep < all.size()) {
-    auto older = [](const Candidate& a, const Candidate& b) { return a.used < b.used; };
-    std::nth_element(all.begin(), all.begin() + static_cast<ptrdiff_t>(keep), all.end(), older);
-    for (size_t i = keep; i < all.size(); ++i) beyond = std::min(beyond, all[i].used);
-    all.resize(keep);
-  }
-  std::priority_queue<Candidate, std::vector<Candidate>, decltype(newer)> heap(newer, all);
-  std::set<ChainId> replanned;  // each chain is re-read and re-planned at most once per pass
-  while (!heap.empty()) {
-    if (work->heads_left == 0 || work->blocks_left == 0) {
-      report->work_left = true;
-      return excess > 0;
-    }
-    const Candidate c = heap.top();
-    heap.pop();
-    const bool expired = c.used < cutoff;
-    if (excess == 0 && !expired) break;  // ordered: nothing older is left
-    const uint32_t next_used = heap.empty() ? beyond : std::min(beyond, heap.top().used);
-
-    TrimPlan plan;
-    bool held = false;  // stopped at a block in flight or borrowed (G10)
+  // only heads_left heads; the coldest candidates a scan found are kept for the next passes
+  // while they still answer for the namespace (cold_set.h, C1-C4), so a pass visits every chain
+  // only when they do not.
+  ColdSet& cold = cold_sets_[ns];
+  // Raised before the generation is read: an install after it, stamped older, changes it.
+  if (cold_scan_tick_.load(std::memory_order_relaxed) < tick) cold_scan_tick_ = tick;
+  const ColdSet::Scan scan{ColdGeneration(), tick, excess > 0, cutoff};
+  bool scanned = false;
+  auto scan_all = [&] {
+    std::vector<EvictCandidate>& found = evict_candidates_;  // reused scratch
+    found.clear();
     {
       std::shared_lock<std::shared_mutex> g(index_mu_);
-      auto info = index_.GetChain(ns, c.fp, c.chain_id);
-      if (!info) continue;
-      plan.chain = *info;
-      const auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, work->blocks_left);
-      std::vector<bool> in_flight(tail.size());
+      index_.ForEachTrimmableChain(ns, [&](const Fingerprint& fp, const ChainId& id,
+                                           uint32_t used) {
+        if (excess > 0 || used < cutoff) found.push_back(EvictCandidate{used, fp, id});
+      });
+    }
+    cold.Fill(found, std::max(4 * work->heads_left + 16, found.size() / 8), scan);
+    scanned = true;
+  };
+  if (!cold.Answers(scan)) scan_all();
+  std::set<ChainId> replanned;  // each chain is re-read and re-planned at most once per pass
+  for (;;) {
+    while (!cold.Empty()) {
+      if (work->heads_left == 0 || work->blocks_left == 0) {
+        report->work_left = true;
+        return excess > 0;
+      }
+      const EvictCandidate c = cold.Top();
+      if (excess == 0 && c.used >= cutoff) break;  // ordered: nothing older is left
+      cold.Pop();
+      const uint32_t next_used = cold.NextUsed();
+
+      TrimPlan plan;
+      bool held = false;  // stopped at a block in flight or borrowed (G10)
       {
-        std::lock_guard<std::mutex> p(pending_mu_);
+        std::shared_lock<std::shared_mutex> g(index_mu_);
+        auto info = index_.GetChain(ns, c.fp, c.chain_id);
+        if (!info) continue;
+        plan.chain = *info;
+        const auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, work->blocks_left);
+        std::vector<bool> in_flight(tail.size());
+        {
+          std::lock_guard<std::mutex> p(pending_mu_);
+          for (size_t i = 0; i < tail.size(); ++i) {
+            in_flight[i] = InFlightLocked(ns_id, c.fp, tail[i].entry.key, now_us);
+          }
+        }
+        uint32_t run = 0;  // I7: a tail's use is the newest stamp from the tip down to it
+        uint64_t freed = 0;
         for (size_t i = 0; i < tail.size(); ++i) {
-          in_flight[i] = InFlightLocked(ns_id, c.fp, tail[i].entry.key, now_us);
+          run = std::max(run, tail[i].used);
+          const bool old = run < cutoff;
+          if (!old && !(excess > freed && run <= next_used)) break;
+          if (in_flight[i] || cache_.InUse(CacheKey{ns_id, tail[i].entry.hash})) {
+            held = true;
+            break;
+          }
+          plan.cut.push_back(tail[i].entry);
+          plan.cut_used = run;
+          freed += ledger_.BytesFreedIfDropped(ns, tail[i].entry.hash, 1) +
+                   (layout::ChainHeadBytes(0, 1) - layout::ChainHeadBytes(0, 0));
         }
       }
-      uint32_t run = 0;  // I7: a tail's use is the newest stamp from the tip down to it
-      uint64_t freed = 0;
-      for (size_t i = 0; i < tail.size(); ++i) {
-        run = std::max(run, tail[i].used);
-        const bool old = run < cutoff;
-        if (!old && !(excess > freed && run <= next_used)) break;
-        if (in_flight[i] || cache_.InUse(CacheKey{ns_id, tail[i].entry.hash})) {
-          held = true;
-          break;
-        }
-        plan.cut.push_back(tail[i].entry);
-        plan.cut_used = run;
-        freed += ledger_.BytesFreedIfDropped(ns, tail[i].entry.hash, 1) +
-                 (layout::ChainHeadBytes(0, 1) - layout::ChainHeadBytes(0, 0));
+      if (held) {
+        report->skipped_in_flight++;
+        counters_.evict_skipped_in_flight++;
+      }
+      if (plan.cut.empty()) continue;
+      if (cutoff != 0 && plan.cut_used < cutoff) {
+        plan.why = "unused for " + SecondsText(tick - plan.cut_used) + ", over the TTL of " +
+                   SecondsText(ttl);
+      } else {
+        plan.why = "namespace over its budget of " + HumanBytes(budget) + " by " +
+                   HumanBytes(excess) +
+                   " (least recently used: " + SecondsText(tick - std::min(tick, plan.cut_used)) +
+                   " ago)";
+      }
+      const Trimmed outcome = TrimChain(ns, ns_id, c.fp, plan, now_us, report);
+      work->heads_left--;
+      if (outcome == Trimmed::kConflict && replanned.insert(c.chain_id).second) {
+        // The head changed under us (TrimChain re-read it): plan it again from its new state.
+        std::shared_lock<std::shared_mutex> g(index_mu_);
+        auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, 1);
+        if (!tail.empty()) cold.Push(EvictCandidate{tail[0].used, c.fp, c.chain_id});
+        continue;
+      }
+      if (outcome != Trimmed::kDone) continue;
+      work->blocks_left -= std::min(work->blocks_left, plan.cut.size());
+      excess = excess_now();
+      if (!held && plan.cut.size() < plan.chain.length) {
+        std::shared_lock<std::shared_mutex> g(index_mu_);
+        auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, 1);
+        if (!tail.empty()) cold.Push(EvictCandidate{tail[0].used, c.fp, c.chain_id});
       }
     }
-    if (held) {
-      report->skipped_in_flight++;
-      counters_.evict_skipped_in_flight++;
-    }
-    if (plan.cut.empty()) continue;
-    if (cutoff != 0 && plan.cut_used < cutoff) {
-      plan.why = "unused for " + SecondsText(tick - plan.cut_used) + ", over the TTL of " +
-                 SecondsText(ttl);
-    } else {
-      plan.why = "namespace over its budget of " + HumanBytes(budget) + " by " + HumanBytes(excess) +
-                 " (least recently used: " + SecondsText(tick - std::min(tick, plan.cut_used)) +
-                 " ago)";
-    }
-    const Trimmed outcome = TrimChain(ns, ns_id, c.fp, plan, now_us, report);
-    work->heads_left--;
-    if (outcome == Trimmed::kConflict && replanned.insert(c.chain_id).second) {
-      // The head changed under us (TrimChain re-read it): plan it again from its new state.
-      std::shared_lock<std::shared_mutex> g(index_mu_);
-      auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, 1);
-      if (!tail.empty()) heap.push(Candidate{tail[0].used, c.fp, c.chain_id});
-      continue;
-    }
-    if (outcome != Trimmed::kDone) continue;
-    work->blocks_left -= std::min(work->blocks_left, plan.cut.size());
-    excess = excess_now();
-    if (!held && plan.cut.size() < plan.chain.length) {
-      std::shared_lock<std::shared_mutex> g(index_mu_);
-      auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, 1);
-      if (!tail.empty()) heap.push(Candidate{tail[0].used, c.fp, c.chain_id});
-    }
+    // The set ran out with work left: chains it does not hold (left out, used or published since
+    // its scan) may still be candidates. One fresh scan per pass looks for them.
+    if (scanned || !cold.Empty() || (excess == 0 && cutoff == 0)) break;
+    scan_all();
   }
-  if (excess > 0) report->work_left = report->work_left || !heap.empty() || beyond != UINT32_MAX;
+  if (excess > 0) report->work_left = report->work_left || !cold.Empty() || cold.left_out();
   return excess > 0;
 }
 
@@ -576,7 +591,7 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
           keep > 0 ? InstallChainLocked(ns, fp,
                                         ChainInfo{chain_id, head.version, etag, head.tip(),
                                                   static_cast<uint32_t>(keep)},
-                                        head.entries, plan.cut_used, &batch)
+                                        head.entries, plan.cut_used, &batch, /*trim=*/true)
                    : DropChainLocked(ns, fp, chain_id, &batch);
     }
   }

@@ -24,6 +24,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -40,6 +41,7 @@
 #include "index/radix_index.h"
 #include "layout/chain_head.h"
 #include "meta/meta_store.h"
+#include "store/cold_set.h"
 #include "store/upload_gate.h"
 #include "store/usage_ledger.h"
 #include "wombatkv/store.h"
@@ -271,11 +273,12 @@ class StoreImpl final : public Store {
   // --- capacity (store_evict.cc) ---
   // Every change of a chain in L0 goes through these two (REQUIRES: index_mu_ held exclusively):
   // they keep the ledger in step and add the L1 records of blobs that became unreferenced, or
-  // referenced again, to `batch`. Install stamps the chain's nodes with `used` (I7).
+  // referenced again, to `batch`. Install stamps the chain's nodes with `used` (I7); an
+  // eviction pass's own trim says so (`trim`: its pass puts the chain back in its cold set).
   // Both return the bytes of blobs that became unreferenced.
   uint64_t InstallChainLocked(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,
                               std::span<const ChainEntry> entries, uint32_t used,
-                              MetaWriteBatch* batch);
+                              MetaWriteBatch* batch, bool trim = false);
   uint64_t DropChainLocked(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
                            MetaWriteBatch* batch);
   void RecordOrphans(std::string_view ns, const UsageLedger::Changes& changes,
@@ -406,13 +409,16 @@ class StoreImpl final : public Store {
   std::mutex evict_mu_;            // one pass at a time
   uint64_t use_sweeps_ = 0;        // GUARDED_BY(evict_mu_): PersistUse slices done
   uint32_t use_slice_tick_ = 0;    // GUARDED_BY(evict_mu_): tick of the last slice written
-  struct EvictCandidate {
-    uint32_t used;
-    Fingerprint fp;
-    ChainId chain_id;
-  };
-  std::vector<EvictCandidate> evict_candidates_;  // GUARDED_BY(evict_mu_): a pass's scratch
-  std::array<uint32_t, RadixIndex::kChainSlices> use_swept_tick_{};  // GUARDED_BY(evict_mu_): per slice
+  std::vector<EvictCandidate> evict_candidates_;  // GUARDED_BY(evict_mu_): a scan's scratch
+  std::map<std::string, ColdSet, std::less<>> cold_sets_;  // GUARDED_BY(evict_mu_): by namespace
+  // ColdSet C2: L0 installs stamped older than cold_scan_tick_ (the newest tick a cold set was
+  // scanned at), but for an eviction pass's own trims. Written under index_mu_ (exclusive).
+  std::atomic<uint64_t> cold_installs_{0};
+  std::atomic<uint32_t> cold_scan_tick_{0};
+  // C2's generation: changes whenever a chain may have become colder than a cold set's members.
+  uint64_t ColdGeneration() const;  // REQUIRES: index_mu_ not held
+  // GUARDED_BY(evict_mu_): per slice
+  std::array<uint32_t, RadixIndex::kChainSlices> use_swept_tick_{};
   std::atomic<bool> pass_queued_{false};
   std::atomic<bool> last_pass_stuck_{false};  // over a limit and could evict nothing
   std::atomic<uint64_t> next_pass_us_{0};  // monotonic clock
