@@ -395,10 +395,16 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
   };
   if (!cold.Answers(scan)) scan_all();
   std::set<ChainId> replanned;  // each chain is re-read and re-planned at most once per pass
+  // Candidates stopped by a block in flight or borrowed: tried again by the next pass.
+  std::vector<EvictCandidate> retry;
+  auto give_back = [&] {
+    for (const EvictCandidate& c : retry) cold.Push(c);
+  };
   for (;;) {
     while (!cold.Empty()) {
       if (work->heads_left == 0 || work->blocks_left == 0) {
         report->work_left = true;
+        give_back();
         return excess > 0;
       }
       const EvictCandidate c = cold.Top();
@@ -408,12 +414,14 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
 
       TrimPlan plan;
       bool held = false;  // stopped at a block in flight or borrowed (G10)
+      uint32_t tip_used = UINT32_MAX;  // the chain's tip stamp now
       {
         std::shared_lock<std::shared_mutex> g(index_mu_);
         auto info = index_.GetChain(ns, c.fp, c.chain_id);
         if (!info) continue;
         plan.chain = *info;
         const auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, work->blocks_left);
+        if (!tail.empty()) tip_used = tail[0].used;
         std::vector<bool> in_flight(tail.size());
         {
           std::lock_guard<std::mutex> p(pending_mu_);
@@ -441,7 +449,14 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
         report->skipped_in_flight++;
         counters_.evict_skipped_in_flight++;
       }
-      if (plan.cut.empty()) continue;
+      if (plan.cut.empty()) {
+        if (held) {
+          retry.push_back(c);  // back in the set when this pass is over: may be free by then
+        } else if (tip_used < cold.beyond()) {
+          cold.Push(EvictCandidate{tip_used, c.fp, c.chain_id});  // newer now, still within
+        }
+        continue;
+      }
       if (cutoff != 0 && plan.cut_used < cutoff) {
         plan.why = "unused for " + SecondsText(tick - plan.cut_used) + ", over the TTL of " +
                    SecondsText(ttl);
@@ -474,7 +489,9 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
     if (scanned || !cold.Empty() || (excess == 0 && cutoff == 0)) break;
     scan_all();
   }
+  // Work left: candidates this pass did not reach (held ones are tried again, but do not count).
   if (excess > 0) report->work_left = report->work_left || !cold.Empty() || cold.left_out();
+  give_back();
   return excess > 0;
 }
 
