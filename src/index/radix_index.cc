@@ -471,6 +471,10 @@ struct RadixIndex::Impl {
     sc.etag_heap_bytes += StringHeapBytes(rec.etag);
   }
 
+  ChainInfo InfoOf(const ChainId& id, const ChainRecord& rec) const {
+    return ChainInfo{id, rec.version, rec.etag, N(rec.tip).key, rec.length};
+  }
+
   // The newest use stamp on a chain's path (I7: a lookup stamps only the deepest node it matched).
   uint32_t NewestUse(const ChainRecord& rec) const {
     uint32_t newest = 0;
@@ -769,7 +773,7 @@ std::optional<ChainInfo> RadixIndex::GetChain(std::string_view ns, const Fingerp
   const Scope& sc = *impl_->scopes[scope];
   const ChainRecord* rec = sc.chains.Find(chain_id);
   if (rec == nullptr) return std::nullopt;
-  return ChainInfo{chain_id, rec->version, rec->etag, impl_->N(rec->tip).key, rec->length};
+  return impl_->InfoOf(chain_id, *rec);
 }
 
 std::vector<ChainEntry> RadixIndex::ChainEntries(std::string_view ns, const Fingerprint& fp,
@@ -792,7 +796,7 @@ void RadixIndex::ForEachChain(const std::function<void(std::string_view ns, cons
   for (const auto& sc : impl_->scopes) {
     if (!sc) continue;
     sc->chains.ForEach([&](const ChainId& id, const ChainRecord& rec) {
-      fn(sc->ns, sc->fp, ChainInfo{id, rec.version, rec.etag, impl_->N(rec.tip).key, rec.length});
+      fn(sc->ns, sc->fp, impl_->InfoOf(id, rec));
     });
   }
 }
@@ -803,7 +807,7 @@ void RadixIndex::ForEachChainIn(
   for (const auto& sc : impl_->scopes) {
     if (!sc || sc->ns != ns) continue;
     sc->chains.ForEach([&](const ChainId& id, const ChainRecord& rec) {
-      fn(sc->fp, ChainInfo{id, rec.version, rec.etag, impl_->N(rec.tip).key, rec.length});
+      fn(sc->fp, impl_->InfoOf(id, rec));
     });
   }
 }

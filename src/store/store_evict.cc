@@ -52,6 +52,8 @@ struct StoreImpl::TrimPlan {
   std::vector<ChainEntry> cut;  // the tail to remove, tip first
   uint32_t cut_used = 0;        // newest use stamp in the cut: carried to the new tip (I7)
   std::string why;
+  bool held = false;               // the cut stopped at a block in flight or borrowed (G10)
+  uint32_t tip_used = UINT32_MAX;  // the chain's tip stamp when planned
 };
 
 // ------------------------------------------------------------------------------ use stamps
@@ -412,48 +414,19 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
       cold.Pop();
       const uint32_t next_used = cold.NextUsed();
 
-      TrimPlan plan;
-      bool held = false;  // stopped at a block in flight or borrowed (G10)
-      uint32_t tip_used = UINT32_MAX;  // the chain's tip stamp now
-      {
-        std::shared_lock<std::shared_mutex> g(index_mu_);
-        auto info = index_.GetChain(ns, c.fp, c.chain_id);
-        if (!info) continue;
-        plan.chain = *info;
-        const auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, work->blocks_left);
-        if (!tail.empty()) tip_used = tail[0].used;
-        std::vector<bool> in_flight(tail.size());
-        {
-          std::lock_guard<std::mutex> p(pending_mu_);
-          for (size_t i = 0; i < tail.size(); ++i) {
-            in_flight[i] = InFlightLocked(ns_id, c.fp, tail[i].entry.key, now_us);
-          }
-        }
-        uint32_t run = 0;  // I7: a tail's use is the newest stamp from the tip down to it
-        uint64_t freed = 0;
-        for (size_t i = 0; i < tail.size(); ++i) {
-          run = std::max(run, tail[i].used);
-          const bool old = run < cutoff;
-          if (!old && !(excess > freed && run <= next_used)) break;
-          if (in_flight[i] || cache_.InUse(CacheKey{ns_id, tail[i].entry.hash})) {
-            held = true;
-            break;
-          }
-          plan.cut.push_back(tail[i].entry);
-          plan.cut_used = run;
-          freed += ledger_.BytesFreedIfDropped(ns, tail[i].entry.hash, 1) +
-                   (layout::ChainHeadBytes(0, 1) - layout::ChainHeadBytes(0, 0));
-        }
-      }
-      if (held) {
+      std::optional<TrimPlan> planned = PlanTrim(
+          ns, ns_id, c, TrimBounds{next_used, cutoff, excess, work->blocks_left}, now_us);
+      if (!planned) continue;  // the chain is gone
+      TrimPlan& plan = *planned;
+      if (plan.held) {
         report->skipped_in_flight++;
         counters_.evict_skipped_in_flight++;
       }
       if (plan.cut.empty()) {
-        if (held) {
+        if (plan.held) {
           retry.push_back(c);  // back in the set when this pass is over: may be free by then
-        } else if (tip_used < cold.beyond()) {
-          cold.Push(EvictCandidate{tip_used, c.fp, c.chain_id});  // newer now, still within
+        } else if (plan.tip_used < cold.beyond()) {
+          cold.Push(EvictCandidate{plan.tip_used, c.fp, c.chain_id});  // newer now, still within
         }
         continue;
       }
@@ -478,7 +451,7 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
       if (outcome != Trimmed::kDone) continue;
       work->blocks_left -= std::min(work->blocks_left, plan.cut.size());
       excess = excess_now();
-      if (!held && plan.cut.size() < plan.chain.length) {
+      if (!plan.held && plan.cut.size() < plan.chain.length) {
         std::shared_lock<std::shared_mutex> g(index_mu_);
         auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, 1);
         if (!tail.empty()) cold.Push(EvictCandidate{tail[0].used, c.fp, c.chain_id});
@@ -493,6 +466,41 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
   if (excess > 0) report->work_left = report->work_left || !cold.Empty() || cold.left_out();
   give_back();
   return excess > 0;
+}
+
+std::optional<StoreImpl::TrimPlan> StoreImpl::PlanTrim(const std::string& ns, uint32_t ns_id,
+                                                       const EvictCandidate& c,
+                                                       const TrimBounds& bounds, uint64_t now_us) {
+  TrimPlan plan;
+  std::shared_lock<std::shared_mutex> g(index_mu_);
+  auto info = index_.GetChain(ns, c.fp, c.chain_id);
+  if (!info) return std::nullopt;
+  plan.chain = *info;
+  const auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, bounds.blocks_max);
+  if (!tail.empty()) plan.tip_used = tail[0].used;
+  std::vector<bool> in_flight(tail.size());
+  {
+    std::lock_guard<std::mutex> p(pending_mu_);
+    for (size_t i = 0; i < tail.size(); ++i) {
+      in_flight[i] = InFlightLocked(ns_id, c.fp, tail[i].entry.key, now_us);
+    }
+  }
+  uint32_t run = 0;  // I7: a tail's use is the newest stamp from the tip down to it
+  uint64_t freed = 0;
+  for (size_t i = 0; i < tail.size(); ++i) {
+    run = std::max(run, tail[i].used);
+    const bool old = run < bounds.cutoff;
+    if (!old && !(bounds.excess > freed && run <= bounds.next_used)) break;
+    if (in_flight[i] || cache_.InUse(CacheKey{ns_id, tail[i].entry.hash})) {
+      plan.held = true;
+      break;
+    }
+    plan.cut.push_back(tail[i].entry);
+    plan.cut_used = run;
+    freed += ledger_.BytesFreedIfDropped(ns, tail[i].entry.hash, 1) +
+             (layout::ChainHeadBytes(0, 1) - layout::ChainHeadBytes(0, 0));
+  }
+  return plan;
 }
 
 StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,

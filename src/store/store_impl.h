@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -316,6 +317,18 @@ class StoreImpl final : public Store {
   bool EvictNamespace(const std::string& ns, uint32_t tick, uint64_t now_us, EvictBudget* work,
                       EvictionReport* report);
   struct TrimPlan;
+  // What a trim may cut: while the tail is older than `cutoff` (the TTL), or while `excess`
+  // bytes remain to free and the tail is no newer than `next_used`; at most blocks_max blocks.
+  struct TrimBounds {
+    uint32_t next_used;
+    uint32_t cutoff;
+    uint64_t excess;
+    size_t blocks_max;
+  };
+  // Plans candidate c's trim from its tail in L0, stopping at a block in flight or borrowed
+  // (G10; then plan.held). nullopt if the chain is gone.
+  std::optional<TrimPlan> PlanTrim(const std::string& ns, uint32_t ns_id, const EvictCandidate& c,
+                                   const TrimBounds& bounds, uint64_t now_us);
   enum class Trimmed : uint8_t { kDone, kConflict, kInFlight, kFailed };
   Trimmed TrimChain(const std::string& ns, uint32_t ns_id, const Fingerprint& fp,
                     const TrimPlan& plan, uint64_t now_us, EvictionReport* report);
@@ -411,8 +424,9 @@ class StoreImpl final : public Store {
   uint32_t use_slice_tick_ = 0;    // GUARDED_BY(evict_mu_): tick of the last slice written
   std::vector<EvictCandidate> evict_candidates_;  // GUARDED_BY(evict_mu_): a scan's scratch
   std::map<std::string, ColdSet, std::less<>> cold_sets_;  // GUARDED_BY(evict_mu_): by namespace
-  // ColdSet C2: L0 installs stamped older than cold_scan_tick_ (the newest tick a cold set was
-  // scanned at), but for an eviction pass's own trims. Written under index_mu_ (exclusive).
+  // ColdSet C2: L0 installs stamped older than cold_scan_tick_ (the newest tick a pass started a
+  // cold set's check at), but for an eviction pass's own trims. cold_installs_ is written under
+  // index_mu_ (exclusive), cold_scan_tick_ by passes (under evict_mu_).
   std::atomic<uint64_t> cold_installs_{0};
   std::atomic<uint32_t> cold_scan_tick_{0};
   // C2's generation: changes whenever a chain may have become colder than a cold set's members.
