@@ -22,7 +22,7 @@ std::string Keys(const std::vector<BlockKey>& keys) {
 }  // namespace
 
 bool Checkers::BlobCorrupted(int ns, const ContentHash& hash) const {
-  return bucket_->IsCorrupted(layout::BlobKey(kL2Prefix, NsName(ns), hash));
+  return bucket_->CorruptedThisStep(layout::BlobKey(kL2Prefix, NsName(ns), hash));
 }
 
 bool Checkers::AnyCorrupted(const Scope& s, const std::vector<BlockKey>& keys) const {
@@ -216,7 +216,7 @@ void Checkers::GetByHash(const Op& op, const Result<BufferSlice>& r) {
     return;
   }
   if (s.code() == Code::kUnavailable) return;
-  if (s.code() == Code::kCorruption && bucket_->IsCorrupted(key)) return;
+  if (s.code() == Code::kCorruption && bucket_->CorruptedThisStep(key)) return;
   Fail("G9", what + ": unexpected " + s.ToString());
 }
 
@@ -243,7 +243,7 @@ void Checkers::Sidecar(const Op& op, const Result<BufferSlice>& r) {
   if (s.code() == Code::kUnavailable) return;
   const std::string key = layout::SidecarKey(kL2Prefix, NsName(op.scope.ns), FpOf(op.scope.fp),
                                              at.id);
-  if (s.code() == Code::kCorruption && bucket_->IsCorrupted(key)) return;
+  if (s.code() == Code::kCorruption && bucket_->CorruptedThisStep(key)) return;
   Fail("G9", what + ": unexpected " + s.ToString());
 }
 

@@ -14,15 +14,20 @@ constexpr std::string_view kLagToken = "\x01lag:";
 
 bool IsHeadKey(std::string_view key) { return key.find("/wombatkv/v1/chain/") != key.npos; }
 
-std::string Short(std::string_view key) {
-  // ".../v1/blob/0123456789ab…" is enough to tell objects apart in a trace.
-  const size_t v1 = key.find("/v1/");
-  std::string s(v1 == key.npos ? key : key.substr(v1 + 4));
-  if (s.size() > 40) s = s.substr(0, 40) + "…";
+}  // namespace
+
+std::string ShortObjectKey(std::string_view key) {
+  // "<ns>/blob/0123456789ab…" is enough to tell objects apart in a trace; the namespace is kept,
+  // for namespaces share content hashes.
+  const size_t v1 = key.find("/wombatkv/v1/");
+  if (v1 == key.npos) return std::string(key);
+  const size_t slash = v1 == 0 ? key.npos : key.rfind('/', v1 - 1);
+  const size_t ns = slash == key.npos ? 0 : slash + 1;
+  std::string s(key.substr(ns, v1 - ns));
+  s += key.substr(v1 + std::string_view("/wombatkv/v1").size());
+  if (s.size() > 48) s = s.substr(0, 48) + "…";
   return s;
 }
-
-}  // namespace
 
 SimBucket::SimBucket() : truth_(NewMemObjectStore()) {}
 
@@ -35,6 +40,7 @@ bool SimBucket::Corrupt(const std::string& key, uint64_t offset_seed) {
   if (!put.ok()) return false;
   corrupted_.insert(key);
   ever_corrupted_.insert(key);
+  corrupted_this_step_.insert(key);
   return true;
 }
 
@@ -64,22 +70,22 @@ void FaultyObjectStore::Note(const std::string& what) {
 Status FaultyObjectStore::Before(const char* op, std::string_view key) {
   timed_out_applied_ = false;
   if (crash_point_(host_, "before L2 request")) {
-    Note(std::string("crash before ") + op + " " + Short(key));
+    Note(std::string("crash before ") + op + " " + ShortObjectKey(key));
     throw HostCrash{host_};
   }
   if (rates_->latency_us_max) clock_->Advance(rng_->Range(0, rates_->latency_us_max));
   if (rates_->brownout && rng_->Chance(0.9)) {
-    Note(std::string(op) + " " + Short(key) + " -> 503 (brown-out)");
+    Note(std::string(op) + " " + ShortObjectKey(key) + " -> 503 (brown-out)");
     return Status::Unavailable("sim: 503 SlowDown (brown-out)");
   }
   if (rng_->Chance(rates_->unavailable)) {
-    Note(std::string(op) + " " + Short(key) + " -> 503");
+    Note(std::string(op) + " " + ShortObjectKey(key) + " -> 503");
     return Status::Unavailable("sim: 503 Service Unavailable");
   }
   if (rng_->Chance(rates_->timeout)) {
     clock_->Advance(30'000'000);  // a client-side timeout
     timed_out_applied_ = rng_->Chance(0.5);
-    Note(std::string(op) + " " + Short(key) + " -> timeout" +
+    Note(std::string(op) + " " + ShortObjectKey(key) + " -> timeout" +
          (timed_out_applied_ ? " (applied)" : " (not applied)"));
     if (!timed_out_applied_) return Status::Unavailable("sim: request timed out");
   }
@@ -89,11 +95,11 @@ Status FaultyObjectStore::Before(const char* op, std::string_view key) {
 Status FaultyObjectStore::AfterWrite(const char* op, std::string_view key) {
   if (timed_out_applied_) return Status::Unavailable("sim: request timed out");
   if (rng_->Chance(rates_->lost_response)) {
-    Note(std::string(op) + " " + Short(key) + " applied, response lost -> 503");
+    Note(std::string(op) + " " + ShortObjectKey(key) + " applied, response lost -> 503");
     return Status::Unavailable("sim: response lost after the write was applied");
   }
   if (crash_point_(host_, "after L2 write")) {
-    Note(std::string("crash after ") + op + " " + Short(key) + " applied");
+    Note(std::string("crash after ") + op + " " + ShortObjectKey(key) + " applied");
     throw HostCrash{host_};
   }
   return Status::Ok();
@@ -136,7 +142,7 @@ Status FaultyObjectStore::Delete(std::string_view key) {
   if (gone.ok()) bucket_->Deleted(*gone, clock_->NowMicros());
   bucket_->Rewritten(std::string(key));
   if (IsHeadKey(key) && bucket_->on_head_deleted) bucket_->on_head_deleted(std::string(key));
-  Note("delete " + Short(key));
+  Note("delete " + ShortObjectKey(key));
   return AfterWrite("delete", key);
 }
 
@@ -175,7 +181,7 @@ Result<ListPage> FaultyObjectStore::LaggingList(std::string_view prefix,
   for (auto& o : all.objects) {
     auto c = changes.find(o.key);
     if (c != changes.end() && !c->second.deleted && recent(c->second.at_us) && rng_->Chance(0.5)) {
-      Note("list hides new " + Short(o.key) + " (lag)");
+      Note("list hides new " + ShortObjectKey(o.key) + " (lag)");
       continue;
     }
     shown.emplace(o.key, std::move(o));
@@ -188,7 +194,7 @@ Result<ListPage> FaultyObjectStore::LaggingList(std::string_view prefix,
       continue;  // would only add a common prefix; not modelled
     }
     if (!rng_->Chance(0.5)) continue;
-    Note("list shows deleted " + Short(c->first) + " (lag)");
+    Note("list shows deleted " + ShortObjectKey(c->first) + " (lag)");
     shown.emplace(c->first, c->second.info);
   }
   ListPage out;

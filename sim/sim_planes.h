@@ -42,6 +42,9 @@ struct FaultRates {
   bool brownout = false;  // while set, 90% of requests fail with 503
 };
 
+// "<ns>/<kind>/<name>", cut to fit a trace line.
+std::string ShortObjectKey(std::string_view key);
+
 // Called by a plane at each request of a host: true = crash that host now.
 using CrashPoint = std::function<bool(int host, const char* where)>;
 
@@ -58,6 +61,13 @@ class SimBucket {
   bool EverCorrupted(const std::string& key) const { return ever_corrupted_.count(key) > 0; }
   // A write through any host replaces the object, so it is no longer corrupt.
   void Rewritten(const std::string& key) { corrupted_.erase(key); }
+  // Damaged at some instant since the current step began. A read within a step may meet the
+  // damage before a delete or rewrite later in the same step (orphan GC run by the executor while
+  // a get waits) removes it, so a Corruption it reports is judged against this, not IsCorrupted.
+  bool CorruptedThisStep(const std::string& key) const {
+    return corrupted_this_step_.count(key) > 0;
+  }
+  void BeginStep() { corrupted_this_step_ = corrupted_; }
   // Called after every applied head write with the key: lets the simulator check invariants at
   // the instant a head becomes visible in L2.
   std::function<void(const std::string& key)> on_head_written;
@@ -78,6 +88,7 @@ class SimBucket {
   std::unique_ptr<ObjectStore> truth_;
   std::set<std::string> corrupted_;
   std::set<std::string> ever_corrupted_;
+  std::set<std::string> corrupted_this_step_;
   std::map<std::string, Change> changes_;
 };
 

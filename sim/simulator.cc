@@ -360,7 +360,7 @@ void World::DoCorrupt(uint64_t n) {
   if (keys.empty()) return;
   const std::string& key = keys[n % keys.size()];
   const bool done = bucket_.Corrupt(key, n / keys.size());
-  trace_.Add("corrupt " + key.substr(key.find("/v1/") + 4, 30) + (done ? "" : " (absent)"));
+  trace_.Add("corrupt " + ShortObjectKey(key) + (done ? "" : " (absent)"));
 }
 
 void World::DoCorruptHead(uint64_t n) {
@@ -381,6 +381,7 @@ void World::DoCorruptHead(uint64_t n) {
 
 void World::Step(const Op& op) {
   const int h = op.host;
+  bucket_.BeginStep();
   switch (op.kind) {
     case OpKind::kRestart:
       return Restart(h);
@@ -520,6 +521,7 @@ void World::Liveness() {
   for (const auto& [c, ack] : model_.acks()) {
     if (ack.superseded) continue;
     for (int h = 0; h < cfg_.hosts && result_.ok; ++h) {
+      bucket_.BeginStep();
       Op op;
       op.kind = OpKind::kGet;
       op.host = h;
@@ -551,6 +553,7 @@ void World::Liveness() {
   // Every chain in L2 reads back on every host; acknowledged sidecars are there (G7).
   for (const auto& [c, head] : heads) {
     for (int h = 0; h < cfg_.hosts && result_.ok; ++h) {
+      bucket_.BeginStep();
       Op op;
       op.kind = OpKind::kGet;
       op.host = h;
@@ -561,6 +564,7 @@ void World::Liveness() {
   }
   for (const ChainRef& at : model_.Sidecars()) {
     for (int h = 0; h < cfg_.hosts && result_.ok; ++h) {
+      bucket_.BeginStep();
       Op op;
       op.kind = OpKind::kGetSidecar;
       op.host = h;
