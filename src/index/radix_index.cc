@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "base/limits.h"
+#include "index/chain_table.h"
 
 namespace wombatkv {
 namespace {
@@ -96,94 +97,13 @@ struct Slot {
 };
 static_assert(sizeof(Slot) == 8);
 
-struct ChainRecord {
-  uint32_t tip = kNone;  // node index (I4)
-  uint32_t length = 0;
-  uint64_t version = 0;
-  std::string etag;
-};
-constexpr size_t kChainRecordBytes =  // one unordered_map node: next + value + cached hash
-    sizeof(void*) + sizeof(std::pair<const ChainId, ChainRecord>) + sizeof(size_t);
-
-// A scope's chains by id. Past kSplitAt chains they are held in RadixIndex::kChainSlices maps,
-// one per slice (RadixIndex::ChainSlice), so that a visit of one slice reads only its own chains
-// (the store writes one slice's use stamps a second: docs/capacity.md). Below that, one map:
-// 64 empty maps would cost a small scope 3.5 KiB.
-class ChainTable {
- public:
-  using Map = std::unordered_map<ChainId, ChainRecord, FixedBytesHash>;
-  static constexpr size_t kSplitAt = 256;
-
-  ChainRecord* Find(const ChainId& id) {
-    Map& m = MapOf(id);
-    auto it = m.find(id);
-    return it == m.end() ? nullptr : &it->second;
-  }
-  const ChainRecord* Find(const ChainId& id) const {
-    return const_cast<ChainTable*>(this)->Find(id);
-  }
-  // The record of `id`, and whether it was just made (default-constructed).
-  std::pair<ChainRecord*, bool> TryEmplace(const ChainId& id) {
-    auto [it, inserted] = MapOf(id).try_emplace(id);
-    ChainRecord* rec = &it->second;
-    if (inserted && ++size_ > kSplitAt && maps_.size() == 1) Split();  // records stay in place
-    return {rec, inserted};
-  }
-  // REQUIRES: id is in the table.
-  void Erase(const ChainId& id) {
-    WMBT_CHECK(MapOf(id).erase(id) == 1);
-    --size_;
-  }
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  size_t BucketBytes() const {
-    size_t b = maps_.capacity() * sizeof(Map);
-    for (const Map& m : maps_) b += m.bucket_count() * sizeof(void*);
-    return b;
-  }
-  // fn(id, record) for every chain.
-  template <typename Fn>
-  void ForEach(Fn&& fn) const {
-    for (const Map& m : maps_) {
-      for (const auto& [id, rec] : m) fn(id, rec);
-    }
-  }
-  // fn(id, record) for every chain of slice `slice`.
-  template <typename Fn>
-  void ForEachIn(size_t slice, Fn&& fn) const {
-    if (maps_.size() > 1) {
-      for (const auto& [id, rec] : maps_[slice]) fn(id, rec);
-      return;
-    }
-    for (const auto& [id, rec] : maps_[0]) {
-      if (RadixIndex::ChainSlice(id) == slice) fn(id, rec);
-    }
-  }
-
- private:
-  Map& MapOf(const ChainId& id) {
-    return maps_.size() == 1 ? maps_[0] : maps_[RadixIndex::ChainSlice(id)];
-  }
-  void Split() {
-    std::vector<Map> split(RadixIndex::kChainSlices);
-    Map& all = maps_[0];
-    while (!all.empty()) {
-      auto node = all.extract(all.begin());
-      split[RadixIndex::ChainSlice(node.key())].insert(std::move(node));
-    }
-    maps_ = std::move(split);
-  }
-
-  std::vector<Map> maps_ = std::vector<Map>(1);  // one, or kChainSlices (then by slice)
-  size_t size_ = 0;
-};
-
 struct Scope {
+  Scope(std::string_view name, const Fingerprint& f, const NodeKeys* keys, uint64_t seed)
+      : ns(name), fp(f), chains(keys, seed) {}
   std::string ns;
   Fingerprint fp;
   ChainTable chains;
   size_t nodes = 0;  // live nodes of this scope
-  size_t etag_heap_bytes = 0;
 };
 
 struct ScopeName {
@@ -220,7 +140,7 @@ struct ScopeNameEq {
 
 }  // namespace
 
-struct RadixIndex::Impl {
+struct RadixIndex::Impl final : NodeKeys {
   // --- arena ---
   std::vector<std::unique_ptr<Node[]>> chunks;
   uint32_t nodes_allocated = 0;  // high-water mark of node indices
@@ -367,10 +287,7 @@ struct RadixIndex::Impl {
       id = static_cast<uint32_t>(scopes.size());
       scopes.emplace_back();
     }
-    auto scope = std::make_unique<Scope>();
-    scope->ns = std::string(ns);
-    scope->fp = fp;
-    scopes[id] = std::move(scope);
+    scopes[id] = std::make_unique<Scope>(ns, fp, this, seed);
     scope_ids.emplace(ScopeName{std::string(ns), fp}, id);
     return id;
   }
@@ -453,26 +370,25 @@ struct RadixIndex::Impl {
       parent = n;
     }
     WMBT_DCHECK(PathMatches(parent, entries));  // I3, I4 for the new chain
-    auto [record, inserted] = sc.chains.TryEmplace(info.chain_id);
-    ChainRecord& rec = *record;
-    if (inserted) {
+    const ChainValue value{parent, N(parent).key, info.length, info.version, info.etag};
+    ChainTable::Ref ref;
+    if (!sc.chains.Locate(info.chain_id, &ref)) {
+      sc.chains.Add(info.chain_id, value);
       ++chains;
-    } else {
-      // A chain that ends at the node the old path leaves bare (other than this one, if it ends
-      // there now) has a trimmable tip it did not have (I5).
-      const uint32_t bared = ReleasePath(scope, rec.tip, rec.length);
-      if (bared != kNone && N(bared).refs > (bared == parent ? 1u : 0u)) ++tips_exposed;
-      sc.etag_heap_bytes -= StringHeapBytes(rec.etag);
+      return;
     }
-    rec.tip = parent;
-    rec.length = info.length;
-    rec.version = info.version;
-    rec.etag = info.etag;
-    sc.etag_heap_bytes += StringHeapBytes(rec.etag);
+    // A chain that ends at the node the old path leaves bare (other than this one, if it ends
+    // there now) has a trimmable tip it did not have (I5).
+    const ChainRecord& old = sc.chains[ref];
+    const uint32_t bared = ReleasePath(scope, old.tip, old.length);
+    if (bared != kNone && N(bared).refs > (bared == parent ? 1u : 0u)) ++tips_exposed;
+    sc.chains.Set(ref, info.chain_id, value);
   }
 
-  ChainInfo InfoOf(const ChainId& id, const ChainRecord& rec) const {
-    return ChainInfo{id, rec.version, rec.etag, N(rec.tip).key, rec.length};
+  const BlockKey& KeyOf(uint32_t node) const override { return N(node).key; }
+
+  ChainInfo InfoOf(const ChainTable& table, const ChainId& id, const ChainRecord& rec) const {
+    return ChainInfo{id, rec.version, table.EtagOf(rec), N(rec.tip).key, rec.length};
   }
 
   // The newest use stamp on a chain's path (I7: a lookup stamps only the deepest node it matched).
@@ -501,12 +417,13 @@ struct RadixIndex::Impl {
     const uint32_t scope = FindScope(ns, fp);
     if (scope == kNone) return false;
     Scope& sc = *scopes[scope];
-    const ChainRecord* rec = sc.chains.Find(chain_id);
-    if (rec == nullptr) return false;
-    const uint32_t bared = ReleasePath(scope, rec->tip, rec->length);
+    ChainTable::Ref ref;
+    if (!sc.chains.Locate(chain_id, &ref)) return false;
+    const uint32_t tip = sc.chains[ref].tip;
+    const uint32_t length = sc.chains[ref].length;
+    sc.chains.Erase(ref, chain_id);
+    const uint32_t bared = ReleasePath(scope, tip, length);
     if (bared != kNone && N(bared).refs > 0) ++tips_exposed;  // as in Put
-    sc.etag_heap_bytes -= StringHeapBytes(rec->etag);
-    sc.chains.Erase(chain_id);
     --chains;
     DropScopeIfEmpty(scope);
     return true;
@@ -632,8 +549,7 @@ struct RadixIndex::Impl {
     for (const auto& sc : scopes) {
       if (!sc) continue;
       b += HeapBytes(sizeof(Scope)) + 2 * StringHeapBytes(sc->ns);  // the name is held twice
-      b += sc->chains.BucketBytes() + sc->chains.size() * HeapBytes(kChainRecordBytes) +
-           sc->etag_heap_bytes;
+      b += sc->chains.MemoryBytes();
     }
     return b;
   }
@@ -682,6 +598,7 @@ Status RadixIndex::Impl::Check() const {
     chain_total += sc.chains.size();
     std::string bad;
     sc.chains.ForEach([&](const ChainId& id, const ChainRecord& rec) {
+      if (sc.chains.Find(id) != &rec && bad.empty()) bad = "chain " + id.ToHex() + " not found";
       uint32_t n = rec.tip;
       for (uint32_t step = 0; step < rec.length; ++step) {
         if (IsRoot(n) || n >= nodes_allocated || is_free[n]) {
@@ -773,7 +690,7 @@ std::optional<ChainInfo> RadixIndex::GetChain(std::string_view ns, const Fingerp
   const Scope& sc = *impl_->scopes[scope];
   const ChainRecord* rec = sc.chains.Find(chain_id);
   if (rec == nullptr) return std::nullopt;
-  return impl_->InfoOf(chain_id, *rec);
+  return impl_->InfoOf(sc.chains, chain_id, *rec);
 }
 
 std::vector<ChainEntry> RadixIndex::ChainEntries(std::string_view ns, const Fingerprint& fp,
@@ -796,7 +713,7 @@ void RadixIndex::ForEachChain(const std::function<void(std::string_view ns, cons
   for (const auto& sc : impl_->scopes) {
     if (!sc) continue;
     sc->chains.ForEach([&](const ChainId& id, const ChainRecord& rec) {
-      fn(sc->ns, sc->fp, impl_->InfoOf(id, rec));
+      fn(sc->ns, sc->fp, impl_->InfoOf(sc->chains, id, rec));
     });
   }
 }
@@ -807,7 +724,7 @@ void RadixIndex::ForEachChainIn(
   for (const auto& sc : impl_->scopes) {
     if (!sc || sc->ns != ns) continue;
     sc->chains.ForEach([&](const ChainId& id, const ChainRecord& rec) {
-      fn(sc->fp, impl_->InfoOf(id, rec));
+      fn(sc->fp, impl_->InfoOf(sc->chains, id, rec));
     });
   }
 }

@@ -1,0 +1,116 @@
+#include "index/chain_table.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace wombatkv {
+namespace {
+
+// Node keys by index, as the radix index's arena would give them.
+class FakeNodes final : public NodeKeys {
+ public:
+  const BlockKey& KeyOf(uint32_t node) const override { return keys.at(node); }
+  std::vector<BlockKey> keys;
+};
+
+BlockKey RandomKey(std::mt19937_64& rng) {
+  BlockKey k;
+  for (auto& b : k.bytes) b = static_cast<uint8_t>(rng());
+  return k;
+}
+
+struct Expected {
+  uint32_t tip;
+  uint32_t length;
+  uint64_t version;
+  std::string etag;
+};
+
+// Random adds, replacements and erases against a std::map, across the split into slices; ids
+// are the tip's key (stored by the tip) or not (stored aside), ETags packable or not.
+TEST(ChainTable, MatchesAMapThroughAddsReplacementsErasesAndTheSplit) {
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    FakeNodes nodes;
+    ChainTable table(&nodes, seed);
+    std::map<ChainId, Expected> model;
+    auto value_for = [&](const ChainId& id, Expected* e) {
+      // A fresh node for the tip; half the time its key is the chain's id.
+      e->tip = static_cast<uint32_t>(nodes.keys.size());
+      nodes.keys.push_back(rng() % 2 ? id : RandomKey(rng));
+      e->length = static_cast<uint32_t>(rng() % 64 + 1);
+      e->version = rng();
+      e->etag = rng() % 4 == 0 ? std::string(rng() % 60, 'x') : std::to_string(rng());
+      return ChainValue{e->tip, nodes.keys[e->tip], e->length, e->version, e->etag};
+    };
+    for (int step = 0; step < 6000; ++step) {
+      const int op = static_cast<int>(rng() % 10);
+      // Grow to ~700 chains (past the split at 256), then shrink.
+      if (op < (step < 3000 ? 6 : 2) || model.empty()) {
+        const ChainId id = RandomKey(rng);
+        Expected e;
+        const ChainValue v = value_for(id, &e);
+        table.Add(id, v);
+        model[id] = e;
+        continue;
+      }
+      auto it = model.begin();
+      std::advance(it, static_cast<long>(rng() % model.size()));
+      ChainTable::Ref ref;
+      ASSERT_TRUE(table.Locate(it->first, &ref));
+      if (op < 7) {
+        const ChainValue v = value_for(it->first, &it->second);
+        table.Set(ref, it->first, v);
+      } else {
+        table.Erase(ref, it->first);
+        model.erase(it);
+      }
+    }
+    ASSERT_EQ(table.size(), model.size());
+    for (const auto& [id, e] : model) {
+      const ChainRecord* rec = table.Find(id);
+      ASSERT_NE(rec, nullptr);
+      EXPECT_EQ(rec->tip, e.tip);
+      EXPECT_EQ(rec->length, e.length);
+      EXPECT_EQ(rec->version, e.version);
+      EXPECT_EQ(table.EtagOf(*rec), e.etag);
+      EXPECT_EQ(table.IdOf(*rec), id);
+    }
+    size_t visited = 0;
+    for (size_t slice = 0; slice < RadixIndex::kChainSlices; ++slice) {
+      table.ForEachIn(slice, [&](const ChainId& id, const ChainRecord&) {
+        EXPECT_EQ(RadixIndex::ChainSlice(id), slice);
+        EXPECT_TRUE(model.count(id));
+        ++visited;
+      });
+    }
+    EXPECT_EQ(visited, model.size());
+    EXPECT_EQ(table.Find(RandomKey(rng)), nullptr);
+  }
+}
+
+// What a chain costs, the figure short chains pay per block (radix_index.h): with its id as its
+// tip's key and an S3 ETag, the record and its slot, well under the 2 × 36 bytes two blocks may
+// spend past their nodes and slots.
+TEST(ChainTable, AChainNamedByItsTipCostsUnder64Bytes) {
+  std::mt19937_64 rng(5);
+  FakeNodes nodes;
+  ChainTable table(&nodes, 5);
+  constexpr int kChains = 100'000;
+  for (int c = 0; c < kChains; ++c) {
+    nodes.keys.push_back(RandomKey(rng));
+    table.Add(nodes.keys.back(), ChainValue{static_cast<uint32_t>(c), nodes.keys.back(), 2, 1,
+                                            "9b2cf535f27731c974343645a3985328"});
+  }
+  const double per_chain = static_cast<double>(table.MemoryBytes()) / kChains;
+  std::printf("ChainTable: %.1f bytes per chain\n", per_chain);
+  EXPECT_LE(per_chain, 64.0);
+}
+
+}  // namespace
+}  // namespace wombatkv
