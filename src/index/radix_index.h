@@ -28,8 +28,8 @@
 // with 2-block chains): a 76-byte node, one 8-byte slot in a table kept 3/16..3/4 full (3/8 right
 // after it grows), and ~52 bytes per chain record (ChainTable: a 40-byte record and its slot; +32
 // when the chain id is not its tip's key, as after an eviction trim; an ETag of no known shape is
-// held aside). 64-block chains: 94 B per block; 2-block chains: 120 B. Freed nodes are reused, not
-// returned.
+// held aside). 64-block chains: 94 B per block; 2-block chains: 120 B; 1-block chains, whose
+// one block pays a whole record, 146 B (over the budget). Freed nodes are reused, not returned.
 //
 // Thread-safety: none. The store guards it with a reader/writer lock: const methods may run
 // concurrently with each other, mutators need exclusive access. LookupPrefix and Resolve never

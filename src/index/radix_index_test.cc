@@ -825,9 +825,10 @@ TEST(RadixIndex, RandomOperationsMatchReferenceModel) {
 }
 
 // The L0 budget, with long chains (the nodes dominate) and two-block chains (each chain's record
-// is paid by two blocks). Chains are named by their tip, as the C ABI publishes them.
+// is paid by two blocks). Chains are named by their tip, as the C ABI publishes them. A one-block
+// chain pays a whole record for its block: ~150 B, over the budget (radix_index.h).
 TEST(RadixIndex, MemoryPerBlockIsAtMost128Bytes) {
-  for (const int chain_blocks : {64, 2}) {
+  for (const int chain_blocks : {64, 2, 1}) {
     SCOPED_TRACE(std::to_string(chain_blocks) + "-block chains");
     RadixIndex index;
     const int chains = 1'000'000 / chain_blocks;
@@ -855,7 +856,7 @@ TEST(RadixIndex, MemoryPerBlockIsAtMost128Bytes) {
     const double per_block = static_cast<double>(index.MemoryBytes()) / index.block_count();
     std::printf("RadixIndex, %d-block chains: %.1f bytes per block (%zu blocks, %zu bytes)\n",
                 chain_blocks, per_block, index.block_count(), index.MemoryBytes());
-    EXPECT_LE(per_block, 128.0);
+    EXPECT_LE(per_block, chain_blocks == 1 ? 160.0 : 128.0);
     for (const auto& k : first_keys) EXPECT_EQ(index.LookupPrefix("ns", kFp, {&k, 1}), 1u);
   }
 }
