@@ -70,6 +70,12 @@ constexpr size_t kDeferredNamesMax = 1024;
 constexpr int kReadAttemptsMax = 4;
 // J6 remembers at most this many empty paths (then forgets them all).
 constexpr size_t kEmptyPathsMax = 1u << 16;
+
+// Hashes std::string and std::string_view alike (lookups by a view allocate nothing).
+struct PathHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
 // Journal files are compacted once those checkpointed hold more than this many times the live
 // packed bytes (plus this many journal files of slack).
 constexpr uint64_t kKeptBytesPerLiveByte = 2;
@@ -477,9 +483,30 @@ class FsObjectStore final : public ObjectStore {
     FsObjectStore* const store_;
   };
 
-  // Under name_mu_: whether J6 knows `path` empty.
+  // Under name_mu_: whether J6 knows `path` empty: it, or its parent directory (nothing is
+  // under a directory that is not there).
   bool KnownEmptyLocked(const std::string& path) const {
-    return journal_ && empty_paths_.contains(path);
+    if (!journal_) return false;
+    if (empty_paths_.contains(path)) return true;
+    const std::string_view parent = ParentPath(path);
+    return !parent.empty() && empty_paths_.contains(parent);
+  }
+  // The directory `path` is in, if it is below the root (else empty).
+  std::string_view ParentPath(std::string_view path) const {
+    const size_t slash = path.rfind('/');
+    if (slash == path.npos || slash + 1 <= base_.size()) return {};
+    return path.substr(0, slash);
+  }
+  // Under name_mu_, after a stat under it found `path` empty: looks at its parent directory once.
+  // When that is not there either (every object under it is packed, as small blobs and heads
+  // are), J6 remembers the directory, and puts of new keys beside `path` need no stat at all.
+  void FoundEmptyBesideLocked(const std::string& path) {
+    const std::string_view parent = ParentPath(path);
+    if (!journal_ || parent.empty() || dirs_seen_.contains(parent)) return;
+    auto info = fs_->Stat(std::string(parent));
+    if (info.status().IsNotFound()) return FoundEmptyLocked(std::string(parent));
+    if (dirs_seen_.size() >= kEmptyPathsMax) dirs_seen_.clear();
+    dirs_seen_.emplace(parent);  // there (or unknown): a stat per path, as before
   }
   // Under name_mu_, by a stat made under it too (Head checks that no file-form put started
   // during its unlocked one): that stat found `path` empty. Remembered only if no file-form put
@@ -553,7 +580,7 @@ class FsObjectStore final : public ObjectStore {
   //       version of the path in flight; every file-form put (JournaledPut, a direct put) drops
   //       its key's path and its ancestors' before it may create any of them (FileFormPut).
   //       Only the owner creates files in its root (plain stores' puts are refused), so a known
-  //       empty path needs no stat.
+  //       empty path needs no stat; nor does a path whose parent directory is known empty.
 
   struct InFlight {
     uint64_t lsn = 0;
@@ -612,6 +639,7 @@ class FsObjectStore final : public ObjectStore {
     if (!info.ok()) {
       if (!info.status().IsNotFound()) return info.status();
       FoundEmptyLocked(path);
+      FoundEmptyBesideLocked(path);
       return Version{};
     }
     if (info->is_dir) return DirectoryInTheWay(key);
@@ -1346,7 +1374,9 @@ class FsObjectStore final : public ObjectStore {
   // put could change that. Only this process creates files and directories in a journaled root,
   // and only in a file-form put (FileFormPut), which drops the key's path and its ancestors
   // first; so an entry stays true until then, and saves a failing stat per new blob and head.
-  std::unordered_set<std::string> empty_paths_;
+  std::unordered_set<std::string, PathHash, std::equal_to<>> empty_paths_;
+  // Directories FoundEmptyBesideLocked looked at and found there: not looked at again.
+  std::unordered_set<std::string, PathHash, std::equal_to<>> dirs_seen_;
   uint64_t file_form_puts_ = 0;       // started so far
   uint32_t file_form_puts_open_ = 0;  // started, not ended
   // A plain store's view of the packed objects of a journaled root (null in journaled mode).

@@ -381,6 +381,43 @@ TEST_F(PackedStoreTest, APathFoundEmptyIsNotStattedAgainUntilAFileFormPutMayFill
   }
 }
 
+// J6 for a directory: a put that finds a new key's path empty looks once at its parent, and
+// when no directory is there (every object under it packed), later new keys beside it need no
+// stat — until a file-form put under it, which makes the directory.
+TEST_F(PackedStoreTest, ADirectoryFoundEmptySparesTheStatsOfNewKeysBesideIt) {
+  StatCounter fs(fs_);
+  auto opened = OpenThreeForms(&fs);
+  ASSERT_NE(opened, nullptr);
+  ObjectStore& s = *opened;
+  PutOptions if_absent{PutMode::kIfAbsent, {}};
+  Put(s, "ns/b0", "bytes", if_absent);
+  EXPECT_EQ(fs.stats(root_ + "/ns/b0"), 1);
+  EXPECT_EQ(fs.stats(root_ + "/ns"), 1) << "its directory, looked at once";
+  for (int i = 1; i <= 3; ++i) Put(s, "ns/b" + std::to_string(i), "bytes", if_absent);
+  EXPECT_EQ(fs.stats(root_ + "/ns/b1") + fs.stats(root_ + "/ns/b3"), 0)
+      << "beside a directory known not to be there, a new key is known empty";
+  EXPECT_EQ(fs.stats(root_ + "/ns"), 1);
+
+  // A file version under it makes the directory: what is beside it is looked at again, and a
+  // file put there is found.
+  Put(s, "ns/big", std::string(2000, 'B'));
+  ASSERT_TRUE(fs_->Stat(root_ + "/ns").ok()) << "a journaled put of 2000 bytes has a file";
+  auto again = s.Put("ns/big", {AsBytes(std::string("x"))}, if_absent);
+  EXPECT_EQ(again.status().code(), Code::kConflict) << again.status().ToString();
+  Put(s, "ns/b4", "bytes", if_absent);
+  EXPECT_EQ(fs.stats(root_ + "/ns/b4"), 1) << "the directory is there now: a stat per path";
+  for (int i = 0; i <= 4; ++i) {
+    EXPECT_EQ(Get(s, "ns/b" + std::to_string(i)), "bytes");
+  }
+
+  // Where the directory is there from the start, each new key is looked at, its directory once.
+  Put(s, "d2/big", std::string(2000, 'B'));
+  Put(s, "d2/s1", "small", if_absent);
+  Put(s, "d2/s2", "small", if_absent);
+  EXPECT_EQ(fs.stats(root_ + "/d2/s1") + fs.stats(root_ + "/d2/s2"), 2);
+  EXPECT_LE(fs.stats(root_ + "/d2"), 1);
+}
+
 // Runs a hook (once) around the stat of one path: before it, or after it with its result.
 class StatHookFs final : public FileSystemWrapper {
  public:
