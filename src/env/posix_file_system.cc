@@ -256,7 +256,7 @@ Result<std::unique_ptr<PendingFile>> WriteTempFile(const std::string& path,
       return fail(ErrnoStatus(errno, "stat", path));
     }
   }
-  // fsync, not fdatasync: the mtime is part of the ETag (fs_object_store.cc), so it must not
+  // fsync, not fdatasync: the mtime is part of the ETag (fs_object_store_impl.h), so it must not
   // revert after a crash either.
   if (sync && ::fsync(fd.get()) != 0) return fail(ErrnoStatus(errno, "fsync", tmp));
   if (fd.Close() != 0 && errno != EINTR) return fail(ErrnoStatus(errno, "close", tmp));

@@ -277,7 +277,7 @@ TEST_F(JournalFaultTest, SmallLargeAndDeleteRacesOnOneKeySurviveACrashInTheirLas
       threads.emplace_back([&, t] {
         auto r = NewSeededRandom(seed + static_cast<uint64_t>(t));
         for (int i = 0; i < kOps; ++i) {
-          // Every value has its own size, so no ETag recurs (fs_object_store.cc, ETag).
+          // Every value has its own size, so no ETag recurs (fs_object_store_impl.h, ETag).
           const size_t id = static_cast<size_t>(t * kOps + i);
           const bool large = r->Uniform(3) == 0;
           const std::string value((large ? 2 * kJournaledMax : 16) + id, static_cast<char>('a' + t));

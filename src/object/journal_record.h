@@ -56,7 +56,7 @@ inline constexpr std::string_view kSyncMarkKey = "~";
 inline constexpr size_t kJournalRecordHeaderBytes = 24;
 inline constexpr size_t kPackedValuePrefixBytes = 16;
 // Hard bound for the decoder (a length field larger than this is not a record); FsObjectStore
-// journals far smaller objects (fs_object_store.cc: kJournaledObjectBytesMax).
+// journals far smaller objects (FsJournalOptions::journaled_object_bytes_max, object_store.h).
 inline constexpr uint32_t kJournalValueBytesMax = 16u << 20;
 
 // A decoded record; key and value point into the decoded bytes.

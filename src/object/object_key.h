@@ -24,7 +24,7 @@ namespace wombatkv {
 inline constexpr size_t kObjectKeyBytesMax = 1024;
 
 // "<prefix><a>-<b>-<c>", the numbers in lowercase hex without padding: the form of the local
-// store's ETags (a file's, fs_object_store.cc; a packed object's, packed_index.h).
+// store's ETags (a file's, fs_object_store_impl.h; a packed object's, packed_index.h).
 std::string HexEtag(std::string_view prefix, uint64_t a, uint64_t b, uint64_t c);
 
 // A single key segment: [A-Za-z0-9._-]+, not "." or "..".

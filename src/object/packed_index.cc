@@ -185,8 +185,9 @@ ListPage MergeListings(std::vector<ListEntry> dir, bool dir_more, std::vector<Li
       next = &dir[i++];
     } else if (i == dir.size() || packed[j].name < dir[i].name) {
       next = &packed[j++];
-    } else {  // one common prefix from both, or a key that is packed with a stale file beside
-      next = &packed[j++];  // it (fs_object_store.cc, CurrentLocked): the packed version stands
+    } else {  // one common prefix from both, or a key that is packed with a stale file beside it
+      // (fs_object_store_journal.cc, CurrentLocked): the packed version stands
+      next = &packed[j++];
       ++i;
     }
     const bool added = next->is_prefix ? page.AddPrefix(std::move(next->name))

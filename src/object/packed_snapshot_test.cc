@@ -338,7 +338,7 @@ TEST_F(PackedSnapshotTest, TheStoreReopensFromItsSnapshotReadingOnlyTheJournalAf
       EXPECT_EQ(AsChars(got->bytes->view()), value) << key;
     }
     // Enough keys that the checkpoint thread takes the index in several pieces while the puts
-    // go on (fs_object_store.cc, kSnapshotChunkEntries).
+    // go on (fs_object_store_impl.h, kSnapshotChunkEntries).
     for (int i = 0; i < 1200; ++i) {
       const std::string key = "b/" + std::to_string(rng() % 700);
       if (rng() % 5 == 0) {

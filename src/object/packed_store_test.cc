@@ -1,6 +1,7 @@
-// Packed objects of the journaled FsObjectStore (fs_object_store.cc, invariant 6; packed_index.h)
-// beyond the conformance suite: no file, what survives a reopen, other processes' view of them,
-// keys moving between the packed and the file form, compaction of the journal files, and damage.
+// Packed objects of the journaled FsObjectStore (fs_object_store_impl.h, invariant 6;
+// packed_index.h) beyond the conformance suite: no file, what survives a reopen, other processes'
+// view of them, keys moving between the packed and the file form, compaction of the journal
+// files, and damage.
 #include <unistd.h>
 
 #include <atomic>
@@ -343,7 +344,7 @@ class StatCounter final : public FileSystemWrapper {
   std::map<std::string, int> stats_;
 };
 
-// J6 (fs_object_store.cc): a path found empty is not statted again — a new blob's Head, its
+// J6 (fs_object_store_impl.h): a path found empty is not statted again — a new blob's Head, its
 // if-absent put, a head's later puts — until a put that may create a file or a directory there;
 // and what a put does with the remembered path is what it did with a stat.
 TEST_F(PackedStoreTest, APathFoundEmptyIsNotStattedAgainUntilAFileFormPutMayFillIt) {
