@@ -13,7 +13,8 @@
 //       (The store caches a copy under the namespace it was put in, so a get of namespace N only
 //       ever returns memory of N's arena.) Bytes outside live payloads are stale payloads of N.
 //   Z2  A range is reused only once the Buffer over it is destroyed, i.e. after every holder —
-//       the cache, a borrow, an upload, a client's lease (shm_server.cc) — dropped it.
+//       the cache, a borrow, an upload, a client's lease (shm_server_impl.h, Conn::Held) —
+//       dropped it.
 //   Z3  Locate answers only for a range lying wholly inside one arena.
 //
 // Memory: the seals also forbid giving pages back (no hole punching), so an arena keeps every
