@@ -72,10 +72,9 @@ struct Daemon::Impl {
   }
 
   Status StartTcp();
-  // ---- Shared-memory transport hook (docs/shm.md) ----
-  // The shm server starts here with `*service` and options.settings.shm_prefix, is kept as a
-  // member next to `tcp`, and stops in StopShm (called by Shutdown beside the TCP server, with
-  // the same bound; it returns how many requests it abandoned).
+  // The shared-memory server (docs/shm.md), with `*service` and options.settings.shm_prefix,
+  // kept next to `tcp`; StopShm stops it within Shutdown's bound, beside the TCP server, and
+  // returns how many requests it abandoned.
   Status StartShm();
   size_t StopShm(uint64_t timeout_ms);
 };

@@ -1,6 +1,6 @@
 // Daemon: the core of the wombatkvd process (tools/wombatkvd is its thin main). It composes the
 // store (opened from Config, exactly as an embedded handle is: setup/store_from_config.h), the
-// Service, the transports (TCP now; shared memory plugs in at the hook in daemon.cc) and the
+// Service, the transports (shared memory, docs/shm.md, and TCP, docs/wire.md) and the
 // HTTP endpoint (/healthz, /readyz, /metrics). docs/daemon.md is the operator's guide.
 //
 // Lifecycle:
