@@ -109,11 +109,15 @@ WMBT_KV_API const char* wmbt_kv_last_error(void);
  * shared memory) > WMBT_KV_TCP_ADDR > WMBT_KV_HTTP_ADDR > embedded (a store in this process,
  * under WMBT_KV_DATA_DIR, default ~/.wombatkv). Returns NULL with last_error on failure: a bad
  * setting (naming the variable), the data directory held by another process (naming the owner),
- * or a transport this build does not have yet. */
+ * a daemon that cannot be reached or refuses the token (naming the prefix or address), or
+ * WMBT_KV_HTTP_ADDR (this build has no HTTP transport). */
 WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_init_from_env(void);
 
-/* Connects to a daemon over TCP at "HOST:PORT". Returns NULL with last_error on failure; in this
- * build the TCP transport is not available yet, so it always fails with a message saying so. */
+/* Connects to a wombatkvd daemon over TCP at "HOST:PORT"; the other settings (fingerprint,
+ * namespace, WMBT_KV_AUTH_TOKEN) come from the environment, as for wmbt_kv_init_from_env. It
+ * connects and is greeted before it returns, so NULL with last_error names a bad address, a
+ * daemon that cannot be reached ("is wombatkvd running?") or a token it refused. A handle
+ * reconnects by itself after the daemon restarts. */
 WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_open_tcp(const char* addr);
 
 /* Connects to a daemon over HTTP. Not supported in this build: returns NULL with last_error. */
