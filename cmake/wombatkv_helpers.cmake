@@ -40,7 +40,7 @@ function(wombatkv_test name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
   wombatkv_flags(${name})
   # The test drivers themselves are built for compile time, not speed: -O1 and line tables only
-  # halve a test file's compile time (the code under test keeps its own flags; docs/testing.md).
+  # halve a test file's compile time (the code under test keeps its own flags; CONTRIBUTING.md).
   target_compile_options(${name} PRIVATE "$<$<CONFIG:RelWithDebInfo>:-O1;-g1>"
                                          "$<$<CONFIG:Release>:-O1>")
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
