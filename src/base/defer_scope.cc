@@ -25,6 +25,14 @@ bool DeferScope::Defer(std::function<void()>&& fn) {
   return true;
 }
 
+bool DeferScope::DeferToOpen(std::function<void()>&& fn) {
+  DeferScope* scope = innermost;
+  while (scope != nullptr && scope->state_ != State::kOpen) scope = scope->outer_;
+  if (scope == nullptr) return false;
+  scope->work_.push_back(std::move(fn));
+  return true;
+}
+
 const DeferScope* DeferScope::Innermost() { return innermost; }
 
 }  // namespace wombatkv

@@ -11,6 +11,10 @@
 //       thread at the time closes. While it runs, the scope takes no more: Defer refuses, and
 //       what the work starts (a callback's answer may start another save) runs at once.
 //   D2. A scope closes on its thread: Close() or its destructor, whichever comes first.
+//   D3. DeferToOpen hands work to the innermost scope that is still open, past scopes that are
+//       closing: for work that must wait for what a closing scope runs too. The journal opens
+//       a scope around each round's scope, so the answers its deferred L1 write leads to can
+//       hand their clients' wake-ups over as one batch (docs/shm.md, "Wake-ups").
 //
 // Not thread-safe by design: a scope belongs to the thread that opened it.
 #pragma once
@@ -34,6 +38,8 @@ class DeferScope {
   // Hands `fn` to the innermost scope of this thread. False (and `fn` untouched) if there is none
   // or it is closing.
   static bool Defer(std::function<void()>&& fn);
+  // As Defer, to the innermost scope still open (D3). False (and `fn` untouched) if none is.
+  static bool DeferToOpen(std::function<void()>&& fn);
   // The innermost scope of this thread (null if none): for a caller that gathers work per scope.
   static const DeferScope* Innermost();
 

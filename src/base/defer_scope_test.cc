@@ -57,6 +57,30 @@ TEST(DeferScope, AnInnerScopeTakesWorkUntilItCloses) {
   EXPECT_EQ(log, "io");
 }
 
+TEST(DeferScope, DeferToOpenPassesAClosingScopeToTheOneAroundIt) {
+  std::string log;
+  EXPECT_FALSE(DeferScope::DeferToOpen([&] { log += "x"; }));  // no scope at all
+  {
+    DeferScope outer;
+    {
+      DeferScope inner;
+      EXPECT_TRUE(DeferScope::DeferToOpen([&] { log += "i"; }));  // inner is open: to inner
+      DeferScope::Defer([&] {
+        log += "c";
+        EXPECT_FALSE(DeferScope::Defer([&] { log += "x"; }));  // D1: inner takes no more
+        EXPECT_TRUE(DeferScope::DeferToOpen([&] { log += "o"; }));
+      });
+    }
+    EXPECT_EQ(log, "ic");  // what went past the closing inner scope waits for outer
+  }
+  EXPECT_EQ(log, "ico");
+  {
+    DeferScope alone;
+    DeferScope::Defer([&] { EXPECT_FALSE(DeferScope::DeferToOpen([&] { log += "x"; })); });
+  }
+  EXPECT_EQ(log, "ico");
+}
+
 TEST(DeferScope, AScopeBelongsToItsThread) {
   DeferScope scope;
   bool taken = true;

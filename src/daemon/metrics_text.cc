@@ -236,6 +236,9 @@ void RenderShm(Page& p, const ShmServerStats& s) {
         "Wake-ups clients asked for because no worker was awake.", s.doorbells);
   p.One("wombatkv_shm_idle_spins_total", "counter",
         "Times a worker out of requests spun for the next one.", s.idle_spins);
+  p.One("wombatkv_shm_wakes_handed_total", "counter",
+        "Client wake-ups a sync round handed to a worker instead of doing them itself.",
+        s.wakes_handed);
   p.One("wombatkv_shm_workers_idle", "gauge", "Shared-memory workers asleep.", s.workers_idle);
   p.One("wombatkv_shm_protocol_errors_total", "counter",
         "Malformed slots, bad counters, bogus releases (answered or disconnected).",

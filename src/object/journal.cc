@@ -375,7 +375,10 @@ void Journal::RunCovered(Covered& covered) {
     running_callbacks_of = this;
     {
       // What the callbacks defer runs once they are all through (base/defer_scope.h): the
-      // store's L1 writes of a round's heads go in one write.
+      // store's L1 writes of a round's heads go in one write. What that in turn defers (the
+      // wake-ups of the clients it answers: a shared-memory server hands them to a worker as
+      // one batch) waits for all of it (D3).
+      DeferScope after_round;
       DeferScope round;
       for (Callback& c : callbacks) c.done(result);
     }

@@ -271,6 +271,7 @@ size_t ShmServer::Shutdown(uint64_t timeout_micros) {
   }
   if (abandoned == 0) {
     for (auto& w : s.workers) w.join();
+    s.DoHandedWakes();  // handed over after the workers stopped looking
   } else {
     for (auto& w : s.workers) w.detach();
   }
@@ -315,6 +316,7 @@ ShmServerStats ShmServer::Stats() const {
   st.protocol_errors = s.n.protocol_errors.load();
   st.responses_too_large = s.n.too_large.load();
   st.idle_spins = s.n.idle_spins.load();
+  st.wakes_handed = s.n.wakes_handed.load();
   st.workers_idle = s.n.workers_idle.load();
   return st;
 }

@@ -82,6 +82,7 @@ struct ShmServerStats {
   uint64_t protocol_errors = 0;   // malformed slots, bad counters, bogus releases
   uint64_t responses_too_large = 0;
   uint64_t idle_spins = 0;        // times a worker out of requests spun for the next one
+  uint64_t wakes_handed = 0;      // client wake-ups a sync round handed to a worker to do
   uint64_t workers_idle = 0;      // workers asleep (or about to sleep) and not being woken
 };
 

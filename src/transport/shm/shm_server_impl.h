@@ -48,7 +48,7 @@ constexpr int64_t kSlowServeMicros = 100;
 struct ShmServerCounters {
   std::atomic<uint64_t> clients{0}, segments_live{0}, regions_live{0}, region_bytes_live{0},
       shared_live{0}, shared{0}, grants{0}, attaches{0}, detaches{0}, refusals{0}, requests{0},
-      doorbells{0}, protocol_errors{0}, too_large{0}, idle_spins{0};
+      doorbells{0}, protocol_errors{0}, too_large{0}, idle_spins{0}, wakes_handed{0};
   std::atomic<uint64_t> running{0};       // requests taken and not yet answered
   std::atomic<uint64_t> workers_idle{0};  // Impl::idle - Impl::wake_tokens, for Stats
   std::mutex mu;
@@ -107,6 +107,13 @@ struct Taken {
   Status error;
 };
 
+// A client answered while it sleeps, still to be woken; the request that began at `begin` ends
+// when it is (ShmServer::Impl::HandOverWakes).
+struct Woken {
+  std::shared_ptr<Conn> conn;
+  uint64_t begin;
+};
+
 struct ShmServer::Impl {
   Impl(Handler h, ShmServerOptions o, ImmediateHandler i)
       : handler(std::move(h)), immediate(std::move(i)), options(std::move(o)) {
@@ -162,6 +169,12 @@ struct ShmServer::Impl {
 
   ShmServerCounters n;
 
+  // Client wake-ups handed to a worker by a thread that answered a batch of requests (docs/shm.md,
+  // "Wake-ups": a sync round's answers). A worker does them when it next looks for requests.
+  std::mutex handed_mu;
+  std::vector<std::shared_ptr<Conn>> handed;  // GUARDED_BY(handed_mu)
+  std::atomic<bool> wakes_waiting{false};     // handed is not empty
+
   void Log(LogLevel level, const std::string& line) {
     if (options.log) {
       options.log(level, line);
@@ -197,7 +210,17 @@ struct ShmServer::Impl {
   // which must not touch the server once the count it waits for is 0.
   void Served(uint64_t begin, bool maybe_off_pool);
   void KeepWatch(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);
-  void Publish(Conn& c, const wire::Message& m, const Status& error);
+  // Writes the response (or `error`) into c's ring. True when the client announced it sleeps
+  // (R3): the caller wakes it (WakeClient) or has a worker do it (HandOverWakes).
+  bool Publish(Conn& c, const wire::Message& m, const Status& error);
+  void WakeClient(Conn& c);
+  // The wake-ups of clients answered off the pool, at the end of the answering thread's batch
+  // (a sync round's completions): one idle worker is woken to do them all, so that the thread
+  // goes on to its next round instead of waking clients who then take its core. Without an idle
+  // worker (or while stopping) they are done here. Then each request ends (Served), last.
+  void HandOverWakes(std::vector<Woken> woken);
+  // A worker's part: the wake-ups handed over so far.
+  void DoHandedWakes();
   // Per payload of `m`: its arena reference when it lies in a payload arena (else arena 0);
   // empty when none does.
   std::vector<shm::PayloadRef> SharedRefs(const wire::Message& m) const;

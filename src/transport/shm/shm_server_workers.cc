@@ -2,10 +2,27 @@
 // request rings, serve and answer, and sleep on the doorbells when nothing comes.
 #include "transport/shm/shm_server_impl.h"
 
+#include "base/defer_scope.h"
+
 namespace wombatkv {
 
 using shm::Fd;
 using shm::Ring;
+
+namespace {
+
+// Whether this thread is one of a server's workers (they wake the clients they answer at once).
+thread_local bool on_worker = false;
+
+// The sleeping clients a thread answered in its current batch (HandOverWakes), gathered until
+// the batch's scope closes (base/defer_scope.h, D3). One server gathers at a time on a thread.
+struct WakeBatch {
+  const void* server = nullptr;
+  std::vector<Woken> woken;
+};
+thread_local WakeBatch* gathering = nullptr;
+
+}  // namespace
 
 void ShmServer::Impl::WakeOne() {
   {
@@ -96,7 +113,7 @@ void ShmServer::Impl::Serve(Taken& t, bool last, std::vector<std::shared_ptr<Con
   n.running++;
   const uint64_t begin = clock->NowMicros();
   if (!t.error.ok()) {
-    Publish(*t.conn, t.msg, t.error);
+    if (Publish(*t.conn, t.msg, t.error)) WakeClient(*t.conn);
     Served(begin, /*maybe_off_pool=*/false);
   } else {
     std::optional<wire::Message> answered;
@@ -125,11 +142,70 @@ void ShmServer::Impl::Answer(std::shared_ptr<Conn> c, uint64_t id, uint16_t op,
   resp.id = id;
   resp.op = op;
   resp.flags |= wire::kFlagResponse;
-  Publish(*c, resp, Status::Ok());
+  const bool sleeping = Publish(*c, resp, Status::Ok());
   // Dropping the response here releases what its payloads pinned (cache entries).
   resp = wire::Message{};
+  if (sleeping && maybe_off_pool && !on_worker) {
+    if (gathering == nullptr) {
+      auto batch = std::make_shared<WakeBatch>();
+      batch->server = this;
+      if (DeferScope::DeferToOpen([this, batch] {
+            gathering = nullptr;
+            HandOverWakes(std::move(batch->woken));
+          })) {
+        gathering = batch.get();
+      }
+    }
+    if (gathering != nullptr && gathering->server == this) {
+      gathering->woken.push_back(Woken{std::move(c), begin});  // ends in HandOverWakes
+      return;
+    }
+  }
+  if (sleeping) WakeClient(*c);
   c.reset();
   Served(begin, maybe_off_pool);
+}
+
+void ShmServer::Impl::HandOverWakes(std::vector<Woken> woken) {
+  bool hand_over = false;
+  {
+    std::lock_guard<std::mutex> lk(pool_mu);
+    // A worker asleep that no token is on its way to: WakeOne wakes it. (If it wakes for a
+    // doorbell first, it still passes DoHandedWakes before it sleeps again.)
+    hand_over = wake_tokens < idle && !stopping.load();
+  }
+  if (hand_over) {
+    {
+      std::lock_guard<std::mutex> lk(handed_mu);
+      for (const Woken& w : woken) handed.push_back(w.conn);
+      wakes_waiting.store(true, std::memory_order_release);
+    }
+    n.wakes_handed += woken.size();
+    WakeOne();
+  } else {
+    for (const Woken& w : woken) WakeClient(*w.conn);
+  }
+  // Last: the server may go once no request runs (Served).
+  for (Woken& w : woken) {
+    w.conn.reset();
+    Served(w.begin, /*maybe_off_pool=*/true);
+  }
+}
+
+void ShmServer::Impl::DoHandedWakes() {
+  if (!wakes_waiting.load(std::memory_order_acquire)) return;
+  std::vector<std::shared_ptr<Conn>> list;
+  {
+    std::lock_guard<std::mutex> lk(handed_mu);
+    list.swap(handed);
+    wakes_waiting.store(false, std::memory_order_relaxed);
+  }
+  for (const auto& c : list) WakeClient(*c);
+}
+
+void ShmServer::Impl::WakeClient(Conn& c) {
+  c.resp.wake_seq().fetch_add(1, std::memory_order_seq_cst);
+  shm::SharedFutexWake(c.resp.wake_seq_word(), INT_MAX);
 }
 
 void ShmServer::Impl::Served(uint64_t begin, bool maybe_off_pool) {
@@ -148,7 +224,7 @@ void ShmServer::Impl::Served(uint64_t begin, bool maybe_off_pool) {
   if (--n.running == 0 && stopping.load()) n.cv.notify_all();
 }
 
-void ShmServer::Impl::Publish(Conn& c, const wire::Message& m, const Status& error) {
+bool ShmServer::Impl::Publish(Conn& c, const wire::Message& m, const Status& error) {
   Status failure = error;
   shm::MessagePlan plan;
   uint64_t region = 0, token = 0;
@@ -169,13 +245,13 @@ void ShmServer::Impl::Publish(Conn& c, const wire::Message& m, const Status& err
   {
     std::lock_guard<std::mutex> lk(c.mu);
     c.outstanding--;
-    if (c.dead.load()) return;  // the segment goes with the connection
+    if (c.dead.load()) return false;  // the segment goes with the connection
     DrainReleases(c, &unpinned);
     const int64_t used = c.resp.Used(c.resp_tail, c.resp.head().load(std::memory_order_acquire));
     if (used < 0 || used >= c.resp.capacity()) {
       // TryTake reserved a slot; only a client rewinding its head can get here.
       Break(c, "response ring head out of range");
-      return;
+      return false;
     }
     uint8_t* slot = c.resp.slot(c.resp_tail);
     if (failure.ok()) {
@@ -187,12 +263,9 @@ void ShmServer::Impl::Publish(Conn& c, const wire::Message& m, const Status& err
     c.resp_tail++;
     c.resp.tail().store(c.resp_tail, std::memory_order_release);
   }
-  // R3: wake the client's receiving thread if it announced it is going to sleep.
+  // R3: the client's receiving thread is woken if it announced it is going to sleep.
   shm::FullFence();
-  if (c.resp.wake().load(std::memory_order_relaxed) != 0) {
-    c.resp.wake_seq().fetch_add(1, std::memory_order_seq_cst);
-    shm::SharedFutexWake(c.resp.wake_seq_word(), INT_MAX);
-  }
+  return c.resp.wake().load(std::memory_order_relaxed) != 0;
 }
 
 std::vector<shm::PayloadRef> ShmServer::Impl::SharedRefs(const wire::Message& m) const {
@@ -321,7 +394,9 @@ void ShmServer::Impl::WorkerLoop(size_t index) {
   bool spinning = false;
   Taken t;
   scanners++;
+  on_worker = true;
   while (!stopping.load(std::memory_order_acquire)) {
+    DoHandedWakes();
     Resnap(snap, &version);
     if (TakeAny(snap, &rr, &t)) {
       if (spinning) {

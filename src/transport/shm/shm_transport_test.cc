@@ -5,14 +5,19 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <future>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "base/defer_scope.h"
 #include "base/thread_sleeps.h"
 #include "transport/shm/os.h"
 #include "transport/shm/ring.h"
@@ -582,6 +587,98 @@ TEST(ShmServerWorkers, ACallIsServedWhileTheLastAwakeWorkerBlocksInAHandler) {
   blocking.ReleaseAll();  // lets a call that waited for the handler finish
   EXPECT_TRUE(call.get());
   EXPECT_TRUE(served) << "the call waited for the blocked handler";
+}
+
+// True once thread `tid` of this process sleeps (state S: a client waiting on its futex).
+bool AwaitSleeping(pid_t tid) {
+  const std::string path = "/proc/self/task/" + std::to_string(tid) + "/stat";
+  for (uint64_t waited = 0; waited < kWaitMicros; waited += 1000) {
+    std::ifstream in(path);
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t end_of_name = stat.rfind(')');
+    if (end_of_name != std::string::npos && stat.compare(end_of_name, 3, ") S") == 0) return true;
+    RealClock()->SleepMicros(1000);
+  }
+  return false;
+}
+
+// docs/shm.md, "Wake-ups": a thread that answers a batch of requests off the pool (the journal's
+// leader completing a sync round's saves) does not wake the sleeping clients itself: at the end
+// of the batch it hands their wake-ups to one idle worker — and they are woken.
+TEST(ShmServerWorkers, ABatchOfAnswersHandsItsClientsWakeUpsToAWorker) {
+  constexpr uint64_t kWorkers = 2;
+  constexpr int kClients = 3;
+  shm_test::TempRunDir dir;
+  std::mutex mu;
+  std::condition_variable arrived;
+  std::vector<std::pair<wire::Message, Service::Respond>> held;  // GUARDED_BY(mu)
+  ShmServer server(
+      [&](Session& s, const wire::Message& m, Service::Respond respond) {
+        if (m.op != shm_test::kOpEcho) return respond(shm_test::TestHandler(s, m));  // attaching
+        std::lock_guard<std::mutex> lk(mu);
+        held.emplace_back(m, std::move(respond));
+        arrived.notify_all();
+      },
+      ShmServerOptions{.prefix = "h", .run_dir = dir.path(), .workers = kWorkers});
+  ASSERT_TRUE(server.Start().ok());
+  std::vector<std::unique_ptr<Channel>> channels;
+  for (int i = 0; i < kClients; ++i) {
+    // No poll: a waiting caller sleeps at once, so each answer has a client to wake.
+    auto ch = ConnectShm(ShmClientOptions{.prefix = "h", .run_dir = dir.path(), .poll = false});
+    ASSERT_TRUE(ch.ok()) << ch.status().ToString();
+    channels.push_back(std::move(ch).value());
+  }
+  std::vector<std::atomic<pid_t>> callers(kClients);
+  std::vector<std::future<bool>> calls;
+  for (int i = 0; i < kClients; ++i) {
+    calls.push_back(std::async(std::launch::async, [&, i] {
+      callers[i] = ::gettid();
+      auto r = channels[i]->Call(TextMessage(shm_test::kOpEcho, "call " + std::to_string(i)));
+      return r.ok() && FieldsText(*r) == "call " + std::to_string(i);
+    }));
+  }
+  auto answer_all = [&] {
+    std::lock_guard<std::mutex> lk(mu);
+    for (auto& [m, respond] : held) {
+      if (!respond) continue;
+      respond(TextMessage(m.op, FieldsText(m)));
+      respond = nullptr;
+    }
+  };
+  // Whatever fails below, no caller is left waiting: what is held is answered, and the server
+  // hangs up (it wakes everyone) before the calls are waited for.
+  struct AtExit {
+    std::function<void()> fn;
+    ~AtExit() { fn(); }
+  } release{[&] {
+    answer_all();
+    server.Shutdown(kWaitMicros);
+  }};
+  {
+    std::unique_lock<std::mutex> lk(mu);
+    ASSERT_TRUE(arrived.wait_for(lk, std::chrono::microseconds(kWaitMicros),
+                                 [&] { return held.size() == kClients; }))
+        << "the calls never reached the handler";
+  }
+  ASSERT_TRUE(WaitForIdleWorkers(server, kWorkers));
+  for (int i = 0; i < kClients; ++i) {
+    while (callers[i].load() == 0) std::this_thread::yield();
+    ASSERT_TRUE(AwaitSleeping(callers[i].load())) << "caller " << i << " never slept";
+  }
+  {
+    // As the journal runs a round's completions (Journal::RunCovered): the answers come from
+    // what the round's scope runs as it closes (the round's L1 write), inside an outer scope.
+    DeferScope after_round;
+    DeferScope round;
+    DeferScope::Defer(answer_all);
+  }
+  for (int i = 0; i < kClients; ++i) {
+    ASSERT_EQ(calls[i].wait_for(std::chrono::microseconds(kWaitMicros)),
+              std::future_status::ready)
+        << "caller " << i << " was never woken";
+    EXPECT_TRUE(calls[i].get()) << "caller " << i;
+  }
+  EXPECT_EQ(server.Stats().wakes_handed, uint64_t{kClients});
 }
 
 }  // namespace
