@@ -254,6 +254,8 @@ struct ShmServer::Impl {
   void RunHandler(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, Taken& t);
   void Resnap(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);
   void ArmDoorbells(const std::vector<std::shared_ptr<Conn>>& snap);
+  // R3 allows it only to a worker that scans until it goes idle (GoIdle arms them again).
+  void DisarmDoorbells(const std::vector<std::shared_ptr<Conn>>& snap);
   // Whether an idle worker should spin for the next request now: not while other requests are
   // running and requests take kSlowServeMicros or more. Then the clients that will send the next
   // requests wait for answers or are preparing their next call, and the cores are theirs: a

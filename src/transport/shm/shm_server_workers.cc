@@ -13,6 +13,9 @@ namespace {
 
 // Whether this thread is one of a server's workers (they wake the clients they answer at once).
 thread_local bool on_worker = false;
+// Answers a worker gave, counted so that Serve knows whether its handler answered before it
+// returned (a save that led its own sync round).
+thread_local uint64_t answered_here = 0;
 
 // The sleeping clients a thread answered in its current batch (HandOverWakes), gathered until
 // the batch's scope closes (base/defer_scope.h, D3). One server gathers at a time on a thread.
@@ -122,6 +125,7 @@ void ShmServer::Impl::Serve(Taken& t, bool last, std::vector<std::shared_ptr<Con
       Answer(t.conn, t.msg.id, t.msg.op, std::move(*answered), begin, /*maybe_off_pool=*/false);
     } else {
       if (last) KeepWatch(snap, version);
+      const uint64_t answered_before = answered_here;
       // The response may come later, from another thread (a save: from the thread syncing it);
       // `conn` keeps the client's segment mapped until then.
       handler(t.conn->session, t.msg,
@@ -132,6 +136,10 @@ void ShmServer::Impl::Serve(Taken& t, bool last, std::vector<std::shared_ptr<Con
                 std::shared_ptr<Conn> c = std::move(conn);
                 Answer(std::move(c), id, op, std::move(resp), begin, /*maybe_off_pool=*/true);
               });
+      // Back to scanning after answering: the doorbells KeepWatch armed for the handler's sake
+      // would make the clients it answered, calling again at once, ring for another worker
+      // while this one looks (docs/shm.md, "Who keeps watch").
+      if (last && answered_here != answered_before) DisarmDoorbells(snap);
     }
   }
   t = Taken{};
@@ -143,6 +151,7 @@ void ShmServer::Impl::Answer(std::shared_ptr<Conn> c, uint64_t id, uint16_t op,
   resp.op = op;
   resp.flags |= wire::kFlagResponse;
   const bool sleeping = Publish(*c, resp, Status::Ok());
+  if (on_worker) ++answered_here;
   // Dropping the response here releases what its payloads pinned (cache entries).
   resp = wire::Message{};
   if (sleeping && maybe_off_pool && !on_worker) {
@@ -453,6 +462,13 @@ void ShmServer::Impl::RunHandler(std::vector<std::shared_ptr<Conn>>& snap, uint6
                                  Taken& t) {
   Serve(t, scanners.fetch_sub(1) == 1, snap, version);
   scanners++;
+}
+
+void ShmServer::Impl::DisarmDoorbells(const std::vector<std::shared_ptr<Conn>>& snap) {
+  for (auto& c : snap) {
+    if (c->req.wake().load(std::memory_order_relaxed) != 0)
+      c->req.wake().store(0, std::memory_order_relaxed);
+  }
 }
 
 void ShmServer::Impl::KeepWatch(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version) {
