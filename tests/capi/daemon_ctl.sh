@@ -7,7 +7,9 @@
 #
 # MODE is shm or tcp. "start" stops a running daemon first (SIGTERM: a graceful shutdown), so
 # reopening a directory is a real daemon restart. It waits for /readyz, then prints
-# WMBT_KV_REMOTE_PREFIX=... or WMBT_KV_TCP_ADDR=... for the client.
+# WMBT_KV_REMOTE_PREFIX=... and WMBT_KV_RUN_DIR=..., or WMBT_KV_TCP_ADDR=..., for the client.
+# The shared-memory daemon's socket and lock file go to a private run directory (short, under
+# /tmp, for the socket path's limit), which "stop" removes.
 set -euo pipefail
 mode=$1 state=$2 daemon=$3 verb=$4 data_dir=${5:-}
 mkdir -p "$state"
@@ -31,8 +33,22 @@ stop() {
   kill -KILL "$pid" 2>/dev/null || true
 }
 
+# The run directory of STATE, made on first use and kept across restarts.
+run_dir() {
+  if [[ ! -f $state/run_dir || ! -d $(cat "$state/run_dir") ]]; then
+    mktemp -d /tmp/wombatkv-capi.XXXXXX >"$state/run_dir"
+  fi
+  cat "$state/run_dir"
+}
+
 case $verb in
-  stop) stop ;;
+  stop)
+    stop
+    if [[ -f $state/run_dir ]]; then
+      rm -rf "$(cat "$state/run_dir")"
+      rm -f "$state/run_dir"
+    fi
+    ;;
   start)
     stop
     http_port=$(free_port)
@@ -44,7 +60,9 @@ case $verb in
     else
       prefix=capitest$$
       args+=(--prefix "$prefix")
-      client_env="WMBT_KV_REMOTE_PREFIX=$prefix"
+      export WMBT_KV_RUN_DIR
+      WMBT_KV_RUN_DIR=$(run_dir)
+      client_env="WMBT_KV_REMOTE_PREFIX=$prefix"$'\n'"WMBT_KV_RUN_DIR=$WMBT_KV_RUN_DIR"
     fi
     "$daemon" "${args[@]}" >>"$state/wombatkvd.log" 2>&1 &
     echo $! >"$pidfile"
