@@ -8,6 +8,6 @@
 // 1 KiB saves took about one fault each; with huge pages a tenth of that (BENCHMARKS.md, daemon
 // part, "Session 28"). Kernels with THP off ignore the advice.
 extern "C" {
-// NOLINTNEXTLINE: the name and type are jemalloc's interface.
+// The name and type are jemalloc's interface (a definition here replaces the library's).
 const char* malloc_conf = "thp:always,metadata_thp:always";
 }
