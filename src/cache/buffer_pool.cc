@@ -2,13 +2,14 @@
 
 #include <utility>
 
+#include "cache/huge_chunk.h"
+
 namespace wombatkv {
 namespace {
 constexpr size_t kPageBytes = 4 << 10;
-constexpr size_t kHugePageBytes = 2 << 20;
 
 size_t CapacityFor(size_t size) {
-  const size_t unit = size >= kHugePageBytes ? kHugePageBytes : kPageBytes;
+  const size_t unit = size >= kHugeChunkBytes ? kHugeChunkBytes : kPageBytes;
   return (size + unit - 1) / unit * unit;
 }
 }  // namespace
@@ -20,7 +21,9 @@ std::shared_ptr<BufferPool> BufferPool::Create(uint64_t idle_bytes_max) {
 std::shared_ptr<Buffer> BufferPool::Allocate(size_t size) {
   if (size < kMinPooledBytes) return Buffer::Allocate(size);
   const size_t capacity = CapacityFor(size);
+  const size_t slots = SlotsPerHugeChunk(capacity);
   std::shared_ptr<Buffer> memory;
+  size_t carve = 0;  // slots of a new chunk to cut, their siblings' room already taken (P2)
   {
     std::lock_guard<std::mutex> g(mu_);
     auto it = idle_.find(capacity);
@@ -31,8 +34,13 @@ std::shared_ptr<Buffer> BufferPool::Allocate(size_t size) {
       ++stats_.reused;
     } else {
       ++stats_.fresh;
+      if (slots > 1 && stats_.idle_bytes + (slots - 1) * capacity <= idle_bytes_max_) {
+        stats_.idle_bytes += (slots - 1) * capacity;
+        carve = slots;
+      }
     }
   }
+  if (carve > 0) memory = TakeCarved(capacity, carve);
   if (!memory) memory = Buffer::Allocate(capacity);
   uint8_t* data = memory->data();
   // The handed-out Buffer borrows `memory`'s bytes; its release hands `memory` back (P1: only
@@ -40,6 +48,20 @@ std::shared_ptr<Buffer> BufferPool::Allocate(size_t size) {
   return Buffer::Adopt(data, size, [pool = shared_from_this(), m = std::move(memory)]() mutable {
     pool->Release(std::move(m));
   });
+}
+
+std::shared_ptr<Buffer> BufferPool::TakeCarved(size_t capacity, size_t slots) {
+  std::vector<std::shared_ptr<Buffer>> carved = CarveHugeChunk(capacity, slots);
+  std::lock_guard<std::mutex> g(mu_);
+  if (carved.empty()) {  // the mapping failed: give the room back, the caller mallocs
+    stats_.idle_bytes -= (slots - 1) * capacity;
+    return nullptr;
+  }
+  ++stats_.chunks;
+  std::vector<std::shared_ptr<Buffer>>& idle = idle_[capacity];
+  // Handed out last-in first-out: the slots after the first go out in address order.
+  for (size_t i = carved.size() - 1; i >= 1; --i) idle.push_back(std::move(carved[i]));
+  return std::move(carved[0]);
 }
 
 void BufferPool::Release(std::shared_ptr<Buffer> memory) {

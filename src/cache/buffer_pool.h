@@ -17,6 +17,11 @@
 // with fixed block sizes recycle everything. Below kMinPooledBytes, Allocate is plain
 // Buffer::Allocate (malloc serves small sizes from memory it already has).
 //
+// With no idle buffer of its capacity, Allocate cuts a huge-page chunk into slots of that
+// capacity when they divide it well (cache/huge_chunk.h: 64 KiB to 1 MiB), hands out the first
+// and keeps the rest idle — only if the idle bound (P2) has room for them all; otherwise it
+// allocates one buffer as before. So a cold store's copies fault once per 2 MiB, not per 4 KiB.
+//
 // Thread-safety: all methods may be called concurrently; a buffer may be released on any thread.
 // Buffers may outlive the BufferPool object's owner: each holds the pool alive.
 #pragma once
@@ -35,6 +40,7 @@ struct BufferPoolStats {
   uint64_t idle_bytes = 0;  // capacity of idle buffers held for reuse
   uint64_t reused = 0;      // Allocate calls served from an idle buffer
   uint64_t fresh = 0;       // Allocate calls (of pooled sizes) that allocated new memory
+  uint64_t chunks = 0;      // huge-page chunks carved (each counted in `fresh` once)
   uint64_t dropped = 0;     // buffers freed on release because the pool was full
 };
 
@@ -52,6 +58,10 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
  private:
   explicit BufferPool(uint64_t idle_bytes_max) : idle_bytes_max_(idle_bytes_max) {}
   void Release(std::shared_ptr<Buffer> memory);
+  // Carves a chunk into `slots` slots of `capacity` (cache/huge_chunk.h), keeps all but the first
+  // idle and returns the first; null if the mapping failed. REQUIRES: the room of `slots - 1`
+  // slots was added to stats_.idle_bytes.
+  std::shared_ptr<Buffer> TakeCarved(size_t capacity, size_t slots);
 
   const uint64_t idle_bytes_max_;
   mutable std::mutex mu_;

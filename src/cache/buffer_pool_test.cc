@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "cache/payload_cache.h"
 
 namespace wombatkv {
@@ -93,6 +96,37 @@ TEST(BufferPool, IdleMemoryIsBounded) {
   held.clear();
   EXPECT_EQ(pool->Stats().idle_bytes, 2 * k256K);
   EXPECT_EQ(pool->Stats().dropped, 3u);
+}
+
+TEST(BufferPool, ACapacityThatDividesAHugePageIsCutFromOneChunk) {
+  auto pool = BufferPool::Create(8 << 20);
+  auto first = pool->Allocate(k256K);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first->data()) % (2 << 20), 0u);
+  EXPECT_EQ(pool->Stats().chunks, 1u);
+  EXPECT_EQ(pool->Stats().idle_bytes, 7 * k256K);  // its seven siblings wait, counted (P2)
+  std::vector<std::shared_ptr<Buffer>> held;
+  for (size_t i = 1; i < 8; ++i) {
+    held.push_back(pool->Allocate(k256K - 100));
+    EXPECT_EQ(held.back()->data(), first->data() + i * k256K) << "slot " << i;
+  }
+  EXPECT_EQ(pool->Stats().reused, 7u);
+  EXPECT_EQ(pool->Stats().idle_bytes, 0u);
+  held.push_back(pool->Allocate(k256K));  // the chunk is used up: a second one
+  EXPECT_EQ(pool->Stats().chunks, 2u);
+  EXPECT_EQ(pool->Stats().fresh, 2u);
+}
+
+TEST(BufferPool, CutsNoChunkWhoseSiblingsTheIdleBoundCannotHold) {
+  auto pool = BufferPool::Create(1 << 20);  // room for 4 of 256 KiB, not 7
+  auto a = pool->Allocate(k256K);
+  EXPECT_EQ(pool->Stats().chunks, 0u);
+  EXPECT_EQ(pool->Stats().idle_bytes, 0u);
+  auto b = pool->Allocate(700 << 10);  // does not divide a chunk well: never cut
+  EXPECT_EQ(pool->Stats().chunks, 0u);
+  auto big = BufferPool::Create(64 << 20);
+  auto c = big->Allocate(700 << 10);
+  EXPECT_EQ(big->Stats().chunks, 0u);
+  EXPECT_EQ(big->Stats().idle_bytes, 0u);
 }
 
 TEST(BufferPool, SmallSizesAreNotPooled) {
