@@ -174,6 +174,19 @@ class FileSystem {
   // absent.
   virtual Result<std::shared_ptr<Buffer>> ReadFile(const std::string& path, uint64_t offset,
                                                    uint64_t length, FileInfo* info = nullptr) = 0;
+  // Where a read's bytes land: a buffer of at least the given size. It may hold older bytes:
+  // every byte read is written over and the buffer is truncated to what was read.
+  using ReadBuffers = std::function<std::shared_ptr<Buffer>(size_t)>;
+  // As ReadFile, into a buffer from `buffers` (e.g. recycled, huge-page-backed memory: a fresh
+  // buffer's first touch can cost more than the read). File systems that ignore it (the
+  // default) read as ReadFile does — wrappers too, so that a wrapper overriding ReadFile sees
+  // every read.
+  virtual Result<std::shared_ptr<Buffer>> ReadFileInto(const std::string& path, uint64_t offset,
+                                                       uint64_t length, const ReadBuffers& buffers,
+                                                       FileInfo* info = nullptr) {
+    (void)buffers;
+    return ReadFile(path, offset, length, info);
+  }
   virtual Result<FileInfo> Stat(const std::string& path) = 0;
   // Removes a file, or an empty directory (as remove(3)). NotFound if absent; FailedPrecondition
   // if a directory is not empty.

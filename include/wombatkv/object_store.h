@@ -196,6 +196,8 @@ struct FsJournalOptions {
   // Told what went wrong that the store recovers from by itself (a packed-index snapshot set
   // aside at open, or not written); null: nobody is told.
   std::function<void(const std::string&)> warn;
+  // Where object reads land (FileSystem::ReadBuffers, for ReadFileInto); null: fresh buffers.
+  std::function<std::shared_ptr<Buffer>(size_t)> read_buffers;
 };
 Result<std::unique_ptr<ObjectStore>> OpenJournaledFsObjectStore(std::string root, FileSystem* fs,
                                                                 FsJournalOptions options = {});

@@ -295,7 +295,8 @@ std::optional<BufferSlice> DiskCache::Lookup(std::string_view ns, const ContentH
   }
   // One byte more than indexed: a file that grew is caught as torn, not read short.
   FileInfo info;
-  auto file = options_.fs->ReadFile(PathOf(options_.dir, ns, hash), 0, bytes + 1, &info);
+  auto file = options_.fs->ReadFileInto(PathOf(options_.dir, ns, hash), 0, bytes + 1,
+                                         options_.read_buffers, &info);
   if (!file.ok()) {
     if (file.status().IsNotFound()) {
       // Deleted under us (evicted meanwhile, or by hand): forget it if the index still has it.

@@ -57,6 +57,8 @@ struct DiskCacheOptions {
   FileSystem* fs = nullptr;
   // Warnings (a failed write or delete, a dropped file); may be empty.
   std::function<void(const std::string&)> warn;
+  // Where reads land (FileSystem::ReadFileInto); may be empty: fresh buffers.
+  FileSystem::ReadBuffers read_buffers;
 };
 
 struct DiskCacheStats {

@@ -108,6 +108,23 @@ TEST_F(DiskCacheTest, AFilledPayloadComesBackVerifiedFromItsShardFile) {
   EXPECT_EQ(c->NamespaceUsage("other").files, 0u);
 }
 
+TEST_F(DiskCacheTest, ReadsLandInTheBuffersItWasGiven) {
+  DiskCacheOptions o = Options(1 << 20);
+  size_t asked = 0;
+  o.read_buffers = [&](size_t n) {
+    ++asked;
+    return Buffer::CopyOf(std::vector<uint8_t>(n, 0xee));  // stale bytes, all written over
+  };
+  auto c = DiskCache::Open(std::move(o));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const Item a = MakeItem(3, 70000);
+  (*c)->Fill("ns", a.hash, a.bytes);
+  auto got = (*c)->Lookup("ns", a.hash);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(std::vector<uint8_t>(got->view().begin(), got->view().end()), a.bytes);
+  EXPECT_EQ(asked, 1u) << "a read that bypassed the buffers faults in fresh memory";
+}
+
 TEST_F(DiskCacheTest, BudgetHoldsOnDiskAfterALoadTenTimesLarger) {
   const uint64_t budget = 64 << 10;
   auto c = Open(budget);

@@ -424,6 +424,12 @@ class PosixFs final : public FileSystem {
 
   Result<std::shared_ptr<Buffer>> ReadFile(const std::string& path, uint64_t offset,
                                            uint64_t length, FileInfo* info) override {
+    return ReadFileInto(path, offset, length, nullptr, info);
+  }
+
+  Result<std::shared_ptr<Buffer>> ReadFileInto(const std::string& path, uint64_t offset,
+                                               uint64_t length, const ReadBuffers& buffers,
+                                               FileInfo* info) override {
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) return ErrnoStatus(errno, "open", path);
     struct stat st;
@@ -431,7 +437,8 @@ class PosixFs final : public FileSystem {
     if (S_ISDIR(st.st_mode)) return ErrnoStatus(EISDIR, "read", path);
     const uint64_t size = static_cast<uint64_t>(st.st_size);
     const uint64_t n = offset >= size ? 0 : std::min(length, size - offset);
-    auto buf = Buffer::Allocate(n);  // not zero-filled: every byte is read over below
+    // Not zero-filled: every byte is read over below, or cut off by the Truncate.
+    std::shared_ptr<Buffer> buf = buffers ? buffers(n) : Buffer::Allocate(n);
     uint64_t got = 0;
     while (got < n) {
       ssize_t r = ::pread(fd.get(), buf->data() + got, n - got, static_cast<off_t>(offset + got));

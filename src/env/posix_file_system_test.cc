@@ -7,6 +7,7 @@
 #include <atomic>
 #include <latch>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -118,6 +119,25 @@ TEST_F(PosixFileSystemTest, ReadFileReturnsTheRangeClippedToTheFileAndItsInfo) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(info.size, 10u);
   EXPECT_EQ(info.inode, fs_->Stat(P("f"))->inode);
+}
+
+TEST_F(PosixFileSystemTest, ReadFileIntoFillsTheGivenBufferAndCutsOffWhatItHeldBefore) {
+  ASSERT_TRUE(fs_->WriteFileAtomic(P("f"), {AsBytes("0123456789")}, false).ok());
+  std::vector<size_t> asked;
+  std::shared_ptr<Buffer> given;
+  FileSystem::ReadBuffers buffers = [&](size_t n) {
+    asked.push_back(n);
+    given = Buffer::CopyOf(AsBytes(std::string(n + 8, '#')));  // older bytes, and room to spare
+    return given;
+  };
+  FileInfo info;
+  auto r = fs_->ReadFileInto(P("f"), 6, 100, buffers, &info);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(asked, std::vector<size_t>{4});
+  EXPECT_EQ(r->get(), given.get()) << "read into a buffer of its own";
+  EXPECT_EQ(AsChars((*r)->view()), "6789") << "the older bytes past the read are cut off";
+  EXPECT_EQ(info.size, 10u);
+  EXPECT_TRUE(fs_->ReadFileInto(P("nope"), 0, 1, buffers).status().IsNotFound());
 }
 
 TEST_F(PosixFileSystemTest, MissingPathsAreNotFoundAndTheMessageNamesThePath) {

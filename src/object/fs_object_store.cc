@@ -141,10 +141,11 @@ Result<ObjectData> FsObjectStore::Get(std::string_view key, uint64_t offset, uin
     PackedEntry e;
     WMBT_ASSIGN_OR_RETURN(uint64_t moves, FindPacked(key, &e));
     if (e.lsn > 0) {
-      auto got = ReadPacked(fs_, SegmentPath(e.segment), key, e, offset, length);
+      auto got =
+          ReadPacked(fs_, SegmentPath(e.segment), key, e, offset, length, jopts_.read_buffers);
       if (!got.status().IsNotFound()) return got;
     } else {
-      bytes = fs_->ReadFile(path, offset, length, &info);
+      bytes = fs_->ReadFileInto(path, offset, length, jopts_.read_buffers, &info);
       if (!bytes.status().IsNotFound()) break;
     }
     if (!Moved(moves, attempt)) break;

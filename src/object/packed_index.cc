@@ -125,8 +125,9 @@ void PackedIndex::ListInto(std::string_view prefix, bool group, std::string_view
 
 Result<std::shared_ptr<Buffer>> ReadPackedRecord(FileSystem* fs, const std::string& path,
                                                  std::string_view key, const PackedEntry& e,
-                                                 bool* damaged) {
-  auto bytes = fs->ReadFile(path, e.offset, e.record_bytes);
+                                                 bool* damaged,
+                                                 const FileSystem::ReadBuffers& buffers) {
+  auto bytes = fs->ReadFileInto(path, e.offset, e.record_bytes, buffers);
   if (!bytes.ok()) return bytes.status();
   auto rec = DecodeJournalRecord((*bytes)->view(), e.lsn);
   const std::string where = "object " + std::string(key) + " (journal file " + path +
@@ -143,13 +144,14 @@ Result<std::shared_ptr<Buffer>> ReadPackedRecord(FileSystem* fs, const std::stri
 }
 
 Result<ObjectData> ReadPacked(FileSystem* fs, const std::string& path, std::string_view key,
-                              const PackedEntry& e, uint64_t offset, uint64_t length) {
+                              const PackedEntry& e, uint64_t offset, uint64_t length,
+                              const FileSystem::ReadBuffers& buffers) {
   if (offset > e.size) {
     return Status::InvalidArgument("get " + std::string(key) + ": offset " +
                                    std::to_string(offset) + " is past the object size " +
                                    std::to_string(e.size));
   }
-  WMBT_ASSIGN_OR_RETURN(auto record, ReadPackedRecord(fs, path, key, e, nullptr));
+  WMBT_ASSIGN_OR_RETURN(auto record, ReadPackedRecord(fs, path, key, e, nullptr, buffers));
   const uint64_t n = std::min<uint64_t>(length, e.size - offset);
   uint8_t* start = record->data() + (e.record_bytes - e.size) + offset;
   ObjectData out;

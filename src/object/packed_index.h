@@ -119,14 +119,17 @@ class PackedIndex {
 // Reads [offset, offset + length) (clipped) of packed object `key` whose record is `e` in journal
 // file `path`. NotFound if the file is gone (the owner moved the record: look it up again);
 // Corruption if the record does not read back or its value fails its checksum.
+// The record is read into a buffer of `buffers` (null: a fresh one).
 Result<ObjectData> ReadPacked(FileSystem* fs, const std::string& path, std::string_view key,
-                              const PackedEntry& e, uint64_t offset, uint64_t length);
+                              const PackedEntry& e, uint64_t offset, uint64_t length,
+                              const FileSystem::ReadBuffers& buffers = {});
 
 // Reads the whole record of `e` (header, key, value), checked like ReadPacked; `damaged` (may be
 // null) is set instead of failing when only the value is bad.
 Result<std::shared_ptr<Buffer>> ReadPackedRecord(FileSystem* fs, const std::string& path,
                                                  std::string_view key, const PackedEntry& e,
-                                                 bool* damaged);
+                                                 bool* damaged,
+                                                 const FileSystem::ReadBuffers& buffers = {});
 
 // The union of two listings of the packed objects taken before and after a directory walk (each
 // in order), so that a key moving between a file and a packed record during the walk is listed in

@@ -122,6 +122,28 @@ TEST_F(PackedStoreTest, ASmallObjectHasNoFileAndKeepsItsBytesAndEtagAcrossAReope
   EXPECT_EQ(Keys(*s), (std::vector<std::string>{"b/large", "h/a"}));
 }
 
+TEST_F(PackedStoreTest, ReadsOfEveryFormLandInTheBuffersItWasGiven) {
+  FsJournalOptions o;
+  o.packed_object_bytes_max = 1024;
+  o.journaled_object_bytes_max = 4096;
+  size_t asked = 0;
+  o.read_buffers = [&](size_t n) {
+    ++asked;
+    return Buffer::CopyOf(AsBytes(std::string(n, '#')));  // stale bytes, all written over
+  };
+  auto opened = OpenJournaledFsObjectStore(root_, fs_, o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  ObjectStore& s = **opened;
+  const std::string journaled(2048, 'j'), direct(8192, 'd');
+  Put(s, "a/packed", "small");
+  Put(s, "a/journaled", journaled);
+  Put(s, "a/direct", direct);
+  EXPECT_EQ(Get(s, "a/packed"), "small");
+  EXPECT_EQ(Get(s, "a/journaled"), journaled);
+  EXPECT_EQ(Get(s, "a/direct"), direct);
+  EXPECT_EQ(asked, 3u) << "a read that bypassed the buffers faults in fresh memory";
+}
+
 TEST_F(PackedStoreTest, AKeyMovesBetweenThePackedAndTheFileFormLeavingNoStaleCopy) {
   auto s = Open();
   const std::string big(2000, 'B');

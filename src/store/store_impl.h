@@ -384,6 +384,11 @@ class StoreImpl final : public Store {
   // before inserting it, so the pool must hold a batch), capped at 256 MiB.
   std::shared_ptr<BufferPool> payload_pool_ =
       BufferPool::Create(std::min<uint64_t>(options_.cache_bytes_max / 4, uint64_t{256} << 20));
+  // Reads of the local L2 and the disk cache land in that pool's memory too: recycled or
+  // huge-page chunks instead of fresh pages faulted in one by one.
+  FileSystem::ReadBuffers PoolReadBuffers() const {
+    return [pool = payload_pool_](size_t n) { return pool->Allocate(n); };
+  }
   // Shares a large put's copy and hash with the calling thread (put_copy.h). Only a store that
   // owns its executor has one: with an injected executor (tests, the simulator) every put stays
   // on the calling thread, deterministic.

@@ -183,6 +183,7 @@ Status StoreImpl::OpenPlanes() {
         std::max(journal.journaled_object_bytes_max, journal.packed_object_bytes_max);
     journal.clock = clock_;
     journal.warn = [this](const std::string& m) { Log(LogLevel::kWarn, "L2: " + m); };
+    journal.read_buffers = PoolReadBuffers();
     auto l2 = OpenJournaledFsObjectStore(dir + "/l2", fs_, journal);
     if (!l2.ok()) return l2.status().WithContext("opening L2 in " + dir);
     owned_l2_ = std::move(l2).value();

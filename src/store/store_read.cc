@@ -204,6 +204,7 @@ Status StoreImpl::OpenDiskCache() {
   o.bytes_max = options_.disk_cache_bytes_max;
   o.fs = fs_;
   o.warn = [this](const std::string& m) { Log(LogLevel::kWarn, m); };
+  o.read_buffers = PoolReadBuffers();
   auto cache = DiskCache::Open(std::move(o));
   if (!cache.ok()) {
     return cache.status().WithContext(
