@@ -7,10 +7,13 @@
 // payload cache has evicted it AND every borrower and upload has dropped it. So:
 //   P1. Allocate never hands out memory that is still referenced (pinned, borrowed, uploading):
 //       a buffer is idle only once its Buffer has been destroyed.
-//   P2. The idle memory held is at most `idle_bytes_max`; a buffer released beyond that is freed.
+//   P2. The idle memory held is at most `idle_bytes_max`; a buffer released beyond that is freed
+//       (a huge-chunk slot gives its pages back: cache/huge_chunk.h H3).
 //   P3. A recycled buffer holds a previous payload's bytes (of this process, possibly of another
 //       namespace): Allocate is for callers that overwrite every byte before anyone reads it
-//       (the copying put does). Never hand one to a caller to fill (wmbt_kv_payload_alloc).
+//       (the copying put does; so do the store's local L2 and disk-cache reads, which cut a
+//       buffer to what they read: FileSystem::ReadFileInto). Never hand one to a caller to fill
+//       (wmbt_kv_payload_alloc).
 //
 // Buffers are grouped by capacity (the size rounded up to 4 KiB, or to 2 MiB from 2 MiB on, as
 // Buffer::Allocate does); a request reuses only an idle buffer of its own capacity, so engines
