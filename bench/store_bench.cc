@@ -969,7 +969,11 @@ class Bench {
     std::printf("  %-46s ratio %.2f (reps:", "  vs the sequential write just before",
                 Median(r.publish_ratio));
     for (double x : r.publish_ratio) std::printf(" %.2f", x);
-    std::printf("); PutBlocks is %.0f%% of the time\n", 100 * Median(shares));
+    // Per rep too, so that a slow rep shows whether its puts (fresh memory) or its publishes
+    // (the journal's writes and syncs) took the extra time.
+    std::printf("); PutBlocks is %.0f%% of the time (reps:", 100 * Median(shares));
+    for (double x : shares) std::printf(" %.0f%%", 100 * x);
+    std::printf(")\n");
     print("put+publish (" + std::to_string(wide_threads) + " upload threads)", wide);
     print("put+publish, 4 publishers at once", conc);
     const std::string seq_text = "disk seq " + Fmt("%.0f MB/s", Median(r.publish_seq) / 1e6);
