@@ -174,8 +174,9 @@ class FileSystem {
   // absent.
   virtual Result<std::shared_ptr<Buffer>> ReadFile(const std::string& path, uint64_t offset,
                                                    uint64_t length, FileInfo* info = nullptr) = 0;
-  // Where a read's bytes land: a buffer of at least the given size. It may hold older bytes:
-  // every byte read is written over and the buffer is truncated to what was read.
+  // Where a read's bytes land: a buffer of at least the given size (a smaller or null one fails
+  // the read with Internal). It may hold older bytes: every byte read is written over and the
+  // buffer is truncated to what was read.
   using ReadBuffers = std::function<std::shared_ptr<Buffer>(size_t)>;
   // As ReadFile, into a buffer from `buffers` (e.g. recycled, huge-page-backed memory: a fresh
   // buffer's first touch can cost more than the read). File systems that ignore it (the

@@ -25,10 +25,12 @@ std::shared_ptr<Buffer> Buffer::Allocate(size_t size) {
 }
 
 std::shared_ptr<Buffer> Buffer::Adopt(uint8_t* data, size_t size, std::function<void()> release) {
-  auto b = std::shared_ptr<Buffer>(new Buffer(data, size));
-  // An empty callback still must not free() memory the Buffer never owned.
+  // The callback is in place before the shared_ptr exists: if its control block cannot be
+  // allocated, the Buffer it deletes releases `data` as asked instead of free()ing it. An empty
+  // callback still must not free() memory the Buffer never owned.
+  auto* b = new Buffer(data, size);
   b->release_ = release ? std::move(release) : [] {};
-  return b;
+  return std::shared_ptr<Buffer>(b);
 }
 
 Buffer::~Buffer() {

@@ -1,6 +1,7 @@
 #include "cache/huge_chunk.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 
@@ -37,8 +38,17 @@ class Chunk {
 
 }  // namespace
 
-size_t SlotsPerHugeChunk(size_t capacity) {
+size_t SystemPageBytes() {
+  static const size_t bytes = [] {
+    const long n = ::sysconf(_SC_PAGESIZE);
+    return n > 0 ? static_cast<size_t>(n) : size_t{4096};
+  }();
+  return bytes;
+}
+
+size_t SlotsPerHugeChunk(size_t capacity, size_t page_bytes) {
   if (capacity == 0 || capacity > kHugeChunkBytes / 2) return 0;
+  if (page_bytes == 0 || capacity % page_bytes != 0) return 0;  // H1
   const size_t slots = kHugeChunkBytes / capacity;
   const size_t left_over = kHugeChunkBytes - slots * capacity;
   return left_over * 8 <= kHugeChunkBytes ? slots : 0;

@@ -55,6 +55,19 @@ TEST(HugeChunk, SlotsOnlyForSizesThatDivideAChunkWell) {
   EXPECT_EQ(SlotsPerHugeChunk(0), 0u);
 }
 
+TEST(HugeChunk, NoSlotsThatWouldShareAPageWithASibling) {
+  // A 64 KiB block read back with its 48-byte envelope header: 68 KiB after rounding to 4 KiB.
+  EXPECT_EQ(SlotsPerHugeChunk(68 << 10, 4 << 10), 30u);
+  // With 16 KiB pages a 68 KiB slot would end inside its sibling's first page (H1, H3).
+  EXPECT_EQ(SlotsPerHugeChunk(68 << 10, 16 << 10), 0u);
+  EXPECT_EQ(SlotsPerHugeChunk(64 << 10, 16 << 10), 32u);
+  EXPECT_EQ(SlotsPerHugeChunk(k256K, 64 << 10), 8u);
+  EXPECT_EQ(SlotsPerHugeChunk(192 << 10, 64 << 10), 10u);
+  EXPECT_EQ(SlotsPerHugeChunk(k256K + (4 << 10), 64 << 10), 0u);
+  EXPECT_EQ(SlotsPerHugeChunk(k256K, 0), 0u);
+  EXPECT_EQ(SlotsPerHugeChunk(k256K), SlotsPerHugeChunk(k256K, SystemPageBytes()));
+}
+
 TEST(HugeChunk, SlotsTileOneAlignedChunkAdvisedForHugePages) {
   auto slots = CarveHugeChunk(k256K, 8);
   ASSERT_EQ(slots.size(), 8u);

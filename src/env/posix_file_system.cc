@@ -439,6 +439,11 @@ class PosixFs final : public FileSystem {
     const uint64_t n = offset >= size ? 0 : std::min(length, size - offset);
     // Not zero-filled: every byte is read over below, or cut off by the Truncate.
     std::shared_ptr<Buffer> buf = buffers ? buffers(n) : Buffer::Allocate(n);
+    if (buf == nullptr || buf->size() < n) {
+      return Status::Internal("reading " + path + ": the read buffer given holds " +
+                              std::to_string(buf ? buf->size() : 0) + " bytes, " +
+                              std::to_string(n) + " needed");
+    }
     uint64_t got = 0;
     while (got < n) {
       ssize_t r = ::pread(fd.get(), buf->data() + got, n - got, static_cast<off_t>(offset + got));

@@ -140,6 +140,18 @@ TEST_F(PosixFileSystemTest, ReadFileIntoFillsTheGivenBufferAndCutsOffWhatItHeldB
   EXPECT_TRUE(fs_->ReadFileInto(P("nope"), 0, 1, buffers).status().IsNotFound());
 }
 
+TEST_F(PosixFileSystemTest, ReadFileIntoRefusesABufferTooSmallForTheRead) {
+  ASSERT_TRUE(fs_->WriteFileAtomic(P("f"), {AsBytes("0123456789")}, false).ok());
+  std::shared_ptr<Buffer> small = Buffer::CopyOf(AsBytes("abc"));
+  auto r = fs_->ReadFileInto(P("f"), 0, 10, [&](size_t) { return small; });
+  EXPECT_EQ(r.status().code(), Code::kInternal) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("3 bytes, 10 needed"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(AsChars(small->view()), "abc") << "nothing was written past or into it";
+  r = fs_->ReadFileInto(P("f"), 0, 10, [](size_t) { return std::shared_ptr<Buffer>(); });
+  EXPECT_EQ(r.status().code(), Code::kInternal);
+}
+
 TEST_F(PosixFileSystemTest, MissingPathsAreNotFoundAndTheMessageNamesThePath) {
   auto r = fs_->ReadFile(P("nope"), 0, 1);
   EXPECT_TRUE(r.status().IsNotFound());
