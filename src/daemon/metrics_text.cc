@@ -205,6 +205,9 @@ void RenderTcp(Page& p, const tcp::TcpServerStats& t) {
   p.One("wombatkv_tcp_requests_inline_total", "counter",
         "Blocking requests of a lone connection run on the event loop.",
         Load(t.requests_inline));
+  p.One("wombatkv_tcp_backlog_pauses_total", "counter",
+        "Times a connection's reading stopped because its client left too many answers unread.",
+        Load(t.backlog_pauses));
 }
 
 void RenderShm(Page& p, const ShmServerStats& s) {

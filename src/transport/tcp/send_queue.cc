@@ -12,7 +12,10 @@ namespace {
 constexpr size_t kIovPerCall = 256;  // well under IOV_MAX (1024)
 }  // namespace
 
-void SendQueue::Push(wire::FramedMessage frame) { frames_.push_back(std::move(frame)); }
+void SendQueue::Push(wire::FramedMessage frame) {
+  bytes_ += frame.total_bytes();
+  frames_.push_back(std::move(frame));
+}
 
 Result<bool> SendQueue::Flush(int fd, size_t* bytes_written) {
   std::vector<iovec> iov;
@@ -46,6 +49,7 @@ Result<bool> SendQueue::Flush(int fd, size_t* bytes_written) {
       return SocketError("send", errno);
     }
     if (bytes_written) *bytes_written += static_cast<size_t>(n);
+    bytes_ -= static_cast<uint64_t>(n);
     size_t done = static_cast<size_t>(n);
     // Drop every frame now fully written; remember how far into the next one we got.
     while (!frames_.empty()) {

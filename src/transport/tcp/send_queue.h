@@ -21,6 +21,8 @@ class SendQueue {
   void Push(wire::FramedMessage frame);
   bool empty() const { return frames_.empty(); }
   size_t frames() const { return frames_.size(); }
+  // Bytes queued and not yet written.
+  uint64_t bytes() const { return bytes_; }
 
   // Writes what a non-blocking socket accepts now. true: everything was written; false: the
   // socket is full (wait for EPOLLOUT). Unavailable on a socket error (the peer went away).
@@ -30,6 +32,7 @@ class SendQueue {
  private:
   std::deque<wire::FramedMessage> frames_;
   size_t offset_ = 0;  // bytes of frames_.front() already written
+  uint64_t bytes_ = 0;
 };
 
 }  // namespace wombatkv::tcp

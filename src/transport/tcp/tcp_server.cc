@@ -62,6 +62,7 @@ struct Connection {
   uint32_t events = 0;          // the epoll mask registered now
   bool closed = false;          // removed from the loop; responses are dropped
   bool read_paused = false;     // invariant 2: too many requests in flight
+  bool backlogged = false;      // invariant 9: too many response bytes unread by the client
   bool read_done = false;       // never read again (peer EOF, rejected frame, draining)
   bool close_when_idle = false; // close once nothing is in flight or queued
   uint64_t window = 0;          // loop thread only: the last Loop::window it sent requests in
@@ -413,8 +414,16 @@ void TcpServer::Impl::Accept(Loop& loop, size_t li) {
 
 void TcpServer::Impl::UpdateEventsLocked(Connection& c) {
   if (c.closed) return;
-  const uint32_t want =
-      (c.read_done || c.read_paused ? 0u : uint32_t{EPOLLIN}) | (c.out.empty() ? 0u : EPOLLOUT);
+  // Invariant 9, with hysteresis so that a client reading slowly does not flip it per write.
+  const uint64_t queued = c.out.bytes();
+  if (!c.backlogged && queued > options.queued_response_bytes_max) {
+    c.backlogged = true;
+    stats.backlog_pauses.fetch_add(1, std::memory_order_relaxed);
+  } else if (c.backlogged && queued <= options.queued_response_bytes_max / 2) {
+    c.backlogged = false;
+  }
+  const bool reads = !c.read_done && !c.read_paused && !c.backlogged;
+  const uint32_t want = (reads ? uint32_t{EPOLLIN} : 0u) | (c.out.empty() ? 0u : EPOLLOUT);
   if (want == c.events) return;
   epoll_event ev{};
   ev.events = want;
@@ -430,7 +439,7 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
   for (int i = 0; i < kReadsPerWakeup; ++i) {
     {
       std::lock_guard<std::mutex> g(c->mu);
-      if (c->closed || c->read_done || c->read_paused) return;
+      if (c->closed || c->read_done || c->read_paused || c->backlogged) return;
     }
     const uint64_t before = c->reader.bytes_read();
     auto r = c->reader.ReadFrom(c->fd);

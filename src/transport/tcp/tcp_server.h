@@ -41,6 +41,12 @@
 //      another connection waits for at most one inline request. An inline run slower than
 //      kInlineSlowMicros sends the connection's next kInlinePauseRequests blocking requests to
 //      the workers.
+//   9. Backpressure on answers: while more than `queued_response_bytes_max` of a connection's
+//      responses wait to be written (its client sends but does not read), the loop stops reading
+//      that connection, until they are down to half of it. So a peer that never reads makes the
+//      daemon hold at most that bound, one wake-up's answers (invariant 7) and the answers of its
+//      requests in flight (invariant 2) — not a response for every request it can send — and
+//      with nothing received or sent it is closed by invariant 5.
 //
 // Thread-safety: Start, Shutdown and the destructor from one thread; stats() from any.
 #pragma once
@@ -102,6 +108,7 @@ struct TcpServerOptions {
   // Invariant 7; null = every request goes to a worker.
   ImmediateHandler immediate;
   size_t inflight_per_connection_max = 128;
+  uint64_t queued_response_bytes_max = 16 << 20;  // invariant 9
   // After a wake-up with work, a loop polls for more (epoll_wait with no timeout) for a while
   // before it sleeps, yielding its core between polls; how long adapts to whether it paid
   // (base/spin_poll.h). It would save the client→daemon wake-up of a one-client ping-pong, but
@@ -142,6 +149,7 @@ struct TcpServerStats {
   std::atomic<uint64_t> bytes_out{0};
   std::atomic<uint64_t> loop_spins{0};  // spin waits begun (spin, spin_when_alone)
   std::atomic<uint64_t> requests_inline{0};  // blocking requests run on a loop (invariant 8)
+  std::atomic<uint64_t> backlog_pauses{0};   // reading stopped for unread answers (invariant 9)
 };
 
 class TcpServer {

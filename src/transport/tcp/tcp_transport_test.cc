@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <mutex>
@@ -583,6 +584,56 @@ TEST(TcpTransport, PipelinedFramesBeyondTheImmediateBudgetAreAllAnsweredById) {
   }
   for (int i = 0; i < kFrames; ++i) EXPECT_EQ(seen[i], 1) << "request " << i;
   EXPECT_GT(h.immediate_answers.load(), 0);
+  ::close(raw);
+}
+
+TEST(TcpTransport, AClientThatDoesNotReadItsAnswersIsNoLongerRead) {
+  Handler h;
+  TcpServerOptions o;
+  o.queued_response_bytes_max = 256 << 10;  // invariant 9
+  auto server = StartServer(h, o);
+  int raw = RawConnect(server->listeners()[0].address);
+  // Answered on the loop, like the pings and refusals an anonymous peer can ask for.
+  const std::string text(16 << 10, 'p');
+  std::vector<uint8_t> frame;
+  ASSERT_NO_FATAL_FAILURE(AppendFrame(Echo(kNowOp, text), &frame));
+  // Sends frames without reading until the socket stays full. Without the bound the daemon
+  // reads and answers forever, queueing every answer, and this never stops before the cap.
+  constexpr uint64_t kSendCap = 256u << 20;
+  uint64_t sent = 0;
+  size_t offset = 0;  // into the frame being sent
+  int frames_started = 0;
+  for (int full_in_a_row = 0; full_in_a_row < 3 && sent < kSendCap;) {
+    if (offset == 0) ++frames_started;
+    ssize_t n = ::send(raw, frame.data() + offset, frame.size() - offset, MSG_DONTWAIT);
+    if (n < 0) {
+      ASSERT_TRUE(errno == EAGAIN || errno == EWOULDBLOCK) << std::strerror(errno);
+      if (offset == 0) --frames_started;
+      ++full_in_a_row;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    full_in_a_row = 0;
+    sent += static_cast<uint64_t>(n);
+    offset = (offset + static_cast<size_t>(n)) % frame.size();
+  }
+  ASSERT_LT(sent, kSendCap) << "the server kept reading a client that reads nothing";
+  EXPECT_GE(server->stats().backlog_pauses.load(), 1u);
+  // Once the client reads, the server reads again: every request is answered exactly once.
+  std::thread finish([&] {
+    if (offset > 0) {
+      ASSERT_EQ(::send(raw, frame.data() + offset, frame.size() - offset, 0),
+                static_cast<ssize_t>(frame.size() - offset));
+    }
+  });
+  FrameReader r(1 << 20);
+  for (int i = 0; i < frames_started; ++i) {
+    auto m = RawReadFrame(raw, r);
+    ASSERT_TRUE(m.has_value()) << "answer " << i << " of " << frames_started;
+    ASSERT_EQ(m->op, kNowOp);
+    ASSERT_EQ(PayloadText(*m).size(), text.size());
+  }
+  finish.join();
   ::close(raw);
 }
 
