@@ -67,6 +67,11 @@ struct StoreOptions {
   std::string l2_prefix = "kv";
   // Bytes of payload the RAM cache keeps (pinned payloads may exceed it until released).
   uint64_t cache_bytes_max = 1ull << 30;
+  // Largest total a GetBlocks may return: a call whose blocks add up to more fails with
+  // ResourceExhausted before anything is read or pinned. 0 = no bound (an embedded caller asks
+  // for its own memory). wombatkvd sets it to what one response frame carries, so that a remote
+  // client cannot make the daemon read and pin a whole long chain only to refuse the answer.
+  uint64_t get_bytes_max = 0;
   // Background upload workers when no executor is injected.
   size_t upload_threads = 16;
   // Local disk cache of payloads in front of a remote L2 (docs/capacity.md): at most this many

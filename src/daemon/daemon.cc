@@ -13,6 +13,7 @@
 #include "transport/tcp/sockets.h"
 #include "transport/tcp/tcp_server.h"
 #include "wire/codec.h"
+#include "wire/frame.h"
 
 namespace wombatkv {
 namespace {
@@ -185,6 +186,10 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
     d.arenas = *arenas;
     setup.payload_allocator = d.arenas;
   }
+  // A get must fit one response frame (its body limit, whatever requests are limited to):
+  // refused before it reads (and pins) anything, rather than read whole and then refused by the
+  // framing. The margin covers the frame's fields and payload table.
+  setup.get_bytes_max = wire::kDefaultMaxBodyBytes - (16u << 20);
   auto store = OpenStoreFromConfig(d.options.config, setup);
   if (!store.ok()) return store.status();
   {

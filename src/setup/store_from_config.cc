@@ -48,6 +48,7 @@ Result<std::shared_ptr<Store>> OpenStoreFromConfig(const Config& config, const S
   if (config.gc_interval_us > 0) options.gc_interval_ms = config.gc_interval_us / 1000;
   options.object_store = l2.get();  // null: the local directory
   options.payload_allocator = setup.payload_allocator.get();
+  options.get_bytes_max = setup.get_bytes_max;
   // The disk cache only fronts a remote L2: in front of the local directory it would be a copy.
   if (l2) options.disk_cache_bytes_max = DiskCacheBudget(config, config.data_dir);
   const LogLevel min = ToStoreLogLevel(config.log_level);

@@ -25,6 +25,8 @@ struct StoreSetup {
   std::string program = "wombatkv";
   // StoreOptions::payload_allocator (wombatkvd's shared-memory arenas); kept alive by the store.
   std::shared_ptr<PayloadAllocator> payload_allocator;
+  // StoreOptions::get_bytes_max (0: the store's default).
+  uint64_t get_bytes_max = 0;
 };
 
 // A sink that writes lines at or above `threshold` to stderr as "<program> [<level>] <line>".

@@ -61,6 +61,16 @@ std::optional<Result<Borrow>> StoreImpl::ReadBlocks(std::string_view ns, const F
                               keys[matched].ToHex().substr(0, 16) +
                               "…) is not in a published chain"));
   }
+  if (options_.get_bytes_max > 0) {
+    uint64_t total = 0;
+    for (const BlockMeta& m : metas) total += m.length;
+    if (total > options_.get_bytes_max) {
+      return R(Status::ResourceExhausted(
+          "these " + std::to_string(keys.size()) + " blocks hold " + std::to_string(total) +
+          " bytes, over the " + std::to_string(options_.get_bytes_max) +
+          " one get may return (StoreOptions::get_bytes_max); ask for fewer blocks per call"));
+    }
+  }
   // Cache hits first; every miss is then fetched from L2 in parallel on the executor, so a cold
   // restore of n blocks costs about one L2 round trip, not n.
   std::vector<Result<BufferSlice>> got(keys.size(), Status::NotFound("not fetched"));

@@ -145,6 +145,26 @@ TEST_F(StoreApi, BorrowKeepsBytesValidAfterTheCacheEvictsThem) {
   for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(std::ranges::equal(borrow->payload(i), c.payloads[i]));
 }
 
+TEST_F(StoreApi, AGetOverItsByteBoundIsRefusedBeforeItReadsAnything) {
+  StoreHarness bounded(Planes::kMemory);
+  StoreOptions o = bounded.Options();
+  o.get_bytes_max = 9000;
+  Store& s = bounded.Open(o);
+  auto c = MakeChain(4, 3000);
+  ASSERT_TRUE(s.PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_TRUE(s.PublishChain("default", kFp, c.tip(), c.tip()).ok());
+  const uint64_t gets = s.Stats().gets;
+  auto all = s.GetBlocks("default", kFp, c.keys);
+  EXPECT_EQ(all.status().code(), Code::kResourceExhausted) << all.status().ToString();
+  EXPECT_NE(all.status().message().find("12000 bytes, over the 9000"), std::string::npos)
+      << all.status().message();
+  EXPECT_EQ(s.Stats().gets, gets) << "nothing was read";
+  std::vector<BlockKey> three(c.keys.begin(), c.keys.begin() + 3);
+  auto some = s.GetBlocks("default", kFp, three);
+  ASSERT_TRUE(some.ok()) << some.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(some->payload(2), c.payloads[2]));
+}
+
 TEST_F(StoreApi, StatsCountOperations) {
   auto c = MakeChain(2, 100);
   ASSERT_TRUE(s_.PutBlocks("default", kFp, c.Puts()).ok());
