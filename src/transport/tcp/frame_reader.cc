@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "base/endian.h"
 #include "transport/tcp/sockets.h"
@@ -79,7 +80,15 @@ Result<std::optional<wire::Message>> FrameReader::Next() {
       auto env = wire::ParseEnvelope(staging_.data() + begin_, max_body_);
       if (!env.ok()) return env.status();
       begin_ += wire::kEnvelopeBytes;
-      body_ = AllocateBody(env->body_len);
+      try {
+        body_ = AllocateBody(env->body_len);
+      } catch (const std::bad_alloc&) {
+        // Within the frame limit but beyond the memory there is now (a strict overcommit
+        // policy, an address-space limit): this connection's frame is refused, the process
+        // serves on.
+        return Status::ResourceExhausted("no memory for a frame body of " +
+                                         std::to_string(env->body_len) + " bytes");
+      }
       body_filled_ = 0;
       body_crc_ = env->crc;
     }

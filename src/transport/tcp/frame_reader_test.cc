@@ -1,6 +1,7 @@
 #include "transport/tcp/frame_reader.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -70,6 +71,32 @@ std::vector<wire::Message> Drain(FrameReader& r, int fd, Status* error = nullptr
     }
     if (*rr != FrameReader::ReadResult::kData) return out;
   }
+}
+
+// A frame within the limit but beyond the memory the process may have (here an address-space
+// limit, as under strict overcommit) is refused as that frame's error, not a crash.
+TEST(FrameReaderDeathTest, ABodyThereIsNoMemoryForIsRefusedAndTheProcessLivesOn) {
+  EXPECT_EXIT(
+      {
+        rlimit lim{};
+        ::getrlimit(RLIMIT_AS, &lim);
+        // Far below the 1 GiB body; enough for what the process has mapped already.
+        lim.rlim_cur = 768u << 20;
+        if (::setrlimit(RLIMIT_AS, &lim) != 0) std::_Exit(3);
+        SocketPair p;
+        uint8_t env[wire::kEnvelopeBytes];
+        wire::EncodeEnvelope(1u << 30, 0, env);
+        p.Write(std::vector<uint8_t>(env, env + sizeof env));
+        FrameReader r(1u << 30);
+        Status error;
+        Drain(r, p.b, &error);
+        std::_Exit(error.code() == Code::kResourceExhausted &&
+                           error.message().find("no memory for a frame body of 1073741824") !=
+                               std::string::npos
+                       ? 0
+                       : 4);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(FrameReader, ManyPipelinedFramesArriveFromFewReads) {
