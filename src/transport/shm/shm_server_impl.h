@@ -238,7 +238,9 @@ struct ShmServer::Impl {
   // client that went quiet does not keep cache entries pinned until its next call.
   void DrainIdleReleases(const std::vector<std::shared_ptr<Conn>>& snap);
   void Break(Conn& c, const std::string& why);  // REQUIRES: c.mu held
-  void WakeOne();
+  // Queues a token that wakes one idle worker; false when every idle worker already has one
+  // on its way (or none is idle), and nothing was queued.
+  bool WakeOne();
   void GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, size_t* rr);
   // Sleeps in epoll_wait on `bells` until a doorbell, a WakeOne token or the shutdown, then
   // leaves the idle count. True when a client rang (its doorbell bytes drained).

@@ -27,10 +27,10 @@ thread_local WakeBatch* gathering = nullptr;
 
 }  // namespace
 
-void ShmServer::Impl::WakeOne() {
+bool ShmServer::Impl::WakeOne() {
   {
     std::lock_guard<std::mutex> lk(pool_mu);
-    if (wake_tokens >= idle) return;
+    if (wake_tokens >= idle) return false;
     wake_tokens++;
     SetIdle(idle);  // one fewer asleep for good
   }
@@ -38,6 +38,7 @@ void ShmServer::Impl::WakeOne() {
   // held. The eventfd keeps the token until a worker takes it, so no wake is lost.
   const uint64_t one = 1;
   (void)!::write(wake_event.get(), &one, sizeof one);
+  return true;
 }
 
 bool ShmServer::Impl::TakeAny(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr, Taken* out,
@@ -90,8 +91,10 @@ bool ShmServer::Impl::TryTake(const std::shared_ptr<Conn>& cp, Taken* out, bool 
   out->conn = cp;
   out->error = Status::Ok();
   out->msg = wire::Message{};
-  out->msg.id = raw.id;
-  out->msg.op = raw.op;
+  // A2: what was checked is what is served. The second copy (`raw`) only names a request
+  // ReadSlot refused, for its error answer.
+  out->msg.id = m.ok() ? m->header.id : raw.id;
+  out->msg.op = m.ok() ? m->header.op : raw.op;
   if (m.ok() && m->header.kind != static_cast<uint8_t>(shm::SlotKind::kMessage))
     m = Status::InvalidArgument("malformed shared-memory message: a request cannot be an error");
   if (!m.ok()) {
@@ -179,8 +182,11 @@ void ShmServer::Impl::HandOverWakes(std::vector<Woken> woken) {
   bool hand_over = false;
   {
     std::lock_guard<std::mutex> lk(pool_mu);
-    // A worker asleep that no token is on its way to: WakeOne wakes it. (If it wakes for a
-    // doorbell first, it still passes DoHandedWakes before it sleeps again.)
+    // A worker asleep that no token is on its way to: WakeOne wakes it. The clients are woken
+    // by whichever worker looks at `handed` first: every worker does after each wake-up (token
+    // or doorbell, counted or not) and once more after it has counted itself idle, just before
+    // it sleeps (GoIdle). If that worker left the idle count before WakeOne (a doorbell woke it),
+    // WakeOne queues nothing and this thread wakes them itself.
     hand_over = wake_tokens < idle && !stopping.load();
   }
   if (hand_over) {
@@ -190,7 +196,7 @@ void ShmServer::Impl::HandOverWakes(std::vector<Woken> woken) {
       wakes_waiting.store(true, std::memory_order_release);
     }
     n.wakes_handed += woken.size();
-    WakeOne();
+    if (!WakeOne()) DoHandedWakes();
   } else {
     for (const Woken& w : woken) WakeClient(*w.conn);
   }
@@ -524,6 +530,10 @@ void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t*
   }
   DrainIdleReleases(snap);
   snap.clear();  // hold no client while asleep: a detached client's segment can go now
+  // Counted idle above: a hand-over that found this worker idle may have pushed its clients
+  // after this worker last looked (WorkerLoop), and its token may be one SleepUntilRung does
+  // not count. Wake them now rather than sleep on them.
+  DoHandedWakes();
   const bool rung = SleepUntilRung();
   scanners++;
   // A client had to ring: the spinner gave up too early for this client's pace (its next call
@@ -553,13 +563,19 @@ bool ShmServer::Impl::SleepUntilRung() {
       rearm.data.u64 = kWorkerWakeId;
       WMBT_CHECK_MSG(::epoll_ctl(bells.get(), EPOLL_CTL_MOD, wake_event.get(), &rearm) == 0,
                      "re-arming the workers' wake event failed");
-      std::lock_guard<std::mutex> lk(pool_mu);
+      {
+        std::lock_guard<std::mutex> lk(pool_mu);
+        if (read && wake_tokens > 0) {
+          wake_tokens--;
+          SetIdle(idle - 1);
+          return false;  // a hand-over from inside the daemon, not a client that had to ring
+        }
+      }
       // None counted: a unit beyond the count (clamped when a worker left idle otherwise: an
-      // early take in GoIdle, a doorbell, the shutdown). Sleep on.
-      if (!read || wake_tokens == 0) continue;
-      wake_tokens--;
-      SetIdle(idle - 1);
-      return false;  // a hand-over from inside the daemon, not a client that had to ring
+      // early take in GoIdle, a doorbell, the shutdown). Its hand-over may still wait: do it,
+      // then sleep on.
+      DoHandedWakes();
+      continue;
     }
     const Rang why = DrainDoorbell(ev.data.u64);
     if (why == Rang::kRequest) {
