@@ -195,6 +195,9 @@ void RenderTcp(Page& p, const tcp::TcpServerStats& t) {
   p.One("wombatkv_tcp_connections_idle_closed_total", "counter",
         "TCP connections closed for idleness (including ones stuck mid-frame).",
         Load(t.connections_idle_closed));
+  p.One("wombatkv_tcp_connections_unauthenticated_closed_total", "counter",
+        "TCP connections closed for no successful Hello within the hello timeout.",
+        Load(t.connections_unauthenticated_closed));
   p.One("wombatkv_tcp_frames_in_total", "counter", "Request frames received.", Load(t.frames_in));
   p.One("wombatkv_tcp_frames_out_total", "counter", "Response frames queued.", Load(t.frames_out));
   p.One("wombatkv_tcp_frames_rejected_total", "counter",

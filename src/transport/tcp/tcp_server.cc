@@ -55,6 +55,7 @@ struct Connection {
   Session session;
   FrameReader reader;  // loop thread only
   std::atomic<uint64_t> last_active_us{0};
+  uint64_t accepted_us = 0;  // loop thread only
 
   std::mutex mu;  // guards everything below
   SendQueue out;
@@ -276,7 +277,8 @@ void TcpServer::Impl::RunInLoop(Loop& loop, std::function<void()> task) {
 }
 
 int TcpServer::Impl::WaitTimeoutMs(Loop& loop) {
-  if (options.idle_timeout_ms == 0 && !loop.accept_paused) return -1;
+  if (options.idle_timeout_ms == 0 && options.hello_timeout_ms == 0 && !loop.accept_paused)
+    return -1;
   const uint64_t now = clock->NowMicros();
   if (loop.next_scan_us <= now) return 0;
   return static_cast<int>((loop.next_scan_us - now + 999) / 1000);
@@ -393,7 +395,8 @@ void TcpServer::Impl::Accept(Loop& loop, size_t li) {
     c->session.id = c->id;
     c->session.peer = PeerAddressOf(fd);
     c->session.token_required = !listeners[li].loopback;  // invariant 1
-    c->last_active_us.store(clock->NowMicros(), std::memory_order_relaxed);
+    c->accepted_us = clock->NowMicros();
+    c->last_active_us.store(c->accepted_us, std::memory_order_relaxed);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = c->id;
@@ -769,34 +772,47 @@ void TcpServer::Impl::ScanIdle(Loop& loop) {
   const uint64_t now = clock->NowMicros();
   if (now < loop.next_scan_us) return;
   uint64_t interval = kScanIntervalMaxMicros;
-  if (options.idle_timeout_ms > 0) {
-    interval = std::min<uint64_t>(interval, options.idle_timeout_ms * 1000 / 4);
-    interval = std::max<uint64_t>(interval, kScanIntervalMinMicros);
+  for (uint64_t ms : {options.idle_timeout_ms, options.hello_timeout_ms}) {
+    if (ms > 0) interval = std::min<uint64_t>(interval, ms * 1000 / 4);
   }
+  interval = std::max<uint64_t>(interval, kScanIntervalMinMicros);
   loop.next_scan_us = now + interval;
   if (loop.accept_paused && !draining.load()) {
     loop.accept_paused = false;
     SetListenersArmed(loop, true);
   }
-  if (options.idle_timeout_ms == 0) return;
   const uint64_t idle_us = options.idle_timeout_ms * 1000;
-  std::vector<std::shared_ptr<Connection>> idle;
+  const uint64_t hello_us = options.hello_timeout_ms * 1000;
+  std::vector<std::pair<std::shared_ptr<Connection>, std::string>> closing;
   for (auto& [id, c] : loop.conns) {
+    // Invariant 10: busy or not, an anonymous peer holds its slot only so long.
+    if (hello_us > 0 && c->session.token_required &&
+        !c->session.authenticated.load(std::memory_order_acquire) && now > c->accepted_us &&
+        now - c->accepted_us >= hello_us) {
+      stats.connections_unauthenticated_closed.fetch_add(1, std::memory_order_relaxed);
+      closing.emplace_back(c, "no successful Hello within " +
+                                  std::to_string(options.hello_timeout_ms) + " ms of connecting");
+      continue;
+    }
+    if (idle_us == 0) continue;
     uint64_t last = c->last_active_us.load(std::memory_order_relaxed);
     if (now <= last || now - last < idle_us) continue;
     std::lock_guard<std::mutex> g(c->mu);
     // Invariant 5. A connection whose responses are queued but not read counts as idle too:
     // a client that stops reading must not hold its payload pins forever.
-    if (c->inflight == 0) idle.push_back(c);
+    if (c->inflight == 0) {
+      stats.connections_idle_closed.fetch_add(1, std::memory_order_relaxed);
+      closing.emplace_back(c, "nothing received or sent for " +
+                                  std::to_string(options.idle_timeout_ms) + " ms" +
+                                  (c->reader.mid_frame()
+                                       ? " (it stopped half-way through a frame)"
+                                       : ""));
+    }
   }
-  for (auto& c : idle) {
-    stats.connections_idle_closed.fetch_add(1, std::memory_order_relaxed);
-    Log(LogLevel::kInfo, "closing connection " + std::to_string(c->id) + " from " +
-                             c->session.peer + ": nothing received or sent for " +
-                             std::to_string(options.idle_timeout_ms) + " ms" +
-                             (c->reader.mid_frame() ? " (it stopped half-way through a frame)"
-                                                    : ""));
-    Close(loop, c, "idle");
+  for (auto& [c, why] : closing) {
+    Log(LogLevel::kInfo,
+        "closing connection " + std::to_string(c->id) + " from " + c->session.peer + ": " + why);
+    Close(loop, c, why);
   }
 }
 

@@ -47,6 +47,9 @@
 //      daemon hold at most that bound, one wake-up's answers (invariant 7) and the answers of its
 //      requests in flight (invariant 2) — not a response for every request it can send — and
 //      with nothing received or sent it is closed by invariant 5.
+//  10. A token-required connection whose session is not authenticated `hello_timeout_ms` after
+//      it was accepted is closed, however busy: an anonymous peer cannot hold one of the
+//      `connections_max` slots (nor its staging and frame buffers) for longer than that.
 //
 // Thread-safety: Start, Shutdown and the destructor from one thread; stats() from any.
 #pragma once
@@ -101,6 +104,8 @@ struct TcpServerOptions {
   uint32_t max_frame_bytes = wire::kDefaultMaxBodyBytes;
   // Invariant 5; 0 = never.
   uint64_t idle_timeout_ms = 300'000;
+  // Invariant 10; 0 = never.
+  uint64_t hello_timeout_ms = 10'000;
   size_t io_threads = 1;
   // Worker threads running the handler, when no `executor` is given.
   size_t worker_threads = 16;
@@ -142,6 +147,7 @@ struct TcpServerStats {
   std::atomic<uint64_t> connections_open{0};
   std::atomic<uint64_t> connections_refused{0};  // over connections_max
   std::atomic<uint64_t> connections_idle_closed{0};
+  std::atomic<uint64_t> connections_unauthenticated_closed{0};  // invariant 10
   std::atomic<uint64_t> frames_in{0};
   std::atomic<uint64_t> frames_out{0};
   std::atomic<uint64_t> frames_rejected{0};  // invariant 3

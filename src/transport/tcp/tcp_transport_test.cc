@@ -69,12 +69,14 @@ struct Handler {
   std::atomic<int> hellos{0};
   std::atomic<int> token_required_sessions{0};
   uint32_t advertised_max_frame = wire::kDefaultMaxBodyBytes;
+  bool hello_authenticates = false;  // as Service does for a valid token
   std::function<void()> slow;  // kSlowOp
 
   wire::Message operator()(Session& session, const wire::Message& request) {
     if (request.op == static_cast<uint16_t>(wire::Op::kHello)) {
       hellos.fetch_add(1);
       if (session.token_required) token_required_sessions.fetch_add(1);
+      if (hello_authenticates) session.authenticated.store(true, std::memory_order_release);
       wire::HelloResponse r;
       r.server_version = "test";
       r.max_frame_bytes = advertised_max_frame;
@@ -283,6 +285,7 @@ struct ClockedServer {
     TcpServerOptions so;
     so.clock = &clock;
     so.idle_timeout_ms = 0;
+    so.hello_timeout_ms = 0;
     so.spin_when_alone = spin_when_alone;
     if (inline_when_alone) {
       so.inline_when_alone = [](const wire::Message& m) { return m.op != kWorkerOp; };
@@ -778,6 +781,46 @@ TEST(TcpTransport, ASilentClientIsClosedAfterTheIdleTimeoutAndBlocksNoOne) {
   ::close(silent);
   ::close(half);
   EXPECT_GE(server->stats().connections_idle_closed.load(), 2u);
+}
+
+TEST(TcpTransport, AnUnauthenticatedPeerIsClosedAfterTheHelloTimeoutHoweverBusy) {
+  Handler h;
+  h.hello_authenticates = true;
+  TcpServerOptions o;
+  o.listen = {"0.0.0.0:0", "127.0.0.1:0"};  // the first requires a token (invariant 1)
+  o.idle_timeout_ms = 0;
+  o.hello_timeout_ms = 200;
+  auto server = StartServer(h, o);
+  const std::string wildcard = server->listeners()[0].address;
+  const std::string port = wildcard.substr(wildcard.rfind(':') + 1);
+  int anonymous = RawConnect("127.0.0.1:" + port);  // reaches the 0.0.0.0 listener
+  int local = RawConnect(server->listeners()[1].address);
+  auto authenticated = Connect("127.0.0.1:" + port);  // its Hello authenticates it
+  // The anonymous peer keeps sending (a frame every 20 ms): activity does not save it.
+  std::vector<uint8_t> frame;
+  ASSERT_NO_FATAL_FAILURE(AppendFrame(Echo(kNowOp, "busy"), &frame));
+  FrameReader r(1 << 20);
+  bool closed = false;
+  for (int i = 0; i < 250 && !closed; ++i) {
+    if (::send(anonymous, frame.data(), frame.size(), MSG_NOSIGNAL) < 0) {
+      closed = true;
+      break;
+    }
+    closed = !RawReadFrame(anonymous, r).has_value();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(closed) << "an unauthenticated peer kept its connection for 5 s";
+  EXPECT_EQ(server->stats().connections_unauthenticated_closed.load(), 1u);
+  // Those that need no token, or presented one, are served on.
+  ASSERT_EQ(::send(local, frame.data(), frame.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(frame.size()));
+  FrameReader lr(1 << 20);
+  auto answer = RawReadFrame(local, lr);
+  ASSERT_TRUE(answer.has_value()) << "the loopback connection was closed";
+  EXPECT_EQ(PayloadText(*answer), "busy");
+  EXPECT_TRUE(authenticated->Call(Echo(kEchoOp, "still here")).ok());
+  ::close(anonymous);
+  ::close(local);
 }
 
 TEST(TcpTransport, ShutdownLetsARunningRequestFinishAndAnswersIt) {
