@@ -1,4 +1,6 @@
 // The store's API contract: argument checking, chains built from parents, compaction, listing.
+#include <functional>
+
 #include "store/store_test_util.h"
 
 namespace wombatkv::testing {
@@ -128,14 +130,21 @@ TEST_F(StoreApi, GetIsAllOrNothing) {
   EXPECT_EQ(*s_.LookupPrefix("default", kFp, keys), 3u);
 }
 
+// Opens `h` with its options changed by `tune`, and publishes `c` in it.
+static Store& OpenWithChain(StoreHarness& h, const std::function<void(StoreOptions&)>& tune,
+                            const TestChain& c) {
+  StoreOptions o = h.Options();
+  tune(o);
+  Store& s = h.Open(o);
+  EXPECT_TRUE(s.PutBlocks("default", kFp, c.Puts()).ok());
+  EXPECT_TRUE(s.PublishChain("default", kFp, c.tip(), c.tip()).ok());
+  return s;
+}
+
 TEST_F(StoreApi, BorrowKeepsBytesValidAfterTheCacheEvictsThem) {
   StoreHarness small(Planes::kMemory);
-  StoreOptions o = small.Options();
-  o.cache_bytes_max = 4096;
-  Store& s = small.Open(o);
   auto c = MakeChain(4, 3000);
-  ASSERT_TRUE(s.PutBlocks("default", kFp, c.Puts()).ok());
-  ASSERT_TRUE(s.PublishChain("default", kFp, c.tip(), c.tip()).ok());
+  Store& s = OpenWithChain(small, [](StoreOptions& o) { o.cache_bytes_max = 4096; }, c);
   auto borrow = s.GetBlocks("default", kFp, c.keys);
   ASSERT_TRUE(borrow.ok());
   auto other = MakeChain(4, 3000, 9);
@@ -147,12 +156,8 @@ TEST_F(StoreApi, BorrowKeepsBytesValidAfterTheCacheEvictsThem) {
 
 TEST_F(StoreApi, AGetOverItsByteBoundIsRefusedBeforeItReadsAnything) {
   StoreHarness bounded(Planes::kMemory);
-  StoreOptions o = bounded.Options();
-  o.get_bytes_max = 9000;
-  Store& s = bounded.Open(o);
   auto c = MakeChain(4, 3000);
-  ASSERT_TRUE(s.PutBlocks("default", kFp, c.Puts()).ok());
-  ASSERT_TRUE(s.PublishChain("default", kFp, c.tip(), c.tip()).ok());
+  Store& s = OpenWithChain(bounded, [](StoreOptions& o) { o.get_bytes_max = 9000; }, c);
   const uint64_t gets = s.Stats().gets;
   auto all = s.GetBlocks("default", kFp, c.keys);
   EXPECT_EQ(all.status().code(), Code::kResourceExhausted) << all.status().ToString();
