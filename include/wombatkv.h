@@ -236,6 +236,8 @@ WMBT_KV_API void wmbt_kv_payload_free(wmbt_kv_payload_t* payload);
 
 /* As wmbt_kv_put_blocks_ex, with the payloads given as filled wmbt_kv_payload_t buffers. The call
  * takes ownership of every payloads[i] whatever its result: do not touch or free them after it.
+ * One payload may be named by several blocks (it is released once). Only a count over
+ * WMBT_KV_BATCH_BLOCKS_MAX leaves them with the caller: that error reads no array at all.
  * Identical behaviour otherwise: 0 (also for count 0) or -1. */
 WMBT_KV_API int32_t wmbt_kv_put_blocks_owned(wmbt_kv_handle_t* handle, const char* namespace_,
                                              const char* fingerprint_hex,

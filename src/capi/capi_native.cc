@@ -1,8 +1,10 @@
 // The 1.1 native entry points: fingerprints, explicit chains, CAS publish, content-hash get,
 // refresh and stats.
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/hex.h"
 #include "capi/capi_internal.h"
@@ -248,14 +250,18 @@ int32_t wmbt_kv_put_blocks_owned(wmbt_kv_handle_t* handle, const char* namespace
                                  const char* const* parent_keys_hex,
                                  wmbt_kv_payload_t* const* payloads, size_t count,
                                  char* out_hashes, char* err_buf, size_t err_len) {
-  // Ownership passes whatever happens: the payloads are released when this returns (the store
-  // keeps its own references to what it stored).
+  // Ownership passes whatever happens (the store keeps its own references to what it stored),
+  // except over the count limit: then not even the array is read, and the caller keeps them. A
+  // payload named twice (two blocks with the same bytes) is released once.
   struct Release {
     wmbt_kv_payload_t* const* p;
     size_t n;
     ~Release() {
-      if (p == nullptr) return;
-      for (size_t i = 0; i < n && i <= wombatkv::limits::kBatchBlocksMax; ++i) delete p[i];
+      if (p == nullptr || n > wombatkv::limits::kBatchBlocksMax) return;
+      std::vector<wmbt_kv_payload_t*> owned(p, p + n);
+      std::sort(owned.begin(), owned.end());
+      owned.erase(std::unique(owned.begin(), owned.end()), owned.end());
+      for (wmbt_kv_payload_t* x : owned) delete x;
     }
   } release{payloads, count};
   return Guarded("wmbt_kv_put_blocks_owned", int32_t{-1}, err_buf, err_len, [&] {

@@ -574,6 +574,22 @@ static void test_zero_copy_put(void) {
   CHECK(wmbt_kv_put_blocks_owned(h, "zc", NULL, keys, NULL, payloads, 2, NULL, NULL, 0) == -1);
   CHECK(strstr(wmbt_kv_last_error(), "payloads[1]") != NULL);
   wmbt_kv_payload_free(NULL);
+  /* One payload named by two blocks (the same bytes) is stored and released once. */
+  payloads[0] = wmbt_kv_payload_alloc(64, &data[0]);
+  REQUIRE(payloads[0] != NULL);
+  memset(data[0], 'z', 64);
+  payloads[1] = payloads[0];
+  CHECK(wmbt_kv_put_blocks_owned(h, "zc-dup", NULL, keys, NULL, payloads, 2, NULL, NULL, 0) == 0);
+  NO_ERROR();
+  /* A count over the limit reads no array (here one element long) and leaves the payload with
+   * the caller, who still owns and frees it. */
+  payloads[0] = wmbt_kv_payload_alloc(64, &data[0]);
+  REQUIRE(payloads[0] != NULL);
+  CHECK(wmbt_kv_put_blocks_owned(h, "zc", NULL, keys, NULL, payloads, (size_t)-1, NULL, NULL,
+                                 0) == -1);
+  CHECK(strstr(wmbt_kv_last_error(), "exceeds the limit") != NULL);
+  data[0][63] = 'y';
+  wmbt_kv_payload_free(payloads[0]);
   wmbt_kv_free(h);
 }
 
