@@ -329,24 +329,30 @@ Status SetNamespaceMaxBytes(Config& c, std::string_view v) {
   return Status::Ok();
 }
 
+// A duration these settings keep in whole seconds: "500ms" would silently become 0 (= off).
+std::optional<uint64_t> WholeSeconds(std::string_view t) {
+  auto us = ParseDurationMicros(t);
+  if (!us || *us % 1000000 != 0) return std::nullopt;
+  return *us / 1000000;
+}
+
 Status SetNamespaceTtl(Config& c, std::string_view v) {
-  auto values = ParseNamespaceValues(v, [](std::string_view t) -> std::optional<uint64_t> {
-    auto us = ParseDurationMicros(t);
-    if (!us) return std::nullopt;
-    return *us / 1000000;
-  });
+  auto values = ParseNamespaceValues(v, WholeSeconds);
   if (!values)
     return Bad("WMBT_KV_NAMESPACE_TTL", v,
                "a duration for every namespace (24h), or NS=DURATION items separated by commas, "
-               "at most one without NS= (7d,scratch=30m,vip=0); units s, m, h, d; 0 = none");
+               "at most one without NS= (7d,scratch=30m,vip=0); whole seconds in units s, m, h, "
+               "d; 0 = none");
   c.namespace_ttl_seconds = std::move(*values);
   return Status::Ok();
 }
 
 Status SetPublishGrace(Config& c, std::string_view v) {
-  auto us = ParseDurationMicros(v);
-  if (!us) return Bad("WMBT_KV_PUBLISH_GRACE", v, "a duration such as 90s, 10m or 1h");
-  c.publish_grace_seconds = *us / 1000000;
+  auto seconds = WholeSeconds(v);
+  if (!seconds) {
+    return Bad("WMBT_KV_PUBLISH_GRACE", v, "a duration in whole seconds such as 90s, 10m or 1h");
+  }
+  c.publish_grace_seconds = *seconds;
   return Status::Ok();
 }
 

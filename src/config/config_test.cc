@@ -358,6 +358,13 @@ TEST(Config, NamespaceBudgetsAndTtlsTakeOneValueOrOnePerNamespace) {
   }
   EXPECT_EQ(c.Set("WMBT_KV_NAMESPACE_TTL", "scratch=soon").code(), Code::kInvalidArgument);
   EXPECT_EQ(c.Set("WMBT_KV_PUBLISH_GRACE", "-1").code(), Code::kInvalidArgument);
+  // Kept in whole seconds: a finer value is refused, not cut to 0 (which would mean "off").
+  Status st = c.Set("WMBT_KV_NAMESPACE_TTL", "scratch=500ms");
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("whole seconds"), std::string::npos) << st.message();
+  EXPECT_EQ(c.Set("WMBT_KV_PUBLISH_GRACE", "1500ms").code(), Code::kInvalidArgument);
+  ASSERT_TRUE(c.Set("WMBT_KV_PUBLISH_GRACE", "2000ms").ok());
+  EXPECT_EQ(c.publish_grace_seconds, 2u);
 }
 
 TEST(Config, SecretsNeverAppearInDescribe) {
