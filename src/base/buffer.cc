@@ -21,7 +21,15 @@ std::shared_ptr<Buffer> Buffer::Allocate(size_t size) {
     p = std::malloc(size ? size : 1);
   }
   if (p == nullptr) throw std::bad_alloc();  // as operator new: out of memory is fatal here
-  return std::shared_ptr<Buffer>(new Buffer(static_cast<uint8_t*>(p), size));
+  std::unique_ptr<Buffer> b;
+  try {
+    b.reset(new Buffer(static_cast<uint8_t*>(p), size));
+  } catch (...) {
+    std::free(p);  // not yet any Buffer's to free
+    throw;
+  }
+  // If the control block cannot be allocated, `b` keeps the Buffer and frees it (and `p`).
+  return std::shared_ptr<Buffer>(std::move(b));
 }
 
 std::shared_ptr<Buffer> Buffer::Adopt(uint8_t* data, size_t size, std::function<void()> release) {

@@ -243,7 +243,12 @@ wmbt_kv_payload_t* wmbt_kv_payload_alloc(size_t len, uint8_t** out_data) {
                  });
 }
 
-void wmbt_kv_payload_free(wmbt_kv_payload_t* payload) { delete payload; }
+void wmbt_kv_payload_free(wmbt_kv_payload_t* payload) {
+  Guarded("wmbt_kv_payload_free", -1, nullptr, 0, [&] {
+    delete payload;  // NULL is a no-op
+    return 0;
+  });
+}
 
 int32_t wmbt_kv_put_blocks_owned(wmbt_kv_handle_t* handle, const char* namespace_,
                                  const char* fingerprint_hex, const char* const* keys_hex,
