@@ -269,14 +269,22 @@ Status FsObjectStore::AwaitJournaled(std::string_view key, const std::string& pa
   if (!journal_) return Status::Ok();
   uint64_t lsn = 0;
   {
-    std::lock_guard<std::mutex> g(name_mu_);
-    WMBT_RETURN_IF_ERROR(broken_);
-    auto it = inflight_.find(path);
-    if (it == inflight_.end()) return Status::Ok();
-    // A direct put not yet returned: the file on disk is its predecessor or it, both durable.
-    if (it->second.direct) return Status::Ok();
-    if (it->second.deleted) return NotFound(key);
-    lsn = it->second.lsn;
+    std::unique_lock<std::mutex> lock(name_mu_);
+    for (;;) {
+      WMBT_RETURN_IF_ERROR(broken_);
+      auto it = inflight_.find(path);
+      if (it == inflight_.end()) return Status::Ok();
+      if (!it->second.direct) {
+        if (it->second.deleted) return NotFound(key);
+        lsn = it->second.lsn;
+        break;
+      }
+      // A direct put in progress (J4): its file may be in place before its kExternal record is
+      // appended, and the record replay goes by may be a delete. A reader acting on the file
+      // now (a Head that lets a publish reuse the blob) would be ordered before that record, so
+      // its own durable write would not cover it. Wait until the put is recorded.
+      direct_done_.wait(lock);
+    }
   }
   return SyncThrough(lsn);
 }
