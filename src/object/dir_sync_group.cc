@@ -75,9 +75,14 @@ Status DirSyncGroup::Wait(Dir& d, const std::shared_ptr<Round>& round,
     d.syncing = false;
     round->status = s.ok() ? s : s.WithContext("syncing directory " + d.path);
     round->done = true;
-    for (const std::string& path : round->paths) {
-      auto it = d.pending.find(path);
-      if (it != d.pending.end() && it->second == round) d.pending.erase(it);
+    // A failed round's names stay pending with its error: a later reader must not take a name
+    // whose directory entry may never reach the disk for durable (until a new Name of the path
+    // joins a round of its own).
+    if (s.ok()) {
+      for (const std::string& path : round->paths) {
+        auto it = d.pending.find(path);
+        if (it != d.pending.end() && it->second == round) d.pending.erase(it);
+      }
     }
     round->paths.clear();
     d.cv.notify_all();

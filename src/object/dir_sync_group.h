@@ -13,12 +13,13 @@
 //      after every link/rename of the round: it covers them all (env.h: PendingFile::Commit).
 //   2. At most one SyncDir per directory is in flight. A round is synced by the first of its
 //      waiters that finds the previous round done; every member gets that sync's status.
-//   3. A name stays pending until its round's sync has returned. A reader that has seen a file
-//      calls AwaitDurable afterwards, so nothing in this process acts on a name — serves it, or
-//      writes a chain head naming it — that a crash could still take back.
+//   3. A name stays pending until its round's sync has returned OK. A reader that has seen a
+//      file calls AwaitDurable afterwards, so nothing in this process acts on a name — serves
+//      it, or writes a chain head naming it — that a crash could still take back.
 //
-// A failed sync fails every member of its round and every reader waiting on it then; the names
-// stay on disk, and later readers treat them as any file found there (as before group commit).
+// A failed sync fails every member of its round, every reader waiting on it then, and every
+// reader of those names later: they stay pending with the round's error (the entries stay on
+// disk, but may not survive a crash) until a new Name of the same path starts them afresh.
 //
 // Across processes sharing a root, (3) does not hold: another process may see a name between its
 // link and the end of its round (as it could between link and fsync before group commit).

@@ -142,9 +142,18 @@ TEST_F(DirSyncGroupTest, AFailedSyncFailsEveryMemberOfItsRoundAndTheNextRoundSta
   EXPECT_NE(sa.message().find(dir_), std::string::npos) << sa.ToString();  // names the directory
   EXPECT_EQ(g.Await(tb).code(), Code::kUnavailable);  // same round, same answer, no new sync
   EXPECT_EQ(calls, 1);
+  // A reader arriving later does not take the failed names for durable.
+  EXPECT_EQ(g.AwaitDurable(dir_, dir_ + "/a").code(), Code::kUnavailable);
+  EXPECT_EQ(calls, 1);
   auto c = Temp("c");
   EXPECT_TRUE(g.Await(Name(g, *c, "c")).ok());
   EXPECT_EQ(calls, 2);
+  // Named again, a path's durability is its new round's.
+  auto a2 = Temp("a2");
+  auto t2 = g.Name(*a2, dir_, dir_ + "/a", /*replace=*/true);
+  ASSERT_TRUE(t2.ok()) << t2.status().ToString();
+  EXPECT_TRUE(g.Await(*t2).ok());
+  EXPECT_TRUE(g.AwaitDurable(dir_, dir_ + "/a").ok());
 }
 
 TEST_F(DirSyncGroupTest, ACommitThatFailsLeavesNothingPending) {
