@@ -27,7 +27,12 @@ Status FsObjectStore::OpenJournal(const FsJournalOptions& options) {
   WMBT_ASSIGN_OR_RETURN(auto replay, ReplayJournal(fs_, root_, replay_options, &packed_));
   // Replayed files, and files named before the crash whose bytes were already right, become
   // durable before the checkpoint says so.
-  WMBT_RETURN_IF_ERROR(sync_handle_->Sync().WithContext("recovering " + Describe()));
+  if (Status s = sync_handle_->Sync(); !s.ok()) {
+    // The error is now seen: the next open's sync would not report it again, and its replay
+    // would find the cached bytes right. The marker makes that open write them again.
+    MarkForRewrite();
+    return s.WithContext("recovering " + Describe());
+  }
   // LSNs never go back while the checkpoint marker stands, even with every journal file gone
   // (a record at or below the marker would be taken for applied).
   const uint64_t last_lsn = std::max(replay.last_lsn, replay_options.applied_through);
