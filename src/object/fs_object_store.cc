@@ -1,6 +1,7 @@
 // FsObjectStore (fs_object_store_impl.h, which states its invariants): construction, the
 // ObjectStore calls, and the un-journaled way of writing files.
 #include "object/fs_object_store_impl.h"
+#include "object/journal_record.h"
 
 namespace wombatkv::fs_internal {
 
@@ -366,6 +367,15 @@ std::unique_ptr<ObjectStore> NewFsObjectStore(std::string root, FileSystem* fs) 
 
 Result<std::unique_ptr<ObjectStore>> OpenJournaledFsObjectStore(std::string root, FileSystem* fs,
                                                                 FsJournalOptions options) {
+  // A journal record carries at most kJournalValueBytesMax; larger objects must go direct.
+  if (options.journaled_object_bytes_max > kJournalValueBytesMax ||
+      options.packed_object_bytes_max > kJournalValueBytesMax) {
+    return Status::InvalidArgument(
+        "FsJournalOptions: journaled_object_bytes_max " +
+        std::to_string(options.journaled_object_bytes_max) + " and packed_object_bytes_max " +
+        std::to_string(options.packed_object_bytes_max) + " may be at most " +
+        std::to_string(kJournalValueBytesMax) + " (a journal record's largest value)");
+  }
   auto store =
       std::make_unique<fs_internal::FsObjectStore>(std::move(root), fs, /*journaled=*/true);
   WMBT_RETURN_IF_ERROR(store->OpenJournal(options));

@@ -373,6 +373,16 @@ TEST_F(PackedStoreTest, AHeadDuringADirectPutOfADeletedBlobWaitsForThePut) {
   EXPECT_TRUE(head_done.load());
 }
 
+TEST_F(PackedStoreTest, BoundsBeyondWhatAJournalRecordCarriesAreRefusedAtOpen) {
+  FsJournalOptions o;
+  o.journaled_object_bytes_max = 32u << 20;  // a put of 20 MiB would not fit one record
+  auto s = OpenJournaledFsObjectStore(root_, fs_, o);
+  EXPECT_EQ(s.status().code(), Code::kInvalidArgument) << s.status().ToString();
+  EXPECT_NE(s.status().message().find("journaled_object_bytes_max"), std::string::npos);
+  o.journaled_object_bytes_max = 16u << 20;
+  EXPECT_TRUE(OpenJournaledFsObjectStore(root_, fs_, o).ok());
+}
+
 TEST_F(PackedStoreTest, ALargeIfAbsentPutOverAPackedObjectConflicts) {
   auto s = Open();
   Put(*s, "k", "small");
