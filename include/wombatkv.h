@@ -124,11 +124,14 @@ WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_open_tcp(const char* addr);
 WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_open_http(const char* addr);
 
 /* Closes the handle: waits for background uploads, then releases the data directory, or, if
- * borrows of it are outstanding, does so when the last one is released (see Ownership).
- * NULL is a no-op. */
+ * borrows of it are outstanding, does so when the last one is released (see Ownership): that
+ * wmbt_kv_release_borrow call then does the waiting, so release borrows before wmbt_kv_free
+ * where a stall matters (e.g. a Python finalizer). NULL is a no-op; freeing a handle twice is
+ * undefined, as for free(3). */
 WMBT_KV_API void wmbt_kv_free(wmbt_kv_handle_t* handle);
 
-/* Releases a borrow and the bytes and arrays it lent. NULL is a no-op. */
+/* Releases a borrow and the bytes and arrays it lent. NULL is a no-op; releasing one twice is
+ * undefined, as for free(3). */
 WMBT_KV_API void wmbt_kv_release_borrow(wmbt_kv_borrow_t* borrow);
 
 /* ---- Blocks (1.0; the fingerprint is the handle's WMBT_KV_FINGERPRINT) ----------------------- */
