@@ -5,8 +5,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -18,6 +16,7 @@
 #include "object/crash_model_fs.h"
 #include "object/journal.h"
 #include "object/packed_view.h"
+#include "object/pause_once.h"
 #include "wombatkv/env.h"
 #include "wombatkv/object_store.h"
 
@@ -312,36 +311,17 @@ class HookFs : public FileSystemWrapper {
 };
 
 
-// Holds the first directory sync after `Arm` until `Release`: a direct put waits there with its
-// file in place and its journal record not yet appended.
+// Holds the first directory sync after `armed` is set (PauseOnce): a direct put waits there
+// with its file in place and its journal record not yet appended.
 class DirSyncGateFs final : public FileSystemWrapper {
  public:
   using FileSystemWrapper::FileSystemWrapper;
-  void Arm() { armed_ = true; }
-  void AwaitHeld() {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return held_; });
-  }
-  void Release() {
-    std::lock_guard<std::mutex> l(mu_);
-    released_ = true;
-    cv_.notify_all();
-  }
+  std::atomic<bool> armed{false};
+  PauseOnce pause;
   Status SyncDir(const std::string& dir) override {
-    if (armed_.exchange(false)) {
-      std::unique_lock<std::mutex> l(mu_);
-      held_ = true;
-      cv_.notify_all();
-      cv_.wait(l, [&] { return released_; });
-    }
+    if (armed.exchange(false)) pause.Hold();
     return FileSystemWrapper::SyncDir(dir);
   }
-
- private:
-  std::atomic<bool> armed_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool held_ = false, released_ = false;
 };
 
 // A blob deleted (durably, not yet checkpointed) and put again directly: until the put's record
@@ -356,18 +336,18 @@ TEST_F(PackedStoreTest, AHeadDuringADirectPutOfADeletedBlobWaitsForThePut) {
   const std::string big(8192, 'B');  // over the journaled bound: a direct put
   Put(*s, "blob", big);
   ASSERT_TRUE(s->Delete("blob").ok());
-  fs.Arm();
+  fs.armed = true;
   std::thread put([&] { Put(*s, "blob", big, Deferred()); });
-  fs.AwaitHeld();
+  fs.pause.AwaitHeld();
   std::atomic<bool> head_done{false};
   std::thread head([&] {
     auto h = s->Head("blob");
     EXPECT_TRUE(h.ok()) << h.status().ToString();
     head_done = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  RealClock()->SleepMicros(100'000);  // time for a Head that does not wait to answer
   EXPECT_FALSE(head_done.load()) << "Head answered while the put was not yet recorded";
-  fs.Release();
+  fs.pause.Release();
   put.join();
   head.join();
   EXPECT_TRUE(head_done.load());

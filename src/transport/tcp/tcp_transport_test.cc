@@ -613,7 +613,7 @@ TEST(TcpTransport, AClientThatDoesNotReadItsAnswersIsNoLongerRead) {
       ASSERT_TRUE(errno == EAGAIN || errno == EWOULDBLOCK) << std::strerror(errno);
       if (offset == 0) --frames_started;
       ++full_in_a_row;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      RealClock()->SleepMicros(200'000);  // for the server to drain what it will
       continue;
     }
     full_in_a_row = 0;
@@ -807,7 +807,7 @@ TEST(TcpTransport, AnUnauthenticatedPeerIsClosedAfterTheHelloTimeoutHoweverBusy)
       break;
     }
     closed = !RawReadFrame(anonymous, r).has_value();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    RealClock()->SleepMicros(20'000);
   }
   EXPECT_TRUE(closed) << "an unauthenticated peer kept its connection for 5 s";
   EXPECT_EQ(server->stats().connections_unauthenticated_closed.load(), 1u);
