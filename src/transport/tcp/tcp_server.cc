@@ -16,6 +16,7 @@
 
 #include "base/adaptive_spin.h"
 #include "base/check.h"
+#include "base/log_budget.h"
 #include "base/spin_poll.h"
 #include "base/thread_name.h"
 #include "transport/tcp/frame_reader.h"
@@ -34,6 +35,7 @@ constexpr int kEventsPerWait = 256;
 constexpr uint64_t kScanIntervalMaxMicros = 1'000'000;
 constexpr uint64_t kScanIntervalMinMicros = 10'000;
 constexpr int kListenBacklog = 1024;
+constexpr uint32_t kPeerWarningsPerSecond = 10;
 // The loop's spin after activity, in µs (base/spin_poll.h): up to 50 µs, probing once per 128
 // wake-ups at most when spinning has stopped paying.
 constexpr AdaptiveSpin::Options kLoopSpin{0, 50, 16, 128};
@@ -112,6 +114,7 @@ struct TcpServer::Impl {
   std::vector<ListenerInfo> listeners;
   std::vector<std::unique_ptr<Loop>> loops;
   TcpServerStats stats;
+  LogBudget peer_warnings{kPeerWarningsPerSecond, 1'000'000};
   std::atomic<uint64_t> next_conn_id{1};
   std::atomic<size_t> inflight_total{0};
   std::atomic<bool> draining{false};
@@ -145,6 +148,12 @@ struct TcpServer::Impl {
     } else if (level >= LogLevel::kWarn) {
       std::fprintf(stderr, "wombatkvd [%s] tcp: %s\n", LogLevelTag(level), line.c_str());
     }
+  }
+  // A warning peers can cause at will (a rejected frame, a refused connection): at most
+  // kPeerWarningsPerSecond a second, the rest counted (stats still count each).
+  void LogPeerWarning(const std::string& line) {
+    std::string note;
+    if (peer_warnings.Take(clock->NowMicros(), &note)) Log(LogLevel::kWarn, line + note);
   }
 
   Status Listen(const std::string& text);
@@ -383,9 +392,9 @@ void TcpServer::Impl::Accept(Loop& loop, size_t li) {
     }
     if (stats.connections_open.load() >= options.connections_max) {
       stats.connections_refused.fetch_add(1, std::memory_order_relaxed);
-      Log(LogLevel::kWarn, "refusing a connection from " + PeerAddressOf(fd) + ": " +
-                               std::to_string(options.connections_max) +
-                               " connections are open (the limit)");
+      LogPeerWarning("refusing a connection from " + PeerAddressOf(fd) + ": " +
+                     std::to_string(options.connections_max) +
+                     " connections are open (the limit)");
       ::close(fd);
       continue;
     }
@@ -559,9 +568,9 @@ void TcpServer::Impl::OnPeerClosed(Loop& loop, const std::shared_ptr<Connection>
 void TcpServer::Impl::Reject(Loop& loop, const std::shared_ptr<Connection>& c,
                              const Status& why) {
   stats.frames_rejected.fetch_add(1, std::memory_order_relaxed);
-  Log(LogLevel::kWarn, "connection " + std::to_string(c->id) + " from " + c->session.peer +
-                           ": rejected a frame (" + why.ToString() +
-                           "); answering with the error and closing the connection");
+  LogPeerWarning("connection " + std::to_string(c->id) + " from " + c->session.peer +
+                 ": rejected a frame (" + why.ToString() +
+                 "); answering with the error and closing the connection");
   // Invariant 3: one error response, then close. Its id is the request's when the body could be
   // read, else 0 (the client then knows it concerns the connection, not a call).
   wire::Message response =

@@ -765,6 +765,41 @@ TEST(TcpTransport, AMalformedFrameIsAnsweredAndClosedWhileOthersAreServed) {
   EXPECT_EQ(server->stats().frames_rejected.load(), 1u);
 }
 
+TEST(TcpTransport, APeerSendingJunkCannotFloodTheLog) {
+  Handler h;
+  TestClock clock;
+  std::mutex mu;
+  std::vector<std::string> warnings;
+  TcpServerOptions o;
+  o.clock = &clock;
+  o.log = [&](LogLevel level, const std::string& line) {
+    std::lock_guard<std::mutex> g(mu);
+    if (level >= LogLevel::kWarn) warnings.push_back(line);
+  };
+  auto server = StartServer(h, o);
+  const std::string addr = server->listeners()[0].address;
+  const char junk[] = "GET / HTTP/1.1\r\n\r\n";
+  auto send_junk = [&] {
+    int raw = RawConnect(addr);
+    ASSERT_GT(::send(raw, junk, sizeof junk - 1, 0), 0);
+    EXPECT_TRUE(RawSeesClose(raw));
+    ::close(raw);
+  };
+  constexpr int kJunk = 40;
+  for (int i = 0; i < kJunk; ++i) ASSERT_NO_FATAL_FAILURE(send_junk());
+  EXPECT_EQ(server->stats().frames_rejected.load(), uint64_t{kJunk}) << "each one is counted";
+  {
+    std::lock_guard<std::mutex> g(mu);
+    EXPECT_EQ(warnings.size(), 10u) << "a second of junk writes at most ten lines";
+  }
+  clock.Advance(1'000'001);
+  ASSERT_NO_FATAL_FAILURE(send_junk());
+  std::lock_guard<std::mutex> g(mu);
+  ASSERT_EQ(warnings.size(), 11u);
+  EXPECT_NE(warnings.back().find("(30 similar lines held back)"), std::string::npos)
+      << warnings.back();
+}
+
 TEST(TcpTransport, ASilentClientIsClosedAfterTheIdleTimeoutAndBlocksNoOne) {
   Handler h;
   TcpServerOptions o;
