@@ -7,7 +7,8 @@
 // was never synced); WriteFileAtomic/CreateFileExclusive with sync are durable at once;
 // SyncFileSystem makes everything durable; an AppendFile is durable up to its last Sync.
 //
-// Crash() makes every later call fail (the process is "dead": the store is then destroyed).
+// Crash() makes every later call fail (the process is "dead": the store is then destroyed);
+// Restart() lets calls through again as a new process on the same machine would.
 // ApplyCrash(rng) rewrites the real directory to one state a crash may leave: each file not
 // durable in its current state gets, at random, its durable state, its current state, or (if its
 // content was never synced) its name with other bytes; each journal-like append file is cut at a
@@ -47,6 +48,21 @@ class CrashModelFs final : public FileSystemWrapper {
   void Crash() {
     std::lock_guard<std::mutex> g(mu_);
     crashed_ = true;
+  }
+
+  // The process dies (Crash) the moment a sync handle reports a write-back error: nothing the
+  // store does about the error reaches the file system.
+  void CrashWhenAWritebackErrorIsReported() {
+    std::lock_guard<std::mutex> g(mu_);
+    crash_on_report_ = true;
+  }
+
+  // A new process after Crash, the machine still up: calls pass again; the page cache (files
+  // whose write-back failed included) is as the dead process left it.
+  void Restart() {
+    std::lock_guard<std::mutex> g(mu_);
+    crashed_ = false;
+    crash_on_report_ = false;
   }
 
   void ApplyCrash(Random& rng) {
@@ -100,6 +116,7 @@ class CrashModelFs final : public FileSystemWrapper {
   void Revive() {
     std::lock_guard<std::mutex> g(mu_);
     crashed_ = false;
+    crash_on_report_ = false;
     lost_.clear();
     Snapshot();
   }
@@ -143,6 +160,7 @@ class CrashModelFs final : public FileSystemWrapper {
         std::lock_guard<std::mutex> g(fs_->mu_);
         if (seen_ == fs_->writeback_errors_) return Status::Ok();
         seen_ = fs_->writeback_errors_;
+        if (fs_->crash_on_report_) fs_->crashed_ = true;
         return Status::Internal("syncfs " + path_ + ": Input/output error (injected write-back error)");
       }
 
@@ -475,6 +493,7 @@ class CrashModelFs final : public FileSystemWrapper {
   std::shared_mutex sync_mu_;  // SyncDir (shared) against SyncFileSystem (exclusive)
   std::mutex mu_;
   bool crashed_ = false;
+  bool crash_on_report_ = false;
   uint64_t snapshots_ = 0;  // Snapshot() calls so far
   uint64_t event_seq_ = 0;  // the last Event's seq
   std::map<std::string, State> durable_;                 // absent from the map: durably absent

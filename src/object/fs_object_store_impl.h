@@ -383,6 +383,17 @@ class FsObjectStore final : public ObjectStore {
   // before its sync. Best effort: if even this write fails, the journal files are still kept.
   void MarkForRewrite();
 
+  // The sync through sync_handle_ (open, checkpoint, close), with the rewrite marker standing
+  // from before it until ClearRewriteMarker, after the checkpoint marker that relies on it: a
+  // process that dies after the sync reported a write-back error (the kernel reports it once),
+  // before it wrote the marker, would leave cached bytes that the next open reads as right. Not
+  // synced: only a restart that keeps the page cache needs it; after a machine crash the open
+  // reads what the disk holds, and replay writes what differs.
+  Status SyncRoot();
+  // After the checkpoint marker: the sync it rests on succeeded (a marker left by a failure
+  // stays: nothing checkpoints after one).
+  Status ClearRewriteMarker();
+
   // A plain store must not write into a root that a journaling owner holds: the owner's journal
   // would replay over it, and the owner decides conditions without the flock. Deletes stay
   // allowed (orphan GC; a deleted object the owner's replay brings back is an orphan again).

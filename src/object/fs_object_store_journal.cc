@@ -4,6 +4,11 @@
 #include "object/fs_object_store_impl.h"
 
 namespace wombatkv::fs_internal {
+namespace {
+
+constexpr std::string_view kRewriteMarkerText = "rewrite the journaled objects at the next open\n";
+
+}  // namespace
 
 Status FsObjectStore::OpenJournal(const FsJournalOptions& options) {
   jopts_ = options;
@@ -27,21 +32,13 @@ Status FsObjectStore::OpenJournal(const FsJournalOptions& options) {
   WMBT_ASSIGN_OR_RETURN(auto replay, ReplayJournal(fs_, root_, replay_options, &packed_));
   // Replayed files, and files named before the crash whose bytes were already right, become
   // durable before the checkpoint says so.
-  if (Status s = sync_handle_->Sync(); !s.ok()) {
-    // The error is now seen: the next open's sync would not report it again, and its replay
-    // would find the cached bytes right. The marker makes that open write them again.
-    MarkForRewrite();
-    return s.WithContext("recovering " + Describe());
-  }
+  if (Status s = SyncRoot(); !s.ok()) return s.WithContext("recovering " + Describe());
   // LSNs never go back while the checkpoint marker stands, even with every journal file gone
   // (a record at or below the marker would be taken for applied).
   const uint64_t last_lsn = std::max(replay.last_lsn, replay_options.applied_through);
   WMBT_RETURN_IF_ERROR(WriteCheckpointMarker(last_lsn).WithContext("recovering " + Describe()));
   // Last: while a journal file that needs it is left, so is the marker.
-  if (rewrite) {
-    Status s = fs_->DeleteFile(rewrite_marker_path_);
-    if (!s.ok() && !s.IsNotFound()) return s.WithContext("recovering " + Describe());
-  }
+  WMBT_RETURN_IF_ERROR(ClearRewriteMarker().WithContext("recovering " + Describe()));
   for (const JournalSegment& seg : replay.segments) {
     segments_[seg.first_lsn] = Segment{seg.path, seg.bytes, /*checkpointed=*/true};
   }
@@ -410,8 +407,9 @@ void FsObjectStore::Retired(const std::string& path, uint64_t last_lsn, uint64_t
 void FsObjectStore::Checkpoint(const std::string& journal_path, uint64_t last_lsn) {
   if (checkpoint_failed_) return;
   Status s = SyncThrough(last_lsn);
-  if (s.ok()) s = sync_handle_->Sync();
+  if (s.ok()) s = SyncRoot();
   if (s.ok()) s = WriteCheckpointMarker(last_lsn);
+  if (s.ok()) s = ClearRewriteMarker();
   if (s.ok() && SnapshotDue()) WriteIndexSnapshot(last_lsn);
   if (s.ok()) {
     {
@@ -561,9 +559,23 @@ Status FsObjectStore::WriteCheckpointMarker(uint64_t lsn) {
   return fs_->WriteFileAtomic(checkpoint_marker_path_, {AsBytes(text)}, /*sync=*/true);
 }
 
+Status FsObjectStore::SyncRoot() {
+  WMBT_RETURN_IF_ERROR(fs_->WriteFileAtomic(rewrite_marker_path_, {AsBytes(kRewriteMarkerText)},
+                                            /*sync=*/false));
+  Status s = sync_handle_->Sync();
+  // The error is now seen: the next open's sync would not report it again. The marker, synced
+  // now, makes that open write the cached bytes again.
+  if (!s.ok()) MarkForRewrite();
+  return s;
+}
+
+Status FsObjectStore::ClearRewriteMarker() {
+  Status s = fs_->DeleteFile(rewrite_marker_path_);
+  return s.IsNotFound() ? Status::Ok() : s;
+}
+
 void FsObjectStore::MarkForRewrite() {
-  (void)fs_->WriteFileAtomic(rewrite_marker_path_,
-                             {AsBytes("rewrite the journaled objects at the next open\n")},
+  (void)fs_->WriteFileAtomic(rewrite_marker_path_, {AsBytes(kRewriteMarkerText)},
                              /*sync=*/true);
 }
 
