@@ -24,6 +24,11 @@ inline constexpr uint32_t kPublishAttemptsMax = 16;          // lost head races 
 inline constexpr size_t kPublishStripes = 64;                // per-chain publish locks
 inline constexpr uint64_t kFillQueueBytesMin = 16ull << 20;  // disk cache fills waiting to run
 inline constexpr uint64_t kFillQueueBytesMax = 256ull << 20;
+// Bounds that keep a Hello far below the frame limit before authentication (tcp_server.h,
+// invariant 4): a longer client name is cut; a longer token is refused where it is configured
+// (WMBT_KV_AUTH_TOKEN, WMBT_KV_AUTH_TOKENS) and by the TCP channel.
+inline constexpr size_t kClientNameBytesMax = 256;
+inline constexpr size_t kAuthTokenBytesMax = 4096;
 
 static_assert(kBlockBytesMax <= UINT32_MAX, "block lengths are stored as u32 in heads");
 static_assert(kChainBlocksMax * 56 + 4096 <= kHeadObjectBytesMax,

@@ -10,6 +10,7 @@
 #include <limits>
 #include <utility>
 
+#include "base/limits.h"
 #include "base/setting_text.h"
 
 namespace wombatkv {
@@ -176,6 +177,8 @@ Status SetHttpAddr(Config& c, std::string_view v) {
 }
 
 Status SetAuthToken(Config& c, std::string_view v) {
+  if (v.size() > limits::kAuthTokenBytesMax)
+    return Bad("WMBT_KV_AUTH_TOKEN", v, "a token of at most 4096 bytes", /*secret=*/true);
   c.auth_token = std::string(v);
   return Status::Ok();
 }
@@ -437,7 +440,7 @@ const std::vector<Setting>& Table() {
        SetHttpAddr, true},
       {{"WMBT_KV_AUTH_TOKEN", "(unset)",
         "Auth token a client sends to the daemon (wombatkvd --auth-token); required when the "
-        "daemon listens on a non-loopback address.",
+        "daemon listens on a non-loopback address. At most 4096 bytes.",
         true},
        SetAuthToken, true},
       {{"WMBT_KV_LOG_LEVEL", "warn", "Least severe log level written: debug, info, warn, error."},

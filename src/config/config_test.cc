@@ -8,6 +8,8 @@
 #include <set>
 #include <string>
 
+#include "base/limits.h"
+
 namespace wombatkv {
 namespace {
 
@@ -365,6 +367,17 @@ TEST(Config, NamespaceBudgetsAndTtlsTakeOneValueOrOnePerNamespace) {
   EXPECT_EQ(c.Set("WMBT_KV_PUBLISH_GRACE", "1500ms").code(), Code::kInvalidArgument);
   ASSERT_TRUE(c.Set("WMBT_KV_PUBLISH_GRACE", "2000ms").ok());
   EXPECT_EQ(c.publish_grace_seconds, 2u);
+}
+
+// A token must fit an unauthenticated Hello frame (base/limits.h); the error does not echo it.
+TEST(Config, AnOverlongAuthTokenIsRefusedWithoutEchoingIt) {
+  Config c = Config::Defaults([](const char*) { return std::nullopt; });
+  const std::string token = "tok" + std::string(limits::kAuthTokenBytesMax, 'x');
+  Status s = c.Set("WMBT_KV_AUTH_TOKEN", token);
+  ASSERT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("at most 4096 bytes"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("tokxxx"), std::string::npos) << "the secret was echoed";
+  EXPECT_TRUE(c.Set("WMBT_KV_AUTH_TOKEN", token.substr(0, limits::kAuthTokenBytesMax)).ok());
 }
 
 TEST(Config, SecretsNeverAppearInDescribe) {

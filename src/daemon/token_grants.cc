@@ -2,6 +2,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/limits.h"
 #include "daemon/service.h"
 #include "wombatkv/types.h"
 
@@ -31,6 +32,11 @@ Result<std::vector<TokenGrant>> ParseTokenGrants(std::string_view text) {
     const size_t eq = item.find('=');
     std::string_view token = Trim(item.substr(0, eq));
     if (token.empty()) return Status::InvalidArgument(where + " has an empty token");
+    if (token.size() > limits::kAuthTokenBytesMax) {
+      return Status::InvalidArgument(where + " has a token of " + std::to_string(token.size()) +
+                                     " bytes; tokens are at most " +
+                                     std::to_string(limits::kAuthTokenBytesMax) + " bytes");
+    }
     for (char c : token) {
       if (!IsTokenChar(c)) {
         return Status::InvalidArgument(

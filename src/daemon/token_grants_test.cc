@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "base/limits.h"
 #include "daemon/service.h"
 
 namespace wombatkv {
@@ -17,6 +18,7 @@ TEST(ParseTokenGrants, TokensWithAndWithoutNamespaces) {
 }
 
 TEST(ParseTokenGrants, BadEntriesAreNamedByPositionNeverByToken) {
+  const std::string long_token = "secret1" + std::string(limits::kAuthTokenBytesMax - 6, 'x');
   struct Case {
     const char* text;
     const char* needle;
@@ -25,7 +27,8 @@ TEST(ParseTokenGrants, BadEntriesAreNamedByPositionNeverByToken) {
                         Case{"sec ret", "entry 1: the token contains a space"},
                         Case{"secret1=", "entry 1 has '=' but no namespace"},
                         Case{"secret1=a/b", "entry 1: namespace"},
-                        Case{"secret1;secret1=x", "entry 2 repeats the token"}}) {
+                        Case{"secret1;secret1=x", "entry 2 repeats the token"},
+                        Case{long_token.c_str(), "entry 1 has a token of 4097 bytes"}}) {
     SCOPED_TRACE(c.text);
     auto g = ParseTokenGrants(c.text);
     ASSERT_FALSE(g.ok());

@@ -283,7 +283,7 @@ Status ResponseStatus(const Message& response) {
 Message HelloRequest::Encode() const {
   FieldWriter w;
   w.U32(protocol_version);
-  w.Str16(Clamp16(client_name));
+  w.Str16(std::string_view(client_name).substr(0, limits::kClientNameBytesMax));
   w.Str16(Clamp16(token));
   return Build(Op::kHello, false, w);
 }

@@ -71,6 +71,7 @@ Message EncodeStatusResponse(Op op, const Status& status);
 Status ResponseStatus(const Message& response);
 
 // ---- Hello: first message of a session; authenticates it when the listener requires a token.
+// A client name longer than limits::kClientNameBytesMax is cut.
 struct HelloRequest {
   uint32_t protocol_version = kProtocolVersion;
   std::string client_name;  // for logs: "vllm-worker-3", "wombatkv-cli"

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/limits.h"
 #include "base/spin_poll.h"
 #include "transport/tcp/frame_reader.h"
 #include "transport/tcp/sockets.h"
@@ -545,6 +546,12 @@ class TcpChannel final : public Channel {
 }  // namespace
 
 Result<std::unique_ptr<Channel>> ConnectTcp(const TcpClientOptions& options) {
+  if (options.auth_token.size() > limits::kAuthTokenBytesMax) {
+    return Status::InvalidArgument("the auth token has " +
+                                   std::to_string(options.auth_token.size()) +
+                                   " bytes; tokens are at most " +
+                                   std::to_string(limits::kAuthTokenBytesMax));
+  }
   auto channel = std::make_unique<TcpChannel>(options);
   WMBT_RETURN_IF_ERROR(channel->Open());
   return std::unique_ptr<Channel>(std::move(channel));

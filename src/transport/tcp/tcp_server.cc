@@ -16,6 +16,7 @@
 
 #include "base/adaptive_spin.h"
 #include "base/check.h"
+#include "base/limits.h"
 #include "base/log_budget.h"
 #include "base/spin_poll.h"
 #include "base/thread_name.h"
@@ -26,6 +27,11 @@
 #include "wire/codec.h"
 
 namespace wombatkv::tcp {
+
+// Invariant 4: a Hello of the longest name and token a client sends (and some room for the
+// version and string lengths) fits the frame limit before authentication.
+static_assert(limits::kClientNameBytesMax + limits::kAuthTokenBytesMax + 64 <=
+              kUnauthenticatedFrameBytesMax);
 namespace {
 
 constexpr uint64_t kWakeTag = 0;
@@ -179,6 +185,11 @@ struct TcpServer::Impl {
   bool RunsInline(const Loop& loop, Connection& c, const wire::Message& request,
                   bool after_others);
   void RunInline(const std::shared_ptr<Connection>& c, const wire::Message& request);
+  // Invariants 1 and 4: a token-required connection whose session no Hello has authenticated.
+  static bool Unauthenticated(const Connection& c);
+  // Invariant 11: runs `request` on the loop and answers it before the next frame is read.
+  void RunBeforeAuthentication(const std::shared_ptr<Connection>& c,
+                               const wire::Message& request);
   // A worker's task: Handle, then Answer.
   void Work(const std::shared_ptr<Connection>& c, const wire::Message& request);
   // Runs the handler and gives `then` its framed response, once, when it comes (maybe from
@@ -471,9 +482,8 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
     for (;;) {
       // Invariant 4, re-checked per frame: a Hello answered in between lifts the limit.
       c->reader.set_max_body_bytes(
-          c->session.token_required && !c->session.authenticated.load(std::memory_order_acquire)
-              ? std::min(options.max_frame_bytes, kUnauthenticatedFrameBytesMax)
-              : options.max_frame_bytes);
+          Unauthenticated(*c) ? std::min(options.max_frame_bytes, kUnauthenticatedFrameBytesMax)
+                              : options.max_frame_bytes);
       auto m = c->reader.Next();
       if (!m.ok()) {
         Reject(loop, c, m.status());
@@ -482,6 +492,10 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
       if (!m->has_value()) break;
       ++frames;
       stats.frames_in.fetch_add(1, std::memory_order_relaxed);
+      if (Unauthenticated(*c)) {
+        RunBeforeAuthentication(c, **m);  // invariant 11
+        continue;
+      }
       if (immediate_left > 0 && immediate_bytes < kImmediateBytesPerWakeup &&
           AnswerNow(loop, c, **m, &immediate_bytes)) {
         --immediate_left;
@@ -675,6 +689,20 @@ void TcpServer::Impl::RunInline(const std::shared_ptr<Connection>& c,
   char byte;
   if (::recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) c->pipelines = true;
   Answer(c, std::move(*framed));
+}
+
+bool TcpServer::Impl::Unauthenticated(const Connection& c) {
+  return c.session.token_required && !c.session.authenticated.load(std::memory_order_acquire);
+}
+
+void TcpServer::Impl::RunBeforeAuthentication(const std::shared_ptr<Connection>& c,
+                                              const wire::Message& request) {
+  {
+    std::lock_guard<std::mutex> g(c->mu);
+    ++c->inflight;
+  }
+  inflight_total.fetch_add(1);
+  Work(c, request);
 }
 
 void TcpServer::Impl::Work(const std::shared_ptr<Connection>& c, const wire::Message& request) {

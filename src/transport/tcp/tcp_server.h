@@ -50,6 +50,11 @@
 //  10. A token-required connection whose session is not authenticated `hello_timeout_ms` after
 //      it was accepted is closed, however busy: an anonymous peer cannot hold one of the
 //      `connections_max` slots (nor its staging and frame buffers) for longer than that.
+//  11. Until then, its requests run on the loop, one at a time, each answered before the next
+//      frame is decoded: the frames a client sends right behind its Hello (without waiting for
+//      its answer) are authenticated, and limited, as the Hello left the session. So the
+//      handler must answer an unauthenticated session without blocking (Service answers Hello
+//      and Ping and refuses the rest: invariant 1), and immediate budgets do not apply.
 //
 // Thread-safety: Start, Shutdown and the destructor from one thread; stats() from any.
 #pragma once

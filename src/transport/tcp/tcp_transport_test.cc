@@ -15,10 +15,12 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "base/limits.h"
 #include "base/thread_sleeps.h"
 #include "transport/tcp/frame_reader.h"
 #include "transport/tcp/sockets.h"
@@ -68,6 +70,7 @@ struct Handler {
   std::atomic<int> immediate_answers{0};
   std::atomic<int> hellos{0};
   std::atomic<int> token_required_sessions{0};
+  std::atomic<int> unauthenticated_requests{0};  // other than Hello, on a token-required session
   uint32_t advertised_max_frame = wire::kDefaultMaxBodyBytes;
   bool hello_authenticates = false;  // as Service does for a valid token
   std::function<void()> slow;  // kSlowOp
@@ -82,6 +85,8 @@ struct Handler {
       r.max_frame_bytes = advertised_max_frame;
       return r.Encode();
     }
+    if (session.token_required && !session.authenticated.load(std::memory_order_acquire))
+      unauthenticated_requests.fetch_add(1);
     if (request.op == kBlockOp) gate.Wait();
     if ((request.op == kSlowOp || request.op == kSyncOp) && slow) slow();
     wire::Message echo;
@@ -744,6 +749,46 @@ TEST(TcpTransport, BeforeAuthenticationOnlySmallFramesAreAccepted) {
   ::close(raw);
 }
 
+// Invariant 11: a client need not wait for its Hello's answer. What it sends right behind the
+// Hello, in the same write, is served as the Hello left the session: authenticated, and allowed
+// frames over the pre-authentication limit.
+TEST(TcpTransport, FramesSentRightBehindAHelloAreServedAsItsSession) {
+  Handler h;
+  h.hello_authenticates = true;
+  TcpServerOptions o;
+  o.listen = {"0.0.0.0:0"};
+  auto server = StartServer(h, o);
+  const std::string wildcard = server->listeners()[0].address;
+  int raw = RawConnect("127.0.0.1:" + wildcard.substr(wildcard.rfind(':') + 1));
+  wire::Message hello = wire::HelloRequest{wire::kProtocolVersion, "raw", "a-token"}.Encode();
+  hello.id = 1;
+  const std::string large(kUnauthenticatedFrameBytesMax + 1000, 'L');
+  wire::Message small = Echo(kEchoOp, "right behind");
+  small.id = 2;
+  wire::Message big = Echo(kEchoOp, large);
+  big.id = 3;
+  std::vector<uint8_t> bytes;
+  for (wire::Message* m : {&hello, &small, &big}) {
+    ASSERT_NO_FATAL_FAILURE(AppendFrame(std::move(*m), &bytes));
+  }
+  ASSERT_EQ(::send(raw, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(bytes.size()));
+  FrameReader r(1 << 20);
+  std::map<uint64_t, std::string> echoed;
+  for (int i = 0; i < 3; ++i) {
+    auto answer = RawReadFrame(raw, r);
+    ASSERT_TRUE(answer.has_value()) << "closed after " << i << " answers";
+    if (answer->id == 1) {
+      EXPECT_TRUE(wire::HelloResponse::Decode(*answer).ok()) << "the Hello was refused";
+    }
+    echoed[answer->id] = PayloadText(*answer);
+  }
+  EXPECT_EQ(echoed[2], "right behind");
+  EXPECT_EQ(echoed[3], large);
+  EXPECT_EQ(h.unauthenticated_requests.load(), 0) << "served before the Hello authenticated";
+  ::close(raw);
+}
+
 TEST(TcpTransport, AMalformedFrameIsAnsweredAndClosedWhileOthersAreServed) {
   Handler h;
   auto server = StartServer(h);
@@ -957,6 +1002,16 @@ TEST(TcpTransport, ARequestOverTheServersFrameLimitIsRefusedBeforeSending) {
   EXPECT_NE(r.status().message().find("frame limit"), std::string::npos) << r.status().ToString();
   EXPECT_EQ(server->stats().frames_in.load(), 1u) << "only the Hello reached the server";
   EXPECT_TRUE(channel->Call(Echo(kEchoOp, "small")).ok());
+}
+
+TEST(TcpTransport, ATokenTooLongForAHelloIsRefusedBeforeConnecting) {
+  TcpClientOptions o;
+  o.address = "127.0.0.1:1";  // nothing is dialled
+  o.auth_token = std::string(limits::kAuthTokenBytesMax + 1, 't');
+  auto c = ConnectTcp(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("at most 4096"), std::string::npos) << c.status().ToString();
 }
 
 TEST(TcpTransport, ConnectingToNothingSaysSo) {
