@@ -295,8 +295,9 @@ WMBT_KV_API int32_t wmbt_kv_get_raw_tail_borrowed_ex(wmbt_kv_handle_t* handle,
 WMBT_KV_API int32_t wmbt_kv_refresh(wmbt_kv_handle_t* handle, char* err_buf, size_t err_len);
 
 /* Writes the store's statistics as one JSON object + NUL into buf. *out_needed (if non-NULL)
- * receives the bytes needed including the NUL. Returns 0, or -1 if buf is too small (then
- * *out_needed tells the size to retry with; buf may be NULL with buf_len 0 to ask) or on error.
+ * receives the bytes written including the NUL. Returns 0, or -1 if buf is too small (then
+ * *out_needed tells the size to retry with, with room for the counters to grow meanwhile; buf
+ * may be NULL with buf_len 0 to ask) or on error.
  * The fields are those of StoreStats in wombatkv/store.h, plus "abi_version" and "l2". */
 WMBT_KV_API int32_t wmbt_kv_stats_json(wmbt_kv_handle_t* handle, char* buf, size_t buf_len,
                                        size_t* out_needed);

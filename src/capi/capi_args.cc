@@ -47,9 +47,11 @@ Result<std::vector<BlockKey>> ParseKeys(const char* const* keys, size_t count, c
   WMBT_RETURN_IF_ERROR(CheckNotNull(keys, what));
   out.reserve(count);
   for (size_t i = 0; i < count; ++i) {
-    std::string name = std::string(what) + "[" + std::to_string(i) + "]";
-    WMBT_ASSIGN_OR_RETURN(BlockKey key, ParseKey(keys[i], name));
-    out.push_back(key);
+    auto key = ParseKey(keys[i], what);
+    if (!key.ok()) {  // again, for an error naming the index (no name built per good key)
+      return ParseKey(keys[i], std::string(what) + "[" + std::to_string(i) + "]").status();
+    }
+    out.push_back(*key);
   }
   return out;
 }

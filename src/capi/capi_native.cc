@@ -179,12 +179,17 @@ std::string StatsJson(Store& store) {
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+// Room a retry's JSON gets beyond what the refused call needed: the counters it holds grow in
+// between (every one may gain digits), and the retry must not be refused again.
+constexpr size_t kStatsRetryHeadroomBytes = 1024;
+
 Status StatsToBuffer(wmbt_kv_handle* handle, char* buf, size_t buf_len, size_t* out_needed) {
   WMBT_RETURN_IF_ERROR(CheckHandle(handle));
   std::string json = StatsJson(*handle->store);
-  size_t needed = json.size() + 1;
-  if (out_needed != nullptr) *out_needed = needed;
-  if (buf == nullptr || buf_len < needed)
+  const size_t needed = json.size() + 1;
+  const bool fits = buf != nullptr && buf_len >= needed;
+  if (out_needed != nullptr) *out_needed = fits ? needed : needed + kStatsRetryHeadroomBytes;
+  if (!fits)
     return Status::ResourceExhausted("buf holds " + std::to_string(buf == nullptr ? 0 : buf_len) +
                                      " bytes; the stats JSON needs " + std::to_string(needed) +
                                      " (retry with *out_needed)");

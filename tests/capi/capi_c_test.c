@@ -520,7 +520,7 @@ static void test_native(void) {
   stats = (char*)malloc(needed);
   REQUIRE(stats != NULL);
   CHECK(wmbt_kv_stats_json(h, stats, needed, NULL) == 0);
-  CHECK(stats[0] == '{' && stats[strlen(stats) - 1] == '}' && strlen(stats) + 1 == needed);
+  CHECK(stats[0] == '{' && stats[strlen(stats) - 1] == '}' && strlen(stats) + 1 <= needed);
   CHECK(strstr(stats, "\"publishes\":") != NULL);
   free(stats);
   wmbt_kv_free(h);
