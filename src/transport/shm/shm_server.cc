@@ -218,8 +218,7 @@ Status ShmServer::Start() {
   if (::epoll_ctl(s.bells.get(), EPOLL_CTL_ADD, s.wake_event.get(), &wake) != 0 ||
       ::epoll_ctl(s.bells.get(), EPOLL_CTL_ADD, s.workers_stop.get(), &stop) != 0)
     return Status::ResourceExhausted("epoll_ctl: " + shm::ErrnoText(errno));
-  s.idle = 0;
-  s.wake_tokens = 0;
+  s.pool.Reset();
   s.spinner = false;  // a worker stopped mid-spin may have left it set
   epoll_event ev{}, listen{};
   ev.events = listen.events = EPOLLIN;
@@ -271,7 +270,7 @@ size_t ShmServer::Shutdown(uint64_t timeout_micros) {
   }
   if (abandoned == 0) {
     for (auto& w : s.workers) w.join();
-    s.DoHandedWakes();  // handed over after the workers stopped looking
+    s.pool.WakeHanded();  // handed over after the workers stopped looking
   } else {
     for (auto& w : s.workers) w.detach();
   }

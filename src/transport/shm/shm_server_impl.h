@@ -25,6 +25,7 @@
 #include "base/check.h"
 #include "base/thread_name.h"
 #include "transport/shm/futex.h"
+#include "transport/shm/idle_workers.h"
 #include "transport/shm/os.h"
 #include "transport/shm/region_allocator.h"
 #include "transport/shm/ring.h"
@@ -50,7 +51,7 @@ struct ShmServerCounters {
       shared_live{0}, shared{0}, grants{0}, attaches{0}, detaches{0}, refusals{0}, requests{0},
       doorbells{0}, protocol_errors{0}, too_large{0}, idle_spins{0}, wakes_handed{0};
   std::atomic<uint64_t> running{0};       // requests taken and not yet answered
-  std::atomic<uint64_t> workers_idle{0};  // Impl::idle - Impl::wake_tokens, for Stats
+  std::atomic<uint64_t> workers_idle{0};  // idle workers without a token (Impl::pool), for Stats
   std::mutex mu;
   std::condition_variable cv;  // notified when a client attaches, detaches or is destroyed, when
                                // the last running handler call returns during a shutdown, and
@@ -116,7 +117,8 @@ struct Woken {
 
 struct ShmServer::Impl {
   Impl(Handler h, ShmServerOptions o, ImmediateHandler i)
-      : handler(std::move(h)), immediate(std::move(i)), options(std::move(o)) {
+      : handler(std::move(h)), immediate(std::move(i)), options(std::move(o)),
+        pool(PoolHooks()) {
     clock = options.clock ? options.clock : RealClock();
   }
 
@@ -162,18 +164,13 @@ struct ShmServer::Impl {
   // µs. With other calls running, an average of kSlowServeMicros or more stops idle workers from
   // spinning (SpinPays).
   std::atomic<uint32_t> serve_micros_avg{0};
-  std::mutex pool_mu;
-  size_t idle = 0;         // GUARDED_BY(pool_mu): workers asleep or about to sleep
-  // GUARDED_BY(pool_mu): <= idle. WakeOne's tokens written to wake_event and not yet taken.
-  size_t wake_tokens = 0;
-
   ShmServerCounters n;
 
-  // Client wake-ups handed to a worker by a thread that answered a batch of requests (docs/shm.md,
-  // "Wake-ups": a sync round's answers). A worker does them when it next looks for requests.
-  std::mutex handed_mu;
-  std::vector<std::shared_ptr<Conn>> handed;  // GUARDED_BY(handed_mu)
-  std::atomic<bool> wakes_waiting{false};     // handed is not empty
+  // The idle workers, WakeOne's tokens to them (written to wake_event) and the client wake-ups
+  // handed to them by a thread that answered a batch of requests (docs/shm.md, "Wake-ups": a
+  // sync round's answers).
+  shm::IdleWorkers<std::shared_ptr<Conn>> pool;
+  shm::IdleWorkers<std::shared_ptr<Conn>>::Hooks PoolHooks();
 
   void Log(LogLevel level, const std::string& line) {
     if (options.log) {
@@ -215,12 +212,11 @@ struct ShmServer::Impl {
   bool Publish(Conn& c, const wire::Message& m, const Status& error);
   void WakeClient(Conn& c);
   // The wake-ups of clients answered off the pool, at the end of the answering thread's batch
-  // (a sync round's completions): one idle worker is woken to do them all, so that the thread
-  // goes on to its next round instead of waking clients who then take its core. Without an idle
-  // worker (or while stopping) they are done here. Then each request ends (Served), last.
+  // (a sync round's completions): one idle worker is woken to do them all (pool.HandOver), so
+  // that the thread goes on to its next round instead of waking clients who then take its core.
+  // Without an idle worker (or while stopping) they are done here. Then each request ends
+  // (Served), last.
   void HandOverWakes(std::vector<Woken> woken);
-  // A worker's part: the wake-ups handed over so far.
-  void DoHandedWakes();
   // Per payload of `m`: its arena reference when it lies in a payload arena (else arena 0);
   // empty when none does.
   std::vector<shm::PayloadRef> SharedRefs(const wire::Message& m) const;
@@ -238,9 +234,6 @@ struct ShmServer::Impl {
   // client that went quiet does not keep cache entries pinned until its next call.
   void DrainIdleReleases(const std::vector<std::shared_ptr<Conn>>& snap);
   void Break(Conn& c, const std::string& why);  // REQUIRES: c.mu held
-  // Queues a token that wakes one idle worker; false when every idle worker already has one
-  // on its way (or none is idle), and nothing was queued.
-  bool WakeOne();
   void GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, size_t* rr);
   // Sleeps in epoll_wait on `bells` until a doorbell, a WakeOne token or the shutdown, then
   // leaves the idle count. True when a client rang (its doorbell bytes drained).
@@ -251,7 +244,6 @@ struct ShmServer::Impl {
   // armed again (R3) so the worker may sleep on.
   enum class Rang { kNone, kRequest, kReleases };
   Rang DrainDoorbell(uint64_t id);
-  void SetIdle(size_t workers);  // REQUIRES: pool_mu held
   // Serves `t` as a worker that stops scanning meanwhile (see scanners).
   void RunHandler(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version, Taken& t);
   void Resnap(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version);

@@ -27,18 +27,18 @@ thread_local WakeBatch* gathering = nullptr;
 
 }  // namespace
 
-bool ShmServer::Impl::WakeOne() {
-  {
-    std::lock_guard<std::mutex> lk(pool_mu);
-    if (wake_tokens >= idle) return false;
-    wake_tokens++;
-    SetIdle(idle);  // one fewer asleep for good
-  }
-  // After unlocking: a worker woken on another core would otherwise often find pool_mu still
-  // held. The eventfd keeps the token until a worker takes it, so no wake is lost.
-  const uint64_t one = 1;
-  (void)!::write(wake_event.get(), &one, sizeof one);
-  return true;
+shm::IdleWorkers<std::shared_ptr<Conn>>::Hooks ShmServer::Impl::PoolHooks() {
+  shm::IdleWorkers<std::shared_ptr<Conn>>::Hooks h;
+  h.post_token = [this] {
+    const uint64_t one = 1;
+    (void)!::write(wake_event.get(), &one, sizeof one);
+  };
+  h.wake_client = [this](std::shared_ptr<Conn>& c) { WakeClient(*c); };
+  h.idle_changed = [this](size_t asleep_without_token) {
+    n.workers_idle = asleep_without_token;
+    n.Notify();  // for WaitFor (tests); a worker pays it only when it starts or ends a sleep
+  };
+  return h;
 }
 
 bool ShmServer::Impl::TakeAny(std::vector<std::shared_ptr<Conn>>& snap, size_t* rr, Taken* out,
@@ -179,43 +179,15 @@ void ShmServer::Impl::Answer(std::shared_ptr<Conn> c, uint64_t id, uint16_t op,
 }
 
 void ShmServer::Impl::HandOverWakes(std::vector<Woken> woken) {
-  bool hand_over = false;
-  {
-    std::lock_guard<std::mutex> lk(pool_mu);
-    // A worker asleep that no token is on its way to: WakeOne wakes it. The clients are woken
-    // by whichever worker looks at `handed` first: every worker does after each wake-up (token
-    // or doorbell, counted or not) and once more after it has counted itself idle, just before
-    // it sleeps (GoIdle). If that worker left the idle count before WakeOne (a doorbell woke it),
-    // WakeOne queues nothing and this thread wakes them itself.
-    hand_over = wake_tokens < idle && !stopping.load();
-  }
-  if (hand_over) {
-    {
-      std::lock_guard<std::mutex> lk(handed_mu);
-      for (const Woken& w : woken) handed.push_back(w.conn);
-      wakes_waiting.store(true, std::memory_order_release);
-    }
-    n.wakes_handed += woken.size();
-    if (!WakeOne()) DoHandedWakes();
-  } else {
-    for (const Woken& w : woken) WakeClient(*w.conn);
-  }
+  std::vector<std::shared_ptr<Conn>> clients;
+  clients.reserve(woken.size());
+  for (const Woken& w : woken) clients.push_back(w.conn);
+  if (pool.HandOver(std::move(clients), stopping.load())) n.wakes_handed += woken.size();
   // Last: the server may go once no request runs (Served).
   for (Woken& w : woken) {
     w.conn.reset();
     Served(w.begin, /*maybe_off_pool=*/true);
   }
-}
-
-void ShmServer::Impl::DoHandedWakes() {
-  if (!wakes_waiting.load(std::memory_order_acquire)) return;
-  std::vector<std::shared_ptr<Conn>> list;
-  {
-    std::lock_guard<std::mutex> lk(handed_mu);
-    list.swap(handed);
-    wakes_waiting.store(false, std::memory_order_relaxed);
-  }
-  for (const auto& c : list) WakeClient(*c);
 }
 
 void ShmServer::Impl::WakeClient(Conn& c) {
@@ -411,7 +383,7 @@ void ShmServer::Impl::WorkerLoop(size_t index) {
   scanners++;
   on_worker = true;
   while (!stopping.load(std::memory_order_acquire)) {
-    DoHandedWakes();
+    pool.WakeHanded();  // handed over while this worker was busy: sooner than the idle one
     Resnap(snap, &version);
     if (TakeAny(snap, &rr, &t)) {
       if (spinning) {
@@ -489,24 +461,15 @@ void ShmServer::Impl::KeepWatch(std::vector<std::shared_ptr<Conn>>& snap, uint64
     if (!c->dead.load(std::memory_order_relaxed) &&
         c->req.tail().load(std::memory_order_acquire) !=
             c->req.head().load(std::memory_order_relaxed)) {
-      WakeOne();
+      pool.WakeOne();
       return;
     }
   }
 }
 
-void ShmServer::Impl::SetIdle(size_t workers) {
-  idle = workers;
-  n.workers_idle = idle - wake_tokens;
-  n.Notify();  // for WaitFor (tests); a worker pays it only when it starts or ends a sleep
-}
-
 void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t* version,
                              size_t* rr) {
-  {
-    std::lock_guard<std::mutex> lk(pool_mu);
-    SetIdle(idle + 1);  // before arming: WakeOne may count on this worker from now on
-  }
+  pool.EnterIdle();  // before arming: WakeOne may count on this worker from now on
   // R3: arm every doorbell, then look once more; a request published before a client could
   // see the doorbell armed is found by this scan. (A client that rings after seeing it armed
   // wakes a worker in SleepUntilRung; its byte waits on the socket for one if none sleeps.) The
@@ -517,23 +480,16 @@ void ShmServer::Impl::GoIdle(std::vector<std::shared_ptr<Conn>>& snap, uint64_t*
   shm::FullFence();
   Taken t;
   if (TakeAny(snap, rr, &t, /*wait_for_lock=*/true)) {
-    {
-      std::lock_guard<std::mutex> lk(pool_mu);
-      // Tokens stay <= idle. One dropped here stays in wake_event: the worker that takes it
-      // finds none counted and sleeps on.
-      wake_tokens = std::min(wake_tokens, idle - 1);
-      SetIdle(idle - 1);
-    }
+    pool.LeaveIdle();
     scanners++;
     RunHandler(snap, version, t);
     return;
   }
   DrainIdleReleases(snap);
   snap.clear();  // hold no client while asleep: a detached client's segment can go now
-  // Counted idle above: a hand-over that found this worker idle may have pushed its clients
-  // after this worker last looked (WorkerLoop), and its token may be one SleepUntilRung does
-  // not count. Wake them now rather than sleep on them.
-  DoHandedWakes();
+  // Counted idle above: a hand-over may have counted on this worker since it last looked
+  // (WorkerLoop). Its token would wake this worker at once; wake the clients now instead.
+  pool.WakeHanded();
   const bool rung = SleepUntilRung();
   scanners++;
   // A client had to ring: the spinner gave up too early for this client's pace (its next call
@@ -563,18 +519,9 @@ bool ShmServer::Impl::SleepUntilRung() {
       rearm.data.u64 = kWorkerWakeId;
       WMBT_CHECK_MSG(::epoll_ctl(bells.get(), EPOLL_CTL_MOD, wake_event.get(), &rearm) == 0,
                      "re-arming the workers' wake event failed");
-      {
-        std::lock_guard<std::mutex> lk(pool_mu);
-        if (read && wake_tokens > 0) {
-          wake_tokens--;
-          SetIdle(idle - 1);
-          return false;  // a hand-over from inside the daemon, not a client that had to ring
-        }
-      }
-      // None counted: a unit beyond the count (clamped when a worker left idle otherwise: an
-      // early take in GoIdle, a doorbell, the shutdown). Its hand-over may still wait: do it,
-      // then sleep on.
-      DoHandedWakes();
+      // A hand-over from inside the daemon, not a client that had to ring. An uncounted unit
+      // (shm/idle_workers.h): sleep on.
+      if (pool.TakeToken(read)) return false;
       continue;
     }
     const Rang why = DrainDoorbell(ev.data.u64);
@@ -584,9 +531,7 @@ bool ShmServer::Impl::SleepUntilRung() {
       break;
     }
   }
-  std::lock_guard<std::mutex> lk(pool_mu);
-  wake_tokens = std::min(wake_tokens, idle - 1);  // tokens stay <= idle
-  SetIdle(idle - 1);
+  pool.LeaveIdle();
   return rung;
 }
 
