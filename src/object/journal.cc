@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "base/defer_scope.h"
+#include "base/must_not_block.h"
 #include "wombatkv/object_store.h"
 
 namespace wombatkv {
@@ -206,6 +207,26 @@ void Journal::AwaitSyncedThen(uint64_t lsn, std::function<void(Status)> done) {
     callbacks_.push_back(Callback{lsn, std::move(done)});
     return;
   }
+  if (syncer_ && MustNotBlock::Here()) {
+    // This thread must not wait out a sync (a server's event loop): the sync executor's does.
+    if (syncing_) {
+      // Behind a leader that leaves: the executor's thread waits as below, and leads for
+      // callbacks if it is handed the lead.
+      lock.unlock();
+      syncer_->Submit([this, lsn, done = std::move(done)]() mutable {
+        leading_for = this;
+        AwaitSyncedThen(lsn, std::move(done));
+        leading_for = nullptr;
+      });
+      return;
+    }
+    syncing_ = true;
+    async_lead_ = true;
+    callbacks_.push_back(Callback{lsn, std::move(done)});
+    lock.unlock();
+    SubmitLead();
+    return;
+  }
   if (syncing_) {
     // A leader that leaves once its own records are durable (a blocking caller, WriteBehind):
     // wait as a blocking caller would, and maybe be handed the lead — then lead as for
@@ -217,6 +238,15 @@ void Journal::AwaitSyncedThen(uint64_t lsn, std::function<void(Status)> done) {
   syncing_ = true;
   callbacks_.push_back(Callback{lsn, std::move(done)});
   (void)LeadLocked(lock, lsn, /*stay_for_callbacks=*/true);
+}
+
+void Journal::SubmitLead() {
+  syncer_->Submit([this] {
+    leading_for = this;
+    std::unique_lock<std::mutex> l(mu_);
+    (void)LeadLocked(l, appended_, /*stay_for_callbacks=*/true);
+    leading_for = nullptr;
+  });
 }
 
 Status Journal::LeadLocked(std::unique_lock<std::mutex>& lock, uint64_t lsn,
@@ -242,14 +272,7 @@ Status Journal::LeadLocked(std::unique_lock<std::mutex>& lock, uint64_t lsn,
     // The callbacks first: the next leader's rounds then decide where theirs run after this
     // round's did (RunCovered).
     RunCovered(covered);
-    if (hand_over) {
-      syncer_->Submit([this] {
-        leading_for = this;
-        std::unique_lock<std::mutex> l(mu_);
-        (void)LeadLocked(l, appended_, /*stay_for_callbacks=*/true);
-        leading_for = nullptr;
-      });
-    }
+    if (hand_over) SubmitLead();
     lock.lock();
     if (!covered.stay || hand_over) {
       if (--leaders_ == 0) idle_cv_.notify_all();

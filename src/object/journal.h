@@ -142,6 +142,9 @@ class Journal {
   // A thread to hand a staying lead to: with it, a caller's thread leads at most one round for
   // callbacks (a server's event loop or worker is not held), and the executor's thread leads the
   // rounds after it while anything waits. Without (the default), the caller's thread stays.
+  // A caller of AwaitSyncedThen that must not block (base/must_not_block.h: a server's event
+  // loop running a save) leads no round at all, nor waits behind a leader that leaves: the
+  // executor's thread does either for it, and the call returns at once.
   // `executor` must outlive every round: see AwaitIdle. REQUIRES: set before the first call.
   void SetSyncExecutor(Executor* executor) { syncer_ = executor; }
   // Returns once no round runs or is handed over (no thread leads, syncing_ clear): before the
@@ -209,6 +212,9 @@ class Journal {
   // callers wait (or hands that over to the sync executor). Returns the journal's error.
   // REQUIRES: syncing_ set by this thread.
   Status LeadLocked(std::unique_lock<std::mutex>& lock, uint64_t lsn, bool stay_for_callbacks);
+  // The sync executor's thread leads for callbacks from now on. REQUIRES: syncing_ and
+  // async_lead_ set (the lead is this caller's to hand), mu_ not held.
+  void SubmitLead();
   // Under mu_ (released meanwhile): writes and syncs everything appended so far.
   void SyncRoundLocked(std::unique_lock<std::mutex>& lock);
   struct Waiter;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/futex.h"
+#include "base/must_not_block.h"
 #include "object/journal.h"
 #include "object/journal_scan.h"
 #include "wombatkv/env.h"
@@ -49,6 +50,14 @@ class GatedFs final : public FileSystemWrapper {
     cv_.wait(g, [&] { return syncs_ > 0; });
   }
   int syncs() { return Read(syncs_); }
+  bool open_now() {
+    std::lock_guard<std::mutex> g(mu_);
+    return open_;
+  }
+  std::thread::id first_sync_thread() {
+    std::lock_guard<std::mutex> g(mu_);
+    return first_sync_thread_;
+  }
   int appends() { return Read(appends_); }
   int writebacks() { return Read(writebacks_); }
   int preallocations() { return Read(preallocations_); }
@@ -124,6 +133,7 @@ class GatedFs final : public FileSystemWrapper {
       {
         std::unique_lock<std::mutex> g(fs_->mu_);
         const int n = ++fs_->syncs_;
+        if (n == 1) fs_->first_sync_thread_ = std::this_thread::get_id();
         fs_->cv_.notify_all();
         fs_->cv_.wait(g, [&] { return fs_->open_; });
         if (n == fs_->hold_sync_) {
@@ -155,6 +165,7 @@ class GatedFs final : public FileSystemWrapper {
   bool hold_appends_ = false, fail_writeback_ = false;
   int hold_sync_ = 0;
   bool sync_held_ = false;
+  std::thread::id first_sync_thread_;
 };
 
 class JournalGroupCommitTest : public ::testing::Test {
@@ -223,6 +234,26 @@ class JournalGroupCommitTest : public ::testing::Test {
     leader.join();
     for (auto& d : done) d.Wait();
     return ran_on;
+  }
+
+  // Calls AwaitSyncedThen(lsn) under MustNotBlock while the first sync is held at the gate,
+  // which opens once the call returned — or, if it does not, after 20 s, and then the test
+  // fails instead of hanging. True when it returned with the gate still closed.
+  bool ReturnsWithTheSyncHeld(uint64_t lsn, std::function<void(Status)> done) {
+    std::atomic<bool> returned{false};
+    std::thread gate([&] {
+      fs_.AwaitFirstSync();
+      for (int i = 0; i < 20'000 && !returned.load(); ++i) RealClock()->SleepMicros(1000);
+      fs_.Open();
+    });
+    {
+      MustNotBlock here;
+      journal_->AwaitSyncedThen(lsn, std::move(done));
+    }
+    const bool in_time = !fs_.open_now();
+    returned.store(true);
+    gate.join();
+    return in_time;
   }
 
   GatedFs fs_{PosixFileSystem()};
@@ -582,6 +613,47 @@ TEST_F(JournalGroupCommitTest, WithASyncExecutorACallersThreadLeadsOneRoundAndHa
   std::vector<std::thread::id> ran_on = CallbackThreadsBehindAFirstCaller(3, &caller);
   EXPECT_EQ(ran_on[0], caller);
   for (size_t i = 1; i < ran_on.size(); ++i) EXPECT_NE(ran_on[i], caller) << i;
+  journal_->AwaitIdle();
+  syncer.reset();
+}
+
+// A server's event loop running a save (MustNotBlock) never waits out a sync: with nobody
+// leading, the sync executor's thread leads the round from the start.
+TEST_F(JournalGroupCommitTest, AThreadThatMustNotBlockLeadsNoRound) {
+  auto syncer = NewThreadPoolExecutor(1, "test-sync");
+  journal_->SetSyncExecutor(syncer.get());
+  const std::thread::id sync_thread = ThreadOf(*syncer);
+  Baton ran;
+  std::thread::id ran_on;
+  EXPECT_TRUE(ReturnsWithTheSyncHeld(Append(1), [&](Status s) {
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    ran_on = std::this_thread::get_id();
+    ran.Post();
+  })) << "the call waited for the sync";
+  ran.Wait();
+  EXPECT_EQ(fs_.first_sync_thread(), sync_thread) << "the round was not the executor's";
+  EXPECT_EQ(ran_on, sync_thread);
+  journal_->AwaitIdle();
+  syncer.reset();
+}
+
+// Nor does it wait behind a leader that leaves (a blocking caller): the executor's thread
+// waits for it, and the callback runs once a round covers its record.
+TEST_F(JournalGroupCommitTest, AThreadThatMustNotBlockDoesNotWaitBehindABlockingLeader) {
+  auto syncer = NewThreadPoolExecutor(1, "test-sync");
+  journal_->SetSyncExecutor(syncer.get());
+  const uint64_t first = Append(0);
+  Status leader_status = Status::Internal("not synced");
+  std::thread leader([&] { leader_status = journal_->AwaitSynced(first); });
+  fs_.AwaitFirstSync();  // the blocking caller leads, held at the gate
+  Baton ran;
+  EXPECT_TRUE(ReturnsWithTheSyncHeld(Append(1), [&](Status s) {
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    ran.Post();
+  })) << "the call waited behind the blocking leader";
+  leader.join();
+  EXPECT_TRUE(leader_status.ok()) << leader_status.ToString();
+  ran.Wait();
   journal_->AwaitIdle();
   syncer.reset();
 }
