@@ -18,6 +18,11 @@
 namespace wombatkv {
 namespace {
 
+// The largest save (payload bytes) a TCP event loop runs itself (TcpServerOptions::async_on_loop):
+// its hashing and copies take tens of µs, and its blobs are packed into the journal
+// (FsJournalOptions::packed_object_bytes_max), so nothing in the call waits for the disk.
+constexpr uint64_t kSaveOnLoopBytesMax = 64 << 10;
+
 // SPEC §10: a listener anyone on the network can reach needs a token. Checked before the store
 // is opened, so a misconfigured daemon fails in milliseconds with the fix in the message.
 Status CheckListenersAreSafe(const DaemonSettings& s) {
@@ -96,6 +101,15 @@ Status Daemon::Impl::StartTcp() {
       const auto op = static_cast<wire::Op>(request.op);
       return op == wire::Op::kSaveChain || op == wire::Op::kPutBlocks ||
              op == wire::Op::kPublishChain;
+    };
+    // Other clients' small saves run on the loop too, with no worker hand-off: the journal's
+    // sync thread syncs and answers them (docs/daemon.md, "Saves on the loop"). Larger ones
+    // would hold the loop for their hashing and copies, and their blobs are written as files.
+    o.async_on_loop = [](const wire::Message& request) {
+      if (static_cast<wire::Op>(request.op) != wire::Op::kSaveChain) return false;
+      uint64_t bytes = 0;
+      for (const BufferSlice& p : request.payloads) bytes += p.size;
+      return bytes <= kSaveOnLoopBytesMax;
     };
   }
   o.clock = clock;

@@ -211,6 +211,12 @@ void RenderTcp(Page& p, const tcp::TcpServerStats& t) {
   p.One("wombatkv_tcp_backlog_pauses_total", "counter",
         "Times a connection's reading stopped because its client left too many answers unread.",
         Load(t.backlog_pauses));
+  p.One("wombatkv_tcp_requests_async_on_loop_total", "counter",
+        "Small saves started on the event loop and answered by the journal's sync thread.",
+        Load(t.requests_async_on_loop));
+  p.One("wombatkv_tcp_answers_handed_to_loops_total", "counter",
+        "Answers of a sync round's saves written by the event loops, not the sync thread.",
+        Load(t.answers_handed_to_loops));
 }
 
 void RenderShm(Page& p, const ShmServerStats& s) {

@@ -16,8 +16,10 @@
 
 #include "base/adaptive_spin.h"
 #include "base/check.h"
+#include "base/defer_scope.h"
 #include "base/limits.h"
 #include "base/log_budget.h"
+#include "base/must_not_block.h"
 #include "base/spin_poll.h"
 #include "base/thread_name.h"
 #include "transport/tcp/frame_reader.h"
@@ -80,6 +82,16 @@ struct Connection {
   bool pipelines = false;
   uint32_t inline_pause = 0;
 };
+
+// Handler calls this thread is in (TcpServer::Impl::Handle): answers given there are written at
+// once. Other threads' answers inside a batch (a sync round's saves) are gathered for the
+// connections' loops (GatherForLoop): one server gathers at a time on a thread.
+thread_local int in_handler = 0;
+struct FlushBatch {
+  const void* server = nullptr;
+  std::vector<std::shared_ptr<Connection>> conns;
+};
+thread_local FlushBatch* flush_batch = nullptr;
 
 struct Loop {
   int epfd = -1;
@@ -185,6 +197,8 @@ struct TcpServer::Impl {
   bool RunsInline(const Loop& loop, Connection& c, const wire::Message& request,
                   bool after_others);
   void RunInline(const std::shared_ptr<Connection>& c, const wire::Message& request);
+  // Invariant 12: runs `request` on the loop under MustNotBlock; its answer comes later.
+  void RunAsyncOnLoop(const std::shared_ptr<Connection>& c, const wire::Message& request);
   // Invariants 1 and 4: a token-required connection whose session no Hello has authenticated.
   static bool Unauthenticated(const Connection& c);
   // Invariant 11: runs `request` on the loop and answers it before the next frame is read.
@@ -197,7 +211,16 @@ struct TcpServer::Impl {
   using Framed = std::function<void(Result<wire::FramedMessage>)>;
   void Handle(const std::shared_ptr<Connection>& c, const wire::Message& request, Framed then);
   // Queues and writes the response of a request that counted in `inflight`, and ends it.
+  // Answers a completion thread gives in a batch (a sync round's saves) are written by the
+  // connections' loops when the batch ends (GatherForLoop), not by that thread.
   void Answer(const std::shared_ptr<Connection>& c, Result<wire::FramedMessage> framed);
+  // True when this thread answers outside any handler call, inside a batch (DeferScope): `c`
+  // joins the batch, whose end hands its connections to their loops (FlushGathered).
+  bool GatherForLoop(const std::shared_ptr<Connection>& c);
+  // Each loop writes the queued responses of its connections in `conns`; then the requests
+  // they answer end.
+  void FlushGathered(std::vector<std::shared_ptr<Connection>> conns);
+  void EndRequest();  // inflight_total, and the shutdown waiting for it
   // Invariant 7: answers `request` on the loop if the immediate handler can; false if not.
   bool AnswerNow(Loop& loop, const std::shared_ptr<Connection>& c, const wire::Message& request,
                  uint64_t* response_bytes);
@@ -457,7 +480,8 @@ void TcpServer::Impl::UpdateEventsLocked(Connection& c) {
 }
 
 void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& c) {
-  size_t immediate_left = options.immediate ? kImmediatePerWakeup : 0;
+  const bool budgeted = options.immediate || options.async_on_loop;  // invariant 7
+  size_t immediate_left = budgeted ? kImmediatePerWakeup : 0;
   uint64_t immediate_bytes = 0;
   for (int i = 0; i < kReadsPerWakeup; ++i) {
     {
@@ -508,13 +532,19 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
         // saw no bytes behind this frame; level-triggered epoll reports what came since).
         return;
       }
+      if (immediate_left > 0 && immediate_bytes < kImmediateBytesPerWakeup &&
+          options.async_on_loop && options.async_on_loop(**m)) {
+        --immediate_left;  // invariant 7's budget
+        RunAsyncOnLoop(c, **m);
+        continue;
+      }
       Dispatch(c, std::move(**m));
     }
     // The answers of everything this read carried leave in one sendmsg.
     if (answered) OnWritable(loop, c);
     // Invariant 7: over its budget, the connection waits for the next wake-up (epoll is
     // level-triggered, so unread bytes bring it back after the other ready sockets).
-    if (options.immediate && (immediate_left == 0 || immediate_bytes >= kImmediateBytesPerWakeup))
+    if (budgeted && (immediate_left == 0 || immediate_bytes >= kImmediateBytesPerWakeup))
       return;
     // The socket had nothing more: reading again would only return EAGAIN. Level-triggered epoll
     // reports whatever arrives from now on.
@@ -691,6 +721,18 @@ void TcpServer::Impl::RunInline(const std::shared_ptr<Connection>& c,
   Answer(c, std::move(*framed));
 }
 
+void TcpServer::Impl::RunAsyncOnLoop(const std::shared_ptr<Connection>& c,
+                                     const wire::Message& request) {
+  {
+    std::lock_guard<std::mutex> g(c->mu);
+    ++c->inflight;
+  }
+  inflight_total.fetch_add(1);
+  stats.requests_async_on_loop.fetch_add(1, std::memory_order_relaxed);
+  MustNotBlock here;
+  Work(c, request);
+}
+
 bool TcpServer::Impl::Unauthenticated(const Connection& c) {
   return c.session.token_required && !c.session.authenticated.load(std::memory_order_acquire);
 }
@@ -721,6 +763,10 @@ void TcpServer::Impl::Handle(const std::shared_ptr<Connection>& c, const wire::M
     if (responded->exchange(true)) return;
     then(FrameResponse(header, std::move(response)));
   };
+  struct InHandler {
+    InHandler() { ++in_handler; }
+    ~InHandler() { --in_handler; }
+  } in_call;
   try {
     handler(c->session, request, respond);
   } catch (const std::exception& e) {
@@ -734,10 +780,18 @@ void TcpServer::Impl::Handle(const std::shared_ptr<Connection>& c, const wire::M
 
 void TcpServer::Impl::Answer(const std::shared_ptr<Connection>& c,
                              Result<wire::FramedMessage> framed) {
+  const bool gathered = framed.ok() && GatherForLoop(c);
   {
     std::lock_guard<std::mutex> g(c->mu);
     --c->inflight;
-    if (!c->closed && framed.ok()) {
+    if (!c->closed && framed.ok() && gathered) {
+      c->out.Push(std::move(framed).value());
+      stats.frames_out.fetch_add(1, std::memory_order_relaxed);
+      if (c->read_paused && c->inflight <= options.inflight_per_connection_max / 2) {
+        c->read_paused = false;
+        UpdateEventsLocked(*c);
+      }
+    } else if (!c->closed && framed.ok()) {
       c->out.Push(std::move(framed).value());
       stats.frames_out.fetch_add(1, std::memory_order_relaxed);
       // Written from this worker at once when the socket has room: no loop wake-up on the
@@ -757,10 +811,49 @@ void TcpServer::Impl::Answer(const std::shared_ptr<Connection>& c,
       UpdateEventsLocked(*c);
     }
   }
+  if (!gathered) EndRequest();  // else when its loop has been handed the write
+}
+
+void TcpServer::Impl::EndRequest() {
   // Under the mutex: the destructor may free this server as soon as it sees 0 (an answer from
   // a thread it does not join: a save's completion).
   std::lock_guard<std::mutex> g(drain_mu);
   if (inflight_total.fetch_sub(1) == 1 && draining.load()) drain_cv.notify_all();
+}
+
+bool TcpServer::Impl::GatherForLoop(const std::shared_ptr<Connection>& c) {
+  if (in_handler > 0) return false;
+  if (flush_batch == nullptr) {
+    auto batch = std::make_shared<FlushBatch>();
+    batch->server = this;
+    if (!DeferScope::DeferToOpen([this, batch] {
+          flush_batch = nullptr;
+          FlushGathered(std::move(batch->conns));
+        })) {
+      return false;
+    }
+    flush_batch = batch.get();
+  }
+  if (flush_batch->server != this) return false;
+  flush_batch->conns.push_back(c);
+  return true;
+}
+
+void TcpServer::Impl::FlushGathered(std::vector<std::shared_ptr<Connection>> conns) {
+  for (auto& loop : loops) {
+    std::vector<std::shared_ptr<Connection>> mine;
+    for (const auto& c : conns) {
+      if (c->epfd == loop->epfd) mine.push_back(c);
+    }
+    if (mine.empty()) continue;
+    RunInLoop(*loop, [this, l = loop.get(), mine = std::move(mine)] {
+      for (const auto& c : mine) OnWritable(*l, c);
+    });
+  }
+  stats.answers_handed_to_loops.fetch_add(conns.size(), std::memory_order_relaxed);
+  const size_t n = conns.size();
+  conns.clear();
+  for (size_t i = 0; i < n; ++i) EndRequest();
 }
 
 Result<wire::FramedMessage> TcpServer::Impl::FrameResponse(const wire::Message& request,

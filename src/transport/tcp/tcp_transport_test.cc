@@ -20,7 +20,9 @@
 #include <set>
 #include <thread>
 
+#include "base/defer_scope.h"
 #include "base/limits.h"
+#include "base/must_not_block.h"
 #include "base/thread_sleeps.h"
 #include "transport/tcp/frame_reader.h"
 #include "transport/tcp/sockets.h"
@@ -36,6 +38,7 @@ constexpr uint16_t kBlockOp = 101;  // waits until the test releases it, then ec
 constexpr uint16_t kNowOp = 102;    // echoed on the event loop by the immediate handler
 constexpr uint16_t kSlowOp = 103;   // runs Handler::slow, then echoes
 constexpr uint16_t kWorkerOp = 104; // echoes; never accepted for an inline run
+constexpr uint16_t kLaterOp = 105;  // LaterServer: answered when the test says so
 // Runs Handler::slow, then echoes; the client waits for it as for a disk sync.
 constexpr auto kSyncOp = static_cast<uint16_t>(wire::Op::kSaveChain);
 
@@ -561,6 +564,101 @@ TEST(TcpTransport, AnImmediateAnswerDoesNotWaitForBusyWorkers) {
   }
   h.gate.Open();
   slow.join();
+}
+
+// A server whose kLaterOp requests are answered when the test calls Answer (as a save is by the
+// journal's sync thread), and run on the loop when `async_on_loop` (invariant 12). Other ops
+// echo.
+struct LaterServer {
+  explicit LaterServer(bool async_on_loop) {
+    TcpServerOptions o;
+    o.listen = {"127.0.0.1:0"};
+    o.worker_threads = 2;
+    o.immediate = [](Session&, const wire::Message&) { return std::optional<wire::Message>(); };
+    if (async_on_loop) o.async_on_loop = [](const wire::Message& m) { return m.op == kLaterOp; };
+    auto s = TcpServer::Start(
+        [this](Session&, const wire::Message& request, Service::Respond respond) {
+          if (request.op == static_cast<uint16_t>(wire::Op::kHello)) {
+            wire::HelloResponse r;
+            r.max_frame_bytes = wire::kDefaultMaxBodyBytes;
+            return respond(r.Encode());
+          }
+          wire::Message echo;
+          echo.op = request.op;
+          echo.fields = request.fields;
+          if (request.op != kLaterOp) return respond(std::move(echo));
+          std::lock_guard<std::mutex> g(mu);
+          started_must_not_block = MustNotBlock::Here();
+          later = std::move(respond);
+          later_echo = std::move(echo);
+          cv.notify_all();
+        },
+        o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    server = std::move(s).value();
+  }
+  // Waits for a kLaterOp request to be started, then answers it (on this thread).
+  void Answer() {
+    Service::Respond respond;
+    wire::Message echo;
+    {
+      std::unique_lock<std::mutex> g(mu);
+      cv.wait(g, [&] { return later != nullptr; });
+      respond = std::move(later);
+      echo = std::move(later_echo);
+      later = nullptr;
+    }
+    respond(std::move(echo));
+  }
+  void AwaitStarted() {
+    std::unique_lock<std::mutex> g(mu);
+    cv.wait(g, [&] { return later != nullptr; });
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  Service::Respond later;
+  wire::Message later_echo;
+  bool started_must_not_block = false;
+  std::unique_ptr<TcpServer> server;
+};
+
+// Invariant 12: the request only starts on the loop (under MustNotBlock); the loop serves other
+// connections while it waits for its answer, which a thread of the test gives later.
+TEST(TcpTransport, AnAsyncRequestStartsOnTheLoopAndIsAnsweredLater) {
+  LaterServer s(/*async_on_loop=*/true);
+  const std::string addr = s.server->listeners()[0].address;
+  auto first = Connect(addr);
+  auto other = Connect(addr);
+  std::thread call([&] {
+    auto r = first->Call(Echo(kLaterOp, "later"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  });
+  s.AwaitStarted();
+  EXPECT_TRUE(s.started_must_not_block) << "it ran on a worker, or not under MustNotBlock";
+  EXPECT_EQ(s.server->stats().requests_async_on_loop.load(), 1u);
+  EXPECT_TRUE(other->Call(Echo(kEchoOp, "meanwhile")).ok());
+  s.Answer();
+  call.join();
+}
+
+// Invariant 13: answers given inside a batch by a thread outside any handler call are queued,
+// and written by the loop when the batch ends.
+TEST(TcpTransport, AnswersGivenInABatchAreWrittenByTheLoopWhenItEnds) {
+  LaterServer s(/*async_on_loop=*/false);
+  auto client = Connect(s.server->listeners()[0].address);
+  std::thread call([&] {
+    auto r = client->Call(Echo(kLaterOp, "later"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  });
+  {
+    DeferScope batch;  // as the journal opens around a sync round's completions
+    s.Answer();
+    EXPECT_EQ(s.server->stats().answers_handed_to_loops.load(), 0u) << "before the batch ended";
+  }
+  call.join();
+  EXPECT_EQ(s.server->stats().answers_handed_to_loops.load(), 1u);
+  EXPECT_FALSE(s.started_must_not_block);
 }
 
 TEST(TcpTransport, PipelinedFramesBeyondTheImmediateBudgetAreAllAnsweredById) {
