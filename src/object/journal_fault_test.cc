@@ -50,6 +50,18 @@ class JournalFaultTest : public ::testing::Test {
     return opened.ok() ? std::move(opened).value() : nullptr;
   }
 
+  // The machine crashes under the process (which dies: nothing it does reaches the disk), the
+  // disk keeps one state a crash may leave (seed `seed`), and a new process opens the store.
+  std::unique_ptr<ObjectStore> CrashAndReopen(CrashModelFs& fs, std::unique_ptr<ObjectStore> store,
+                                              uint64_t seed) {
+    fs.Crash();
+    store.reset();
+    auto rng = NewSeededRandom(seed);
+    fs.ApplyCrash(*rng);
+    fs.Revive();
+    return Open(&fs);
+  }
+
   size_t JournalFiles() {
     auto names = PosixFileSystem()->ListDir(root_);
     size_t n = 0;
@@ -97,12 +109,7 @@ class JournalFaultTest : public ::testing::Test {
     EXPECT_TRUE(PosixFileSystem()->Stat(marker).status().IsNotFound());
     EXPECT_EQ(fs.lost().count(root_ + "/k/a"), 0u) << "k/a was not written again";
 
-    fs.Crash();
-    store.reset();
-    auto rng = NewSeededRandom(11);
-    fs.ApplyCrash(*rng);
-    fs.Revive();
-    store = Open(&fs);
+    store = CrashAndReopen(fs, std::move(store), 11);
     ASSERT_NE(store, nullptr);
     ExpectObject(*store, "k/a", a_);
     ExpectObject(*store, "k/b", b_);
@@ -215,12 +222,7 @@ TEST_F(JournalFaultTest, AFailedJournalSyncFailsEveryLaterWriteAndReopenKeepsWha
   // What reached the journal is unknown: nothing more is acknowledged (sticky).
   EXPECT_FALSE(store->Put("k/c", {AsBytes("c")}, {}).ok());
   EXPECT_FALSE(store->Delete("k/a").ok());
-  fs.Crash();
-  store.reset();
-  auto rng = NewSeededRandom(3);
-  fs.ApplyCrash(*rng);
-  fs.Revive();
-  store = Open(&fs);
+  store = CrashAndReopen(fs, std::move(store), 3);
   ASSERT_NE(store, nullptr);
   ExpectObject(*store, "k/a", "a");
 }

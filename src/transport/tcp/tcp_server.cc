@@ -220,6 +220,8 @@ struct TcpServer::Impl {
   // Each loop writes the queued responses of its connections in `conns`; then the requests
   // they answer end.
   void FlushGathered(std::vector<std::shared_ptr<Connection>> conns);
+  // A request of `c` runs on the loop (inflight, inflight_total); Answer ends it.
+  void BeginRequest(Connection& c);
   void EndRequest();  // inflight_total, and the shutdown waiting for it
   // Invariant 7: answers `request` on the loop if the immediate handler can; false if not.
   bool AnswerNow(Loop& loop, const std::shared_ptr<Connection>& c, const wire::Message& request,
@@ -680,11 +682,7 @@ bool TcpServer::Impl::RunsInline(const Loop& loop, Connection& c, const wire::Me
 
 void TcpServer::Impl::RunInline(const std::shared_ptr<Connection>& c,
                                 const wire::Message& request) {
-  {
-    std::lock_guard<std::mutex> g(c->mu);
-    ++c->inflight;
-  }
-  inflight_total.fetch_add(1);
+  BeginRequest(*c);
   stats.requests_inline.fetch_add(1, std::memory_order_relaxed);
   const uint64_t start = clock->NowMicros();
   // The answer is usually there when Handle returns (the loop thread synced the save itself);
@@ -721,13 +719,17 @@ void TcpServer::Impl::RunInline(const std::shared_ptr<Connection>& c,
   Answer(c, std::move(*framed));
 }
 
-void TcpServer::Impl::RunAsyncOnLoop(const std::shared_ptr<Connection>& c,
-                                     const wire::Message& request) {
+void TcpServer::Impl::BeginRequest(Connection& c) {
   {
-    std::lock_guard<std::mutex> g(c->mu);
-    ++c->inflight;
+    std::lock_guard<std::mutex> g(c.mu);
+    ++c.inflight;
   }
   inflight_total.fetch_add(1);
+}
+
+void TcpServer::Impl::RunAsyncOnLoop(const std::shared_ptr<Connection>& c,
+                                     const wire::Message& request) {
+  BeginRequest(*c);
   stats.requests_async_on_loop.fetch_add(1, std::memory_order_relaxed);
   MustNotBlock here;
   Work(c, request);
@@ -739,11 +741,7 @@ bool TcpServer::Impl::Unauthenticated(const Connection& c) {
 
 void TcpServer::Impl::RunBeforeAuthentication(const std::shared_ptr<Connection>& c,
                                               const wire::Message& request) {
-  {
-    std::lock_guard<std::mutex> g(c->mu);
-    ++c->inflight;
-  }
-  inflight_total.fetch_add(1);
+  BeginRequest(*c);
   Work(c, request);
 }
 
