@@ -220,7 +220,8 @@ struct TcpServer::Impl {
   // Each loop writes the queued responses of its connections in `conns`; then the requests
   // they answer end.
   void FlushGathered(std::vector<std::shared_ptr<Connection>> conns);
-  // A request of `c` runs on the loop (inflight, inflight_total); Answer ends it.
+  // A request of `c` begins (invariants 2 and 8: inflight, reading paused beyond the bound;
+  // inflight_total); Answer ends it.
   void BeginRequest(Connection& c);
   void EndRequest();  // inflight_total, and the shutdown waiting for it
   // Invariant 7: answers `request` on the loop if the immediate handler can; false if not.
@@ -643,15 +644,7 @@ void TcpServer::Impl::Reject(Loop& loop, const std::shared_ptr<Connection>& c,
 }
 
 void TcpServer::Impl::Dispatch(const std::shared_ptr<Connection>& c, wire::Message request) {
-  {
-    std::lock_guard<std::mutex> g(c->mu);
-    if (++c->inflight > 1) c->pipelines = true;  // invariant 8
-    if (c->inflight >= options.inflight_per_connection_max && !c->read_paused) {
-      c->read_paused = true;  // invariant 2
-      UpdateEventsLocked(*c);
-    }
-  }
-  inflight_total.fetch_add(1);
+  BeginRequest(*c);
   executor->Submit([this, c, m = std::move(request)] { Work(c, m); });
 }
 
@@ -722,7 +715,11 @@ void TcpServer::Impl::RunInline(const std::shared_ptr<Connection>& c,
 void TcpServer::Impl::BeginRequest(Connection& c) {
   {
     std::lock_guard<std::mutex> g(c.mu);
-    ++c.inflight;
+    if (++c.inflight > 1) c.pipelines = true;  // invariant 8
+    if (c.inflight >= options.inflight_per_connection_max && !c.read_paused) {
+      c.read_paused = true;  // invariant 2
+      UpdateEventsLocked(c);
+    }
   }
   inflight_total.fetch_add(1);
 }
@@ -782,24 +779,23 @@ void TcpServer::Impl::Answer(const std::shared_ptr<Connection>& c,
   {
     std::lock_guard<std::mutex> g(c->mu);
     --c->inflight;
-    if (!c->closed && framed.ok() && gathered) {
+    if (!c->closed && framed.ok()) {
       c->out.Push(std::move(framed).value());
       stats.frames_out.fetch_add(1, std::memory_order_relaxed);
-      if (c->read_paused && c->inflight <= options.inflight_per_connection_max / 2) {
-        c->read_paused = false;
-        UpdateEventsLocked(*c);
+      const bool resume =
+          c->read_paused && c->inflight <= options.inflight_per_connection_max / 2;
+      if (resume) c->read_paused = false;
+      if (gathered) {
+        // Invariant 13: its loop writes it when the batch ends; no EPOLLOUT (a wake-up) now.
+        if (resume) UpdateEventsLocked(*c);
+        return;  // the request ends when the loop has been handed the write (FlushGathered)
       }
-    } else if (!c->closed && framed.ok()) {
-      c->out.Push(std::move(framed).value());
-      stats.frames_out.fetch_add(1, std::memory_order_relaxed);
-      // Written from this worker at once when the socket has room: no loop wake-up on the
+      // Written from this thread at once when the socket has room: no loop wake-up on the
       // common path.
       size_t written = 0;
       auto r = c->out.Flush(c->fd, &written);
       stats.bytes_out.fetch_add(written, std::memory_order_relaxed);
       if (written > 0) c->last_active_us.store(clock->NowMicros(), std::memory_order_relaxed);
-      if (c->read_paused && c->inflight <= options.inflight_per_connection_max / 2)
-        c->read_paused = false;
       if (!r.ok() || (c->close_when_idle && c->inflight == 0 && c->out.empty())) {
         // The loop owns the connection: shutting the socket down makes it report EPOLLHUP,
         // and the loop closes it.
