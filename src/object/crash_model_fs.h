@@ -57,6 +57,13 @@ class CrashModelFs final : public FileSystemWrapper {
     crash_on_report_ = true;
   }
 
+  // The write-back that the next sync through a sync handle waits for fails
+  // (InjectWritebackError at its start): a failure during that very sync.
+  void FailNextHandleSyncWithAWritebackError() {
+    std::lock_guard<std::mutex> g(mu_);
+    writeback_error_at_next_sync_ = true;
+  }
+
   // A new process after Crash, the machine still up: calls pass again; the page cache (files
   // whose write-back failed included) is as the dead process left it.
   void Restart() {
@@ -156,6 +163,12 @@ class CrashModelFs final : public FileSystemWrapper {
       Handle(CrashModelFs* fs, std::string path, uint64_t seen)
           : fs_(fs), path_(std::move(path)), seen_(seen) {}
       Status Sync() override {
+        bool inject = false;
+        {
+          std::lock_guard<std::mutex> g(fs_->mu_);
+          std::swap(inject, fs_->writeback_error_at_next_sync_);
+        }
+        if (inject) fs_->InjectWritebackError();
         WMBT_RETURN_IF_ERROR(fs_->SyncFileSystem(path_));
         std::lock_guard<std::mutex> g(fs_->mu_);
         if (seen_ == fs_->writeback_errors_) return Status::Ok();
@@ -494,6 +507,7 @@ class CrashModelFs final : public FileSystemWrapper {
   std::mutex mu_;
   bool crashed_ = false;
   bool crash_on_report_ = false;
+  bool writeback_error_at_next_sync_ = false;
   uint64_t snapshots_ = 0;  // Snapshot() calls so far
   uint64_t event_seq_ = 0;  // the last Event's seq
   std::map<std::string, State> durable_;                 // absent from the map: durably absent

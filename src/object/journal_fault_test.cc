@@ -170,6 +170,29 @@ TEST_F(JournalFaultTest, AProcessKilledAsItsSyncReportsAWritebackErrorStillRewri
   ExpectRestartWritesKaAgain(fs);
 }
 
+// The same window at open: replay finds k/a's cached bytes right, and the write-back of k/a fails
+// during the open's own sync, which reports it as the process dies. The marker put up before
+// that sync makes the next process write k/a again.
+TEST_F(JournalFaultTest, AProcessKilledAsItsOpensSyncReportsAWritebackErrorStillRewrites) {
+  CrashModelFs fs(PosixFileSystem(), root_);
+  auto store = Open(&fs);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Put("k/a", {AsBytes(a_)}, {}).ok());
+  ASSERT_TRUE(store->Put("k/b", {AsBytes(b_)}, {}).ok());
+  fs.Crash();  // the process dies before any checkpoint: k/a is named, not yet durable
+  store.reset();
+  fs.Restart();
+  fs.CrashWhenAWritebackErrorIsReported();
+  fs.FailNextHandleSyncWithAWritebackError();
+  FsJournalOptions opts;
+  opts.journaled_object_bytes_max = kJournaledMax;
+  opts.packed_object_bytes_max = 0;
+  EXPECT_FALSE(OpenJournaledFsObjectStore(root_, &fs, opts).ok()) << "the open's sync failed";
+  ASSERT_EQ(fs.lost().count(root_ + "/k/a"), 1u);
+  fs.Restart();
+  ExpectRestartWritesKaAgain(fs);
+}
+
 TEST_F(JournalFaultTest, AfterAFailedRenameNoReadServesTheOldVersionAndReopenAppliesTheNew) {
   CrashModelFs fs(PosixFileSystem(), root_);
   auto store = Open(&fs);
