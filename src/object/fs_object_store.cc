@@ -31,9 +31,9 @@ FsObjectStore::~FsObjectStore() {
   checkpoints_.reset();
   // A clean close checkpoints the last file too, so the next open applies nothing (and does
   // not rewrite a file damaged since, which a reader must find damaged: G9).
-  if (s.ok() && !checkpoint_failed_) s = SyncRoot();
   if (s.ok() && !checkpoint_failed_) {
-    s = WriteCheckpointMarker(journal_->appended_lsn());
+    s = SyncRoot();
+    if (s.ok()) s = WriteCheckpointMarker(journal_->appended_lsn());
     if (s.ok()) s = ClearRewriteMarker();
     if (s.ok()) {
       {

@@ -207,24 +207,17 @@ void Journal::AwaitSyncedThen(uint64_t lsn, std::function<void(Status)> done) {
     callbacks_.push_back(Callback{lsn, std::move(done)});
     return;
   }
-  if (syncer_ && MustNotBlock::Here()) {
-    // This thread must not wait out a sync (a server's event loop): the sync executor's does.
-    if (syncing_) {
-      // Behind a leader that leaves: the executor's thread waits as below, and leads for
-      // callbacks if it is handed the lead.
-      lock.unlock();
-      syncer_->Submit([this, lsn, done = std::move(done)]() mutable {
-        leading_for = this;
-        AwaitSyncedThen(lsn, std::move(done));
-        leading_for = nullptr;
-      });
-      return;
-    }
-    syncing_ = true;
-    async_lead_ = true;
-    callbacks_.push_back(Callback{lsn, std::move(done)});
+  // A thread that must not wait out a sync (a server's event loop) leaves it to the sync
+  // executor's: behind a leader that leaves, that thread waits as below (and leads for callbacks
+  // if it is handed the lead); with no leader, it leads from the start.
+  const bool elsewhere = syncer_ && MustNotBlock::Here();
+  if (syncing_ && elsewhere) {
     lock.unlock();
-    SubmitLead();
+    syncer_->Submit([this, lsn, done = std::move(done)]() mutable {
+      leading_for = this;
+      AwaitSyncedThen(lsn, std::move(done));
+      leading_for = nullptr;
+    });
     return;
   }
   if (syncing_) {
@@ -237,6 +230,12 @@ void Journal::AwaitSyncedThen(uint64_t lsn, std::function<void(Status)> done) {
   }
   syncing_ = true;
   callbacks_.push_back(Callback{lsn, std::move(done)});
+  if (elsewhere) {
+    async_lead_ = true;
+    lock.unlock();
+    SubmitLead();
+    return;
+  }
   (void)LeadLocked(lock, lsn, /*stay_for_callbacks=*/true);
 }
 

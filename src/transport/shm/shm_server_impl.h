@@ -169,8 +169,9 @@ struct ShmServer::Impl {
   // The idle workers, WakeOne's tokens to them (written to wake_event) and the client wake-ups
   // handed to them by a thread that answered a batch of requests (docs/shm.md, "Wake-ups": a
   // sync round's answers).
-  shm::IdleWorkers<std::shared_ptr<Conn>> pool;
-  shm::IdleWorkers<std::shared_ptr<Conn>>::Hooks PoolHooks();
+  using Pool = shm::IdleWorkers<std::shared_ptr<Conn>>;
+  Pool pool;
+  Pool::Hooks PoolHooks();
 
   void Log(LogLevel level, const std::string& line) {
     if (options.log) {

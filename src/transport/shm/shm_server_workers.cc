@@ -27,8 +27,8 @@ thread_local WakeBatch* gathering = nullptr;
 
 }  // namespace
 
-shm::IdleWorkers<std::shared_ptr<Conn>>::Hooks ShmServer::Impl::PoolHooks() {
-  shm::IdleWorkers<std::shared_ptr<Conn>>::Hooks h;
+ShmServer::Impl::Pool::Hooks ShmServer::Impl::PoolHooks() {
+  Pool::Hooks h;
   h.post_token = [this] {
     const uint64_t one = 1;
     (void)!::write(wake_event.get(), &one, sizeof one);
