@@ -559,16 +559,19 @@ class Bench {
   static WorkerResult WithServerCpu(const ServerProcess* server, Run&& run) {
     const double cpu0 = server ? ProcessCpuSeconds(server->pid()) : 0;
     WorkerResult r = run();
-    if (server) r.cpu_seconds += ProcessCpuSeconds(server->pid()) - cpu0;
+    if (server) r.server_cpu_seconds = ProcessCpuSeconds(server->pid()) - cpu0;
+    r.cpu_seconds += r.server_cpu_seconds;
     return r;
   }
 
   void Record(const std::string& mode, const std::string& op, size_t size, int clients,
               const WorkerResult& r) {
-    std::printf("  %-10s %-6s %8s %d clients: %10.0f ops/s %8s  p50 %s  p99 %s  CPU %.1f µs/op\n",
-                mode.c_str(), op.c_str(), SizeName(size).c_str(), clients, r.ops_per_second(),
-                GBps(r.bytes_per_second()).c_str(), Micros(r.latency.QuantileNs(0.5)).c_str(),
-                Micros(r.latency.QuantileNs(0.99)).c_str(), r.cpu_us_per_op());
+    std::printf(
+        "  %-10s %-6s %8s %d clients: %10.0f ops/s %8s  p50 %s  p99 %s  CPU %.1f µs/op"
+        " (server %.1f)\n",
+        mode.c_str(), op.c_str(), SizeName(size).c_str(), clients, r.ops_per_second(),
+        GBps(r.bytes_per_second()).c_str(), Micros(r.latency.QuantileNs(0.5)).c_str(),
+        Micros(r.latency.QuantileNs(0.99)).c_str(), r.cpu_us_per_op(), r.server_cpu_us_per_op());
     std::fflush(stdout);
     results_.push_back({mode, op, size, clients, r});
   }
@@ -602,7 +605,8 @@ class Bench {
                           GBps(m.r.bytes_per_second()) + ", p50 " +
                           Micros(m.r.latency.QuantileNs(0.5)) + ", p99 " +
                           Micros(m.r.latency.QuantileNs(0.99)) +
-                          Fmt(", CPU %.1f µs/op", m.r.cpu_us_per_op()),
+                          Fmt(", CPU %.1f µs/op", m.r.cpu_us_per_op()) +
+                          Fmt(" (server %.1f)", m.r.server_cpu_us_per_op()),
                       ""});
     }
     PrintTable(rows);

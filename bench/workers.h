@@ -22,9 +22,13 @@ struct WorkerResult {
   // CPU seconds the clients used while they ran (thread clients: the whole process, the store's
   // own threads included); a caller adds its server's.
   double cpu_seconds = 0;
+  double server_cpu_seconds = 0;  // the part of cpu_seconds the caller's server used
   double ops_per_second() const { return seconds > 0 ? double(ops) / seconds : 0; }
   // CPU per operation, the figure least moved by other tenants of a shared machine.
   double cpu_us_per_op() const { return ops > 0 ? cpu_seconds * 1e6 / double(ops) : 0; }
+  double server_cpu_us_per_op() const {
+    return ops > 0 ? server_cpu_seconds * 1e6 / double(ops) : 0;
+  }
   double bytes_per_second() const { return seconds > 0 ? double(bytes) / seconds : 0; }
 };
 
