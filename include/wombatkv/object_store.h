@@ -81,6 +81,12 @@ struct ObjectStoreCounters {
   uint64_t attempts = 0;   // requests sent, retries included
   uint64_t retries = 0;    // attempts after a transient failure (throttling, 5xx, timeouts, resets)
   uint64_t throttled = 0;  // answers that asked us to slow down (503 SlowDown, 429)
+  // A local directory's journal (docs/layout.md, "Journal"): its group commits.
+  uint64_t journal_syncs = 0;           // fdatasyncs of journal files
+  uint64_t journal_records_synced = 0;  // records they made durable
+  uint64_t journal_sync_micros = 0;     // time spent in them
+  uint64_t journal_preallocations = 0;  // zero-fills of journal space, each on a round's path
+  uint64_t journal_preallocate_micros = 0;
 };
 
 class ObjectStore {

@@ -273,6 +273,13 @@ struct StoreStats {
   uint64_t put_blocks_helped = 0;      // blocks a large put's copy helper thread copied and hashed
   uint64_t uploads_parked = 0;         // uploads that waited for a large put to stop copying
   uint64_t uploads_parked_bytes = 0;   // payload bytes of the uploads waiting right now
+  // A local-directory L2's journal (ObjectStoreCounters; all 0 for S3): its group commits, and
+  // the zero-fills of journal space that delay the round needing them (docs/layout.md)
+  uint64_t l2_journal_syncs = 0;
+  uint64_t l2_journal_records_synced = 0;  // per sync: how many records a commit carried
+  uint64_t l2_journal_sync_micros = 0;
+  uint64_t l2_journal_preallocations = 0;
+  uint64_t l2_journal_preallocate_micros = 0;
 };
 
 // L2 bytes one fingerprint's heads reference (part of NamespaceUsage).

@@ -172,6 +172,21 @@ void RenderStore(Page& p, const StoreStats& s) {
         "S3 requests retried after throttling, a 5xx, a timeout or a reset.", s.l2_retries);
   p.One("wombatkv_l2_throttled_total", "counter", "S3 answers 503 SlowDown or 429.",
         s.l2_throttled);
+  p.One("wombatkv_l2_journal_syncs_total", "counter",
+        "fdatasyncs of the local L2's journal (group commits; 0 for S3).", s.l2_journal_syncs);
+  p.One("wombatkv_l2_journal_records_synced_total", "counter",
+        "Journal records those syncs made durable (divided by the syncs: records per commit).",
+        s.l2_journal_records_synced);
+  p.Family("wombatkv_l2_journal_sync_seconds_total", "counter",
+           "Time spent in the journal's fdatasyncs.");
+  p.SampleSeconds("wombatkv_l2_journal_sync_seconds_total", "", s.l2_journal_sync_micros);
+  p.One("wombatkv_l2_journal_preallocations_total", "counter",
+        "Zero-fills of journal space ahead of the writes (each delays the round needing it).",
+        s.l2_journal_preallocations);
+  p.Family("wombatkv_l2_journal_preallocate_seconds_total", "counter",
+           "Time spent in those zero-fills.");
+  p.SampleSeconds("wombatkv_l2_journal_preallocate_seconds_total", "",
+                  s.l2_journal_preallocate_micros);
   p.One("wombatkv_corruptions_detected_total", "counter",
         "Bytes that failed their content hash or checksum (never served).",
         s.corruptions_detected);

@@ -36,6 +36,25 @@ TEST(MetricsText, HistogramsAreCumulativeAndEndAtInf) {
             std::string::npos);
 }
 
+TEST(MetricsText, TheJournalsCommitsAreCountedAndTimedInSeconds) {
+  StoreStats s;
+  s.l2_journal_syncs = 4;
+  s.l2_journal_records_synced = 22;
+  s.l2_journal_sync_micros = 1'500'250;
+  s.l2_journal_preallocations = 2;
+  s.l2_journal_preallocate_micros = 9'000;
+  MetricsSources src;
+  src.store = &s;
+  const std::string page = RenderMetrics(src);
+  for (const char* line : {"wombatkv_l2_journal_syncs_total 4\n",
+                           "wombatkv_l2_journal_records_synced_total 22\n",
+                           "wombatkv_l2_journal_sync_seconds_total 1.500250\n",
+                           "wombatkv_l2_journal_preallocations_total 2\n",
+                           "wombatkv_l2_journal_preallocate_seconds_total 0.009000\n"}) {
+    EXPECT_NE(page.find(line), std::string::npos) << line << page;
+  }
+}
+
 TEST(MetricsText, EveryFamilyIsDeclaredOnceBeforeItsSamples) {
   ServiceMetrics m;
   StoreStats s;

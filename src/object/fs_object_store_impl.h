@@ -115,6 +115,8 @@ class FsObjectStore final : public ObjectStore {
   Status OpenJournal(const FsJournalOptions& options);
 
   std::string Describe() const override { return "file://" + root_; }
+  // The journal's group commits (zeros without a journal).
+  ObjectStoreCounters Counters() const override;
 
   Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
                           const PutOptions& options) override;

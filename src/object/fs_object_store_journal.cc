@@ -64,7 +64,8 @@ Status FsObjectStore::OpenJournal(const FsJournalOptions& options) {
       journal_, Journal::Create(fs_, root_, last_lsn + 1, jopts_.journal_file_bytes,
                                 [this](const std::string& path, uint64_t last, uint64_t bytes) {
                                   Retired(path, last, bytes);
-                                }));
+                                },
+                                clock_));
   // A failure sticks in broken_, which every caller's SyncThrough then returns.
   journal_->SetOnSynced([this] { (void)ApplySynced(); });
   // Big rounds' PutAsync completions run on the first thread while the leader syncs the next
@@ -438,6 +439,18 @@ void FsObjectStore::BreakLocked(Status s) {
   if (!broken_.ok()) return;
   broken_ = std::move(s);
   applied_through_.store(0, std::memory_order_release);
+}
+
+ObjectStoreCounters FsObjectStore::Counters() const {
+  ObjectStoreCounters c;
+  if (!journal_) return c;
+  const Journal::Stats j = journal_->stats();
+  c.journal_syncs = j.syncs;
+  c.journal_records_synced = j.records_synced;
+  c.journal_sync_micros = j.sync_micros;
+  c.journal_preallocations = j.preallocations;
+  c.journal_preallocate_micros = j.preallocate_micros;
+  return c;
 }
 
 bool FsObjectStore::SnapshotDue() {

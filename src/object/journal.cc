@@ -57,19 +57,22 @@ bool ParseJournalFileName(std::string_view name, uint64_t* lsn) {
   return true;
 }
 
-Journal::Journal(FileSystem* fs, std::string dir, uint64_t file_bytes_target, RetiredFn on_retired)
+Journal::Journal(FileSystem* fs, std::string dir, uint64_t file_bytes_target, RetiredFn on_retired,
+                 Clock* clock)
     : fs_(fs),
       dir_(std::move(dir)),
       file_bytes_target_(file_bytes_target),
-      on_retired_(std::move(on_retired)) {}
+      on_retired_(std::move(on_retired)),
+      clock_(clock) {}
 
 Journal::~Journal() = default;
 
 Result<std::unique_ptr<Journal>> Journal::Create(FileSystem* fs, std::string dir,
                                                  uint64_t next_lsn, uint64_t file_bytes_target,
-                                                 RetiredFn on_retired) {
+                                                 RetiredFn on_retired, Clock* clock) {
   WMBT_CHECK(next_lsn > 0);
-  std::unique_ptr<Journal> j(new Journal(fs, std::move(dir), file_bytes_target, std::move(on_retired)));
+  std::unique_ptr<Journal> j(
+      new Journal(fs, std::move(dir), file_bytes_target, std::move(on_retired), clock));
   j->appended_ = j->written_ = j->synced_ = j->visible_ = next_lsn - 1;
   WMBT_RETURN_IF_ERROR(j->OpenFile(next_lsn));
   return j;
@@ -78,7 +81,7 @@ Result<std::unique_ptr<Journal>> Journal::Create(FileSystem* fs, std::string dir
 Status Journal::OpenFile(uint64_t first_lsn) {
   std::string path = dir_ + "/" + JournalFileName(first_lsn);
   WMBT_ASSIGN_OR_RETURN(auto file, fs_->NewAppendFile(path));
-  WMBT_RETURN_IF_ERROR(file->Preallocate(kPreallocateStepBytes));
+  WMBT_RETURN_IF_ERROR(Preallocate(*file, kPreallocateStepBytes));
   // The name must be durable before a sync of the content can acknowledge anything.
   WMBT_RETURN_IF_ERROR(fs_->SyncDir(dir_));
   file_ = std::move(file);
@@ -293,12 +296,18 @@ void Journal::SyncRoundLocked(std::unique_lock<std::mutex>& lock) {
   Batch batch = TakeBatchLocked(&round, &mark);
   lock.unlock();
   Status s = batch.empty() ? Status::Ok() : Write(mark, batch, &round);
-  if (s.ok()) s = file_->Sync();  // also covers what rounds of WriteBehind wrote
+  if (s.ok()) {
+    const uint64_t start = NowMicros();
+    s = file_->Sync();  // also covers what rounds of WriteBehind wrote
+    syncs_.fetch_add(1, std::memory_order_relaxed);
+    sync_micros_.fetch_add(NowMicros() - start, std::memory_order_relaxed);
+  }
   if (s.ok()) s = RetireFileIfFull(round.last_lsn);
   batch.Clear();  // releases held values, outside the lock
   lock.lock();
   spare_ = std::move(batch);
   if (s.ok()) {
+    records_synced_.fetch_add(round.last_lsn - synced_, std::memory_order_relaxed);
     written_ = synced_ = round.last_lsn;
     written_unsynced_bytes_ = 0;
     if (round.first_lsn <= round.last_lsn) rounds_.push_back(round);
@@ -443,7 +452,7 @@ Status Journal::Write(const std::string& mark, const Batch& batch, Round* round)
   const bool bulk = bytes >= kBulkBatchBytes;
   if (file_bytes_ + bytes > preallocated_ && !bulk && !last_round_bulk_) {
     const uint64_t want = file_bytes_ + bytes + kPreallocateStepBytes;
-    WMBT_RETURN_IF_ERROR(file_->Preallocate(want));
+    WMBT_RETURN_IF_ERROR(Preallocate(*file_, want));
     preallocated_ = want;
   }
   last_round_bulk_ = bulk;
@@ -453,6 +462,24 @@ Status Journal::Write(const std::string& mark, const Batch& batch, Round* round)
   file_bytes_ += bytes;
   preallocated_ = std::max(preallocated_, file_bytes_);
   return Status::Ok();
+}
+
+Status Journal::Preallocate(AppendFile& file, uint64_t bytes) {
+  const uint64_t start = NowMicros();
+  Status s = file.Preallocate(bytes);
+  preallocations_.fetch_add(1, std::memory_order_relaxed);
+  preallocate_micros_.fetch_add(NowMicros() - start, std::memory_order_relaxed);
+  return s;
+}
+
+Journal::Stats Journal::stats() const {
+  Stats s;
+  s.syncs = syncs_.load(std::memory_order_relaxed);
+  s.records_synced = records_synced_.load(std::memory_order_relaxed);
+  s.sync_micros = sync_micros_.load(std::memory_order_relaxed);
+  s.preallocations = preallocations_.load(std::memory_order_relaxed);
+  s.preallocate_micros = preallocate_micros_.load(std::memory_order_relaxed);
+  return s;
 }
 
 Status Journal::RetireFileIfFull(uint64_t last_lsn) {

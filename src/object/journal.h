@@ -75,10 +75,10 @@ class Journal {
       std::function<void(const std::string& path, uint64_t last_lsn, uint64_t bytes)>;
 
   // Starts a new journal file in `dir` whose first record will have LSN `next_lsn`; its name
-  // is durable on return.
+  // is durable on return. With `clock`, stats() times the syncs and zero-fills.
   static Result<std::unique_ptr<Journal>> Create(FileSystem* fs, std::string dir,
                                                  uint64_t next_lsn, uint64_t file_bytes_target,
-                                                 RetiredFn on_retired);
+                                                 RetiredFn on_retired, Clock* clock = nullptr);
   ~Journal();
 
   // Encodes a record into the batch and returns its LSN. No I/O. `batch_offset` (optional)
@@ -147,6 +147,16 @@ class Journal {
   // executor's thread does either for it, and the call returns at once.
   // `executor` must outlive every round: see AwaitIdle. REQUIRES: set before the first call.
   void SetSyncExecutor(Executor* executor) { syncer_ = executor; }
+  // What the rounds did so far: for a store's counters (ObjectStoreCounters, /metrics), so that
+  // a slow save can be told apart from a slow disk.
+  struct Stats {
+    uint64_t syncs = 0;              // fdatasyncs of journal files (one per round)
+    uint64_t records_synced = 0;     // records they made durable (per sync: the group commit)
+    uint64_t sync_micros = 0;        // time spent in them
+    uint64_t preallocations = 0;     // zero-fills of the file ahead of the writes (on a round)
+    uint64_t preallocate_micros = 0;  // time spent in them
+  };
+  Stats stats() const;
   // Returns once no round runs or is handed over (no thread leads, syncing_ clear): before the
   // executors above go. REQUIRES: nobody appends or waits any more.
   void AwaitIdle();
@@ -170,7 +180,8 @@ class Journal {
   uint64_t file_first_lsn() const { return file_first_lsn_; }
 
  private:
-  Journal(FileSystem* fs, std::string dir, uint64_t file_bytes_target, RetiredFn on_retired);
+  Journal(FileSystem* fs, std::string dir, uint64_t file_bytes_target, RetiredFn on_retired,
+          Clock* clock);
   Status OpenFile(uint64_t first_lsn);             // leader only
   // A batch written to the file: by a round of AwaitSynced (written and synced) or of
   // WriteBehind (written only).
@@ -240,6 +251,9 @@ class Journal {
   Status Write(const std::string& mark, const Batch& batch, Round* round);
   // Leader only, right after a sync: starts the next file once this one is full.
   Status RetireFileIfFull(uint64_t last_lsn);
+  // Leader only: file.Preallocate(bytes), timed and counted.
+  Status Preallocate(AppendFile& file, uint64_t bytes);
+  uint64_t NowMicros() const { return clock_ ? clock_->NowMicros() : 0; }
 
   FileSystem* const fs_;
   const std::string dir_;
@@ -248,6 +262,10 @@ class Journal {
   std::function<void()> on_synced_;
   Executor* completions_ = nullptr;
   Executor* syncer_ = nullptr;
+  Clock* const clock_;
+  // stats(): written by the leader, read by anyone.
+  std::atomic<uint64_t> syncs_{0}, records_synced_{0}, sync_micros_{0};
+  std::atomic<uint64_t> preallocations_{0}, preallocate_micros_{0};
   std::atomic<uint32_t> handed_off_{0};  // tasks given to completions_, not finished
 
   // A thread in AwaitSynced while another leads a round; lives on that thread's stack.

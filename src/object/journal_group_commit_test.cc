@@ -455,6 +455,67 @@ TEST_F(JournalGroupCommitTest, BulkBatchesAreWrittenPastTheZerosAndEveryRecordRe
   EXPECT_EQ(seen, i);
 }
 
+// Every reading moves the clock on by kTick µs: a span timed once reads exactly kTick.
+class TickingClock final : public Clock {
+ public:
+  static constexpr uint64_t kTick = 7;
+  uint64_t NowMicros() override { return now_ += kTick; }
+  uint64_t WallMicros() override { return NowMicros(); }
+  void SleepMicros(uint64_t) override {}
+  bool WaitFor(std::condition_variable&, std::unique_lock<std::mutex>&, uint64_t) override {
+    return false;
+  }
+
+ private:
+  std::atomic<uint64_t> now_{0};
+};
+
+TEST_F(JournalGroupCommitTest, StatsCountEachSyncTheRecordsItMadeDurableAndTimeSyncsAndZeroFills) {
+  fs_.Open();
+  const std::string dir = dir_ + "/stats";
+  ASSERT_TRUE(PosixFileSystem()->CreateDirs(dir).ok());
+  TickingClock clock;
+  auto created =
+      Journal::Create(&fs_, dir, /*next_lsn=*/1, /*file_bytes_target=*/64 << 20, nullptr, &clock);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  journal_ = std::move(created).value();
+  const int fs_syncs = fs_.syncs(), fs_preallocations = fs_.preallocations();
+  Journal::Stats s = journal_->stats();
+  EXPECT_EQ(s.syncs, 0u);
+  EXPECT_EQ(s.preallocations, 1u) << "the new file's first zeros";
+  EXPECT_EQ(s.preallocate_micros, TickingClock::kTick);
+  for (int i = 0; i < 3; ++i) Append(i);
+  ASSERT_TRUE(journal_->AwaitSynced(Append(3)).ok());
+  s = journal_->stats();
+  EXPECT_EQ(s.syncs, 1u);
+  EXPECT_EQ(s.records_synced, 4u) << "one commit carried all four";
+  EXPECT_EQ(s.sync_micros, TickingClock::kTick);
+  // Records a write-behind wrote count when the sync that follows makes them durable.
+  const std::string big(64 << 10, 'w');
+  for (int i = 0; i < 2; ++i) {
+    journal_->Append(JournalOp::kPut, "w" + std::to_string(i), {AsBytes(big)});
+  }
+  ASSERT_TRUE(journal_->WriteBehind(1).ok());
+  EXPECT_EQ(journal_->stats().records_synced, 4u);
+  ASSERT_TRUE(journal_->AwaitSynced(Append(4)).ok());
+  s = journal_->stats();
+  EXPECT_EQ(s.syncs, 2u);
+  EXPECT_EQ(s.records_synced, 7u);
+  EXPECT_EQ(s.sync_micros, 2 * TickingClock::kTick);
+  // A small round that passes the first 4 MiB of zeros zero-fills the next step: counted too.
+  const std::string small(200 << 10, 's');  // under a bulk batch
+  for (int i = 5; fs_.preallocations() == fs_preallocations; ++i) {
+    ASSERT_LT(i, 40) << "no zero-fill after 7 MB of small rounds";
+    const uint64_t lsn = journal_->Append(JournalOp::kPut, "s" + std::to_string(i), {AsBytes(small)});
+    ASSERT_TRUE(journal_->AwaitSynced(lsn).ok());
+  }
+  s = journal_->stats();
+  EXPECT_EQ(s.preallocations, 2u);
+  EXPECT_EQ(s.preallocate_micros, 2 * TickingClock::kTick);
+  EXPECT_EQ(s.syncs, uint64_t(fs_.syncs() - fs_syncs));
+  EXPECT_EQ(s.sync_micros, s.syncs * TickingClock::kTick);
+}
+
 TEST_F(JournalGroupCommitTest, CallbacksQueueBehindALeaderThatStaysAndRunOnItsThread) {
   std::atomic<uint64_t> applied{0};
   journal_->SetOnSynced([&] { applied = journal_->synced_lsn(); });

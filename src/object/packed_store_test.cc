@@ -123,6 +123,21 @@ TEST_F(PackedStoreTest, ASmallObjectHasNoFileAndKeepsItsBytesAndEtagAcrossAReope
   EXPECT_EQ(Keys(*s), (std::vector<std::string>{"b/large", "h/a"}));
 }
 
+TEST_F(PackedStoreTest, ItsCountersShowTheJournalsCommits) {
+  auto s = Open();
+  const ObjectStoreCounters before = s->Counters();
+  EXPECT_EQ(before.journal_preallocations, 1u) << "the journal file's first zeros";
+  EXPECT_EQ(before.attempts, 0u) << "no HTTP requests: a local directory";
+  Put(*s, "h/a", "one");
+  Put(*s, "h/b", "two");
+  const ObjectStoreCounters after = s->Counters();
+  EXPECT_GE(after.journal_syncs, before.journal_syncs + 1);
+  EXPECT_GE(after.journal_records_synced, before.journal_records_synced + 2)
+      << "each durable put is a record some sync made durable";
+  EXPECT_EQ(NewFsObjectStore(root_, fs_)->Counters().journal_syncs, 0u)
+      << "a store without the journal has no commits to count";
+}
+
 TEST_F(PackedStoreTest, ReadsOfEveryFormLandInTheBuffersItWasGiven) {
   FsJournalOptions o;
   o.packed_object_bytes_max = 1024;

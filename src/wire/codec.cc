@@ -189,6 +189,11 @@ constexpr uint64_t StoreStats::*kStatsFields[] = {
     &StoreStats::put_blocks_helped,
     &StoreStats::uploads_parked,
     &StoreStats::uploads_parked_bytes,
+    &StoreStats::l2_journal_syncs,
+    &StoreStats::l2_journal_records_synced,
+    &StoreStats::l2_journal_sync_micros,
+    &StoreStats::l2_journal_preallocations,
+    &StoreStats::l2_journal_preallocate_micros,
 };
 static_assert(sizeof(kStatsFields) / sizeof(kStatsFields[0]) * 8 == sizeof(StoreStats),
               "every StoreStats counter must be on the wire: add new ones at the end of the table");

@@ -54,6 +54,11 @@ int RunStat(Context& ctx) {
       {"put_blocks_helped", s.put_blocks_helped},
       {"uploads_parked", s.uploads_parked},
       {"uploads_parked_bytes", s.uploads_parked_bytes},
+      {"l2_journal_syncs", s.l2_journal_syncs},
+      {"l2_journal_records_synced", s.l2_journal_records_synced},
+      {"l2_journal_sync_micros", s.l2_journal_sync_micros},
+      {"l2_journal_preallocations", s.l2_journal_preallocations},
+      {"l2_journal_preallocate_micros", s.l2_journal_preallocate_micros},
   };
   if (ctx.out.json()) {
     nlohmann::json stats = nlohmann::json::object();
