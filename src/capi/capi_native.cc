@@ -8,6 +8,7 @@
 
 #include "base/hex.h"
 #include "capi/capi_internal.h"
+#include "store/stats_fields.h"
 
 namespace wombatkv::capi {
 namespace {
@@ -145,36 +146,7 @@ std::string StatsJson(Store& store) {
   nlohmann::ordered_json j;
   j["abi_version"] = WMBT_KV_ABI_VERSION;
   j["l2"] = store.DescribeL2();
-#define WMBT_STAT(field) j[#field] = s.field
-  WMBT_STAT(l0_blocks);
-  WMBT_STAT(l0_chains);
-  WMBT_STAT(l0_memory_bytes);
-  WMBT_STAT(lookups);
-  WMBT_STAT(lookup_keys);
-  WMBT_STAT(lookup_hit_keys);
-  WMBT_STAT(cache_bytes);
-  WMBT_STAT(cache_entries);
-  WMBT_STAT(cache_pinned_bytes);
-  WMBT_STAT(cache_hits);
-  WMBT_STAT(cache_misses);
-  WMBT_STAT(cache_evictions);
-  WMBT_STAT(puts);
-  WMBT_STAT(put_bytes);
-  WMBT_STAT(publishes);
-  WMBT_STAT(publish_conflicts);
-  WMBT_STAT(gets);
-  WMBT_STAT(get_hits);
-  WMBT_STAT(get_misses);
-  WMBT_STAT(get_bytes);
-  WMBT_STAT(pending_blocks);
-  WMBT_STAT(heads_compacted);
-  WMBT_STAT(l2_puts);
-  WMBT_STAT(l2_put_bytes);
-  WMBT_STAT(l2_gets);
-  WMBT_STAT(l2_get_bytes);
-  WMBT_STAT(l2_errors);
-  WMBT_STAT(corruptions_detected);
-#undef WMBT_STAT
+  for (const StoreStatsField& f : kStoreStatsFields) j[f.name] = s.*f.member;
   // A path that is not UTF-8 must not make dump() throw.
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/limits.h"
+#include "store/stats_fields.h"
 #include "wire/field_io.h"
 
 namespace wombatkv::wire {
@@ -130,73 +131,6 @@ bool ReadNs(FieldReader& r, std::string* ns) {
   return r.Str16("ns", ns, limits::kNamespaceBytesMax);
 }
 
-// The StoreStats counters in wire order (declaration order; append only).
-constexpr uint64_t StoreStats::*kStatsFields[] = {
-    &StoreStats::l0_blocks,
-    &StoreStats::l0_chains,
-    &StoreStats::l0_memory_bytes,
-    &StoreStats::lookups,
-    &StoreStats::lookup_keys,
-    &StoreStats::lookup_hit_keys,
-    &StoreStats::cache_bytes,
-    &StoreStats::cache_entries,
-    &StoreStats::cache_pinned_bytes,
-    &StoreStats::cache_hits,
-    &StoreStats::cache_misses,
-    &StoreStats::cache_evictions,
-    &StoreStats::puts,
-    &StoreStats::put_bytes,
-    &StoreStats::publishes,
-    &StoreStats::publish_conflicts,
-    &StoreStats::gets,
-    &StoreStats::get_hits,
-    &StoreStats::get_misses,
-    &StoreStats::get_bytes,
-    &StoreStats::pending_blocks,
-    &StoreStats::heads_compacted,
-    &StoreStats::l2_puts,
-    &StoreStats::l2_put_bytes,
-    &StoreStats::l2_gets,
-    &StoreStats::l2_get_bytes,
-    &StoreStats::l2_errors,
-    &StoreStats::corruptions_detected,
-    &StoreStats::l2_referenced_bytes,
-    &StoreStats::l2_unreferenced_bytes,
-    &StoreStats::evict_passes,
-    &StoreStats::evict_chains,
-    &StoreStats::evict_heads_deleted,
-    &StoreStats::evict_blocks,
-    &StoreStats::evict_bytes,
-    &StoreStats::evict_freed_bytes,
-    &StoreStats::evict_skipped_in_flight,
-    &StoreStats::evict_conflicts,
-    &StoreStats::gc_passes,
-    &StoreStats::gc_blobs_deleted,
-    &StoreStats::gc_bytes_freed,
-    &StoreStats::gc_delete_failures,
-    &StoreStats::disk_cache_bytes,
-    &StoreStats::disk_cache_files,
-    &StoreStats::disk_cache_budget_bytes,
-    &StoreStats::disk_cache_hits,
-    &StoreStats::disk_cache_misses,
-    &StoreStats::disk_cache_evictions,
-    &StoreStats::disk_cache_fills,
-    &StoreStats::disk_cache_dropped,
-    &StoreStats::l2_attempts,
-    &StoreStats::l2_retries,
-    &StoreStats::l2_throttled,
-    &StoreStats::disk_cache_fills_skipped,
-    &StoreStats::put_blocks_helped,
-    &StoreStats::uploads_parked,
-    &StoreStats::uploads_parked_bytes,
-    &StoreStats::l2_journal_syncs,
-    &StoreStats::l2_journal_records_synced,
-    &StoreStats::l2_journal_sync_micros,
-    &StoreStats::l2_journal_preallocations,
-    &StoreStats::l2_journal_preallocate_micros,
-};
-static_assert(sizeof(kStatsFields) / sizeof(kStatsFields[0]) * 8 == sizeof(StoreStats),
-              "every StoreStats counter must be on the wire: add new ones at the end of the table");
 
 // NamespaceUsage / FingerprintUsage / EvictionReport counters in wire order (append only).
 constexpr uint64_t NamespaceUsage::*kUsageFields[] = {
@@ -738,7 +672,7 @@ Result<StatsRequest> StatsRequest::Decode(const Message& m) {
 }
 Message StatsResponse::Encode() const {
   FieldWriter w = OkFields();
-  for (auto field : kStatsFields) w.U64(stats.*field);
+  for (const StoreStatsField& f : kStoreStatsFields) w.U64(stats.*f.member);  // append only
   w.Str16(Clamp16(l2));
   return Build(Op::kStats, true, w);
 }
@@ -746,7 +680,7 @@ Result<StatsResponse> StatsResponse::Decode(const Message& m) {
   FieldReader r("StatsResponse", m.fields);
   WMBT_RETURN_IF_ERROR(BeginResponse(m, Op::kStats, "StatsResponse", r));
   StatsResponse v;
-  for (auto field : kStatsFields) r.U64("stats", &(v.stats.*field));
+  for (const StoreStatsField& f : kStoreStatsFields) r.U64("stats", &(v.stats.*f.member));
   r.Str16("l2", &v.l2);
   return Done(r, std::move(v));
 }
