@@ -29,6 +29,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bench_util.h"
 #include "resp_client.h"
 #include "server_process.h"
@@ -176,6 +178,22 @@ struct Measured {
   WorkerResult r;
 };
 
+// The local L2 journal's group commits so far (wmbt_kv_stats_json; zeros for an S3 L2).
+struct JournalCommits {
+  uint64_t syncs = 0, records = 0, sync_micros = 0;
+};
+JournalCommits ReadJournalCommits(wmbt_kv_handle_t* h) {
+  size_t needed = 0;
+  (void)wmbt_kv_stats_json(h, nullptr, 0, &needed);
+  std::string buf(needed, '\0');
+  if (needed == 0 || wmbt_kv_stats_json(h, buf.data(), buf.size(), nullptr) != 0)
+    Die(std::string("stats failed: ") + wmbt_kv_last_error());
+  const auto j = nlohmann::json::parse(buf.c_str());
+  auto counter = [&](const char* name) { return j.value(name, uint64_t{0}); };
+  return {counter("l2_journal_syncs"), counter("l2_journal_records_synced"),
+          counter("l2_journal_sync_micros")};
+}
+
 std::string Micros(uint64_t ns) { return Fmt("%.1f", double(ns) / 1000.0) + " µs"; }
 
 // Writes back every dirty page before a put phase, so that it does not pay for the write-back
@@ -315,6 +333,7 @@ class Bench {
       for (size_t size : o_.sizes) {
         for (int clients : o_.clients) {
           SettleDisk(op);
+          const JournalCommits before = ReadJournalCommits(h);
           Record(mode, op, size, clients, WithServerCpu(server.get(), [&] {
                    if (mode == "embedded") {
                      return RunClients(clients, false, o_.seconds,
@@ -324,6 +343,7 @@ class Bench {
                      return OurOp(OpenClient(mode, ""), op, size, c);
                    });
                  }));
+          if (op == "put") PrintGroupCommit(before, ReadJournalCommits(h));
         }
       }
     }
@@ -562,6 +582,18 @@ class Bench {
     if (server) r.server_cpu_seconds = ProcessCpuSeconds(server->pid()) - cpu0;
     r.cpu_seconds += r.server_cpu_seconds;
     return r;
+  }
+
+  // How the row's saves were committed: each save is two journal records (its blob and its
+  // chain head), so records per sync over two is saves per fdatasync.
+  static void PrintGroupCommit(const JournalCommits& before, const JournalCommits& after) {
+    const uint64_t syncs = after.syncs - before.syncs;
+    if (syncs == 0) return;
+    std::printf("             journal: %llu fdatasyncs, %.1f records each, %.0f µs each\n",
+                static_cast<unsigned long long>(syncs),
+                double(after.records - before.records) / double(syncs),
+                double(after.sync_micros - before.sync_micros) / double(syncs));
+    std::fflush(stdout);
   }
 
   void Record(const std::string& mode, const std::string& op, size_t size, int clients,
