@@ -77,16 +77,20 @@ inline constexpr uint64_t kToEnd = std::numeric_limits<uint64_t>::max();
 
 // What a remote store did under the hood since it was opened, for metrics (all 0 for stores
 // without a network: a local directory, memory).
+// A local directory's journal (docs/layout.md, "journal files"): its group commits.
+struct JournalCounters {
+  uint64_t syncs = 0;               // fdatasyncs of journal files (one per round)
+  uint64_t records_synced = 0;      // records they made durable (per sync: the group commit)
+  uint64_t sync_micros = 0;         // time spent in them
+  uint64_t preallocations = 0;      // zero-fills of journal space, each on a round's path
+  uint64_t preallocate_micros = 0;  // time spent in them
+};
+
 struct ObjectStoreCounters {
   uint64_t attempts = 0;   // requests sent, retries included
   uint64_t retries = 0;    // attempts after a transient failure (throttling, 5xx, timeouts, resets)
   uint64_t throttled = 0;  // answers that asked us to slow down (503 SlowDown, 429)
-  // A local directory's journal (docs/layout.md, "Journal"): its group commits.
-  uint64_t journal_syncs = 0;           // fdatasyncs of journal files
-  uint64_t journal_records_synced = 0;  // records they made durable
-  uint64_t journal_sync_micros = 0;     // time spent in them
-  uint64_t journal_preallocations = 0;  // zero-fills of journal space, each on a round's path
-  uint64_t journal_preallocate_micros = 0;
+  JournalCounters journal;
 };
 
 class ObjectStore {

@@ -443,13 +443,7 @@ void FsObjectStore::BreakLocked(Status s) {
 
 ObjectStoreCounters FsObjectStore::Counters() const {
   ObjectStoreCounters c;
-  if (!journal_) return c;
-  const Journal::Stats j = journal_->stats();
-  c.journal_syncs = j.syncs;
-  c.journal_records_synced = j.records_synced;
-  c.journal_sync_micros = j.sync_micros;
-  c.journal_preallocations = j.preallocations;
-  c.journal_preallocate_micros = j.preallocate_micros;
+  if (journal_) c.journal = journal_->stats();
   return c;
 }
 

@@ -472,8 +472,8 @@ Status Journal::Preallocate(AppendFile& file, uint64_t bytes) {
   return s;
 }
 
-Journal::Stats Journal::stats() const {
-  Stats s;
+JournalCounters Journal::stats() const {
+  JournalCounters s;
   s.syncs = syncs_.load(std::memory_order_relaxed);
   s.records_synced = records_synced_.load(std::memory_order_relaxed);
   s.sync_micros = sync_micros_.load(std::memory_order_relaxed);

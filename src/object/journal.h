@@ -49,6 +49,7 @@
 #include "base/futex.h"
 #include "object/journal_record.h"
 #include "wombatkv/env.h"
+#include "wombatkv/object_store.h"
 
 namespace wombatkv {
 
@@ -149,14 +150,7 @@ class Journal {
   void SetSyncExecutor(Executor* executor) { syncer_ = executor; }
   // What the rounds did so far: for a store's counters (ObjectStoreCounters, /metrics), so that
   // a slow save can be told apart from a slow disk.
-  struct Stats {
-    uint64_t syncs = 0;              // fdatasyncs of journal files (one per round)
-    uint64_t records_synced = 0;     // records they made durable (per sync: the group commit)
-    uint64_t sync_micros = 0;        // time spent in them
-    uint64_t preallocations = 0;     // zero-fills of the file ahead of the writes (on a round)
-    uint64_t preallocate_micros = 0;  // time spent in them
-  };
-  Stats stats() const;
+  JournalCounters stats() const;
   // Returns once no round runs or is handed over (no thread leads, syncing_ clear): before the
   // executors above go. REQUIRES: nobody appends or waits any more.
   void AwaitIdle();

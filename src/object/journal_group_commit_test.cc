@@ -480,7 +480,7 @@ TEST_F(JournalGroupCommitTest, StatsCountEachSyncTheRecordsItMadeDurableAndTimeS
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   journal_ = std::move(created).value();
   const int fs_syncs = fs_.syncs(), fs_preallocations = fs_.preallocations();
-  Journal::Stats s = journal_->stats();
+  JournalCounters s = journal_->stats();
   EXPECT_EQ(s.syncs, 0u);
   EXPECT_EQ(s.preallocations, 1u) << "the new file's first zeros";
   EXPECT_EQ(s.preallocate_micros, TickingClock::kTick);

@@ -126,15 +126,15 @@ TEST_F(PackedStoreTest, ASmallObjectHasNoFileAndKeepsItsBytesAndEtagAcrossAReope
 TEST_F(PackedStoreTest, ItsCountersShowTheJournalsCommits) {
   auto s = Open();
   const ObjectStoreCounters before = s->Counters();
-  EXPECT_EQ(before.journal_preallocations, 1u) << "the journal file's first zeros";
+  EXPECT_EQ(before.journal.preallocations, 1u) << "the journal file's first zeros";
   EXPECT_EQ(before.attempts, 0u) << "no HTTP requests: a local directory";
   Put(*s, "h/a", "one");
   Put(*s, "h/b", "two");
   const ObjectStoreCounters after = s->Counters();
-  EXPECT_GE(after.journal_syncs, before.journal_syncs + 1);
-  EXPECT_GE(after.journal_records_synced, before.journal_records_synced + 2)
+  EXPECT_GE(after.journal.syncs, before.journal.syncs + 1);
+  EXPECT_GE(after.journal.records_synced, before.journal.records_synced + 2)
       << "each durable put is a record some sync made durable";
-  EXPECT_EQ(NewFsObjectStore(root_, fs_)->Counters().journal_syncs, 0u)
+  EXPECT_EQ(NewFsObjectStore(root_, fs_)->Counters().journal.syncs, 0u)
       << "a store without the journal has no commits to count";
 }
 

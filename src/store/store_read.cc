@@ -391,11 +391,11 @@ StoreStats StoreImpl::Stats() {
   s.l2_attempts = l2c.attempts;
   s.l2_retries = l2c.retries;
   s.l2_throttled = l2c.throttled;
-  s.l2_journal_syncs = l2c.journal_syncs;
-  s.l2_journal_records_synced = l2c.journal_records_synced;
-  s.l2_journal_sync_micros = l2c.journal_sync_micros;
-  s.l2_journal_preallocations = l2c.journal_preallocations;
-  s.l2_journal_preallocate_micros = l2c.journal_preallocate_micros;
+  s.l2_journal_syncs = l2c.journal.syncs;
+  s.l2_journal_records_synced = l2c.journal.records_synced;
+  s.l2_journal_sync_micros = l2c.journal.sync_micros;
+  s.l2_journal_preallocations = l2c.journal.preallocations;
+  s.l2_journal_preallocate_micros = l2c.journal.preallocate_micros;
   return s;
 }
 
