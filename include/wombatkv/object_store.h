@@ -75,8 +75,6 @@ struct ListPage {
 
 inline constexpr uint64_t kToEnd = std::numeric_limits<uint64_t>::max();
 
-// What a remote store did under the hood since it was opened, for metrics (all 0 for stores
-// without a network: a local directory, memory).
 // A local directory's journal (docs/layout.md, "journal files"): its group commits.
 struct JournalCounters {
   uint64_t syncs = 0;               // fdatasyncs of journal files (one per round)
@@ -86,6 +84,9 @@ struct JournalCounters {
   uint64_t preallocate_micros = 0;  // time spent in them
 };
 
+// What a store did under the hood since it was opened, for metrics: a remote store's requests
+// (all 0 for stores without a network: a local directory, memory) and a local directory's
+// journal (all 0 for any other store).
 struct ObjectStoreCounters {
   uint64_t attempts = 0;   // requests sent, retries included
   uint64_t retries = 0;    // attempts after a transient failure (throttling, 5xx, timeouts, resets)
