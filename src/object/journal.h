@@ -22,7 +22,7 @@
 // and keys). When the current file has grown past `file_bytes_target`, the leader, right after a
 // sync, starts the next file and passes the finished one to `on_retired` (checkpoint: see
 // FsObjectStore). Files are zero-filled ahead of the write position (AppendFile::Preallocate), so
-// the fdatasync of a small batch persists data only; a bulk batch (256 KiB or more, and a small
+// the fdatasync of a small batch persists data only; a bulk batch (64 KiB or more, and a small
 // one right after it) is written past the zeros instead, its sync committing the new size.
 //
 // AwaitSyncedThen is the same wait with a callback instead of a sleeping thread: behind a leader

@@ -503,9 +503,9 @@ TEST_F(JournalGroupCommitTest, StatsCountEachSyncTheRecordsItMadeDurableAndTimeS
   EXPECT_EQ(s.records_synced, 7u);
   EXPECT_EQ(s.sync_micros, 2 * TickingClock::kTick);
   // A small round that passes the first 4 MiB of zeros zero-fills the next step: counted too.
-  const std::string small(200 << 10, 's');  // under a bulk batch
+  const std::string small(48 << 10, 's');  // under a bulk batch
   for (int i = 5; fs_.preallocations() == fs_preallocations; ++i) {
-    ASSERT_LT(i, 40) << "no zero-fill after 7 MB of small rounds";
+    ASSERT_LT(i, 200) << "no zero-fill after 9 MB of small rounds";
     const uint64_t lsn = journal_->Append(JournalOp::kPut, "s" + std::to_string(i), {AsBytes(small)});
     ASSERT_TRUE(journal_->AwaitSynced(lsn).ok());
   }
