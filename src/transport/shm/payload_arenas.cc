@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 
 #include "base/check.h"
 #include "base/thread_name.h"
@@ -46,6 +48,30 @@ Result<std::pair<Fd, std::unique_ptr<Mapping>>> CreateArena(uint32_t number, uin
               F_SEAL_FUTURE_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
     return Status::ResourceExhausted("sealing a payload arena: " + ErrnoText(errno));
   return std::make_pair(std::move(fd), std::move(map));
+}
+
+// Makes [p, p + bytes) ready for the puts: allocates its pages in one call, then reads a byte
+// of each from user space and from the kernel, so that both modes' page tables map them. On a VM
+// with shadow page tables each mode faults a page in on its own first access: on the AMD EPYC
+// VM of session 33 a 64 KiB copy into populated pages took 121 µs (241 µs unpopulated, 4.4 µs
+// once read from user space), and writing those bytes to a file (the journal) took 162 µs
+// until the kernel had read them too (16 µs after). `pipe` is a pipe's two ends: writev of one
+// byte per page makes the kernel read them. Reads only: an allocation may already be copying a
+// payload into these pages.
+void PopulateAndMap(uint8_t* p, uint64_t bytes, const std::array<Fd, 2>& pipe) {
+  (void)::madvise(p, bytes, MADV_POPULATE_WRITE);
+  for (uint64_t off = 0; off < bytes; off += kPageBytes)
+    (void)__atomic_load_n(p + off, __ATOMIC_RELAXED);
+  if (!pipe[1].valid()) return;
+  std::array<iovec, 512> iov;  // one byte of each page: 2 MiB a call, well under a pipe's 64 KiB
+  std::array<char, iov.size()> sink;
+  for (uint64_t off = 0; off < bytes;) {
+    size_t n = 0;
+    for (; n < iov.size() && off < bytes; ++n, off += kPageBytes) iov[n] = {p + off, 1};
+    const ssize_t wrote = ::writev(pipe[1].get(), iov.data(), static_cast<int>(n));
+    if (wrote <= 0) return;
+    (void)!::read(pipe[0].get(), sink.data(), static_cast<size_t>(wrote));
+  }
 }
 
 }  // namespace
@@ -97,6 +123,11 @@ bool PayloadArenas::ClaimWarmChunk(Arena& a, uint64_t* from, uint64_t* to) {
 }
 
 void PayloadArenas::WarmLoop() {
+  std::array<Fd, 2> pipe;  // left invalid if pipe2 fails: the kernel then faults pages in itself
+  if (int fds[2]; ::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+    pipe[0] = Fd(fds[0]);
+    pipe[1] = Fd(fds[1]);
+  }
   for (;;) {
     {
       std::unique_lock<std::mutex> lk(warm_mu_);
@@ -110,7 +141,7 @@ void PayloadArenas::WarmLoop() {
       // One chunk at a time, outside the arena's lock; an allocation meanwhile in a chunk being
       // populated just faults its pages itself.
       for (uint64_t from = 0, to = 0; ClaimWarmChunk(a, &from, &to);) {
-        (void)::madvise(a.map->base() + from, to - from, MADV_POPULATE_WRITE);
+        PopulateAndMap(a.map->base() + from, to - from, pipe);
         std::lock_guard<std::mutex> lk(warm_mu_);
         if (warm_stop_) return;
       }

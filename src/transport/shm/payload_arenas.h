@@ -21,8 +21,9 @@
 // page it ever touched: at most `arenas_max` x `arena_bytes` resident. Allocation is first fit
 // from the low end (RegionAllocator), so a steady workload keeps reusing the same pages; a
 // background thread ("wmbt-arena-warm") populates `warm_ahead_bytes` beyond the highest
-// allocation ahead of need, since faulting fresh pages in during a put's copy costs more than
-// the copy (on a VM whose page faults exit to the hypervisor, 5 ms per fresh 2 MiB vs 0.1 warm).
+// allocation ahead of need and reads a byte of each page from user and kernel mode, since
+// faulting fresh pages in during a put's copy and journal write costs more than the copy (on a
+// VM whose page faults exit to the hypervisor, 5 ms per fresh 2 MiB vs 0.1 warm; docs/shm.md).
 // Payloads below `min_payload_bytes` are not placed in arenas (null: the store uses its own
 // buffers and a get copies them, which for small payloads costs less than a lease).
 //
