@@ -85,33 +85,35 @@ TEST(PayloadArenas, DeclinesSmallPayloadsAFullArenaAndNamespacesBeyondTheLimit) 
   EXPECT_TRUE(arenas->Allocate("ns", 64 << 10));
 }
 
-TEST(PayloadArenas, PagesAheadOfTheHighestAllocationArePopulatedInTheBackground) {
+// One arena of 64 MiB warmed `warm_ahead_bytes` ahead of its highest allocation.
+std::shared_ptr<PayloadArenas> MakeWarmed(uint64_t warm_ahead_bytes) {
   PayloadArenasOptions o;
   o.arena_bytes = 64 << 20;
-  o.warm_ahead_bytes = 8 << 20;
-  auto arenas = PayloadArenas::Create(o);
-  ASSERT_TRUE(arenas.ok());
-  auto p = (*arenas)->Allocate("ns", 1 << 20);
+  o.warm_ahead_bytes = warm_ahead_bytes;
+  auto a = PayloadArenas::Create(o);
+  EXPECT_TRUE(a.ok()) << a.status().ToString();
+  return *a;
+}
+
+TEST(PayloadArenas, PagesAheadOfTheHighestAllocationArePopulatedInTheBackground) {
+  auto arenas = MakeWarmed(8 << 20);
+  auto p = arenas->Allocate("ns", 1 << 20);
   ASSERT_TRUE(p);
-  EXPECT_GE((*arenas)->Stats().populated_bytes, 1u << 20) << "the allocation itself is populated";
+  EXPECT_GE(arenas->Stats().populated_bytes, 1u << 20) << "the allocation itself is populated";
   // The warm thread catches up by itself; bounded by far more than it needs.
-  for (int i = 0; i < 2000 && (*arenas)->Stats().populated_bytes < (9u << 20); ++i)
+  for (int i = 0; i < 2000 && arenas->Stats().populated_bytes < (9u << 20); ++i)
     RealClock()->SleepMicros(10'000);
-  EXPECT_EQ((*arenas)->Stats().populated_bytes, 9u << 20) << "not warmed to 8 MiB ahead";
+  EXPECT_EQ(arenas->Stats().populated_bytes, 9u << 20) << "not warmed to 8 MiB ahead";
 }
 
 TEST(PayloadArenas, WarmingPagesNeverChangesAPayloadBeingWritten) {
   // Allocations race the warm thread through the arena (it warms the chunk a payload may be
   // copied into at that moment); every payload keeps exactly the bytes written to it.
-  PayloadArenasOptions o;
-  o.arena_bytes = 64 << 20;
-  o.warm_ahead_bytes = 4 << 20;
-  auto arenas = PayloadArenas::Create(o);
-  ASSERT_TRUE(arenas.ok());
+  auto arenas = MakeWarmed(4 << 20);
   constexpr size_t kBytes = 64 << 10;
   std::vector<std::shared_ptr<Buffer>> kept;
   for (size_t i = 0; i < (64u << 20) / kBytes; ++i) {
-    auto b = (*arenas)->Allocate("ns", kBytes);
+    auto b = arenas->Allocate("ns", kBytes);
     ASSERT_TRUE(b) << i;
     std::memset(b->data(), static_cast<int>(1 + i % 255), kBytes);
     kept.push_back(std::move(b));
