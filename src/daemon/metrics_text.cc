@@ -41,6 +41,11 @@ class Page {
     Family(name, type, help);
     Sample(name, "", value);
   }
+  // A one-sample counter of seconds, kept in microseconds.
+  void OneSeconds(const char* name, const char* help, uint64_t micros) {
+    Family(name, "counter", help);
+    SampleSeconds(name, "", micros);
+  }
   std::string Take() { return std::move(out_); }
 
  private:
@@ -177,16 +182,13 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_l2_journal_records_synced_total", "counter",
         "Journal records those syncs made durable (divided by the syncs: records per commit).",
         s.l2_journal_records_synced);
-  p.Family("wombatkv_l2_journal_sync_seconds_total", "counter",
-           "Time spent in the journal's fdatasyncs.");
-  p.SampleSeconds("wombatkv_l2_journal_sync_seconds_total", "", s.l2_journal_sync_micros);
+  p.OneSeconds("wombatkv_l2_journal_sync_seconds_total", "Time spent in the journal's fdatasyncs.",
+               s.l2_journal_sync_micros);
   p.One("wombatkv_l2_journal_preallocations_total", "counter",
         "Zero-fills of journal space ahead of the writes (each delays the round needing it).",
         s.l2_journal_preallocations);
-  p.Family("wombatkv_l2_journal_preallocate_seconds_total", "counter",
-           "Time spent in those zero-fills.");
-  p.SampleSeconds("wombatkv_l2_journal_preallocate_seconds_total", "",
-                  s.l2_journal_preallocate_micros);
+  p.OneSeconds("wombatkv_l2_journal_preallocate_seconds_total", "Time spent in those zero-fills.",
+               s.l2_journal_preallocate_micros);
   p.One("wombatkv_corruptions_detected_total", "counter",
         "Bytes that failed their content hash or checksum (never served).",
         s.corruptions_detected);

@@ -131,7 +131,6 @@ bool ReadNs(FieldReader& r, std::string* ns) {
   return r.Str16("ns", ns, limits::kNamespaceBytesMax);
 }
 
-
 // NamespaceUsage / FingerprintUsage / EvictionReport counters in wire order (append only).
 constexpr uint64_t NamespaceUsage::*kUsageFields[] = {
     &NamespaceUsage::chains,

@@ -13,12 +13,10 @@ int RunStat(Context& ctx) {
   Store* store = ctx.OpenStore(&code);
   if (!store) return code;
   const StoreStats s = store->Stats();
-  // One table drives both renderings: every counter, grouped by plane as in StoreStats.
-  std::vector<std::pair<const char*, uint64_t>> fields;
-  for (const StoreStatsField& f : kStoreStatsFields) fields.emplace_back(f.name, s.*f.member);
+  // One table (kStoreStatsFields) drives both renderings: every counter, in StoreStats' order.
   if (ctx.out.json()) {
     nlohmann::json stats = nlohmann::json::object();
-    for (const auto& [name, value] : fields) stats[name] = value;
+    for (const StoreStatsField& f : kStoreStatsFields) stats[f.name] = s.*f.member;
     nlohmann::json doc = {{"l2", store->DescribeL2()}, {"stats", stats}};
     if (ctx.remote()) {
       doc["daemon"] = ctx.RemoteName();
@@ -32,7 +30,8 @@ int RunStat(Context& ctx) {
       ctx.remote() ? std::vector<std::string>{"daemon", ctx.RemoteName()}
                    : std::vector<std::string>{"data_dir", ctx.opts.data_dir},
       {"l2", store->DescribeL2()}};
-  for (const auto& [name, value] : fields) rows.push_back({name, std::to_string(value)});
+  for (const StoreStatsField& f : kStoreStatsFields)
+    rows.push_back({f.name, std::to_string(s.*f.member)});
   ctx.out.Table({"STAT", "VALUE"}, rows);
   ctx.out.Note(ctx.remote() ? "counters are the daemon's since it started"
                              : "counters are for this process since it opened the store; l0_* "
