@@ -568,10 +568,13 @@ TEST(ShmServerWorkers, ACallIsServedWhileTheLastAwakeWorkerBlocksInAHandler) {
   BlockingCalls::ReleaseAtExit release{blocking};
   // With every worker asleep, the blocking call rings (which disarms this client's doorbell) and
   // the one worker woken takes it. A worker still on its way to sleep may take it first (no
-  // doorbell rung): then the scenario did not happen, and it is tried again.
+  // doorbell rung): then the scenario did not happen, and it is tried again, a little later
+  // each time (workers_idle counts a worker about to sleep: on a loaded machine, retrying at
+  // once could meet that window every time; a CI run once failed all 50 tries in 24 ms).
   bool rang = false;
   for (int attempt = 0; attempt < 50 && !rang; ++attempt) {
     ASSERT_TRUE(WaitForIdleWorkers(server, kWorkers));
+    RealClock()->SleepMicros(200 * static_cast<uint64_t>(attempt));
     const uint64_t doorbells = server.Stats().doorbells;
     blocking.Start(**ch);
     ASSERT_TRUE(blocking.AwaitInside(1));
