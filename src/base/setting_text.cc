@@ -23,6 +23,13 @@ Status InvalidSetting(std::string_view name, std::string_view value, std::string
                                  std::string(expected));
 }
 
+Status SetSwitch(std::string_view name, bool& out, std::string_view value) {
+  if (value == "1" || value == "true") out = true;
+  else if (value == "0" || value == "false") out = false;
+  else return InvalidSetting(name, value, "0 or 1");
+  return Status::Ok();
+}
+
 std::optional<std::string> ProcessEnv(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr) return std::nullopt;

@@ -15,6 +15,10 @@ namespace wombatkv {
 // A decimal integer that fits in 64 bits: digits only (no sign, space or suffix), at least one.
 std::optional<uint64_t> ParseUint(std::string_view text);
 
+// A switch: "1" or "true" sets `out`, "0" or "false" clears it; anything else is InvalidSetting
+// naming `name` ("0 or 1") and leaves `out` alone.
+Status SetSwitch(std::string_view name, bool& out, std::string_view value);
+
 // InvalidArgument: NAME="VALUE" is not valid: expected EXPECTED. The value is cut to 120 characters
 // ("..." marks the cut) so a pasted blob cannot flood a log; a secret is never echoed.
 Status InvalidSetting(std::string_view name, std::string_view value, std::string_view expected,

@@ -227,13 +227,6 @@ Status SetSecretKey(Config& c, std::string_view v) {
   return Status::Ok();
 }
 
-Status SetFlag(std::string_view name, bool& out, std::string_view v) {
-  if (v == "1" || v == "true") out = true;
-  else if (v == "0" || v == "false") out = false;
-  else return Bad(name, v, "0 or 1");
-  return Status::Ok();
-}
-
 Status SetU32(std::string_view name, uint32_t& out, std::string_view v, uint32_t min,
               uint32_t max) {
   auto n = ParseUint(v);
@@ -244,11 +237,11 @@ Status SetU32(std::string_view name, uint32_t& out, std::string_view v, uint32_t
 }
 
 Status SetClientPoll(Config& c, std::string_view v) {
-  return SetFlag("WMBT_KV_CLIENT_POLL", c.client_poll, v);
+  return SetSwitch("WMBT_KV_CLIENT_POLL", c.client_poll, v);
 }
 
 Status SetS3CreateBucket(Config& c, std::string_view v) {
-  return SetFlag("WMBT_KV_S3_CREATE_BUCKET", c.s3_create_bucket, v);
+  return SetSwitch("WMBT_KV_S3_CREATE_BUCKET", c.s3_create_bucket, v);
 }
 
 // One of three words; `expected` says which ("a, b or c").
@@ -293,7 +286,7 @@ Status SetS3CaFile(Config& c, std::string_view v) {
 }
 
 Status SetLocalDev(Config& c, std::string_view v) {
-  return SetFlag("WMBT_KV_LOCAL_DEV", c.local_dev, v);
+  return SetSwitch("WMBT_KV_LOCAL_DEV", c.local_dev, v);
 }
 
 Status SetGcGrace(Config& c, std::string_view v) {

@@ -92,6 +92,7 @@ Status Daemon::Impl::StartTcp() {
   o.max_frame_bytes = options.settings.max_frame_bytes;
   o.idle_timeout_ms = options.settings.idle_timeout_ms;
   o.worker_threads = options.settings.workers;
+  o.spin = options.settings.tcp_poll;
   // A lone client's saves and publishes run on the event loop when they wait only for the local
   // disk (about a millisecond); never with S3, whose requests may take seconds, and never the
   // requests that may walk a whole L2 (refresh, usage, listings) or read it (a get missing the

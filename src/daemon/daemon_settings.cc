@@ -126,6 +126,10 @@ Status SetWorkers(DaemonSettings& s, std::string_view v) {
   return Status::Ok();
 }
 
+Status SetTcpPoll(DaemonSettings& s, std::string_view v) {
+  return SetSwitch("WMBT_KV_TCP_POLL", s.tcp_poll, v);
+}
+
 const std::vector<Row>& Table() {
   static const std::vector<Row> kTable = {
       {{"WMBT_KV_TCP", "(unset: no TCP listener)",
@@ -171,6 +175,11 @@ const std::vector<Row>& Table() {
         "wombatkvd --workers: threads running requests (a durable publish holds one while it "
         "waits for L2)."},
        SetWorkers},
+      {{"WMBT_KV_TCP_POLL", "1",
+        "wombatkvd --tcp-poll: 1 = after a wake-up with work, a TCP event loop polls for the "
+        "next request (yielding its core) before it sleeps, sparing clients the wake-up of a "
+        "sleeping loop; 0 = only while one connection alone sends."},
+       SetTcpPoll},
   };
   return kTable;
 }
@@ -222,6 +231,7 @@ std::string DaemonSettings::Describe() const {
   out += "WMBT_KV_SHUTDOWN_TIMEOUT_MS=" + std::to_string(shutdown_timeout_ms) + "\n";
   out += "WMBT_KV_IDLE_TIMEOUT_MS=" + std::to_string(idle_timeout_ms) + "\n";
   out += "WMBT_KV_DAEMON_WORKERS=" + std::to_string(workers) + "\n";
+  out += std::string("WMBT_KV_TCP_POLL=") + (tcp_poll ? "1" : "0") + "\n";
   return out;
 }
 

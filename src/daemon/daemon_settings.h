@@ -47,6 +47,10 @@ struct DaemonSettings {
   uint64_t idle_timeout_ms = 300'000;
   // WMBT_KV_DAEMON_WORKERS / --workers: threads running requests (a publish blocks one).
   uint32_t workers = 16;
+  // WMBT_KV_TCP_POLL / --tcp-poll: after a wake-up with work, a TCP event loop polls for the next
+  // request (yielding its core) before it sleeps (TcpServerOptions::spin); false = only while one
+  // connection alone sends (docs/daemon.md, "Spinning").
+  bool tcp_poll = true;
 
   static constexpr uint32_t kMaxFrameBytesMin = 4096;
   static constexpr uint32_t kWorkersMax = 1024;

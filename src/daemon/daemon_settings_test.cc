@@ -39,6 +39,7 @@ TEST(DaemonSettings, ReadsEveryVariable) {
       {"WMBT_KV_SHUTDOWN_TIMEOUT_MS", "1500"},
       {"WMBT_KV_IDLE_TIMEOUT_MS", "0"},
       {"WMBT_KV_DAEMON_WORKERS", "4"},
+      {"WMBT_KV_TCP_POLL", "0"},
   }));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->tcp, (std::vector<std::string>{"127.0.0.1:7070", "[::1]:0"}));
@@ -51,6 +52,7 @@ TEST(DaemonSettings, ReadsEveryVariable) {
   EXPECT_EQ(s->shutdown_timeout_ms, 1500u);
   EXPECT_EQ(s->idle_timeout_ms, 0u);
   EXPECT_EQ(s->workers, 4u);
+  EXPECT_FALSE(s->tcp_poll);
 }
 
 TEST(DaemonSettings, BadValuesNameTheVariableAndNeverEchoATokenGrant) {
@@ -62,7 +64,7 @@ TEST(DaemonSettings, BadValuesNameTheVariableAndNeverEchoATokenGrant) {
       {"WMBT_KV_DAEMON_SHM_PREFIX", "../x"}, {"WMBT_KV_DAEMON_HTTP", "nowhere"},
       {"WMBT_KV_MAX_FRAME_BYTES", "8G"}, {"WMBT_KV_MAX_FRAME_BYTES", "100"},
       {"WMBT_KV_SHUTDOWN_TIMEOUT_MS", "-1"}, {"WMBT_KV_IDLE_TIMEOUT_MS", "10s"},
-      {"WMBT_KV_DAEMON_WORKERS", "0"},
+      {"WMBT_KV_DAEMON_WORKERS", "0"},   {"WMBT_KV_TCP_POLL", "yes"},
   };
   for (const Case& c : cases) {
     DaemonSettings s;

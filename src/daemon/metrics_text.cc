@@ -222,6 +222,9 @@ void RenderTcp(Page& p, const tcp::TcpServerStats& t) {
         Load(t.frames_rejected));
   p.One("wombatkv_tcp_bytes_in_total", "counter", "Bytes received on TCP.", Load(t.bytes_in));
   p.One("wombatkv_tcp_bytes_out_total", "counter", "Bytes sent on TCP.", Load(t.bytes_out));
+  p.One("wombatkv_tcp_loop_polls_total", "counter",
+        "Times an event loop polled for the next request before sleeping (WMBT_KV_TCP_POLL).",
+        Load(t.loop_spins));
   p.One("wombatkv_tcp_requests_inline_total", "counter",
         "Blocking requests of a lone connection run on the event loop.",
         Load(t.requests_inline));

@@ -150,6 +150,56 @@ TEST(DaemonLifecycle, HttpReportsHealthReadinessAndMetrics) {
   EXPECT_EQ(daemon->Stop(SIGTERM), 0);
 }
 
+// The value of the unlabelled series `name` on a /metrics page; -1 when it is not there.
+double MetricValue(const std::string& page, const std::string& name) {
+  const std::string line_start = name + " ";
+  for (size_t at = 0; at < page.size();) {
+    size_t end = page.find('\n', at);
+    if (end == std::string::npos) end = page.size();
+    const std::string_view line(page.data() + at, end - at);
+    if (line.starts_with(line_start)) return std::stod(std::string(line.substr(line_start.size())));
+    at = end + 1;
+  }
+  return -1;
+}
+
+// docs/daemon.md, "Spinning": WMBT_KV_TCP_POLL reaches the event loop. Two connections taking
+// turns are never alone, so only the general poll (on by default) makes the loop poll after
+// their requests: at least once per call with it, (almost) never with `--tcp-poll 0` (a window
+// that saw only one of them, on a stalled machine, may let the lone-connection poll start).
+TEST(DaemonLifecycle, TcpPollDecidesWhetherTheLoopPollsBetweenTwoClientsRequests) {
+  constexpr int kCalls = 40;
+  for (const char* poll : {"", "0"}) {
+    SCOPED_TRACE(std::string("--tcp-poll ") + (*poll ? poll : "(default)"));
+    TempDir dir;
+    std::vector<std::string> flags = {"--http", "127.0.0.1:0"};
+    if (*poll) flags.insert(flags.end(), {"--tcp-poll", poll});
+    auto daemon = StartDaemon(dir, flags);
+    ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
+    auto a = OpenRemote(daemon->tcp().at(0));
+    auto b = OpenRemote(daemon->tcp().at(0));
+    ASSERT_TRUE(a.ok() && b.ok());
+    const std::vector<BlockKey> keys = {Key(1, 1)};
+    for (int i = 0; i < kCalls; ++i) {
+      for (auto* store : {&*a, &*b}) {
+        auto found = (*store)->LookupPrefix("poll", Fp(1), keys);
+        ASSERT_TRUE(found.ok()) << found.status().ToString();
+      }
+    }
+    httplib::Client http(daemon->http());
+    auto metrics = http.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    const double polls = MetricValue(metrics->body, "wombatkv_tcp_loop_polls_total");
+    if (*poll) {
+      EXPECT_GE(polls, 0);
+      EXPECT_LT(polls, kCalls / 2);
+    } else {
+      EXPECT_GE(polls, kCalls);
+    }
+    EXPECT_EQ(daemon->Stop(SIGTERM), 0);
+  }
+}
+
 // docs/daemon.md, "Threads": an operator's `top -H` tells the daemon's threads apart. Every thread
 // but the main one is named for its role: "wmbt-..." (ours) or RocksDB's own.
 TEST(DaemonLifecycle, EveryThreadButTheMainOneIsNamedForItsRole) {

@@ -96,6 +96,7 @@ int Main(int argc, char** argv) {
       {"WMBT_KV_IDLE_TIMEOUT_MS", true},   {"WMBT_KV_DAEMON_WORKERS", true},
       {"WMBT_KV_SHM_DATA_BYTES", true},    {"WMBT_KV_RUN_DIR", false},
       {"WMBT_KV_SHM_ARENA_BYTES", true},   {"WMBT_KV_SHM_ARENAS", true},
+      {"WMBT_KV_TCP_POLL", true},
   };
   auto add = [&](size_t i, const char* name, const char* type, const std::string& help) {
     flags[i].option = app.add_option(name, flags[i].value,
@@ -133,6 +134,9 @@ int Main(int argc, char** argv) {
       "0 = gets copy");
   add(13, "--shm-arenas", "N",
       "Namespaces that get a payload arena, the first to put (default 8, at most 64)");
+  add(14, "--tcp-poll", "0|1",
+      "1 (default): after a wake-up with work, a TCP event loop polls for the next request "
+      "before it sleeps; 0: only while one connection alone sends");
   std::vector<std::string> tokens;
   app.add_option("--auth-token", tokens,
                  "Accept this token; TOKEN=NS1,NS2 limits it to those namespaces. Repeatable; "

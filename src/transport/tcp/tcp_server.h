@@ -131,9 +131,10 @@ struct TcpServerOptions {
   uint64_t queued_response_bytes_max = 16 << 20;  // invariant 9
   // After a wake-up with work, a loop polls for more (epoll_wait with no timeout) for a while
   // before it sleeps, yielding its core between polls; how long adapts to whether it paid
-  // (base/spin_poll.h). It would save the client→daemon wake-up of a one-client ping-pong, but
-  // on the 2-core development VM it cost eight clients 10–30% of their get throughput
-  // (docs/daemon.md, "Spinning"), so it is off unless asked for. It never spins while idle.
+  // (base/spin_poll.h). It spares the senders the wake-up of a sleeping loop. Whether that pays
+  // depends on the host (docs/daemon.md, "Spinning": eight clients' gets lost 10–30% on one
+  // 2-core VM and gained 15–40% on another), so it is off here; the daemon turns it on
+  // (WMBT_KV_TCP_POLL). It never spins while idle.
   bool spin = false;
   // The same spin, but only while one connection alone is sending requests to this loop (one
   // in the last millisecond window and no other since): the ping-pong of a lone client, whose
