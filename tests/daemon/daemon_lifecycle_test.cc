@@ -163,41 +163,33 @@ double MetricValue(const std::string& page, const std::string& name) {
   return -1;
 }
 
-// docs/daemon.md, "Spinning": WMBT_KV_TCP_POLL reaches the event loop. Two connections taking
-// turns are never alone, so only the general poll (on by default) makes the loop poll after
-// their requests: at least once per call with it, (almost) never with `--tcp-poll 0` (a window
-// that saw only one of them, on a stalled machine, may let the lone-connection poll start).
-TEST(DaemonLifecycle, TcpPollDecidesWhetherTheLoopPollsBetweenTwoClientsRequests) {
+// docs/daemon.md, "Spinning": the daemon's event loop polls after every wake-up with work
+// (WMBT_KV_TCP_POLL, on by default), also between the requests of two connections taking turns,
+// which the lone-connection poll never serves while both send within its 1 ms windows: at least
+// once per call, each being read in a wake-up of its own (the next is sent after the answer).
+// That `--tcp-poll 0` leaves only the lone-connection poll is TcpServer's behaviour with `spin`
+// off (tcp_transport_test.cc); the lone one does poll here once calls take over 1 ms (a loaded
+// machine), so a count cannot tell the two settings apart in this process.
+TEST(DaemonLifecycle, TheLoopPollsBetweenTwoClientsRequestsByDefault) {
   constexpr int kCalls = 40;
-  for (const char* poll : {"", "0"}) {
-    SCOPED_TRACE(std::string("--tcp-poll ") + (*poll ? poll : "(default)"));
-    TempDir dir;
-    std::vector<std::string> flags = {"--http", "127.0.0.1:0"};
-    if (*poll) flags.insert(flags.end(), {"--tcp-poll", poll});
-    auto daemon = StartDaemon(dir, flags);
-    ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
-    auto a = OpenRemote(daemon->tcp().at(0));
-    auto b = OpenRemote(daemon->tcp().at(0));
-    ASSERT_TRUE(a.ok() && b.ok());
-    const std::vector<BlockKey> keys = {Key(1, 1)};
-    for (int i = 0; i < kCalls; ++i) {
-      for (auto* store : {&*a, &*b}) {
-        auto found = (*store)->LookupPrefix("poll", Fp(1), keys);
-        ASSERT_TRUE(found.ok()) << found.status().ToString();
-      }
+  TempDir dir;
+  auto daemon = StartDaemon(dir, {"--http", "127.0.0.1:0"});
+  ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
+  auto a = OpenRemote(daemon->tcp().at(0));
+  auto b = OpenRemote(daemon->tcp().at(0));
+  ASSERT_TRUE(a.ok() && b.ok());
+  const std::vector<BlockKey> keys = {Key(1, 1)};
+  for (int i = 0; i < kCalls; ++i) {
+    for (auto* store : {&*a, &*b}) {
+      auto found = (*store)->LookupPrefix("poll", Fp(1), keys);
+      ASSERT_TRUE(found.ok()) << found.status().ToString();
     }
-    httplib::Client http(daemon->http());
-    auto metrics = http.Get("/metrics");
-    ASSERT_TRUE(metrics);
-    const double polls = MetricValue(metrics->body, "wombatkv_tcp_loop_polls_total");
-    if (*poll) {
-      EXPECT_GE(polls, 0);
-      EXPECT_LT(polls, kCalls / 2);
-    } else {
-      EXPECT_GE(polls, kCalls);
-    }
-    EXPECT_EQ(daemon->Stop(SIGTERM), 0);
   }
+  httplib::Client http(daemon->http());
+  auto metrics = http.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_GE(MetricValue(metrics->body, "wombatkv_tcp_loop_polls_total"), 2 * kCalls);
+  EXPECT_EQ(daemon->Stop(SIGTERM), 0);
 }
 
 // docs/daemon.md, "Threads": an operator's `top -H` tells the daemon's threads apart. Every thread

@@ -289,12 +289,14 @@ class TestClock final : public Clock {
 
 // A server on a manual clock that never closes idle connections.
 struct ClockedServer {
-  explicit ClockedServer(bool spin_when_alone, bool inline_when_alone = false) {
+  explicit ClockedServer(bool spin_when_alone, bool inline_when_alone = false,
+                         bool spin = false) {
     TcpServerOptions so;
     so.clock = &clock;
     so.idle_timeout_ms = 0;
     so.hello_timeout_ms = 0;
     so.spin_when_alone = spin_when_alone;
+    so.spin = spin;
     if (inline_when_alone) {
       so.inline_when_alone = [](const wire::Message& m) { return m.op != kWorkerOp; };
     }
@@ -353,6 +355,22 @@ TEST(TcpTransport, LoopSpinsOnlyWhileOneConnectionAloneSendsRequests) {
     for (int i = 0; i < 5; ++i) call(*a, "no spin");
     EXPECT_EQ(s.loop_spins(), 0u);
   }
+}
+
+// spin: the loop spins after every wake-up with work, however many connections send. Each call
+// below is read in a wake-up of its own (the next is sent after the answer).
+TEST(TcpTransport, LoopSpinsAfterEveryWakeUpWithWorkWhenSpinIsOn) {
+  ClockedServer s(/*spin_when_alone=*/false, /*inline_when_alone=*/false, /*spin=*/true);
+  auto a = s.Connect();
+  auto b = s.Connect();
+  constexpr uint64_t kCalls = 5;
+  for (uint64_t i = 0; i < kCalls; ++i) {
+    for (Channel* c : {a.get(), b.get()}) {
+      auto r = c->Call(Echo(kNowOp, "x"));
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+    }
+  }
+  EXPECT_GE(s.loop_spins(), 2 * kCalls);
 }
 
 // Appends the bytes of `m`'s frame to `bytes`.
