@@ -30,6 +30,15 @@ std::vector<uint8_t> RandomBytes(std::mt19937_64& rng, size_t n) {
 
 using CrcFn = uint32_t (*)(uint32_t, const uint8_t*, size_t);
 
+// Every implementation this CPU can run, each called on its own (Crc32cAppend picks one by size).
+std::vector<std::pair<std::string_view, CrcFn>> Paths() {
+  std::vector<std::pair<std::string_view, CrcFn>> paths = {{"portable", &Crc32cAppendPortable}};
+  if (Crc32cHardwareAvailable()) paths.push_back({"crc32 instruction", &Crc32cAppendInstruction});
+  if (Crc32cFoldingAvailable()) paths.push_back({"folding", &Crc32cAppendFolding});
+  return paths;
+}
+
+
 struct Vector {
   std::vector<uint8_t> data;
   uint32_t crc;
@@ -146,8 +155,8 @@ TEST(Crc32c, EveryPathAgreesWithTheBitwiseDefinition) {
 }
 
 TEST(Crc32c, LengthsAroundStreamBlockBoundariesAgreeWithTheDefinition) {
-  // The hardware path changes strategy at multiples of 3 * 256 and 3 * 8192 bytes and after
-  // the 8-byte alignment prologue; probe just below, at and above each of those edges.
+  // The crc32 instruction's path changes strategy at multiples of 3 * 256 and 3 * 8192 bytes
+  // and after the 8-byte alignment prologue; probe just below, at and above each of those edges.
   std::mt19937_64 rng(5);
   auto data = RandomBytes(rng, 4 * 3 * 8192 + 64);
   for (size_t edge : {size_t{8}, size_t{3 * 256}, size_t{2 * 3 * 256}, size_t{3 * 8192},
@@ -155,9 +164,10 @@ TEST(Crc32c, LengthsAroundStreamBlockBoundariesAgreeWithTheDefinition) {
     for (size_t n = edge - 8; n <= edge + 8; ++n) {
       for (size_t offset = 0; offset < 8; ++offset) {
         const uint8_t* p = data.data() + offset;
-        ASSERT_EQ(Crc32cAppend(0, p, n), Crc32cBitwise(0, p, n)) << "n " << n << " off " << offset;
-        ASSERT_EQ(Crc32cAppendPortable(0, p, n), Crc32cBitwise(0, p, n))
-            << "n " << n << " off " << offset;
+        for (auto [name, fn] : Paths()) {
+          ASSERT_EQ(fn(0, p, n), Crc32cBitwise(0, p, n))
+              << name << ": n " << n << " off " << offset;
+        }
       }
     }
   }
@@ -177,6 +187,41 @@ TEST(Crc32c, MisalignedStartsGiveTheSameCrcAsAlignedCopies) {
       ASSERT_EQ(Crc32cAppend(0, buf.data() + offset, n), expect) << "n " << n << " off " << offset;
       ASSERT_EQ(Crc32cAppendPortable(0, buf.data() + offset, n), expect)
           << "n " << n << " off " << offset;
+    }
+  }
+}
+
+TEST(Crc32c, EachPathAgreesWithTheDefinitionAroundTheFoldingEdges) {
+  // Folding takes 256 bytes per step in four registers, then 64, then 16, then the crc32
+  // instruction; it starts at 256 bytes. Probe each edge with every start offset in a cache line
+  // and a nonzero starting crc, on every path (so that the folding is checked on its own too).
+  std::mt19937_64 rng(8);
+  auto data = RandomBytes(rng, 4096 + 64);
+  for (auto [name, fn] : Paths()) {
+    for (size_t edge : {size_t{16}, size_t{64}, size_t{256}, size_t{320}, size_t{512},
+                        size_t{256 + 64 + 16}, size_t{1024}, size_t{4096 - 8}}) {
+      for (size_t n = edge - 9; n <= edge + 9; ++n) {
+        for (size_t offset = 0; offset < 64; offset += 7) {
+          const uint8_t* p = data.data() + offset;
+          const auto seed = static_cast<uint32_t>(rng());
+          ASSERT_EQ(fn(seed, p, n), Crc32cBitwise(seed, p, n))
+              << name << ": n " << n << " off " << offset;
+        }
+      }
+    }
+  }
+}
+
+TEST(Crc32c, EachPathAgreesWithTheDefinitionOnRandomLengths) {
+  std::mt19937_64 rng(9);
+  auto data = RandomBytes(rng, 300'064);
+  for (auto [name, fn] : Paths()) {
+    for (int trial = 0; trial < 40; ++trial) {
+      const size_t n = rng() % 300'001;
+      const size_t offset = rng() % 64;
+      const auto seed = static_cast<uint32_t>(rng());
+      ASSERT_EQ(fn(seed, data.data() + offset, n), Crc32cBitwise(seed, data.data() + offset, n))
+          << name << ": n " << n << " off " << offset;
     }
   }
 }
