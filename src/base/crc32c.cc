@@ -6,8 +6,8 @@
 //     streams. At most 8 bytes a cycle: one `crc32` per cycle.
 //   * x86-64 folding, for inputs of kFoldMinBytes or more on CPUs with VPCLMULQDQ and AVX-512:
 //     carry-less multiplication folds 256 bytes per step in four 512-bit registers, then the
-//     `crc32` instruction reduces the last 16 bytes of state; 2.1-2.6x the three streams from
-//     256 bytes on (55-57 GB/s against 21-27 at 4 KiB-2 MiB on the AMD EPYC VM of
+//     `crc32` instruction reduces the last 16 bytes of state; 1.7-2.8x the three streams from
+//     256 bytes on (55-57 GB/s against 21-28 at 4 KiB-2 MiB on the AMD EPYC VM of
 //     BENCHMARKS.md, session 34).
 // Only the functions marked with a target attribute use those instructions, and they are only
 // called after a runtime CPU check, so the library still runs on CPUs without them.
@@ -219,8 +219,8 @@ __attribute__((target("sse4.2"))) uint32_t RegisterSse42(uint32_t reg, const uin
 // the first four bytes of the message (Reg(r, A) == Reg(0, A with r XORed into its first
 // four bytes)), and Reg(0, B) of the last block B left is two `crc32` instructions.
 
-// The two constants for folding a block forward by `bits`, as one 128-bit lane:
-// (low half's, high half's).
+// The two constants for folding a block forward by `bits`, as one 128-bit lane: `lo` for the
+// lane's low 64 bits (the block's first 8 bytes, its high-degree half), `hi` for its high 64.
 struct FoldConstants {
   uint64_t lo, hi;
 };
@@ -257,8 +257,7 @@ WMBT_FOLD_TARGET inline __m512i Lanes(FoldConstants k) {
 }
 
 // REQUIRES: n >= kFoldMinBytes.
-WMBT_FOLD_TARGET uint32_t RegisterFolding(uint32_t reg, const uint8_t* p,
-                                                              size_t n) {
+WMBT_FOLD_TARGET uint32_t RegisterFolding(uint32_t reg, const uint8_t* p, size_t n) {
   // Four registers of four blocks each hold the state of the last 256 bytes read.
   __m512i x0 = _mm512_loadu_si512(p);
   __m512i x1 = _mm512_loadu_si512(p + 64);
