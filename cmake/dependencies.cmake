@@ -4,6 +4,8 @@ find_package(PkgConfig REQUIRED)
 find_package(RocksDB REQUIRED CONFIG)
 find_package(zstd REQUIRED CONFIG)
 find_package(spdlog REQUIRED CONFIG)
+# Hash tables of the indexes that grow with the store (flat, open addressing).
+find_package(absl REQUIRED CONFIG)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
 find_path(NLOHMANN_JSON_INCLUDE_DIR nlohmann/json.hpp REQUIRED)

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git ca-certificates
-  librocksdb-dev libzstd-dev libxxhash-dev librust-blake3-dev libjemalloc-dev
+  librocksdb-dev libzstd-dev libxxhash-dev librust-blake3-dev libjemalloc-dev libabsl-dev
   libcurl4-openssl-dev libssl-dev libpugixml-dev liburing-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev

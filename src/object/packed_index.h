@@ -17,6 +17,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+
+#include "absl/container/node_hash_map.h"
 #include <vector>
 
 #include "base/sorted_blocks.h"
@@ -99,13 +101,14 @@ class PackedIndex {
   };
   void Unuse(const PackedEntry& e);
 
+  // Every entry by its key: the lookups of each put and read. Node-based, so order_ may point
+  // at the entries; absl's, whose probe for a key not held (every new key's) reads one group of
+  // control bytes, not a bucket and the node before it (BENCHMARKS.md, "Session 35").
   struct KeyHash {
     using is_transparent = void;
     size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
   };
-  // Every entry by its key: the lookups of each put and read. Node-based, so order_ may point
-  // at the entries.
-  using Entries = std::unordered_map<std::string, PackedEntry, KeyHash, std::equal_to<>>;
+  using Entries = absl::node_hash_map<std::string, PackedEntry, KeyHash, std::equal_to<>>;
   using Entry = Entries::value_type;
   Entries entries_;
   // The same entries in key order, for listings and snapshots. Not a std::map: inserting a new

@@ -313,26 +313,4 @@ uint64_t UsageLedger::AllUnreferencedBytes() const {
   return total;
 }
 
-size_t UsageLedger::MemoryBytes() const {
-  std::lock_guard<std::mutex> g(mu_);
-  // unordered_map: a bucket pointer per bucket, and per element a node of next pointer, value and
-  // cached hash, rounded up to malloc's 16-byte granules with its 8-byte header.
-  auto node = [](size_t value_bytes) { return (8 + value_bytes + 8 + 8 + 15) & ~size_t{15}; };
-  size_t b = 0;
-  for (const auto& [name, n] : ns_) {
-    b += n.blobs.bucket_count() * sizeof(void*) +
-         n.blobs.size() * node(sizeof(std::pair<const ContentHash, BlobRef>));
-    b += n.unref.bucket_count() * sizeof(void*) +
-         n.unref.size() * node(sizeof(std::pair<const ContentHash, Unref>));
-    using SidecarNode = std::pair<const std::pair<Fingerprint, BlockKey>, Sidecar>;
-    b += n.sidecars.size() * node(sizeof(SidecarNode) + 16);  // + red-black tree links
-    b += n.chains.bucket_count() * sizeof(void*);
-    for (const auto& [id, hashes] : n.chains) {
-      b += node(sizeof(id) + sizeof(hashes)) + hashes.capacity() * sizeof(ContentHash);
-    }
-  }
-  b += probe_queue_.size() * sizeof(probe_queue_.front());
-  return b;
-}
-
 }  // namespace wombatkv

@@ -37,6 +37,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+
+#include "absl/container/flat_hash_map.h"
 #include <vector>
 
 #include "index/radix_index.h"
@@ -117,8 +119,6 @@ class UsageLedger {
   // Σ over namespaces of blob_bytes + head_bytes + all known sidecars, and of unreferenced bytes.
   uint64_t AllReferencedBytes() const;
   uint64_t AllUnreferencedBytes() const;
-  // Approximate heap bytes held (for the memory figures of docs/capacity.md).
-  size_t MemoryBytes() const;
 
  private:
   struct BlobRef {
@@ -146,14 +146,16 @@ class UsageLedger {
   struct Ns {
     // Each chain's hashes, in entry order (what its head names; U4). Hashed, not ordered: a
     // new chain's insert into an ordered map of a million missed the cache on every level, on
-    // the thread that completes saves.
-    std::unordered_map<ChainName, std::vector<ContentHash>, ChainNameHash> chains;
-    std::unordered_map<ContentHash, BlobRef, FixedBytesHash> blobs;
+    // the thread that completes saves. The maps are flat (open addressing): a key not held,
+    // what every save looks for, is told absent from one group of control bytes, where
+    // std::unordered_map reads a bucket and the node before it (BENCHMARKS.md, "Session 35").
+    absl::flat_hash_map<ChainName, std::vector<ContentHash>, ChainNameHash> chains;
+    absl::flat_hash_map<ContentHash, BlobRef, FixedBytesHash> blobs;
     uint64_t blob_bytes = 0;
     std::map<Fingerprint, ScopeTotals> scopes;
     std::map<std::pair<Fingerprint, BlockKey>, Sidecar> sidecars;
     uint64_t sidecar_bytes = 0;
-    std::unordered_map<ContentHash, Unref, FixedBytesHash> unref;
+    absl::flat_hash_map<ContentHash, Unref, FixedBytesHash> unref;
     uint64_t unref_bytes = 0;
   };
   Ns& NsFor(std::string_view ns);  // REQUIRES: mu_ held
