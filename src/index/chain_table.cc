@@ -56,13 +56,16 @@ bool ChainTable::Locate(const ChainId& id, Ref* ref) const {
   const size_t part = PartOf(id);
   const Part& p = parts_[part];
   if (p.slots.empty()) return false;
-  const size_t mask = p.slots.size() - 1;
-  for (size_t i = Hash(id) & mask; p.slots[i] != kEmpty; i = (i + 1) & mask) {
-    const ChainRecord& rec = p.records[p.slots[i]];
+  const uint32_t mask = static_cast<uint32_t>(p.slots.size() - 1);
+  const uint32_t hash = Hash(id);
+  for (size_t i = hash & mask; p.slots[i] != kEmpty; i = (i + 1) & mask) {
+    const uint32_t slot = p.slots[i];
+    if ((slot ^ hash) & ~mask) continue;  // another hash: neither record nor id is read
+    const ChainRecord& rec = p.records[slot & mask];
     const BlockKey& have =
         rec.id_at == ChainRecord::kIdIsTipKey ? keys_->KeyOf(rec.tip) : ids_[rec.id_at];
     if (SameId(have, id)) {
-      *ref = Ref{static_cast<uint32_t>(part), p.slots[i]};
+      *ref = Ref{static_cast<uint32_t>(part), slot & mask};
       return true;
     }
   }
@@ -75,18 +78,18 @@ const ChainRecord* ChainTable::Find(const ChainId& id) const {
 }
 
 size_t ChainTable::SlotOf(const Part& part, uint32_t hash, uint32_t at) {
-  const size_t mask = part.slots.size() - 1;
+  const uint32_t mask = static_cast<uint32_t>(part.slots.size() - 1);
   for (size_t i = hash & mask;; i = (i + 1) & mask) {
     WMBT_CHECK(part.slots[i] != kEmpty);  // the record is in the table
-    if (part.slots[i] == at) return i;
+    if ((part.slots[i] & mask) == at) return i;
   }
 }
 
 void ChainTable::InsertSlot(Part* part, uint32_t hash, uint32_t at) {
-  const size_t mask = part->slots.size() - 1;
+  const uint32_t mask = static_cast<uint32_t>(part->slots.size() - 1);
   size_t i = hash & mask;
   while (part->slots[i] != kEmpty) i = (i + 1) & mask;
-  part->slots[i] = at;
+  part->slots[i] = (hash & ~mask) | at;
 }
 
 void ChainTable::Rehash(Part* part, size_t slots) const {
@@ -159,11 +162,12 @@ void ChainTable::Set(Ref ref, const ChainId& id, const ChainValue& value) {
 
 void ChainTable::Erase(Ref ref, const ChainId& id) {
   Part& p = parts_[ref.part];
-  const size_t mask = p.slots.size() - 1;
-  // Linear probing: shift back every later entry of the run that may move into the hole.
+  const uint32_t mask = static_cast<uint32_t>(p.slots.size() - 1);
+  // Linear probing: shift back every later entry of the run that may move into the hole (with
+  // its hash bits: they do not depend on where it sits).
   size_t hole = SlotOf(p, Hash(id), ref.at);
   for (size_t j = (hole + 1) & mask; p.slots[j] != kEmpty; j = (j + 1) & mask) {
-    const size_t home = HashOf(p.records[p.slots[j]]) & mask;
+    const size_t home = HashOf(p.records[p.slots[j] & mask]) & mask;
     if (((j - home) & mask) >= ((j - hole) & mask)) {
       p.slots[hole] = p.slots[j];
       hole = j;
@@ -173,7 +177,8 @@ void ChainTable::Erase(Ref ref, const ChainId& id) {
   Release(p.records[ref.at]);
   const uint32_t last = static_cast<uint32_t>(p.records.size() - 1);
   if (ref.at != last) {  // the last record fills the hole (its tip is live: its id can be read)
-    p.slots[SlotOf(p, HashOf(p.records[last]), last)] = ref.at;
+    uint32_t& slot = p.slots[SlotOf(p, HashOf(p.records[last]), last)];
+    slot = (slot & ~mask) | ref.at;
     p.records[ref.at] = p.records[last];
   }
   p.records.pop_back();

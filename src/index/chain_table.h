@@ -3,8 +3,11 @@
 // A chain costs its record whatever its length, so with short chains the records weigh as much
 // as the nodes (docs/layout.md). Compact because:
 //   - records sit in one array per part (no allocation per chain), found through an open-addressing
-//     table of 4-byte record indices kept 3/16..3/4 full (a probe compares ids: chains are looked
-//     up once per publish or eviction step, not per block);
+//     table of 4-byte slots kept 3/16..3/4 full (chains are looked up once per publish or eviction
+//     step, not per block). A slot's low bits (as many as index the table) hold a record index,
+//     the others the same bits of the record's hash: a probe reads a record and its id only when
+//     those match, so looking for a new chain, every save's first publish, reads the slots
+//     alone (it read two records' ids on average; BENCHMARKS.md, "Session 35");
 //   - a chain whose id is its tip's key — what the C ABI publishes — does not store the id: it is
 //     read from the tip node (through NodeKeys). Other ids go to a side array;
 //   - the head's ETag is packed into 20 bytes (CompactEtag); one that does not fit is spilled to a
@@ -111,7 +114,9 @@ class ChainTable {
   static constexpr uint32_t kEmpty = UINT32_MAX;
   struct Part {
     std::vector<ChainRecord> records;
-    std::vector<uint32_t> slots;  // record indices (or kEmpty); a power of two, or empty
+    // (hash & ~mask) | record index, or kEmpty; a power of two, or empty. A record index is
+    // below 3/4 of the size, so a slot is never kEmpty.
+    std::vector<uint32_t> slots;
   };
 
   uint32_t Hash(const ChainId& id) const;

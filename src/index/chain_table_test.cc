@@ -13,8 +13,12 @@ namespace {
 // Node keys by index, as the radix index's arena would give them.
 class FakeNodes final : public NodeKeys {
  public:
-  const BlockKey& KeyOf(uint32_t node) const override { return keys.at(node); }
+  const BlockKey& KeyOf(uint32_t node) const override {
+    ++reads;
+    return keys.at(node);
+  }
   std::vector<BlockKey> keys;
+  mutable size_t reads = 0;
 };
 
 BlockKey RandomKey(std::mt19937_64& rng) {
@@ -92,6 +96,26 @@ TEST(ChainTable, MatchesAMapThroughAddsReplacementsErasesAndTheSplit) {
     EXPECT_EQ(visited, model.size());
     EXPECT_EQ(table.Find(RandomKey(rng)), nullptr);
   }
+}
+
+// A slot holds its record's hash bits above the table's index bits: a probe reads a record's id
+// only when they match. So looking for absent ids (every new chain's publish) reads none, and a
+// present one reads its own only, in a table around 3/4 full, where a probe sequence is long.
+TEST(ChainTable, ProbesReadOnlyIdsWhoseHashBitsMatch) {
+  std::mt19937_64 rng(7);
+  FakeNodes nodes;
+  ChainTable table(&nodes, 7);
+  constexpr uint32_t kChains = 48'000;  // 64 parts of 750 in 1024 slots each (~0.73 full)
+  for (uint32_t c = 0; c < kChains; ++c) {
+    nodes.keys.push_back(RandomKey(rng));
+    table.Add(nodes.keys.back(), ChainValue{c, nodes.keys.back(), 1, 1, "e"});
+  }
+  nodes.reads = 0;
+  for (int i = 0; i < 10'000; ++i) ASSERT_EQ(table.Find(RandomKey(rng)), nullptr);
+  EXPECT_LE(nodes.reads, 2u);  // a 22-bit match by chance: ~1 in 4 million probes
+  nodes.reads = 0;
+  for (uint32_t c = 0; c < kChains; c += 7) ASSERT_NE(table.Find(nodes.keys[c]), nullptr);
+  EXPECT_LE(nodes.reads, kChains / 7 + 3);
 }
 
 // What a chain costs, the figure short chains pay per block (radix_index.h): with its id as its
