@@ -7,7 +7,7 @@
 //     step, not per block). A slot's low bits (as many as index the table) hold a record index,
 //     the others the same bits of the record's hash: a probe reads a record and its id only when
 //     those match, so looking for a new chain, every save's first publish, reads the slots
-//     alone (it read two records' ids on average; BENCHMARKS.md, "Session 35");
+//     alone (at 3/4 full it read four records' ids on average; BENCHMARKS.md, "Session 35");
 //   - a chain whose id is its tip's key — what the C ABI publishes — does not store the id: it is
 //     read from the tip node (through NodeKeys). Other ids go to a side array;
 //   - the head's ETag is packed into 20 bytes (CompactEtag); one that does not fit is spilled to a

@@ -17,10 +17,9 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-
-#include "absl/container/node_hash_map.h"
 #include <vector>
 
+#include "absl/container/node_hash_map.h"
 #include "base/sorted_blocks.h"
 #include "object/journal_scan.h"
 #include "wombatkv/object_store.h"

@@ -36,11 +36,9 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-
-#include "absl/container/flat_hash_map.h"
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "index/radix_index.h"
 #include "wombatkv/types.h"
 
