@@ -261,17 +261,14 @@ std::map<Fingerprint, UsageLedger::Totals> UsageLedger::FingerprintTotals(
     out[fp].chains = sc.chains;
     out[fp].head_bytes = sc.head_bytes;
   }
-  // Distinct blobs per fingerprint: the chains are ordered by fingerprint, so one set at a time.
-  std::unordered_set<ContentHash, FixedBytesHash> seen;
-  const Fingerprint* current = nullptr;
+  // Distinct blobs per fingerprint. The chains are hashed, so fingerprints come interleaved: a
+  // set of the blobs seen for each.
+  std::map<Fingerprint, std::unordered_set<ContentHash, FixedBytesHash>> seen;
   for (const auto& [id, hashes] : n->chains) {
-    if (current == nullptr || *current != id.first) {
-      seen.clear();
-      current = &id.first;
-    }
     Totals& t = out[id.first];
+    auto& seen_here = seen[id.first];
     for (const ContentHash& h : hashes) {
-      if (!seen.insert(h).second) continue;
+      if (!seen_here.insert(h).second) continue;
       ++t.blobs;
       t.blob_bytes += BlobObjectBytes(n->blobs.at(h).length);
     }

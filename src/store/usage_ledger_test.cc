@@ -72,6 +72,24 @@ TEST(UsageLedger, BlobsAreCountedOncePerNamespaceAtTheirObjectSize) {
   EXPECT_EQ(per_fp[Fp(2)].blobs, 2u);  // a: hashes 1 and 3
 }
 
+// A blob that several chains of one fingerprint name counts once for it, however the chains of
+// different fingerprints interleave in the ledger's (hashed) order.
+TEST(UsageLedger, FingerprintTotalsCountABlobSharedByManyChainsOnce) {
+  UsageLedger l;
+  for (uint8_t c = 0; c < 100; ++c) {
+    const uint8_t fp = 1 + c % 2;
+    const std::vector<ChainEntry> chain = {E(1, fp, 100), E(c + 2, 100 + c, 10)};
+    l.ChainSet("ns", Fp(fp), Id(c), chain, 0, nullptr);
+  }
+  auto per_fp = l.FingerprintTotals("ns", kAllIndexed);
+  for (uint8_t fp : {1, 2}) {
+    SCOPED_TRACE("fingerprint " + std::to_string(fp));
+    EXPECT_EQ(per_fp[Fp(fp)].chains, 50u);
+    EXPECT_EQ(per_fp[Fp(fp)].blobs, 51u);  // the shared first block's, and 50 of their own
+    EXPECT_EQ(per_fp[Fp(fp)].blob_bytes, BlobObjectBytes(100) + 50 * BlobObjectBytes(10));
+  }
+}
+
 TEST(UsageLedger, TwoHeadsNamingDifferentBytesUnderOneKeyKeepBothBlobs) {
   // L0 keeps one hash per node (the newest); the ledger counts what each head names.
   UsageLedger l;
