@@ -43,6 +43,7 @@
 #include "layout/chain_head.h"
 #include "meta/meta_store.h"
 #include "store/cold_set.h"
+#include "store/engine_key_hash.h"
 #include "store/upload_gate.h"
 #include "store/usage_ledger.h"
 #include "wombatkv/store.h"
@@ -103,7 +104,7 @@ class StoreImpl final : public Store {
   };
   struct PendingKeyHash {
     size_t operator()(const PendingKey& k) const {
-      return static_cast<size_t>(k.key.Prefix64() ^ k.fp.Prefix64() ^ k.ns_id);
+      return EngineKeyHash{}(k.key) ^ (EngineKeyHash{}(k.fp) * 0x9e3779b97f4a7c15ull) ^ k.ns_id;
     }
   };
   struct PendingBlock {
@@ -416,7 +417,7 @@ class StoreImpl final : public Store {
   std::array<std::mutex, limits::kPublishStripes> publish_stripes_;
   std::mutex async_mu_;
   std::condition_variable async_cv_;  // a chain left async_chains_, or async_pending_ fell
-  std::unordered_set<ChainId, FixedBytesHash> async_chains_;  // GUARDED_BY(async_mu_)
+  std::unordered_set<ChainId, EngineKeyHash> async_chains_;  // GUARDED_BY(async_mu_)
   size_t async_pending_ = 0;  // GUARDED_BY(async_mu_): AsyncBegan - AsyncEnded
   std::mutex refresh_mu_;
 

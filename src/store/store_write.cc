@@ -253,7 +253,7 @@ Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uin
   // Walk from the tip through blocks put in this process; the first key that is not pending must
   // already be indexed (a published prefix), or be the root's zero parent.
   std::vector<ChainEntry> reversed;
-  std::unordered_set<BlockKey, FixedBytesHash> seen;  // parent links put by callers may loop
+  std::unordered_set<BlockKey, EngineKeyHash> seen;  // parent links put by callers may loop
   BlockKey cur = tip;
   {
     std::lock_guard<std::mutex> g(pending_mu_);

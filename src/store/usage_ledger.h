@@ -40,6 +40,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "index/radix_index.h"
+#include "store/engine_key_hash.h"
 #include "wombatkv/types.h"
 
 namespace wombatkv {
@@ -118,6 +119,14 @@ class UsageLedger {
   uint64_t AllReferencedBytes() const;
   uint64_t AllUnreferencedBytes() const;
 
+  using ChainName = std::pair<Fingerprint, ChainId>;
+  // Engines choose chain ids (a tip's key): store/engine_key_hash.h.
+  struct ChainNameHash {
+    size_t operator()(const ChainName& c) const {
+      return EngineKeyHash{}(c.second) ^ (EngineKeyHash{}(c.first) * 0x9e3779b97f4a7c15ull);
+    }
+  };
+
  private:
   struct BlobRef {
     uint32_t length = 0;
@@ -134,12 +143,6 @@ class UsageLedger {
   struct Sidecar {
     uint64_t bytes = 0;
     uint64_t token = 0;  // BeginSidecarListing generation when it was last put or listed
-  };
-  using ChainName = std::pair<Fingerprint, ChainId>;
-  struct ChainNameHash {
-    size_t operator()(const ChainName& c) const {  // chain ids are hashes already
-      return FixedBytesHash{}(c.second) ^ (FixedBytesHash{}(c.first) * 0x9e3779b97f4a7c15ull);
-    }
   };
   struct Ns {
     // Each chain's hashes, in entry order (what its head names; U4). Hashed, not ordered: a

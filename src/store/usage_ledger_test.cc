@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "layout/chain_head.h"
 
 namespace wombatkv {
@@ -88,6 +90,19 @@ TEST(UsageLedger, FingerprintTotalsCountABlobSharedByManyChainsOnce) {
     EXPECT_EQ(per_fp[Fp(fp)].blobs, 51u);  // the shared first block's, and 50 of their own
     EXPECT_EQ(per_fp[Fp(fp)].blob_bytes, BlobObjectBytes(100) + 50 * BlobObjectBytes(10));
   }
+}
+
+// Chain ids are the engine's: a thousand that differ only in their last two bytes hash apart
+// (hashing their first 8 bytes gave them one, and the ledger's map one probe run).
+TEST(UsageLedger, ChainIdsSharingAPrefixHashApart) {
+  std::set<size_t> hashes;
+  for (int i = 0; i < 1000; ++i) {
+    ChainId id = Id(7);
+    id.bytes[30] = static_cast<uint8_t>(i >> 8);
+    id.bytes[31] = static_cast<uint8_t>(i);
+    hashes.insert(UsageLedger::ChainNameHash{}({Fp(1), id}));
+  }
+  EXPECT_EQ(hashes.size(), 1000u);
 }
 
 TEST(UsageLedger, TwoHeadsNamingDifferentBytesUnderOneKeyKeepBothBlobs) {
