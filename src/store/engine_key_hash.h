@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "absl/hash/hash.h"
 #include "wombatkv/types.h"
@@ -17,6 +18,12 @@ struct EngineKeyHash {
   template <size_t N, typename Tag>
   size_t operator()(const FixedBytes<N, Tag>& v) const {
     return absl::Hash<std::array<uint8_t, N>>{}(v.bytes);
+  }
+  // Two of them (a scope and a key in it) as one value.
+  template <size_t N, typename TagN, size_t M, typename TagM>
+  size_t operator()(const FixedBytes<N, TagN>& a, const FixedBytes<M, TagM>& b) const {
+    using Pair = std::pair<std::array<uint8_t, N>, std::array<uint8_t, M>>;
+    return absl::Hash<Pair>{}(Pair{a.bytes, b.bytes});
   }
 };
 

@@ -104,7 +104,7 @@ class StoreImpl final : public Store {
   };
   struct PendingKeyHash {
     size_t operator()(const PendingKey& k) const {
-      return EngineKeyHash{}(k.key) ^ (EngineKeyHash{}(k.fp) * 0x9e3779b97f4a7c15ull) ^ k.ns_id;
+      return EngineKeyHash{}(k.fp, k.key) ^ k.ns_id;
     }
   };
   struct PendingBlock {

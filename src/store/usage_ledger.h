@@ -123,7 +123,7 @@ class UsageLedger {
   // Engines choose chain ids (a tip's key): store/engine_key_hash.h.
   struct ChainNameHash {
     size_t operator()(const ChainName& c) const {
-      return EngineKeyHash{}(c.second) ^ (EngineKeyHash{}(c.first) * 0x9e3779b97f4a7c15ull);
+      return EngineKeyHash{}(c.first, c.second);
     }
   };
 
