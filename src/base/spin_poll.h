@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "base/adaptive_spin.h"
+#include "base/contention_gate.h"
 #include "wombatkv/env.h"
 
 namespace wombatkv {
@@ -90,17 +91,27 @@ bool SpinPoll(AdaptiveSpin& spin, Clock& clock, Contended contended, Poll&& poll
   return false;
 }
 
-// A wait for a disk sync (kSyncWaitSpin): PollYielding for `spin`'s budget, at most `cap` µs,
-// stopping at the first contended round, which counts as a failure. True unless it stopped so:
-// then the whole wait may teach `spin` (AdaptiveSpin::Waited) once it ends.
+// What a client learns about its waits for a disk sync, kept across its calls: how long to poll
+// (kSyncWaitSpin) and whether to poll at all (base/contention_gate.h).
+struct SyncWaitSpin {
+  AdaptiveSpin spin{kSyncWaitSpin};
+  ContentionGate gate;
+};
+
+// A wait for a disk sync: unless `learnt`'s gate keeps this wait from polling, PollYielding for
+// its spin's budget, at most `cap` µs, stopping at the first contended round, which counts as a
+// failure. True when it polled and no contention stopped it: then the whole wait may teach the
+// spin (AdaptiveSpin::Waited) once it ends.
 template <typename Poll>
-bool SyncPoll(AdaptiveSpin& spin, Clock& clock, uint64_t cap, Poll&& poll) {
-  const auto budget = static_cast<uint32_t>(std::min<uint64_t>(spin.Budget(), cap));
-  if (PollYielding(clock, budget, Contended::kStop, poll, kSyncRoundsPerMicroMax).kind !=
-      PollEnd::kContended) {
-    return true;
-  }
-  spin.Failed();
+bool SyncPoll(SyncWaitSpin& learnt, Clock& clock, uint64_t cap, Poll&& poll) {
+  if (!learnt.gate.Admit()) return false;
+  const auto budget = static_cast<uint32_t>(std::min<uint64_t>(learnt.spin.Budget(), cap));
+  const bool contended =
+      PollYielding(clock, budget, Contended::kStop, poll, kSyncRoundsPerMicroMax).kind ==
+      PollEnd::kContended;
+  if (budget > 0) learnt.gate.Polled(contended);
+  if (!contended) return true;
+  learnt.spin.Failed();
   return false;
 }
 

@@ -59,7 +59,7 @@ struct PendingCall {
 class Connection {
  public:
   // `sync_spin`: the channel's, so what it learnt outlives a reconnection.
-  Connection(int fd, std::string where, uint32_t max_frame, AdaptiveSpin& sync_spin)
+  Connection(int fd, std::string where, uint32_t max_frame, SyncWaitSpin& sync_spin)
       : fd_(fd),
         where_(std::move(where)),
         reader_(max_frame, kClientStagingBytes, kClientRecycleBytesMax),
@@ -153,7 +153,7 @@ class Connection {
     bool learn = false;
     auto answer = [&] {
       // Only answers teach it: a dead connection or an early error is not a sync.
-      if (learn && call.result->ok()) sync_spin_.Waited(clock.NowMicros() - start);
+      if (learn && call.result->ok()) sync_spin_.spin.Waited(clock.NowMicros() - start);
       return std::move(*call.result);
     };
     for (bool first = true;; first = false) {
@@ -361,7 +361,7 @@ class Connection {
   std::atomic<uint64_t> last_answer_us_{0};  // read without mu_ before each send
   bool spin_enabled_ = true;  // set before the connection is shared
   AdaptiveSpin spin_{kClientSpin};  // used only by the current reader
-  AdaptiveSpin& sync_spin_;  // waits for a disk sync (kSyncWaitSpin); thread-safe
+  SyncWaitSpin& sync_spin_;  // waits for a disk sync; thread-safe
 };
 
 class TcpChannel final : public Channel {
@@ -537,7 +537,7 @@ class TcpChannel final : public Channel {
   // How long calls that await a disk sync poll (Connection::SpinForResponse); kept across
   // reconnections. Connections refer to it: they live no longer than their calls, which the
   // channel outlives.
-  AdaptiveSpin sync_spin_{kSyncWaitSpin};
+  SyncWaitSpin sync_spin_;
   std::atomic<uint64_t> next_id_{1};
   std::mutex mu_;  // guards current_; one (re)connect at a time
   std::shared_ptr<Connection> current_;

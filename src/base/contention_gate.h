@@ -1,0 +1,54 @@
+// ContentionGate: whether a wait for a disk sync should poll at all, from how its recent polls
+// ended. Used with SyncPoll (base/spin_poll.h) by both clients (TCP and shared memory).
+//
+// Why: a sync poll stops at its first contended round (a yield that ran another task), but that
+// round has already cost a yield that hands the core over, a poll of the socket or ring and two
+// context switches. With eight clients saving on two cores nearly every poll ends so: 1.15 yields
+// and 2.1 poll(2) calls per save in each client, and clients that skipped the poll altogether
+// spent 26-29 µs of CPU per 1 KiB save against 38-40 µs (BENCHMARKS.md, "Session 36"). A lone
+// client's poll, uncontended, saves it a wake-up on every save, so the poll must stay there.
+//
+// Rule (a pure function of the history): avg is an exponential average (weight 1/8) of the
+// polls' outcomes, 1 for one cut short by contention, 0 otherwise, kept in 1/1024ths. While
+// avg is under one half every wait polls; above it, only every kProbeEvery-th wait does (a
+// probe), so the gate learns when the cores free up: from a saturated average, six uncontended
+// probes (48 waits) open it again. A stray contended poll on an idle machine moves avg by 1/8
+// and closes nothing (an earlier back-off that skipped polls after any contended one made a lone
+// client sleep through its next waits: BENCHMARKS.md, "Session 26").
+//
+// Thread-safety: any number of threads; relaxed races between them only blur the average.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace wombatkv {
+
+class ContentionGate {
+ public:
+  static constexpr uint32_t kOne = 1024;        // avg of polls that were all contended
+  static constexpr uint32_t kProbeEvery = 8;    // a closed gate still polls this often
+
+  // Whether the wait that starts now polls. Call once per wait; report a poll with Polled.
+  bool Admit() {
+    if (avg_.load(std::memory_order_relaxed) < kOne / 2) return true;
+    return countdown_.fetch_add(1, std::memory_order_relaxed) % kProbeEvery == kProbeEvery - 1;
+  }
+
+  // How an admitted poll ended: cut short because another task wanted the core, or not.
+  void Polled(bool contended) {
+    const int64_t avg = avg_.load(std::memory_order_relaxed);
+    const int64_t diff = (contended ? int64_t{kOne} : 0) - avg;
+    // Rounded towards the target, so that avg reaches 0 and kOne rather than stopping short.
+    avg_.store(static_cast<uint32_t>(avg + (diff > 0 ? (diff + 7) / 8 : (diff - 7) / 8)),
+               std::memory_order_relaxed);
+  }
+
+  uint32_t average() const { return avg_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint32_t> avg_{0};
+  std::atomic<uint32_t> countdown_{0};
+};
+
+}  // namespace wombatkv
