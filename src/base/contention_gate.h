@@ -1,5 +1,6 @@
 // ContentionGate: whether a wait for a disk sync should poll at all, from how its recent polls
-// ended. Used with SyncPoll (base/spin_poll.h) by both clients (TCP and shared memory).
+// ended. Used with SyncPoll (base/spin_poll.h) by the TCP client; not by the shared-memory
+// client, whose polls spare the daemon a futex wake-up per answer (shm_channel.cc).
 //
 // Why: a sync poll stops at its first contended round (a yield that ran another task), but that
 // round has already cost a yield that hands the core over, a poll of the socket or ring and two

@@ -91,27 +91,20 @@ bool SpinPoll(AdaptiveSpin& spin, Clock& clock, Contended contended, Poll&& poll
   return false;
 }
 
-// What a client learns about its waits for a disk sync, kept across its calls: how long to poll
-// (kSyncWaitSpin) and whether to poll at all (base/contention_gate.h).
-struct SyncWaitSpin {
-  AdaptiveSpin spin{kSyncWaitSpin};
-  ContentionGate gate;
-};
-
-// A wait for a disk sync: unless `learnt`'s gate keeps this wait from polling, PollYielding for
-// its spin's budget, at most `cap` µs, stopping at the first contended round, which counts as a
-// failure. True when it polled and no contention stopped it: then the whole wait may teach the
-// spin (AdaptiveSpin::Waited) once it ends.
+// A wait for a disk sync (kSyncWaitSpin): unless `gate` (optional) keeps this wait from polling,
+// PollYielding for `spin`'s budget, at most `cap` µs, stopping at the first contended round,
+// which counts as a failure. True when it polled and no contention stopped it: then the whole
+// wait may teach `spin` (AdaptiveSpin::Waited) once it ends.
 template <typename Poll>
-bool SyncPoll(SyncWaitSpin& learnt, Clock& clock, uint64_t cap, Poll&& poll) {
-  if (!learnt.gate.Admit()) return false;
-  const auto budget = static_cast<uint32_t>(std::min<uint64_t>(learnt.spin.Budget(), cap));
+bool SyncPoll(AdaptiveSpin& spin, ContentionGate* gate, Clock& clock, uint64_t cap, Poll&& poll) {
+  if (gate && !gate->Admit()) return false;
+  const auto budget = static_cast<uint32_t>(std::min<uint64_t>(spin.Budget(), cap));
   const bool contended =
       PollYielding(clock, budget, Contended::kStop, poll, kSyncRoundsPerMicroMax).kind ==
       PollEnd::kContended;
-  if (budget > 0) learnt.gate.Polled(contended);
+  if (gate && budget > 0) gate->Polled(contended);
   if (!contended) return true;
-  learnt.spin.Failed();
+  spin.Failed();
   return false;
 }
 

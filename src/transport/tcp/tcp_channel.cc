@@ -42,6 +42,13 @@ constexpr size_t kClientRecycleBytesMax = 64 << 20;
 // a get or lookup request then allocates nothing to be sent.
 constexpr size_t kInlineIovecs = 8;
 
+// What a channel learns about its calls that wait for a disk sync, kept across reconnections: how
+// long to poll (kSyncWaitSpin) and whether to poll at all (base/contention_gate.h).
+struct SyncWaits {
+  AdaptiveSpin spin{kSyncWaitSpin};
+  ContentionGate gate;
+};
+
 // A call waiting for its response. Lives on the caller's stack; the connection touches it only
 // under its mutex and only while it is registered.
 struct PendingCall {
@@ -58,12 +65,12 @@ struct PendingCall {
 // the one connection.
 class Connection {
  public:
-  // `sync_spin`: the channel's, so what it learnt outlives a reconnection.
-  Connection(int fd, std::string where, uint32_t max_frame, SyncWaitSpin& sync_spin)
+  // `sync_waits`: the channel's, so what it learnt outlives a reconnection.
+  Connection(int fd, std::string where, uint32_t max_frame, SyncWaits& sync_waits)
       : fd_(fd),
         where_(std::move(where)),
         reader_(max_frame, kClientStagingBytes, kClientRecycleBytesMax),
-        sync_spin_(sync_spin) {}
+        sync_waits_(sync_waits) {}
 
   // Every caller holds a reference while it uses the connection, so nobody reads any more.
   ~Connection() { ::close(fd_); }
@@ -148,12 +155,12 @@ class Connection {
                              uint64_t timeout_micros, bool sync) {
     std::unique_lock<std::mutex> l(mu_);
     bool spun = false;
-    // A sync wait whose spin (if any) was not stopped by contention teaches sync_spin_ how long
-    // the whole wait took, when it ends.
+    // A sync wait that polled and was not stopped by contention teaches sync_waits_.spin how
+    // long the whole wait took, when it ends.
     bool learn = false;
     auto answer = [&] {
       // Only answers teach it: a dead connection or an early error is not a sync.
-      if (learn && call.result->ok()) sync_spin_.spin.Waited(clock.NowMicros() - start);
+      if (learn && call.result->ok()) sync_waits_.spin.Waited(clock.NowMicros() - start);
       return std::move(*call.result);
     };
     for (bool first = true;; first = false) {
@@ -267,9 +274,10 @@ class Connection {
   // cores 3–4% of their get throughput in an A/B, each response then waking a sleeper. A wait
   // for a disk sync (`sync`) polls as long as such waits took lately (kSyncWaitSpin) and stops
   // when the core is contended: it is long, and the cores are then better spent on the daemon
-  // and the other clients; never past the call's deadline, `wait` µs away. False when a sync
-  // wait's poll stopped for contention (which counts as a failure; the caller learns nothing
-  // more from this wait).
+  // and the other clients; never past the call's deadline, `wait` µs away. While most recent
+  // sync polls stopped so, only one sync wait in eight polls (the contention gate). False when
+  // a sync wait did not poll or its poll stopped for contention (which counts as a failure; the
+  // caller learns nothing more from this wait).
   bool SpinForResponse(PendingCall& call, Clock& clock, bool sync, uint64_t wait) {
     auto answered = [&] {
       // A sync poll runs hundreds of rounds: each looks with poll(2), which does not take the
@@ -285,7 +293,7 @@ class Connection {
       SpinPoll(spin_, clock, Contended::kKeepYielding, answered);
       return true;
     }
-    return SyncPoll(sync_spin_, clock, wait, answered);
+    return SyncPoll(sync_waits_.spin, &sync_waits_.gate, clock, wait, answered);
   }
 
   // One read(2) and the delivery of every frame it completed. Only the current reader calls
@@ -361,7 +369,7 @@ class Connection {
   std::atomic<uint64_t> last_answer_us_{0};  // read without mu_ before each send
   bool spin_enabled_ = true;  // set before the connection is shared
   AdaptiveSpin spin_{kClientSpin};  // used only by the current reader
-  SyncWaitSpin& sync_spin_;  // waits for a disk sync; thread-safe
+  SyncWaits& sync_waits_;  // thread-safe
 };
 
 class TcpChannel final : public Channel {
@@ -469,7 +477,7 @@ class TcpChannel final : public Channel {
                                  last.message() +
                                  " (is wombatkvd running and listening there? docs/daemon.md)");
     }
-    auto conn = std::make_shared<Connection>(fd, where_, options_.max_frame_bytes, sync_spin_);
+    auto conn = std::make_shared<Connection>(fd, where_, options_.max_frame_bytes, sync_waits_);
     conn->set_spin(options_.spin);
     conn->SetReceiveTimeout(options_.connect_timeout_ms * 1000);  // for the Hello
     wire::HelloRequest hello;
@@ -534,10 +542,10 @@ class TcpChannel final : public Channel {
   const TcpClientOptions options_;
   Clock* const clock_;
   const std::string where_;
-  // How long calls that await a disk sync poll (Connection::SpinForResponse); kept across
-  // reconnections. Connections refer to it: they live no longer than their calls, which the
-  // channel outlives.
-  SyncWaitSpin sync_spin_;
+  // How long calls that await a disk sync poll, and whether they do (Connection::
+  // SpinForResponse); kept across reconnections. Connections refer to it: they live no longer
+  // than their calls, which the channel outlives.
+  SyncWaits sync_waits_;
   std::atomic<uint64_t> next_id_{1};
   std::mutex mu_;  // guards current_; one (re)connect at a time
   std::shared_ptr<Connection> current_;
