@@ -11,11 +11,13 @@
 //
 // Rule (a pure function of the history): avg is an exponential average (weight 1/8) of the
 // polls' outcomes, 1 for one cut short by contention, 0 otherwise, kept in 1/1024ths. While
-// avg is under one half every wait polls; above it, only every kProbeEvery-th wait does (a
-// probe), so the gate learns when the cores free up: from a saturated average, six uncontended
-// probes (48 waits) open it again. A stray contended poll on an idle machine moves avg by 1/8
-// and closes nothing (an earlier back-off that skipped polls after any contended one made a lone
-// client sleep through its next waits: BENCHMARKS.md, "Session 26").
+// avg is under three quarters every wait polls; above it, only every kProbeEvery-th wait does (a
+// probe), so the gate learns when the cores free up: from a saturated average, three uncontended
+// probes (24 waits) open it again. It takes eleven contended polls in a row to close it from 0.
+// A lone client's polls are seldom contended (17% of them with the daemon's threads on the same
+// two cores, where eight clients' were 77%), and a stray contended poll moves avg by 1/8 (an
+// earlier back-off that skipped polls after any contended one made a lone client sleep through
+// its next waits: BENCHMARKS.md, "Session 26").
 //
 // Thread-safety: any number of threads; relaxed races between them only blur the average.
 #pragma once
@@ -28,11 +30,12 @@ namespace wombatkv {
 class ContentionGate {
  public:
   static constexpr uint32_t kOne = 1024;        // avg of polls that were all contended
+  static constexpr uint32_t kClosedAt = kOne * 3 / 4;  // avg from which most waits do not poll
   static constexpr uint32_t kProbeEvery = 8;    // a closed gate still polls this often
 
   // Whether the wait that starts now polls. Call once per wait; report a poll with Polled.
   bool Admit() {
-    if (avg_.load(std::memory_order_relaxed) < kOne / 2) return true;
+    if (avg_.load(std::memory_order_relaxed) < kClosedAt) return true;
     return countdown_.fetch_add(1, std::memory_order_relaxed) % kProbeEvery == kProbeEvery - 1;
   }
 

@@ -26,10 +26,12 @@ TEST(ContentionGate, EveryWaitPollsWhileThePollsAreNotCutShort) {
 
 TEST(ContentionGate, PollsThatKeepEndingContendedBecomeOneProbeInEight) {
   ContentionGate g;
-  // Six contended polls in a row pass one half of the average; from then on one wait in eight
-  // polls.
-  EXPECT_EQ(Admitted(g, 6, /*contended=*/true), 6);
-  EXPECT_GE(g.average(), ContentionGate::kOne / 2);
+  // Eleven contended polls in a row pass three quarters of the average; from then on one wait
+  // in eight polls.
+  EXPECT_EQ(Admitted(g, 10, /*contended=*/true), 10);
+  EXPECT_LT(g.average(), ContentionGate::kClosedAt);
+  EXPECT_EQ(Admitted(g, 1, /*contended=*/true), 1);
+  EXPECT_GE(g.average(), ContentionGate::kClosedAt);
   EXPECT_EQ(Admitted(g, 800, /*contended=*/true), 800 / int{ContentionGate::kProbeEvery});
   EXPECT_EQ(g.average(), ContentionGate::kOne) << "the average reaches all-contended";
 }
@@ -41,8 +43,8 @@ TEST(ContentionGate, AStrayContendedPollOnAnIdleMachineClosesNothing) {
     g.Polled(/*contended=*/true);
     EXPECT_EQ(Admitted(g, 20, /*contended=*/false), 20) << "round " << round;
   }
-  // Even four in a row leave it open.
-  for (int i = 0; i < 4; ++i) g.Polled(/*contended=*/true);
+  // Even ten in a row leave it open.
+  for (int i = 0; i < 10; ++i) g.Polled(/*contended=*/true);
   EXPECT_TRUE(g.Admit());
 }
 
@@ -50,14 +52,14 @@ TEST(ContentionGate, UncontendedProbesOpenAClosedGateAgain) {
   ContentionGate g;
   for (int i = 0; i < 100; ++i) g.Polled(/*contended=*/true);
   ASSERT_EQ(g.average(), ContentionGate::kOne);
-  // The cores free up: the probes see it, and within six probes (48 waits) every wait polls.
+  // The cores free up: the probes see it, and within three probes (24 waits) every wait polls.
   int waits = 0;
-  while (g.average() >= ContentionGate::kOne / 2) {
+  while (g.average() >= ContentionGate::kClosedAt) {
     ASSERT_LT(waits, 100) << "the gate never opened";
     if (g.Admit()) g.Polled(/*contended=*/false);
     ++waits;
   }
-  EXPECT_LE(waits, 6 * int{ContentionGate::kProbeEvery});
+  EXPECT_LE(waits, 3 * int{ContentionGate::kProbeEvery});
   EXPECT_EQ(Admitted(g, 100, /*contended=*/false), 100);
 }
 

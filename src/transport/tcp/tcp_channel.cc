@@ -274,10 +274,10 @@ class Connection {
   // cores 3–4% of their get throughput in an A/B, each response then waking a sleeper. A wait
   // for a disk sync (`sync`) polls as long as such waits took lately (kSyncWaitSpin) and stops
   // when the core is contended: it is long, and the cores are then better spent on the daemon
-  // and the other clients; never past the call's deadline, `wait` µs away. While most recent
-  // sync polls stopped so, only one sync wait in eight polls (the contention gate). False when
-  // a sync wait did not poll or its poll stopped for contention (which counts as a failure; the
-  // caller learns nothing more from this wait).
+  // and the other clients; never past the call's deadline, `wait` µs away. While three quarters
+  // of the recent sync polls stopped so, only one sync wait in eight polls (the contention
+  // gate). False when a sync wait did not poll or its poll stopped for contention (which counts
+  // as a failure; the caller learns nothing more from this wait).
   bool SpinForResponse(PendingCall& call, Clock& clock, bool sync, uint64_t wait) {
     auto answered = [&] {
       // A sync poll runs hundreds of rounds: each looks with poll(2), which does not take the
