@@ -870,33 +870,47 @@ class Bench {
   // One repetition: chains of o_.chain fresh blocks, each PutBlocks then PublishChain, until
   // publish_mib have been published, by `publishers` threads (each with its own chains and, when
   // more than one, its own payload pool). Returns payload bytes/s; `put_share` gets the fraction
-  // of the time spent in PutBlocks.
+  // of the time spent in PutBlocks. With `warm_cache_bytes`, the store's cache has that size and
+  // is filled first (untimed, a quarter more than it holds), so the timed puts evict as they go
+  // and their copies recycle evicted buffers, as in a long-running store whose cache is full;
+  // otherwise the store is new and every copy goes to fresh memory.
   double PublishRep(PayloadPool& pool, uint64_t stream, size_t upload_threads, size_t publishers,
-                    double* put_share) {
+                    double* put_share, uint64_t warm_cache_bytes = 0) {
     const Fingerprint fp = BenchFingerprint();
-    const uint64_t chains =
-        std::max<uint64_t>(1, o_.publish_mib * kMiB / (pool.block() * o_.chain));
+    const uint64_t chain_bytes = pool.block() * o_.chain;
+    const uint64_t chains = std::max<uint64_t>(1, o_.publish_mib * kMiB / chain_bytes);
     const std::string dir = FreshDir("publish");
     std::vector<std::unique_ptr<PayloadPool>> pools;
     if (publishers > 1) {
       for (size_t t = 0; t < publishers; ++t) {
-        pools.push_back(std::make_unique<PayloadPool>(pool.block(), 2 * o_.chain * pool.block()));
+        pools.push_back(std::make_unique<PayloadPool>(pool.block(), 2 * chain_bytes));
       }
     }
     SyncFs(o_.dir);
-    auto store = Check(Store::Open(DefaultStore(dir, upload_threads)), "open store");
+    StoreOptions so = DefaultStore(dir, upload_threads);
+    if (warm_cache_bytes > 0) so.cache_bytes_max = warm_cache_bytes;
+    auto store = Check(Store::Open(so), "open store");
+    // Chain `c` of `s`, from `from`; the time PutBlocks took is added to `*put_seconds`.
+    auto publish = [&](PayloadPool& from, uint64_t s, uint64_t c, double* put_seconds) {
+      auto puts = MakeBatch(from, s, c * o_.chain, o_.chain);
+      const double p0 = WallSeconds();
+      Check(store->PutBlocks(kNs, fp, puts), "PutBlocks");
+      *put_seconds += WallSeconds() - p0;
+      Check(store->PublishChain(kNs, fp, puts.back().key, puts.back().key), "PublishChain");
+    };
+    if (warm_cache_bytes > 0) {
+      double untimed = 0;
+      const uint64_t fill = (warm_cache_bytes + warm_cache_bytes / 4) / chain_bytes + 1;
+      for (uint64_t c = 0; c < fill; ++c) publish(pool, stream + 5000, c, &untimed);
+      while (store->Stats().cache_pinned_bytes > 0) RealClock()->SleepMicros(1000);
+      SyncFs(o_.dir);
+    }
     std::atomic<uint64_t> next{0};
     std::vector<double> put_seconds(publishers, 0.0);
     const double t0 = WallSeconds();
     auto worker = [&](size_t t) {
       PayloadPool& mine = publishers > 1 ? *pools[t] : pool;
-      for (uint64_t c; (c = next.fetch_add(1)) < chains;) {
-        auto puts = MakeBatch(mine, stream, c * o_.chain, o_.chain);
-        const double p0 = WallSeconds();
-        Check(store->PutBlocks(kNs, fp, puts), "PutBlocks");
-        put_seconds[t] += WallSeconds() - p0;
-        Check(store->PublishChain(kNs, fp, puts.back().key, puts.back().key), "PublishChain");
-      }
+      for (uint64_t c; (c = next.fetch_add(1)) < chains;) publish(mine, stream, c, &put_seconds[t]);
     };
     if (publishers == 1) {
       worker(0);
@@ -908,7 +922,7 @@ class Bench {
     const double t1 = WallSeconds();
     store.reset();
     if (put_share) *put_share = put_seconds[0] / (t1 - t0);
-    return static_cast<double>(chains * o_.chain * pool.block()) / (t1 - t0);
+    return static_cast<double>(chains * chain_bytes) / (t1 - t0);
   }
 
   // Latency of PublishChain alone, once the chain's blobs are durable: the head write (temp file,
@@ -942,7 +956,8 @@ class Bench {
       head_latency_done_ = true;
       HeadLatency();
     }
-    std::vector<double> shares, wide, wide_ratio, conc, conc_ratio;
+    std::vector<double> shares, wide, wide_ratio, conc, conc_ratio, warm, warm_ratio;
+    constexpr uint64_t kWarmCacheBytes = 256 * kMiB;
     const size_t wide_threads = 4 * o_.upload_threads;
     for (int rep = 0; rep < o_.reps; ++rep) {
       const double seq = SeqSample();
@@ -958,6 +973,9 @@ class Bench {
       const double c = PublishRep(pool, 850 + rep, 0, 4, nullptr);
       conc.push_back(c);
       conc_ratio.push_back(c / seq);
+      const double full = PublishRep(pool, 870 + rep, 0, 1, nullptr, kWarmCacheBytes);
+      warm.push_back(full);
+      warm_ratio.push_back(full / seq);
     }
     auto print = [](const std::string& label, const std::vector<double>& v) {
       std::printf("  %-46s %7.0f MB/s  reps:", label.c_str(), Median(v) / 1e6);
@@ -976,11 +994,15 @@ class Bench {
     std::printf(")\n");
     print("put+publish (" + std::to_string(wide_threads) + " upload threads)", wide);
     print("put+publish, 4 publishers at once", conc);
+    const std::string warm_label = "put+publish, " + SizeName(kWarmCacheBytes) + " cache full";
+    print(warm_label, warm);
     const std::string seq_text = "disk seq " + Fmt("%.0f MB/s", Median(r.publish_seq) / 1e6);
     Diag("put+publish, " + std::to_string(wide_threads) + " upload threads " + sz,
          Fmt("%.0f MB/s", Median(wide) / 1e6), seq_text, Median(wide_ratio));
     Diag("put+publish, 4 publishers at once " + sz, Fmt("%.0f MB/s", Median(conc) / 1e6),
          seq_text, Median(conc_ratio));
+    Diag(warm_label + " (steady state) " + sz, Fmt("%.0f MB/s", Median(warm) / 1e6), seq_text,
+         Median(warm_ratio));
   }
 
   // --- 1M blocks: lookup and reopen -----------------------------------------------------------
