@@ -321,6 +321,11 @@ class Bench {
     return so;
   }
 
+  // Returns once every upload of `store` is durable: uploads unpin their payload then.
+  static void AwaitUploadsDurable(Store& store) {
+    while (store.Stats().cache_pinned_bytes > 0) RealClock()->SleepMicros(500);
+  }
+
   // `n` blocks linked as one chain (the first is a root), fresh payloads from serial `first`.
   static std::vector<BlockPut> MakeBatch(PayloadPool& pool, uint64_t stream, uint64_t first,
                                          size_t n) {
@@ -613,7 +618,7 @@ class Bench {
     auto store = Check(Store::Open(DefaultStore(FreshDir("put-warm"))), "open store");
     const uint64_t cache_mib = StoreOptions{}.cache_bytes_max / kMiB;
     TimedPuts(*store, pool, stream + 1000, cache_mib + cache_mib / 4, nullptr);
-    while (store->Stats().cache_pinned_bytes > 0) RealClock()->SleepMicros(1000);
+    AwaitUploadsDurable(*store);
     SyncFs(o_.dir);
     const Rate base = blake3();
     uint64_t f = 0;
@@ -902,7 +907,7 @@ class Bench {
       double untimed = 0;
       const uint64_t fill = (warm_cache_bytes + warm_cache_bytes / 4) / chain_bytes + 1;
       for (uint64_t c = 0; c < fill; ++c) publish(pool, stream + 5000, c, &untimed);
-      while (store->Stats().cache_pinned_bytes > 0) RealClock()->SleepMicros(1000);
+      AwaitUploadsDurable(*store);
       SyncFs(o_.dir);
     }
     std::atomic<uint64_t> next{0};
@@ -935,8 +940,7 @@ class Bench {
     for (int i = 0; i < 16; ++i) {
       auto puts = MakeBatch(small, 600, i * o_.chain, o_.chain);
       Check(store->PutBlocks(kNs, fp, puts), "PutBlocks");
-      // Uploads unpin their payload once durable: wait for that, so only the head is timed.
-      while (store->Stats().cache_pinned_bytes > 0) RealClock()->SleepMicros(500);
+      AwaitUploadsDurable(*store);  // so that only the head is timed
       const double t0 = WallSeconds();
       Check(store->PublishChain(kNs, fp, puts.back().key, puts.back().key), "PublishChain");
       ms.push_back((WallSeconds() - t0) * 1e3);
