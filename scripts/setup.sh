@@ -10,7 +10,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev
-  redis-server
+  redis-server curl python3
 )
 
 missing=()

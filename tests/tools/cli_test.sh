@@ -238,6 +238,16 @@ run "$WKV" put "$K1" --file "$TMP/does-not-exist"
 check_rc "put --file of a missing file exits 2" 2 "does-not-exist"
 run "$WKV" frobnicate
 check_rc "an unknown command exits 2 naming it" 2 "unknown command \"frobnicate\""
+run "$WKV" --upload-threads 0 stat
+check_rc "a bad store-setting flag exits 2 naming the flag" 2 "--upload-threads"
+run "$WKV" --s3-prefix x frobnicate
+check_rc "a store-setting flag's value is not taken for the command" 2 "unknown command \"frobnicate\""
+# Store-setting flags reach the store: --bucket selects S3 as L2 (here at a port nobody serves).
+run "$WKV" --data-dir "$TMP/s3flags" --bucket flagbucket --s3-endpoint http://127.0.0.1:9 \
+  --s3-retries 0 stat
+check_rc "--bucket and --s3-endpoint select S3 as L2 (unavailable: exit 6)" 6 \
+  "s3://flagbucket/ at http://127.0.0.1:9"
+check_rc "--s3-retries 0 makes one attempt" 6 "after 1 attempts"
 run "$WKV"
 check_rc "no command exits 2" 2
 run "$WKV" get
@@ -310,6 +320,8 @@ check_rc "workload: bad --block-bytes exits 2" 2 "block-bytes"
 # same settings (and code, src/connect) as the C ABI. What one transport writes the other reads.
 
 if [[ -n $WKVD ]]; then
+  run "$WKVD" --data-dir "$TMP/bad-flag" --tcp 127.0.0.1:0 --gc-grace soon
+  check_rc "wombatkvd: a bad store-setting flag exits 2 naming the flag" 2 "--gc-grace"
   DDIR=$TMP/daemon
   mkdir -p "$DDIR"
   PREFIX=cli-test-$$

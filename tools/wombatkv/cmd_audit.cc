@@ -25,7 +25,7 @@ constexpr size_t kOrphansShownMax = 10;
 
 // --grace DURATION, else WMBT_KV_GC_GRACE.
 std::optional<uint64_t> Grace(Context& ctx, const std::string& text, int* code) {
-  if (text.empty()) return ctx.opts.gc_grace_us;
+  if (text.empty()) return ctx.opts.config.gc_grace_us;
   auto us = ParseDurationMicros(text);
   if (!us) {
     *code = ctx.out.Usage("--grace", "\"" + text + "\" is not a duration",
@@ -36,7 +36,7 @@ std::optional<uint64_t> Grace(Context& ctx, const std::string& text, int* code) 
 }
 
 std::string PrefixOf(const Context& ctx) {
-  return ctx.opts.l2_prefix.empty() ? std::string("kv") : ctx.opts.l2_prefix;
+  return ctx.opts.config.l2_prefix.empty() ? std::string("kv") : ctx.opts.config.l2_prefix;
 }
 
 bool ShowProgress(const Context& ctx) {
@@ -285,9 +285,7 @@ struct DiskCachePlane {
 DiskCachePlane MeasureDiskCache(const Context& ctx) {
   DiskCachePlane p;
   p.dir = ctx.opts.data_dir + "/cache";
-  Config config = ctx.opts.config;
-  config.s3_bucket = ctx.opts.s3_bucket;
-  p.budget_bytes = DiskCacheBudget(config, ctx.opts.data_dir);
+  p.budget_bytes = DiskCacheBudget(ctx.opts.config, ctx.opts.data_dir);
   p.enabled = p.budget_bytes > 0;
   auto scan = DiskCache::Scan(PosixFileSystem(), p.dir);
   if (!scan.ok()) return p;  // no cache directory: nothing cached

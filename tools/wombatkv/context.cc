@@ -105,17 +105,14 @@ Store* Context::OpenStore(int* exit_code) {
 }
 
 ObjectStore* Context::OpenConfiguredS3(int* exit_code) {
-  if (l2_ || opts.s3_bucket.empty()) return l2_.get();
-  auto config = Config::FromEnv();
-  auto l2 = config.ok() ? OpenL2FromConfig(*config, L2Env{nullptr, nullptr,
-                                                          [this](const std::string& m) {
-                                                            out.Warn(m);
-                                                          }})
-                        : Result<std::unique_ptr<S3ObjectStore>>(config.status());
+  const std::string& bucket = opts.config.s3_bucket;
+  if (l2_ || bucket.empty()) return l2_.get();
+  auto l2 = OpenL2FromConfig(opts.config, L2Env{nullptr, nullptr, [this](const std::string& m) {
+                                                  out.Warn(m);
+                                                }});
   if (!l2.ok()) {
-    *exit_code = out.Error("open S3 bucket " + opts.s3_bucket, l2.status(),
-                           "check the WMBT_KV_S3_* settings (docs/s3.md)",
-                           {{"bucket", opts.s3_bucket}});
+    *exit_code = out.Error("open S3 bucket " + bucket, l2.status(),
+                           "check the WMBT_KV_S3_* settings (docs/s3.md)", {{"bucket", bucket}});
     return nullptr;
   }
   l2_ = std::move(l2).value();

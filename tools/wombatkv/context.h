@@ -30,19 +30,12 @@ struct GlobalOptions {
   bool json = false;
   bool quiet = false;
   bool verbose = false;
-  // From Config only (no flags): passed through to StoreOptions.
-  std::string l2_prefix;
-  uint64_t cache_bytes_max = 0;
-  size_t upload_threads = 0;
-  // WMBT_KV_BUCKET: an S3 L2 is configured (opened with the other WMBT_KV_S3_* settings).
-  std::string s3_bucket;
-  // WMBT_KV_GC_GRACE: orphans older than this are expired (audit, gc).
-  uint64_t gc_grace_us = 0;
   // A daemon to talk to instead of the data directory (--remote-prefix / WMBT_KV_REMOTE_PREFIX
   // over shared memory, else --tcp-addr / WMBT_KV_TCP_ADDR); both empty = embedded.
   std::string remote_prefix;
   std::string tcp_addr;
-  // Every setting from the environment; the flags above override it when the store is opened.
+  // Every setting: the environment, then the store-setting flags (tools/wombatkv/setting_flags.h)
+  // as parsed; the options above override it when the store is opened.
   Config config;
 };
 

@@ -10,11 +10,6 @@ Status LoadEnvironmentDefaults(GlobalOptions* opts) {
   opts->data_dir = config->data_dir;
   opts->ns = config->ns;
   opts->fingerprint_hex = config->fingerprint.ToHex();
-  opts->l2_prefix = config->l2_prefix;
-  opts->cache_bytes_max = config->cache_bytes;
-  opts->upload_threads = config->upload_threads;
-  opts->s3_bucket = config->s3_bucket;
-  opts->gc_grace_us = config->gc_grace_us;
   opts->remote_prefix = config->remote_prefix;
   opts->tcp_addr = config->tcp_addr;
   opts->config = *config;

@@ -11,6 +11,7 @@
 
 #include "tools/wombatkv/commands.h"
 #include "tools/wombatkv/exit_codes.h"
+#include "tools/wombatkv/setting_flags.h"
 
 #ifndef WOMBATKV_VERSION
 #define WOMBATKV_VERSION "unknown"
@@ -57,13 +58,14 @@ std::string ParsedCommandPath(const CLI::App& app) {
 
 // The first word that is neither an option nor the value of a global option: what the user meant
 // as the command, for "unknown command" errors.
-std::string FirstCommandWord(int argc, char** argv) {
+std::string FirstCommandWord(int argc, char** argv, const SettingFlags& settings) {
   static constexpr std::string_view kTakesValue[] = {
       "--data-dir", "-n", "--namespace", "-f", "--fingerprint", "--remote-prefix", "--tcp-addr"};
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg.empty() || arg[0] == '-') {
-      if (std::find(std::begin(kTakesValue), std::end(kTakesValue), arg) != std::end(kTakesValue)) {
+      if (std::find(std::begin(kTakesValue), std::end(kTakesValue), arg) != std::end(kTakesValue) ||
+          settings.Has(arg)) {
         ++i;  // skip its value
       }
       continue;
@@ -116,6 +118,12 @@ int Main(int argc, char** argv) {
   app.add_flag("-q,--quiet", ctx.opts.quiet,
                "Print only results and errors (no notes, no headers)");
   app.add_flag("-v,--verbose", ctx.opts.verbose, "Also print the store's informational log");
+  // Settings with an option above; the log level is -v's (warnings, or everything).
+  const SettingFlags settings(
+      app,
+      {"WMBT_KV_DATA_DIR", "WMBT_KV_NAMESPACE", "WMBT_KV_FINGERPRINT", "WMBT_KV_REMOTE_PREFIX",
+       "WMBT_KV_TCP_ADDR", "WMBT_KV_LOG_LEVEL"},
+      "Store settings (L2 backend, S3, caches, capacity, transports)");
   app.footer(
       std::string(kExitCodesHelp) +
       "\nErrors are one line on stderr: \"wombatkv: <what>: <why>; <what to do>\".\n"
@@ -148,7 +156,7 @@ int Main(int argc, char** argv) {
     ctx.out.Configure(ArgvHasJson(argc, argv), false);
     std::string command = ParsedCommandPath(app);
     if (command.empty()) {
-      std::string word = FirstCommandWord(argc, argv);
+      std::string word = FirstCommandWord(argc, argv, settings);
       if (!word.empty()) {
         return ctx.out.Usage("usage", "unknown command \"" + word + "\"",
                              "run `wombatkv --help` for the commands");
@@ -159,6 +167,11 @@ int Main(int argc, char** argv) {
     return ctx.out.Usage(what, e.what(), hint);
   }
 
+  std::string failed_flag;
+  if (Status s = settings.ApplyTo(&ctx.opts.config, &failed_flag); !s.ok()) {
+    ctx.out.Configure(ctx.opts.json, false);
+    return ctx.out.Usage(failed_flag, s.message(), "run `wombatkv --help`");
+  }
   ctx.ns_given = ns_opt->count() > 0;
   if (int code = ctx.Validate(); code != kExitOk) return code;
   for (auto& [sub, run] : table.entries) {

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "daemon/daemon.h"
 #include "daemon/daemon_settings.h"
 #include "tools/wombatkv/output.h"
+#include "tools/wombatkv/setting_flags.h"
 
 #ifndef WOMBATKV_VERSION
 #define WOMBATKV_VERSION "unknown"
@@ -45,12 +47,17 @@ struct FlagSetting {
   CLI::Option* option = nullptr;
 };
 
+// Config settings with a flag above, or that only a client reads.
+const std::set<std::string_view> kNoStoreFlag = {
+    "WMBT_KV_DATA_DIR",      "WMBT_KV_CACHE_BYTES", "WMBT_KV_LOG_LEVEL",  "WMBT_KV_RUN_DIR",
+    "WMBT_KV_NAMESPACE",     "WMBT_KV_FINGERPRINT", "WMBT_KV_REMOTE_PREFIX", "WMBT_KV_TCP_ADDR",
+    "WMBT_KV_CLIENT_POLL",   "WMBT_KV_HTTP_ADDR"};
+
 const char* kFooter =
     "Environment: every flag has a WMBT_KV_* variable (named in brackets); a flag overrides "
-    "it.\nThe store reads the rest of its settings from the environment as embedded handles "
-    "do:\n  WMBT_KV_S3_PREFIX, WMBT_KV_UPLOAD_THREADS, and S3 as L2: WMBT_KV_BUCKET, "
-    "WMBT_KV_S3_ENDPOINT,\n  WMBT_KV_S3_REGION, WMBT_KV_S3_ACCESS_KEY, WMBT_KV_S3_SECRET_KEY "
-    "(or AWS_*), WMBT_KV_S3_* tuning.\n"
+    "it.\nS3 credentials are variables only (a command line is visible to every local user):"
+    "\n  WMBT_KV_S3_ACCESS_KEY and WMBT_KV_S3_SECRET_KEY (or AWS_ACCESS_KEY_ID, "
+    "AWS_SECRET_ACCESS_KEY).\n"
     "Clients: WMBT_KV_TCP_ADDR=HOST:PORT (and WMBT_KV_AUTH_TOKEN when the listener is not "
     "loopback),\n  or WMBT_KV_REMOTE_PREFIX=NAME (with the daemon's WMBT_KV_RUN_DIR, if not "
     "/tmp).\n"
@@ -143,6 +150,8 @@ int Main(int argc, char** argv) {
                  "replaces the variable [env WMBT_KV_AUTH_TOKENS, ';'-separated]")
       ->type_name("TOKEN[=NS,...]")
       ->allow_extra_args(false);
+  cli::SettingFlags store_flags(app, kNoStoreFlag,
+                                "Store settings (L2 backend, S3, caches, capacity)");
   app.footer(kFooter);
 
   try {
@@ -163,6 +172,8 @@ int Main(int argc, char** argv) {
     Status st = f.daemon ? s.Set(f.setting, f.value) : c.Set(f.setting, f.value);
     if (!st.ok()) return Usage(f.option->get_name(), st);
   }
+  std::string failed_flag;
+  if (Status st = store_flags.ApplyTo(&c, &failed_flag); !st.ok()) return Usage(failed_flag, st);
   if (!tokens.empty()) {
     s.tokens.clear();
     for (const std::string& t : tokens) {
