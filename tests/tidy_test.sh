@@ -18,17 +18,29 @@ set -euo pipefail
 readonly B='(^|[^A-Za-z0-9_])'
 readonly E='([^A-Za-z0-9_]|$)'
 
-# name|regex. Each name says what to use instead.
+# name|regex[|engine]. Each name says what to use instead. A rule marked `engine` does not apply
+# to tests (*_test.cc, *_test.h): a test may bound its own wait for a hang with the real clock.
 readonly RULES=(
   "std::chrono clock ::now (use Clock::NowMicros/WallMicros)|${B}[a-z_]*_clock[[:space:]]*::[[:space:]]*now${E}"
   "sleep_for/sleep_until (use Clock::SleepMicros or Clock::WaitFor)|${B}sleep_(for|until)${E}"
   "usleep/nanosleep (use Clock::SleepMicros)|${B}(usleep|nanosleep)[[:space:]]*\\("
+  "sleep() (use Clock::SleepMicros)|${B}sleep[[:space:]]*\\("
   "std::random_device (use Random from env.h)|${B}random_device${E}"
   "rand()/srand() (use Random from env.h)|${B}s?rand[[:space:]]*\\("
-  "time(nullptr) (use Clock::WallMicros)|${B}time[[:space:]]*\\([[:space:]]*(nullptr|NULL|0)[[:space:]]*\\)"
+  "getrandom/arc4random (use Random from env.h)|${B}(getrandom|arc4random[a-z_]*)${E}"
+  "/dev/urandom (use Random from env.h)|\"/dev/u?random\""
+  "time(nullptr) (use Clock::WallMicros)|${B}time[[:space:]]*\\([[:space:]]*(nullptr|NULL|0|&)"
   "gettimeofday (use Clock::WallMicros)|${B}gettimeofday${E}"
   "clock_gettime (use Clock::NowMicros)|${B}clock_gettime${E}"
+  "absl clock or random (use Clock / Random from env.h)|${B}absl::(Now|SleepFor|GetCurrentTimeNanos|[A-Za-z]*BitGen)${E}"
+  "timed wait on the real clock (use Clock::WaitFor)|(\\.|->)[[:space:]]*wait_(for|until)[[:space:]]*\\(|engine"
 )
+
+# The regex of a rule ("name|regex" or "name|regex|engine").
+rule_regex() {
+  local r=${1#*|}
+  printf '%s' "${r%|engine}"
+}
 
 # Drops what is commented out on one line, so prose mentioning a banned call is not a violation.
 strip_comments() {
@@ -70,7 +82,7 @@ scan() {
   # One grep over every file finds candidate lines; each candidate is then stripped of comments
   # and matched rule by rule, so the report names the rule and ignores prose.
   local combined="" rule
-  for rule in "${RULES[@]}"; do combined+="${combined:+|}(${rule#*|})"; done
+  for rule in "${RULES[@]}"; do combined+="${combined:+|}($(rule_regex "$rule"))"; done
   local candidates rc=0
   candidates=$(cd "$root" && grep -nHE -e "$combined" -- "${files[@]}") || rc=$?
   if ((rc > 1)); then
@@ -83,7 +95,8 @@ scan() {
     [[ -z $file ]] && continue
     code=$(strip_comments "$text")
     for rule in "${RULES[@]}"; do
-      if [[ $code =~ ${rule#*|} ]]; then
+      [[ $rule == *'|engine' && $file =~ _test\.(cc|h)$ ]] && continue
+      if [[ $code =~ $(rule_regex "$rule") ]]; then
         echo "$file:$line: banned ${rule%%|*}: ${text#"${text%%[![:space:]]*}"}"
         violations=$((violations + 1))
       fi
@@ -129,10 +142,21 @@ time_t f = time(nullptr);
 time_t g = std::time(NULL);
 gettimeofday(&tv, nullptr);
 clock_gettime(CLOCK_MONOTONIC, &ts);
+sleep(1);
+getrandom(buf, 16, 0);
+uint32_t r = arc4random_uniform(6);
+int fd = open("/dev/urandom", O_RDONLY);
+time_t now = time(&now);
+auto t = absl::Now();
+absl::BitGen gen;
+cv.wait_for(lock, std::chrono::seconds(1));
+done->wait_until(lock, deadline);
 CC
   printf 'x = steady_clock::now();\n' >"$tmp/tools/bad.h"
   printf 'x = rand();\n' >"$tmp/sim/bad.cpp"
-  local expected=17
+  # A test may bound a wait with the real clock; the other rules hold there too.
+  printf 'cv.wait_for(lock, 1s);\nsleep(1);\n' >"$tmp/src/x/thing_test.cc"
+  local expected=27
   # Allowed: the seam itself, comments, and look-alike identifiers.
   cp "$tmp/src/x/bad.cc" "$tmp/src/env/posix.cc"
   cat >"$tmp/src/x/good.cc" <<'CC'
@@ -144,6 +168,8 @@ CC
 uint64_t t = clock->NowMicros();  // not system_clock::now()
 int h = Uniform(3) + operand(2) + grand(1) + random_devices + my_time(0);
 bool i = mtime(nullptr) || sleep_forever;
+int j = my_sleep(1) + Sleep(2) + getrandomish + clock->WaitFor(cv, lock, 5);
+std::string k = "head -c 4096 /dev/urandom | wombatkv put";
 CC
   printf 'int d = rand();\n' >"$tmp/src/x/notes.txt"  # not a C/C++ file
 
@@ -160,15 +186,19 @@ CC
     fail=1
   fi
   local n
-  for n in $(seq 1 15); do
+  for n in $(seq 1 24); do
     grep -q "^src/x/bad.cc:$n: " <<<"$out" || {
       echo "tidy self-check: missed src/x/bad.cc line $n" >&2
       fail=1
     }
   done
-  if grep -qE '^(src/env/|src/x/good\.cc|src/x/notes\.txt)' <<<"$out"; then
+  grep -q '^src/x/thing_test.cc:2: banned sleep()' <<<"$out" || {
+    echo "tidy self-check: missed sleep() in a test" >&2
+    fail=1
+  }
+  if grep -qE '^(src/env/|src/x/good\.cc|src/x/notes\.txt|src/x/thing_test\.cc:1:)' <<<"$out"; then
     echo "tidy self-check: flagged an allowed place:" >&2
-    grep -E '^(src/env/|src/x/good\.cc|src/x/notes\.txt)' <<<"$out" >&2
+    grep -E '^(src/env/|src/x/good\.cc|src/x/notes\.txt|src/x/thing_test\.cc:1:)' <<<"$out" >&2
     fail=1
   fi
   return $fail
