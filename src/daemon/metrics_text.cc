@@ -123,7 +123,8 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_cache_bytes", "gauge", "Payload bytes in the RAM cache.", s.cache_bytes);
   p.One("wombatkv_cache_entries", "gauge", "Payloads in the RAM cache.", s.cache_entries);
   p.One("wombatkv_cache_pinned_bytes", "gauge",
-        "RAM cache bytes pinned (uploads in flight, borrows).", s.cache_pinned_bytes);
+        "RAM cache bytes pinned by uploads in flight (borrowed bytes: wombatkv_shm_shared_*).",
+        s.cache_pinned_bytes);
   p.One("wombatkv_cache_evictions_total", "counter", "Payloads evicted from the RAM cache.",
         s.cache_evictions);
   p.One("wombatkv_disk_cache_bytes", "gauge",

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "connect/open_client_store.h"
+#include "tests/daemon/client_process.h"
 #include "tests/daemon/daemon_test_util.h"
 
 namespace wombatkv::testing {
@@ -35,74 +36,6 @@ constexpr uint64_t kOrderChain = 777;
 // An observer that has not seen the last version after this many reads reports a failure rather
 // than spin forever (the writer has finished by then; a read that still misses it is a G2 bug).
 constexpr uint64_t kWatchReadsMax = 2'000'000;
-
-// ---- line protocol over pipes ----------------------------------------------------------------
-
-bool WriteLine(int fd, const std::string& line) {
-  std::string l = line + "\n";
-  size_t done = 0;
-  while (done < l.size()) {
-    ssize_t n = write(fd, l.data() + done, l.size() - done);
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// One line without its newline; "" at EOF.
-std::string ReadLine(int fd) {
-  std::string line;
-  char c = 0;
-  while (read(fd, &c, 1) == 1) {
-    if (c == '\n') return line;
-    line += c;
-  }
-  return line;
-}
-
-// A forked client process: `body(in, out)` reads commands from `in`, answers on `out`, and its
-// return value is the exit status.
-class ClientProcess {
- public:
-  explicit ClientProcess(const std::function<int(int, int)>& body) {
-    int down[2];
-    int up[2];
-    if (pipe(down) != 0 || pipe(up) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      close(down[1]);
-      close(up[0]);
-      _exit(body(down[0], up[1]));
-    }
-    close(down[0]);
-    close(up[1]);
-    to_ = down[1];
-    from_ = up[0];
-  }
-  ~ClientProcess() {
-    if (to_ >= 0) close(to_);
-    if (from_ >= 0) close(from_);
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  bool started() const { return pid_ > 0; }
-  std::string Ask(const std::string& command) {
-    if (!WriteLine(to_, command)) return "fail: the client process is gone";
-    return Read();
-  }
-  void Send(const std::string& command) { WriteLine(to_, command); }
-  std::string Read() {
-    std::string line = ReadLine(from_);
-    return line.empty() ? "fail: the client process exited without answering" : line;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int to_ = -1;
-  int from_ = -1;
-};
 
 // ---- what the clients do -----------------------------------------------------------------------
 

@@ -150,19 +150,6 @@ TEST(DaemonLifecycle, HttpReportsHealthReadinessAndMetrics) {
   EXPECT_EQ(daemon->Stop(SIGTERM), 0);
 }
 
-// The value of the unlabelled series `name` on a /metrics page; -1 when it is not there.
-double MetricValue(const std::string& page, const std::string& name) {
-  const std::string line_start = name + " ";
-  for (size_t at = 0; at < page.size();) {
-    size_t end = page.find('\n', at);
-    if (end == std::string::npos) end = page.size();
-    const std::string_view line(page.data() + at, end - at);
-    if (line.starts_with(line_start)) return std::stod(std::string(line.substr(line_start.size())));
-    at = end + 1;
-  }
-  return -1;
-}
-
 // docs/daemon.md, "Spinning": the daemon's event loop polls after every wake-up with work
 // (WMBT_KV_TCP_POLL, on by default), also between the requests of two connections taking turns,
 // which the lone-connection poll never serves while both send within its 1 ms windows: at least

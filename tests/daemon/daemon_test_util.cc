@@ -177,4 +177,16 @@ std::vector<uint8_t> FrameBytes(const wire::Message& m) {
   return out;
 }
 
+double MetricValue(const std::string& page, const std::string& name) {
+  const std::string line_start = name + " ";
+  for (size_t at = 0; at < page.size();) {
+    size_t end = page.find('\n', at);
+    if (end == std::string::npos) end = page.size();
+    const std::string_view line(page.data() + at, end - at);
+    if (line.starts_with(line_start)) return std::stod(std::string(line.substr(line_start.size())));
+    at = end + 1;
+  }
+  return -1;
+}
+
 }  // namespace wombatkv::testing

@@ -66,6 +66,9 @@ class RawClient {
   std::unique_ptr<Reader> reader_;
 };
 
+// The value of the unlabelled series `name` on a /metrics page; -1 when it is not there.
+double MetricValue(const std::string& page, const std::string& name);
+
 // The framed bytes of `m` (envelope included).
 std::vector<uint8_t> FrameBytes(const wire::Message& m);
 
