@@ -1,13 +1,18 @@
 // Edge cases of the C ABI (include/wombatkv.h) from C++: G12 bad input, error reporting, CAS
 // publish, borrows and threads sharing one handle. The happy paths from C are in capi_c_test.c.
+// Like it, the same tests run against the embedded store and against wombatkvd over shared
+// memory and TCP (WMBT_KV_TEST_MODE; see OpenStore), so an engine sees the same behaviour in
+// every mode (issue 4).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -36,6 +41,41 @@ const uint8_t* Bytes(const char* literal) { return reinterpret_cast<const uint8_
 
 std::string LastError() { return wmbt_kv_last_error(); }
 
+// As capi_c_test.c's open_store: WMBT_KV_TEST_MODE unset or "embedded" tests the embedded store;
+// "shm" or "tcp" a wombatkvd that `$WMBT_KV_TEST_DAEMON_CTL start DIR` (tests/capi/daemon_ctl.sh)
+// (re)starts on data directory DIR, reached through wmbt_kv_init_from_env as an engine would.
+bool DaemonMode() {
+  const char* mode = getenv("WMBT_KV_TEST_MODE");
+  return mode != nullptr && *mode != '\0' && std::string_view(mode) != "embedded";
+}
+
+// Runs the daemon control script; `start` sets the client's variables it prints (NAME=value
+// lines) and returns their names.
+std::vector<std::string> DaemonCtl(const std::string& verb, const std::string& dir) {
+  const std::string cmd = std::string(getenv("WMBT_KV_TEST_DAEMON_CTL")) + " " + verb + " " + dir;
+  std::vector<std::string> names;
+  FILE* out = popen(cmd.c_str(), "r");
+  if (out == nullptr) return names;
+  char line[512];
+  while (fgets(line, sizeof line, out) != nullptr) {
+    std::string l(line, strcspn(line, "\n"));
+    const size_t eq = l.find('=');
+    if (eq == std::string::npos) continue;
+    names.push_back(l.substr(0, eq));
+    setenv(names.back().c_str(), l.c_str() + eq + 1, 1);
+  }
+  EXPECT_EQ(pclose(out), 0) << cmd;
+  return names;
+}
+
+wmbt_kv_handle_t* OpenStore(const std::string& dir) {
+  if (!DaemonMode()) return wmbt_kv_open_embedded(dir.c_str());
+  const std::vector<std::string> names = DaemonCtl("start", dir);
+  wmbt_kv_handle_t* h = wmbt_kv_init_from_env();
+  for (const std::string& n : names) unsetenv(n.c_str());  // tests set transports themselves
+  return h;
+}
+
 class CApi : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -46,11 +86,12 @@ class CApi : public ::testing::Test {
     std::string tmpl = (std::filesystem::temp_directory_path() / "wombatkv-capi-XXXXXX").string();
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
-    handle_ = wmbt_kv_open_embedded(dir_.c_str());
+    handle_ = OpenStore(dir_);
     ASSERT_NE(handle_, nullptr) << LastError();
   }
   void TearDown() override {
     wmbt_kv_free(handle_);
+    if (DaemonMode()) DaemonCtl("stop", "");
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
@@ -430,11 +471,12 @@ TEST_F(CApi, BorrowStaysValidAfterItsHandleIsFreed) {
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(ptrs[0]), lens[0]),
             "payload-" + k.substr(0, 8));
   wmbt_kv_release_borrow(borrow);
-  handle_ = wmbt_kv_open_embedded(dir_.c_str());  // the directory is free again
+  handle_ = OpenStore(dir_);  // embedded: the directory is free again; else a daemon restart
   ASSERT_NE(handle_, nullptr) << LastError();
   EXPECT_EQ(Lookup({k}), 1u);
 }
 
+// In daemon mode the daemon owns the directory: an engine opening it embedded is refused too.
 TEST_F(CApi, SecondOpenOfADataDirectoryFailsClearly) {
   EXPECT_EQ(wmbt_kv_open_embedded(dir_.c_str()), nullptr);
   EXPECT_NE(LastError().find("FAILED_PRECONDITION"), std::string::npos) << LastError();
