@@ -2,8 +2,8 @@
 # cli_test.sh WOMBATKV_BIN WORKLOAD_BIN [WOMBATKVD_BIN] — drives the real `wombatkv` and
 # `wombatkv-workload` binaries on a temporary data directory: the put/publish/lookup/get/cat/ls/
 # inspect/sidecar round trip, --json output, the documented exit codes (miss 1, usage 2, conflict
-# 3, locked 5), every --help, and a short workload run twice (the second run must restore what the
-# first stored). With WOMBATKVD_BIN, the block and chain commands again against a real wombatkvd,
+# 3, corruption 4, locked 5, unavailable 6, permission denied 8), every --help, and a short
+# workload run twice (the second run must restore what the first stored). With WOMBATKVD_BIN, the block and chain commands again against a real wombatkvd,
 # over TCP and over shared memory, and the refusal of the offline commands there.
 #
 # Prints one line per check and "N passed, M failed"; exits 1 if anything failed, 2 on bad usage.
@@ -212,6 +212,30 @@ check_rc "stat" 0
 run "$WKV" --json refresh
 check_json "refresh --json parses" "$TMP/out" "'heads_listed' in d" "True"
 
+# ---- a damaged blob: exit 4, nothing served ---------------------------------------------------
+
+# One byte of a stored payload flipped on disk (in the local L2's journal file that holds it):
+# the read reports corruption naming the object and serves no byte, every time (SPEC G9).
+run "$WKV" --data-dir "$TMP/damaged" put "$K1" --value "DAMAGE-ME-0123456789abcdef" --publish
+check_rc "put of the block to damage" 0
+python3 -c 'import glob, sys
+for p in glob.glob(sys.argv[1] + "/l2/**/.~journal-*", recursive=True):
+    b = bytearray(open(p, "rb").read())
+    i = b.find(b"DAMAGE-ME")
+    if i >= 0:
+        b[i + 4] ^= 1
+        open(p, "wb").write(b)
+        print(p)' "$TMP/damaged" >"$TMP/damaged.txt"
+if [[ -s $TMP/damaged.txt ]]; then pass "the payload's bytes were found on disk and one flipped"
+else fail "the payload's bytes were found on disk and one flipped" "not in any journal file"; fi
+for attempt in 1 2; do
+  run "$WKV" --data-dir "$TMP/damaged" get "$K1"
+  check_rc "get of a damaged block exits 4 naming the object (read $attempt)" 4 \
+    "corruption detected: object kv/default/wombatkv/v1/blob/"
+  if [[ ! -s $TMP/out ]]; then pass "no byte of the damaged block is written (read $attempt)"
+  else fail "no byte of the damaged block is written (read $attempt)" "$(head -c 100 "$TMP/out")"; fi
+done
+
 # ---- usage errors and bad arguments: exit 2, naming the argument ------------------------------
 
 run "$WKV" lookup zz
@@ -238,6 +262,12 @@ run "$WKV" put "$K1" --file "$TMP/does-not-exist"
 check_rc "put --file of a missing file exits 2" 2 "does-not-exist"
 run "$WKV" frobnicate
 check_rc "an unknown command exits 2 naming it" 2 "unknown command \"frobnicate\""
+python3 -c 'import os, sys
+os.makedirs(sys.argv[1])
+for i in range(65537): open("%s/%06d" % (sys.argv[1], i), "wb").close()' "$TMP/huge"
+run "$WKV" put-chain --dir "$TMP/huge"
+check_rc "put-chain of more files than one batch holds exits 2 naming the limit" 2 "65536 blocks"
+rm -rf "$TMP/huge"
 run "$WKV" --upload-threads 0 stat
 check_rc "a bad store-setting flag exits 2 naming the flag" 2 "--upload-threads"
 run "$WKV" --s3-prefix x frobnicate
@@ -326,7 +356,8 @@ if [[ -n $WKVD ]]; then
   mkdir -p "$DDIR"
   PREFIX=cli-test-$$
   "$WKVD" --data-dir "$DDIR/data" --tcp 127.0.0.1:0 --prefix "$PREFIX" --run-dir "$DDIR" \
-    --shm-data-bytes 16M --cache-bytes 16M >"$DDIR/out" 2>"$DDIR/err" &
+    --shm-data-bytes 16M --cache-bytes 16M --auth-token cli-token=limited \
+    >"$DDIR/out" 2>"$DDIR/err" &
   HOLDER_PID=$!
   # Bounded wait for its "ready" line (or its exit), not a timing assertion.
   for _ in $(seq 600); do
@@ -381,6 +412,12 @@ if [[ -n $WKVD ]]; then
     check_json "daemon/tcp: stat shows the daemon and its counters" "$TMP/out" \
       "(d['daemon'].startswith('wombatkvd'), 'data_dir' in d, d['stats']['publishes'] >= 2)" \
       "(True, False, True)"
+    # On loopback no token is needed; one sent is checked, and its namespace limit holds.
+    WMBT_KV_AUTH_TOKEN=cli-token run "${TCP[@]}" -n other lookup "$K1"
+    check_rc "daemon/tcp: a namespace the token does not grant exits 8 naming it" 8 \
+      "namespace \"other\" is not granted"
+    WMBT_KV_AUTH_TOKEN=not-a-token run "${TCP[@]}" lookup "$K1"
+    check_rc "daemon/tcp: a token the daemon does not know exits 8" 8 "auth token was refused"
     run "${TCP[@]}" lookup "$K9"
     if [[ $RC == 0 && $(out) == 0 ]]; then pass "daemon/tcp: a miss is 0, exit 0"
     else fail "daemon/tcp: a miss is 0, exit 0" "rc=$RC out=$(out)"; fi
