@@ -280,6 +280,8 @@ struct StoreStats {
   uint64_t l2_journal_sync_micros = 0;
   uint64_t l2_journal_preallocations = 0;
   uint64_t l2_journal_preallocate_micros = 0;
+  // The RAM cache's byte budget (StoreOptions::cache_bytes_max), beside cache_bytes above
+  uint64_t cache_budget_bytes = 0;
 };
 
 // L2 bytes one fingerprint's heads reference (part of NamespaceUsage).

@@ -122,6 +122,8 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_lookups_total", "counter", "LookupPrefix calls.", s.lookups);
   p.One("wombatkv_cache_bytes", "gauge", "Payload bytes in the RAM cache.", s.cache_bytes);
   p.One("wombatkv_cache_entries", "gauge", "Payloads in the RAM cache.", s.cache_entries);
+  p.One("wombatkv_cache_budget_bytes", "gauge", "The RAM cache's byte budget.",
+        s.cache_budget_bytes);
   p.One("wombatkv_cache_pinned_bytes", "gauge",
         "RAM cache bytes pinned by uploads in flight (borrowed bytes: wombatkv_shm_shared_*).",
         s.cache_pinned_bytes);

@@ -78,6 +78,7 @@ inline constexpr StoreStatsField kStoreStatsFields[] = {
     {"l2_journal_sync_micros", &StoreStats::l2_journal_sync_micros},
     {"l2_journal_preallocations", &StoreStats::l2_journal_preallocations},
     {"l2_journal_preallocate_micros", &StoreStats::l2_journal_preallocate_micros},
+    {"cache_budget_bytes", &StoreStats::cache_budget_bytes},
 };
 
 static_assert(sizeof(kStoreStatsFields) / sizeof(kStoreStatsFields[0]) * sizeof(uint64_t) ==

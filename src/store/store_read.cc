@@ -331,6 +331,7 @@ StoreStats StoreImpl::Stats() {
   s.cache_bytes = c.bytes;
   s.cache_entries = c.entries;
   s.cache_pinned_bytes = c.pinned_bytes;
+  s.cache_budget_bytes = options_.cache_bytes_max;
   s.cache_hits = c.hits;
   s.cache_misses = c.misses;
   s.cache_evictions = c.evictions;

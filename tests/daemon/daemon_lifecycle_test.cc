@@ -143,6 +143,7 @@ TEST(DaemonLifecycle, HttpReportsHealthReadinessAndMetrics) {
         "wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",le=\"+Inf\"} 1",
         "wombatkv_plane_hits_total{plane=\"l0\"} 3", "wombatkv_l0_chains 1",
         "wombatkv_tcp_connections_accepted_total 1", "wombatkv_cache_bytes ",
+        "wombatkv_cache_budget_bytes 67108864" /* StartDaemon's --cache-bytes 64M */,
         "wombatkv_shm_clients 0", "wombatkv_shm_protocol_errors_total 0"}) {
     EXPECT_NE(page.find(series), std::string::npos) << series << "\n" << page;
   }
