@@ -40,7 +40,7 @@ fi
 [[ -n $SEED ]] || SEED=$(( $(od -An -N2 -tu2 /dev/urandom) ))
 RANDOM=$SEED
 [[ -n $S3_CYCLES ]] || S3_CYCLES=$(( CYCLES / 4 > 5 ? CYCLES / 4 : 5 ))
-echo "crash_test: seed $SEED, $CYCLES cycles (repeat: $0 --writer $WRITER --cycles $CYCLES --seed $SEED)"
+echo "crash_test: seed $SEED, $CYCLES cycles (repeat: $0 --writer $WRITER${DAEMON:+ --daemon $DAEMON} --cycles $CYCLES --seed $SEED)"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/wombatkv-crash-test.XXXXXX")
 WPID="" DPID=""
