@@ -65,9 +65,9 @@ std::string Metrics(const std::string& http_base) {
 TEST(DaemonPins, ASigkilledShmClientsBorrowsAreReleasedByTheDaemon) {
   TempDir dir;
   const std::string prefix = "pins-" + std::to_string(getpid());
-  auto daemon = StartDaemon(dir, {"--prefix", prefix, "--run-dir", dir.path(), "--http",
-                                  "127.0.0.1:0", "--shm-data-bytes", "64M", "--shm-arena-bytes",
-                                  "64M"});
+  auto daemon =
+      StartDaemon(dir, {"--prefix", prefix, "--run-dir", dir.path(), "--http", "127.0.0.1:0",
+                        "--shm-data-bytes", "64M", "--shm-arena-bytes", "64M"});
   ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
   ASSERT_FALSE(daemon->http().empty()) << daemon->output();
 

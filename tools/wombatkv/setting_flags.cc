@@ -21,9 +21,9 @@ SettingFlags::SettingFlags(CLI::App& app, const std::set<std::string_view>& skip
   for (const SettingDoc& doc : AllSettings()) {
     if (doc.secret || skip.count(doc.name) > 0) continue;
     Flag& f = flags_.emplace_back(Flag{doc.name, SettingFlagName(doc.name), "", nullptr});
-    const std::string help = std::string(doc.meaning) + " Default: " +
-                             std::string(doc.default_value) + ". [env " + std::string(doc.name) +
-                             "]";
+    const std::string help = std::string(doc.meaning) +
+                             " Default: " + std::string(doc.default_value) + ". [env " +
+                             std::string(doc.name) + "]";
     f.option = app.add_option(f.name, f.value, help)->type_name("VALUE")->group(group);
   }
 }

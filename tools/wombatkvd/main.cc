@@ -49,9 +49,9 @@ struct FlagSetting {
 
 // Config settings with a flag above, or that only a client reads.
 const std::set<std::string_view> kNoStoreFlag = {
-    "WMBT_KV_DATA_DIR",      "WMBT_KV_CACHE_BYTES", "WMBT_KV_LOG_LEVEL",  "WMBT_KV_RUN_DIR",
-    "WMBT_KV_NAMESPACE",     "WMBT_KV_FINGERPRINT", "WMBT_KV_REMOTE_PREFIX", "WMBT_KV_TCP_ADDR",
-    "WMBT_KV_CLIENT_POLL",   "WMBT_KV_HTTP_ADDR"};
+    "WMBT_KV_DATA_DIR",    "WMBT_KV_CACHE_BYTES", "WMBT_KV_LOG_LEVEL",     "WMBT_KV_RUN_DIR",
+    "WMBT_KV_NAMESPACE",   "WMBT_KV_FINGERPRINT", "WMBT_KV_REMOTE_PREFIX", "WMBT_KV_TCP_ADDR",
+    "WMBT_KV_CLIENT_POLL", "WMBT_KV_HTTP_ADDR"};
 
 const char* kFooter =
     "Environment: every flag has a WMBT_KV_* variable (named in brackets); a flag overrides "
