@@ -59,7 +59,7 @@ extern "C" {
 #endif
 
 #define WMBT_KV_ABI_VERSION_MAJOR 1
-#define WMBT_KV_ABI_VERSION_MINOR 1
+#define WMBT_KV_ABI_VERSION_MINOR 2
 /* (major << 16) | minor: what wmbt_kv_abi_version() returns for this header. */
 #define WMBT_KV_ABI_VERSION \
   ((uint32_t)(((uint32_t)WMBT_KV_ABI_VERSION_MAJOR << 16) | (uint32_t)WMBT_KV_ABI_VERSION_MINOR))
@@ -81,7 +81,7 @@ typedef struct wmbt_kv_payload wmbt_kv_payload_t; /* opaque: a buffer handed to 
 
 /* ---- Version, hashing, errors (1.0) ---------------------------------------------------------- */
 
-/* (major << 16) | minor of the linked library: 0x00010001 for 1.1. Compare the major with
+/* (major << 16) | minor of the linked library: 0x00010002 for 1.2. Compare the major with
  * WMBT_KV_ABI_VERSION_MAJOR; a larger minor only adds functions. */
 WMBT_KV_API uint32_t wmbt_kv_abi_version(void);
 
@@ -198,6 +198,17 @@ WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_open_embedded(const char* data_dir);
 WMBT_KV_API int32_t wmbt_kv_fingerprint_digest(const char* model_id, const char* tokenizer_id,
                                                const char* kv_dtype, uint32_t tp, uint32_t pp,
                                                const char* lora, char* out_hex);
+
+/* wmbt_kv_fingerprint_digest with the envelope's free-form extras (SPEC §2): extra_count
+ * name/value pairs (extra_names[i], extra_values[i]) for whatever else makes two models' KV
+ * blocks incompatible, e.g. "block_size" = "16" or "rope_scaling" = "yarn:4". Names are non-empty
+ * and distinct; values may be empty; at most 256 pairs. Their order does not matter, and no
+ * extras (extra_count 0; the arrays may then be NULL) gives wmbt_kv_fingerprint_digest's digest.
+ * Returns 0, or -1 on error (since 1.2). */
+WMBT_KV_API int32_t wmbt_kv_fingerprint_digest_extras(
+    const char* model_id, const char* tokenizer_id, const char* kv_dtype, uint32_t tp, uint32_t pp,
+    const char* lora, const char* const* extra_names, const char* const* extra_values,
+    size_t extra_count, char* out_hex);
 
 /* wmbt_kv_lookup_block_prefix with an explicit fingerprint. Returns 0 or -1. */
 WMBT_KV_API int32_t wmbt_kv_lookup_block_prefix_ex(wmbt_kv_handle_t* handle,

@@ -12,6 +12,7 @@ inline constexpr size_t kNamespaceBytesMax = 64;
 inline constexpr size_t kChainBlocksMax = 1u << 20;            // entries in one chain head
 inline constexpr size_t kBatchBlocksMax = 1u << 16;            // blocks in one PutBlocks call
 inline constexpr size_t kLookupKeysMax = 1u << 20;             // keys in one lookup/get
+inline constexpr size_t kFingerprintExtrasMax = 256;           // free-form fingerprint fields
 inline constexpr uint64_t kHeadObjectBytesMax = 256ull << 20;  // one encoded chain head
 inline constexpr size_t kListPageKeysMax = 1000;               // as S3 ListObjectsV2
 inline constexpr uint32_t kUploadRetriesMax = 8;            // attempts of one blob upload

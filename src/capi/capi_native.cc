@@ -1,4 +1,4 @@
-// The 1.1 native entry points: fingerprints, explicit chains, CAS publish, content-hash get,
+// The native entry points (1.1, 1.2): fingerprints, explicit chains, CAS publish, content-hash get,
 // refresh and stats.
 #include <algorithm>
 #include <cstring>
@@ -13,8 +13,11 @@
 namespace wombatkv::capi {
 namespace {
 
+// `extra_count` pairs of (name, value), checked before any is read.
 Status FingerprintDigest(const char* model_id, const char* tokenizer_id, const char* kv_dtype,
-                         uint32_t tp, uint32_t pp, const char* lora, char* out_hex) {
+                         uint32_t tp, uint32_t pp, const char* lora,
+                         const char* const* extra_names, const char* const* extra_values,
+                         size_t extra_count, char* out_hex) {
   WMBT_RETURN_IF_ERROR(CheckNotNull(model_id, "model_id"));
   WMBT_RETURN_IF_ERROR(CheckNotNull(tokenizer_id, "tokenizer_id"));
   WMBT_RETURN_IF_ERROR(CheckNotNull(kv_dtype, "kv_dtype"));
@@ -29,6 +32,23 @@ Status FingerprintDigest(const char* model_id, const char* tokenizer_id, const c
   spec.tensor_parallel = tp;
   spec.pipeline_parallel = pp;
   spec.lora = lora ? lora : "";
+  if (extra_count > limits::kFingerprintExtrasMax)
+    return Status::InvalidArgument("extra_count " + std::to_string(extra_count) +
+                                   " is over the limit of " +
+                                   std::to_string(limits::kFingerprintExtrasMax) + " extras");
+  if (extra_count > 0) {
+    WMBT_RETURN_IF_ERROR(CheckNotNull(extra_names, "extra_names"));
+    WMBT_RETURN_IF_ERROR(CheckNotNull(extra_values, "extra_values"));
+  }
+  for (size_t i = 0; i < extra_count; ++i) {
+    const std::string at = "[" + std::to_string(i) + "]";
+    WMBT_RETURN_IF_ERROR(CheckNotNull(extra_names[i], ("extra_names" + at).c_str()));
+    WMBT_RETURN_IF_ERROR(CheckNotNull(extra_values[i], ("extra_values" + at).c_str()));
+    if (*extra_names[i] == '\0') return Status::InvalidArgument("extra_names" + at + " is empty");
+    if (!spec.extras.emplace(extra_names[i], extra_values[i]).second)
+      return Status::InvalidArgument("extra_names" + at + " \"" + extra_names[i] +
+                                     "\" is given twice");
+  }
   Fingerprint fp = spec.Digest();
   HexEncodeTo(fp.bytes, out_hex);
   out_hex[Fingerprint::kHexSize] = '\0';
@@ -183,6 +203,19 @@ int32_t wmbt_kv_fingerprint_digest(const char* model_id, const char* tokenizer_i
                                    const char* lora, char* out_hex) {
   return Guarded("wmbt_kv_fingerprint_digest", int32_t{-1}, nullptr, 0, [&] {
     return Finish(wombatkv::capi::FingerprintDigest(model_id, tokenizer_id, kv_dtype, tp, pp, lora,
+                                                    nullptr, nullptr, 0, out_hex),
+                  CallKind::kPlain);
+  });
+}
+
+int32_t wmbt_kv_fingerprint_digest_extras(const char* model_id, const char* tokenizer_id,
+                                          const char* kv_dtype, uint32_t tp, uint32_t pp,
+                                          const char* lora, const char* const* extra_names,
+                                          const char* const* extra_values, size_t extra_count,
+                                          char* out_hex) {
+  return Guarded("wmbt_kv_fingerprint_digest_extras", int32_t{-1}, nullptr, 0, [&] {
+    return Finish(wombatkv::capi::FingerprintDigest(model_id, tokenizer_id, kv_dtype, tp, pp, lora,
+                                                    extra_names, extra_values, extra_count,
                                                     out_hex),
                   CallKind::kPlain);
   });

@@ -107,7 +107,7 @@ static int remove_entry(const char* path, const struct stat* sb, int flag, struc
 
 static void test_abi_version(void) {
   uint32_t v = wmbt_kv_abi_version();
-  CHECK(v == 0x00010001u);
+  CHECK(v == 0x00010002u);
   CHECK(v == WMBT_KV_ABI_VERSION);
   CHECK((v >> 16) == WMBT_KV_ABI_VERSION_MAJOR);
   CHECK((v & 0xffffu) == WMBT_KV_ABI_VERSION_MINOR);
@@ -435,6 +435,16 @@ static void test_native(void) {
   CHECK(strcmp(fp, fp2) != 0); /* TP is part of the identity */
   CHECK(wmbt_kv_fingerprint_digest(NULL, "tok-v2", "f16", 1, 1, NULL, fp2) == -1);
   CHECK(wmbt_kv_fingerprint_digest("m", "t", "f16", 0, 1, NULL, fp2) == -1);
+  { /* since 1.2: free-form extras are part of the identity; none = the plain digest */
+    const char* names[] = {"block_size"};
+    const char* values[] = {"16"};
+    CHECK(wmbt_kv_fingerprint_digest_extras("llama-3-8b", "tok-v2", "f16", 1, 1, NULL, NULL, NULL,
+                                            0, fp2) == 0);
+    CHECK(strcmp(fp, fp2) == 0);
+    CHECK(wmbt_kv_fingerprint_digest_extras("llama-3-8b", "tok-v2", "f16", 1, 1, NULL, names,
+                                            values, 1, fp2) == 0);
+    CHECK(strcmp(fp, fp2) != 0);
+  }
 
   subdir(dir, sizeof dir, "native");
   h = open_store(dir);

@@ -558,7 +558,7 @@ TEST_F(CApi, StatsJsonReportsTheNeededSize) {
   buf.assign(needed - 1, 'Z');
   EXPECT_EQ(wmbt_kv_stats_json(handle_, buf.data(), buf.size(), nullptr), -1);
   EXPECT_NE(LastError().find(std::to_string(needed)), std::string::npos) << LastError();
-  EXPECT_TRUE(json.starts_with("{\"abi_version\":65537,")) << json;
+  EXPECT_TRUE(json.starts_with("{\"abi_version\":65538,")) << json;
   // Every StoreStats counter, as the header says (it once stopped at corruptions_detected).
   const auto parsed = nlohmann::json::parse(json);
   for (const wombatkv::StoreStatsField& f : wombatkv::kStoreStatsFields) {
@@ -598,6 +598,70 @@ TEST_F(CApi, FingerprintDigestMatchesTheEnvelopeAndScopesBlocks) {
             0);
   EXPECT_EQ(matched, 1u);
   EXPECT_EQ(Lookup({k}), 0u) << "the handle's default fingerprint is another scope";
+}
+
+// SPEC §2's free-form extras: part of the digest, in any order; none = the plain digest.
+TEST_F(CApi, FingerprintExtrasAreDigestedInAnyOrder) {
+  char plain[WMBT_KV_FINGERPRINT_HEX_BUF], none[WMBT_KV_FINGERPRINT_HEX_BUF];
+  char ab[WMBT_KV_FINGERPRINT_HEX_BUF], ba[WMBT_KV_FINGERPRINT_HEX_BUF];
+  ASSERT_EQ(wmbt_kv_fingerprint_digest("m", "t", "bf16", 1, 1, nullptr, plain), 0);
+  ASSERT_EQ(wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, nullptr, nullptr, 0,
+                                              none),
+            0)
+      << LastError();
+  EXPECT_STREQ(none, plain);
+  const char* names[] = {"block_size", "rope"};
+  const char* values[] = {"16", ""};
+  const char* names_ba[] = {"rope", "block_size"};
+  const char* values_ba[] = {"", "16"};
+  ASSERT_EQ(wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, names, values, 2, ab),
+            0)
+      << LastError();
+  ASSERT_EQ(
+      wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, names_ba, values_ba, 2, ba),
+      0);
+  EXPECT_STREQ(ab, ba);
+  EXPECT_STRNE(ab, plain);
+  wombatkv::FingerprintSpec spec;
+  spec.model_id = "m";
+  spec.tokenizer_id = "t";
+  spec.kv_dtype = "bf16";
+  spec.extras = {{"block_size", "16"}, {"rope", ""}};
+  EXPECT_EQ(std::string(ab), spec.Digest().ToHex()) << "the C digest is FingerprintSpec's";
+  // Another value is another model.
+  const char* values2[] = {"32", ""};
+  char other[WMBT_KV_FINGERPRINT_HEX_BUF];
+  ASSERT_EQ(
+      wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, names, values2, 2, other),
+      0);
+  EXPECT_STRNE(other, ab);
+}
+
+TEST_F(CApi, FingerprintExtrasRefuseBadPairs) {
+  char fp[WMBT_KV_FINGERPRINT_HEX_BUF];
+  const char* names[] = {"a", "a"};
+  const char* values[] = {"1", "2"};
+  EXPECT_EQ(wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, names, values, 2, fp),
+            -1);
+  EXPECT_NE(LastError().find("extra_names[1] \"a\" is given twice"), std::string::npos)
+      << LastError();
+  const char* empty[] = {""};
+  EXPECT_EQ(wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, empty, values, 1, fp),
+            -1);
+  EXPECT_NE(LastError().find("extra_names[0] is empty"), std::string::npos) << LastError();
+  const char* null_value[] = {nullptr};
+  EXPECT_EQ(
+      wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, names, null_value, 1, fp),
+      -1);
+  EXPECT_NE(LastError().find("extra_values[0]"), std::string::npos) << LastError();
+  EXPECT_EQ(wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, nullptr, values, 1, fp),
+            -1);
+  EXPECT_NE(LastError().find("extra_names"), std::string::npos) << LastError();
+  // A huge count is refused before the arrays are read (they hold one pair here).
+  EXPECT_EQ(wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, names, values,
+                                              SIZE_MAX, fp),
+            -1);
+  EXPECT_NE(LastError().find("over the limit of 256"), std::string::npos) << LastError();
 }
 
 }  // namespace
