@@ -605,21 +605,21 @@ TEST_F(CApi, FingerprintExtrasAreDigestedInAnyOrder) {
   char plain[WMBT_KV_FINGERPRINT_HEX_BUF], none[WMBT_KV_FINGERPRINT_HEX_BUF];
   char ab[WMBT_KV_FINGERPRINT_HEX_BUF], ba[WMBT_KV_FINGERPRINT_HEX_BUF];
   ASSERT_EQ(wmbt_kv_fingerprint_digest("m", "t", "bf16", 1, 1, nullptr, plain), 0);
-  ASSERT_EQ(wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, nullptr, nullptr, 0,
-                                              none),
-            0)
+  ASSERT_EQ(
+      wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, nullptr, nullptr, 0, none),
+      0)
       << LastError();
   EXPECT_STREQ(none, plain);
   const char* names[] = {"block_size", "rope"};
   const char* values[] = {"16", ""};
   const char* names_ba[] = {"rope", "block_size"};
   const char* values_ba[] = {"", "16"};
-  ASSERT_EQ(wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, names, values, 2, ab),
-            0)
-      << LastError();
   ASSERT_EQ(
-      wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, names_ba, values_ba, 2, ba),
-      0);
+      wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, names, values, 2, ab), 0)
+      << LastError();
+  ASSERT_EQ(wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, names_ba, values_ba,
+                                              2, ba),
+            0);
   EXPECT_STREQ(ab, ba);
   EXPECT_STRNE(ab, plain);
   wombatkv::FingerprintSpec spec;
@@ -641,21 +641,22 @@ TEST_F(CApi, FingerprintExtrasRefuseBadPairs) {
   char fp[WMBT_KV_FINGERPRINT_HEX_BUF];
   const char* names[] = {"a", "a"};
   const char* values[] = {"1", "2"};
-  EXPECT_EQ(wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, names, values, 2, fp),
-            -1);
+  EXPECT_EQ(
+      wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, names, values, 2, fp), -1);
   EXPECT_NE(LastError().find("extra_names[1] \"a\" is given twice"), std::string::npos)
       << LastError();
   const char* empty[] = {""};
-  EXPECT_EQ(wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, empty, values, 1, fp),
-            -1);
+  EXPECT_EQ(
+      wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, empty, values, 1, fp), -1);
   EXPECT_NE(LastError().find("extra_names[0] is empty"), std::string::npos) << LastError();
   const char* null_value[] = {nullptr};
   EXPECT_EQ(
       wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, names, null_value, 1, fp),
       -1);
   EXPECT_NE(LastError().find("extra_values[0]"), std::string::npos) << LastError();
-  EXPECT_EQ(wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, nullptr, values, 1, fp),
-            -1);
+  EXPECT_EQ(
+      wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, nullptr, values, 1, fp),
+      -1);
   EXPECT_NE(LastError().find("extra_names"), std::string::npos) << LastError();
   // A huge count is refused before the arrays are read (they hold one pair here).
   EXPECT_EQ(wmbt_kv_fingerprint_digest_extras("m", "t", "bf16", 1, 1, nullptr, names, values,
