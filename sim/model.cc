@@ -62,6 +62,11 @@ std::vector<uint8_t> PayloadBytes(const SwarmConfig& cfg, const Scope& s, const 
   const uint64_t span = cfg.block_bytes_max - cfg.block_bytes_min + 1;
   std::vector<uint8_t> out(cfg.block_bytes_min + id % span);
   Fill(id, &out);
+  if (cfg.block_compress_level > 0) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (i % 4 >= 2) out[i] = 0;  // like the high bytes of small 16-bit values
+    }
+  }
   return out;
 }
 

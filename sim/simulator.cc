@@ -205,6 +205,7 @@ void World::Restart(int host) {
   o.random = h.random.get();
   o.executor = h.executor.get();
   o.cache_bytes_max = cfg_.cache_bytes_max;
+  if (host % 2 == 0) o.block_compress_level = cfg_.block_compress_level;
   if (cfg_.capacity && !no_capacity_) {
     if (cfg_.ns_budget_bytes) o.namespace_bytes_max[""] = cfg_.ns_budget_bytes;
     if (cfg_.ns_ttl_seconds) o.namespace_ttl_seconds[""] = cfg_.ns_ttl_seconds;

@@ -57,6 +57,10 @@ struct SwarmConfig {
   double p_clock_jump = 0;        // the clock jumps 1..4 s after a step
   // Drawn after the capacity knobs (so those stay what they were for older seeds).
   double p_corrupt_head = 0;      // flip a byte in a stored chain head
+  // Drawn last: zstd level of the even-numbered hosts' blob uploads (WMBT_KV_BLOCK_COMPRESS),
+  // 0 = none. The odd-numbered hosts write raw, so hosts read and reuse each other's codec.
+  // Payloads are then half zero bytes, so that most compress.
+  int block_compress_level = 0;
   // L1 crash kinds still allowed (a disallowed kind becomes a process crash).
   bool l1_machine = true, l1_lost = true, l1_corrupt = true;
 

@@ -73,8 +73,10 @@ struct UsageCounts {
   uint64_t l1_pending = 0, l1_pending_payload_bytes = 0;  // "P" records, payload they describe
   // L2 (object sizes as stored, envelopes included)
   uint64_t heads = 0, head_bytes = 0, head_entries = 0;
-  uint64_t blobs = 0, blob_bytes = 0, payload_bytes = 0;  // fingerprint rows: blobs its heads
-                                                          // name (distinct within the row)
+  // Fingerprint rows: the blobs its heads name (distinct within the row). payload_bytes: bytes
+  // after the envelope headers as stored (zstd blobs count compressed); in fingerprint rows, the
+  // block lengths its heads give.
+  uint64_t blobs = 0, blob_bytes = 0, payload_bytes = 0;
   uint64_t orphans = 0, orphan_bytes = 0;                 // namespace rows only
   uint64_t sidecars = 0, sidecar_bytes = 0;
   uint64_t strays = 0, stray_bytes = 0;                   // namespace rows only

@@ -58,8 +58,9 @@ class AuditTest : public ::testing::TestWithParam<Planes> {
     ASSERT_TRUE(store->PutSidecar("default", kFpA, a_.tip(), AsBytes(sidecar_)).ok());
   }
 
-  std::unique_ptr<Store> Open() {
+  std::unique_ptr<Store> Open(int compress_level = 0) {
     StoreOptions o;
+    o.block_compress_level = compress_level;
     o.object_store = l2_.get();
     o.meta_store = l1_.get();
     o.clock = &clock_;
@@ -237,6 +238,27 @@ TEST_P(AuditTest, ABlobOfTheWrongSizeIsFoundEvenByAQuickAudit) {
   ExpectOnly(r, ViolationKind::kBlobCorrupt);
   EXPECT_NE(r.violations[0].detail.find("expected 1048"), std::string::npos)
       << r.violations[0].detail;
+}
+
+TEST_P(AuditTest, CompressedBlobsAreSoundAndACutOneIsFoundEvenByAQuickAudit) {
+  TestChain z = ChainOfSizes({20000, 30000}, 3);
+  for (auto& p : z.payloads) {
+    for (size_t i = 0; i < p.size(); ++i) p[i] = i % 4 >= 2 ? 0 : p[i];
+  }
+  {
+    auto store = Open(/*compress_level=*/1);
+    ASSERT_TRUE(store->PutBlocks("team", kFpA, z.Puts()).ok());
+    ASSERT_TRUE(store->PublishChain("team", kFpA, z.tip(), z.tip(), std::nullopt, nullptr).ok());
+  }
+  const std::string blob = BlobKey(z.payloads[1], "team");
+  std::string stored = Read(blob);
+  ASSERT_LT(stored.size(), kEnv + 30000) << "not compressed";
+  EXPECT_TRUE(Audit(/*quick=*/true).violations.empty()) << Describe(Audit(true));
+  EXPECT_TRUE(Audit().violations.empty()) << Describe(Audit());
+  stored.pop_back();
+  Replace(blob, stored);
+  ExpectOnly(Audit(/*quick=*/true), ViolationKind::kBlobCorrupt);
+  ExpectOnly(Audit(), ViolationKind::kBlobCorrupt);
 }
 
 TEST_P(AuditTest, ACorruptHeadIsFoundAndRepaired) {

@@ -135,6 +135,26 @@ Status SetL2PackedBytes(Config& c, std::string_view v) {
   return Status::Ok();
 }
 
+Status SetBlockCompress(Config& c, std::string_view v) {
+  if (v == "0" || v == "off" || v == "false" || v == "none") {
+    c.block_compress_level = 0;
+    return Status::Ok();
+  }
+  if (v == "1" || v == "on" || v == "true" || v == "zstd") {
+    c.block_compress_level = limits::kZstdLevelMin;
+    return Status::Ok();
+  }
+  constexpr std::string_view kZstdColon = "zstd:";
+  std::optional<uint64_t> level;
+  if (v.substr(0, kZstdColon.size()) == kZstdColon) level = ParseUint(v.substr(kZstdColon.size()));
+  if (!level || *level < limits::kZstdLevelMin || *level > limits::kZstdLevelMax) {
+    return Bad("WMBT_KV_BLOCK_COMPRESS", v,
+               "off, zstd (level 1) or zstd:LEVEL with LEVEL from 1 to 19");
+  }
+  c.block_compress_level = static_cast<int>(*level);
+  return Status::Ok();
+}
+
 Status SetUploadThreads(Config& c, std::string_view v) {
   auto n = ParseUint(v);
   if (!n || *n == 0 || *n > Config::kUploadThreadsMax)
@@ -410,6 +430,12 @@ const std::vector<Setting>& Table() {
         "each: one write, no file creation); 0 = every object its own file. At most 1M. "
         "Unused with an S3 L2."},
        SetL2PackedBytes, false},
+      {{"WMBT_KV_BLOCK_COMPRESS", "off",
+        "zstd (level 1) or zstd:LEVEL (1 to 19): blocks are stored in L2 compressed when that "
+        "saves at least 1/16 of them, else raw. Costs CPU in the upload that a publish awaits; "
+        "saves L2 bytes and transfer. Reads decode either form whatever this says; namespace "
+        "budgets count blocks uncompressed (docs/layout.md §2)."},
+       SetBlockCompress, false},
       {{"WMBT_KV_UPLOAD_THREADS", "16",
         "Background L2 upload workers (1 to 64): enough that the fsyncs of a chain overlap."},
        SetUploadThreads, false},
@@ -688,6 +714,9 @@ std::string Config::Describe() const {
   line("WMBT_KV_DISK_CACHE_BYTES",
        disk_cache_bytes ? std::to_string(*disk_cache_bytes) : std::string("auto"));
   line("WMBT_KV_L2_PACKED_BYTES", std::to_string(l2_packed_bytes));
+  line("WMBT_KV_BLOCK_COMPRESS", block_compress_level == 0
+                                     ? std::string("off")
+                                     : "zstd:" + std::to_string(block_compress_level));
   line("WMBT_KV_UPLOAD_THREADS", std::to_string(upload_threads));
   line("WMBT_KV_REMOTE_PREFIX", remote_prefix);
   line("WMBT_KV_TCP_ADDR", tcp_addr);

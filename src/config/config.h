@@ -63,6 +63,9 @@ struct Config {
   // (WMBT_KV_L2_PACKED_BYTES), 0..kL2PackedBytesMax.
   uint64_t l2_packed_bytes = 1u << 20;
   static constexpr uint64_t kL2PackedBytesMax = 1u << 20;
+  // zstd level blobs are compressed at (WMBT_KV_BLOCK_COMPRESS), 0 = raw
+  // (StoreOptions::block_compress_level).
+  int block_compress_level = 0;
   // Background L2 upload workers (WMBT_KV_UPLOAD_THREADS), 1..kUploadThreadsMax.
   uint32_t upload_threads = 16;
   // Transport selection for clients (empty = unset): a daemon over shared memory, TCP, HTTP.

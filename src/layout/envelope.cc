@@ -6,12 +6,12 @@
 #include "base/crc32c.h"
 #include "base/endian.h"
 #include "base/limits.h"
+#include "layout/block_codec.h"
 
 namespace wombatkv::layout {
 namespace {
 
 constexpr uint8_t kFormatVersion = 1;
-constexpr uint8_t kCodecRaw = 0;
 constexpr size_t kCrcOffset = 44;
 
 const char* Magic(EnvelopeKind kind) { return kind == EnvelopeKind::kBlob ? "WKB1" : "WKS1"; }
@@ -24,44 +24,75 @@ uint64_t MaxPayload(EnvelopeKind kind) {
 
 EnvelopeHeader EncodeEnvelopeHeader(EnvelopeKind kind, uint64_t payload_len,
                                     const ContentHash& hash) {
-  WMBT_CHECK(payload_len <= MaxPayload(kind));
+  return EncodeEnvelopeHeader(kind, {Codec::kRaw, payload_len, payload_len, hash});
+}
+
+EnvelopeHeader EncodeEnvelopeHeader(EnvelopeKind kind, const EnvelopeFields& f) {
+  WMBT_CHECK(f.payload_len <= MaxPayload(kind));
+  WMBT_CHECK(f.codec == Codec::kRaw ? f.stored_len == f.payload_len
+                                    : f.stored_len > 0 && f.stored_len < f.payload_len);
   EnvelopeHeader h{};
   std::memcpy(h.bytes, Magic(kind), 4);
   h.bytes[4] = kFormatVersion;
-  h.bytes[5] = kCodecRaw;
+  h.bytes[5] = static_cast<uint8_t>(f.codec);
   StoreLe16(h.bytes + 6, kEnvelopeHeaderBytes);
-  StoreLe64(h.bytes + 8, payload_len);
-  StoreLe64(h.bytes + 16, payload_len);
-  std::memcpy(h.bytes + 24, hash.data(), ContentHash::kSize);
+  StoreLe64(h.bytes + 8, f.payload_len);
+  StoreLe64(h.bytes + 16, f.stored_len);
+  std::memcpy(h.bytes + 24, f.hash.data(), ContentHash::kSize);
   StoreLe32(h.bytes + kCrcOffset, Crc32c(h.bytes, kCrcOffset));
   return h;
 }
 
-Result<DecodedEnvelope> DecodeEnvelope(EnvelopeKind kind, std::shared_ptr<const Buffer> object,
-                                       std::string_view what) {
+Result<EnvelopeFields> ParseEnvelopeHeader(EnvelopeKind kind, ByteView header,
+                                           std::string_view what) {
   auto bad = [&](const std::string& why) {
     return Status::Corruption(std::string(what) + ": " + why);
   };
-  const uint8_t* p = object->data();
-  const size_t n = object->size();
-  if (n < kEnvelopeHeaderBytes) return bad("object shorter than its envelope header");
+  const uint8_t* p = header.data();
+  if (header.size() < kEnvelopeHeaderBytes) return bad("object shorter than its envelope header");
   if (std::memcmp(p, Magic(kind), 4) != 0) return bad("bad magic (not a WombatKV envelope)");
   if (LoadLe32(p + kCrcOffset) != Crc32c(p, kCrcOffset)) return bad("envelope header CRC32C mismatch");
   if (p[4] != kFormatVersion) return bad("unsupported envelope version " + std::to_string(p[4]));
-  if (p[5] != kCodecRaw) return bad("unsupported codec " + std::to_string(p[5]));
+  if (p[5] > static_cast<uint8_t>(Codec::kZstd)) {
+    return bad("unknown codec " + std::to_string(p[5]) + " (a newer WombatKV wrote it?)");
+  }
   if (LoadLe16(p + 6) != kEnvelopeHeaderBytes) return bad("unexpected header length");
-  const uint64_t payload_len = LoadLe64(p + 8);
-  const uint64_t stored_len = LoadLe64(p + 16);
-  if (payload_len > MaxPayload(kind)) return bad("payload length over the limit");
-  if (stored_len != payload_len) return bad("stored length differs from payload length");
-  if (stored_len != n - kEnvelopeHeaderBytes) {
-    return bad("object holds " + std::to_string(n - kEnvelopeHeaderBytes) +
-               " bytes after the header, header says " + std::to_string(stored_len));
+  EnvelopeFields f;
+  f.codec = static_cast<Codec>(p[5]);
+  f.payload_len = LoadLe64(p + 8);
+  f.stored_len = LoadLe64(p + 16);
+  f.hash = ContentHash::FromBytes({p + 24, ContentHash::kSize});
+  if (f.payload_len > MaxPayload(kind)) return bad("payload length over the limit");
+  if (f.codec == Codec::kRaw && f.stored_len != f.payload_len) {
+    return bad("stored length differs from payload length");
+  }
+  if (f.codec == Codec::kZstd && (f.stored_len == 0 || f.stored_len >= f.payload_len)) {
+    return bad("zstd stored length is not below the payload length");
+  }
+  return f;
+}
+
+Result<DecodedEnvelope> DecodeEnvelope(EnvelopeKind kind, std::shared_ptr<const Buffer> object,
+                                       std::string_view what) {
+  WMBT_ASSIGN_OR_RETURN(EnvelopeFields f, ParseEnvelopeHeader(kind, object->view(), what));
+  const size_t stored = object->size() - kEnvelopeHeaderBytes;
+  if (f.stored_len != stored) {
+    return Status::Corruption(std::string(what) + ": object holds " + std::to_string(stored) +
+                              " bytes after the header, header says " +
+                              std::to_string(f.stored_len));
   }
   DecodedEnvelope out;
-  out.hash = ContentHash::FromBytes({p + 24, ContentHash::kSize});
-  out.payload.data = p + kEnvelopeHeaderBytes;
-  out.payload.size = stored_len;
+  out.hash = f.hash;
+  const ByteView body = object->view().subspan(kEnvelopeHeaderBytes);
+  if (f.codec == Codec::kZstd) {
+    WMBT_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> plain, Decompress(body, f.payload_len, what));
+    out.payload.data = plain->data();
+    out.payload.size = plain->size();
+    out.payload.owner = std::move(plain);
+    return out;
+  }
+  out.payload.data = body.data();
+  out.payload.size = body.size();
   out.payload.owner = std::move(object);
   return out;
 }

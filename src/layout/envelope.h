@@ -3,7 +3,7 @@
 //   offset size  field
 //   0      4     magic: "WKB1" (blob) or "WKS1" (sidecar)
 //   4      1     format version (1)
-//   5      1     codec: 0 = raw (the only one written today)
+//   5      1     codec: 0 = raw, 1 = zstd (block_codec.h; blobs of WMBT_KV_BLOCK_COMPRESS)
 //   6      2     header length (48), little-endian like every integer here
 //   8      8     payload length (bytes the reader gets back)
 //   16     8     stored length (bytes after the header)
@@ -11,9 +11,11 @@
 //   44     4     CRC32C of bytes [0, 44)
 //   48     ...   stored bytes
 //
-// The CRC protects the header; the content hash protects the payload. DecodeEnvelope checks the
-// header only; the caller checks the content hash against the name it asked for (G9), because
-// that check is the one that must never be skipped and it belongs next to the read.
+// The CRC protects the header; the content hash protects the payload (after decoding). Raw: the
+// stored length equals the payload length. Zstd: it is smaller (only a saving is written), and the
+// reader gets a decoded copy. DecodeEnvelope checks the header only; the caller checks the content
+// hash against the name it asked for (G9), because that check is the one that must never be
+// skipped and it belongs next to the read.
 #pragma once
 
 #include <cstdint>
@@ -36,21 +38,39 @@ inline constexpr uint64_t PackedObjectBytesFor(uint64_t block_bytes) {
   return block_bytes == 0 ? 0 : block_bytes + kEnvelopeHeaderBytes;
 }
 
+enum class Codec : uint8_t { kRaw = 0, kZstd = 1 };
+
 struct EnvelopeHeader {
   uint8_t bytes[kEnvelopeHeaderBytes];
 };
 
-// REQUIRES: payload_len <= limits for the kind.
+// What a header says.
+struct EnvelopeFields {
+  Codec codec = Codec::kRaw;
+  uint64_t payload_len = 0;  // bytes the reader gets back
+  uint64_t stored_len = 0;   // bytes after the header
+  ContentHash hash;
+};
+
+// A raw envelope. REQUIRES: payload_len <= limits for the kind.
 EnvelopeHeader EncodeEnvelopeHeader(EnvelopeKind kind, uint64_t payload_len,
                                     const ContentHash& hash);
+// REQUIRES: fields a ParseEnvelopeHeader would accept.
+EnvelopeHeader EncodeEnvelopeHeader(EnvelopeKind kind, const EnvelopeFields& fields);
+
+// The first kEnvelopeHeaderBytes of an object (or fewer: Corruption), checked on their own:
+// magic, CRC, version, a known codec, lengths within the kind's limit and consistent with it.
+Result<EnvelopeFields> ParseEnvelopeHeader(EnvelopeKind kind, ByteView header,
+                                           std::string_view what);
 
 struct DecodedEnvelope {
   ContentHash hash;      // as recorded in the header
-  BufferSlice payload;   // points into the object's buffer (no copy)
+  BufferSlice payload;   // raw: points into the object's buffer (no copy); zstd: a decoded copy
 };
 
 // Parses an object read whole from L2. Corruption (naming `what`) on a bad magic, version, codec,
-// header CRC or length; never returns bytes it could not frame.
+// header CRC or length, or stored bytes that do not decode to the payload length; never returns
+// bytes it could not frame.
 Result<DecodedEnvelope> DecodeEnvelope(EnvelopeKind kind, std::shared_ptr<const Buffer> object,
                                        std::string_view what);
 

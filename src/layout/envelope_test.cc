@@ -2,8 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <zstd.h>
+
 #include <cstring>
 #include <vector>
+
+#include "base/crc32c.h"
+#include "base/endian.h"
+#include "layout/block_codec.h"
 
 namespace wombatkv::layout {
 namespace {
@@ -68,6 +74,95 @@ TEST(Envelope, ObjectNamedForAnotherHashIsCorruption) {
   std::vector<uint8_t> p(10, 3), q(10, 4);
   auto r = DecodeVerified(EnvelopeKind::kBlob, Wrap(EnvelopeKind::kBlob, p), HashPayload(q), "t");
   EXPECT_EQ(r.status().code(), Code::kCorruption);
+}
+
+// A zstd envelope around `payload`, stored bytes as given (by default its zstd frame).
+std::shared_ptr<Buffer> WrapZstd(const std::vector<uint8_t>& payload,
+                                 std::vector<uint8_t> stored = {}) {
+  if (stored.empty()) {
+    stored.resize(ZSTD_compressBound(payload.size()));
+    stored.resize(ZSTD_compress(stored.data(), stored.size(), payload.data(), payload.size(), 1));
+  }
+  auto header = EncodeEnvelopeHeader(
+      EnvelopeKind::kBlob, {Codec::kZstd, payload.size(), stored.size(), HashPayload(payload)});
+  auto buf = Buffer::Allocate(kEnvelopeHeaderBytes + stored.size());
+  std::memcpy(buf->data(), header.bytes, kEnvelopeHeaderBytes);
+  std::memcpy(buf->data() + kEnvelopeHeaderBytes, stored.data(), stored.size());
+  return buf;
+}
+
+std::vector<uint8_t> HalfZeros(size_t n) {
+  std::vector<uint8_t> p(n);
+  for (size_t i = 0; i < n; ++i) p[i] = i % 4 < 2 ? static_cast<uint8_t>(i * 131 + (i >> 7)) : 0;
+  return p;
+}
+
+TEST(Envelope, ZstdRoundTripsIntoAFreshBuffer) {
+  const std::vector<uint8_t> p = HalfZeros(100000);
+  auto obj = WrapZstd(p);
+  ASSERT_LT(obj->size(), p.size());
+  auto r = DecodeVerified(EnvelopeKind::kBlob, obj, HashPayload(p), "t");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(r->view(), p));
+  EXPECT_NE(r->owner, obj);
+  auto fields = ParseEnvelopeHeader(EnvelopeKind::kBlob, obj->view(), "t");
+  ASSERT_TRUE(fields.ok());
+  EXPECT_EQ(fields->codec, Codec::kZstd);
+  EXPECT_EQ(fields->payload_len, p.size());
+  EXPECT_EQ(fields->stored_len, obj->size() - kEnvelopeHeaderBytes);
+}
+
+TEST(Envelope, ZstdBytesThatDoNotDecodeToThePayloadLengthAreCorruption) {
+  const std::vector<uint8_t> p = HalfZeros(5000);
+  std::vector<uint8_t> shorter(p.begin(), p.end() - 1), longer = p;
+  longer.push_back(0);
+  std::vector<uint8_t> frame(ZSTD_compressBound(longer.size()));
+  for (const auto* other : {&shorter, &longer}) {
+    frame.resize(ZSTD_compressBound(other->size()));
+    frame.resize(ZSTD_compress(frame.data(), frame.size(), other->data(), other->size(), 1));
+    auto r = DecodeEnvelope(EnvelopeKind::kBlob, WrapZstd(p, frame), "t");
+    EXPECT_EQ(r.status().code(), Code::kCorruption) << other->size();
+  }
+  auto garbage = DecodeEnvelope(EnvelopeKind::kBlob, WrapZstd(p, {1, 2, 3, 4, 5}), "t");
+  EXPECT_EQ(garbage.status().code(), Code::kCorruption);
+  EXPECT_NE(garbage.status().message().find("zstd"), std::string::npos)
+      << garbage.status().ToString();
+}
+
+TEST(Envelope, AHeaderWithAnUnknownCodecOrInconsistentLengthsIsCorruption) {
+  const std::vector<uint8_t> p = HalfZeros(1000);
+  auto rewrite = [&](uint8_t codec, uint64_t stored_len) {
+    auto obj = Wrap(EnvelopeKind::kBlob, p);
+    obj->data()[5] = codec;
+    StoreLe64(obj->data() + 16, stored_len);
+    StoreLe32(obj->data() + 44, Crc32c(obj->data(), 44));
+    return ParseEnvelopeHeader(EnvelopeKind::kBlob, obj->view(), "t").status();
+  };
+  EXPECT_TRUE(rewrite(0, p.size()).ok());
+  EXPECT_NE(rewrite(2, p.size()).message().find("unknown codec 2"), std::string::npos);
+  EXPECT_EQ(rewrite(0, p.size() - 1).code(), Code::kCorruption);  // raw: stored = payload
+  EXPECT_EQ(rewrite(1, p.size()).code(), Code::kCorruption);      // zstd: stored < payload
+  EXPECT_EQ(rewrite(1, 0).code(), Code::kCorruption);
+  EXPECT_TRUE(rewrite(1, p.size() - 1).ok());
+}
+
+TEST(BlockCodec, CompressesOnlyWhenItSavesASixteenth) {
+  const std::vector<uint8_t> p = HalfZeros(64 << 10);
+  BufferSlice packed = CompressIfWorthIt(p, 1);
+  ASSERT_NE(packed.owner, nullptr);
+  EXPECT_LT(packed.size, p.size() - p.size() / 16);
+  auto back = Decompress(packed.view(), p.size(), "t");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(std::ranges::equal((*back)->view(), p));
+  std::vector<uint8_t> noise(64 << 10);
+  uint64_t x = 88172645463325252ull;
+  for (auto& b : noise) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = static_cast<uint8_t>(x);
+  }
+  EXPECT_EQ(CompressIfWorthIt(noise, 19).owner, nullptr);
+  EXPECT_EQ(CompressIfWorthIt({}, 1).owner, nullptr);
+  EXPECT_EQ(CompressIfWorthIt(std::vector<uint8_t>(8, 0), 1).owner, nullptr);  // header > saving
 }
 
 }  // namespace

@@ -39,6 +39,7 @@ Result<std::shared_ptr<Store>> OpenStoreFromConfig(const Config& config, const S
   options.cache_bytes_max = config.cache_bytes;
   options.upload_threads = config.upload_threads;
   options.l2_packed_object_bytes_max = config.l2_packed_bytes;
+  options.block_compress_level = config.block_compress_level;
   options.namespace_bytes_max = config.namespace_bytes_max;
   options.namespace_ttl_seconds = config.namespace_ttl_seconds;
   options.publish_grace_seconds = config.publish_grace_seconds;

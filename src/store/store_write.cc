@@ -6,6 +6,8 @@
 #include "base/check.h"
 #include "base/limits.h"
 #include "base/store_args.h"
+#include "layout/blob_object.h"
+#include "layout/block_codec.h"
 #include "layout/envelope.h"
 #include "layout/object_keys.h"
 #include "store/meta_records.h"
@@ -145,25 +147,41 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash,
                              const BufferSlice& slice, bool* reused) {
   const ByteView payload = slice.view();
   const std::string key = layout::BlobKey(options_.l2_prefix, ns, hash);
-  const auto header = layout::EncodeEnvelopeHeader(layout::EnvelopeKind::kBlob, payload.size(), hash);
-  const uint64_t object_size = layout::kEnvelopeHeaderBytes + payload.size();
-  // Content addressed: an existing blob with this name holds these bytes — unless its size is
-  // wrong (a damaged object), which is replaced: any writer of this name writes these bytes.
-  // A large blob is looked for first, so that one already there is not sent again; a small one is
-  // put at once (if absent), which costs a round trip or a name lookup less when it is new, and
-  // is looked at when the put finds it there.
+  // Compressed here, off the put's path; raw when it saves too little.
+  BufferSlice packed;
+  if (options_.block_compress_level > 0) {
+    packed = layout::CompressIfWorthIt(payload, options_.block_compress_level);
+  }
+  const ByteView stored = packed.owner ? packed.view() : payload;
+  const auto header = layout::EncodeEnvelopeHeader(
+      layout::EnvelopeKind::kBlob,
+      {packed.owner ? layout::Codec::kZstd : layout::Codec::kRaw, payload.size(), stored.size(),
+       hash});
+  const uint64_t object_size = layout::kEnvelopeHeaderBytes + stored.size();
+  // Content addressed: an existing blob with this name holds these bytes — unless it is damaged
+  // (a size or header that does not fit, layout::BlobObjectFits): then it is replaced, since any
+  // writer of this name writes these bytes. A large blob is looked for first, so that one already
+  // there is not sent again; a small one is put at once (if absent), which costs a round trip or
+  // a name lookup less when it is new, and is looked at when the put finds it there.
   auto put_blob = [&](bool replace) -> Status {
     // Not durable on return: PublishChain's head put (durable) is ordered after it, so the head
     // is never durable without this blob (ObjectStore::PutOptions).
-    auto put = l2_->Put(key, {ByteView(header.bytes, sizeof header.bytes), payload},
+    auto put = l2_->Put(key, {ByteView(header.bytes, sizeof header.bytes), stored},
                         PutOptions{replace ? PutMode::kOverwrite : PutMode::kIfAbsent, {},
-                                   /*durable_on_return=*/false, slice.owner});
+                                   /*durable_on_return=*/false,
+                                   packed.owner ? packed.owner : slice.owner});
     if (put.status().IsConflict()) return put.status();
     counters_.l2_puts++;
     if (put.ok()) counters_.l2_put_bytes += object_size;
     return put.status();
   };
-  bool damaged = false;  // seen with the wrong size: every later attempt replaces it
+  // Whether the blob found there stands for this put; an error (NotFound: collected since) is
+  // left to the next put to meet.
+  auto found_fits = [&]() -> Result<bool> {
+    WMBT_ASSIGN_OR_RETURN(ObjectInfo head, l2_->Head(key));
+    return layout::BlobObjectFits(*l2_, key, head.size, payload.size(), hash);
+  };
+  bool damaged = false;  // found and not fitting: every later attempt replaces it
   Status last;
   for (uint32_t attempt = 0; attempt < limits::kUploadRetriesMax; ++attempt) {
     if (attempt > 0) {
@@ -171,24 +189,24 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash,
                           << std::min(attempt, limits::kRetryBackoffDoublingsMax));
     }
     if (attempt == 0 && payload.size() >= limits::kBlobBytesLookedForFirst) {
-      auto head = l2_->Head(key);  // an error here is left to the put to meet
-      if (head.ok() && head->size == object_size) {
+      auto fits = found_fits();
+      if (fits.ok() && *fits) {
         if (reused) *reused = true;
         return Status::Ok();
       }
-      damaged = head.ok();
+      damaged = fits.ok();
     }
     last = put_blob(damaged);
     if (last.IsConflict()) {
       // There (another writer, or our own earlier attempt whose answer was lost): these bytes,
-      // unless it has the wrong size. Gone again since (collected): the next attempt puts it.
-      auto head = l2_->Head(key);
-      if (head.ok() && head->size == object_size) {
+      // unless damaged. Gone again since (collected): the next attempt puts it.
+      auto fits = found_fits();
+      if (fits.ok() && *fits) {
         if (reused) *reused = true;
         return Status::Ok();
       }
-      damaged = head.ok();
-      last = damaged ? put_blob(/*replace=*/true) : head.status();
+      damaged = fits.ok();
+      last = damaged ? put_blob(/*replace=*/true) : fits.status();
     }
     if (last.ok()) return last;
     counters_.l2_errors++;

@@ -171,6 +171,8 @@ int Main(int argc, char** argv) {
   options.l2_prefix = config->l2_prefix;
   if (config->cache_bytes > 0) options.cache_bytes_max = config->cache_bytes;
   options.upload_threads = config->upload_threads;
+  options.l2_packed_object_bytes_max = config->l2_packed_bytes;
+  options.block_compress_level = config->block_compress_level;
   options.clock = RealClock();
   options.object_store = l2.get();  // null: the local directory under --data-dir
   if (l2) options.disk_cache_bytes_max = DiskCacheBudget(*config, f.data_dir);
