@@ -1,6 +1,8 @@
 // End to end: the embedded Store with S3 as its L2 (SPEC §3: L2 is the source of truth).
 #include <filesystem>
 
+#include "layout/envelope.h"
+#include "layout/object_keys.h"
 #include "object/s3/s3_http.h"
 #include "object/s3/s3_test_server.h"
 #include "store/store_test_util.h"
@@ -22,8 +24,9 @@ class S3StoreTest : public ::testing::Test {
     l2_ = std::make_unique<ScratchS3Store>("store");
     ASSERT_TRUE(l2_->ok());
   }
-  StoreOptions Options() {
+  StoreOptions Options(int compress_level = 0) {
     StoreOptions o;
+    o.block_compress_level = compress_level;
     o.data_dir = dir_.path() + "/data";
     o.object_store = l2_.get();
     o.cache_bytes_max = 64 << 20;
@@ -31,8 +34,8 @@ class S3StoreTest : public ::testing::Test {
     o.log = [this](LogLevel, const std::string& m) { log_.push_back(m); };
     return o;
   }
-  std::unique_ptr<Store> Open() {
-    auto s = Store::Open(Options());
+  std::unique_ptr<Store> Open(int compress_level = 0) {
+    auto s = Store::Open(Options(compress_level));
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? std::move(s).value() : nullptr;
   }
@@ -74,6 +77,48 @@ TEST_F(S3StoreTest, EverythingPublishedComesBackFromS3AloneAfterTheDataDirectory
   ASSERT_TRUE(side.ok()) << side.status().ToString();
   EXPECT_EQ(AsChars(side->view()), sidecar);
   EXPECT_EQ(s->ListChains("").size(), 2u);
+}
+
+TEST_F(S3StoreTest, CompressedBlobsAreReadAndReusedByAStoreThatDoesNotCompress) {
+  // WMBT_KV_BLOCK_COMPRESS over real S3: compressible blocks below and above the size that is
+  // looked for first; the second store finds each blob by HEAD and a 48-byte ranged GET.
+  TestChain c = MakeChain(4, 70 << 10, 3);
+  c.payloads[1].resize(3000);
+  for (auto& p : c.payloads) {
+    for (size_t i = 0; i < p.size(); ++i) p[i] = i % 4 >= 2 ? 0 : p[i];
+  }
+  std::vector<std::string> etags;
+  {
+    auto s = Open(/*compress_level=*/3);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->PutBlocks("default", kFp, c.Puts()).ok());
+    auto v = s->PublishChain("default", kFp, c.tip(), c.tip());
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    for (const auto& p : c.payloads) {
+      auto head = l2_->Head(layout::BlobKey("kv", "default", HashPayload(p)));
+      ASSERT_TRUE(head.ok()) << head.status().ToString();
+      EXPECT_LT(head->size, layout::kEnvelopeHeaderBytes + p.size() * 3 / 4);
+      etags.push_back(head->etag);
+    }
+  }
+  std::filesystem::remove_all(dir_.path() + "/data");
+  auto s = Open(/*compress_level=*/0);
+  ASSERT_NE(s, nullptr);
+  auto got = s->GetBlocks("default", kFp, c.keys);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  for (size_t i = 0; i < c.keys.size(); ++i) {
+    EXPECT_TRUE(std::ranges::equal(got->payload(i), c.payloads[i])) << "block " << i;
+  }
+  // The same bytes put again by this store: each upload finds its blob in S3 and sends nothing.
+  const uint64_t puts_before = s->Stats().l2_puts;
+  ASSERT_TRUE(s->PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_TRUE(s->PublishChain("default", kFp, c.tip(), c.tip()).ok());
+  for (size_t i = 0; i < c.payloads.size(); ++i) {
+    auto head = l2_->Head(layout::BlobKey("kv", "default", HashPayload(c.payloads[i])));
+    ASSERT_TRUE(head.ok());
+    EXPECT_EQ(head->etag, etags[i]) << "blob " << i << " was written again";
+  }
+  EXPECT_LE(s->Stats().l2_puts - puts_before, 1u);  // at most the head
 }
 
 TEST_F(S3StoreTest, AChainIsNotPublishedWhenItsBlocksCannotReachS3) {
