@@ -287,6 +287,10 @@ struct StoreStats {
   uint64_t l2_journal_preallocate_micros = 0;
   // The RAM cache's byte budget (StoreOptions::cache_bytes_max), beside cache_bytes above
   uint64_t cache_budget_bytes = 0;
+  // Blobs written zstd-compressed (WMBT_KV_BLOCK_COMPRESS), and the bytes that saved against
+  // writing them raw (l2_put_bytes counts what was written)
+  uint64_t l2_blobs_compressed = 0;
+  uint64_t l2_compress_saved_bytes = 0;
 };
 
 // L2 bytes one fingerprint's heads reference (part of NamespaceUsage).

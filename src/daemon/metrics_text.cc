@@ -170,6 +170,10 @@ void RenderStore(Page& p, const StoreStats& s) {
         s.heads_compacted);
   p.One("wombatkv_l2_puts_total", "counter", "Objects written to L2.", s.l2_puts);
   p.One("wombatkv_l2_put_bytes_total", "counter", "Bytes written to L2.", s.l2_put_bytes);
+  p.One("wombatkv_l2_blobs_compressed_total", "counter",
+        "Blobs written to L2 zstd-compressed (WMBT_KV_BLOCK_COMPRESS).", s.l2_blobs_compressed);
+  p.One("wombatkv_l2_compress_saved_bytes_total", "counter",
+        "L2 bytes compression saved against writing those blobs raw.", s.l2_compress_saved_bytes);
   p.One("wombatkv_l2_gets_total", "counter", "Objects read from L2.", s.l2_gets);
   p.One("wombatkv_l2_get_bytes_total", "counter", "Bytes read from L2.", s.l2_get_bytes);
   p.One("wombatkv_l2_errors_total", "counter", "Failed L2 (S3 or directory) operations.",

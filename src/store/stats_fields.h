@@ -79,6 +79,8 @@ inline constexpr StoreStatsField kStoreStatsFields[] = {
     {"l2_journal_preallocations", &StoreStats::l2_journal_preallocations},
     {"l2_journal_preallocate_micros", &StoreStats::l2_journal_preallocate_micros},
     {"cache_budget_bytes", &StoreStats::cache_budget_bytes},
+    {"l2_blobs_compressed", &StoreStats::l2_blobs_compressed},
+    {"l2_compress_saved_bytes", &StoreStats::l2_compress_saved_bytes},
 };
 
 static_assert(sizeof(kStoreStatsFields) / sizeof(kStoreStatsFields[0]) * sizeof(uint64_t) ==

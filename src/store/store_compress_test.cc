@@ -65,7 +65,7 @@ TEST_P(StoreCompress, CompressibleBlocksAreStoredSmallerAndReadBackByAStoreThatD
   const TestChain c = CompressibleChain(3, GetParam());
   Store& s = Open(3);
   PutAndPublish(s, c);
-  uint64_t stored = 0;
+  uint64_t stored = 0, saved = 0;
   for (const auto& p : c.payloads) {
     const std::string key = BlobKey(p);
     const layout::EnvelopeFields f = Header(key);
@@ -76,7 +76,10 @@ TEST_P(StoreCompress, CompressibleBlocksAreStoredSmallerAndReadBackByAStoreThatD
     ASSERT_TRUE(head.ok());
     EXPECT_EQ(head->size, layout::kEnvelopeHeaderBytes + f.stored_len);
     stored += head->size;
+    saved += p.size() - f.stored_len;
   }
+  EXPECT_EQ(s.Stats().l2_blobs_compressed, c.payloads.size());
+  EXPECT_EQ(s.Stats().l2_compress_saved_bytes, saved);
   // The put counter counts what went to L2 (the blobs compressed, and a head of a few hundred
   // bytes), not the blocks' raw size.
   EXPECT_GE(s.Stats().l2_put_bytes, stored);
@@ -90,6 +93,8 @@ TEST_P(StoreCompress, BlocksThatDoNotCompressAreStoredRaw) {
   const TestChain c = MakeChain(2, GetParam(), 8);  // pseudo-random bytes
   Store& s = Open(19);
   PutAndPublish(s, c);
+  EXPECT_EQ(s.Stats().l2_blobs_compressed, 0u);
+  EXPECT_EQ(s.Stats().l2_compress_saved_bytes, 0u);
   for (const auto& p : c.payloads) {
     EXPECT_EQ(Header(BlobKey(p)).codec, layout::Codec::kRaw);
     EXPECT_EQ(h_.mem_l2()->Head(BlobKey(p))->size, layout::kEnvelopeHeaderBytes + p.size());

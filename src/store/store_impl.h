@@ -459,6 +459,7 @@ class StoreImpl final : public Store {
     std::atomic<uint64_t> gets{0}, get_hits{0}, get_misses{0}, get_bytes{0};
     std::atomic<uint64_t> heads_compacted{0};
     std::atomic<uint64_t> l2_puts{0}, l2_put_bytes{0}, l2_gets{0}, l2_get_bytes{0}, l2_errors{0};
+    std::atomic<uint64_t> l2_blobs_compressed{0}, l2_compress_saved_bytes{0};
     std::atomic<uint64_t> corruptions{0};
     std::atomic<uint64_t> evict_passes{0}, evict_chains{0}, evict_heads_deleted{0};
     std::atomic<uint64_t> evict_blocks{0}, evict_bytes{0}, evict_freed_bytes{0};

@@ -354,6 +354,8 @@ StoreStats StoreImpl::Stats() {
   s.heads_compacted = k.heads_compacted;
   s.l2_puts = k.l2_puts;
   s.l2_put_bytes = k.l2_put_bytes;
+  s.l2_blobs_compressed = k.l2_blobs_compressed;
+  s.l2_compress_saved_bytes = k.l2_compress_saved_bytes;
   s.l2_gets = k.l2_gets;
   s.l2_get_bytes = k.l2_get_bytes;
   s.l2_errors = k.l2_errors;

@@ -172,7 +172,12 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash,
                                    packed.owner ? packed.owner : slice.owner});
     if (put.status().IsConflict()) return put.status();
     counters_.l2_puts++;
-    if (put.ok()) counters_.l2_put_bytes += object_size;
+    if (!put.ok()) return put.status();
+    counters_.l2_put_bytes += object_size;
+    if (packed.owner) {
+      counters_.l2_blobs_compressed++;
+      counters_.l2_compress_saved_bytes += payload.size() - stored.size();
+    }
     return put.status();
   };
   // Whether the blob found there stands for this put; an error (NotFound: collected since) is
