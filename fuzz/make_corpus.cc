@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "layout/chain_head.h"
+#include "layout/block_codec.h"
 #include "layout/envelope.h"
 #include "store/meta_records.h"
 #include "wire/codec.h"
@@ -106,6 +107,14 @@ int main(int argc, char** argv) {
   std::string bad_header = Envelope(layout::EnvelopeKind::kBlob, "x");
   bad_header[8] ^= 1;
   Write("fuzz_envelope", "blob_bad_header_crc", bad_header);
+  const std::string compressible(3000, 'k');
+  BufferSlice packed = layout::CompressIfWorthIt(AsBytes(compressible), 1);
+  auto zh = layout::EncodeEnvelopeHeader(
+      layout::EnvelopeKind::kBlob,
+      {layout::Codec::kZstd, compressible.size(), packed.size, HashPayload(AsBytes(compressible))});
+  Write("fuzz_envelope", "blob_zstd",
+        std::string(reinterpret_cast<const char*>(zh.bytes), sizeof zh.bytes) +
+            std::string(AsChars(packed.view())));
 
   // fuzz_meta_records: key (random-length string), then value.
   auto record = [](const std::string& key, const std::string& value) {
@@ -247,6 +256,14 @@ int main(int argc, char** argv) {
     };
     const Fingerprint fp = Filled<Fingerprint>(4);
     const BlockKey k1 = Filled<BlockKey>(5), k2 = Filled<BlockKey>(6);
+    NamespaceUsage usage;
+    usage.ns = "default";
+    usage.chains = 1, usage.head_bytes = 2, usage.blobs = 3, usage.blob_bytes = 4;
+    usage.sidecars = 5, usage.sidecar_bytes = 6;
+    FingerprintUsage fp_usage;
+    fp_usage.fp = fp;
+    fp_usage.chains = 1, fp_usage.head_bytes = 2, fp_usage.blobs = 3, fp_usage.blob_bytes = 4;
+    usage.fingerprints.push_back(fp_usage);
     const std::pair<std::string, wire::Message> msgs[] = {
         {"hello", wire::HelloRequest{1, "vllm", "token"}.Encode()},
         {"put_blocks", wire::PutBlocksRequest{"default", fp, {{k1, {}, slice("ab")},
@@ -261,9 +278,7 @@ int main(int argc, char** argv) {
         {"get_chain", wire::GetChainResponse{{{k1, Filled<ContentHash>(7), 2}}}.Encode()},
         {"sidecar", wire::PutSidecarRequest{"default", fp, k2, slice("tail")}.Encode()},
         {"stats", wire::StatsResponse{StoreStats{}, "file:///l2"}.Encode()},
-        {"usage", wire::UsageResponse{{NamespaceUsage{"default", 1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0,
-                                                      {FingerprintUsage{fp, 1, 2, 3, 4, 5, 6, 0, 0}}}}}
-                      .Encode()},
+        {"usage", wire::UsageResponse{{usage}}.Encode()},
     };
     for (const auto& [name, m] : msgs) {
       Write("fuzz_wire_codec", "body_" + name, body(m));

@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets (fuzz/, docs/fuzzing.md) with clang-14 into ./build-fuzz (or
 # $WOMBATKV_FUZZ_BUILD_DIR) and runs each for SECONDS (default 10) on a scratch copy of its seed
 # corpus in fuzz/corpus/<target>/. Exits non-zero if any target crashes, leaks, hits UB or breaks
-# a property; crashing inputs are kept in <build>/artifacts/<target>/.
+# a property, or if the seeds fuzz/make_corpus.cc writes differ from fuzz/corpus/; crashing inputs
+# are kept in <build>/artifacts/<target>/.
 # Usage: scripts/fuzz.sh [seconds-per-target] [target...]      e.g. scripts/fuzz.sh 600
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -27,8 +28,24 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" \
   -DWOMBATKV_FUZZ=ON -DWOMBATKV_TESTS=OFF -DWOMBATKV_BENCH=OFF >/dev/null
-cmake --build "$build" -j"$jobs" --target "${targets[@]}"
+cmake --build "$build" -j"$jobs" --target "${targets[@]}" wombatkv_fuzz_make_corpus
 echo "fuzz: built ${#targets[@]} targets in $((SECONDS - start)) s"
+
+# The seeds fuzz/make_corpus.cc writes must be the checked-in ones: an encoding that changed
+# without them would leave the fuzzers starting from stale inputs.
+fresh="$build/corpus-fresh"
+rm -rf "$fresh"
+"$build/fuzz/wombatkv_fuzz_make_corpus" "$fresh"
+stale=()
+while IFS= read -r f; do
+  rel="${f#"$fresh"/}"
+  cmp -s "$f" "$root/fuzz/corpus/$rel" || stale+=("$rel")
+done < <(find "$fresh" -type f | sort)
+if [ ${#stale[@]} -gt 0 ]; then
+  echo "fuzz: FAIL the seed corpus is stale: ${stale[*]}"
+  echo "  regenerate: copy those files from $fresh into fuzz/corpus/ (docs/fuzzing.md)"
+  exit 1
+fi
 
 passed=0
 failed=0

@@ -307,7 +307,8 @@ struct FingerprintUsage {
 struct NamespaceUsage {
   std::string ns;
   uint64_t chains = 0, head_bytes = 0;
-  uint64_t blobs = 0, blob_bytes = 0;        // distinct blobs the heads name (48 + payload each)
+  uint64_t blobs = 0, blob_bytes = 0;  // distinct blobs the heads name (48 + payload each, as if
+                                       // uncompressed: docs/layout.md §2)
   uint64_t sidecars = 0, sidecar_bytes = 0;  // sidecars whose tip key is indexed
   // Sidecars whose tip is not indexed (never published, or its chain went): not evictable, not
   // in the budget.

@@ -151,7 +151,7 @@ TEST_P(StoreCompress, ADamagedCompressedBlobIsReplacedWhenItsBytesArePutAgain) {
   }
 }
 
-TEST_P(StoreCompress, EveryFlippedByteOfACompressedBlobIsReportedAsCorruption) {
+TEST_P(StoreCompress, AFlippedByteOfACompressedBlobIsCorruptionNeverOtherBytes) {
   const TestChain c = CompressibleChain(1, GetParam());
   const std::string key = BlobKey(c.payloads[0]);
   PutAndPublish(Open(1), c);
@@ -159,14 +159,25 @@ TEST_P(StoreCompress, EveryFlippedByteOfACompressedBlobIsReportedAsCorruption) {
   ASSERT_TRUE(good.ok());
   const std::vector<uint8_t> whole(good->bytes->view().begin(), good->bytes->view().end());
   // Every header byte, then a spread of the compressed bytes (each a fresh store: no RAM copy).
+  // A few bytes of a zstd frame do not change what it decodes to (its window size, say): such a
+  // flip may read back the very payload, verified by its hash (G9 is about wrong bytes).
+  size_t flips = 0, caught = 0;
   for (size_t i = 0; i < whole.size(); i += i < layout::kEnvelopeHeaderBytes ? 1 : 97) {
     std::vector<uint8_t> bad = whole;
     bad[i] ^= 0x10;
     ASSERT_TRUE(h_.mem_l2()->Put(key, {ByteView(bad)}, {}).ok());
     Store& s = Open(0);
     auto got = s.GetBlocks("default", kFp, c.keys);
-    EXPECT_EQ(got.status().code(), Code::kCorruption) << "byte " << i << " of " << whole.size();
+    ++flips;
+    if (!got.ok()) {
+      EXPECT_EQ(got.status().code(), Code::kCorruption) << "byte " << i;
+      ++caught;
+    } else {
+      EXPECT_TRUE(std::ranges::equal(got->payload(0), c.payloads[0])) << "byte " << i;
+      EXPECT_GE(i, layout::kEnvelopeHeaderBytes) << "a header byte went unnoticed";
+    }
   }
+  EXPECT_GE(caught * 10, flips * 9) << caught << " of " << flips << " flips caught";
 }
 
 INSTANTIATE_TEST_SUITE_P(BelowAndAboveTheLookFirstSize, StoreCompress,
