@@ -55,7 +55,7 @@ SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity,
   // Drawn after everything above, so older seeds keep their knobs.
   if (r.Chance(0.3)) f.list_lag_us = r.Pick<uint64_t>({1'000, 200'000, 3'000'000});
   if (r.Chance(0.25)) c.p_corrupt_head = r.Pick({0.005, 0.02});
-  if (r.Chance(0.3)) c.block_compress_level = r.Pick({1, 3, 19});
+  if (r.Chance(0.3)) c.block_compress_level = r.Pick({1, 3, 9});
 
   if (overrides.list_lag_us > 0) f.list_lag_us = overrides.list_lag_us;
   if (overrides.buggify_percent > 0) c.p_buggify = overrides.buggify_percent / 100.0;

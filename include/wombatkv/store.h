@@ -84,7 +84,7 @@ struct StoreOptions {
   // (WMBT_KV_L2_PACKED_BYTES; docs/layout.md, "Packed objects"). 0 = none; at most 1 MiB. Unused
   // with an injected or S3 L2.
   uint64_t l2_packed_object_bytes_max = 1u << 20;
-  // Blobs are written zstd-compressed at this level (1..19) when that saves at least 1/16 of the
+  // Blobs are written zstd-compressed at this level (1..9) when that saves at least 1/16 of the
   // block, else raw; 0 = always raw (WMBT_KV_BLOCK_COMPRESS; docs/layout.md §2). Compressing
   // runs in the upload, so it delays the publish awaiting it, never the put. Reads decode either
   // form, whatever this is set to. Namespace budgets count blocks uncompressed.

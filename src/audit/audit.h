@@ -6,7 +6,8 @@
 //   - every key under "<prefix>/" is a blob, chain head or sidecar of a valid namespace (§1);
 //   - every head decodes (framing, limits, CRC) and describes the chain its key names (§3);
 //   - every blob a head names exists; in a full audit it decodes and hashes to its name and its
-//     length is the head's (§2); a quick audit only compares the listed size with 48 + length;
+//     length is the head's (§2); a quick audit compares the listed size with 48 + length, and
+//     for a smaller one reads the blob's header (a compressed blob's, or a raw one cut short);
 //   - in a full audit every sidecar decodes and hashes to the hash in its header (§2);
 //   - L1 agrees with L2 (§4): every readable head has an "H" record with the same ETag, and no
 //     "H" record names a head L2 does not have; every L1 record passes its CRC and decodes;

@@ -236,7 +236,7 @@ TEST_P(AuditTest, ABlobOfTheWrongSizeIsFoundEvenByAQuickAudit) {
   Replace(blob, Read(blob).substr(0, 100));
   audit::AuditReport r = Audit(/*quick=*/true);
   ExpectOnly(r, ViolationKind::kBlobCorrupt);
-  EXPECT_NE(r.violations[0].detail.find("expected 1048"), std::string::npos)
+  EXPECT_NE(r.violations[0].detail.find("1048"), std::string::npos)
       << r.violations[0].detail;
 }
 
@@ -255,10 +255,16 @@ TEST_P(AuditTest, CompressedBlobsAreSoundAndACutOneIsFoundEvenByAQuickAudit) {
   ASSERT_LT(stored.size(), kEnv + 30000) << "not compressed";
   EXPECT_TRUE(Audit(/*quick=*/true).violations.empty()) << Describe(Audit(true));
   EXPECT_TRUE(Audit().violations.empty()) << Describe(Audit());
-  stored.pop_back();
-  Replace(blob, stored);
-  ExpectOnly(Audit(/*quick=*/true), ViolationKind::kBlobCorrupt);
+  // Cut short: the header no longer accounts for the size. A quick audit reads the header only.
+  std::string cut = stored.substr(0, stored.size() - 1);
+  Replace(blob, cut);
+  const auto quick = Audit(/*quick=*/true);
+  ExpectOnly(quick, ViolationKind::kBlobCorrupt);
+  EXPECT_LT(quick.bytes_read, cut.size());  // the heads and two 48-byte blob headers
   ExpectOnly(Audit(), ViolationKind::kBlobCorrupt);
+  // Over the raw size: no blob of that payload can be that large, which a quick audit sees.
+  Replace(blob, stored + std::string(30000, 'x'));
+  ExpectOnly(Audit(/*quick=*/true), ViolationKind::kBlobCorrupt);
 }
 
 TEST_P(AuditTest, ACorruptHeadIsFoundAndRepaired) {

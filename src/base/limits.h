@@ -30,10 +30,11 @@ inline constexpr uint64_t kFillQueueBytesMax = 256ull << 20;
 // (WMBT_KV_AUTH_TOKEN, WMBT_KV_AUTH_TOKENS) and by the TCP channel.
 inline constexpr size_t kClientNameBytesMax = 256;
 inline constexpr size_t kAuthTokenBytesMax = 4096;
-// zstd levels of WMBT_KV_BLOCK_COMPRESS (layout/block_codec.h); zstd's levels above 19 need far
-// more memory.
+// zstd levels of WMBT_KV_BLOCK_COMPRESS (layout/block_codec.h). Above 9 a compressing thread
+// needs 26-85 MB for 2 MiB and larger blocks (9: 13 MB), and on KV-like data level 3 already
+// saved no more than level 1 (BENCHMARKS.md "Compression").
 inline constexpr int kZstdLevelMin = 1;
-inline constexpr int kZstdLevelMax = 19;
+inline constexpr int kZstdLevelMax = 9;
 
 static_assert(kBlockBytesMax <= UINT32_MAX, "block lengths are stored as u32 in heads");
 static_assert(kChainBlocksMax * 56 + 4096 <= kHeadObjectBytesMax,

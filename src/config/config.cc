@@ -149,7 +149,7 @@ Status SetBlockCompress(Config& c, std::string_view v) {
   if (v.substr(0, kZstdColon.size()) == kZstdColon) level = ParseUint(v.substr(kZstdColon.size()));
   if (!level || *level < limits::kZstdLevelMin || *level > limits::kZstdLevelMax) {
     return Bad("WMBT_KV_BLOCK_COMPRESS", v,
-               "off, zstd (level 1) or zstd:LEVEL with LEVEL from 1 to 19");
+               "off, zstd (level 1) or zstd:LEVEL with LEVEL from 1 to 9");
   }
   c.block_compress_level = static_cast<int>(*level);
   return Status::Ok();
@@ -431,7 +431,7 @@ const std::vector<Setting>& Table() {
         "Unused with an S3 L2."},
        SetL2PackedBytes, false},
       {{"WMBT_KV_BLOCK_COMPRESS", "off",
-        "zstd (level 1) or zstd:LEVEL (1 to 19): blocks are stored in L2 compressed when that "
+        "zstd (level 1) or zstd:LEVEL (1 to 9): blocks are stored in L2 compressed when that "
         "saves at least 1/16 of them, else raw. Costs CPU in the upload that a publish awaits; "
         "saves L2 bytes and transfer. Reads decode either form whatever this says; namespace "
         "budgets count blocks uncompressed (docs/layout.md §2)."},

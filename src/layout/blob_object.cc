@@ -4,10 +4,18 @@
 
 namespace wombatkv::layout {
 
+BlobSize JudgeBlobSize(uint64_t size, uint64_t payload_len) {
+  if (size == kEnvelopeHeaderBytes + payload_len) return BlobSize::kRaw;
+  if (size <= kEnvelopeHeaderBytes || size > kEnvelopeHeaderBytes + payload_len) {
+    return BlobSize::kWrong;
+  }
+  return BlobSize::kMaybeCompressed;
+}
+
 Result<bool> BlobObjectFits(ObjectStore& l2, const std::string& key, uint64_t size,
                             uint64_t payload_len, const ContentHash& hash) {
-  if (size == kEnvelopeHeaderBytes + payload_len) return true;
-  if (size <= kEnvelopeHeaderBytes || size > kEnvelopeHeaderBytes + payload_len) return false;
+  const BlobSize judged = JudgeBlobSize(size, payload_len);
+  if (judged != BlobSize::kMaybeCompressed) return judged == BlobSize::kRaw;
   WMBT_ASSIGN_OR_RETURN(ObjectData head, l2.Get(key, 0, kEnvelopeHeaderBytes));
   auto fields = ParseEnvelopeHeader(EnvelopeKind::kBlob, head.bytes->view(), key);
   if (!fields.ok()) return false;

@@ -11,6 +11,11 @@
 
 namespace wombatkv::layout {
 
+// What an object's size alone says of a blob of a `payload_len`-byte payload: the raw envelope's
+// size; a size only a compressed blob can have (over the header, under the raw size); or neither.
+enum class BlobSize { kRaw, kMaybeCompressed, kWrong };
+BlobSize JudgeBlobSize(uint64_t size, uint64_t payload_len);
+
 // True when the object `key` of `size` bytes (from a Head or a listing) is a blob envelope of a
 // `payload_len`-byte payload named `hash`: raw, its size says so; any smaller size is read as a
 // compressed blob (WMBT_KV_BLOCK_COMPRESS, of any writer and level), whose header (one ranged read

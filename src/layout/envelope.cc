@@ -66,6 +66,9 @@ Result<EnvelopeFields> ParseEnvelopeHeader(EnvelopeKind kind, ByteView header,
   if (f.codec == Codec::kRaw && f.stored_len != f.payload_len) {
     return bad("stored length differs from payload length");
   }
+  if (f.codec == Codec::kZstd && kind == EnvelopeKind::kSidecar) {
+    return bad("a sidecar envelope with codec 1 (only blobs are compressed)");
+  }
   if (f.codec == Codec::kZstd && (f.stored_len == 0 || f.stored_len >= f.payload_len)) {
     return bad("zstd stored length is not below the payload length");
   }
@@ -99,11 +102,13 @@ Result<DecodedEnvelope> DecodeEnvelope(EnvelopeKind kind, std::shared_ptr<const 
 
 Result<BufferSlice> DecodeVerified(EnvelopeKind kind, std::shared_ptr<const Buffer> object,
                                    const ContentHash& expected, std::string_view what) {
-  WMBT_ASSIGN_OR_RETURN(DecodedEnvelope env, DecodeEnvelope(kind, std::move(object), what));
-  if (env.hash != expected) {
+  // The name is checked before anything is decoded: a zstd header may ask for a large buffer.
+  WMBT_ASSIGN_OR_RETURN(EnvelopeFields f, ParseEnvelopeHeader(kind, object->view(), what));
+  if (f.hash != expected) {
     return Status::Corruption(std::string(what) + ": envelope names content hash " +
-                              env.hash.ToHex() + ", expected " + expected.ToHex());
+                              f.hash.ToHex() + ", expected " + expected.ToHex());
   }
+  WMBT_ASSIGN_OR_RETURN(DecodedEnvelope env, DecodeEnvelope(kind, std::move(object), what));
   if (HashPayload(env.payload.view()) != expected) {
     return Status::Corruption(std::string(what) + ": payload bytes do not hash to " +
                               expected.ToHex());

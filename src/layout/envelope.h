@@ -3,7 +3,7 @@
 //   offset size  field
 //   0      4     magic: "WKB1" (blob) or "WKS1" (sidecar)
 //   4      1     format version (1)
-//   5      1     codec: 0 = raw, 1 = zstd (block_codec.h; blobs of WMBT_KV_BLOCK_COMPRESS)
+//   5      1     codec: 0 = raw, 1 = zstd (block_codec.h; blobs only, WMBT_KV_BLOCK_COMPRESS)
 //   6      2     header length (48), little-endian like every integer here
 //   8      8     payload length (bytes the reader gets back)
 //   16     8     stored length (bytes after the header)

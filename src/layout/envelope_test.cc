@@ -9,6 +9,7 @@
 
 #include "base/crc32c.h"
 #include "base/endian.h"
+#include "base/limits.h"
 #include "layout/block_codec.h"
 
 namespace wombatkv::layout {
@@ -146,6 +147,29 @@ TEST(Envelope, AHeaderWithAnUnknownCodecOrInconsistentLengthsIsCorruption) {
   EXPECT_TRUE(rewrite(1, p.size() - 1).ok());
 }
 
+TEST(Envelope, OnlyBlobsMayBeCompressed) {
+  const std::vector<uint8_t> p = HalfZeros(1000);
+  auto obj = WrapZstd(p);
+  obj->data()[2] = 'S';  // "WKS1": the same bytes as a sidecar
+  StoreLe32(obj->data() + 44, Crc32c(obj->data(), 44));
+  auto r = DecodeEnvelope(EnvelopeKind::kSidecar, obj, "t");
+  EXPECT_EQ(r.status().code(), Code::kCorruption);
+  EXPECT_NE(r.status().message().find("only blobs"), std::string::npos) << r.status().ToString();
+}
+
+TEST(Envelope, AZstdBlobIsCheckedAgainstItsNameBeforeItIsDecoded) {
+  // A header asking for the largest payload, under another blob's name: refused on the name
+  // (no 256 MiB buffer is made for it), not on the frame.
+  const std::vector<uint8_t> p = HalfZeros(1000);
+  auto obj = WrapZstd(p);
+  StoreLe64(obj->data() + 8, limits::kBlockBytesMax);
+  StoreLe32(obj->data() + 44, Crc32c(obj->data(), 44));
+  auto r = DecodeVerified(EnvelopeKind::kBlob, obj, HashPayload(HalfZeros(999)), "t");
+  EXPECT_EQ(r.status().code(), Code::kCorruption);
+  EXPECT_NE(r.status().message().find("envelope names content hash"), std::string::npos)
+      << r.status().ToString();
+}
+
 TEST(BlockCodec, CompressesOnlyWhenItSavesASixteenth) {
   const std::vector<uint8_t> p = HalfZeros(64 << 10);
   BufferSlice packed = CompressIfWorthIt(p, 1);
@@ -160,7 +184,15 @@ TEST(BlockCodec, CompressesOnlyWhenItSavesASixteenth) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     b = static_cast<uint8_t>(x);
   }
-  EXPECT_EQ(CompressIfWorthIt(noise, 19).owner, nullptr);
+  EXPECT_EQ(CompressIfWorthIt(noise, 9).owner, nullptr);
+  // Every level, including those whose context is made per call (above 3).
+  for (int level = limits::kZstdLevelMin; level <= limits::kZstdLevelMax; ++level) {
+    BufferSlice at = CompressIfWorthIt(p, level);
+    ASSERT_NE(at.owner, nullptr) << level;
+    auto plain = Decompress(at.view(), p.size(), "t");
+    ASSERT_TRUE(plain.ok()) << level;
+    EXPECT_TRUE(std::ranges::equal((*plain)->view(), p)) << level;
+  }
   EXPECT_EQ(CompressIfWorthIt({}, 1).owner, nullptr);
   EXPECT_EQ(CompressIfWorthIt(std::vector<uint8_t>(8, 0), 1).owner, nullptr);  // header > saving
 }

@@ -109,6 +109,13 @@ Result<ObjectData> StoreImpl::L2Read(const std::string& key, uint64_t bytes_max)
 
 Status StoreImpl::Init() {
   WMBT_RETURN_IF_ERROR(layout::ValidateL2Prefix(options_.l2_prefix));
+  const int level = options_.block_compress_level;
+  if (level != 0 && (level < limits::kZstdLevelMin || level > limits::kZstdLevelMax)) {
+    return Status::InvalidArgument("block_compress_level " + std::to_string(level) +
+                                   " is not a zstd level from " +
+                                   std::to_string(limits::kZstdLevelMin) + " to " +
+                                   std::to_string(limits::kZstdLevelMax) + " (or 0: off)");
+  }
   WMBT_RETURN_IF_ERROR(OpenPlanes());
   bool l1_was_empty = false;
   WMBT_RETURN_IF_ERROR(LoadFromL1(&l1_was_empty));

@@ -147,23 +147,31 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash,
                              const BufferSlice& slice, bool* reused) {
   const ByteView payload = slice.view();
   const std::string key = layout::BlobKey(options_.l2_prefix, ns, hash);
-  // Compressed here, off the put's path; raw when it saves too little.
+  // Compressed here, off the put's path, when first about to be sent (not for a blob found
+  // already there); raw when that saves too little.
+  bool encoded = false;
   BufferSlice packed;
-  if (options_.block_compress_level > 0) {
-    packed = layout::CompressIfWorthIt(payload, options_.block_compress_level);
-  }
-  const ByteView stored = packed.owner ? packed.view() : payload;
-  const auto header = layout::EncodeEnvelopeHeader(
-      layout::EnvelopeKind::kBlob,
-      {packed.owner ? layout::Codec::kZstd : layout::Codec::kRaw, payload.size(), stored.size(),
-       hash});
-  const uint64_t object_size = layout::kEnvelopeHeaderBytes + stored.size();
+  ByteView stored = payload;
+  layout::EnvelopeHeader header{};
+  auto encode = [&] {
+    if (encoded) return;
+    encoded = true;
+    if (options_.block_compress_level > 0) {
+      packed = layout::CompressIfWorthIt(payload, options_.block_compress_level);
+      if (packed.owner) stored = packed.view();
+    }
+    header = layout::EncodeEnvelopeHeader(
+        layout::EnvelopeKind::kBlob,
+        {packed.owner ? layout::Codec::kZstd : layout::Codec::kRaw, payload.size(), stored.size(),
+         hash});
+  };
   // Content addressed: an existing blob with this name holds these bytes — unless it is damaged
   // (a size or header that does not fit, layout::BlobObjectFits): then it is replaced, since any
   // writer of this name writes these bytes. A large blob is looked for first, so that one already
   // there is not sent again; a small one is put at once (if absent), which costs a round trip or
   // a name lookup less when it is new, and is looked at when the put finds it there.
   auto put_blob = [&](bool replace) -> Status {
+    encode();
     // Not durable on return: PublishChain's head put (durable) is ordered after it, so the head
     // is never durable without this blob (ObjectStore::PutOptions).
     auto put = l2_->Put(key, {ByteView(header.bytes, sizeof header.bytes), stored},
@@ -173,7 +181,7 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash,
     if (put.status().IsConflict()) return put.status();
     counters_.l2_puts++;
     if (!put.ok()) return put.status();
-    counters_.l2_put_bytes += object_size;
+    counters_.l2_put_bytes += layout::kEnvelopeHeaderBytes + stored.size();
     if (packed.owner) {
       counters_.l2_blobs_compressed++;
       counters_.l2_compress_saved_bytes += payload.size() - stored.size();

@@ -309,7 +309,8 @@ int RunDu(Context& ctx) {
   Setup setup;
   if (int code = Prepare(ctx, "du", "", /*want_l1=*/true, &setup); code != kExitOk) return code;
   const OfflinePlanes& planes = setup.planes;
-  // Quick: sizes come from the listing; only heads are read.
+  // Quick: sizes come from the listing; only heads are read (and the 48-byte headers of blobs
+  // listed under their raw size: compressed ones).
   const audit::AuditOptions options = AuditOptionsFor(ctx, setup, /*quick=*/true);
   auto report = AuditWithProgress(ctx, setup, options);
   if (!report.ok()) return Fail(ctx, "du", report.status());
@@ -424,7 +425,8 @@ void AddAuditCommands(CLI::App& root, CommandTable& table) {
   CLI::App* audit = root.add_subcommand(
       "audit", "Check every object in L2 and the L1 records against docs/layout.md");
   audit->add_flag("--quick", audit_args->quick,
-                  "Check blobs by existence and listed size only (no blob or sidecar reads)");
+                  "Check blobs by existence and listed size only (no payload or sidecar reads; "
+                  "a blob under its raw size has its 48-byte header read)");
   audit->add_flag("--repair", audit_args->repair,
                   "Fix what is safe: delete unreadable heads and corrupt blobs/sidecars, rebuild "
                   "L1 from L2, delete expired orphans; print what was done");
