@@ -128,7 +128,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              HeaderBytes(layout::EncodeEnvelopeHeader(kind, payload.size(), hash)) + payload,
              payload, /*raw=*/true);
   BufferSlice packed = layout::CompressIfWorthIt(AsBytes(payload), in.ConsumeIntegralInRange(1, 3));
-  if (packed.owner) {
+  if (packed.owner && kind == EnvelopeKind::kBlob) {  // only blobs are compressed
     const auto header = layout::EncodeEnvelopeHeader(
         kind, {layout::Codec::kZstd, payload.size(), packed.size, hash});
     CheckBuilt(in, kind, HeaderBytes(header) + std::string(AsChars(packed.view())), payload,

@@ -30,7 +30,8 @@ EnvelopeHeader EncodeEnvelopeHeader(EnvelopeKind kind, uint64_t payload_len,
 EnvelopeHeader EncodeEnvelopeHeader(EnvelopeKind kind, const EnvelopeFields& f) {
   WMBT_CHECK(f.payload_len <= MaxPayload(kind));
   WMBT_CHECK(f.codec == Codec::kRaw ? f.stored_len == f.payload_len
-                                    : f.stored_len > 0 && f.stored_len < f.payload_len);
+                                    : f.stored_len > 0 && f.stored_len < f.payload_len &&
+                                          kind == EnvelopeKind::kBlob);
   EnvelopeHeader h{};
   std::memcpy(h.bytes, Magic(kind), 4);
   h.bytes[4] = kFormatVersion;
