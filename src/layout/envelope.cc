@@ -52,7 +52,9 @@ Result<EnvelopeFields> ParseEnvelopeHeader(EnvelopeKind kind, ByteView header,
   const uint8_t* p = header.data();
   if (header.size() < kEnvelopeHeaderBytes) return bad("object shorter than its envelope header");
   if (std::memcmp(p, Magic(kind), 4) != 0) return bad("bad magic (not a WombatKV envelope)");
-  if (LoadLe32(p + kCrcOffset) != Crc32c(p, kCrcOffset)) return bad("envelope header CRC32C mismatch");
+  if (LoadLe32(p + kCrcOffset) != Crc32c(p, kCrcOffset)) {
+    return bad("envelope header CRC32C mismatch");
+  }
   if (p[4] != kFormatVersion) return bad("unsupported envelope version " + std::to_string(p[4]));
   if (p[5] > static_cast<uint8_t>(Codec::kZstd)) {
     return bad("unknown codec " + std::to_string(p[5]) + " (a newer WombatKV wrote it?)");
