@@ -375,7 +375,7 @@ if [[ -n $WKVD ]]; then
   PREFIX=cli-test-$$
   "$WKVD" --data-dir "$DDIR/data" --tcp 127.0.0.1:0 --prefix "$PREFIX" --run-dir "$DDIR" \
     --shm-data-bytes 16M --cache-bytes 16M --auth-token cli-token=limited \
-    >"$DDIR/out" 2>"$DDIR/err" &
+    --block-compress zstd --l2-packed-bytes 0 >"$DDIR/out" 2>"$DDIR/err" &
   HOLDER_PID=$!
   # Bounded wait for its "ready" line (or its exit), not a timing assertion.
   for _ in $(seq 600); do
@@ -411,6 +411,20 @@ if [[ -n $WKVD ]]; then
       pass "daemon/shm: get restores the exact bytes"
     else
       fail "daemon/shm: get restores the exact bytes" "rc=$RC"
+    fi
+    # The daemon's --block-compress: a compressible block is stored smaller (its own file).
+    run "${TCP[@]}" put "$K4" --file "$TMP/b4" --publish
+    DBLOB4="$DDIR/data/l2/kv/default/wombatkv/v1/blob/$(out)"
+    if [[ $RC == 0 && -f $DBLOB4 ]] && (($(stat -c %s "$DBLOB4") < 50000)); then
+      pass "daemon --block-compress: the blob is stored compressed"
+    else
+      fail "daemon --block-compress: the blob is stored compressed" "rc=$RC $(ls -l "$DBLOB4" 2>&1)"
+    fi
+    run "${SHM[@]}" get "$K4" --out "$TMP/dget4"
+    if [[ $RC == 0 ]] && cmp -s "$TMP/b4" "$TMP/dget4/$K4.bin"; then
+      pass "daemon/shm: get restores a compressed block's exact bytes"
+    else
+      fail "daemon/shm: get restores a compressed block's exact bytes" "rc=$RC"
     fi
     run "${SHM[@]}" put "$K3" --parent "$K2" --value "third" --publish
     check_rc "daemon/shm: put --publish extends the chain" 0
