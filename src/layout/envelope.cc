@@ -78,9 +78,12 @@ Result<EnvelopeFields> ParseEnvelopeHeader(EnvelopeKind kind, ByteView header,
   return f;
 }
 
-Result<DecodedEnvelope> DecodeEnvelope(EnvelopeKind kind, std::shared_ptr<const Buffer> object,
-                                       std::string_view what) {
-  WMBT_ASSIGN_OR_RETURN(EnvelopeFields f, ParseEnvelopeHeader(kind, object->view(), what));
+namespace {
+
+// DecodeEnvelope after its header was parsed into `f` (DecodeVerified parses it once, to check
+// the name before decoding).
+Result<DecodedEnvelope> DecodeBody(const EnvelopeFields& f, std::shared_ptr<const Buffer> object,
+                                   std::string_view what) {
   const size_t stored = object->size() - kEnvelopeHeaderBytes;
   if (f.stored_len != stored) {
     return Status::Corruption(std::string(what) + ": object holds " + std::to_string(stored) +
@@ -103,6 +106,14 @@ Result<DecodedEnvelope> DecodeEnvelope(EnvelopeKind kind, std::shared_ptr<const 
   return out;
 }
 
+}  // namespace
+
+Result<DecodedEnvelope> DecodeEnvelope(EnvelopeKind kind, std::shared_ptr<const Buffer> object,
+                                       std::string_view what) {
+  WMBT_ASSIGN_OR_RETURN(EnvelopeFields f, ParseEnvelopeHeader(kind, object->view(), what));
+  return DecodeBody(f, std::move(object), what);
+}
+
 Result<BufferSlice> DecodeVerified(EnvelopeKind kind, std::shared_ptr<const Buffer> object,
                                    const ContentHash& expected, std::string_view what) {
   // The name is checked before anything is decoded: a zstd header may ask for a large buffer.
@@ -111,7 +122,7 @@ Result<BufferSlice> DecodeVerified(EnvelopeKind kind, std::shared_ptr<const Buff
     return Status::Corruption(std::string(what) + ": envelope names content hash " +
                               f.hash.ToHex() + ", expected " + expected.ToHex());
   }
-  WMBT_ASSIGN_OR_RETURN(DecodedEnvelope env, DecodeEnvelope(kind, std::move(object), what));
+  WMBT_ASSIGN_OR_RETURN(DecodedEnvelope env, DecodeBody(f, std::move(object), what));
   if (HashPayload(env.payload.view()) != expected) {
     return Status::Corruption(std::string(what) + ": payload bytes do not hash to " +
                               expected.ToHex());
