@@ -187,6 +187,19 @@ Status SetRunDir(Config& c, std::string_view v) {
   return Status::Ok();
 }
 
+Status SetShmGroup(Config& c, std::string_view v) {
+  // A group name as useradd(8) takes it, or a number; whether it exists is checked where used.
+  bool ok = !v.empty() && v.size() <= 32 && v.front() != '-';
+  for (char ch : v) {
+    ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                ch == '_' || ch == '-' || ch == '.');
+  }
+  if (!v.empty() && !ok)
+    return Bad("WMBT_KV_SHM_GROUP", v, "a group name (e.g. wombatkv) or a group id (e.g. 1500)");
+  c.shm_group = std::string(v);
+  return Status::Ok();
+}
+
 Status SetHttpAddr(Config& c, std::string_view v) {
   std::string_view hp = v;
   if (hp.starts_with("http://")) hp.remove_prefix(7);
@@ -450,6 +463,12 @@ const std::vector<Setting>& Table() {
         "Directory of the shared-memory control sockets (wombatkv-<prefix>.sock): where wombatkvd "
         "listens and where WMBT_KV_REMOTE_PREFIX clients look; both sides must agree."},
        SetRunDir, false},
+      {{"WMBT_KV_SHM_GROUP", "(unset: own user and root only)",
+        "Group (name or number) whose members share memory with wombatkvd besides its own user "
+        "and root: the daemon's control socket is 0660 and owned by it, and a client attaches to "
+        "a daemon run by a member. Members are trusted as the daemon's own user is (no tokens "
+        "over shared memory: every namespace is theirs)."},
+       SetShmGroup, true},
       {{"WMBT_KV_CLIENT_POLL", "1",
         "1: a client of wombatkvd polls for its answer (yielding its core) before it sleeps, up to "
         "1 ms for a save or publish; 0: it sleeps at once (no busy core while a save syncs)."},
@@ -721,6 +740,7 @@ std::string Config::Describe() const {
   line("WMBT_KV_REMOTE_PREFIX", remote_prefix);
   line("WMBT_KV_TCP_ADDR", tcp_addr);
   line("WMBT_KV_RUN_DIR", run_dir);
+  line("WMBT_KV_SHM_GROUP", shm_group);
   line("WMBT_KV_CLIENT_POLL", client_poll ? "1" : "0");
   line("WMBT_KV_HTTP_ADDR", http_addr);
   line("WMBT_KV_AUTH_TOKEN", secret(auth_token));

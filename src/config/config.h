@@ -76,6 +76,11 @@ struct Config {
   // (WMBT_KV_RUN_DIR): where wombatkvd listens and where clients of WMBT_KV_REMOTE_PREFIX look,
   // so both sides must agree. An absolute path.
   std::string run_dir = "/tmp";
+  // WMBT_KV_SHM_GROUP: a group (name or number) that shares memory with a daemon besides its own
+  // user and root: wombatkvd lets its members attach (control socket 0660, owned by the group),
+  // and a client attaches to a daemon run by a member. Empty = none. Resolved where it is used
+  // (an unknown group fails there, naming the setting).
+  std::string shm_group;
   // Whether a client of wombatkvd polls for an answer, yielding its core, before it sleeps
   // (WMBT_KV_CLIENT_POLL): a wake-up of an idle core costs tens of µs on a VM, and a call that
   // awaits a disk sync is polled through (docs/daemon.md, "Spinning"). Off: it sleeps at once,

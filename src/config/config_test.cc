@@ -128,6 +128,7 @@ TEST(Config, EveryVariableIsRead) {
   env.Set("WMBT_KV_TCP_ADDR", "[::1]:7070");
   env.Set("WMBT_KV_HTTP_ADDR", "http://localhost:8080");
   env.Set("WMBT_KV_CLIENT_POLL", "0");
+  env.Set("WMBT_KV_SHM_GROUP", "kv-engines");
   env.Set("WMBT_KV_LOG_LEVEL", "DEBUG");
   env.Set("WMBT_KV_S3_ENDPOINT", "http://127.0.0.1:9000");
   env.Set("WMBT_KV_BUCKET", "kv-bucket");
@@ -146,6 +147,7 @@ TEST(Config, EveryVariableIsRead) {
   EXPECT_EQ(c->tcp_addr, "[::1]:7070");
   EXPECT_EQ(c->http_addr, "http://localhost:8080");
   EXPECT_FALSE(c->client_poll);
+  EXPECT_EQ(c->shm_group, "kv-engines");
   EXPECT_EQ(c->log_level, Config::LogLevel::kDebug);
   EXPECT_EQ(c->s3_endpoint, "http://127.0.0.1:9000");
   EXPECT_EQ(c->s3_bucket, "kv-bucket");
@@ -353,6 +355,26 @@ TEST(Config, BlockCompressIsOffZstdOrAZstdLevel) {
     EXPECT_NE(st.message().find("zstd:LEVEL"), std::string::npos) << st.message();
   }
   EXPECT_EQ(c.block_compress_level, 3);  // a refused value changes nothing
+}
+
+// Only the form is checked here: whether the group exists is asked where it is used
+// (shm::ResolveShmGroup, on the host that uses it).
+TEST(Config, ShmGroupIsAGroupNameOrNumber) {
+  Config c = Config::Defaults([](const char*) { return std::nullopt; });
+  EXPECT_EQ(c.shm_group, "");
+  for (const char* good : {"wombatkv", "1500", "kv-engines", "Team_A.1", "0"}) {
+    ASSERT_TRUE(c.Set("WMBT_KV_SHM_GROUP", good).ok()) << good;
+    EXPECT_EQ(c.shm_group, good);
+  }
+  EXPECT_NE(c.Describe().find("WMBT_KV_SHM_GROUP=0\n"), std::string::npos);
+  for (const char* bad : {"a b", "-x", "grp/../x", "g:1", "abcdefghijklmnopqrstuvwxyz0123456"}) {
+    Status st = c.Set("WMBT_KV_SHM_GROUP", bad);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("WMBT_KV_SHM_GROUP"), std::string::npos) << st.message();
+  }
+  EXPECT_EQ(c.shm_group, "0");                       // a refused value changes nothing
+  ASSERT_TRUE(c.Set("WMBT_KV_SHM_GROUP", "").ok());  // optional: empty clears it
+  EXPECT_EQ(c.shm_group, "");
 }
 
 TEST(Config, NamespaceBudgetsAndTtlsTakeOneValueOrOnePerNamespace) {

@@ -40,6 +40,7 @@ Result<ClientStore> OpenClientStoreAs(ClientBackend backend, const Config& confi
       ShmClientOptions o;
       o.prefix = config.remote_prefix;
       o.run_dir = config.run_dir;
+      o.group = config.shm_group;
       o.client_name = setup.client_name;
       o.poll = config.client_poll;
       return Over(ConnectShm(o), backend,

@@ -141,6 +141,7 @@ Status Daemon::Impl::StartShm() {
   ShmServerOptions o;
   o.prefix = options.settings.shm_prefix;
   o.run_dir = options.config.run_dir;  // WMBT_KV_RUN_DIR: the clients read the same setting
+  o.group = options.config.shm_group;
   o.layout.request_area_bytes = options.settings.shm_data_bytes;
   o.layout.response_area_bytes = options.settings.shm_data_bytes;
   o.workers = options.settings.workers;
@@ -150,8 +151,10 @@ Status Daemon::Impl::StartShm() {
   o.log = [sink](LogLevel level, const std::string& line) { sink(level, "shm: " + line); };
   auto server = std::make_unique<ShmServer>(*service, std::move(o));
   WMBT_RETURN_IF_ERROR(server->Start());
+  const std::string& group = options.config.shm_group;
   announce("listening for shared-memory clients on " + server->socket_path() +
-           " (WMBT_KV_REMOTE_PREFIX=" + options.settings.shm_prefix + ", same user only)");
+           " (WMBT_KV_REMOTE_PREFIX=" + options.settings.shm_prefix +
+           (group.empty() ? ", same user only)" : ", same user and group " + group + ")"));
   shm = std::move(server);
   return Status::Ok();
 }

@@ -375,7 +375,7 @@ if [[ -n $WKVD ]]; then
   PREFIX=cli-test-$$
   "$WKVD" --data-dir "$DDIR/data" --tcp 127.0.0.1:0 --prefix "$PREFIX" --run-dir "$DDIR" \
     --shm-data-bytes 16M --cache-bytes 16M --auth-token cli-token=limited \
-    --block-compress zstd --l2-packed-bytes 0 >"$DDIR/out" 2>"$DDIR/err" &
+    --block-compress zstd --l2-packed-bytes 0 --shm-group 4242 >"$DDIR/out" 2>"$DDIR/err" &
   HOLDER_PID=$!
   # Bounded wait for its "ready" line (or its exit), not a timing assertion.
   for _ in $(seq 600); do
@@ -463,6 +463,23 @@ if [[ -n $WKVD ]]; then
       run "${TCP[@]}" $cmd
       check_rc "daemon/tcp: $cmd refuses and says what it needs" 5 "--data-dir set to the daemon's"
     done
+    # --shm-group: another user reaches the daemon's shared memory through the group only.
+    if [[ $(id -u) == 0 ]] && command -v setpriv >/dev/null; then
+      chmod 0711 "$TMP" "$DDIR"  # the other user may reach the socket path, not list it
+      AS_NOBODY=(setpriv --reuid 65534 --regid 65534)
+      run "${AS_NOBODY[@]}" --groups 4242 -- "${SHM[@]}" lookup "$K1" "$K2"
+      if [[ $RC == 0 && $(out) == 2 ]]; then
+        pass "daemon --shm-group: a member of the group attaches over shared memory"
+      else
+        fail "daemon --shm-group: a member of the group attaches over shared memory" \
+          "rc=$RC out=$(out)"
+      fi
+      run "${AS_NOBODY[@]}" --clear-groups -- "${SHM[@]}" lookup "$K1"
+      check_rc "daemon --shm-group: another user outside it exits 8 naming the setting" 8 \
+        "WMBT_KV_SHM_GROUP"
+    else
+      echo "skip  daemon --shm-group checks (they run another user: need root and setpriv)"
+    fi
     run "$WKV" --remote-prefix "no-such-daemon-$$" lookup "$K1"
     check_rc "no daemon at the prefix: exit 6 naming the setting" 6 "WMBT_KV_REMOTE_PREFIX"
     run "$WKV" --tcp-addr "not an address" lookup "$K1"

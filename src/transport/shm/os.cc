@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -9,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -100,10 +102,56 @@ Result<PeerCred> GetPeerCred(int sock) {
   socklen_t len = sizeof c;
   if (::getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &c, &len) != 0)
     return Errno(errno, "SO_PEERCRED");
-  return PeerCred{c.pid, c.uid, c.gid};
+  PeerCred peer{c.pid, c.uid, c.gid, {}};
+  // Grown to what the kernel asks for (ERANGE sets len to the size needed).
+  std::vector<gid_t> groups(32);
+  for (;;) {
+    len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+    if (::getsockopt(sock, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) == 0) break;
+    if (errno != ERANGE || len <= groups.size() * sizeof(gid_t))
+      return Errno(errno, "SO_PEERGROUPS");
+    groups.resize(len / sizeof(gid_t));
+  }
+  groups.resize(len / sizeof(gid_t));
+  peer.groups = std::move(groups);
+  return peer;
 }
 
-bool PeerAllowed(const PeerCred& peer) { return peer.uid == ::geteuid() || peer.uid == 0; }
+bool PeerAllowed(const PeerCred& peer, ShmGroup group) {
+  if (peer.uid == ::geteuid() || peer.uid == 0) return true;
+  if (!group) return false;
+  return peer.gid == *group ||
+         std::find(peer.groups.begin(), peer.groups.end(), *group) != peer.groups.end();
+}
+
+Result<ShmGroup> ResolveShmGroup(const std::string& name_or_gid) {
+  if (name_or_gid.empty()) return ShmGroup{};
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (std::all_of(name_or_gid.begin(), name_or_gid.end(), digit)) {
+    // (gid_t)-1 is no group: chown(2) reads it as "leave the group".
+    uint64_t v = 0;
+    for (char c : name_or_gid) v = v < (uint64_t{1} << 32) ? v * 10 + (c - '0') : v;
+    if (v < static_cast<gid_t>(-1)) return ShmGroup{static_cast<gid_t>(v)};
+    return Status::InvalidArgument("WMBT_KV_SHM_GROUP: '" + name_or_gid +
+                                   "' is not a valid group id");
+  }
+  group g{};
+  group* found = nullptr;
+  std::vector<char> buf(4096);
+  for (;;) {
+    const int err = ::getgrnam_r(name_or_gid.c_str(), &g, buf.data(), buf.size(), &found);
+    if (err == ERANGE && buf.size() < (1u << 20)) {
+      buf.resize(buf.size() * 4);
+      continue;
+    }
+    if (err != 0) return Errno(err, "looking up group '" + name_or_gid + "'");
+    break;
+  }
+  if (found == nullptr)
+    return Status::InvalidArgument("WMBT_KV_SHM_GROUP: no group named '" + name_or_gid +
+                                   "' on this host (give a name from /etc/group or a number)");
+  return ShmGroup{g.gr_gid};
+}
 
 Result<std::string> ControlSocketPath(const std::string& run_dir, const std::string& prefix) {
   bool ok = !prefix.empty() && prefix.size() <= 64 && prefix != "." && prefix != "..";
@@ -124,7 +172,7 @@ std::string DefaultRunDir() {
   return v && *v ? std::string(v) : std::string("/tmp");
 }
 
-Result<Listener> ListenControlSocket(const std::string& path) {
+Result<Listener> ListenControlSocket(const std::string& path, ShmGroup group) {
   Listener l;
   l.path = path;
   WMBT_RETURN_IF_ERROR(UnixAddress(path).status());
@@ -162,8 +210,16 @@ Result<Listener> ListenControlSocket(const std::string& path) {
   if (::bind(l.sock.get(), reinterpret_cast<sockaddr*>(&tmp_addr), sizeof tmp_addr) != 0)
     return Status::FailedPrecondition("cannot bind " + tmp + ": " + ErrnoText(errno) +
                                       " (check WMBT_KV_RUN_DIR)");
-  // Not listening yet, so nobody can connect while the mode is still the umask's.
-  if (::chmod(tmp.c_str(), 0600) != 0 || ::listen(l.sock.get(), 128) != 0 ||
+  // Not listening yet, so nobody can connect while the mode is still the umask's. The group is
+  // given before the mode opens to it.
+  if (group && ::chown(tmp.c_str(), static_cast<uid_t>(-1), *group) != 0) {
+    const int err = errno;
+    (void)::unlink(tmp.c_str());
+    return Status::FailedPrecondition(
+        "cannot give control socket " + path + " to group " + std::to_string(*group) + ": " +
+        ErrnoText(err) + " (wombatkvd's user must be a member of WMBT_KV_SHM_GROUP, or root)");
+  }
+  if (::chmod(tmp.c_str(), group ? 0660 : 0600) != 0 || ::listen(l.sock.get(), 128) != 0 ||
       ::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     (void)::unlink(tmp.c_str());
@@ -180,9 +236,10 @@ Result<Fd> ConnectControlSocket(const std::string& path) {
   if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     const int err = errno;
     if (err == EACCES || err == EPERM)
-      return Status::PermissionDenied("permission denied connecting to " + path +
-                                        ": the daemon runs as another user (shared memory is "
-                                        "same-user only; use TCP with a token instead)");
+      return Status::PermissionDenied(
+          "permission denied connecting to " + path +
+          ": the daemon runs as another user (shared memory is for its own user and the "
+          "members of its WMBT_KV_SHM_GROUP; or use TCP with a token)");
     return Status::Unavailable("no wombatkvd is listening at " + path + " (" + ErrnoText(err) +
                                "): start `wombatkvd --prefix NAME` with the same "
                                "WMBT_KV_RUN_DIR, or unset WMBT_KV_REMOTE_PREFIX");

@@ -1,6 +1,7 @@
 // The operating-system pieces of the shared-memory transport: file descriptors, the sealed memfd
-// segment and its mapping, and the unix-domain control socket (path, 0600 bind, peer credentials,
-// passing the segment fd). Everything here converts errno into a Status naming what to do.
+// segment and its mapping, and the unix-domain control socket (path, 0600 or group 0660 bind,
+// peer credentials, passing the segment fd). Everything here converts errno into a Status naming
+// what to do.
 //
 // Thread-safety: Fd and Mapping are owned by one holder; the free functions are thread-safe.
 #pragma once
@@ -9,8 +10,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "wombatkv/status.h"
 
@@ -62,15 +65,23 @@ class Mapping {
 // daemon (which would turn the daemon's next access into SIGBUS).
 Result<Fd> CreateSegmentFd(uint64_t bytes);
 
-// Who is at the other end of a unix socket (SO_PEERCRED).
+// Who is at the other end of a unix socket (SO_PEERCRED, SO_PEERGROUPS): for the daemon's side
+// of a connection, as the daemon was when it called listen(2); for a client's, when it connected.
 struct PeerCred {
   pid_t pid = 0;
   uid_t uid = 0;
-  gid_t gid = 0;
+  gid_t gid = 0;              // effective group
+  std::vector<gid_t> groups;  // supplementary groups
 };
 Result<PeerCred> GetPeerCred(int sock);
-// SPEC §10: only the same user (or root) may talk to a daemon over shared memory.
-bool PeerAllowed(const PeerCred& peer);
+
+// Who may share memory (SPEC §10), on both sides of an attachment: this process's own user,
+// root, and — when a group is configured (WMBT_KV_SHM_GROUP) — the members of that group.
+using ShmGroup = std::optional<gid_t>;
+bool PeerAllowed(const PeerCred& peer, ShmGroup group);
+// The group WMBT_KV_SHM_GROUP names: empty → none; digits → that gid; otherwise the group of
+// that name (getgrnam_r). InvalidArgument naming the setting when there is no such group.
+Result<ShmGroup> ResolveShmGroup(const std::string& name_or_gid);
 
 // "<run_dir>/wombatkv-<prefix>.sock". InvalidArgument when the prefix is not 1..64 characters of
 // [A-Za-z0-9._-] (a name never becomes a path unchecked) or the path is too long for a socket.
@@ -85,11 +96,12 @@ struct Listener {
   std::string path;
 };
 // Takes the prefix lock (FailedPrecondition when another daemon holds it), then binds and listens
-// on `path` (SOCK_SEQPACKET, non-blocking) with mode 0600: the socket is bound under a temporary
-// name, chmod'ed, and only then renamed into place, so it is never reachable with wider
-// permissions. A leftover socket of a dead daemon is replaced; a path owned by another user is
-// FailedPrecondition.
-Result<Listener> ListenControlSocket(const std::string& path);
+// on `path` (SOCK_SEQPACKET, non-blocking) with mode 0600 — or, with a group, 0660 and owned by
+// that group (FailedPrecondition when this user may not give it to the group): the socket is
+// bound under a temporary name, chmod'ed (and chown'ed), and only then renamed into place, so it
+// is never reachable with wider permissions. A leftover socket of a dead daemon is replaced; a
+// path owned by another user is FailedPrecondition.
+Result<Listener> ListenControlSocket(const std::string& path, ShmGroup group = std::nullopt);
 // Connects to `path`. Unavailable when nobody listens (naming how to start wombatkvd);
 // FailedPrecondition when permission is denied.
 Result<Fd> ConnectControlSocket(const std::string& path);

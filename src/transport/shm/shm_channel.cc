@@ -236,12 +236,19 @@ class Attachment {
 
 Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& options,
                                                         const std::string& path) {
+  WMBT_ASSIGN_OR_RETURN(shm::ShmGroup group, shm::ResolveShmGroup(options.group));
   WMBT_ASSIGN_OR_RETURN(Fd sock, shm::ConnectControlSocket(path));
   WMBT_ASSIGN_OR_RETURN(shm::PeerCred peer, shm::GetPeerCred(sock.get()));
-  if (!shm::PeerAllowed(peer)) {
-    return Status::PermissionDenied(
-        "the control socket " + path + " is served by uid " + std::to_string(peer.uid) +
-        ", neither this user nor root: refusing to attach (check WMBT_KV_RUN_DIR)");
+  if (!shm::PeerAllowed(peer, group)) {
+    const std::string whom =
+        group ? "neither this user, root, nor a member of group " + std::to_string(*group)
+              : "neither this user nor root";
+    const std::string hint = group ? "check WMBT_KV_RUN_DIR"
+                                   : "check WMBT_KV_RUN_DIR, or set WMBT_KV_SHM_GROUP to a "
+                                     "group of the daemon's user";
+    return Status::PermissionDenied("the control socket " + path + " is served by uid " +
+                                    std::to_string(peer.uid) + ", " + whom +
+                                    ": refusing to attach (" + hint + ")");
   }
   timeval tv{static_cast<time_t>(options.attach_timeout_ms / 1000),
              static_cast<suseconds_t>(options.attach_timeout_ms % 1000) * 1000};

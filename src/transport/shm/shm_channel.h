@@ -33,6 +33,9 @@ struct ShmClientOptions {
   std::string prefix;
   // Directory of the control socket; empty = $WMBT_KV_RUN_DIR, else /tmp.
   std::string run_dir;
+  // WMBT_KV_SHM_GROUP: also attach to a daemon run by a member of this group (name or number),
+  // not only to one run by this user or root. Empty = none.
+  std::string group;
   // How long to wait for the daemon's answer to an attach (a wedged daemon is Unavailable).
   uint32_t attach_timeout_ms = 5000;
   // Sent in the Hello that opens each attachment, for the daemon's logs; empty = "pid N".
@@ -46,8 +49,9 @@ struct ShmClientOptions {
 };
 
 // Attaches now. Unavailable when no daemon serves the prefix (naming how to start one);
-// FailedPrecondition when the daemon belongs to another user, refuses this process, or speaks
-// another segment layout version; InvalidArgument for a bad prefix.
+// PermissionDenied when the daemon runs as a user this process may not share memory with, or
+// refuses it; FailedPrecondition when it speaks another segment layout version; InvalidArgument
+// for a bad prefix or an unknown group.
 Result<std::unique_ptr<Channel>> ConnectShm(const ShmClientOptions& options);
 
 }  // namespace wombatkv

@@ -1,5 +1,6 @@
 // The shared-memory transport across real processes (shm_test_peer): a client SIGKILLed while
-// holding borrows, a daemon SIGKILLed under a waiting client, and other users kept out.
+// holding borrows, a daemon SIGKILLed under a waiting client, other users kept out, and the
+// members of a configured group (WMBT_KV_SHM_GROUP) let in.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +20,8 @@ using shm_test::TextMessage;
 
 constexpr uint64_t kWaitMicros = 20'000'000;
 constexpr uid_t kNobody = 65534;
+// A group for WMBT_KV_SHM_GROUP given by number: it needs no entry in /etc/group.
+constexpr gid_t kTeam = 4242;
 
 ShmServerOptions ServerOptions(const std::string& dir) {
   ShmServerOptions o;
@@ -168,6 +171,93 @@ TEST(ShmProcess, AClientRefusesADaemonOfAnotherUser) {
   ASSERT_FALSE(ch.ok());
   EXPECT_EQ(ch.status().code(), Code::kPermissionDenied);
   EXPECT_NE(ch.status().message().find("uid 65534"), std::string::npos) << ch.status().ToString();
+}
+
+// SPEC §10's "0660 with a configured group": the socket is the group's, its members attach
+// (by effective or supplementary group), anyone else is still refused by mode and by credentials.
+TEST(ShmProcess, TheMembersOfTheConfiguredGroupAttachAndNobodyElse) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run children as other users";
+  shm_test::TempRunDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0711), 0);
+  ShmServerOptions options = ServerOptions(dir.path());
+  options.group = std::to_string(kTeam);
+  ShmServer server(ShmServer::Returning(shm_test::TestHandler), options);
+  ASSERT_TRUE(server.Start().ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(server.socket_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  EXPECT_EQ(st.st_gid, kTeam);
+
+  const std::vector<std::string> attach = {"attach", dir.path(), "p"};
+  Peer supplementary(attach, Peer::Identity{kNobody, kNobody, {kTeam}});
+  EXPECT_EQ(supplementary.ReadLine(), "ok");
+  EXPECT_EQ(supplementary.Wait(), 0);
+  Peer effective(attach, Peer::Identity{kNobody, kTeam, {}});
+  EXPECT_EQ(effective.ReadLine(), "ok");
+  EXPECT_EQ(effective.Wait(), 0);
+  EXPECT_EQ(server.Stats().attaches, 2u);
+
+  Peer outsider(attach, Peer::Identity{kNobody, kNobody, {kTeam + 1}});
+  const std::string by_mode = outsider.ReadLine();
+  EXPECT_EQ(outsider.Wait(), 1);
+  EXPECT_NE(by_mode.find("PERMISSION_DENIED"), std::string::npos) << by_mode;
+
+  ASSERT_EQ(::chmod(server.socket_path().c_str(), 0666), 0);  // a misconfiguration
+  Peer outsider_again(attach, Peer::Identity{kNobody, kNobody, {kTeam + 1}});
+  const std::string by_cred = outsider_again.ReadLine();
+  EXPECT_EQ(outsider_again.Wait(), 1);
+  EXPECT_NE(by_cred.find("uid 65534 may not attach"), std::string::npos) << by_cred;
+  EXPECT_NE(by_cred.find("members of group 4242"), std::string::npos) << by_cred;
+  EXPECT_EQ(server.Stats().attaches, 2u);
+  EXPECT_EQ(server.Stats().refusals, 1u);
+}
+
+// A client attaches to a daemon run by another user only when that user is in the client's
+// configured group; without the setting (or with another group) it refuses, as before.
+TEST(ShmProcess, AClientAttachesToADaemonOfItsGroupOnly) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a daemon as another user";
+  shm_test::TempRunDir dir;
+  ASSERT_EQ(::chown(dir.path().c_str(), kNobody, kNobody), 0);
+  const std::string team = std::to_string(kTeam);
+  Peer daemon({"daemon", dir.path(), "p", team}, Peer::Identity{kNobody, kTeam, {}});
+  ASSERT_EQ(daemon.ReadLine(), "ready");
+  struct stat st {};
+  ASSERT_EQ(::stat((dir.path() + "/wombatkv-p.sock").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  EXPECT_EQ(st.st_gid, kTeam);
+
+  auto refused = ConnectShm(ClientOptions(dir.path()));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kPermissionDenied);
+  EXPECT_NE(refused.status().message().find("WMBT_KV_SHM_GROUP"), std::string::npos)
+      << refused.status().ToString();
+  ShmClientOptions other = ClientOptions(dir.path());
+  other.group = std::to_string(kTeam + 1);
+  EXPECT_EQ(ConnectShm(other).status().code(), Code::kPermissionDenied);
+
+  ShmClientOptions member = ClientOptions(dir.path());
+  member.group = team;
+  auto ch = ConnectShm(member);
+  ASSERT_TRUE(ch.ok()) << ch.status().ToString();
+  auto echo = (*ch)->Call(TextMessage(shm_test::kOpEcho, "team"));
+  ASSERT_TRUE(echo.ok()) << echo.status().ToString();
+}
+
+// A daemon whose user is not in the configured group cannot give it the socket: it does not
+// start, and says why.
+TEST(ShmProcess, ADaemonOutsideItsGroupDoesNotStart) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a daemon as another user";
+  shm_test::TempRunDir dir;
+  ASSERT_EQ(::chown(dir.path().c_str(), kNobody, kNobody), 0);
+  Peer daemon({"daemon", dir.path(), "p", std::to_string(kTeam)}, kNobody);
+  const std::string line = daemon.ReadLine();
+  if (line == "ready") {
+    daemon.Kill();
+    FAIL() << "a daemon outside group " << kTeam << " started";
+  }
+  EXPECT_EQ(daemon.Wait(), 1);
+  EXPECT_NE(line.find("cannot give control socket"), std::string::npos) << line;
+  EXPECT_NE(line.find("WMBT_KV_SHM_GROUP"), std::string::npos) << line;
 }
 
 }  // namespace

@@ -97,12 +97,15 @@ void ShmServer::Impl::Refuse(int sock, const Status& why) {
 void ShmServer::Impl::AttachClient(Fd sock) {
   auto peer = shm::GetPeerCred(sock.get());
   if (!peer.ok()) return Refuse(sock.get(), peer.status());
-  if (!shm::PeerAllowed(*peer)) {
+  if (!shm::PeerAllowed(*peer, group)) {
+    const std::string whom = group ? "its own user and the members of group " +
+                                         std::to_string(*group) + " (WMBT_KV_SHM_GROUP)"
+                                   : "its own user only (or the members of a WMBT_KV_SHM_GROUP)";
     return Refuse(sock.get(),
                   Status::PermissionDenied(
-                      "uid " + std::to_string(peer->uid) + " may not attach: this wombatkvd runs "
-                      "as uid " + std::to_string(::geteuid()) +
-                      " and shares memory with its own user only (use TCP with a token)"));
+                      "uid " + std::to_string(peer->uid) +
+                      " may not attach: this wombatkvd runs as uid " + std::to_string(::geteuid()) +
+                      " and shares memory with " + whom + "; or use TCP with a token"));
   }
   if (table.size() >= options.clients_max) {
     return Refuse(sock.get(), Status::ResourceExhausted(
@@ -200,7 +203,8 @@ Status ShmServer::Start() {
   WMBT_ASSIGN_OR_RETURN(s.layout, shm::ComputeLayout(s.options.layout));
   const std::string run_dir = s.options.run_dir.empty() ? shm::DefaultRunDir() : s.options.run_dir;
   WMBT_ASSIGN_OR_RETURN(std::string path, shm::ControlSocketPath(run_dir, s.options.prefix));
-  WMBT_ASSIGN_OR_RETURN(s.listener, shm::ListenControlSocket(path));
+  WMBT_ASSIGN_OR_RETURN(s.group, shm::ResolveShmGroup(s.options.group));
+  WMBT_ASSIGN_OR_RETURN(s.listener, shm::ListenControlSocket(path, s.group));
 
   s.epoll = Fd(::epoll_create1(EPOLL_CLOEXEC));
   s.stop_event = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));

@@ -43,6 +43,11 @@ struct ShmServerOptions {
   std::string prefix;
   // Directory of the control socket; empty = $WMBT_KV_RUN_DIR, else /tmp.
   std::string run_dir;
+  // WMBT_KV_SHM_GROUP: a group (name or number) whose members may attach besides this user and
+  // root; the control socket is then 0660 and owned by it. Empty = none (0600). Start fails with
+  // InvalidArgument for an unknown group, FailedPrecondition when this user cannot give it the
+  // socket.
+  std::string group;
   // Per-client segment: ring slots and the two data areas (virtual size; pages are allocated
   // only when touched). A response larger than the free response area fails with
   // ResourceExhausted naming WMBT_KV_SHM_DATA_BYTES.

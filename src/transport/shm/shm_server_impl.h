@@ -125,6 +125,7 @@ struct ShmServer::Impl {
   Handler handler;
   ImmediateHandler immediate;  // may be null
   ShmServerOptions options;
+  shm::ShmGroup group;  // options.group, resolved by Start
   Clock* clock;
   shm::Layout layout;
   shm::Listener listener;

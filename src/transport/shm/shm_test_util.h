@@ -4,6 +4,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -37,8 +38,17 @@ class TempRunDir {
 // destruction if still running.
 class Peer {
  public:
-  // With `uid` != 0 (and this process root), the child switches to that uid/gid before exec.
-  Peer(const std::vector<std::string>& args, uid_t uid = 0) {
+  // Who the child runs as: with uid != 0 (and this process root) it takes these groups, then
+  // this gid and uid, before exec.
+  struct Identity {
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::vector<gid_t> groups;  // supplementary
+  };
+  // With `uid` != 0, the child runs as that uid, with gid = uid and no supplementary group.
+  explicit Peer(const std::vector<std::string>& args, uid_t uid = 0)
+      : Peer(args, Identity{uid, uid, {}}) {}
+  Peer(const std::vector<std::string>& args, const Identity& id) {
     int fds[2];
     EXPECT_EQ(::pipe2(fds, O_CLOEXEC), 0);
     std::vector<std::string> argv_s = {SHM_TEST_PEER};
@@ -49,7 +59,9 @@ class Peer {
     pid_ = ::fork();
     if (pid_ == 0) {  // only async-signal-safe calls until exec
       ::dup2(fds[1], 1);
-      if (uid != 0 && (::setgid(uid) != 0 || ::setuid(uid) != 0)) ::_exit(3);
+      if (id.uid != 0 && (::setgroups(id.groups.size(), id.groups.data()) != 0 ||
+                          ::setgid(id.gid) != 0 || ::setuid(id.uid) != 0))
+        ::_exit(3);
       ::execv(argv[0], argv.data());
       ::_exit(4);
     }
