@@ -26,6 +26,7 @@
 #include "base/hex.h"
 #include "base/thread_name.h"
 #include "meta/meta_store.h"
+#include "meta/rocksdb_info_log.h"
 #include "meta/rocksdb_test_hooks.h"
 
 namespace wombatkv {
@@ -39,8 +40,7 @@ constexpr int kOpenFilesMax = 512;
 constexpr int kBackgroundJobsMax = 2;
 constexpr uint64_t kManifestBytesMax = 64ull << 20;  // bounds MANIFEST replay on open
 constexpr uint64_t kWalTotalBytesMax = 128ull << 20;
-constexpr size_t kInfoLogBytesMax = 8u << 20;
-constexpr size_t kInfoLogFilesMax = 4;
+constexpr uint64_t kInfoLogBytesMax = 8u << 20;  // LOG rolls to LOG.old past this
 constexpr char kOwnerFileName[] = "WOMBATKV_OWNER";
 
 uint32_t ValueCrc(std::string_view key, std::string_view value) {
@@ -264,8 +264,10 @@ rocksdb::CompressionType PickCompression(
   return rocksdb::kNoCompression;
 }
 
-rocksdb::Options MakeOptions() {
+rocksdb::Options MakeOptions(const std::string& dir) {
   rocksdb::Options o;
+  // Not RocksDB's file logger: it aborts on its next line once a write failed (disk full).
+  o.info_log = std::make_shared<RocksDbInfoLog>(dir, kInfoLogBytesMax);
   o.create_if_missing = true;
   o.paranoid_checks = true;
   o.max_open_files = kOpenFilesMax;
@@ -273,8 +275,6 @@ rocksdb::Options MakeOptions() {
   o.write_buffer_size = kWriteBufferBytes;
   o.max_total_wal_size = kWalTotalBytesMax;
   o.max_manifest_file_size = kManifestBytesMax;
-  o.max_log_file_size = kInfoLogBytesMax;
-  o.keep_log_file_num = kInfoLogFilesMax;
   o.level_compaction_dynamic_level_bytes = true;
   // L1 is written on every publish and read only when the store opens (scans) and by offline
   // tools: a vector memtable appends each write and sorts once, at flush or for an iterator,
@@ -323,7 +323,7 @@ Result<std::unique_ptr<MetaStore>> OpenRocksDbMetaStore(const std::string& dir) 
   // that opens: "wmbt-l1" in `top -H`, not a second "main" thread (docs/daemon.md, "Threads").
   const std::string caller = ThisThreadName();
   NameThisThread("wmbt-l1");
-  rocksdb::Status s = rocksdb::DB::Open(MakeOptions(), dir, &raw);
+  rocksdb::Status s = rocksdb::DB::Open(MakeOptions(dir), dir, &raw);
   NameThisThread(caller);
   std::unique_ptr<rocksdb::DB> db(raw);
   rocksdb::Env* env = rocksdb::Env::Default();
