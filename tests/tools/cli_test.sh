@@ -377,12 +377,7 @@ if [[ -n $WKVD ]]; then
     --shm-data-bytes 16M --cache-bytes 16M --auth-token cli-token=limited \
     --block-compress zstd --l2-packed-bytes 0 --shm-group 4242 >"$DDIR/out" 2>"$DDIR/err" &
   HOLDER_PID=$!
-  # Bounded wait for its "ready" line (or its exit), not a timing assertion.
-  for _ in $(seq 600); do
-    grep -q "wombatkvd: ready" "$DDIR/out" && break
-    kill -0 "$HOLDER_PID" 2>/dev/null || break
-    sleep 0.1
-  done
+  await_ready "$DDIR/out"
   ADDR=$(sed -n 's|.*listening on tcp://\([^ ]*\).*|\1|p' "$DDIR/out" | head -n 1)
   if ! grep -q "wombatkvd: ready" "$DDIR/out" || [[ -z $ADDR ]]; then
     fail "wombatkvd starts for the CLI checks" "$(head -c 600 "$DDIR/err")"
@@ -485,12 +480,7 @@ if [[ -n $WKVD ]]; then
     run "$WKV" --tcp-addr "not an address" lookup "$K1"
     check_rc "a malformed --tcp-addr exits 2 naming the flag" 2 "--tcp-addr"
   fi
-  kill -TERM "$HOLDER_PID" 2>/dev/null
-  wait "$HOLDER_PID" 2>/dev/null
-  DRC=$?
-  HOLDER_PID=""
-  if [[ $DRC == 0 ]]; then pass "wombatkvd stops gracefully after the CLI checks"
-  else fail "wombatkvd stops gracefully after the CLI checks" "exit $DRC"; fi
+  stop_daemon "wombatkvd stops gracefully after the CLI checks"
 else
   echo "skip  wombatkvd checks (no WOMBATKVD_BIN given)"
 fi

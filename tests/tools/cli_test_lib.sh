@@ -74,6 +74,33 @@ check_run() {
   fi
 }
 
+# await_ready OUT: waits until the daemon $HOLDER_PID printed "wombatkvd: ready" to OUT, or
+# exited; bounded (60 s), not a timing assertion. Returns 0 when it is ready.
+await_ready() {
+  local _
+  for _ in $(seq 600); do
+    grep -q "wombatkvd: ready" "$1" && return 0
+    kill -0 "$HOLDER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q "wombatkvd: ready" "$1"
+}
+
+# stop_daemon NAME [OUT]: SIGTERM to the daemon $HOLDER_PID; a pass when it exits 0 (and, with
+# OUT, printed "wombatkvd: stopped" there). Clears HOLDER_PID.
+stop_daemon() {
+  local name=$1 out=${2:-} rc
+  kill -TERM "$HOLDER_PID" 2>/dev/null
+  wait "$HOLDER_PID" 2>/dev/null
+  rc=$?
+  HOLDER_PID=""
+  if [[ $rc == 0 ]] && { [[ -z $out ]] || grep -q "wombatkvd: stopped" "$out"; }; then
+    pass "$name"
+  else
+    fail "$name" "exit $rc"
+  fi
+}
+
 # json EXPR < file: evaluates a Python expression over the parsed JSON document `d`.
 json() {
   python3 -c 'import json,sys; d=json.load(sys.stdin); r=eval(sys.argv[1]); print(r)' "$1"

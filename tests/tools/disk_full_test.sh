@@ -103,23 +103,9 @@ start_daemon() {
   "$WKVD" --data-dir "$FULL/daemon" --tcp 127.0.0.1:0 --cache-bytes 16M \
     >"$TMP/daemon.out" 2>"$TMP/daemon.err" &
   HOLDER_PID=$!
-  for _ in $(seq 600); do  # bounded wait for "ready" (or the exit), not a timing assertion
-    grep -q "wombatkvd: ready" "$TMP/daemon.out" && break
-    kill -0 "$HOLDER_PID" 2>/dev/null || break
-    sleep 0.1
-  done
+  await_ready "$TMP/daemon.out"
   ADDR=$(sed -n 's|.*listening on tcp://\([^ ]*\).*|\1|p' "$TMP/daemon.out" | head -n 1)
 }
-# stop_daemon LABEL: SIGTERM, and exit 0 is a pass.
-stop_daemon() {
-  kill -TERM "$HOLDER_PID" 2>/dev/null
-  wait "$HOLDER_PID" 2>/dev/null
-  local rc=$?
-  HOLDER_PID=""
-  if [[ $rc == 0 ]]; then pass "$1"
-  else fail "$1" "exit $rc" "$(tail -c 400 "$TMP/daemon.err")"; fi
-}
-
 start_daemon
 if [[ -z $ADDR ]]; then
   fail "wombatkvd starts on the small disk" "$(head -c 600 "$TMP/daemon.err")"

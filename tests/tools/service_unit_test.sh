@@ -90,13 +90,7 @@ chmod 0755 "$TMP/run"
 
 "${ARGS[@]}" >"$TMP/daemon.out" 2>"$TMP/daemon.err" &
 HOLDER_PID=$!
-# Bounded wait for its "ready" line (or its exit), not a timing assertion.
-for _ in $(seq 600); do
-  grep -q "wombatkvd: ready" "$TMP/daemon.out" && break
-  kill -0 "$HOLDER_PID" 2>/dev/null || break
-  sleep 0.1
-done
-if grep -q "wombatkvd: ready" "$TMP/daemon.out"; then
+if await_ready "$TMP/daemon.out"; then
   pass "wombatkvd starts with the unit's flags"
   SOCK=$TMP/run/wombatkv-$PREFIX.sock
   if grep -qF "shared-memory clients on $SOCK" "$TMP/daemon.out" &&
@@ -112,15 +106,7 @@ if grep -q "wombatkvd: ready" "$TMP/daemon.out"; then
 else
   fail "wombatkvd starts with the unit's flags" "$(head -c 600 "$TMP/daemon.err")"
 fi
-kill -TERM "$HOLDER_PID" 2>/dev/null
-wait "$HOLDER_PID" 2>/dev/null
-DRC=$?
-HOLDER_PID=""
-if [[ $DRC == 0 ]] && grep -q "wombatkvd: stopped" "$TMP/daemon.out"; then
-  pass "SIGTERM (the unit's KillSignal) stops it with exit 0"
-else
-  fail "SIGTERM (the unit's KillSignal) stops it with exit 0" "exit $DRC"
-fi
+stop_daemon "SIGTERM (the unit's KillSignal) stops it with exit 0" "$TMP/daemon.out"
 if [[ $(unit_value KillSignal) == SIGTERM ]]; then pass "the unit stops it with SIGTERM"
 else fail "the unit stops it with SIGTERM" "KillSignal=$(unit_value KillSignal)"; fi
 
