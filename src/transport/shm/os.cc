@@ -108,6 +108,10 @@ Result<PeerCred> GetPeerCred(int sock) {
   for (;;) {
     len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
     if (::getsockopt(sock, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) == 0) break;
+    if (errno == ENOPROTOOPT) {  // before Linux 4.13: the effective group alone is known
+      len = 0;
+      break;
+    }
     if (errno != ERANGE || len <= groups.size() * sizeof(gid_t))
       return Errno(errno, "SO_PEERGROUPS");
     groups.resize(len / sizeof(gid_t));
