@@ -139,6 +139,11 @@ class ObjectStore {
 
   // Counters since open; cheap (relaxed atomics), callable at any time.
   virtual ObjectStoreCounters Counters() const { return {}; }
+
+  // OK while the store can take writes; otherwise the sticky failure that stops it until it is
+  // opened again (a local directory whose journal could not write or sync, or whose checkpoint
+  // failed). A remote store's transient errors do not count: they are reported per call.
+  virtual Status Health() const { return Status::Ok(); }
 };
 
 // Forwards every call to a target store (not owned). Decorators — fault injection, tracing,
@@ -158,6 +163,7 @@ class ObjectStoreWrapper : public ObjectStore {
   }
   Result<ObjectInfo> Head(std::string_view key) override { return target_->Head(key); }
   ObjectStoreCounters Counters() const override { return target_->Counters(); }
+  Status Health() const override { return target_->Health(); }
   Status Delete(std::string_view key) override { return target_->Delete(key); }
   Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
                         std::string_view token, size_t max_keys) override {

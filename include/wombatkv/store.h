@@ -463,6 +463,12 @@ class Store {
 
   virtual StoreStats Stats() = 0;
 
+  // OK while the store can take writes; otherwise the failure that stops them until the store is
+  // opened again — a local-directory L2 whose journal could not write or sync (a full disk, an
+  // I/O error) or whose checkpoint failed; reads go on. A daemon answers /healthz with it. The
+  // client of a daemon (RemoteStore) always says OK: ask the daemon's /healthz.
+  virtual Status Health() { return Status::Ok(); }
+
   // L2 usage per namespace (`ns` empty = every namespace this store knows), sorted by name; with
   // `by_fingerprint`, each with a breakdown per fingerprint (costs a walk of the namespace's
   // chains). No I/O. For `wombatkv du` and monitoring.

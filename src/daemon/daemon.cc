@@ -76,6 +76,13 @@ struct Daemon::Impl {
     std::lock_guard<std::mutex> g(state_mu);
     return not_ready;
   }
+  // Empty while the store takes writes (or is not open yet); else why it cannot until restarted.
+  std::string UnhealthyReason() const {
+    std::shared_lock lock(components_mu);
+    if (!store) return "";
+    const Status s = store->Health();
+    return s.ok() ? "" : "the store cannot take writes until wombatkvd restarts: " + s.ToString();
+  }
 
   Status StartTcp();
   // The shared-memory server (docs/shm.md), with `*service` and options.settings.shm_prefix,
@@ -182,6 +189,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   if (!d.options.settings.http.empty()) {
     HttpEndpointCallbacks cb;
     cb.not_ready_reason = [&d] { return d.NotReadyReason(); };
+    cb.unhealthy_reason = [&d] { return d.UnhealthyReason(); };
     Daemon* self = daemon.get();
     cb.metrics = [self] { return self->Metrics(); };
     auto http = HttpEndpoint::Start(d.options.settings.http, std::move(cb));
@@ -290,6 +298,7 @@ std::string Daemon::Metrics() const {
   std::shared_lock lock(d.components_mu);
   MetricsSources src;
   src.ready = ready();
+  if (d.store) src.healthy = d.store->Health().ok();
   StoreStats stats;
   if (d.store) {
     stats = d.store->Stats();

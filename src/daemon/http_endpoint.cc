@@ -39,8 +39,14 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& add
   Impl* self = impl.get();
   // Scrapes and probes are rare and cheap: two threads are plenty.
   impl->server.new_task_queue = [] { return new httplib::ThreadPool(2); };
-  impl->server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
+  impl->server.Get("/healthz", [self](const httplib::Request&, httplib::Response& res) {
+    std::string why = self->callbacks.unhealthy_reason ? self->callbacks.unhealthy_reason() : "";
+    if (why.empty()) {
+      res.set_content("ok\n", "text/plain");
+    } else {
+      res.status = 503;
+      res.set_content(why + "\n", "text/plain");
+    }
   });
   impl->server.Get("/readyz", [self](const httplib::Request&, httplib::Response& res) {
     std::string why = self->callbacks.not_ready_reason();

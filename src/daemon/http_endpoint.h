@@ -19,6 +19,9 @@ namespace wombatkv {
 struct HttpEndpointCallbacks {
   // Empty string = ready; otherwise why not (the 503 body).
   std::function<std::string()> not_ready_reason;
+  // Empty string = healthy (/healthz 200); otherwise why not (503): the process cannot go on
+  // serving writes without a restart.
+  std::function<std::string()> unhealthy_reason;
   std::function<std::string()> metrics;
 };
 

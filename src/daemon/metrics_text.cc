@@ -292,6 +292,9 @@ std::string RenderMetrics(const MetricsSources& sources) {
   Page p;
   p.One("wombatkv_ready", "gauge", "1 once the store is open and the daemon serves requests.",
         sources.ready ? 1 : 0);
+  p.One("wombatkv_healthy", "gauge",
+        "0 once the store cannot take writes until wombatkvd restarts (/healthz says why).",
+        sources.healthy ? 1 : 0);
   if (sources.service) RenderService(p, *sources.service);
   if (sources.store) RenderStore(p, *sources.store);
   if (sources.tcp) RenderTcp(p, *sources.tcp);

@@ -23,6 +23,7 @@ struct MetricsSources {
   const tcp::TcpServerStats* tcp = nullptr;
   bool ready = false;
   const ShmServerStats* shm = nullptr;  // null: no shared-memory transport
+  bool healthy = true;                  // Store::Health() is OK
 };
 
 std::string RenderMetrics(const MetricsSources& sources);

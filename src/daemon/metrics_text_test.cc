@@ -21,6 +21,9 @@ TEST(MetricsText, HistogramsAreCumulativeAndEndAtInf) {
   src.ready = true;
   const std::string page = RenderMetrics(src);
   EXPECT_NE(page.find("wombatkv_ready 1\n"), std::string::npos);
+  EXPECT_NE(page.find("wombatkv_healthy 1\n"), std::string::npos);
+  src.healthy = false;
+  EXPECT_NE(RenderMetrics(src).find("wombatkv_healthy 0\n"), std::string::npos);
   EXPECT_NE(page.find("wombatkv_requests_total{op=\"GetBlocks\"} 3\n"), std::string::npos);
   EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",le=\"1e-06\"} 1\n"),
             std::string::npos) << page;

@@ -117,6 +117,8 @@ class FsObjectStore final : public ObjectStore {
   std::string Describe() const override { return "file://" + root_; }
   // The journal's group commits (zeros without a journal).
   ObjectStoreCounters Counters() const override;
+  // The journal's sticky error, else broken_ (J5).
+  Status Health() const override;
 
   Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
                           const PutOptions& options) override;
@@ -454,7 +456,7 @@ class FsObjectStore final : public ObjectStore {
   std::unique_ptr<Executor> checkpoints_;  // one thread: retired journal files, in order
   std::unique_ptr<Executor> completions_;  // one thread: PutAsync's completions, in order
   std::unique_ptr<Executor> syncer_;       // one thread: leads rounds while completions wait
-  std::mutex name_mu_;
+  mutable std::mutex name_mu_;
   std::unordered_map<std::string, InFlight> inflight_;  // by path (J2)
   std::deque<Action> actions_;                          // in LSN order (J1, J3)
   std::condition_variable direct_done_;                 // a direct reservation ended (J4)

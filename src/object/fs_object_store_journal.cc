@@ -447,6 +447,12 @@ ObjectStoreCounters FsObjectStore::Counters() const {
   return c;
 }
 
+Status FsObjectStore::Health() const {
+  if (journal_) WMBT_RETURN_IF_ERROR(journal_->error());
+  std::lock_guard<std::mutex> g(name_mu_);
+  return broken_;
+}
+
 bool FsObjectStore::SnapshotDue() {
   std::lock_guard<std::mutex> g(name_mu_);
   return retired_since_snapshot_ >= kSnapshotEveryBytesPerByte * snapshot_bytes_;

@@ -475,6 +475,11 @@ Status Journal::Preallocate(AppendFile& file, uint64_t bytes) {
   return s;
 }
 
+Status Journal::error() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return error_;
+}
+
 JournalCounters Journal::stats() const {
   JournalCounters s;
   s.syncs = syncs_.load(std::memory_order_relaxed);

@@ -151,6 +151,8 @@ class Journal {
   // What the rounds did so far: for a store's counters (ObjectStoreCounters, /metrics), so that
   // a slow save can be told apart from a slow disk.
   JournalCounters stats() const;
+  // OK, or the sticky failure of a write or sync (every later round returns it).
+  Status error() const;
   // Returns once no round runs or is handed over (no thread leads, syncing_ clear): before the
   // executors above go. REQUIRES: nobody appends or waits any more.
   void AwaitIdle();

@@ -134,6 +134,7 @@ TEST_F(JournalFaultTest, AWritebackErrorBeforeACheckpointKeepsTheJournalAndReope
   auto store = Open(&fs, /*journal_file_bytes=*/256);
   ASSERT_NE(store, nullptr);
   ASSERT_NO_FATAL_FAILURE(FailACheckpoint(*store, fs));
+  EXPECT_FALSE(store->Health().ok()) << "a failed checkpoint stops the store";
   store.reset();
   EXPECT_GE(JournalFiles(), 1u) << "the journal vouching for k/a was deleted";
 
@@ -243,14 +244,21 @@ TEST_F(JournalFaultTest, AFailedJournalSyncFailsEveryLaterWriteAndReopenKeepsWha
   auto store = Open(&fs);
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->Put("k/a", {AsBytes("a")}, {}).ok());
+  EXPECT_TRUE(store->Health().ok());
   fs.FailNext(CrashModelFs::Op::kAppendSync);
   EXPECT_FALSE(store->Put("k/b", {AsBytes("b")}, {}).ok());
-  // What reached the journal is unknown: nothing more is acknowledged (sticky).
+  // What reached the journal is unknown: nothing more is acknowledged (sticky), and the store
+  // says so to whoever asks (a daemon's /healthz).
   EXPECT_FALSE(store->Put("k/c", {AsBytes("c")}, {}).ok());
   EXPECT_FALSE(store->Delete("k/a").ok());
+  const Status health = store->Health();
+  EXPECT_FALSE(health.ok());
+  EXPECT_NE(health.message().find("restart the store to recover"), std::string::npos)
+      << health.ToString();
   store = CrashAndReopen(fs, std::move(store), 3);
   ASSERT_NE(store, nullptr);
   ExpectObject(*store, "k/a", "a");
+  EXPECT_TRUE(store->Health().ok());
 }
 
 // Holds the first WriteTemp of more than kJournaledMax bytes (a direct put, after its condition

@@ -89,6 +89,7 @@ class StoreImpl final : public Store {
   Result<std::vector<ChainBlock>> GetChain(std::string_view ns, const Fingerprint& fp,
                                            const ChainId& chain_id) override;
   StoreStats Stats() override;
+  Status Health() override;
   std::vector<NamespaceUsage> Usage(std::string_view ns, bool by_fingerprint) override;
   Result<EvictionReport> Evict() override;
   Result<OrphanGcReport> CollectOrphans() override;

@@ -319,6 +319,8 @@ Result<std::vector<ChainBlock>> StoreImpl::GetChain(std::string_view ns, const F
   return out;
 }
 
+Status StoreImpl::Health() { return l2_->Health(); }
+
 StoreStats StoreImpl::Stats() {
   StoreStats s;
   {

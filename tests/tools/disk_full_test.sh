@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # disk_full_test.sh WOMBATKV_BIN WOMBATKVD_BIN — a data directory whose disk fills up, with the
-# real binaries: a 48 MiB tmpfs of the test's own (a private mount namespace, unshare(1), so
+# real binaries: an 80 MiB tmpfs of the test's own (a private mount namespace, unshare(1), so
 # nothing outlives the test). The embedded CLI and wombatkvd store 4 MB blocks until the disk is
 # full; a put then fails with exit 5 naming the full device and what to do, and what was stored
-# reads back. The daemon keeps serving with no byte free, stops with exit 0 (RocksDB's own log
-# writer asserted on its next line after a failed write: wombatkvd died with SIGABRT closing its
-# store on a full disk), and after a restart with space freed every save it acknowledged reads
-# back byte for byte and new ones succeed.
+# reads back. The daemon keeps serving with no byte free; once its journal's own write is refused
+# it answers that a restart is needed and /healthz turns 503; it stops with exit 0 (RocksDB's
+# own log writer asserted on its next line after a failed write: wombatkvd died with SIGABRT
+# closing its store on a full disk), and after a restart with space freed every save it
+# acknowledged reads back byte for byte and new ones succeed.
 #
 # Needs root (a mount namespace); as another user it prints "skip" and exits 77 (ctest: skipped).
 # Prints one line per check and "N passed, M failed"; exits 1 if anything failed, 2 on bad usage.
@@ -33,8 +34,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/cli_test_lib.sh"
 cli_test_setup disk-full "$WKV" "$WKVD"
 FULL=$TMP/full
 mkdir -p "$FULL"
-if ! mount -t tmpfs -o size=48m tmpfs "$FULL"; then
-  fail "mount a 48 MiB tmpfs in the test's mount namespace"
+if ! mount -t tmpfs -o size=80m tmpfs "$FULL"; then
+  fail "mount an 80 MiB tmpfs in the test's mount namespace"
   cli_test_summary
   exit
 fi
@@ -55,7 +56,7 @@ put_until_full() {
   done
   LAST=$i
   if ((RC == 0)); then
-    fail "$label: the disk fills up" "40 blocks of 4 MB fitted in 48 MiB"
+    fail "$label: the disk fills up" "40 blocks of 4 MB fitted in 80 MiB"
   elif ((RC == 134 || RC > 128)); then
     fail "$label: a put on a full disk fails without dying" "exit $RC (signal $((RC - 128)))"
   else
@@ -96,17 +97,22 @@ check_rc "embedded: the audit of the data directory finds nothing wrong" 0
 
 # ---- wombatkvd (the store stays open while the disk fills and empties) ------------------------
 rm -rf "$FULL/data"
-head -c 12000000 /dev/zero >"$FULL/filler"
 
 # start_daemon: wombatkvd on $FULL/daemon; sets ADDR ("" if it did not come up) and HOLDER_PID.
 start_daemon() {
-  "$WKVD" --data-dir "$FULL/daemon" --tcp 127.0.0.1:0 --cache-bytes 16M \
+  "$WKVD" --data-dir "$FULL/daemon" --tcp 127.0.0.1:0 --http 127.0.0.1:0 --cache-bytes 16M \
     >"$TMP/daemon.out" 2>"$TMP/daemon.err" &
   HOLDER_PID=$!
   await_ready "$TMP/daemon.out"
   ADDR=$(sed -n 's|.*listening on tcp://\([^ ]*\).*|\1|p' "$TMP/daemon.out" | head -n 1)
+  HTTP=$(sed -n 's|.*http on \(http://[^ ]*\).*|\1|p' "$TMP/daemon.out" | head -n 1)
 }
+# healthz: the daemon's /healthz status code, its body in $TMP/healthz.
+healthz() { curl -s -o "$TMP/healthz" -w '%{http_code}' "$HTTP/healthz"; }
+# Started on the empty disk, so that RocksDB's write-ahead log gets its preallocated space and
+# the journal of the local L2 is what the full disk refuses first.
 start_daemon
+head -c 12000000 /dev/zero >"$FULL/filler"
 if [[ -z $ADDR ]]; then
   fail "wombatkvd starts on the small disk" "$(head -c 600 "$TMP/daemon.err")"
 else
@@ -128,6 +134,29 @@ else
     pass "daemon: it keeps serving on a disk with no byte free (${#ACKED[@]} saves acknowledged)"
   else
     fail "daemon: it keeps serving on a disk with no byte free" "$(tail -c 600 "$TMP/daemon.err")"
+  fi
+  if [[ $(healthz) == 200 ]]; then pass "daemon: /healthz is 200 while its journal writes"
+  else fail "daemon: /healthz is 200 while its journal writes" "$(cat "$TMP/healthz")"; fi
+  # Blocks packed into the journal, until its zero-filled space runs out: its write fails, and
+  # the journal stops (what reached the disk is unknown) until a restart.
+  for i in $(seq 500 539); do
+    head -c 200000 /dev/urandom >"$TMP/b$i"
+    run "${TCP[@]}" put "$(key "$i")" --file "$TMP/b$i" --publish
+    ((RC == 0)) && ACKED+=("$i")
+    ((RC > 128)) && died=1
+    ((RC != 0)) && break
+  done
+  check_rc "daemon: a journal write refused by the full disk says to restart" 5 \
+    "restart the store to recover"
+  if [[ $(healthz) == 503 ]] && grep -qF "restarts" "$TMP/healthz"; then
+    pass "daemon: /healthz turns 503 saying a restart is needed"
+  else
+    fail "daemon: /healthz turns 503 saying a restart is needed" "$(cat "$TMP/healthz")"
+  fi
+  if curl -s "$HTTP/metrics" | grep -q "^wombatkv_healthy 0$"; then
+    pass "daemon: /metrics has wombatkv_healthy 0"
+  else
+    fail "daemon: /metrics has wombatkv_healthy 0"
   fi
   run "${TCP[@]}" get "$(key 200)" --out "$TMP/got200"
   if [[ $RC == 0 ]] && cmp -s "$TMP/b200" "$TMP/got200/$(key 200).bin"; then
@@ -158,6 +187,8 @@ else
     block 300
     run "${TCP[@]}" put "$(key 300)" --file "$TMP/b300" --publish
     check_rc "daemon: with space freed, a put succeeds again" 0
+    if [[ $(healthz) == 200 ]]; then pass "daemon: after the restart /healthz is 200 again"
+    else fail "daemon: after the restart /healthz is 200 again" "$(cat "$TMP/healthz")"; fi
     stop_daemon "daemon: SIGTERM stops it with exit 0 after the full disk"
   fi
 fi
