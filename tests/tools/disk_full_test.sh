@@ -80,7 +80,17 @@ for ((i = LAST + 1; i < LAST + 3; i++)); do
   run "$WKV" put "$(key "$i")" --file "$TMP/b$i" --publish
   if ((RC > 128)); then fail "embedded: another put on the full disk does not die" "exit $RC"; fi
 done
-rm -f "$FULL/filler"
+# Not a byte left: the commands that only read still run (they read beside the journal, which
+# taking over would recover, which writes); one that writes says why it cannot.
+dd if=/dev/zero of="$FULL/pad" bs=64k 2>/dev/null
+run "$WKV" --json du
+check_json "embedded: du runs on a disk with no byte free" "$TMP/out" \
+  "(d['total']['l2']['blobs'], d['l1_checked'])" "($STORED, False)"
+run "$WKV" audit
+check_out "embedded: so does audit, and finds nothing wrong" 0 "result: clean"
+run "$WKV" gc
+check_rc "embedded: gc, which writes, exits 5 naming the full device" 5 "No space left on device"
+rm -f "$FULL/filler" "$FULL/pad"
 if ((STORED > 0)); then
   run "$WKV" get "$(key 1)" --out "$TMP/got1"
   if [[ $RC == 0 ]] && cmp -s "$TMP/b1" "$TMP/got1/$(key 1).bin"; then

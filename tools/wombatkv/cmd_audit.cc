@@ -57,13 +57,13 @@ struct Setup {
 };
 
 int Prepare(Context& ctx, std::string_view command, const std::string& grace_text, bool want_l1,
-            Setup* out) {
+            bool writes, Setup* out) {
   int code = ctx.RequireLocalPlanes(command);
   if (code != kExitOk) return code;
   auto grace = Grace(ctx, grace_text, &code);
   if (!grace) return code;
   out->grace_us = *grace;
-  if ((code = OpenOfflinePlanes(ctx, want_l1, &out->planes)) != kExitOk) return code;
+  if ((code = OpenOfflinePlanes(ctx, want_l1, writes, &out->planes)) != kExitOk) return code;
   out->executor = NewThreadPoolExecutor(kReadThreads, "wombatkv-audit");
   return kExitOk;
 }
@@ -160,9 +160,8 @@ void PrintRepair(Context& ctx, const audit::RepairReport& fixed) {
 int RunAudit(Context& ctx, const AuditArgs& a) {
   Setup setup;
   const char* command = a.repair ? "audit --repair" : "audit";
-  if (int code = Prepare(ctx, command, a.grace, /*want_l1=*/true, &setup); code != kExitOk) {
-    return code;
-  }
+  const int code = Prepare(ctx, command, a.grace, /*want_l1=*/true, /*writes=*/a.repair, &setup);
+  if (code != kExitOk) return code;
   OfflinePlanes& planes = setup.planes;
   const uint64_t grace_us = setup.grace_us;
   const audit::AuditOptions options = AuditOptionsFor(ctx, setup, a.quick);
@@ -307,7 +306,9 @@ nlohmann::json DiskCacheJson(const DiskCachePlane& p) {
 
 int RunDu(Context& ctx) {
   Setup setup;
-  if (int code = Prepare(ctx, "du", "", /*want_l1=*/true, &setup); code != kExitOk) return code;
+  if (int code = Prepare(ctx, "du", "", /*want_l1=*/true, /*writes=*/false, &setup);
+      code != kExitOk)
+    return code;
   const OfflinePlanes& planes = setup.planes;
   // Quick: sizes come from the listing; only heads are read (and the 48-byte headers of blobs
   // listed under their raw size: compressed ones).
@@ -369,7 +370,8 @@ struct GcArgs {
 
 int RunGc(Context& ctx, const GcArgs& a) {
   Setup setup;
-  if (int code = Prepare(ctx, "gc", a.grace, /*want_l1=*/false, &setup); code != kExitOk) {
+  if (int code = Prepare(ctx, "gc", a.grace, /*want_l1=*/false, /*writes=*/true, &setup);
+      code != kExitOk) {
     return code;
   }
   const uint64_t grace_us = setup.grace_us;

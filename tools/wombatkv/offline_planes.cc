@@ -7,10 +7,11 @@
 
 namespace wombatkv::cli {
 
-int OpenOfflinePlanes(Context& ctx, bool want_l1, OfflinePlanes* out) {
+int OpenOfflinePlanes(Context& ctx, bool want_l1, bool writes, OfflinePlanes* out) {
   const std::string& dir = ctx.opts.data_dir;
   FileSystem* fs = PosixFileSystem();
   int code = kExitOk;
+  bool disk_full = false;
   out->l2 = ctx.OpenConfiguredS3(&code);
   if (code != kExitOk) return code;
   if (!out->l2) {
@@ -26,6 +27,12 @@ int OpenOfflinePlanes(Context& ctx, bool want_l1, OfflinePlanes* out) {
       auto owned = OpenJournaledFsObjectStore(root, fs, journal);
       if (owned.ok()) {
         out->fs_l2 = std::move(owned).value();
+      } else if (!writes && owned.status().code() == Code::kResourceExhausted) {
+        // Owning the journal means recovering it, which writes: on a full disk a command that
+        // only reads (du, audit) reads beside the journal instead, as beside a running store.
+        ctx.out.Note("the disk is full (" + owned.status().message() + "): reading " + root +
+                     " without taking over its journal");
+        disk_full = true;
       } else if (owned.status().code() != Code::kFailedPrecondition) {
         return ctx.out.Error("open the local L2 in " + root, owned.status());
       }
@@ -59,7 +66,17 @@ int OpenOfflinePlanes(Context& ctx, bool want_l1, OfflinePlanes* out) {
     out->l1_note = "no L1 at " + dir + "/l1 (a store builds it from L2 when it first opens)";
     return kExitOk;
   }
+  // RocksDB writes as it opens (a failed attempt on a full disk leaves a new empty MANIFEST).
+  if (disk_full) {
+    out->l1_note = "L1 at " + dir + "/l1 not read: the disk is full";
+    return kExitOk;
+  }
   auto l1 = OpenRocksDbMetaStore(dir + "/l1");
+  if (!l1.ok() && l1.status().code() == Code::kResourceExhausted) {
+    out->l1_note =
+        "L1 at " + dir + "/l1 not read: the disk is full (" + l1.status().message() + ")";
+    return kExitOk;
+  }
   if (!l1.ok()) {
     // A store deletes and rebuilds such an L1 at open; the audit reports it and carries on.
     out->l1_note = "L1 at " + dir + "/l1 cannot be opened (" + l1.status().message() +

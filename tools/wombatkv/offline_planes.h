@@ -33,8 +33,11 @@ struct OfflinePlanes {
   std::unique_ptr<MetaStore> owned_l1;
 };
 
-// Opens the planes. With want_l1 = false the LOCK is not even tried (gc needs L2 only). Returns
-// an exit code: 0, or the reported failure to open L2 or L1.
-int OpenOfflinePlanes(Context& ctx, bool want_l1, OfflinePlanes* out);
+// Opens the planes. With want_l1 = false the LOCK is not even tried (gc needs L2 only). A command
+// that only reads (`writes` false: du, audit without --repair) still runs on a full disk: L2 is
+// then read beside its journal (taking it over recovers it, which writes) and L1, which RocksDB
+// cannot open without writing, is left out with a note. Returns an exit code: 0, or the reported
+// failure to open L2 or L1.
+int OpenOfflinePlanes(Context& ctx, bool want_l1, bool writes, OfflinePlanes* out);
 
 }  // namespace wombatkv::cli
