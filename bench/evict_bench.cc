@@ -14,9 +14,10 @@
 // and the evictor's wall and CPU time per evicted block. L2 and L1 are in memory, so the figures
 // are the engine's own cost; a real L2 adds one head write (S3 PUT, or a fsync'd file) per trim.
 //
-// Usage: evict_bench [--chains N] [--chain-blocks N] [--evict-only]
+// Usage: evict_bench [--chains N] [--chain-blocks N] [--evict-only] [--l1-dir DIR]
 //   --chain-blocks: blocks per chain (64; even: the first half is looked up);
-//   --evict-only: no lookup thread, for profiling.
+//   --evict-only: no lookup thread, for profiling;
+//   --l1-dir: L1 in RocksDB under DIR (emptied first), as a store has it, instead of in memory.
 #include <pthread.h>
 #include <time.h>
 
@@ -29,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_disk.h"
 #include "bench_util.h"
 #include "layout/chain_head.h"
 #include "layout/object_keys.h"
@@ -86,6 +88,7 @@ int Main(int argc, char** argv) {
   SetProgramName("evict_bench");
   size_t chains = 15'625, chain_blocks = 64;
   bool lookups = true;
+  std::string l1_dir;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--chains" && i + 1 < argc) {
@@ -94,8 +97,11 @@ int Main(int argc, char** argv) {
       chain_blocks = std::stoul(argv[++i]);
     } else if (a == "--evict-only") {
       lookups = false;
+    } else if (a == "--l1-dir" && i + 1 < argc) {
+      l1_dir = argv[++i];
     } else {
-      Die("usage: evict_bench [--chains N] [--chain-blocks N (even, >= 2)] [--evict-only]");
+      Die("usage: evict_bench [--chains N] [--chain-blocks N (even, >= 2)] [--evict-only] "
+          "[--l1-dir DIR]");
     }
   }
   if (chains == 0 || chain_blocks < 2 || chain_blocks % 2 != 0) {
@@ -104,9 +110,16 @@ int Main(int argc, char** argv) {
   const size_t lookup_keys = chain_blocks / 2;
   MarkStart();
   Section("setup: " + std::to_string(chains) + " chains × " + std::to_string(chain_blocks) +
-          " blocks written as heads into in-memory L1 and L2");
+          " blocks written as heads into " + (l1_dir.empty() ? "in-memory L1" : "L1 in RocksDB") +
+          " and in-memory L2");
   std::unique_ptr<ObjectStore> l2 = NewMemObjectStore();
-  std::unique_ptr<MetaStore> l1 = NewMemMetaStore();
+  std::unique_ptr<MetaStore> l1;
+  if (l1_dir.empty()) {
+    l1 = NewMemMetaStore();
+  } else {
+    RemoveTreeParallel(l1_dir);
+    l1 = Check(OpenRocksDbMetaStore(l1_dir), "opening L1 in " + l1_dir);
+  }
   Fingerprint fp;
   fp.bytes.fill(0x42);
   std::vector<std::vector<BlockKey>> keys(chains);

@@ -8,6 +8,7 @@
 
 #include "base/limits.h"
 #include "layout/object_keys.h"
+#include "store/meta_records.h"
 #include "store/store_test_util.h"
 
 namespace wombatkv::testing {
@@ -221,6 +222,62 @@ TEST(StoreFailures, ADamagedHeadIsReplacedByTheNextLastWriterWinsPublish) {
   EXPECT_EQ(*f.store->LookupPrefix("default", kFp, c.keys), 2u);
   EXPECT_TRUE(f.store->Refresh().ok());
   EXPECT_EQ(*f.store->LookupPrefix("default", kFp, c.keys), 2u);
+}
+
+// An in-memory L1 that refuses every batch writing a chain head record while `fail_heads` is set.
+class HeadRecordsRefused final : public MetaStore {
+ public:
+  std::atomic<bool> fail_heads{false};
+  Status Write(const MetaWriteBatch& batch, bool sync) override {
+    for (const auto& op : batch.ops()) {
+      if (fail_heads && op.first.starts_with(meta_records::kHeadPrefix)) {
+        return Status::Unavailable("injected: L1 refused a head record");
+      }
+    }
+    return inner_->Write(batch, sync);
+  }
+  Result<std::string> Get(std::string_view key) override { return inner_->Get(key); }
+  Status Scan(std::string_view prefix,
+              const std::function<bool(std::string_view, std::string_view)>& fn) override {
+    return inner_->Scan(prefix, fn);
+  }
+  Status DeletePrefix(std::string_view prefix) override { return inner_->DeletePrefix(prefix); }
+
+ private:
+  std::unique_ptr<MetaStore> inner_ = NewMemMetaStore();
+};
+
+// L1 is a cache of L2's heads: a publish whose head L2 took succeeds even if L1 cannot record it
+// (logged; the next open or refresh repairs L1). So must one that first lost a race to another
+// host and had to learn the newer head from L2 — with L1 refusing that head too.
+TEST(StoreFailures, APublishThatLearnsANewerHeadFromL2GoesOnWhenL1CannotRecordIt) {
+  FlakyObjectStore l2;  // one bucket, two hosts
+  HeadRecordsRefused l1_a;
+  std::unique_ptr<MetaStore> l1_b = NewMemMetaStore();
+  auto open = [&](MetaStore* l1) {
+    StoreOptions o;
+    o.object_store = &l2;
+    o.meta_store = l1;
+    o.upload_threads = 2;
+    o.log = [](LogLevel, const std::string&) {};
+    auto s = Store::Open(o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return std::move(s).value();
+  };
+  auto a = open(&l1_a);
+  auto b = open(l1_b.get());
+  auto c = MakeChain(2, 256, 8);
+  ASSERT_TRUE(a->PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_EQ(*a->PublishChain("default", kFp, c.tip(), c.tip()), 1u);
+  ASSERT_TRUE(b->Refresh().ok());
+  ASSERT_EQ(*b->PublishChain("default", kFp, c.tip(), c.tip()), 2u);  // A's L0 still says 1
+  l1_a.fail_heads = true;
+  auto v = a->PublishChain("default", kFp, c.tip(), c.tip());  // Conflict, read 2 from L2, retry
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(*v, 3u);
+  l1_a.fail_heads = false;
+  ASSERT_TRUE(b->Refresh().ok());
+  EXPECT_EQ(b->ListChains("default").at(0).version, 3u);
 }
 
 TEST(StoreFailures, ParentLinksThatFormACycleAreRefused) {

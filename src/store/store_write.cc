@@ -333,13 +333,22 @@ std::optional<ChainInfo> StoreImpl::IndexedHead(std::string_view ns, const Finge
 Result<std::optional<ChainInfo>> StoreImpl::SyncHeadFromL2(std::string_view ns,
                                                            const Fingerprint& fp,
                                                            const ChainId& chain_id) {
+  // L0 follows L2 even when L1 cannot record it, as after a publish: the caller (a publish that
+  // lost a race, an eviction) goes on from what L2 holds, and the next open or refresh repairs L1.
+  auto unrecorded = [&](const Status& s) {
+    Log(LogLevel::kWarn, "read the head of chain " + chain_id.ToHex() +
+                             " from L2 but could not record it in L1: " + s.ToString());
+  };
   WMBT_ASSIGN_OR_RETURN(auto now, ReadHead(ns, fp, chain_id));
   if (!now) {
-    WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, fp, chain_id));
+    if (Status s = RemoveHeadLocally(ns, fp, chain_id); !s.ok()) unrecorded(s);
     return std::optional<ChainInfo>();
   }
   const auto& [etag, head] = *now;
-  WMBT_RETURN_IF_ERROR(ApplyHead(head, etag, layout::EncodeChainHead(head)));
+  MetaWriteBatch b;
+  WMBT_RETURN_IF_ERROR(InstallHead(head, etag, layout::EncodeChainHead(head), &b));
+  if (Status s = l1_->Write(b, /*sync=*/false); !s.ok()) unrecorded(s);
+  MaybeScheduleEvictionFor(head.ns);
   return std::optional<ChainInfo>(
       ChainInfo{chain_id, head.version, etag, head.tip(), uint32_t(head.entries.size())});
 }
