@@ -77,6 +77,21 @@ class NoSleepClock final : public Clock {
   std::atomic<uint64_t> now_{0};
 };
 
+// A store over the given planes, quiet, with 4 upload threads.
+std::unique_ptr<Store> OpenStoreOver(ObjectStore* l2, MetaStore* l1, Clock* clock = nullptr,
+                                     Executor* executor = nullptr) {
+  StoreOptions o;
+  o.object_store = l2;
+  o.meta_store = l1;
+  o.clock = clock;
+  o.executor = executor;
+  o.upload_threads = 4;
+  o.log = [](LogLevel, const std::string&) {};
+  auto s = Store::Open(o);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
 struct FlakyStore {
   FlakyObjectStore l2;
   std::unique_ptr<MetaStore> l1 = NewMemMetaStore();
@@ -91,18 +106,7 @@ struct FlakyStore {
   }
 
  private:
-  void Open(Executor* executor) {
-    StoreOptions o;
-    o.object_store = &l2;
-    o.meta_store = l1.get();
-    o.clock = &clock;
-    o.executor = executor;
-    o.upload_threads = 4;
-    o.log = [](LogLevel, const std::string&) {};
-    auto s = Store::Open(o);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    store = std::move(s).value();
-  }
+  void Open(Executor* executor) { store = OpenStoreOver(&l2, l1.get(), &clock, executor); }
 };
 
 TEST(StoreFailures, PublishersRetryAFailedUploadOnceAndReleaseItsPinOnce) {
@@ -225,7 +229,7 @@ TEST(StoreFailures, ADamagedHeadIsReplacedByTheNextLastWriterWinsPublish) {
 }
 
 // An in-memory L1 that refuses every batch writing a chain head record while `fail_heads` is set.
-class HeadRecordsRefused final : public MetaStore {
+class HeadRecordsRefused final : public MemMetaStoreWrapper {
  public:
   std::atomic<bool> fail_heads{false};
   Status Write(const MetaWriteBatch& batch, bool sync) override {
@@ -234,17 +238,8 @@ class HeadRecordsRefused final : public MetaStore {
         return Status::Unavailable("injected: L1 refused a head record");
       }
     }
-    return inner_->Write(batch, sync);
+    return MemMetaStoreWrapper::Write(batch, sync);
   }
-  Result<std::string> Get(std::string_view key) override { return inner_->Get(key); }
-  Status Scan(std::string_view prefix,
-              const std::function<bool(std::string_view, std::string_view)>& fn) override {
-    return inner_->Scan(prefix, fn);
-  }
-  Status DeletePrefix(std::string_view prefix) override { return inner_->DeletePrefix(prefix); }
-
- private:
-  std::unique_ptr<MetaStore> inner_ = NewMemMetaStore();
 };
 
 // L1 is a cache of L2's heads: a publish whose head L2 took succeeds even if L1 cannot record it
@@ -254,18 +249,9 @@ TEST(StoreFailures, APublishThatLearnsANewerHeadFromL2GoesOnWhenL1CannotRecordIt
   FlakyObjectStore l2;  // one bucket, two hosts
   HeadRecordsRefused l1_a;
   std::unique_ptr<MetaStore> l1_b = NewMemMetaStore();
-  auto open = [&](MetaStore* l1) {
-    StoreOptions o;
-    o.object_store = &l2;
-    o.meta_store = l1;
-    o.upload_threads = 2;
-    o.log = [](LogLevel, const std::string&) {};
-    auto s = Store::Open(o);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return std::move(s).value();
-  };
-  auto a = open(&l1_a);
-  auto b = open(l1_b.get());
+  auto a = OpenStoreOver(&l2, &l1_a);
+  auto b = OpenStoreOver(&l2, l1_b.get());
+  ASSERT_TRUE(a && b);
   auto c = MakeChain(2, 256, 8);
   ASSERT_TRUE(a->PutBlocks("default", kFp, c.Puts()).ok());
   ASSERT_EQ(*a->PublishChain("default", kFp, c.tip(), c.tip()), 1u);

@@ -143,7 +143,7 @@ uint64_t IndexedVersion(Store& s, const ChainId& id) {
 
 // An L1 that keeps the versions of one chain's head in the order they were written, and the
 // newest version written of every head.
-class HeadRecordsSeen final : public MetaStore {
+class HeadRecordsSeen final : public MemMetaStoreWrapper {
  public:
   explicit HeadRecordsSeen(std::string head_key = "") : head_key_(std::move(head_key)) {}
   Status Write(const MetaWriteBatch& batch, bool sync) override {
@@ -155,14 +155,8 @@ class HeadRecordsSeen final : public MetaStore {
       newest_[key] = std::max(newest_[key], record->head.version);
       if (key == head_key_) versions_.push_back(record->head.version);
     }
-    return inner_->Write(batch, sync);
+    return MemMetaStoreWrapper::Write(batch, sync);
   }
-  Result<std::string> Get(std::string_view key) override { return inner_->Get(key); }
-  Status Scan(std::string_view prefix,
-              const std::function<bool(std::string_view, std::string_view)>& fn) override {
-    return inner_->Scan(prefix, fn);
-  }
-  Status DeletePrefix(std::string_view prefix) override { return inner_->DeletePrefix(prefix); }
   std::vector<uint64_t> versions() {
     std::lock_guard<std::mutex> g(mu_);
     return versions_;
@@ -175,7 +169,6 @@ class HeadRecordsSeen final : public MetaStore {
 
  private:
   const std::string head_key_;
-  std::unique_ptr<MetaStore> inner_ = NewMemMetaStore();
   std::mutex mu_;
   std::vector<uint64_t> versions_;
   std::map<std::string, uint64_t> newest_;

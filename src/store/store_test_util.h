@@ -45,6 +45,23 @@ inline Fingerprint Fp(uint8_t v) {
   return f;
 }
 
+// An in-memory L1 for tests to derive from: override Write to watch or refuse what is written.
+class MemMetaStoreWrapper : public MetaStore {
+ public:
+  Status Write(const MetaWriteBatch& batch, bool sync) override {
+    return inner_->Write(batch, sync);
+  }
+  Result<std::string> Get(std::string_view key) override { return inner_->Get(key); }
+  Status Scan(std::string_view prefix,
+              const std::function<bool(std::string_view, std::string_view)>& fn) override {
+    return inner_->Scan(prefix, fn);
+  }
+  Status DeletePrefix(std::string_view prefix) override { return inner_->DeletePrefix(prefix); }
+
+ private:
+  std::unique_ptr<MetaStore> inner_ = NewMemMetaStore();
+};
+
 class TempDir {
  public:
   TempDir() {
