@@ -281,7 +281,7 @@ rocksdb::Options MakeOptions(const std::string& dir) {
   // where the default skiplist paid a sorted insert per write — the costliest part of a small
   // durable save's L1 write (BENCHMARKS.md, "Session 20"). Vector memtables take writes from one
   // thread at a time. A Get or iterator copies and sorts the live memtable: fine at open, costly
-  // for any read at run time (there is none).
+  // for any read at run time (there is none: Capacity.NothingAnOpenStoreDoesReadsL1).
   o.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
   o.allow_concurrent_memtable_write = false;
 

@@ -213,6 +213,54 @@ TEST_P(Capacity, AUnreferencedBlobIsFreedOnlyOnceOrphanGcHasDeletedIt) {
   EXPECT_EQ(s.Stats().evict_freed_bytes, freed_before + layout::kEnvelopeHeaderBytes + 1000);
 }
 
+// L1's RocksDB keeps writes in a vector memtable, which a read must copy and sort
+// (src/meta/rocksdb_meta_store.cc): so once a store is open, nothing it does reads L1 — it is
+// read by the open and by offline tools only (BENCHMARKS.md, "Session 40": a refresh that read
+// one L1 record per chain took minutes).
+class L1ReadsCounted final : public MemMetaStoreWrapper {
+ public:
+  std::atomic<int> reads{0};
+  Result<std::string> Get(std::string_view key) override {
+    ++reads;
+    return MemMetaStoreWrapper::Get(key);
+  }
+  Status Scan(std::string_view prefix,
+              const std::function<bool(std::string_view, std::string_view)>& fn) override {
+    ++reads;
+    return MemMetaStoreWrapper::Scan(prefix, fn);
+  }
+};
+
+TEST_P(Capacity, NothingAnOpenStoreDoesReadsL1) {
+  L1ReadsCounted l1;
+  struct CloseFirst {  // the store goes before `l1`, however the test ends
+    StoreHarness& h;
+    ~CloseFirst() { h.Close(); }
+  } close_first{h_};
+  StoreOptions o = Options();
+  o.meta_store = &l1;
+  o.namespace_bytes_max["default"] = 64 << 10;
+  Store& s = Open(o);
+  EXPECT_GT(l1.reads.load(), 0);  // the open reads it
+  l1.reads = 0;
+  std::vector<TestChain> chains;
+  for (int i = 0; i < 12; ++i) {
+    chains.push_back(MakeChain(4, 4096, 300 + i));
+    PutAndPublish(s, chains.back());
+    clock_.Advance(1000000);
+  }
+  const ChainId id = chains[3].tip();
+  ASSERT_TRUE(s.PublishChain("default", kFp, id, id).ok());      // a head written again
+  ASSERT_TRUE(s.PublishChain("default", kFp, id, id, 2).ok());   // compare-and-swap
+  ASSERT_FALSE(s.PublishChain("default", kFp, id, id, 2).ok());  // a stale one
+  ASSERT_TRUE(s.GetBlocks("default", kFp, chains[3].keys).ok());
+  ASSERT_TRUE(s.Refresh().ok());
+  EvictUntilDone(s);
+  EXPECT_GT(s.Stats().evict_chains, 0u);
+  ASSERT_TRUE(s.Refresh().ok());
+  EXPECT_EQ(l1.reads.load(), 0);
+}
+
 // ------------------------------------------------------------------------------------ budgets
 
 TEST_P(Capacity, BudgetHoldsAfterAWriteLoadFiveTimesLargerAndRecentlyReadChainsStay) {
