@@ -336,8 +336,8 @@ Result<std::optional<ChainInfo>> StoreImpl::SyncHeadFromL2(std::string_view ns,
   // L0 follows L2 even when L1 cannot record it, as after a publish: the caller (a publish that
   // lost a race, an eviction) goes on from what L2 holds, and the next open or refresh repairs L1.
   auto unrecorded = [&](const Status& s) {
-    Log(LogLevel::kWarn, "read the head of chain " + chain_id.ToHex() +
-                             " from L2 but could not record it in L1: " + s.ToString());
+    Log(LogLevel::kWarn, "learned chain " + chain_id.ToHex() +
+                             "'s head from L2 but could not record it in L1: " + s.ToString());
   };
   WMBT_ASSIGN_OR_RETURN(auto now, ReadHead(ns, fp, chain_id));
   if (!now) {
