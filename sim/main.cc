@@ -1,7 +1,8 @@
 // wombatkv-sim: runs the deterministic simulator.
 //
 //   wombatkv-sim --seed N [--steps S] [--verbose]     one run; prints its trace digest
-//   wombatkv-sim --seeds A..B [--steps S]             a sweep; stops at the first failure
+//   wombatkv-sim --seeds A..B [--steps S]             a sweep; stops at the first failure (on a
+//                                                     terminal, a progress line on stderr)
 //   --no-l2-invariants   judge only what the API returns (no L2 checks at head writes)
 //   --tail N             events printed on failure (default 50)
 //   --capacity           the evict-gc scenario on every seed (else on about 40% of them)
@@ -14,6 +15,8 @@
 //   --gc-ignores-list-lag  stores are not told the listing lag (orphan GC's R3 re-check unsafe)
 //
 // Exit status: 0 all seeds passed, 1 a guarantee was violated, 2 usage.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
@@ -24,34 +27,38 @@
 
 #include "sim/shrink.h"
 #include "sim/simulator.h"
+#include "tools/wombatkv/progress_line.h"
+#include "wombatkv/env.h"
 
 namespace {
 
 int Usage() {
   std::string faults;
   for (const std::string& n : wombatkv::sim::FaultClassNames()) faults += " " + n;
-  std::fprintf(stderr,
-               "usage: wombatkv-sim (--seed N | --seeds A..B) [options]\n"
-               "  --steps S            safety-phase steps (default 300)\n"
-               "  --verbose            print every event as it happens\n"
-               "  --tail N             events printed on failure without shrinking (default 50)\n"
-               "  --no-l2-invariants   judge only what the API returns\n"
-               "  --capacity           the evict-gc scenario on every seed\n"
-               "  --no-fault NAME      switch a fault class off after the seed drew it;\n"
-               "                       repeatable. NAME is one of:%s\n"
-               "  --hosts N            N hosts (1..8) instead of the seed's number\n"
-               "  --list-lag US        listings lag writes by up to US microseconds on every seed\n"
-               "  --buggify PERCENT    buggify on every seed at this rate (1..100): the workload's\n"
-               "                       hostile choices and the store's points (docs/testing.md)\n"
-               "  --no-shrink          on failure, do not search for the shortest failing run\n"
-               "  --break publish-order  test only: publish heads before their blocks are\n"
-               "                       durable (G3 broken on purpose; the simulator must catch it)\n"
-               "  --gc-ignores-list-lag  stores are not told the bucket's listing lag\n"
-               "                       (StoreOptions::l2_list_lag_us = 0)\n"
-               "On failure the run is shrunk (fewer steps, fault classes off, fewer hosts) while\n"
-               "it still fails the same guarantee; the shrunk command line and its whole trace\n"
-               "are printed. Exit status: 0 pass, 1 violation, 2 usage.\n",
-               faults.c_str());
+  std::fprintf(
+      stderr,
+      "usage: wombatkv-sim (--seed N | --seeds A..B) [options]\n"
+      "  --steps S            safety-phase steps (default 300)\n"
+      "  --verbose            print every event as it happens\n"
+      "  --tail N             events printed on failure without shrinking (default 50)\n"
+      "  --no-l2-invariants   judge only what the API returns\n"
+      "  --capacity           the evict-gc scenario on every seed\n"
+      "  --no-fault NAME      switch a fault class off after the seed drew it;\n"
+      "                       repeatable. NAME is one of:%s\n"
+      "  --hosts N            N hosts (1..8) instead of the seed's number\n"
+      "  --list-lag US        listings lag writes by up to US microseconds on every seed\n"
+      "  --buggify PERCENT    buggify on every seed at this rate (1..100): the workload's\n"
+      "                       hostile choices and the store's points (docs/testing.md)\n"
+      "  --no-shrink          on failure, do not search for the shortest failing run\n"
+      "  --break publish-order  test only: publish heads before their blocks are\n"
+      "                       durable (G3 broken on purpose; the simulator must catch it)\n"
+      "  --gc-ignores-list-lag  stores are not told the bucket's listing lag\n"
+      "                       (StoreOptions::l2_list_lag_us = 0)\n"
+      "On failure the run is shrunk (fewer steps, fault classes off, fewer hosts) while\n"
+      "it still fails the same guarantee; the shrunk command line and its whole trace\n"
+      "are printed. A sweep on a terminal shows its progress on stderr.\n"
+      "Exit status: 0 pass, 1 violation, 2 usage.\n",
+      faults.c_str());
   return 2;
 }
 
@@ -132,11 +139,20 @@ int main(int argc, char** argv) {
 
   uint64_t events = 0, crashes = 0, acks = 0;
   uint64_t sweep_digest = 14695981039346656037ull;  // FNV-1a over every seed's digest
+  // A sweep on a terminal shows where it is (a seed takes from milliseconds to minutes).
+  wombatkv::cli::ProgressLine progress(wombatkv::RealClock(), stderr, first != last && ::isatty(2));
+  const uint64_t started_us = wombatkv::RealClock()->NowMicros();
   for (uint64_t seed = first;; ++seed) {
+    progress.Update(std::to_string(seed - first) + " of " + std::to_string(last - first + 1) +
+                    " seeds passed (" + std::to_string(events) + " events, " +
+                    std::to_string(crashes) + " crashes, " +
+                    std::to_string((wombatkv::RealClock()->NowMicros() - started_us) / 1000000) +
+                    " s); running seed " + std::to_string(seed));
     const auto r = wombatkv::sim::Simulate(seed, options);
     events += r.events;
     crashes += r.crashes;
     acks += r.acked_publishes;
+    if (!r.ok) progress.Finish();
     sweep_digest = (sweep_digest ^ r.digest) * 1099511628211ull;
     if (!r.ok) {
       std::printf("FAIL seed %" PRIu64 ": %s violated: %s\n", seed, r.guarantee.c_str(),
@@ -167,6 +183,7 @@ int main(int argc, char** argv) {
     }
     if (seed == last) break;
   }
+  progress.Finish();
   if (first != last) {
     std::printf("seeds %" PRIu64 "..%" PRIu64 " ok: %" PRIu64 " seeds, %" PRIu64 " events, %" PRIu64
                 " crashes, %" PRIu64 " acked publishes\ndigest %016" PRIx64 "\n",
