@@ -140,13 +140,14 @@ int main(int argc, char** argv) {
   uint64_t events = 0, crashes = 0, acks = 0;
   uint64_t sweep_digest = 14695981039346656037ull;  // FNV-1a over every seed's digest
   // A sweep on a terminal shows where it is (a seed takes from milliseconds to minutes).
-  wombatkv::cli::ProgressLine progress(wombatkv::RealClock(), stderr, first != last && ::isatty(2));
-  const uint64_t started_us = wombatkv::RealClock()->NowMicros();
+  wombatkv::Clock* const clock = wombatkv::RealClock();
+  wombatkv::cli::ProgressLine progress(clock, stderr, first != last && ::isatty(2));
+  const uint64_t started_us = clock->NowMicros();
   for (uint64_t seed = first;; ++seed) {
     progress.Update(std::to_string(seed - first) + " of " + std::to_string(last - first + 1) +
                     " seeds passed (" + std::to_string(events) + " events, " +
                     std::to_string(crashes) + " crashes, " +
-                    std::to_string((wombatkv::RealClock()->NowMicros() - started_us) / 1000000) +
+                    std::to_string((clock->NowMicros() - started_us) / 1000000) +
                     " s); running seed " + std::to_string(seed));
     const auto r = wombatkv::sim::Simulate(seed, options);
     events += r.events;

@@ -265,6 +265,9 @@ class StoreImpl final : public Store {
   // ApplyHead's first part: installs the head in L0 and adds its L1 records to *b (not written).
   Status InstallHead(const layout::ChainHead& head, const std::string& etag,
                      const std::string& encoded, MetaWriteBatch* b);
+  // ApplyHead's second part: writes InstallHead's records to L1 (returning that write's
+  // outcome) and lets eviction look at the namespace the head grew.
+  Status RecordInstalledHead(std::string_view ns, const MetaWriteBatch& b);
   // Writes `b` to L1, then calls `then` with the outcome: at once, or — inside a journal round's
   // completions (base/defer_scope.h) — once the round is through, in one write with the other
   // completions' batches (store_save_async.cc).

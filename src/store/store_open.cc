@@ -366,8 +366,12 @@ Status StoreImpl::ApplyHead(const layout::ChainHead& head, const std::string& et
                             const std::string& encoded) {
   MetaWriteBatch b;
   WMBT_RETURN_IF_ERROR(InstallHead(head, etag, encoded, &b));
+  return RecordInstalledHead(head.ns, b);
+}
+
+Status StoreImpl::RecordInstalledHead(std::string_view ns, const MetaWriteBatch& b) {
   Status written = l1_->Write(b, /*sync=*/false);
-  MaybeScheduleEvictionFor(head.ns);
+  MaybeScheduleEvictionFor(ns);
   return written;
 }
 

@@ -347,8 +347,7 @@ Result<std::optional<ChainInfo>> StoreImpl::SyncHeadFromL2(std::string_view ns,
   const auto& [etag, head] = *now;
   MetaWriteBatch b;
   WMBT_RETURN_IF_ERROR(InstallHead(head, etag, layout::EncodeChainHead(head), &b));
-  if (Status s = l1_->Write(b, /*sync=*/false); !s.ok()) unrecorded(s);
-  MaybeScheduleEvictionFor(head.ns);
+  if (Status s = RecordInstalledHead(head.ns, b); !s.ok()) unrecorded(s);
   return std::optional<ChainInfo>(
       ChainInfo{chain_id, head.version, etag, head.tip(), uint32_t(head.entries.size())});
 }
