@@ -62,8 +62,8 @@ struct Fixture {
         std::memcpy(e.hash.data(), &v, 8);
         e.length = 256 << 10;
       }
-      ChainInfo info{entries.back().key, 1, "\"0123456789abcdef0123456789abcdef\"",
-                     entries.back().key, static_cast<uint32_t>(kChainBlocks)};
+      ChainInfo info{entries.back().key, 1, rng(), entries.back().key,
+                     static_cast<uint32_t>(kChainBlocks)};
       index.PutChain("bench", fp, info, entries);
       for (const auto& e : entries) chain_keys.push_back(e.key);
       ++chains;
@@ -186,7 +186,7 @@ void BM_UseSweepOneSlice(benchmark::State& state) {
         std::memcpy(e.key.data() + 8 * w, &v, 8);
       }
       e.length = 1024;
-      idx->PutChain("bench", fp, ChainInfo{e.key, 1, "\"0123456789abcdef\"", e.key, 1}, {&e, 1},
+      idx->PutChain("bench", fp, ChainInfo{e.key, 1, rng(), e.key, 1}, {&e, 1},
                     /*used=*/1);
     }
     return idx;

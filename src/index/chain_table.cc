@@ -45,11 +45,7 @@ uint32_t ChainTable::Hash(const ChainId& id) const {
 }
 
 ChainId ChainTable::IdOf(const ChainRecord& rec) const {
-  return rec.id_at == ChainRecord::kIdIsTipKey ? keys_->KeyOf(rec.tip) : ids_[rec.id_at];
-}
-
-std::string ChainTable::EtagOf(const ChainRecord& rec) const {
-  return rec.etag.spilled() ? etags_[rec.etag.spill_index()] : rec.etag.Decode();
+  return rec.has_side() ? sides_[rec.side()].id : keys_->KeyOf(rec.tip);
 }
 
 bool ChainTable::Locate(const ChainId& id, Ref* ref) const {
@@ -62,8 +58,7 @@ bool ChainTable::Locate(const ChainId& id, Ref* ref) const {
     const uint32_t slot = p.slots[i];
     if ((slot ^ hash) & ~mask) continue;  // another hash: neither record nor id is read
     const ChainRecord& rec = p.records[slot & mask];
-    const BlockKey& have =
-        rec.id_at == ChainRecord::kIdIsTipKey ? keys_->KeyOf(rec.tip) : ids_[rec.id_at];
+    const BlockKey& have = rec.has_side() ? sides_[rec.side()].id : keys_->KeyOf(rec.tip);
     if (SameId(have, id)) {
       *ref = Ref{static_cast<uint32_t>(part), slot & mask};
       return true;
@@ -102,40 +97,26 @@ void ChainTable::Rehash(Part* part, size_t slots) const {
 void ChainTable::Fill(ChainRecord* rec, const ChainId& id, const ChainValue& value) {
   rec->tip = value.tip;
   rec->length = value.length;
-  rec->version = value.version;
-  rec->id_at = ChainRecord::kIdIsTipKey;
-  if (!SameId(id, value.tip_key)) {
-    if (free_ids_.empty()) {
-      rec->id_at = static_cast<uint32_t>(ids_.size());
-      ids_.push_back(id);
-    } else {
-      rec->id_at = free_ids_.back();
-      free_ids_.pop_back();
-      ids_[rec->id_at] = id;
-    }
-  }
-  if (auto packed = CompactEtag::Encode(value.etag)) {
-    rec->etag = *packed;
+  rec->set_etag_digest(value.etag_digest);
+  if (value.version < ChainRecord::kSide && SameId(id, value.tip_key)) {
+    rec->version_or_side = static_cast<uint32_t>(value.version);
     return;
   }
   uint32_t at;
-  if (free_etags_.empty()) {
-    at = static_cast<uint32_t>(etags_.size());
-    etags_.emplace_back(value.etag);
+  if (free_sides_.empty()) {
+    WMBT_CHECK(sides_.size() < ChainRecord::kSide);
+    at = static_cast<uint32_t>(sides_.size());
+    sides_.push_back(Side{id, value.version});
   } else {
-    at = free_etags_.back();
-    free_etags_.pop_back();
-    etags_[at] = value.etag;
+    at = free_sides_.back();
+    free_sides_.pop_back();
+    sides_[at] = Side{id, value.version};
   }
-  rec->etag = CompactEtag::Spilled(at);
+  rec->version_or_side = ChainRecord::kSide | at;
 }
 
 void ChainTable::Release(const ChainRecord& rec) {
-  if (rec.id_at != ChainRecord::kIdIsTipKey) free_ids_.push_back(rec.id_at);
-  if (rec.etag.spilled()) {
-    std::string().swap(etags_[rec.etag.spill_index()]);
-    free_etags_.push_back(rec.etag.spill_index());
-  }
+  if (rec.has_side()) free_sides_.push_back(rec.side());
 }
 
 void ChainTable::Add(const ChainId& id, const ChainValue& value) {
@@ -145,7 +126,7 @@ void ChainTable::Add(const ChainId& id, const ChainValue& value) {
     Rehash(&p, std::max(kSlotsMin, p.slots.size() * 2));  // 3/4 full at most
   }
   if (p.records.size() == p.records.capacity()) {
-    p.records.reserve(p.records.size() + p.records.size() / 4 + 2);  // little slack: 40 B each
+    p.records.reserve(p.records.size() + p.records.size() / 4 + 2);  // little slack: 20 B each
   }
   WMBT_CHECK(p.records.size() < kEmpty);
   const uint32_t at = static_cast<uint32_t>(p.records.size());
@@ -201,12 +182,8 @@ void ChainTable::Split() {
 }
 
 size_t ChainTable::MemoryBytes() const {
-  size_t b = BufferBytes(parts_) + BufferBytes(ids_) + BufferBytes(free_ids_) +
-             BufferBytes(etags_) + BufferBytes(free_etags_);
+  size_t b = BufferBytes(parts_) + BufferBytes(sides_) + BufferBytes(free_sides_);
   for (const Part& p : parts_) b += BufferBytes(p.records) + BufferBytes(p.slots);
-  for (const std::string& e : etags_) {
-    if (e.capacity() > 15) b += (e.capacity() + 1 + 8 + 15) & ~size_t{15};  // past the SSO
-  }
   return b;
 }
 

@@ -1,4 +1,4 @@
-// ChainTable: one scope's chain records (L0), keyed by chain id, ~52 bytes per chain.
+// ChainTable: one scope's chain records (L0), keyed by chain id, ~28 bytes per chain.
 //
 // A chain costs its record whatever its length, so with short chains the records weigh as much
 // as the nodes (docs/layout.md). Compact because:
@@ -9,9 +9,11 @@
 //     those match, so looking for a new chain, every save's first publish, reads the slots
 //     alone (at 3/4 full it read four records' ids on average; BENCHMARKS.md, "Session 35");
 //   - a chain whose id is its tip's key — what the C ABI publishes — does not store the id: it is
-//     read from the tip node (through NodeKeys). Other ids go to a side array;
-//   - the head's ETag is packed into 20 bytes (CompactEtag); one that does not fit is spilled to a
-//     side array.
+//     read from the tip node (through NodeKeys). A record keeps a 31-bit version; a chain whose id
+//     is another or whose version is past that has a side entry (the id and the whole version);
+//   - of the head's ETag only a 64-bit digest is kept (RadixIndex::EtagDigest): enough to tell
+//     whether a listed head is the one L0 has. The store reads the ETag from L2 when it writes the
+//     head again (docs/architecture.md, "Publish").
 // Past kSplitAt chains the records are held in RadixIndex::kChainSlices parts, one per slice, so
 // a visit of one slice reads only its own chains (the store writes one slice's use stamps a
 // second: docs/capacity.md). Below that, one part (64 would cost a small scope ~2 KiB).
@@ -21,11 +23,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-#include <string_view>
 #include <vector>
 
-#include "index/compact_etag.h"
 #include "index/radix_index.h"
 #include "wombatkv/types.h"
 
@@ -41,14 +40,25 @@ class NodeKeys {
 };
 
 struct ChainRecord {
-  static constexpr uint32_t kIdIsTipKey = UINT32_MAX;
+  static constexpr uint32_t kSide = 1u << 31;
   uint32_t tip = 0;  // node index (I4)
   uint32_t length = 0;
-  uint64_t version = 0;
-  uint32_t id_at = kIdIsTipKey;  // else the id's index in the table's side array
-  CompactEtag etag;
+  // The version if below kSide, else kSide | the index of the chain's side entry.
+  uint32_t version_or_side = 0;
+
+  bool has_side() const { return version_or_side >= kSide; }
+  uint32_t side() const { return version_or_side & ~kSide; }
+  uint64_t etag_digest() const { return uint64_t{digest_high} << 32 | digest_low; }
+  void set_etag_digest(uint64_t d) {
+    digest_low = static_cast<uint32_t>(d);
+    digest_high = static_cast<uint32_t>(d >> 32);
+  }
+
+ private:
+  uint32_t digest_low = 0;  // two halves: 4-byte alignment keeps the record at 20 bytes
+  uint32_t digest_high = 0;
 };
-static_assert(sizeof(ChainRecord) == 40);
+static_assert(sizeof(ChainRecord) == 20);
 
 // What a chain's record says. `tip_key` is the key of node `tip`.
 struct ChainValue {
@@ -56,7 +66,7 @@ struct ChainValue {
   BlockKey tip_key;
   uint32_t length = 0;
   uint64_t version = 0;
-  std::string_view etag;
+  uint64_t etag_digest = 0;
 };
 
 class ChainTable {
@@ -84,7 +94,10 @@ class ChainTable {
   void Erase(Ref ref, const ChainId& id);
 
   ChainId IdOf(const ChainRecord& rec) const;
-  std::string EtagOf(const ChainRecord& rec) const;
+  uint64_t VersionOf(const ChainRecord& rec) const {
+    return rec.has_side() ? sides_[rec.side()].version : rec.version_or_side;
+  }
+  size_t side_entries() const { return sides_.size() - free_sides_.size(); }
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -129,17 +142,20 @@ class ChainTable {
   static void InsertSlot(Part* part, uint32_t hash, uint32_t at);
   void Rehash(Part* part, size_t slots) const;
   void Fill(ChainRecord* rec, const ChainId& id, const ChainValue& value);
-  void Release(const ChainRecord& rec);  // its side-array entries
+  void Release(const ChainRecord& rec);  // its side entry
   void Split();
 
   const NodeKeys* keys_;
   uint64_t seed_;
   std::vector<Part> parts_ = std::vector<Part>(1);  // one, or kChainSlices (then by slice)
   size_t size_ = 0;
-  std::vector<ChainId> ids_;  // ids that are not their tip's key
-  std::vector<uint32_t> free_ids_;
-  std::vector<std::string> etags_;  // ETags CompactEtag could not pack
-  std::vector<uint32_t> free_etags_;
+  struct Side {
+    ChainId id;
+    uint64_t version = 0;
+  };
+  // For chains whose id is not their tip's key or whose version does not fit the record.
+  std::vector<Side> sides_;
+  std::vector<uint32_t> free_sides_;
 };
 
 }  // namespace wombatkv

@@ -7,6 +7,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "base/blake3_hash.h"
 #include "base/check.h"
 #include "base/limits.h"
 #include "index/chain_table.h"
@@ -370,7 +371,7 @@ struct RadixIndex::Impl final : NodeKeys {
       parent = n;
     }
     WMBT_DCHECK(PathMatches(parent, entries));  // I3, I4 for the new chain
-    const ChainValue value{parent, N(parent).key, info.length, info.version, info.etag};
+    const ChainValue value{parent, N(parent).key, info.length, info.version, info.etag_digest};
     ChainTable::Ref ref;
     if (!sc.chains.Locate(info.chain_id, &ref)) {
       sc.chains.Add(info.chain_id, value);
@@ -388,7 +389,7 @@ struct RadixIndex::Impl final : NodeKeys {
   const BlockKey& KeyOf(uint32_t node) const override { return N(node).key; }
 
   ChainInfo InfoOf(const ChainTable& table, const ChainId& id, const ChainRecord& rec) const {
-    return ChainInfo{id, rec.version, table.EtagOf(rec), N(rec.tip).key, rec.length};
+    return ChainInfo{id, table.VersionOf(rec), rec.etag_digest(), N(rec.tip).key, rec.length};
   }
 
   // The newest use stamp on a chain's path (I7: a lookup stamps only the deepest node it matched).
@@ -830,6 +831,17 @@ size_t RadixIndex::block_count() const { return impl_->live_nodes; }
 size_t RadixIndex::chain_count() const { return impl_->chains; }
 uint64_t RadixIndex::tips_exposed() const { return impl_->tips_exposed; }
 size_t RadixIndex::MemoryBytes() const { return impl_->MemoryBytes(); }
+
+uint64_t RadixIndex::EtagDigest(std::string_view etag) const {
+  uint8_t seed[8];
+  std::memcpy(seed, &impl_->seed, sizeof seed);
+  Blake3Hasher h;
+  h.Update(seed);
+  h.Update({reinterpret_cast<const uint8_t*>(etag.data()), etag.size()});
+  uint64_t digest;
+  h.Finalize({reinterpret_cast<uint8_t*>(&digest), sizeof digest});
+  return digest;
+}
 Status RadixIndex::CheckInvariants() const { return impl_->Check(); }
 
 }  // namespace wombatkv

@@ -24,12 +24,13 @@
 // comparing its key and parent. Because the probe position does not depend on the parent, a
 // lookup computes and prefetches the slots of the next keys while it verifies the current one.
 //
-// Memory: ≤ 128 bytes per indexed block (asserted by a test via MemoryBytes(), with 64-block and
-// with 2-block chains): a 76-byte node, one 8-byte slot in a table kept 3/16..3/4 full (3/8 right
-// after it grows), and ~52 bytes per chain record (ChainTable: a 40-byte record and its slot; +32
-// when the chain id is not its tip's key, as after an eviction trim; an ETag of no known shape is
-// held aside). 64-block chains: 94 B per block; 2-block chains: 120 B; 1-block chains, whose
-// one block pays a whole record, 146 B (over the budget). Freed nodes are reused, not returned.
+// Memory: ≤ 128 bytes per indexed block (asserted by a test via MemoryBytes(), with 64-, 2- and
+// 1-block chains): a 76-byte node, one 8-byte slot in a table kept 3/16..3/4 full (3/8 right
+// after it grows), and ~28 bytes per chain (ChainTable: a 20-byte record and its slot; +40 when
+// the chain id is not its tip's key, as after an eviction trim). A head's ETag, which the store
+// needs only to write that head again, is not kept: a 64-bit digest of it is (EtagDigest).
+// 1M blocks: 64-block chains 94 B per block, 2-block chains 109 B, 1-block chains, whose one
+// block pays a whole record, 124 B. Freed nodes are reused, not returned.
 //
 // Thread-safety: none. The store guards it with a reader/writer lock: const methods may run
 // concurrently with each other, mutators need exclusive access. LookupPrefix and Resolve never
@@ -67,7 +68,8 @@ struct ChainEntry {
 struct ChainInfo {
   ChainId chain_id;
   uint64_t version = 0;
-  std::string etag;   // ETag of the head object in L2 it was loaded from / written as
+  // RadixIndex::EtagDigest of the ETag of the head object in L2 it was loaded from / written as.
+  uint64_t etag_digest = 0;
   BlockKey tip;
   uint32_t length = 0;  // number of blocks
 };
@@ -88,6 +90,10 @@ class RadixIndex {
   // REQUIRES: entries non-empty; info.tip == entries.back().key; info.length == entries.size().
   void PutChain(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,
                 std::span<const ChainEntry> entries, uint32_t used = 0);
+
+  // What L0 keeps of a head's ETag: 64 bits of a BLAKE3 hash of it keyed with this index's seed,
+  // so equal digests mean equal ETags but for a 2^-64 chance that no ETag can be crafted to hit.
+  uint64_t EtagDigest(std::string_view etag) const;
 
   // Removes a chain; returns false if it was not there.
   bool RemoveChain(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id);

@@ -48,7 +48,7 @@ std::string SecondsText(uint64_t s) {
 // What one trim of one chain is to do, planned under L0's shared lock and checked again under
 // the chain's stripe before anything is written.
 struct StoreImpl::TrimPlan {
-  ChainInfo chain;              // the head as planned (version and ETag are the CAS base)
+  ChainInfo chain;              // the head as planned (version and ETag digest: the CAS base)
   std::vector<ChainEntry> cut;  // the tail to remove, tip first
   uint32_t cut_used = 0;        // newest use stamp in the cut: carried to the new tip (I7)
   std::string why;
@@ -529,7 +529,7 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
   {
     std::shared_lock<std::shared_mutex> g(index_mu_);
     auto now = index_.GetChain(ns, fp, chain_id);
-    if (!now || now->version != plan.chain.version || now->etag != plan.chain.etag) {
+    if (!now || now->version != plan.chain.version || now->etag_digest != plan.chain.etag_digest) {
       return conflict("its head changed since the pass planned");
     }
     entries = index_.ChainEntries(ns, fp, chain_id);
@@ -562,12 +562,25 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
     (void)SyncHeadFromL2(ns, fp, chain_id);
     return conflict("buggify: its conditional write was answered Conflict");
   }
+  // The base of the conditional write: the head planned against, by the ETag L2 gives for it
+  // (L0 keeps a digest only). The ObjectStore has no conditional delete either, so a trim to
+  // nothing deletes only after this read. (Another host replacing the head between the read and
+  // the delete loses that head, as with compaction — docs/capacity.md.)
+  auto base = l2_->Head(key);
+  if (!base.ok() || index_.EtagDigest(base->etag) != plan.chain.etag_digest) {
+    if (!base.ok() && !base.status().IsNotFound()) {
+      counters_.l2_errors++;
+      return Trimmed::kFailed;
+    }
+    (void)SyncHeadFromL2(ns, fp, chain_id);
+    return conflict("its head changed in L2");
+  }
   std::string encoded;
   std::string etag;
   if (keep > 0) {
     encoded = layout::EncodeChainHead(head);
     counters_.l2_puts++;
-    auto put = l2_->Put(key, {AsBytes(encoded)}, PutOptions{PutMode::kIfMatch, plan.chain.etag});
+    auto put = l2_->Put(key, {AsBytes(encoded)}, PutOptions{PutMode::kIfMatch, base->etag});
     if (!put.ok()) {
       if (!put.status().IsConflict()) {
         counters_.l2_errors++;
@@ -583,18 +596,6 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
     counters_.l2_put_bytes += encoded.size();
     etag = *put;
   } else {
-    // The ObjectStore has no conditional delete: delete only after reading back the very head
-    // planned against. (Another host replacing it between the read and the delete loses that
-    // head, as with compaction — docs/capacity.md.)
-    auto cur = l2_->Head(key);
-    if (!cur.ok() || cur->etag != plan.chain.etag) {
-      if (!cur.ok() && !cur.status().IsNotFound()) {
-        counters_.l2_errors++;
-        return Trimmed::kFailed;
-      }
-      (void)SyncHeadFromL2(ns, fp, chain_id);
-      return conflict("its head changed in L2");
-    }
     if (Status d = l2_->Delete(key); !d.ok()) {
       counters_.l2_errors++;
       Log(LogLevel::kWarn, "eviction could not delete " + key + ": " + d.ToString());
@@ -614,8 +615,8 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
     if (!restore) {
       unreferenced =
           keep > 0 ? InstallChainLocked(ns, fp,
-                                        ChainInfo{chain_id, head.version, etag, head.tip(),
-                                                  static_cast<uint32_t>(keep)},
+                                        ChainInfo{chain_id, head.version, index_.EtagDigest(etag),
+                                                  head.tip(), static_cast<uint32_t>(keep)},
                                         head.entries, plan.cut_used, &batch, /*trim=*/true)
                    : DropChainLocked(ns, fp, chain_id, &batch);
     }

@@ -258,12 +258,40 @@ TEST(StoreFailures, APublishThatLearnsANewerHeadFromL2GoesOnWhenL1CannotRecordIt
   ASSERT_TRUE(b->Refresh().ok());
   ASSERT_EQ(*b->PublishChain("default", kFp, c.tip(), c.tip()), 2u);  // A's L0 still says 1
   l1_a.fail_heads = true;
-  auto v = a->PublishChain("default", kFp, c.tip(), c.tip());  // Conflict, read 2 from L2, retry
+  auto v = a->PublishChain("default", kFp, c.tip(), c.tip());  // reads 2 from L2, then writes
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(*v, 3u);
   l1_a.fail_heads = false;
   ASSERT_TRUE(b->Refresh().ok());
   EXPECT_EQ(b->ListChains("default").at(0).version, 3u);
+}
+
+// L0 keeps a digest of each head's ETag, not the ETag (radix_index.h): a publish over a chain L0
+// has looks the head up in L2 for the base of its conditional write. When L2's head is not the
+// one L0 has (another host replaced it), the publish reads it first and writes once, numbered
+// after it; when it is, the head's bytes are not read.
+TEST(StoreFailures, APublishOverAHeadAnotherHostReplacedLearnsItBeforeWriting) {
+  FlakyObjectStore l2;  // one bucket, two hosts
+  std::unique_ptr<MetaStore> l1_a = NewMemMetaStore(), l1_b = NewMemMetaStore();
+  auto a = OpenStoreOver(&l2, l1_a.get());
+  auto b = OpenStoreOver(&l2, l1_b.get());
+  ASSERT_TRUE(a && b);
+  auto c = MakeChain(2, 256, 9);
+  ASSERT_TRUE(a->PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_EQ(*a->PublishChain("default", kFp, c.tip(), c.tip()), 1u);
+  ASSERT_TRUE(b->Refresh().ok());
+  ASSERT_EQ(*b->PublishChain("default", kFp, c.tip(), c.tip()), 2u);  // A's L0 still says 1
+  for (const uint64_t want : {3u, 4u}) {
+    SCOPED_TRACE(want == 3 ? "A's L0 lags L2" : "A's L0 is L2's");
+    const StoreStats before = a->Stats();
+    auto v = a->PublishChain("default", kFp, c.tip(), c.tip());
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_EQ(*v, want);
+    EXPECT_EQ(a->Stats().l2_puts - before.l2_puts, 1u);  // no conditional write failed
+    EXPECT_EQ(a->Stats().l2_gets - before.l2_gets, want == 3 ? 1u : 0u);  // B's head, once
+  }
+  ASSERT_TRUE(b->Refresh().ok());
+  EXPECT_EQ(b->ListChains("default").at(0).version, 4u);
 }
 
 TEST(StoreFailures, ParentLinksThatFormACycleAreRefused) {

@@ -221,16 +221,29 @@ class StoreImpl final : public Store {
   // After a publish: its blocks are no longer pending, their uploads are done.
   Status ForgetPublished(std::string_view ns, uint32_t ns_id, const Fingerprint& fp,
                          const std::vector<ChainEntry>& entries);
+  // The chain as L0 has it (L2 is not read).
   std::optional<ChainInfo> IndexedHead(std::string_view ns, const Fingerprint& fp,
                                        const ChainId& chain_id);
+  // A head to write over: the chain and the ETag of its head object, the base of a conditional
+  // write (L0 keeps only a digest of ETags: radix_index.h).
+  struct HeadBase {
+    ChainInfo chain;
+    std::string etag;
+  };
+  // The base of a write of the chain's head. Nullopt if L0 has no such chain (the write creates
+  // it; if L2 has one, the conditional write says so). Else L2's head is looked up for its ETag:
+  // if it is the head L0 has, that is the base, else L2's head is read and installed first
+  // (SyncHeadFromL2). REQUIRES: the chain's stripe is held.
+  Result<std::optional<HeadBase>> WriteBase(std::string_view ns, const Fingerprint& fp,
+                                            const ChainId& chain_id);
   // The chain's head as L2 has it now, installed in L1 and L0 (removed there if L2 has none).
   // REQUIRES: the chain's stripe is held.
-  Result<std::optional<ChainInfo>> SyncHeadFromL2(std::string_view ns, const Fingerprint& fp,
-                                                  const ChainId& chain_id);
+  Result<std::optional<HeadBase>> SyncHeadFromL2(std::string_view ns, const Fingerprint& fp,
+                                                 const ChainId& chain_id);
   Status StaleConflict(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
-                       const std::optional<ChainInfo>& base, uint64_t expected_version,
-                       ChainState* current);
+                       const ChainInfo* base, uint64_t expected_version, ChainState* current);
   static uint64_t VersionOf(const std::optional<ChainInfo>& c) { return c ? c->version : 0; }
+  static uint64_t VersionOf(const std::optional<HeadBase>& b) { return b ? b->chain.version : 0; }
   void CompactRedundantHeads(std::string_view ns, const Fingerprint& fp,
                              const std::vector<ChainEntry>& entries);
   // Deletes a redundant head if L2 still holds exactly `expected` under it.

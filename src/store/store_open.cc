@@ -252,7 +252,7 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
         return false;
       }
       const auto& h = rec->head;
-      ChainInfo info{h.chain_id, h.version, rec->etag, h.tip(),
+      ChainInfo info{h.chain_id, h.version, index_.EtagDigest(rec->etag), h.tip(),
                      static_cast<uint32_t>(h.entries.size())};
       uint32_t tick = TickOf(h.published_us);
       if (auto it = used.find({h.ns, h.fp, h.chain_id}); it != used.end()) {
@@ -382,7 +382,7 @@ Status StoreImpl::InstallHead(const layout::ChainHead& head, const std::string& 
                               " bytes for chain " + head.chain_id.ToHex());
   }
   // L0 first: it must reflect L2 even if the L1 write fails (L1 is repaired at the next open).
-  ChainInfo info{head.chain_id, head.version, etag, head.tip(),
+  ChainInfo info{head.chain_id, head.version, index_.EtagDigest(etag), head.tip(),
                  static_cast<uint32_t>(head.entries.size())};
   {
     std::unique_lock<std::shared_mutex> g(index_mu_);
@@ -445,7 +445,7 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
         std::shared_lock<std::shared_mutex> g(index_mu_);
         known = index_.GetChain(ns, name->fp, name->chain_id);
       }
-      if (!known || known->etag != obj.etag) changed.push_back(*name);
+      if (!known || known->etag_digest != index_.EtagDigest(obj.etag)) changed.push_back(*name);
     }
     // Read the changed heads in parallel (a bootstrap reads every head: one round trip each would
     // make opening on S3 take minutes), then install them one by one under their stripes.
@@ -476,7 +476,8 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
       // A publish in this process since the read may have installed a newer head: then the read
       // may be stale, so read again under the stripe (rare) instead of trusting it.
       // Buggify: read again anyway (a second read is never staler than the first).
-      if ((now && current.ok() && current->has_value() && now->etag != (*current)->first &&
+      if ((now && current.ok() && current->has_value() &&
+           now->etag_digest != index_.EtagDigest((*current)->first) &&
            now->version >= (*current)->second.version) ||
           Buggify("refresh.reread_head")) {
         current = ReadHead(ns, fp, chain_id);
@@ -490,7 +491,7 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
       }
       if (!current->has_value()) continue;  // deleted since the listing
       const auto& [etag, head] = **current;
-      if (now && now->etag == etag) continue;
+      if (now && now->etag_digest == index_.EtagDigest(etag)) continue;
       WMBT_RETURN_IF_ERROR(ApplyHead(head, etag, layout::EncodeChainHead(head)));
       ++(now ? report->chains_updated : report->chains_added);
     }

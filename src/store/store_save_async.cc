@@ -135,10 +135,15 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
   PutOptions opts;
   {
     std::unique_lock<std::mutex> stripe = LockChain(chain_id);
-    const std::optional<ChainInfo> base = IndexedHead(ns, fp, chain_id);
-    head->version = VersionOf(base) + 1;
+    auto base = WriteBase(ns, fp, chain_id);
+    if (!base.ok()) {  // as a damaged head: the blocking path knows what to do
+      stripe.unlock();
+      return blocking();
+    }
+    head->version = VersionOf(*base) + 1;
     head->published_us = clock_->WallMicros();
-    opts = base ? PutOptions{PutMode::kIfMatch, base->etag} : PutOptions{PutMode::kIfAbsent, {}};
+    opts =
+        *base ? PutOptions{PutMode::kIfMatch, (*base)->etag} : PutOptions{PutMode::kIfAbsent, {}};
     std::lock_guard<std::mutex> g(async_mu_);
     async_chains_.insert(chain_id);
   }

@@ -330,9 +330,26 @@ std::optional<ChainInfo> StoreImpl::IndexedHead(std::string_view ns, const Finge
   return index_.GetChain(ns, fp, chain_id);
 }
 
-Result<std::optional<ChainInfo>> StoreImpl::SyncHeadFromL2(std::string_view ns,
-                                                           const Fingerprint& fp,
-                                                           const ChainId& chain_id) {
+Result<std::optional<StoreImpl::HeadBase>> StoreImpl::WriteBase(std::string_view ns,
+                                                                const Fingerprint& fp,
+                                                                const ChainId& chain_id) {
+  std::optional<ChainInfo> indexed = IndexedHead(ns, fp, chain_id);
+  if (!indexed) return std::optional<HeadBase>();
+  const std::string key = layout::ChainKey(options_.l2_prefix, ns, fp, chain_id);
+  auto now = l2_->Head(key);
+  if (now.ok() && index_.EtagDigest(now->etag) == indexed->etag_digest) {
+    return std::optional<HeadBase>(HeadBase{*indexed, std::move(now->etag)});
+  }
+  if (!now.ok() && !now.status().IsNotFound()) {
+    counters_.l2_errors++;
+    return now.status().WithContext("looking up chain head " + key);
+  }
+  return SyncHeadFromL2(ns, fp, chain_id);  // L0 lags: another host changed or removed the head
+}
+
+Result<std::optional<StoreImpl::HeadBase>> StoreImpl::SyncHeadFromL2(std::string_view ns,
+                                                                     const Fingerprint& fp,
+                                                                     const ChainId& chain_id) {
   // L0 follows L2 even when L1 cannot record it, as after a publish: the caller (a publish that
   // lost a race, an eviction) goes on from what L2 holds, and the next open or refresh repairs L1.
   auto unrecorded = [&](const Status& s) {
@@ -342,26 +359,29 @@ Result<std::optional<ChainInfo>> StoreImpl::SyncHeadFromL2(std::string_view ns,
   WMBT_ASSIGN_OR_RETURN(auto now, ReadHead(ns, fp, chain_id));
   if (!now) {
     if (Status s = RemoveHeadLocally(ns, fp, chain_id); !s.ok()) unrecorded(s);
-    return std::optional<ChainInfo>();
+    return std::optional<HeadBase>();
   }
-  const auto& [etag, head] = *now;
+  auto& [etag, head] = *now;
   MetaWriteBatch b;
   WMBT_RETURN_IF_ERROR(InstallHead(head, etag, layout::EncodeChainHead(head), &b));
   if (Status s = RecordInstalledHead(head.ns, b); !s.ok()) unrecorded(s);
-  return std::optional<ChainInfo>(
-      ChainInfo{chain_id, head.version, etag, head.tip(), uint32_t(head.entries.size())});
+  return std::optional<HeadBase>(HeadBase{ChainInfo{chain_id, head.version, index_.EtagDigest(etag),
+                                                    head.tip(), uint32_t(head.entries.size())},
+                                          std::move(etag)});
 }
 
-Status StoreImpl::StaleConflict(std::string_view ns, const Fingerprint& fp,
-                                const ChainId& chain_id, const std::optional<ChainInfo>& base,
-                                uint64_t expected_version, ChainState* current) {
+Status StoreImpl::StaleConflict(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
+                                const ChainInfo* base, uint64_t expected_version,
+                                ChainState* current) {
   counters_.publish_conflicts++;
+  const uint64_t version = base ? base->version : 0;
   if (current) {
-    *current = ChainState{std::string(ns), fp, chain_id, base ? base->tip : BlockKey{},
-                          VersionOf(base), base ? base->length : 0};
+    *current =
+        ChainState{std::string(ns),        fp, chain_id, base ? base->tip : BlockKey{}, version,
+                   base ? base->length : 0};
   }
   return Status::Conflict("chain " + chain_id.ToHex() + " is at version " +
-                          std::to_string(VersionOf(base)) + ", expected " +
+                          std::to_string(version) + ", expected " +
                           std::to_string(expected_version) + ": rebase on its tip");
 }
 
@@ -401,11 +421,12 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
   if (expected_version) {
     // A stale compare-and-swap fails fast, before waiting for any upload.
     std::unique_lock<std::mutex> stripe = LockChain(chain_id);
-    std::optional<ChainInfo> base = IndexedHead(ns, fp, chain_id);
-    if (VersionOf(base) != *expected_version) {
-      WMBT_ASSIGN_OR_RETURN(base, SyncHeadFromL2(ns, fp, chain_id));  // L0 may lag other hosts
-      if (VersionOf(base) != *expected_version) {
-        return StaleConflict(ns, fp, chain_id, base, *expected_version, current);
+    if (VersionOf(IndexedHead(ns, fp, chain_id)) != *expected_version) {
+      // L0 may lag other hosts.
+      WMBT_ASSIGN_OR_RETURN(std::optional<HeadBase> now, SyncHeadFromL2(ns, fp, chain_id));
+      if (VersionOf(now) != *expected_version) {
+        return StaleConflict(ns, fp, chain_id, now ? &now->chain : nullptr, *expected_version,
+                             current);
       }
     }
   }
@@ -420,13 +441,31 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
   const std::string key = layout::ChainKey(options_.l2_prefix, ns, fp, chain_id);
 
   std::unique_lock<std::mutex> stripe = LockChain(chain_id);
+  std::optional<HeadBase> base;
+  // Takes the head L2 has as the base of the next write.
+  auto learn = [&](Result<std::optional<HeadBase>> now) -> Status {
+    if (!now.ok() && now.status().code() == Code::kCorruption && !expected_version) {
+      // A damaged head must not block its chain forever: last writer wins over it (its version
+      // is unknown, so numbering restarts). A CAS caller gets the Corruption instead.
+      Log(LogLevel::kWarn, now.status().message() + "; replacing it");
+      WMBT_ASSIGN_OR_RETURN(ObjectInfo damaged, l2_->Head(key));
+      base = HeadBase{ChainInfo{chain_id, 0, 0, BlockKey{}, 0}, damaged.etag};
+      return Status::Ok();
+    }
+    WMBT_ASSIGN_OR_RETURN(base, std::move(now));
+    return Status::Ok();
+  };
   // Optimistic: start from what L0 knows and let the conditional write tell us if it is stale.
-  std::optional<ChainInfo> base = IndexedHead(ns, fp, chain_id);
-  if (Buggify("publish.stale_base")) base.reset();  // as if L0 had not seen the chain yet
+  if (!Buggify("publish.stale_base")) {  // else as if L0 had not seen the chain yet
+    WMBT_RETURN_IF_ERROR(learn(WriteBase(ns, fp, chain_id)));
+  }
   bool confirmed = false;  // base was read from L2 (not just L0) since the last write attempt
   for (uint32_t attempt = 0; attempt < kPublishAttemptsMax; ++attempt) {
     if (expected_version && VersionOf(base) != *expected_version) {
-      if (confirmed) return StaleConflict(ns, fp, chain_id, base, *expected_version, current);
+      if (confirmed) {
+        return StaleConflict(ns, fp, chain_id, base ? &base->chain : nullptr, *expected_version,
+                             current);
+      }
       WMBT_ASSIGN_OR_RETURN(base, SyncHeadFromL2(ns, fp, chain_id));
       confirmed = true;
       continue;
@@ -463,17 +502,7 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
     }
     // Someone else changed the head since we looked: learn the current one, then retry (LWW) or
     // report the conflict (CAS) on the next pass.
-    auto synced = SyncHeadFromL2(ns, fp, chain_id);
-    if (!synced.ok() && synced.status().code() == Code::kCorruption && !expected_version) {
-      // A damaged head must not block its chain forever: last writer wins over it (its version
-      // is unknown, so numbering restarts). A CAS caller gets the Corruption instead.
-      Log(LogLevel::kWarn, synced.status().message() + "; replacing it");
-      WMBT_ASSIGN_OR_RETURN(ObjectInfo damaged, l2_->Head(key));
-      base = ChainInfo{chain_id, 0, damaged.etag, BlockKey{}, 0};
-      confirmed = true;
-      continue;
-    }
-    WMBT_ASSIGN_OR_RETURN(base, std::move(synced));
+    WMBT_RETURN_IF_ERROR(learn(SyncHeadFromL2(ns, fp, chain_id)));
     confirmed = true;
   }
   return Status::Unavailable("publishing chain head " + key + ": lost " +
