@@ -136,7 +136,7 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
   {
     std::unique_lock<std::mutex> stripe = LockChain(chain_id);
     auto base = WriteBase(ns, fp, chain_id);
-    if (!base.ok()) {  // as a damaged head: the blocking path knows what to do
+    if (!base.ok()) {  // a damaged head or an L2 error: the blocking path deals with both
       stripe.unlock();
       return blocking();
     }
