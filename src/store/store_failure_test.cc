@@ -242,6 +242,15 @@ class HeadRecordsRefused final : public MemMetaStoreWrapper {
   }
 };
 
+// Two stores over one L2: A publishes `c` (version 1), B learns it and publishes version 2, which
+// A's L0 does not know.
+void PublishOnAThenOnB(Store& a, Store& b, const TestChain& c) {
+  ASSERT_TRUE(a.PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_EQ(*a.PublishChain("default", kFp, c.tip(), c.tip()), 1u);
+  ASSERT_TRUE(b.Refresh().ok());
+  ASSERT_EQ(*b.PublishChain("default", kFp, c.tip(), c.tip()), 2u);
+}
+
 // L1 is a cache of L2's heads: a publish whose head L2 took succeeds even if L1 cannot record it
 // (logged; the next open or refresh repairs L1). So must one that first lost a race to another
 // host and had to learn the newer head from L2 — with L1 refusing that head too.
@@ -253,10 +262,7 @@ TEST(StoreFailures, APublishThatLearnsANewerHeadFromL2GoesOnWhenL1CannotRecordIt
   auto b = OpenStoreOver(&l2, l1_b.get());
   ASSERT_TRUE(a && b);
   auto c = MakeChain(2, 256, 8);
-  ASSERT_TRUE(a->PutBlocks("default", kFp, c.Puts()).ok());
-  ASSERT_EQ(*a->PublishChain("default", kFp, c.tip(), c.tip()), 1u);
-  ASSERT_TRUE(b->Refresh().ok());
-  ASSERT_EQ(*b->PublishChain("default", kFp, c.tip(), c.tip()), 2u);  // A's L0 still says 1
+  ASSERT_NO_FATAL_FAILURE(PublishOnAThenOnB(*a, *b, c));
   l1_a.fail_heads = true;
   auto v = a->PublishChain("default", kFp, c.tip(), c.tip());  // reads 2 from L2, then writes
   ASSERT_TRUE(v.ok()) << v.status().ToString();
@@ -277,10 +283,7 @@ TEST(StoreFailures, APublishOverAHeadAnotherHostReplacedLearnsItBeforeWriting) {
   auto b = OpenStoreOver(&l2, l1_b.get());
   ASSERT_TRUE(a && b);
   auto c = MakeChain(2, 256, 9);
-  ASSERT_TRUE(a->PutBlocks("default", kFp, c.Puts()).ok());
-  ASSERT_EQ(*a->PublishChain("default", kFp, c.tip(), c.tip()), 1u);
-  ASSERT_TRUE(b->Refresh().ok());
-  ASSERT_EQ(*b->PublishChain("default", kFp, c.tip(), c.tip()), 2u);  // A's L0 still says 1
+  ASSERT_NO_FATAL_FAILURE(PublishOnAThenOnB(*a, *b, c));
   for (const uint64_t want : {3u, 4u}) {
     SCOPED_TRACE(want == 3 ? "A's L0 lags L2" : "A's L0 is L2's");
     const StoreStats before = a->Stats();
