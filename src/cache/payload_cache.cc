@@ -14,7 +14,7 @@ std::optional<BufferSlice> PayloadCache::Lookup(const CacheKey& key) {
     return std::nullopt;
   }
   ++stats_.hits;
-  lru_.splice(lru_.begin(), lru_, it->second.lru);
+  TouchLocked(it->second);
   return it->second.payload;
 }
 
@@ -22,7 +22,7 @@ std::optional<BufferSlice> PayloadCache::LookupUncounted(const CacheKey& key) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = map_.find(key);
   if (it == map_.end()) return std::nullopt;
-  lru_.splice(lru_.begin(), lru_, it->second.lru);
+  TouchLocked(it->second);
   return it->second.payload;
 }
 
@@ -42,10 +42,11 @@ BufferSlice PayloadCache::Insert(const CacheKey& key, BufferSlice payload, bool 
     stats_.bytes += e.payload.size;
     ++stats_.entries;
   } else {
-    lru_.splice(lru_.begin(), lru_, e.lru);
+    TouchLocked(e);
   }
-  if (pin) {
-    if (e.pins++ == 0) stats_.pinned_bytes += e.payload.size;
+  if (pin && e.pins++ == 0) {
+    stats_.pinned_bytes += e.payload.size;
+    pinned_.splice(pinned_.begin(), lru_, e.lru);  // C4
   }
   BufferSlice out = e.payload;
   EvictLocked(&key);  // `out` is ours, not a borrower's: the new entry may go at once
@@ -56,8 +57,12 @@ void PayloadCache::Unpin(const CacheKey& key) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = map_.find(key);
   if (it == map_.end()) return;
-  WMBT_CHECK(it->second.pins > 0);
-  if (--it->second.pins == 0) stats_.pinned_bytes -= it->second.payload.size;
+  Entry& e = it->second;
+  WMBT_CHECK(e.pins > 0);
+  if (--e.pins == 0) {
+    stats_.pinned_bytes -= e.payload.size;
+    lru_.splice(lru_.begin(), pinned_, e.lru);  // C4: back, as the most recent
+  }
   EvictLocked();
 }
 
@@ -67,18 +72,21 @@ void PayloadCache::Trim() {
 }
 
 void PayloadCache::EvictLocked(const CacheKey* fresh) {
-  // Take victims from the least recently used end, skipping pinned (C1) and borrowed (C2)
-  // entries. A skipped entry moves to the recent end — it is in use — so later calls do not walk
-  // past it again; each entry is looked at most once per call, so the loop is bounded.
+  // Take victims from the least recently used end, skipping borrowed entries (C2; pinned ones
+  // are not on the list: C4). A skipped entry moves to the recent end — it is in use — so later
+  // calls do not walk past it again; each entry is looked at most once per call, so the loop is
+  // bounded.
   for (size_t looked = 0, n = lru_.size(); stats_.bytes > capacity_ && looked < n; ++looked) {
+    ++stats_.eviction_looks;
     auto it = std::prev(lru_.end());
     auto m = map_.find(*it);
     WMBT_DCHECK(m != map_.end());
     Entry& e = m->second;
+    WMBT_DCHECK(e.pins == 0);
     // Only the cache holds the buffer (plus the slice Insert is about to return, for `fresh`),
     // so nobody borrows it (C2).
     const long owners = (fresh && *fresh == *it) ? 2 : 1;
-    if (e.pins > 0 || e.payload.owner.use_count() > owners) {
+    if (e.payload.owner.use_count() > owners) {
       lru_.splice(lru_.begin(), lru_, it);
       continue;
     }

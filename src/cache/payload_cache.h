@@ -8,6 +8,9 @@
 //       evicted; its bytes also stay valid after eviction because the borrower co-owns them.
 //   C3. bytes() == sum of sizes of live entries; after Insert/Unpin/Release, bytes() <=
 //       capacity unless the excess is pinned or borrowed.
+//   C4. Pinned entries are not on the LRU list (they wait on their own list until their last pin
+//       goes, then are the most recent): eviction never walks past them, so a cache full of
+//       uploads still in flight costs an insert O(1), not a walk of every pinned entry.
 // The namespace id is part of the key so one tenant can never read (or probe) another's entry.
 //
 // Thread-safety: all methods are safe to call concurrently (one internal mutex; the critical
@@ -39,6 +42,7 @@ struct CacheStats {
   uint64_t hits = 0;
   uint64_t misses = 0;
   uint64_t evictions = 0;
+  uint64_t eviction_looks = 0;  // entries eviction looked at (evicted or skipped as borrowed)
 };
 
 class PayloadCache {
@@ -76,7 +80,7 @@ class PayloadCache {
   struct Entry {
     BufferSlice payload;
     uint32_t pins = 0;
-    std::list<CacheKey>::iterator lru;  // position in lru_ (front = most recent)
+    std::list<CacheKey>::iterator lru;  // position in lru_ (front = most recent), or pinned_
   };
   struct KeyHash {
     size_t operator()(const CacheKey& k) const {
@@ -85,13 +89,19 @@ class PayloadCache {
   };
   // REQUIRES: mu_ held. `fresh`: the entry Insert is returning a slice of.
   void EvictLocked(const CacheKey* fresh = nullptr);
+  // REQUIRES: mu_ held. A use: an unpinned entry becomes the most recent (C4: a pinned one is
+  // not on the LRU list).
+  void TouchLocked(Entry& e) {
+    if (e.pins == 0) lru_.splice(lru_.begin(), lru_, e.lru);
+  }
 
   const uint64_t capacity_;
   mutable std::mutex mu_;
   // Flat (open addressing): a lookup, every get's and put's, reads a group of control bytes and
   // the entry, not a bucket, the node before it and its own (BENCHMARKS.md, "Session 35").
   absl::flat_hash_map<CacheKey, Entry, KeyHash> map_;
-  std::list<CacheKey> lru_;
+  std::list<CacheKey> lru_;     // unpinned entries
+  std::list<CacheKey> pinned_;  // pinned entries, in no order (C4)
   CacheStats stats_;
 };
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 namespace wombatkv {
 namespace {
 
@@ -39,6 +41,41 @@ TEST(PayloadCache, PinnedEntriesAreNeverEvicted) {
   c.Unpin(K(1));
   c.Insert(K(3), Bytes(100), false);
   EXPECT_FALSE(c.Lookup(K(1)).has_value());
+}
+
+CacheKey Numbered(uint32_t i) {
+  CacheKey k;
+  k.hash.bytes.fill(0);
+  std::memcpy(k.hash.bytes.data(), &i, sizeof i);
+  return k;
+}
+
+// C4: a cache over its capacity with uploads in flight (pinned entries) evicts without walking
+// past them, so each insert looks at O(1) entries however many are pinned; once unpinned they are
+// the most recent and go in LRU order. (With pinned entries on the LRU list, each insert looked at
+// every one of them: 1000 × 1000 looks here.)
+TEST(PayloadCache, EvictionDoesNotWalkPastPinnedEntries) {
+  PayloadCache c(100 * 100);
+  constexpr uint32_t kPinned = 1000;
+  for (uint32_t i = 0; i < kPinned; ++i) c.Insert(Numbered(i), Bytes(100), /*pin=*/true);
+  for (uint32_t i = kPinned; i < 2 * kPinned; ++i) {
+    c.Insert(Numbered(i), Bytes(100), false);
+    // A lookup of a pinned entry is a use that must leave it pinned and off the LRU list.
+    ASSERT_TRUE(c.Lookup(Numbered(i % kPinned)).has_value());
+  }
+  CacheStats s = c.Stats();
+  EXPECT_EQ(s.pinned_bytes, kPinned * 100u);
+  EXPECT_EQ(s.bytes, kPinned * 100u);  // every unpinned entry went: the pinned ones fill it
+  EXPECT_EQ(s.evictions, kPinned);
+  EXPECT_LE(s.eviction_looks, 2u * kPinned);
+  for (uint32_t i = 0; i < kPinned; ++i) ASSERT_TRUE(c.Lookup(Numbered(i)).has_value());
+  // Unpinned one by one while the rest still fill the cache, each goes at once (it is the only
+  // evictable entry); the last 100 fit.
+  for (uint32_t i = 0; i < kPinned; ++i) c.Unpin(Numbered(i));
+  EXPECT_EQ(c.Stats().bytes, 100u * 100u);
+  for (uint32_t i = 0; i < kPinned; ++i) {
+    EXPECT_EQ(c.Lookup(Numbered(i)).has_value(), i >= kPinned - 100) << i;
+  }
 }
 
 TEST(PayloadCache, BorrowedEntriesAreNotEvictedAndStayValid) {
