@@ -36,10 +36,11 @@ void UploadGate::Submit(uint64_t id, uint64_t bytes, std::function<void()> uploa
       start.push_back(std::move(upload));
     } else {
       parked_.push_back(Parked{id, bytes, std::move(upload)});
+      by_id_[id].push_back(std::prev(parked_.end()));
       parked_bytes_ += bytes;
       ++parked_total_;
       // Past the bound the oldest parked uploads start (this one too, if it alone is over).
-      while (parked_bytes_ > parked_bytes_max_) start.push_back(PopLocked());
+      while (parked_bytes_ > parked_bytes_max_) start.push_back(TakeLocked(parked_.begin()));
     }
   }
   for (auto& u : start) executor_->Submit(std::move(u));
@@ -49,26 +50,23 @@ void UploadGate::Release(std::span<const uint64_t> ids) {
   std::vector<std::function<void()>> start;
   {
     std::lock_guard<std::mutex> g(mu_);
-    if (parked_.empty()) return;
-    std::deque<Parked> kept;
-    for (Parked& p : parked_) {
-      if (std::find(ids.begin(), ids.end(), p.id) != ids.end()) {
-        parked_bytes_ -= p.bytes;
-        start.push_back(std::move(p.upload));
-      } else {
-        kept.push_back(std::move(p));
-      }
+    for (const uint64_t id : ids) {
+      auto it = by_id_.find(id);
+      if (it == by_id_.end()) continue;
+      // TakeLocked erases the entry once its last upload goes: take the iterators first.
+      const absl::InlinedVector<ParkedList::iterator, 1> of_id = it->second;
+      for (const ParkedList::iterator p : of_id) start.push_back(TakeLocked(p));
     }
-    parked_.swap(kept);
   }
   for (auto& u : start) executor_->Submit(std::move(u));
 }
 
 void UploadGate::ReleaseAll() {
-  std::deque<Parked> released;
+  ParkedList released;
   {
     std::lock_guard<std::mutex> g(mu_);
     released.swap(parked_);
+    by_id_.clear();
     parked_bytes_ = 0;
   }
   for (Parked& p : released) executor_->Submit(std::move(p.upload));
@@ -85,10 +83,15 @@ bool UploadGate::TakePumpLocked() {
   return true;
 }
 
-std::function<void()> UploadGate::PopLocked() {
-  std::function<void()> upload = std::move(parked_.front().upload);
-  parked_bytes_ -= parked_.front().bytes;
-  parked_.pop_front();
+std::function<void()> UploadGate::TakeLocked(ParkedList::iterator it) {
+  auto of_id = by_id_.find(it->id);
+  WMBT_CHECK(of_id != by_id_.end());
+  auto& list = of_id->second;
+  list.erase(std::find(list.begin(), list.end(), it));  // usually its only entry
+  if (list.empty()) by_id_.erase(of_id);
+  std::function<void()> upload = std::move(it->upload);
+  parked_bytes_ -= it->bytes;
+  parked_.erase(it);
   return upload;
 }
 
@@ -102,7 +105,7 @@ void UploadGate::Pump() {
         --pumps_;
         return;
       }
-      upload = PopLocked();
+      upload = TakeLocked(parked_.begin());
       // More work than this pump: let another thread share it.
       if (!parked_.empty() && pumps_ < pumps_max_) {
         ++pumps_;

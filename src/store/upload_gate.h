@@ -19,11 +19,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <list>
 #include <mutex>
 #include <span>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "wombatkv/env.h"
 
 namespace wombatkv {
@@ -65,15 +67,19 @@ class UploadGate {
   // REQUIRES: mu_ held. Whether a pump should be queued now (counted as running if so): uploads
   // are parked, no put copies and no pump is running.
   bool TakePumpLocked();
-  // REQUIRES: mu_ held. Removes the oldest parked upload.
-  std::function<void()> PopLocked();
+  using ParkedList = std::list<Parked>;
+  // REQUIRES: mu_ held. Removes a parked upload (from the list and the index by id).
+  std::function<void()> TakeLocked(ParkedList::iterator it);
 
   Executor* const executor_;
   const uint64_t parked_bytes_max_;
   const size_t pumps_max_;
 
   mutable std::mutex mu_;
-  std::deque<Parked> parked_;  // GUARDED_BY(mu_)
+  ParkedList parked_;  // GUARDED_BY(mu_): oldest first
+  // GUARDED_BY(mu_): the parked uploads of each id, oldest first, so that a publish's Release
+  // costs its own ids, not a scan of everything parked (up to half the RAM cache's worth).
+  absl::flat_hash_map<uint64_t, absl::InlinedVector<ParkedList::iterator, 1>> by_id_;
   uint64_t parked_bytes_ = 0;  // GUARDED_BY(mu_)
   uint64_t parked_total_ = 0;  // GUARDED_BY(mu_)
   size_t puts_copying_ = 0;    // GUARDED_BY(mu_)

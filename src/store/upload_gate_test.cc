@@ -104,6 +104,28 @@ TEST(UploadGate, ReleaseStartsTheNamedParkedUploadsEvenWhileAPutCopies) {
   EXPECT_EQ(ex.queued(), 0u) << "a pump for nothing";
 }
 
+// The gate finds parked uploads by id: one started past the bound or by a pump is gone from the
+// index too, so a later Release starts each of the others once and nothing twice.
+TEST(UploadGate, AReleaseAfterTheBoundStartsEachParkedUploadOnce) {
+  ManualExecutor ex;
+  UploadGate gate(&ex, 250, 4);
+  std::vector<int> ran;
+  gate.PutBegins();
+  for (int i = 0; i < 5; ++i) gate.Submit(i % 2, 100, [&ran, i] { ran.push_back(i); });
+  ex.Drain();
+  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2})) << "only two fit the 250-byte window";
+  const uint64_t ids[] = {0, 7, 0};  // an id never parked, and one named twice
+  gate.Release(ids);
+  ex.Drain();
+  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 4}));
+  EXPECT_EQ(gate.stats().parked_now, 1u);
+  gate.PutEnds();
+  ex.Drain();
+  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 4, 3}));
+  EXPECT_EQ(gate.stats().parked_now, 0u);
+  EXPECT_EQ(gate.stats().parked_bytes, 0u);
+}
+
 TEST(UploadGate, PumpsShareABacklogUpToTheirLimit) {
   ManualExecutor ex;
   UploadGate gate(&ex, 1 << 20, 3);
