@@ -87,7 +87,7 @@ Latencies LookupLoop(Store& store, const Fingerprint& fp,
 int Main(int argc, char** argv) {
   SetProgramName("evict_bench");
   size_t chains = 15'625, chain_blocks = 64;
-  bool lookups = true;
+  bool lookups = true, sidecars = false;
   std::string l1_dir;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -99,9 +99,11 @@ int Main(int argc, char** argv) {
       lookups = false;
     } else if (a == "--l1-dir" && i + 1 < argc) {
       l1_dir = argv[++i];
+    } else if (a == "--sidecars") {
+      sidecars = true;
     } else {
       Die("usage: evict_bench [--chains N] [--chain-blocks N (even, >= 2)] [--evict-only] "
-          "[--l1-dir DIR]");
+          "[--l1-dir DIR] [--sidecars]");
     }
   }
   if (chains == 0 || chain_blocks < 2 || chain_blocks % 2 != 0) {
@@ -171,6 +173,14 @@ int Main(int argc, char** argv) {
               (unsigned long long)st.l0_blocks, (unsigned long long)st.l0_chains, open_s,
               double(st.l0_memory_bytes) / double(st.l0_blocks), RssMiB() - rss_before,
               (RssMiB() - rss_before) * (1 << 20) / double(st.l0_blocks));
+  if (sidecars) {  // one 1 KiB sidecar per chain tip, as an engine saving metadata would
+    const std::vector<uint8_t> sidecar(1024, 0x5c);
+    for (const auto& k : keys) {
+      Check(store->PutSidecar("bench", fp, k.back(), {sidecar.data(), sidecar.size()}),
+            "putting a sidecar");
+    }
+    std::printf("put %zu sidecars of 1 KiB (one per chain tip)\n", keys.size());
+  }
   const uint64_t referenced = store->Usage("bench", false)[0].referenced_bytes();
 
   // Reopen with the budget at 75% (the L1 reload is the same work as the first open).

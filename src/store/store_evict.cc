@@ -439,6 +439,7 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
                    " (least recently used: " + SecondsText(tick - std::min(tick, plan.cut_used)) +
                    " ago)";
       }
+      const uint64_t unreferenced_before = report->bytes;
       const Trimmed outcome = TrimChain(ns, ns_id, c.fp, plan, now_us, report);
       work->heads_left--;
       if (outcome == Trimmed::kConflict && replanned.insert(c.chain_id).second) {
@@ -450,7 +451,11 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
       }
       if (outcome != Trimmed::kDone) continue;
       work->blocks_left -= std::min(work->blocks_left, plan.cut.size());
-      excess = excess_now();
+      // What the trim stopped referencing comes off the excess. Counting the namespace again
+      // walks its sidecars (a sidecar counts while its tip is indexed): only when the excess
+      // would reach zero, to see what publishes added meanwhile — not after every trim.
+      const uint64_t trimmed = report->bytes - unreferenced_before;
+      excess = trimmed < excess ? excess - trimmed : excess_now();
       if (!plan.held && plan.cut.size() < plan.chain.length) {
         std::shared_lock<std::shared_mutex> g(index_mu_);
         auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, 1);
