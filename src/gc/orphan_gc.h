@@ -68,9 +68,12 @@ struct GcOptions {
   uint64_t list_lag_us = 0;
   // Reads heads in parallel when set (not owned).
   Executor* executor = nullptr;
-  // Blobs the caller knows are about to be named by a head (a store's puts awaiting publish):
-  // asked just before each delete, and a blob it returns true for is left alone this pass. Lets a
-  // store collect with a grace shorter than its own publishes take. Must not do L2 I/O.
+  // Blobs the caller knows are, or are about to be, named by a head (a store's puts awaiting
+  // publish, and the blobs its own index references): asked just before each delete, and a blob
+  // it returns true for is left alone this pass. Lets a store collect with a grace shorter than
+  // its own publishes take, and keeps it from deleting a blob of a head it published itself but
+  // a lagging listing does not show yet (R3 would restore it, but not across a crash between the
+  // delete and the re-check). Must not do L2 I/O.
   std::function<bool(const std::string& ns, const ContentHash& hash)> keep;
 };
 

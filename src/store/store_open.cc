@@ -131,9 +131,12 @@ Status StoreImpl::Init() {
     gc_options.list_lag_us = options_.l2_list_lag_us;
     gc_options.deletes_per_pass_max = options_.gc_deletes_per_pass;
     // Heads are read on the calling thread: a pass may itself run on the executor's workers.
-    // Buggify: a blob kept although no put awaits it (deleting less is always safe).
+    // Kept: blobs a put of ours awaits a publish for, and blobs a chain in our L0 names — its
+    // head may not be listed yet (a listing that lags), and a crash between the delete and the
+    // collector's re-check (R3) would leave that head naming a deleted blob.
+    // Buggify: a blob kept although nothing here needs it (deleting less is always safe).
     gc_options.keep = [this](const std::string& ns, const ContentHash& hash) {
-      return PendingBlob(ns, hash) || Buggify("gc.keep");
+      return PendingBlob(ns, hash) || ledger_.IsReferenced(ns, hash) || Buggify("gc.keep");
     };
     gc_ = std::make_unique<gc::OrphanCollector>(l2_, clock_, std::move(gc_options));
     // The first background pass waits one interval: a store just opened has evicted nothing yet.
