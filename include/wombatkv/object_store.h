@@ -209,6 +209,10 @@ struct FsJournalOptions {
   // once this much waits, and start its write-back: the sync of a later durable put then finds
   // it written and on its way to the disk. 0 = they leave it all to that sync.
   uint64_t write_behind_bytes = 1u << 20;
+  // Index entries a compaction looks at per hold of the store's name lock while it gathers a
+  // journal file's live packed objects: every L2 operation takes that lock, so it is never held
+  // for a walk of the whole index (millions of objects). At least 1.
+  size_t compact_scan_chunk = 4096;
   Clock* clock = nullptr;  // packed objects' modification times; null: the real clock
   // Told what went wrong that the store recovers from by itself (a packed-index snapshot set
   // aside at open, or not written); null: nobody is told.

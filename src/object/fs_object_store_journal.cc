@@ -525,6 +525,7 @@ Status FsObjectStore::Compact() {
     uint64_t oldest = 0;
     std::string path;
     std::vector<std::pair<std::string, PackedEntry>> live;
+    uint64_t live_records = 0;
     {
       std::lock_guard<std::mutex> g(name_mu_);
       uint64_t kept = 0;
@@ -538,7 +539,21 @@ Status FsObjectStore::Compact() {
       }
       oldest = segments_.begin()->first;
       path = segments_.begin()->second.path;
-      live = packed_.EntriesIn(oldest);
+      live_records = packed_.LiveRecords(oldest);
+    }
+    // Its live records, gathered a chunk of the index at a time (compact_scan_chunk). No record
+    // enters a checkpointed file, so the walk misses none still live; one that dies meanwhile is
+    // skipped below, as is one a newer version replaces.
+    std::string after;
+    for (bool more = live_records > 0; more && live.size() < live_records;) {
+      std::lock_guard<std::mutex> g(name_mu_);
+      std::string_view last_key;
+      more = packed_.ForEachAfter(after, std::max<size_t>(jopts_.compact_scan_chunk, 1),
+                                  [&](std::string_view key, const PackedEntry& e) {
+                                    if (e.segment == oldest) live.emplace_back(key, e);
+                                    last_key = key;
+                                  });
+      after.assign(last_key);
     }
     uint64_t last = 0;
     for (const auto& [key, e] : live) {

@@ -83,15 +83,6 @@ uint64_t PackedIndex::LiveRecords(uint64_t segment) const {
   return u == use_.end() ? 0 : u->second.records;
 }
 
-std::vector<std::pair<std::string, PackedEntry>> PackedIndex::EntriesIn(uint64_t segment) const {
-  std::vector<std::pair<std::string, PackedEntry>> out;
-  if (LiveRecords(segment) == 0) return out;
-  for (const Entry* e : order_) {
-    if (e->second.segment == segment) out.emplace_back(e->first, e->second);
-  }
-  return out;
-}
-
 void PackedIndex::ListInto(std::string_view prefix, bool group, std::string_view token,
                            size_t limit, std::vector<ListEntry>* out, bool* more) const {
   *more = false;

@@ -85,8 +85,6 @@ class PackedIndex {
     }
     return it != order_.end();
   }
-  // The entries living in `segment`, in key order.
-  std::vector<std::pair<std::string, PackedEntry>> EntriesIn(uint64_t segment) const;
 
   // Up to `limit` entries of a listing of `prefix` (the rules of object_key.h: after `token`;
   // with `group`, keys with a '/' after the prefix as common prefixes), in order. Sets *more if

@@ -34,10 +34,11 @@ class PackedStoreTest : public ::testing::Test {
   void TearDown() override { EXPECT_TRUE(fs_->DeleteTree(root_).ok()); }
 
   std::unique_ptr<ObjectStore> Open(uint64_t journal_file_bytes = 64u << 20,
-                                    uint64_t packed_max = 1024) {
+                                    uint64_t packed_max = 1024, size_t compact_scan_chunk = 4096) {
     FsJournalOptions o;
     o.journal_file_bytes = journal_file_bytes;
     o.packed_object_bytes_max = packed_max;
+    o.compact_scan_chunk = compact_scan_chunk;
     auto s = OpenJournaledFsObjectStore(root_, fs_, o);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? std::move(s).value() : nullptr;
@@ -232,8 +233,9 @@ TEST_F(PackedStoreTest, AnotherProcessSeesEachPutAsSoonAsItIsAcknowledged) {
 TEST_F(PackedStoreTest, CompactionKeepsEveryLiveObjectAndBoundsTheJournalFiles) {
   // 4 KiB journal files: ~50 records each. 4000 writes over 100 keys, some deleted, and every
   // 100th write a key written once and never again: its record pins its journal file until
-  // compaction copies it forward.
-  auto s = Open(/*journal_file_bytes=*/4096);
+  // compaction copies it forward. A compaction gathers a file's live records a few index entries
+  // per hold of the name lock (7 here, 4096 by default): the walk must miss none.
+  auto s = Open(/*journal_file_bytes=*/4096, /*packed_max=*/1024, /*compact_scan_chunk=*/7);
   std::map<std::string, std::string> want;
   for (int i = 0; i < 4000; ++i) {
     const std::string key =
