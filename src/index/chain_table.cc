@@ -44,7 +44,7 @@ uint32_t ChainTable::Hash(const ChainId& id) const {
   return static_cast<uint32_t>(h);
 }
 
-ChainId ChainTable::IdOf(const ChainRecord& rec) const {
+const ChainId& ChainTable::IdOf(const ChainRecord& rec) const {
   return rec.has_side() ? sides_[rec.side()].id : keys_->KeyOf(rec.tip);
 }
 
@@ -58,8 +58,7 @@ bool ChainTable::Locate(const ChainId& id, Ref* ref) const {
     const uint32_t slot = p.slots[i];
     if ((slot ^ hash) & ~mask) continue;  // another hash: neither record nor id is read
     const ChainRecord& rec = p.records[slot & mask];
-    const BlockKey& have = rec.has_side() ? sides_[rec.side()].id : keys_->KeyOf(rec.tip);
-    if (SameId(have, id)) {
+    if (SameId(IdOf(rec), id)) {
       *ref = Ref{static_cast<uint32_t>(part), slot & mask};
       return true;
     }

@@ -93,7 +93,8 @@ class ChainTable {
   // Removes the record at `ref`, which is id's. Does not read its tip.
   void Erase(Ref ref, const ChainId& id);
 
-  ChainId IdOf(const ChainRecord& rec) const;
+  // The tip node's key or the side entry's id: valid until the next Add, Set or Erase.
+  const ChainId& IdOf(const ChainRecord& rec) const;
   uint64_t VersionOf(const ChainRecord& rec) const {
     return rec.has_side() ? sides_[rec.side()].version : rec.version_or_side;
   }
