@@ -571,12 +571,9 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
   // (L0 keeps a digest only). The ObjectStore has no conditional delete either, so a trim to
   // nothing deletes only after this read. (Another host replacing the head between the read and
   // the delete loses that head, as with compaction — docs/capacity.md.)
-  auto base = l2_->Head(key);
-  if (!base.ok() || index_.EtagDigest(base->etag) != plan.chain.etag_digest) {
-    if (!base.ok() && !base.status().IsNotFound()) {
-      counters_.l2_errors++;
-      return Trimmed::kFailed;
-    }
+  auto base_etag = L2EtagIfDigest(key, plan.chain.etag_digest);
+  if (!base_etag.ok()) return Trimmed::kFailed;
+  if (!*base_etag) {
     (void)SyncHeadFromL2(ns, fp, chain_id);
     return conflict("its head changed in L2");
   }
@@ -585,7 +582,7 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
   if (keep > 0) {
     encoded = layout::EncodeChainHead(head);
     counters_.l2_puts++;
-    auto put = l2_->Put(key, {AsBytes(encoded)}, PutOptions{PutMode::kIfMatch, base->etag});
+    auto put = l2_->Put(key, {AsBytes(encoded)}, PutOptions{PutMode::kIfMatch, **base_etag});
     if (!put.ok()) {
       if (!put.status().IsConflict()) {
         counters_.l2_errors++;

@@ -236,6 +236,9 @@ class StoreImpl final : public Store {
   // (SyncHeadFromL2). REQUIRES: the chain's stripe is held.
   Result<std::optional<HeadBase>> WriteBase(std::string_view ns, const Fingerprint& fp,
                                             const ChainId& chain_id);
+  // The ETag of the chain's head in L2 if that head is the one whose ETag has `etag_digest`
+  // (RadixIndex::EtagDigest); nullopt if L2 has another head or none. An error: L2 could not say.
+  Result<std::optional<std::string>> L2EtagIfDigest(const std::string& key, uint64_t etag_digest);
   // The chain's head as L2 has it now, installed in L1 and L0 (removed there if L2 has none).
   // REQUIRES: the chain's stripe is held.
   Result<std::optional<HeadBase>> SyncHeadFromL2(std::string_view ns, const Fingerprint& fp,

@@ -335,16 +335,23 @@ Result<std::optional<StoreImpl::HeadBase>> StoreImpl::WriteBase(std::string_view
                                                                 const ChainId& chain_id) {
   std::optional<ChainInfo> indexed = IndexedHead(ns, fp, chain_id);
   if (!indexed) return std::optional<HeadBase>();
-  const std::string key = layout::ChainKey(options_.l2_prefix, ns, fp, chain_id);
-  auto now = l2_->Head(key);
-  if (now.ok() && index_.EtagDigest(now->etag) == indexed->etag_digest) {
-    return std::optional<HeadBase>(HeadBase{*indexed, std::move(now->etag)});
-  }
-  if (!now.ok() && !now.status().IsNotFound()) {
-    counters_.l2_errors++;
-    return now.status().WithContext("looking up chain head " + key);
-  }
+  WMBT_ASSIGN_OR_RETURN(
+      std::optional<std::string> etag,
+      L2EtagIfDigest(layout::ChainKey(options_.l2_prefix, ns, fp, chain_id), indexed->etag_digest));
+  if (etag) return std::optional<HeadBase>(HeadBase{*indexed, std::move(*etag)});
   return SyncHeadFromL2(ns, fp, chain_id);  // L0 lags: another host changed or removed the head
+}
+
+Result<std::optional<std::string>> StoreImpl::L2EtagIfDigest(const std::string& key,
+                                                             uint64_t etag_digest) {
+  auto now = l2_->Head(key);
+  if (now.ok()) {
+    if (index_.EtagDigest(now->etag) != etag_digest) return std::optional<std::string>();
+    return std::optional<std::string>(std::move(now->etag));
+  }
+  if (now.status().IsNotFound()) return std::optional<std::string>();
+  counters_.l2_errors++;
+  return now.status().WithContext("looking up chain head " + key);
 }
 
 Result<std::optional<StoreImpl::HeadBase>> StoreImpl::SyncHeadFromL2(std::string_view ns,
