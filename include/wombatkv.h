@@ -1,4 +1,4 @@
-/* wombatkv.h — the WombatKV C ABI, version 1.1.
+/* wombatkv.h — the WombatKV C ABI, version 1.2.
  *
  * WombatKV stores the KV-cache blocks an LLM inference engine computes during prefill, so that a
  * later request (after a restart, in another process, on another host) restores them instead of
@@ -138,13 +138,17 @@ WMBT_KV_API void wmbt_kv_release_borrow(wmbt_kv_borrow_t* borrow);
 
 /* Counts how many leading keys of block_hashes_hex[0..block_count) are present, as a path from a
  * root, in chains published in (namespace_, handle fingerprint). Touches only RAM.
- * Returns 0 with *out_matched_count set (0 when block_count is 0), or -1 on error. */
+ * Returns 0 with *out_matched_count set (0 when block_count is 0), or -1 on error (which leaves
+ * *out_matched_count untouched). */
 WMBT_KV_API int32_t wmbt_kv_lookup_block_prefix(wmbt_kv_handle_t* handle, const char* namespace_,
                                                 const char* const* block_hashes_hex,
                                                 size_t block_count, size_t* out_matched_count,
                                                 char* err_buf, size_t err_len);
 
-/* Borrows the payloads of all block_count keys, all or nothing.
+/* Borrows the payloads of all block_count keys, all or nothing. The keys are consecutive blocks
+ * of a chain published in (namespace_, handle fingerprint), in root-to-tip order, starting at any
+ * block of it (one key alone gets that block wherever it sits in its chain); a key that does not
+ * follow the key before it is a miss.
  * Returns 1 when every key is present: (*out_payload_ptrs)[i] / (*out_payload_lens)[i] are block
  * i's bytes, and both arrays and the bytes are owned by *out_borrow (release it). With
  * block_count 0 it returns 1 with a borrow whose arrays are empty.

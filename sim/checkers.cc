@@ -159,7 +159,7 @@ void Checkers::Lookup(const Op& op, const Result<size_t>& r) {
 }
 
 void Checkers::Get(const Op& op, const Result<Borrow>& r) {
-  const size_t lb = model_.LowerBound(op.host, op.scope, op.keys);
+  const size_t lb = model_.StretchLowerBound(op.host, op.scope, op.keys);
   const size_t ub = model_.UpperBound(op.scope, op.keys);
   const std::string what = "h" + std::to_string(op.host) + " get " + ScopeName(op.scope) + " " +
                            Keys(op.keys);

@@ -231,6 +231,19 @@ size_t Model::LowerBound(int host, const Scope& s, const std::vector<BlockKey>& 
   return best;
 }
 
+size_t Model::StretchLowerBound(int host, const Scope& s, const std::vector<BlockKey>& keys) const {
+  if (evictable_ || keys.empty()) return 0;
+  size_t best = 0;
+  for (const auto& [c, known] : known_[static_cast<size_t>(host)]) {
+    if (c.scope != s) continue;
+    auto at = std::find(known.begin(), known.end(), keys[0]);
+    if (at == known.end()) continue;
+    const std::vector<BlockKey> tail(at, known.end());
+    best = std::max(best, CommonPrefix(keys, tail));
+  }
+  return best;
+}
+
 size_t Model::UpperBound(const Scope& s, const std::vector<BlockKey>& keys) const {
   auto it = attempted_keys_.find(s);
   if (it == attempted_keys_.end()) return 0;

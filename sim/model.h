@@ -7,6 +7,9 @@
 //   lower bound  LowerBound(host, scope, keys): what a lookup on that host must at least find —
 //                the host's own acknowledged publishes (G1) and, after its last successful
 //                Refresh or Open, everything that was in L2 at that moment (G3, G11).
+//                A get may start in the middle of a chain: StretchLowerBound counts keys that
+//                follow each other in such a chain from wherever keys[0] sits in it (the
+//                workload's keys each have one parent, so the store's start is that one).
 //   upper bound  UpperBound(scope, keys): keys that no publish of this (namespace, fingerprint)
 //                ever named are never found (G4, G8).
 //   bytes        every payload the workload put, per (scope, key), and per content hash (G9).
@@ -113,6 +116,7 @@ class Model {
   void OnCrash(int host) { known_[static_cast<size_t>(host)].clear(); }
 
   size_t LowerBound(int host, const Scope& s, const std::vector<BlockKey>& keys) const;
+  size_t StretchLowerBound(int host, const Scope& s, const std::vector<BlockKey>& keys) const;
   size_t UpperBound(const Scope& s, const std::vector<BlockKey>& keys) const;
 
   struct Ack {

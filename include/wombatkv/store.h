@@ -420,8 +420,11 @@ class Store {
   virtual Result<size_t> LookupPrefix(std::string_view ns, const Fingerprint& fp,
                                       std::span<const BlockKey> keys) = 0;
 
-  // Payloads of all `keys`, all or nothing: NotFound if any key is missing (a miss). Bytes read
-  // from L2 are checked against their content hash: Corruption, never wrong bytes (G9).
+  // Payloads of all `keys`, all or nothing: NotFound if any key is missing (a miss). `keys` are
+  // consecutive blocks of a published chain, root to tip, starting at any of its blocks (the
+  // root, or one in the middle: a get of one block asks for that block alone); a key that does
+  // not follow the one before it is a miss. Bytes read from L2 are checked against their content
+  // hash: Corruption, never wrong bytes (G9).
   virtual Result<Borrow> GetBlocks(std::string_view ns, const Fingerprint& fp,
                                    std::span<const BlockKey> keys) = 0;
 

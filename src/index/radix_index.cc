@@ -436,8 +436,11 @@ struct RadixIndex::Impl final : NodeKeys {
   // next kAhead keys are computed and their slots prefetched while the current step is verified,
   // and the likely node of the next step is prefetched too: steps overlap their cache misses
   // although each one needs the node found by the previous.
-  size_t Walk(uint32_t scope, std::span<const BlockKey> keys, BlockMeta* out,
-              uint32_t touch) const {
+  //
+  // Starts below `parent` (a scope's root marker or a node) and returns the number of keys
+  // matched; *last is the deepest node matched (`parent` if none).
+  size_t Walk(uint32_t scope, uint32_t parent, std::span<const BlockKey> keys, BlockMeta* out,
+              uint32_t* last) const {
     constexpr size_t kAhead = 8;
     static_assert(std::has_single_bit(kAhead));
     const size_t n = keys.size();
@@ -446,7 +449,6 @@ struct RadixIndex::Impl final : NodeKeys {
       ring[j] = KeyHash(seed, scope, keys[j]);
       Prefetch(&slots[ring[j] & mask]);
     }
-    uint32_t parent = RootOf(scope);
     for (size_t i = 0; i < n; ++i) {
       const uint32_t hash = ring[i & (kAhead - 1)];
       if (i + kAhead < n) {
@@ -460,18 +462,38 @@ struct RadixIndex::Impl final : NodeKeys {
       }
       const uint32_t node = Find(hash, parent, keys[i]);
       if (node == kNone) {
-        if (touch != 0 && i > 0) Touch(N(parent), touch);  // I7: the deepest node matched
+        *last = parent;
         return i;
       }
-      if (out != nullptr) {
-        const Node& x = N(node);
-        out[i].hash = x.hash;
-        out[i].length = x.length;
-      }
+      if (out != nullptr) Describe(node, &out[i]);
       parent = node;
     }
-    if (touch != 0 && n > 0) Touch(N(parent), touch);
+    *last = parent;
     return n;
+  }
+
+  void Describe(uint32_t node, BlockMeta* out) const {
+    const Node& x = N(node);
+    out->hash = x.hash;
+    out->length = x.length;
+  }
+
+  // Leading keys that form a path from a root of the scope, or with `anywhere` a path that starts
+  // at any node: when keys[0] is not a root's child, at the node with that key a chain wrote
+  // most recently (NewestNode). The deepest node matched is touched (I7).
+  size_t Match(uint32_t scope, std::span<const BlockKey> keys, BlockMeta* out, uint32_t touch,
+               bool anywhere) const {
+    uint32_t last;
+    size_t got = Walk(scope, RootOf(scope), keys, out, &last);
+    if (got == 0 && anywhere && !keys.empty()) {
+      const uint32_t start = NewestNode(scope, keys[0]).first;
+      if (start != kNone) {
+        if (out != nullptr) Describe(start, &out[0]);
+        got = 1 + Walk(scope, start, keys.subspan(1), out ? out + 1 : nullptr, &last);
+      }
+    }
+    if (touch != 0 && got > 0) Touch(N(last), touch);
+    return got;
   }
 
   // Entries root→node.
@@ -501,6 +523,16 @@ struct RadixIndex::Impl final : NodeKeys {
                                     const BlockKey& key) const {
     const uint32_t scope = FindScope(ns, fp);
     if (scope == kNone) return {};
+    const auto [node, depth] = NewestNode(scope, key);
+    if (node == kNone) return {};
+    return PathFrom(node, depth);
+  }
+
+  // The node of the scope with key `key` that a PutChain went through most recently (several
+  // nodes carry one key when it was published under different parents), and its depth; kNone if
+  // the scope has no such node. O(nodes with that key's hash × their depth): each candidate is
+  // walked to its root, since only the root tells a node's scope.
+  std::pair<uint32_t, uint32_t> NewestNode(uint32_t scope, const BlockKey& key) const {
     const uint32_t hash = KeyHash(seed, scope, key);
     uint32_t best = kNone;
     uint32_t best_depth = 0;
@@ -517,8 +549,7 @@ struct RadixIndex::Impl final : NodeKeys {
         best_depth = depth;
       }
     }
-    if (best == kNone) return {};
-    return PathFrom(best, best_depth);
+    return {best, best_depth};
   }
 
   // Scope id of every node index (kNone for free ones), each node resolved once.
@@ -672,7 +703,7 @@ size_t RadixIndex::LookupPrefix(std::string_view ns, const Fingerprint& fp,
                                 std::span<const BlockKey> keys, uint32_t touch) const {
   const uint32_t scope = impl_->FindScope(ns, fp);
   if (scope == kNone) return 0;
-  return impl_->Walk(scope, keys, nullptr, touch);
+  return impl_->Match(scope, keys, nullptr, touch, /*anywhere=*/false);
 }
 
 size_t RadixIndex::Resolve(std::string_view ns, const Fingerprint& fp,
@@ -681,7 +712,7 @@ size_t RadixIndex::Resolve(std::string_view ns, const Fingerprint& fp,
   WMBT_CHECK(out.size() >= keys.size());
   const uint32_t scope = impl_->FindScope(ns, fp);
   if (scope == kNone) return 0;
-  return impl_->Walk(scope, keys, out.data(), touch);
+  return impl_->Match(scope, keys, out.data(), touch, /*anywhere=*/true);
 }
 
 std::optional<ChainInfo> RadixIndex::GetChain(std::string_view ns, const Fingerprint& fp,

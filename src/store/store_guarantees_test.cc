@@ -46,9 +46,9 @@ TEST_P(StoreGuarantees, SeedEightStepExampleHoldsAcrossRestart) {
   ASSERT_TRUE(ga.ok()) << ga.status().ToString();
   EXPECT_TRUE(std::ranges::equal(ga->payload(0), a));
   // 5. GET(block_B) returns block_B bytes
-  auto gb = s->GetBlocks("default", fp_, std::vector<BlockKey>{ka, kb});
-  ASSERT_TRUE(gb.ok());
-  EXPECT_TRUE(std::ranges::equal(gb->payload(1), b));
+  auto gb = s->GetBlocks("default", fp_, std::vector<BlockKey>{kb});
+  ASSERT_TRUE(gb.ok()) << gb.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(gb->payload(0), b));
   // 6. LOOKUP_BLOCK_PREFIX(chain_X) returns 2 blocks
   EXPECT_EQ(*s->LookupPrefix("default", fp_, std::vector<BlockKey>{ka, kb}), 2u);
   // 7. (daemon crash + restart)
@@ -61,6 +61,35 @@ TEST_P(StoreGuarantees, SeedEightStepExampleHoldsAcrossRestart) {
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(std::ranges::equal(again->payload(0), a));
   EXPECT_TRUE(std::ranges::equal(again->payload(1), b));
+  auto b_again = s->GetBlocks("default", fp_, std::vector<BlockKey>{kb});
+  ASSERT_TRUE(b_again.ok()) << b_again.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(b_again->payload(0), b));
+}
+
+// A get asks for consecutive blocks of a chain starting at any of them: the middle of a chain, its
+// tip alone; a key that does not follow the one before it is a miss that says so.
+TEST_P(StoreGuarantees, GetStartsAnywhereInAChainButFollowsIt) {
+  Store& s = h_.Open();
+  auto c = MakeChain(4, 1000);
+  PutAndPublish(s, c);
+  auto mid = s.GetBlocks("default", fp_, std::vector<BlockKey>{c.keys[1], c.keys[2]});
+  ASSERT_TRUE(mid.ok()) << mid.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(mid->payload(0), c.payloads[1]));
+  EXPECT_TRUE(std::ranges::equal(mid->payload(1), c.payloads[2]));
+  auto tip = s.GetBlocks("default", fp_, std::vector<BlockKey>{c.keys[3]});
+  ASSERT_TRUE(tip.ok()) << tip.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(tip->payload(0), c.payloads[3]));
+  auto skip = s.GetBlocks("default", fp_, std::vector<BlockKey>{c.keys[1], c.keys[3]});
+  ASSERT_TRUE(skip.status().IsNotFound());
+  EXPECT_NE(skip.status().message().find("does not follow block 0"), std::string::npos)
+      << skip.status().ToString();
+  // Lookup stays a prefix from the root: a prompt's cached prefix.
+  EXPECT_EQ(*s.LookupPrefix("default", fp_, std::vector<BlockKey>{c.keys[1], c.keys[2]}), 0u);
+  // Another namespace or fingerprint never sees the chain's middle.
+  EXPECT_TRUE(s.GetBlocks("other", fp_, std::vector<BlockKey>{c.keys[1]}).status().IsNotFound());
+  EXPECT_TRUE(s.GetBlocks("default", Fingerprint{}, std::vector<BlockKey>{c.keys[1]})
+                  .status()
+                  .IsNotFound());
 }
 
 TEST_P(StoreGuarantees, G1PutIsReadableByContentHashAtOnce) {

@@ -57,9 +57,12 @@ std::optional<Result<Borrow>> StoreImpl::ReadBlocks(std::string_view ns, const F
   if (matched < keys.size()) {
     counters_.gets++;
     counters_.get_misses++;
-    return R(Status::NotFound("block " + std::to_string(matched) + " (" +
-                              keys[matched].ToHex().substr(0, 16) +
-                              "…) is not in a published chain"));
+    const std::string which =
+        "block " + std::to_string(matched) + " (" + keys[matched].ToHex().substr(0, 16) + "…)";
+    return R(Status::NotFound(
+        matched == 0 ? which + " is not in a published chain"
+                     : which + " does not follow block " + std::to_string(matched - 1) +
+                           " in a published chain (a get asks for consecutive blocks)"));
   }
   if (options_.get_bytes_max > 0) {
     uint64_t total = 0;

@@ -233,7 +233,13 @@ static void test_seed_example(void) {
   REQUIRE(borrow != NULL);
   CHECK(plens[0] == lens[0] && memcmp(ptrs[0], payloads[0], lens[0]) == 0);
   wmbt_kv_release_borrow(borrow);
-  /* 5: get B (by its path A, B: keys name prefixes). */
+  /* 5: get B, by its key alone. */
+  borrow = NULL;
+  CHECK(wmbt_kv_get_kv_blocks_borrowed(h, "default", keys + 1, 1, &ptrs, &plens, &borrow) == 1);
+  REQUIRE(borrow != NULL);
+  CHECK(plens[0] == lens[1] && memcmp(ptrs[0], payloads[1], lens[1]) == 0);
+  wmbt_kv_release_borrow(borrow);
+  /* ... and by its path A, B. */
   borrow = NULL;
   CHECK(wmbt_kv_get_kv_blocks_borrowed(h, "default", keys, 2, &ptrs, &plens, &borrow) == 1);
   REQUIRE(borrow != NULL);
@@ -255,6 +261,11 @@ static void test_seed_example(void) {
   CHECK(wmbt_kv_get_kv_blocks_borrowed(h, "default", keys, 2, &ptrs, &plens, &borrow) == 1);
   REQUIRE(borrow != NULL);
   CHECK(plens[1] == lens[1] && memcmp(ptrs[1], payloads[1], lens[1]) == 0);
+  wmbt_kv_release_borrow(borrow);
+  borrow = NULL;
+  CHECK(wmbt_kv_get_kv_blocks_borrowed(h, "default", keys + 1, 1, &ptrs, &plens, &borrow) == 1);
+  REQUIRE(borrow != NULL);
+  CHECK(plens[0] == lens[1] && memcmp(ptrs[0], payloads[1], lens[1]) == 0);
   wmbt_kv_release_borrow(borrow);
   wmbt_kv_free(h);
 }

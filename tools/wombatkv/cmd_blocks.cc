@@ -384,12 +384,15 @@ void AddBlockCommands(CLI::App& root, CommandTable& table) {
     auto a = std::make_shared<KeysArgs>();
     CLI::App* sub = root.add_subcommand(
         "get", "Fetch the payloads of keys, all or nothing (exit 1 if any key is missing)");
-    sub->add_option("KEY_HEX", a->keys, "Block keys, root first: 64 hex digits each")
+    sub->add_option("KEY_HEX", a->keys,
+                    "Consecutive blocks of a chain, root to tip, from any block: 64 hex digits "
+                    "each")
         ->required();
     sub->add_option("--out", a->out_dir, "Write each payload to DIR/<KEY_HEX>.bin")
         ->type_name("DIR");
     sub->footer(HelpFooter({
         "wombatkv get $K1 $K2                       # one row per block: key, bytes, hash",
+        "wombatkv get $K2                           # the chain's second block alone",
         "wombatkv get $K1 $K2 --out ./restored       # writes ./restored/<KEY_HEX>.bin",
         "Bytes read back from L2 are verified against their content hash (exit 4 if not).",
     }));
