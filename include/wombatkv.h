@@ -69,6 +69,9 @@ extern "C" {
 #define WMBT_KV_LOOKUP_KEYS_MAX ((size_t)1 << 20)      /* keys in one lookup or get */
 #define WMBT_KV_BLOCK_BYTES_MAX ((uint64_t)256 << 20)  /* one payload */
 #define WMBT_KV_SIDECAR_BYTES_MAX ((uint64_t)1 << 30)  /* one raw tail */
+/* Through wombatkvd (shared memory or TCP) one get returns at most 1 GiB - 16 MiB of payload (one
+ * response frame): a larger one fails (-1, RESOURCE_EXHAUSTED) before it reads anything; ask for
+ * fewer blocks per call (a get may start anywhere in a chain). Embedded gets have no such bound. */
 
 /* Sizes of hex output buffers, including the terminating NUL. */
 #define WMBT_KV_KEY_HEX_BUF 65          /* block key, chain id, BLAKE3-256 */

@@ -207,8 +207,9 @@ class FileSystem {
   // (see FileSystemSyncHandle). The default calls this->SyncFileSystem(path) at each Sync.
   virtual Result<std::unique_ptr<FileSystemSyncHandle>> OpenSyncHandle(const std::string& path);
   // Takes an exclusive lock on `path` (created if needed) without blocking. If another process
-  // holds it: FailedPrecondition. `owner_note` is written into the file for the error message a
-  // later contender sees (e.g. "pid 1234 on host x").
+  // holds it: FailedPrecondition; if this user may not create or open it for writing (its
+  // permissions, a read-only file system): PermissionDenied. `owner_note` is written into the file
+  // for the error message a later contender sees (e.g. "pid 1234 on host x").
   virtual Result<std::unique_ptr<FileLock>> LockFile(const std::string& path,
                                                      const std::string& owner_note) = 0;
   // As LockFile, but waits until the lock is free and writes no note: for short critical

@@ -38,7 +38,7 @@ Status CheckListenersAreSafe(const DaemonSettings& s) {
     }
   }
   if (s.tcp.empty() && s.shm_prefix.empty()) {
-    return Status::FailedPrecondition(
+    return Status::InvalidArgument(
         "nothing to serve: pass --tcp HOST:PORT (WMBT_KV_TCP) and/or --prefix NAME "
         "(WMBT_KV_DAEMON_SHM_PREFIX)");
   }

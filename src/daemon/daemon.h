@@ -42,9 +42,10 @@ struct DaemonOptions {
 
 class Daemon {
  public:
-  // Errors: FailedPrecondition (non-loopback listener without tokens, nothing to serve, data
-  // directory owned by another process), InvalidArgument (bad address), Unavailable (cannot
-  // bind, S3 unreachable), and those of opening the store. Nothing keeps running on failure.
+  // Errors: FailedPrecondition (non-loopback listener without tokens, data directory owned by
+  // another process), InvalidArgument (bad address, nothing to serve: the flags' fault),
+  // Unavailable (cannot bind, S3 unreachable), and those of opening the store. Nothing keeps
+  // running on failure.
   static Result<std::unique_ptr<Daemon>> Start(DaemonOptions options);
 
   // Shutdown() if it was not called.

@@ -1,6 +1,7 @@
 #include "daemon/http_endpoint.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <thread>
@@ -39,6 +40,13 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& add
   Impl* self = impl.get();
   // Scrapes and probes are rare and cheap: two threads are plenty.
   impl->server.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // cpp-httplib sets SO_REUSEPORT by default, which lets a second daemon bind a port this one
+  // serves (the kernel then splits probes between the two). SO_REUSEADDR alone still allows a
+  // restart while old connections sit in TIME_WAIT.
+  impl->server.set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   impl->server.Get("/healthz", [self](const httplib::Request&, httplib::Response& res) {
     std::string why = self->callbacks.unhealthy_reason ? self->callbacks.unhealthy_reason() : "";
     if (why.empty()) {

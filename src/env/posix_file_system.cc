@@ -274,7 +274,14 @@ class PosixFileLock final : public FileLock {
 
 Result<int> OpenLockFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus(errno, "open lock file", path);
+  if (fd < 0) {
+    const int err = errno;
+    // Not "in use": nobody holds it; this user may not write there (env.h, LockFile).
+    if (err == EACCES || err == EPERM || err == EROFS) {
+      return Status::PermissionDenied("open lock file " + path + ": " + ErrnoText(err));
+    }
+    return ErrnoStatus(err, "open lock file", path);
+  }
   return fd;
 }
 

@@ -14,6 +14,9 @@ Status FsObjectStore::OpenJournal(const FsJournalOptions& options) {
   jopts_ = options;
   WMBT_RETURN_IF_ERROR(fs_->CreateDirs(root_).WithContext("creating " + Describe()));
   auto lock = fs_->LockFile(owner_lock_path_, "pid " + std::to_string(getpid()));
+  if (lock.status().code() == Code::kPermissionDenied) {
+    return lock.status().WithContext("this user may not write the local L2 " + Describe());
+  }
   if (!lock.ok()) {
     return lock.status().WithContext("the local L2 " + Describe() +
                                      " is journaled by another process; stop it first");

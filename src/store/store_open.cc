@@ -169,11 +169,24 @@ Status StoreImpl::OpenPlanes() {
         "no data directory: set WMBT_KV_DATA_DIR (or inject both L1 and L2 planes)");
   }
   if (!dir.empty()) {
-    WMBT_RETURN_IF_ERROR(fs_->CreateDirs(dir).WithContext("creating data directory " + dir));
+    if (Status made = fs_->CreateDirs(dir); !made.ok()) {
+      // A path that cannot exist (under /proc, through a file) is the caller's to fix, not a miss.
+      if (made.IsNotFound()) {
+        return Status::InvalidArgument("data directory " + dir + " cannot be created: " +
+                                       made.message() + "; choose another path");
+      }
+      return made.WithContext("creating data directory " + dir);
+    }
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
     auto lock = fs_->LockFile(dir + "/LOCK", "pid " + std::to_string(getpid()) + " on host " +
                                                  host);
+    if (lock.status().code() == Code::kPermissionDenied) {
+      return Status::PermissionDenied("cannot write data directory " + dir + ": " +
+                                      lock.status().message() +
+                                      "; run as a user who may write it, or point "
+                                      "WMBT_KV_DATA_DIR elsewhere");
+    }
     if (!lock.ok()) {
       return Status::FailedPrecondition(
           "data directory " + dir + " is in use: " + lock.status().message() +

@@ -89,6 +89,10 @@ fi
 run "$WKV" --json get "$K1" "$K2"
 check_json "get --json parses" "$TMP/out" "[b['bytes'] for b in d['blocks']]" "[16, 5000]"
 
+run "$WKV" --json get "$K2"
+check_json "get of the second block alone (seed step 5)" "$TMP/out" \
+  "[b['bytes'] for b in d['blocks']]" "[5000]"
+
 run "$WKV" get "$K1" "$K3"
 check_rc "get with a missing key exits 1 (all or nothing)" 1 "wombatkv: get:"
 run "$WKV" --json get "$K3"
@@ -302,6 +306,8 @@ run "$WKV" get
 check_rc "get without keys exits 2" 2 "KEY_HEX"
 run "$WKV" publish "$K1" "$K1" --expect-version x
 check_rc "a non-numeric --expect-version exits 2" 2 "expect-version"
+run "$WKV" publish "$K1" "$K1" --expect-version -1
+check_rc "a negative --expect-version exits 2 (not a CAS on version 2^64-1)" 2 "whole number"
 if [[ $(wc -l <"$TMP/err") == 1 ]] && grep -q '^wombatkv: .*: .*; ' "$TMP/err"; then
   pass "errors are one line: wombatkv: <what>: <why>; <what to do>"
 else
@@ -322,6 +328,18 @@ if lock_data_dir; then
 fi
 run "$WKV" lookup "$K1"
 check_rc "the data directory is usable again once the other process is gone" 0
+
+# ---- a data directory this user may not write: exit 8, not "in use" ---------------------------
+
+# As root, the check runs as nobody (root writes anywhere); else on a directory made read-only.
+mkdir -p "$TMP/ro" && "$WKV" --data-dir "$TMP/ro" ls >/dev/null 2>&1
+chmod 711 "$TMP" && chmod 555 "$TMP/ro"
+as_other=()
+if ((EUID == 0)); then as_other=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
+run "${as_other[@]}" "$WKV" --data-dir "$TMP/ro" ls
+check_rc "a data directory this user cannot write exits 8 and says so" 8 \
+  "cannot write data directory $TMP/ro"
+chmod 755 "$TMP/ro"
 
 # ---- the workload, twice ---------------------------------------------------------------------
 

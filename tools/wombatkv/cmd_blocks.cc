@@ -171,13 +171,9 @@ int RunPutChain(Context& ctx, const PutChainArgs& a) {
   auto version = store->PublishChain(ctx.opts.ns, ctx.fp, id, tip, expected, &current);
   if (!version.ok()) {
     if (version.status().IsConflict()) {
-      return ctx.out.Error(what + ": publish " + id.ToHex(), version.status(),
-                           "current tip " + current.tip.ToHex() + " version " +
-                               std::to_string(current.version) +
-                               "; retry with --expect-version " +
-                               std::to_string(current.version),
-                           {{"current", {{"tip", current.tip.ToHex()},
-                                         {"version", current.version}}}});
+      return ctx.out.Error(
+          what + ": publish " + id.ToHex(), version.status(), CasConflictHint(current),
+          {{"current", {{"tip", current.tip.ToHex()}, {"version", current.version}}}});
     }
     return Fail(ctx, what + ": publish " + id.ToHex(), version.status());
   }
@@ -254,7 +250,7 @@ int RunGet(Context& ctx, const KeysArgs& a) {
   }
   if (!a.out_dir.empty()) {
     if (Status s = PosixFileSystem()->CreateDirs(a.out_dir); !s.ok()) {
-      return Fail(ctx, "get --out " + a.out_dir, s, "pass a writable directory");
+      return Fail(ctx, "get --out " + a.out_dir, OutputPathError(s), "pass a writable directory");
     }
   }
   nlohmann::json blocks = nlohmann::json::array();
@@ -270,7 +266,7 @@ int RunGet(Context& ctx, const KeysArgs& a) {
     if (!a.out_dir.empty()) {
       std::string path = a.out_dir + "/" + key + ".bin";
       if (Status s = WriteWholeFile(path, bytes); !s.ok()) {
-        return Fail(ctx, "get: write " + path, s, "check the --out directory");
+        return Fail(ctx, "get: write " + path, OutputPathError(s), "check the --out directory");
       }
       b["path"] = path;
       row.push_back(path);
@@ -357,7 +353,8 @@ void AddBlockCommands(CLI::App& root, CommandTable& table) {
         ->type_name("HEX");
     a->expect_opt = sub->add_option("--expect-version", a->expect_version,
                                     "Publish only if the chain is at version N (0: new chain)")
-                        ->type_name("N");
+                        ->type_name("N")
+                        ->check(WholeNumber());
     sub->footer(HelpFooter({
         "wombatkv put-chain --file b0.bin b1.bin b2.bin",
         "wombatkv put-chain --dir ./blocks --json",

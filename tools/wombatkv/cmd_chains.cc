@@ -33,16 +33,11 @@ int RunPublish(Context& ctx, const PublishArgs& a) {
   if (!version.ok()) {
     const Status& s = version.status();
     if (s.IsConflict()) {
-      std::string state = current.version == 0
-                              ? std::string("the chain does not exist yet (version 0)")
-                              : "current tip " + current.tip.ToHex() + " version " +
-                                    std::to_string(current.version);
-      return ctx.out.Error(what, s,
-                           state + ": rebase and retry with --expect-version " +
-                               std::to_string(current.version),
-                           {{"current", {{"tip", current.tip.ToHex()},
-                                         {"version", current.version},
-                                         {"length", current.length}}}});
+      return ctx.out.Error(what, s, CasConflictHint(current),
+                           {{"current",
+                             {{"tip", current.tip.ToHex()},
+                              {"version", current.version},
+                              {"length", current.length}}}});
     }
     std::string hint;
     if (s.code() == Code::kFailedPrecondition) {
@@ -209,7 +204,8 @@ void AddChainCommands(CLI::App& root, CommandTable& table) {
         sub->add_option("--expect-version", a->expect_version,
                         "Compare-and-swap: publish only if the chain is at version N (0: the "
                         "chain must not exist yet); exit 3 with the current tip/version if not")
-            ->type_name("N");
+            ->type_name("N")
+            ->check(WholeNumber());
     sub->footer(HelpFooter({
         "wombatkv publish $TIP $TIP                      # prints the new version, e.g. 1",
         "wombatkv publish $CHAIN $TIP2 --expect-version 1",

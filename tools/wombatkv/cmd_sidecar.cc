@@ -56,7 +56,8 @@ int RunSidecarGet(Context& ctx, const SidecarGetArgs& a) {
   }
   if (!a.out_path.empty()) {
     if (Status s = WriteWholeFile(a.out_path, data->view()); !s.ok()) {
-      return Fail(ctx, "sidecar get: write " + a.out_path, s, "check the --out path");
+      return Fail(ctx, "sidecar get: write " + a.out_path, OutputPathError(s),
+                  "check the --out path");
     }
   }
   if (ctx.out.json()) {

@@ -33,6 +33,25 @@ void AddAuditCommands(CLI::App& root, CommandTable& table);    // audit, du, gc
 // A --help footer: the examples, then a one-line reminder of the exit codes.
 std::string HelpFooter(std::initializer_list<std::string_view> examples);
 
+// A whole number written in decimal digits only: CLI11 reads "-1" into an unsigned option as
+// 2^64 - 1, which would reach the store as a real value.
+CLI::Validator WholeNumber();
+
+// An error writing where --out points: a path that cannot exist is a bad argument (exit 2), not
+// a miss (exit 1) that a script would take for a key not found.
+inline Status OutputPathError(const Status& s) {
+  return s.IsNotFound() ? Status::InvalidArgument(s.message()) : s;
+}
+
+// What to do after a compare-and-swap publish lost: the chain's state as the store returned it.
+inline std::string CasConflictHint(const ChainState& current) {
+  const std::string state =
+      current.version == 0
+          ? std::string("the chain does not exist yet (version 0)")
+          : "current tip " + current.tip.ToHex() + " version " + std::to_string(current.version);
+  return state + ": rebase and retry with --expect-version " + std::to_string(current.version);
+}
+
 // "<command>: " context for error lines, e.g. Fail(ctx, "get", status).
 inline int Fail(Context& ctx, std::string_view what, const Status& s, std::string_view hint = {}) {
   return ctx.out.Error(what, s, hint);

@@ -85,11 +85,9 @@ Store* Context::OpenStore(int* exit_code) {
   auto opened = OpenClientStore(config, setup);
   if (!opened.ok()) {
     const Status& s = opened.status();
-    if (remote()) {
-      // The status already names the daemon and the setting.
-      *exit_code = out.Error("connect", s,
-                             "start wombatkvd (docs/daemon.md), or unset the setting to use the "
-                             "data directory");
+    if (remote() || !config.http_addr.empty()) {
+      // The status already names the daemon (or the unsupported HTTP transport) and the setting.
+      *exit_code = out.Error("connect", s, "docs/daemon.md");
       return nullptr;
     }
     std::string hint;

@@ -45,7 +45,8 @@ inline std::string_view DefaultHint(Code code) {
     case Code::kOk: return "";
     case Code::kNotFound:
       return "check the key and --namespace/--fingerprint (`wombatkv ls` lists published chains)";
-    case Code::kInvalidArgument: return "see `wombatkv <command> --help`";
+    case Code::kInvalidArgument:
+      return "run the command with --help for what it accepts";
     case Code::kConflict: return "re-read the current version and retry with it";
     case Code::kCorruption:
       return "the bytes were not served; keep the data directory for diagnosis and report it";
@@ -55,7 +56,8 @@ inline std::string_view DefaultHint(Code code) {
     case Code::kUnavailable: return "retry; check that the object store (L2) is reachable";
     case Code::kInternal: return "this is a bug: please report it with the command line";
     case Code::kPermissionDenied:
-      return "set WMBT_KV_AUTH_TOKEN to a token the daemon grants for this namespace";
+      return "through a daemon, set WMBT_KV_AUTH_TOKEN to a token it grants for this namespace; "
+             "on a data directory, run as a user who may write it";
   }
   return "";
 }

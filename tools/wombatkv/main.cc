@@ -28,9 +28,18 @@ std::string HelpFooter(std::initializer_list<std::string_view> examples) {
   }
   out +=
       "\nExit codes: 0 ok, 1 miss/not found, 2 usage/invalid argument, 3 conflict, "
-      "4 corruption,\n5 data dir locked/failed precondition, 6 unavailable (retry), 7 internal "
-      "(see `wombatkv --help`).\n";
+      "4 corruption,\n5 data dir locked/failed precondition, 6 unavailable (retry), 7 internal, "
+      "8 permission denied\n(see `wombatkv --help`).\n";
   return out;
+}
+
+CLI::Validator WholeNumber() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) return "";
+        return "expected a whole number (decimal digits), got \"" + text + "\"";
+      },
+      "N");
 }
 
 namespace {
@@ -118,11 +127,12 @@ int Main(int argc, char** argv) {
   app.add_flag("-q,--quiet", ctx.opts.quiet,
                "Print only results and errors (no notes, no headers)");
   app.add_flag("-v,--verbose", ctx.opts.verbose, "Also print the store's informational log");
-  // Settings with an option above; the log level is -v's (warnings, or everything).
+  // Settings with an option above; the log level is -v's (warnings, or everything); no HTTP
+  // transport exists, so WMBT_KV_HTTP_ADDR is no flag (set, it fails the command: Context).
   const SettingFlags settings(
       app,
       {"WMBT_KV_DATA_DIR", "WMBT_KV_NAMESPACE", "WMBT_KV_FINGERPRINT", "WMBT_KV_REMOTE_PREFIX",
-       "WMBT_KV_TCP_ADDR", "WMBT_KV_LOG_LEVEL"},
+       "WMBT_KV_TCP_ADDR", "WMBT_KV_LOG_LEVEL", "WMBT_KV_HTTP_ADDR"},
       "Store settings (L2 backend, S3, caches, capacity, transports)");
   app.footer(
       std::string(kExitCodesHelp) +

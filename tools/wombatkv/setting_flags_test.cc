@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -57,6 +60,32 @@ TEST(SettingFlags, EverySettingButSecretsAndSkippedOnesHasAFlag) {
   for (const char* secret : {"--s3-access-key", "--s3-secret-key", "--auth-token"}) {
     EXPECT_FALSE(flags.Has(secret)) << secret;
     EXPECT_EQ(app.get_option_no_throw(secret), nullptr) << secret;
+  }
+}
+
+// docs/configuration.md's flag column names each setting's flag: a setting the table says has
+// no flag ("—") must be one no tool offers (a secret, or the unsupported HTTP transport).
+TEST(SettingFlags, TheConfigurationTableNamesEveryFlag) {
+  std::ifstream in(WOMBATKV_CONFIGURATION_DOC);
+  ASSERT_TRUE(in) << WOMBATKV_CONFIGURATION_DOC;
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  std::map<std::string, std::string> column;  // setting -> its flag column
+  const std::regex row(R"(\n\| `(WMBT_KV_[A-Z0-9_]+)` \| ([^|]*) \|)");
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), row); it != std::sregex_iterator();
+       ++it) {
+    column[(*it)[1]] = (*it)[2];
+  }
+  for (const SettingDoc& d : AllSettings()) {
+    const std::string name(d.name);
+    ASSERT_EQ(column.count(name), 1u) << name << " has no row";
+    if (d.secret || name == "WMBT_KV_HTTP_ADDR") {
+      EXPECT_EQ(column[name], "—") << name;
+    } else {
+      EXPECT_NE(column[name].find(SettingFlagName(name)), std::string::npos)
+          << name << "'s row names no " << SettingFlagName(name) << ": " << column[name];
+    }
   }
 }
 

@@ -188,7 +188,8 @@ int Main(int argc, char** argv) {
   auto daemon = Daemon::Start(std::move(options));
   if (!daemon.ok()) {
     std::fprintf(stderr, "wombatkvd: cannot start: %s\n", daemon.status().ToString().c_str());
-    return kExitFailed;
+    // A bad address or no listener at all is the command line's fault, like a bad flag.
+    return daemon.status().code() == Code::kInvalidArgument ? kExitUsage : kExitFailed;
   }
 
   int sig = 0;
