@@ -199,6 +199,30 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_corruptions_detected_total", "counter",
         "Bytes that failed their content hash or checksum (never served).",
         s.corruptions_detected);
+  p.One("wombatkv_l2_referenced_bytes", "gauge",
+        "L2 bytes the store's chain heads reference (blobs, heads, known sidecars; all "
+        "namespaces): what namespace budgets count.",
+        s.l2_referenced_bytes);
+  p.One("wombatkv_l2_unreferenced_bytes", "gauge",
+        "L2 bytes of blobs no head references any more, not yet seen deleted by orphan GC.",
+        s.l2_unreferenced_bytes);
+  p.One("wombatkv_evict_passes_total", "counter", "Eviction passes (budgets and TTLs).",
+        s.evict_passes);
+  p.One("wombatkv_evict_chains_total", "counter",
+        "Chain heads eviction rewrote shorter or deleted.", s.evict_chains);
+  p.One("wombatkv_evict_heads_deleted_total", "counter", "Chain heads eviction deleted.",
+        s.evict_heads_deleted);
+  p.One("wombatkv_evict_blocks_total", "counter", "Head entries eviction removed.", s.evict_blocks);
+  p.One("wombatkv_evict_bytes_total", "counter",
+        "L2 bytes eviction stopped referencing (freed once orphan GC deletes the blobs).",
+        s.evict_bytes);
+  p.One("wombatkv_evict_freed_bytes_total", "counter",
+        "L2 bytes eviction itself removed (heads, sidecars).", s.evict_freed_bytes);
+  p.One("wombatkv_evict_skipped_in_flight_total", "counter",
+        "Trims stopped by a block not yet published or borrowed (SPEC G10).",
+        s.evict_skipped_in_flight);
+  p.One("wombatkv_evict_conflicts_total", "counter",
+        "Heads that changed under eviction (re-read and re-planned).", s.evict_conflicts);
   p.One("wombatkv_gc_passes_total", "counter", "Orphan GC passes run by the store.", s.gc_passes);
   p.One("wombatkv_gc_blobs_deleted_total", "counter",
         "Unreferenced blobs orphan GC deleted from L2.", s.gc_blobs_deleted);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -87,6 +88,32 @@ TEST(MetricsText, EveryFamilyIsDeclaredOnceBeforeItsSamples) {
   EXPECT_TRUE(saw_l0_misses);
   EXPECT_TRUE(saw_doorbells);
   EXPECT_TRUE(declared.count("wombatkv_tcp_connections_open"));
+}
+
+// docs/daemon.md lists every metric family the page has (without the wombatkv_ prefix).
+TEST(MetricsText, TheDaemonDocNamesEveryFamily) {
+  std::ifstream in(WOMBATKV_DAEMON_DOC);
+  ASSERT_TRUE(in) << WOMBATKV_DAEMON_DOC;
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  ServiceMetrics m;
+  StoreStats s;
+  tcp::TcpServerStats t;
+  ShmServerStats shm;
+  MetricsSources src{&m, &s, &t, false, &shm};
+  std::istringstream lines(RenderMetrics(src));
+  std::string line;
+  size_t families = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("# TYPE wombatkv_", 0) != 0) continue;
+    ++families;
+    const std::string name = line.substr(16, line.find(' ', 16) - 16);
+    EXPECT_TRUE(doc.find("`" + name + "`") != std::string::npos ||
+                doc.find("`" + name + "{") != std::string::npos)
+        << "docs/daemon.md does not list " << name;
+  }
+  EXPECT_GT(families, 50u);
 }
 
 }  // namespace

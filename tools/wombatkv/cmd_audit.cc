@@ -466,7 +466,8 @@ void AddAuditCommands(CLI::App& root, CommandTable& table) {
       HelpFooter({
           "wombatkv du",
           "wombatkv -n team du --json",
-          "Takes no arguments. Reads every head, no blob.",
+          "Takes no arguments. Reads every head and no blob payload (only the 48-byte headers of "
+          "blobs whose listed size is not their raw size: compressed ones).",
       }));
   table.Add(du, RunDu);
 
