@@ -169,7 +169,9 @@ WMBT_KV_API int32_t wmbt_kv_get_kv_blocks_borrowed(wmbt_kv_handle_t* handle,
  * block i-1), then publishes it with the tip key (the last one) as chain id, last writer wins.
  * When it returns, the chain is durable and visible to lookups and gets.
  * Returns the sum of lens (0 when block_count is 0), or -1 on error. payloads[i] may be NULL only
- * when lens[i] is 0. Each payload is at most WMBT_KV_BLOCK_BYTES_MAX bytes. */
+ * when lens[i] is 0. Each payload is at most WMBT_KV_BLOCK_BYTES_MAX bytes. The keys must be
+ * distinct (a chain holds a block once) and not all zeros (reserved: a root's parent); either
+ * mistake is an error before anything is stored. */
 WMBT_KV_API int64_t wmbt_kv_put_kv_blocks(wmbt_kv_handle_t* handle, const char* namespace_,
                                           const char* const* block_hashes_hex,
                                           const uint8_t* const* payloads, const size_t* lens,

@@ -21,7 +21,11 @@ Status CheckPutBlocksArgs(std::string_view ns, std::span<const BlockPut> blocks)
                                      std::to_string(b.bytes().size()) + " bytes (max " +
                                      std::to_string(limits::kBlockBytesMax) + ")");
     }
-    if (b.key.IsZero()) return Status::InvalidArgument("block " + std::to_string(i) + ": zero key");
+    if (b.key.IsZero()) {
+      return Status::InvalidArgument("block " + std::to_string(i) +
+                                     ": the all-zero key is reserved (it is a root's parent); "
+                                     "use another key");
+    }
     if (b.key == b.parent) {
       return Status::InvalidArgument("block " + std::to_string(i) + " is its own parent");
     }

@@ -28,7 +28,8 @@ TEST(CheckPutBlocksArgs, AcceptsAChainAndNamesTheFirstBadBlock) {
   blocks[1].parent = Key(2);
   EXPECT_EQ(Message(CheckPutBlocksArgs("ns", blocks)), "block 1 is its own parent");
   blocks[1].key = BlockKey{};
-  EXPECT_EQ(Message(CheckPutBlocksArgs("ns", blocks)), "block 1: zero key");
+  EXPECT_EQ(Message(CheckPutBlocksArgs("ns", blocks)),
+            "block 1: the all-zero key is reserved (it is a root's parent); use another key");
   std::vector<BlockPut> many(limits::kBatchBlocksMax + 1, blocks[0]);
   EXPECT_NE(Message(CheckPutBlocksArgs("ns", many)).find("blocks in one batch (max"),
             std::string::npos);

@@ -3,7 +3,9 @@
 // C return by the status table (status_map.h), inside Guarded.
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "capi/capi_internal.h"
+#include "store/engine_key_hash.h"
 
 namespace wombatkv::capi {
 namespace {
@@ -75,6 +77,18 @@ Result<int64_t> PutAndPublish(wmbt_kv_handle* handle, const char* ns_arg,
   WMBT_ASSIGN_OR_RETURN(std::string_view ns, ParseNamespace(handle, ns_arg));
   const Fingerprint& fp = handle->config.fingerprint;
   WMBT_ASSIGN_OR_RETURN(std::vector<BlockKey> keys, ParseKeys(keys_hex, count, "block_hashes_hex"));
+  // One chain holds a block once: a repeated key would make the parent links loop. Refused before
+  // anything is stored.
+  absl::flat_hash_map<BlockKey, size_t, EngineKeyHash> first_at;
+  first_at.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    auto [at, fresh] = first_at.try_emplace(keys[i], i);
+    if (!fresh) {
+      return Status::InvalidArgument("block_hashes_hex[" + std::to_string(i) +
+                                     "] repeats block_hashes_hex[" + std::to_string(at->second) +
+                                     "]: a chain holds each block once");
+    }
+  }
   std::vector<BlockPut> blocks(count);
   int64_t total = 0;  // at most kBatchBlocksMax * kBlockBytesMax = 2^44: no overflow
   for (size_t i = 0; i < count; ++i) {

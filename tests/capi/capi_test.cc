@@ -449,6 +449,30 @@ TEST_F(CApi, RacingCasPublishersHaveExactlyOneWinner) {
   }
 }
 
+// put_kv_blocks chains its blocks in key order: a key given twice would make the parent links
+// loop. It is refused naming both positions, before anything is stored.
+TEST_F(CApi, APutThatRepeatsAKeyIsRefusedBeforeStoringAnything) {
+  const std::string a = Key(31), b = Key(32);
+  const char* keys[] = {a.c_str(), b.c_str(), a.c_str()};
+  const uint8_t* payloads[] = {Bytes("one"), Bytes("two"), Bytes("three")};
+  const size_t lens[] = {3, 3, 5};
+  EXPECT_EQ(wmbt_kv_put_kv_blocks(handle_, "default", keys, payloads, lens, 3), -1);
+  EXPECT_NE(LastError().find("block_hashes_hex[2] repeats block_hashes_hex[0]"), std::string::npos)
+      << LastError();
+  EXPECT_EQ(Lookup({a, b}), 0u);
+  const uint8_t** ptrs = nullptr;
+  const size_t* got_lens = nullptr;
+  wmbt_kv_borrow_t* borrow = nullptr;
+  const char* middle[] = {b.c_str()};
+  EXPECT_EQ(
+      wmbt_kv_get_kv_blocks_borrowed(handle_, "default", middle, 1, &ptrs, &got_lens, &borrow), 0);
+  // Nothing was put: the store's put counter did not move.
+  char json[8192];
+  size_t needed = 0;
+  ASSERT_EQ(wmbt_kv_stats_json(handle_, json, sizeof json, &needed), 0) << LastError();
+  EXPECT_NE(std::string(json).find("\"puts\":0"), std::string::npos) << json;
+}
+
 TEST_F(CApi, PublishingABlockNeverPutIsAnError) {
   std::string tip = Key(20);
   char err[256];
