@@ -273,10 +273,20 @@ int32_t wmbt_kv_put_blocks_owned(wmbt_kv_handle_t* handle, const char* namespace
     size_t n;
     ~Release() {
       if (p == nullptr || n > wombatkv::limits::kBatchBlocksMax) return;
-      std::vector<wmbt_kv_payload_t*> owned(p, p + n);
-      std::sort(owned.begin(), owned.end());
-      owned.erase(std::unique(owned.begin(), owned.end()), owned.end());
-      for (wmbt_kv_payload_t* x : owned) delete x;
+      try {
+        std::vector<wmbt_kv_payload_t*> owned(p, p + n);  // the only allocation: before any delete
+        std::sort(owned.begin(), owned.end());
+        owned.erase(std::unique(owned.begin(), owned.end()), owned.end());
+        for (wmbt_kv_payload_t* x : owned) delete x;
+      } catch (...) {
+        // No memory for the copy (a destructor must not throw: that would end the process): a
+        // quadratic pass that allocates nothing.
+        for (size_t i = 0; i < n; ++i) {
+          bool earlier = false;
+          for (size_t j = 0; j < i && !earlier; ++j) earlier = p[j] == p[i];
+          if (!earlier) delete p[i];
+        }
+      }
     }
   } release{payloads, count};
   return Guarded("wmbt_kv_put_blocks_owned", int32_t{-1}, err_buf, err_len, [&] {
