@@ -174,7 +174,8 @@ Status SetRemotePrefix(Config& c, std::string_view v) {
 
 Status SetTcpAddr(Config& c, std::string_view v) {
   if (!v.empty() && !IsHostPort(v))
-    return Bad("WMBT_KV_TCP_ADDR", v, "HOST:PORT, e.g. 127.0.0.1:7070 or [::1]:7070");
+    return Bad("WMBT_KV_TCP_ADDR", v,
+               "HOST:PORT with a port of 1-65535, e.g. 127.0.0.1:7070 or [::1]:7070");
   c.tcp_addr = std::string(v);
   return Status::Ok();
 }
