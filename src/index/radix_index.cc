@@ -478,18 +478,31 @@ struct RadixIndex::Impl final : NodeKeys {
     out->length = x.length;
   }
 
-  // Leading keys that form a path from a root of the scope, or with `anywhere` a path that starts
-  // at any node: when keys[0] is not a root's child, at the node with that key a chain wrote
-  // most recently (NewestNode). The deepest node matched is touched (I7).
+  // Leading keys that form a path from a root of the scope, or with `anywhere` a path that may
+  // start at any node with key keys[0]: the longest match wins (a root's child first, then the
+  // node a chain wrote most recently), so a get of a stretch of any chain holding its keys
+  // resolves even when its first key also sits under other parents. Only a path from the root
+  // that falls short pays for the other starts (each a walk to its root and one of its keys).
+  // The deepest node matched is touched (I7).
   size_t Match(uint32_t scope, std::span<const BlockKey> keys, BlockMeta* out, uint32_t touch,
                bool anywhere) const {
     uint32_t last;
     size_t got = Walk(scope, RootOf(scope), keys, out, &last);
-    if (got == 0 && anywhere && !keys.empty()) {
-      const uint32_t start = NewestNode(scope, keys[0]).first;
-      if (start != kNone) {
-        if (out != nullptr) Describe(start, &out[0]);
-        got = 1 + Walk(scope, start, keys.subspan(1), out ? out + 1 : nullptr, &last);
+    if (anywhere && got < keys.size()) {
+      uint32_t best = kNone;
+      size_t best_got = got;
+      ForEachNodeWithKey(scope, keys[0], [&](uint32_t node, uint32_t depth) {
+        if (depth == 1) return;  // a root's child: walked above
+        uint32_t end;
+        const size_t g = 1 + Walk(scope, node, keys.subspan(1), nullptr, &end);
+        if (g > best_got || (g == best_got && best != kNone && Newer(node, best))) {
+          best = node;
+          best_got = g;
+        }
+      });
+      if (best != kNone) {
+        if (out != nullptr) Describe(best, &out[0]);
+        got = 1 + Walk(scope, best, keys.subspan(1), out ? out + 1 : nullptr, &last);
       }
     }
     if (touch != 0 && got > 0) Touch(N(last), touch);
@@ -530,26 +543,37 @@ struct RadixIndex::Impl final : NodeKeys {
 
   // The node of the scope with key `key` that a PutChain went through most recently (several
   // nodes carry one key when it was published under different parents), and its depth; kNone if
-  // the scope has no such node. O(nodes with that key's hash × their depth): each candidate is
-  // walked to its root, since only the root tells a node's scope.
+  // the scope has no such node.
   std::pair<uint32_t, uint32_t> NewestNode(uint32_t scope, const BlockKey& key) const {
-    const uint32_t hash = KeyHash(seed, scope, key);
     uint32_t best = kNone;
     uint32_t best_depth = 0;
+    ForEachNodeWithKey(scope, key, [&](uint32_t node, uint32_t depth) {
+      if (best == kNone || Newer(node, best)) {
+        best = node;
+        best_depth = depth;
+      }
+    });
+    return {best, best_depth};
+  }
+
+  // Wrap-aware "a PutChain went through a after b": logical times within 2^31 ticks compare right.
+  bool Newer(uint32_t a, uint32_t b) const {
+    return static_cast<int32_t>(N(a).last_used - N(b).last_used) > 0;
+  }
+
+  // Calls fn(node, depth) for every node of the scope with key `key`. O(nodes with that key's
+  // hash × their depth): each candidate is walked to its root, since only the root tells a
+  // node's scope.
+  template <typename Fn>
+  void ForEachNodeWithKey(uint32_t scope, const BlockKey& key, Fn fn) const {
+    const uint32_t hash = KeyHash(seed, scope, key);
     for (uint32_t i = hash & mask; slots[i].node != kNone; i = (i + 1) & mask) {
       if (slots[i].hash != hash) continue;
       const uint32_t n = slots[i].node;
-      const Node& x = N(n);
-      if (!SameKey(x.key, key)) continue;
+      if (!SameKey(N(n).key, key)) continue;
       auto [root, depth] = RootAndDepth(n);
-      if (root != RootOf(scope)) continue;
-      // Wrap-aware "newer than": logical times within 2^31 ticks of each other compare right.
-      if (best == kNone || static_cast<int32_t>(x.last_used - N(best).last_used) > 0) {
-        best = n;
-        best_depth = depth;
-      }
+      if (root == RootOf(scope)) fn(n, depth);
     }
-    return {best, best_depth};
   }
 
   // Scope id of every node index (kNone for free ones), each node resolved once.

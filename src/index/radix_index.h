@@ -103,11 +103,12 @@ class RadixIndex {
   size_t LookupPrefix(std::string_view ns, const Fingerprint& fp, std::span<const BlockKey> keys,
                       uint32_t touch = 0) const;
 
-  // Number of leading keys that form a path in the scope, starting at a root or at any node: when
-  // keys[0] is not a root's child, the path starts at the node with that key a chain wrote most
-  // recently (what GetBlocks serves: a get may ask for blocks in the middle of a chain). Fills
-  // out[i] for each matched key; touches as LookupPrefix. Costs a walk from that node to its
-  // root when keys[0] is not a root's child. REQUIRES: out.size() >= keys.size().
+  // Number of leading keys that form a path in the scope starting at any node with key keys[0]
+  // (what GetBlocks serves: a get may ask for blocks in the middle of a chain): the longest such
+  // path, from the root's child with that key if it matches as many, else from the node a chain
+  // wrote most recently among the longest. Fills out[i] for each matched key; touches as
+  // LookupPrefix. When the path from the root falls short, each other node with key keys[0]
+  // costs a walk to its root. REQUIRES: out.size() >= keys.size().
   size_t Resolve(std::string_view ns, const Fingerprint& fp, std::span<const BlockKey> keys,
                  std::span<BlockMeta> out, uint32_t touch = 0) const;
 

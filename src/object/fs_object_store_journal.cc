@@ -617,6 +617,10 @@ Status FsObjectStore::RefuseIfJournaledElsewhere(std::string_view key) {
   if (!probe_turn.ok()) return probe_turn.status();
   auto owner = fs_->LockFile(owner_lock_path_, "probe by pid " + std::to_string(getpid()));
   if (owner.ok()) return Status::Ok();
+  if (owner.status().code() == Code::kPermissionDenied) {
+    return owner.status().WithContext("put " + std::string(key) + " in " + Describe() +
+                                      ": cannot tell whether a journaling process owns it");
+  }
   return Status::FailedPrecondition("put " + std::string(key) + " in " + Describe() +
                                     ": the directory is owned by a journaling process (" +
                                     owner.status().message() + "); write through it");

@@ -333,13 +333,15 @@ check_rc "the data directory is usable again once the other process is gone" 0
 
 # As root, the check runs as nobody (root writes anywhere); else on a directory made read-only.
 mkdir -p "$TMP/ro" && "$WKV" --data-dir "$TMP/ro" ls >/dev/null 2>&1
-chmod 711 "$TMP" && chmod 555 "$TMP/ro"
+chmod 711 "$TMP" && chmod 555 "$TMP/ro" && chmod 444 "$TMP/ro/LOCK" "$TMP/ro/l2/.~journal.lock"
 as_other=()
 if ((EUID == 0)); then as_other=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
 run "${as_other[@]}" "$WKV" --data-dir "$TMP/ro" ls
 check_rc "a data directory this user cannot write exits 8 and says so" 8 \
   "cannot write data directory $TMP/ro"
-chmod 755 "$TMP/ro"
+run "${as_other[@]}" "$WKV" --data-dir "$TMP/ro" du
+check_out "du (read only) of a data directory this user cannot write still reports" 0 "TOTAL"
+chmod 755 "$TMP/ro" && chmod 644 "$TMP/ro/LOCK" "$TMP/ro/l2/.~journal.lock"
 
 # ---- the workload, twice ---------------------------------------------------------------------
 

@@ -91,7 +91,7 @@ Store* Context::OpenStore(int* exit_code) {
       return nullptr;
     }
     std::string hint;
-    if (s.code() == Code::kFailedPrecondition) {
+    if (s.code() == Code::kFailedPrecondition || s.code() == Code::kPermissionDenied) {
       hint = "--data-dir selects another directory";
     }
     *exit_code = out.Error("open data directory " + opts.data_dir, s, hint,

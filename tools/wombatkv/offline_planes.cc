@@ -33,6 +33,10 @@ int OpenOfflinePlanes(Context& ctx, bool want_l1, bool writes, OfflinePlanes* ou
         ctx.out.Note("the disk is full (" + owned.status().message() + "): reading " + root +
                      " without taking over its journal");
         disk_full = true;
+      } else if (!writes && owned.status().code() == Code::kPermissionDenied) {
+        // A command that only reads needs no write access: it reads beside the journal.
+        ctx.out.Note("this user may not write " + root + " (" + owned.status().message() +
+                     "): reading it without taking over its journal");
       } else if (owned.status().code() != Code::kFailedPrecondition) {
         return ctx.out.Error("open the local L2 in " + root, owned.status());
       }
@@ -51,6 +55,11 @@ int OpenOfflinePlanes(Context& ctx, bool want_l1, bool writes, OfflinePlanes* ou
   auto lock = fs->LockFile(dir + "/LOCK", "pid " + std::to_string(getpid()) + " on host " + host +
                                               " (wombatkv audit)");
   if (!lock.ok()) {
+    if (!writes && lock.status().code() == Code::kPermissionDenied) {
+      out->l1_note = "this user may not write " + dir + " (" + lock.status().message() +
+                     "), so its L1 was not opened; only L2 was checked";
+      return kExitOk;
+    }
     if (lock.status().code() != Code::kFailedPrecondition) {
       return ctx.out.Error("lock data directory " + dir, lock.status());
     }
