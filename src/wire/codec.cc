@@ -229,8 +229,11 @@ Result<HelloRequest> HelloRequest::Decode(const Message& m) {
   WMBT_RETURN_IF_ERROR(BeginRequest(m, Op::kHello, "HelloRequest"));
   FieldReader r("HelloRequest", m.fields);
   HelloRequest v;
-  r.U32("protocol_version", &v.protocol_version) && r.Str16("client_name", &v.client_name) &&
-      r.Str16("token", &v.token);
+  // Refuses what Encode never writes (a longer name it cuts, a token no client may hold), so
+  // every accepted Hello has exactly one encoding.
+  r.U32("protocol_version", &v.protocol_version) &&
+      r.Str16("client_name", &v.client_name, limits::kClientNameBytesMax) &&
+      r.Str16("token", &v.token, limits::kAuthTokenBytesMax);
   return Done(r, std::move(v));
 }
 Message HelloResponse::Encode() const {

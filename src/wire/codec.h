@@ -71,7 +71,8 @@ Message EncodeStatusResponse(Op op, const Status& status);
 Status ResponseStatus(const Message& response);
 
 // ---- Hello: first message of a session; authenticates it when the listener requires a token.
-// A client name longer than limits::kClientNameBytesMax is cut.
+// Encode cuts a client name longer than limits::kClientNameBytesMax; Decode refuses a longer name,
+// or a token over limits::kAuthTokenBytesMax, as InvalidArgument naming the field.
 struct HelloRequest {
   uint32_t protocol_version = kProtocolVersion;
   std::string client_name;  // for logs: "vllm-worker-3", "wombatkv-cli"

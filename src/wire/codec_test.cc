@@ -8,6 +8,7 @@
 
 #include "base/crc32c.h"
 #include "base/limits.h"
+#include "wire/field_io.h"
 #include "wire/frame.h"
 
 namespace wombatkv::wire {
@@ -251,6 +252,32 @@ TEST(Codec, TruncationErrorsNameTheMessageAndField) {
   auto r = HelloRequest::Decode(m);
   EXPECT_EQ(r.status().message(), "HelloRequest: truncated field token (needs 6 bytes, 5 left)");
   EXPECT_EQ(r.status().message().find("s3cret"), std::string::npos);
+}
+
+TEST(Codec, AHelloHasOneEncoding) {
+  const std::string long_name(limits::kClientNameBytesMax + 1, 'n');
+  auto cut = HelloRequest::Decode(HelloRequest{kProtocolVersion, long_name, ""}.Encode());
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  EXPECT_EQ(cut->client_name, long_name.substr(0, limits::kClientNameBytesMax));
+
+  // Written by hand, as a foreign client might: refused, not cut (a cut would re-encode to
+  // other bytes than arrived).
+  FieldWriter w;
+  w.U32(kProtocolVersion);
+  w.Str16(long_name);
+  w.Str16("");
+  Message m = HelloRequest{}.Encode();
+  m.fields = w.Take();
+  EXPECT_EQ(HelloRequest::Decode(m).status().message(),
+            "HelloRequest: client_name of 257 bytes is over the limit 256");
+
+  FieldWriter t;
+  t.U32(kProtocolVersion);
+  t.Str16("vllm");
+  t.Str16(std::string(limits::kAuthTokenBytesMax + 1, 't'));
+  m.fields = t.Take();
+  EXPECT_EQ(HelloRequest::Decode(m).status().message(),
+            "HelloRequest: token of 4097 bytes is over the limit 4096");
 }
 
 TEST(Codec, PayloadCountMustMatch) {
