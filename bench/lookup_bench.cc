@@ -137,6 +137,51 @@ void BM_ResolveSecondHalf(benchmark::State& state) {
 }
 BENCHMARK(BM_ResolveSecondHalf);
 
+// A get whose first key sits under many parents (an engine whose keys do not encode their prefix:
+// one block reached after 1,024 different 62-block prefixes, each followed by its own key). Every
+// candidate start is tried; the benchmark shows what each costs. Its own small index.
+void BM_ResolveKeyUnderManyParents(benchmark::State& state) {
+  constexpr size_t kParents = 1024;
+  constexpr size_t kDepth = 64;
+  static const auto* setup = [] {
+    struct Setup {
+      RadixIndex index;
+      Fingerprint fp;
+      BlockKey shared;
+      std::vector<BlockKey> tips;
+    };
+    auto* s = new Setup();
+    auto key = [](uint64_t a, uint64_t b) {
+      BlockKey k;
+      std::memcpy(k.data(), &a, 8);
+      std::memcpy(k.data() + 8, &b, 8);
+      k.data()[16] = 1;
+      return k;
+    };
+    s->shared = key(0, 0);
+    std::vector<ChainEntry> entries(kDepth);
+    for (uint64_t c = 0; c < kParents; ++c) {
+      for (uint64_t i = 0; i < kDepth; ++i) entries[i] = {key(c + 1, i), {}, 1024};
+      entries[kDepth - 2].key = s->shared;
+      s->index.PutChain("bench", s->fp, {entries.back().key, 1, c, entries.back().key, kDepth},
+                        entries);
+      s->tips.push_back(entries.back().key);
+    }
+    return s;
+  }();
+  std::vector<BlockMeta> metas(2);
+  size_t i = 0;
+  size_t matched = 0;
+  for (auto _ : state) {
+    const BlockKey keys[2] = {setup->shared, setup->tips[(i++ * 7919) % kParents]};
+    matched += setup->index.Resolve("bench", setup->fp, keys, metas);
+    benchmark::DoNotOptimize(metas.data());
+  }
+  if (matched != static_cast<size_t>(state.iterations()) * 2) state.SkipWithError("a pair missed");
+  state.counters["candidates"] = kParents;
+}
+BENCHMARK(BM_ResolveKeyUnderManyParents);
+
 void BM_LookupPrefix1(benchmark::State& state) {
   Fixture& f = Shared();
   size_t i = 0;

@@ -482,7 +482,8 @@ struct RadixIndex::Impl final : NodeKeys {
   // start at any node with key keys[0]: the longest match wins (a root's child first, then the
   // node a chain wrote most recently), so a get of a stretch of any chain holding its keys
   // resolves even when its first key also sits under other parents. Only a path from the root
-  // that falls short pays for the other starts (each a walk to its root and one of its keys).
+  // that falls short pays for the other starts: each walks as far as keys match, and only one
+  // that would win is walked to its root (to check its scope and depth).
   // The deepest node matched is touched (I7).
   size_t Match(uint32_t scope, std::span<const BlockKey> keys, BlockMeta* out, uint32_t touch,
                bool anywhere) const {
@@ -491,14 +492,14 @@ struct RadixIndex::Impl final : NodeKeys {
     if (anywhere && got < keys.size()) {
       uint32_t best = kNone;
       size_t best_got = got;
-      ForEachNodeWithKey(scope, keys[0], [&](uint32_t node, uint32_t depth) {
-        if (depth == 1) return;  // a root's child: walked above
+      ForEachNodeWithKey(scope, keys[0], [&](uint32_t node) {
         uint32_t end;
         const size_t g = 1 + Walk(scope, node, keys.subspan(1), nullptr, &end);
-        if (g > best_got || (g == best_got && best != kNone && Newer(node, best))) {
-          best = node;
-          best_got = g;
-        }
+        if (g < best_got || (g == best_got && (best == kNone || !Newer(node, best)))) return;
+        // A root's child was walked above; a node of another scope only shares a hash.
+        if (DepthInScope(node, scope) <= 1) return;
+        best = node;
+        best_got = g;
       });
       if (best != kNone) {
         if (out != nullptr) Describe(best, &out[0]);
@@ -547,11 +548,12 @@ struct RadixIndex::Impl final : NodeKeys {
   std::pair<uint32_t, uint32_t> NewestNode(uint32_t scope, const BlockKey& key) const {
     uint32_t best = kNone;
     uint32_t best_depth = 0;
-    ForEachNodeWithKey(scope, key, [&](uint32_t node, uint32_t depth) {
-      if (best == kNone || Newer(node, best)) {
-        best = node;
-        best_depth = depth;
-      }
+    ForEachNodeWithKey(scope, key, [&](uint32_t node) {
+      if (best != kNone && !Newer(node, best)) return;
+      const uint32_t depth = DepthInScope(node, scope);
+      if (depth == 0) return;
+      best = node;
+      best_depth = depth;
     });
     return {best, best_depth};
   }
@@ -561,19 +563,22 @@ struct RadixIndex::Impl final : NodeKeys {
     return static_cast<int32_t>(N(a).last_used - N(b).last_used) > 0;
   }
 
-  // Calls fn(node, depth) for every node of the scope with key `key`. O(nodes with that key's
-  // hash × their depth): each candidate is walked to its root, since only the root tells a
-  // node's scope.
+  // Calls fn(node) for every node with key `key` whose slot hash matches this scope's: the
+  // scope's nodes with that key, and rarely (a 32-bit hash collision) another scope's. Callers
+  // check a candidate with DepthInScope only when it would change their answer, since that walks
+  // to the root.
   template <typename Fn>
   void ForEachNodeWithKey(uint32_t scope, const BlockKey& key, Fn fn) const {
     const uint32_t hash = KeyHash(seed, scope, key);
     for (uint32_t i = hash & mask; slots[i].node != kNone; i = (i + 1) & mask) {
-      if (slots[i].hash != hash) continue;
-      const uint32_t n = slots[i].node;
-      if (!SameKey(N(n).key, key)) continue;
-      auto [root, depth] = RootAndDepth(n);
-      if (root == RootOf(scope)) fn(n, depth);
+      if (slots[i].hash == hash && SameKey(N(slots[i].node).key, key)) fn(slots[i].node);
     }
+  }
+
+  // The node's depth (≥ 1) if it belongs to `scope`, else 0. Walks to its root.
+  uint32_t DepthInScope(uint32_t node, uint32_t scope) const {
+    const auto [root, depth] = RootAndDepth(node);
+    return root == RootOf(scope) ? depth : 0;
   }
 
   // Scope id of every node index (kNone for free ones), each node resolved once.
