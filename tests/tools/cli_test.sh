@@ -390,6 +390,9 @@ check_rc "workload: bad --block-bytes exits 2" 2 "block-bytes"
 if [[ -n $WKVD ]]; then
   run "$WKVD" --data-dir "$TMP/bad-flag" --tcp 127.0.0.1:0 --gc-grace soon
   check_rc "wombatkvd: a bad store-setting flag exits 2 naming the flag" 2 "--gc-grace"
+  run "$WKVD" --data-dir "$TMP/bad-flag" --tcp 127.0.0.1:0 --namespace team-a
+  check_rc "wombatkvd: a client's flag exits 2 saying where it belongs" 2 \
+    "--namespace is a client setting (WMBT_KV_NAMESPACE"
   DDIR=$TMP/daemon
   mkdir -p "$DDIR"
   PREFIX=cli-test-$$

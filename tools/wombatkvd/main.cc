@@ -53,6 +53,33 @@ const std::set<std::string_view> kNoStoreFlag = {
     "WMBT_KV_NAMESPACE",   "WMBT_KV_FINGERPRINT", "WMBT_KV_REMOTE_PREFIX", "WMBT_KV_TCP_ADDR",
     "WMBT_KV_CLIENT_POLL", "WMBT_KV_HTTP_ADDR"};
 
+// Settings of a client (an engine, the wombatkv CLI) that the daemon has no use for: a flag of one
+// given to wombatkvd gets a message saying so rather than CLI11's "arguments were not expected".
+struct ClientOnly {
+  std::string_view setting;
+  const char* instead;  // what the daemon has in its place
+};
+constexpr ClientOnly kClientOnly[] = {
+    {"WMBT_KV_NAMESPACE", "the daemon serves every namespace its clients ask for"},
+    {"WMBT_KV_FINGERPRINT", "the daemon serves every fingerprint its clients ask for"},
+    {"WMBT_KV_TCP_ADDR", "the daemon listens where --tcp says"},
+    {"WMBT_KV_REMOTE_PREFIX", "the daemon serves shared memory under --prefix"},
+    {"WMBT_KV_CLIENT_POLL", "it tells a client how to wait for answers"},
+};
+
+// The first argument that names a client-only setting's flag ("--namespace" or "--namespace=x"),
+// or nullptr.
+const ClientOnly* ClientOnlyFlag(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    for (const ClientOnly& c : kClientOnly) {
+      const std::string flag = cli::SettingFlagName(c.setting);
+      if (arg == flag || arg.starts_with(flag + "=")) return &c;
+    }
+  }
+  return nullptr;
+}
+
 const char* kFooter =
     "Environment: every flag has a WMBT_KV_* variable (named in brackets); a flag overrides "
     "it.\nS3 credentials are variables only (a command line is visible to every local user):"
@@ -161,6 +188,14 @@ int Main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    if (const ClientOnly* c = ClientOnlyFlag(argc, argv)) {
+      std::fprintf(stderr,
+                   "wombatkvd: %s is a client setting (%.*s, for engines and the wombatkv CLI): "
+                   "%s. Set it where the client runs; see `wombatkvd --help`\n",
+                   cli::SettingFlagName(c->setting).c_str(), static_cast<int>(c->setting.size()),
+                   c->setting.data(), c->instead);
+      return kExitUsage;
+    }
     std::fprintf(stderr, "wombatkvd: usage: %s; run `wombatkvd --help`\n", e.what());
     return kExitUsage;
   }
