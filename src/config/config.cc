@@ -274,6 +274,10 @@ Status SetClientPoll(Config& c, std::string_view v) {
   return SetSwitch("WMBT_KV_CLIENT_POLL", c.client_poll, v);
 }
 
+Status SetRequestTimeout(Config& c, std::string_view v) {
+  return SetU32("WMBT_KV_REQUEST_TIMEOUT_MS", c.request_timeout_ms, v, 0, 86'400'000);
+}
+
 Status SetS3CreateBucket(Config& c, std::string_view v) {
   return SetSwitch("WMBT_KV_S3_CREATE_BUCKET", c.s3_create_bucket, v);
 }
@@ -422,133 +426,176 @@ const std::vector<Setting>& Table() {
   static const std::vector<Setting> kTable = {
       {{"WMBT_KV_DATA_DIR", "~/.wombatkv ($HOME), else /tmp/wombatkv-<uid>",
         "Data directory: L1 metadata (l1/), the local-directory L2 (l2/) and the owner LOCK."},
-       SetDataDir, false},
+       SetDataDir,
+       false},
       {{"WMBT_KV_NAMESPACE", "default",
         "Namespace used when a caller passes none; [A-Za-z0-9._-]{1,64}."},
-       SetNamespace, false},
+       SetNamespace,
+       false},
       {{"WMBT_KV_FINGERPRINT", "000000000000000000000000",
         "Model-identity fingerprint (24 hex) for calls that take none, e.g. the 1.0 C ABI."},
-       SetFingerprint, false},
-      {{"WMBT_KV_S3_PREFIX", "kv",
-        "Prefix of every L2 object key (S3 or the local directory)."},
-       SetL2Prefix, false},
+       SetFingerprint,
+       false},
+      {{"WMBT_KV_S3_PREFIX", "kv", "Prefix of every L2 object key (S3 or the local directory)."},
+       SetL2Prefix,
+       false},
       {{"WMBT_KV_CACHE_BYTES", "1/8 of physical RAM, at most 8 GiB",
         "Payload bytes the RAM cache keeps; accepts K/M/G/T suffixes (binary)."},
-       SetCacheBytes, false},
+       SetCacheBytes,
+       false},
       {{"WMBT_KV_DISK_CACHE_BYTES", "auto: 1/8 of the data directory's file system, at most 64 GiB",
         "Bytes of payload files the local disk cache (<data_dir>/cache/) keeps in front of an S3 "
         "L2, least recently used out first; 0 = none. Unused with the local-directory L2."},
-       SetDiskCacheBytes, false},
+       SetDiskCacheBytes,
+       false},
       {{"WMBT_KV_L2_PACKED_BYTES", "1M",
         "Objects of the local-directory L2 up to this size live in its journal files (no file "
         "each: one write, no file creation); 0 = every object its own file. At most 1M. "
         "Unused with an S3 L2."},
-       SetL2PackedBytes, false},
+       SetL2PackedBytes,
+       false},
       {{"WMBT_KV_BLOCK_COMPRESS", "off",
         "zstd (level 1) or zstd:LEVEL (1 to 9): blocks are stored in L2 compressed when that "
         "saves at least 1/16 of them, else raw. Costs CPU in the upload that a publish awaits; "
         "saves L2 bytes and transfer. Reads decode either form whatever this says; namespace "
         "budgets count blocks uncompressed (docs/layout.md §2)."},
-       SetBlockCompress, false},
+       SetBlockCompress,
+       false},
       {{"WMBT_KV_UPLOAD_THREADS", "16",
         "Background L2 upload workers (1 to 64): enough that the fsyncs of a chain overlap."},
-       SetUploadThreads, false},
+       SetUploadThreads,
+       false},
       {{"WMBT_KV_REMOTE_PREFIX", "(unset)",
         "Use the daemon over shared memory with this prefix (wombatkvd --prefix NAME). Highest "
         "precedence in wmbt_kv_init_from_env."},
-       SetRemotePrefix, true},
+       SetRemotePrefix,
+       true},
       {{"WMBT_KV_TCP_ADDR", "(unset)",
         "Use the daemon over TCP at HOST:PORT. Second precedence in wmbt_kv_init_from_env."},
-       SetTcpAddr, true},
+       SetTcpAddr,
+       true},
       {{"WMBT_KV_RUN_DIR", "/tmp",
         "Directory of the shared-memory control sockets (wombatkv-<prefix>.sock): where wombatkvd "
         "listens and where WMBT_KV_REMOTE_PREFIX clients look; both sides must agree."},
-       SetRunDir, false},
+       SetRunDir,
+       false},
       {{"WMBT_KV_SHM_GROUP", "(unset: own user and root only)",
         "Group (name or number) whose members share memory with wombatkvd besides its own user "
         "and root: the daemon's control socket is 0660 and owned by it, and a client attaches to "
         "a daemon run by a member. Members are trusted as the daemon's own user is (no tokens "
         "over shared memory: every namespace is theirs)."},
-       SetShmGroup, true},
+       SetShmGroup,
+       true},
       {{"WMBT_KV_CLIENT_POLL", "1",
         "1: a client of wombatkvd polls for its answer (yielding its core) before it sleeps, up to "
         "1 ms for a save or publish; 0: it sleeps at once (no busy core while a save syncs)."},
-       SetClientPoll, false},
+       SetClientPoll,
+       false},
+      {{"WMBT_KV_REQUEST_TIMEOUT_MS", "300000",
+        "How long a client of wombatkvd (shared memory or TCP) waits for the answer to a call, in "
+        "milliseconds; then the call fails with UNAVAILABLE (it may or may not have taken effect) "
+        "and the next call attaches or connects again. 0 = wait for ever. A durable save to S3 "
+        "can take seconds."},
+       SetRequestTimeout,
+       false},
       {{"WMBT_KV_HTTP_ADDR", "(unset)",
         "Use the daemon over HTTP at HOST:PORT. Third precedence in wmbt_kv_init_from_env."},
-       SetHttpAddr, true},
+       SetHttpAddr,
+       true},
       {{"WMBT_KV_AUTH_TOKEN", "(unset)",
         "Auth token a client sends to the daemon (wombatkvd --auth-token); required when the "
         "daemon listens on a non-loopback address. At most 4096 bytes.",
         true},
-       SetAuthToken, true},
+       SetAuthToken,
+       true},
       {{"WMBT_KV_LOG_LEVEL", "warn", "Least severe log level written: debug, info, warn, error."},
-       SetLogLevel, false},
+       SetLogLevel,
+       false},
       {{"WMBT_KV_S3_ENDPOINT", "(unset: AWS; fallback AWS_ENDPOINT_URL)",
         "S3-compatible endpoint URL (MinIO, Ceph RGW, R2, ...)."},
-       SetS3Endpoint, true},
+       SetS3Endpoint,
+       true},
       {{"WMBT_KV_BUCKET", "(unset: L2 is the local directory)",
         "S3 bucket holding L2; setting it selects S3 as the source of truth."},
-       SetBucket, true},
+       SetBucket,
+       true},
       {{"WMBT_KV_S3_REGION", "us-east-1 (fallback AWS_REGION)", "S3 region for request signing."},
-       SetRegion, false},
+       SetRegion,
+       false},
       {{"WMBT_KV_S3_ACCESS_KEY", "(unset; fallback AWS_ACCESS_KEY_ID)", "S3 access key id.", true},
-       SetAccessKey, true},
+       SetAccessKey,
+       true},
       {{"WMBT_KV_S3_SECRET_KEY", "(unset; fallback AWS_SECRET_ACCESS_KEY)", "S3 secret key.", true},
-       SetSecretKey, true},
+       SetSecretKey,
+       true},
       {{"WMBT_KV_S3_CREATE_BUCKET", "0", "1: the S3 start-up probe creates a missing bucket."},
-       SetS3CreateBucket, false},
+       SetS3CreateBucket,
+       false},
       {{"WMBT_KV_S3_ADDRESSING", "auto",
         "path, virtual, or auto (virtual-hosted on *.amazonaws.com for dot-free buckets, "
         "path-style elsewhere)."},
-       SetS3Addressing, false},
+       SetS3Addressing,
+       false},
       {{"WMBT_KV_S3_CONCURRENCY", "32", "S3 requests in flight (pooled connections), 1 to 1024."},
-       SetS3Concurrency, false},
+       SetS3Concurrency,
+       false},
       {{"WMBT_KV_S3_CONNECT_TIMEOUT_MS", "5000", "S3 TCP/TLS connect timeout, milliseconds."},
-       SetS3ConnectTimeout, false},
+       SetS3ConnectTimeout,
+       false},
       {{"WMBT_KV_S3_REQUEST_TIMEOUT_MS", "120000", "Whole S3 request timeout, milliseconds."},
-       SetS3RequestTimeout, false},
+       SetS3RequestTimeout,
+       false},
       {{"WMBT_KV_S3_RETRIES", "5",
         "S3 retries after the first attempt (throttling, 5xx, timeouts, resets), 0 to 20."},
-       SetS3Retries, false},
+       SetS3Retries,
+       false},
       {{"WMBT_KV_S3_PAYLOAD_SIGNING", "auto",
         "x-amz-content-sha256 of S3 uploads: signed (SHA-256 of every body), unsigned "
         "(UNSIGNED-PAYLOAD), or auto (unsigned over HTTPS and on loopback, signed otherwise)."},
-       SetS3PayloadSigning, false},
+       SetS3PayloadSigning,
+       false},
       {{"WMBT_KV_S3_CA_FILE", "(unset: system CAs; fallback AWS_CA_BUNDLE)",
         "PEM file of the CA certificates that HTTPS S3 endpoints are verified against."},
-       SetS3CaFile, true},
+       SetS3CaFile,
+       true},
       {{"WMBT_KV_LOCAL_DEV", "0",
         "1: accept the well-known minioadmin/minioadmin S3 credentials off loopback."},
-       SetLocalDev, false},
+       SetLocalDev,
+       false},
       {{"WMBT_KV_GC_GRACE", "1h",
         "Orphan GC deletes a blob no chain head references only once it is older than this: "
         "time for a writer to publish what it put (docs/layout.md §7)."},
-       SetGcGrace, false},
+       SetGcGrace,
+       false},
       {{"WMBT_KV_NAMESPACE_MAX_BYTES", "0 (unlimited)",
         "L2 bytes each namespace's chains may reference (blobs, heads, sidecars); beyond it the "
         "least recently used chain tails are evicted. 10G for every namespace, or "
         "default=10G,scratch=1G; a bare value applies to namespaces not named (docs/capacity.md)."},
-       SetNamespaceMaxBytes, false},
+       SetNamespaceMaxBytes,
+       false},
       {{"WMBT_KV_NAMESPACE_TTL", "0 (none)",
         "Chain tails unused for longer than this are evicted: 24h for every namespace, or "
         "scratch=30m,default=7d; units s, m, h, d (docs/capacity.md)."},
-       SetNamespaceTtl, false},
+       SetNamespaceTtl,
+       false},
       {{"WMBT_KV_PUBLISH_GRACE", "10m",
         "A put not yet published keeps the chain it extends from eviction this long (SPEC G10); "
         "older unpublished puts count as abandoned."},
-       SetPublishGrace, false},
+       SetPublishGrace,
+       false},
       {{"WMBT_KV_GC_INTERVAL", "60s",
         "A store with a namespace budget or TTL runs orphan GC this often in its background "
         "work, deleting the blobs eviction stopped referencing once older than "
         "WMBT_KV_GC_GRACE; 0 = off (docs/capacity.md)."},
-       SetGcInterval, false},
+       SetGcInterval,
+       false},
       {{"WMBT_KV_S3_LIST_LAG", "auto: 0 for the local directory, 10s for S3",
         "The longest an L2 listing may lag behind a chain head write; orphan GC (the store's, "
         "wombatkv gc, wombatkv audit --repair) waits this long before re-checking the heads "
         "after deleting, so it never misses a head written just before its deletes "
         "(docs/layout.md §7). 0 for a store that lists consistently."},
-       SetS3ListLag, false},
+       SetS3ListLag,
+       false},
   };
   return kTable;
 }
@@ -743,6 +790,7 @@ std::string Config::Describe() const {
   line("WMBT_KV_RUN_DIR", run_dir);
   line("WMBT_KV_SHM_GROUP", shm_group);
   line("WMBT_KV_CLIENT_POLL", client_poll ? "1" : "0");
+  line("WMBT_KV_REQUEST_TIMEOUT_MS", std::to_string(request_timeout_ms));
   line("WMBT_KV_HTTP_ADDR", http_addr);
   line("WMBT_KV_AUTH_TOKEN", secret(auth_token));
   line("WMBT_KV_LOG_LEVEL", std::string(LogLevelName(log_level)));

@@ -86,6 +86,10 @@ struct Config {
   // awaits a disk sync is polled through (docs/daemon.md, "Spinning"). Off: it sleeps at once,
   // and no core is busy while its saves sync.
   bool client_poll = true;
+  // How long a client of wombatkvd waits for the answer to a call, over shared memory or TCP
+  // (WMBT_KV_REQUEST_TIMEOUT_MS); then the call fails with Unavailable ("may or may not have
+  // taken effect") and the next call attaches or connects again. 0 = wait for ever.
+  uint32_t request_timeout_ms = 300'000;
   // Sent in the Hello of every connection to a daemon (WMBT_KV_AUTH_TOKEN); secret. Required by
   // a daemon listening on a non-loopback address.
   std::string auth_token;

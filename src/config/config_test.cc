@@ -58,6 +58,7 @@ TEST(Config, DefaultsApplyWhenNothingIsSet) {
   EXPECT_EQ(c->tcp_addr, "");
   EXPECT_EQ(c->http_addr, "");
   EXPECT_TRUE(c->client_poll);
+  EXPECT_EQ(c->request_timeout_ms, 300'000u);
   EXPECT_EQ(c->log_level, Config::LogLevel::kWarn);
   EXPECT_EQ(c->s3_bucket, "");
   EXPECT_EQ(c->s3_region, "us-east-1");
@@ -128,6 +129,7 @@ TEST(Config, EveryVariableIsRead) {
   env.Set("WMBT_KV_TCP_ADDR", "[::1]:7070");
   env.Set("WMBT_KV_HTTP_ADDR", "http://localhost:8080");
   env.Set("WMBT_KV_CLIENT_POLL", "0");
+  env.Set("WMBT_KV_REQUEST_TIMEOUT_MS", "0");
   env.Set("WMBT_KV_SHM_GROUP", "kv-engines");
   env.Set("WMBT_KV_LOG_LEVEL", "DEBUG");
   env.Set("WMBT_KV_S3_ENDPOINT", "http://127.0.0.1:9000");
@@ -147,6 +149,7 @@ TEST(Config, EveryVariableIsRead) {
   EXPECT_EQ(c->tcp_addr, "[::1]:7070");
   EXPECT_EQ(c->http_addr, "http://localhost:8080");
   EXPECT_FALSE(c->client_poll);
+  EXPECT_EQ(c->request_timeout_ms, 0u);  // wait for ever
   EXPECT_EQ(c->shm_group, "kv-engines");
   EXPECT_EQ(c->log_level, Config::LogLevel::kDebug);
   EXPECT_EQ(c->s3_endpoint, "http://127.0.0.1:9000");
@@ -217,6 +220,8 @@ TEST(Config, ParseErrorNamesVariableValueAndExpectedForm) {
       {"WMBT_KV_TCP_ADDR", "localhost:70000", "HOST:PORT"},
       {"WMBT_KV_HTTP_ADDR", "ftp://x:1", "HOST:PORT"},
       {"WMBT_KV_CLIENT_POLL", "yes", "0 or 1"},
+      {"WMBT_KV_REQUEST_TIMEOUT_MS", "5s", "0 to 86400000"},
+      {"WMBT_KV_REQUEST_TIMEOUT_MS", "86400001", "0 to 86400000"},
       {"WMBT_KV_LOG_LEVEL", "loud", "debug, info, warn, error"},
       {"WMBT_KV_S3_ENDPOINT", "minio:9000", "http://"},
       {"WMBT_KV_BUCKET", "Bad_Bucket", "bucket name"},

@@ -43,6 +43,7 @@ Result<ClientStore> OpenClientStoreAs(ClientBackend backend, const Config& confi
       o.group = config.shm_group;
       o.client_name = setup.client_name;
       o.poll = config.client_poll;
+      o.request_timeout_ms = config.request_timeout_ms;
       return Over(ConnectShm(o), backend,
                   "wombatkvd (WMBT_KV_REMOTE_PREFIX=" + config.remote_prefix + ")", setup);
     }
@@ -52,6 +53,7 @@ Result<ClientStore> OpenClientStoreAs(ClientBackend backend, const Config& confi
       o.auth_token = config.auth_token;
       o.client_name = setup.client_name;
       o.spin = config.client_poll;
+      o.request_timeout_ms = config.request_timeout_ms;
       return Over(tcp::ConnectTcp(o), backend,
                   "wombatkvd (WMBT_KV_TCP_ADDR=" + config.tcp_addr + ")", setup);
     }

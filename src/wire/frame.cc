@@ -1,5 +1,6 @@
 #include "wire/frame.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -18,10 +19,15 @@ void EncodeEnvelope(uint32_t body_len, uint32_t crc, uint8_t out[kEnvelopeBytes]
 Result<Envelope> ParseEnvelope(const uint8_t in[kEnvelopeBytes], uint32_t max_body) {
   const uint32_t magic = LoadLe32(in);
   if (magic != kMagic) {
-    char buf[80];
+    char buf[96];
     std::snprintf(buf, sizeof buf, "bad magic 0x%08x (expected \"WMBT\"): not a WombatKV frame",
                   magic);
-    return Status::InvalidArgument(buf);
+    std::string why = buf;
+    // Text where a frame belongs (an HTTP server's "HTTP/1.1 400", a client's "GET /"): show it.
+    if (std::all_of(in, in + 4, [](uint8_t c) { return c >= 0x20 && c < 0x7f; })) {
+      why += " (it begins \"" + std::string(reinterpret_cast<const char*>(in), 4) + "\")";
+    }
+    return Status::InvalidArgument(why);
   }
   Envelope e{LoadLe32(in + 4), LoadLe32(in + 8), LoadLe32(in + 12)};
   if (e.version != kVersion) {

@@ -49,9 +49,9 @@ struct FlagSetting {
 
 // Config settings with a flag above, or that only a client reads.
 const std::set<std::string_view> kNoStoreFlag = {
-    "WMBT_KV_DATA_DIR",    "WMBT_KV_CACHE_BYTES", "WMBT_KV_LOG_LEVEL",     "WMBT_KV_RUN_DIR",
-    "WMBT_KV_NAMESPACE",   "WMBT_KV_FINGERPRINT", "WMBT_KV_REMOTE_PREFIX", "WMBT_KV_TCP_ADDR",
-    "WMBT_KV_CLIENT_POLL", "WMBT_KV_HTTP_ADDR"};
+    "WMBT_KV_DATA_DIR",    "WMBT_KV_CACHE_BYTES", "WMBT_KV_LOG_LEVEL",         "WMBT_KV_RUN_DIR",
+    "WMBT_KV_NAMESPACE",   "WMBT_KV_FINGERPRINT", "WMBT_KV_REMOTE_PREFIX",     "WMBT_KV_TCP_ADDR",
+    "WMBT_KV_CLIENT_POLL", "WMBT_KV_HTTP_ADDR",   "WMBT_KV_REQUEST_TIMEOUT_MS"};
 
 // Settings of a client (an engine, the wombatkv CLI) that the daemon has no use for: a flag of one
 // given to wombatkvd gets a message saying so rather than CLI11's "arguments were not expected".
@@ -65,6 +65,7 @@ constexpr ClientOnly kClientOnly[] = {
     {"WMBT_KV_TCP_ADDR", "the daemon listens where --tcp says"},
     {"WMBT_KV_REMOTE_PREFIX", "the daemon serves shared memory under --prefix"},
     {"WMBT_KV_CLIENT_POLL", "it tells a client how to wait for answers"},
+    {"WMBT_KV_REQUEST_TIMEOUT_MS", "it tells a client how long to wait for an answer"},
 };
 
 // The first argument that names a client-only setting's flag ("--namespace" or "--namespace=x"),

@@ -12,6 +12,7 @@
 #include <climits>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -129,9 +130,12 @@ class Attachment {
 
   Result<wire::Message> Call(wire::Message request);
   bool dead() const { return dead_.load(std::memory_order_acquire); }
+  // How long calls may wait from now on (0 = for ever): the attach timeout for Hello, then the
+  // request timeout.
+  void SetTimeout(uint32_t ms) { timeout_ms_.store(ms, std::memory_order_relaxed); }
 
-  Attachment(std::shared_ptr<ClientSegment> seg, Fd sock, Fd stop, std::string path,
-             Clock* clock, bool poll)
+  Attachment(std::shared_ptr<ClientSegment> seg, Fd sock, Fd stop, std::string path, Clock* clock,
+             bool poll, uint32_t timeout_ms)
       : clock_(clock ? clock : RealClock()),
         poll_(poll),
         seg_(std::move(seg)),
@@ -139,6 +143,7 @@ class Attachment {
         stop_(std::move(stop)),
         path_(std::move(path)),
         alloc_(seg_->layout().params.request_area_bytes) {
+    SetTimeout(timeout_ms);
     const uint32_t floor = shm::RelaxRoundsFor(*clock_, kSpinFloorMicros, kSpinFloorRounds);
     for (uint16_t op = 0; op <= wire::kOpMax; ++op) {
       budgets_[op].sync = wire::AwaitsDiskSync(op);
@@ -188,8 +193,18 @@ class Attachment {
   bool TakeGrants();
   void PokeOne();
   void Monitor();
-  void MarkDead(const std::string& why);
+  // Whether a call still in flight was issued before a tick at least timeout_ms_ ago (`ticks`:
+  // the monitor's wake-ups, each with the next call id then). Only the monitor calls it.
+  bool CallOverdue(std::deque<std::pair<uint64_t, uint64_t>>& ticks, uint64_t timeout_ms);
+  void MarkDead();
   Status DeadStatus() const {
+    if (const uint32_t ms = timed_out_ms_.load(std::memory_order_acquire)) {
+      return Status::Unavailable("no response from wombatkvd at " + path_ + " within " +
+                                 std::to_string(ms) +
+                                 " ms (it may be stopped or wedged); the call may or may not have "
+                                 "taken effect. The next call re-attaches; "
+                                 "WMBT_KV_REQUEST_TIMEOUT_MS sets how long a call waits");
+    }
     return Status::Unavailable("wombatkvd at " + path_ +
                                " went away; the call may or may not have taken effect. The next "
                                "call re-attaches");
@@ -206,6 +221,8 @@ class Attachment {
   const std::string path_;
   std::thread monitor_;
   std::atomic<bool> dead_{false};
+  std::atomic<uint32_t> timeout_ms_{0};    // SetTimeout
+  std::atomic<uint32_t> timed_out_ms_{0};  // set before dead_ when a call waited too long
   std::atomic<uint64_t> next_id_{1};
 
   std::mutex permit_mu_;
@@ -281,7 +298,7 @@ Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& 
   if (!stop.valid()) return Status::ResourceExhausted("eventfd: " + shm::ErrnoText(errno));
   auto seg = std::make_shared<ClientSegment>(std::move(map), layout);
   auto a = std::make_shared<Attachment>(std::move(seg), std::move(sock), std::move(stop), path,
-                                        options.clock, options.poll);
+                                        options.clock, options.poll, options.attach_timeout_ms);
   a->monitor_ = StartNamedThread("wmbt-shm-watch", [p = a.get()] { p->Monitor(); });
 
   // The session's first message: checks that both sides speak the same op layouts.
@@ -291,6 +308,7 @@ Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& 
   WMBT_ASSIGN_OR_RETURN(wire::Message response, a->Call(hello.Encode()));
   auto welcome = wire::HelloResponse::Decode(response);
   if (!welcome.ok()) return welcome.status().WithContext("wombatkvd at " + path + " refused Hello");
+  a->SetTimeout(options.request_timeout_ms);
   return a;
 }
 
@@ -302,14 +320,41 @@ Attachment::~Attachment() {
 
 void Attachment::Monitor() {
   pollfd fds[2] = {{sock_->get(), POLLIN | POLLRDHUP, 0}, {stop_.get(), POLLIN, 0}};
+  std::deque<std::pair<uint64_t, uint64_t>> ticks;
   for (;;) {
-    const int n = ::poll(fds, 2, -1);
+    const uint32_t timeout_ms = timeout_ms_.load(std::memory_order_relaxed);
+    // Wakes a few times per deadline to look for overdue calls; idle at once without one.
+    const int wait_ms =
+        timeout_ms == 0 ? -1 : static_cast<int>(std::clamp(timeout_ms / 4, 10u, 60'000u));
+    const int n = ::poll(fds, 2, wait_ms);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return MarkDead("poll: " + shm::ErrnoText(errno));
+    if (n < 0) return MarkDead();
     if (fds[1].revents) return;  // the attachment is being destroyed
-    if (fds[0].revents & (POLLHUP | POLLRDHUP | POLLERR)) return MarkDead("hang-up");
-    if ((fds[0].revents & POLLIN) && !TakeGrants()) return MarkDead("hang-up or bad grant");
+    if (fds[0].revents & (POLLHUP | POLLRDHUP | POLLERR)) return MarkDead();
+    if ((fds[0].revents & POLLIN) && !TakeGrants()) return MarkDead();
+    if (timeout_ms == 0) {
+      ticks.clear();
+    } else if (CallOverdue(ticks, timeout_ms)) {
+      timed_out_ms_.store(timeout_ms, std::memory_order_release);
+      return MarkDead();
+    }
   }
+}
+
+bool Attachment::CallOverdue(std::deque<std::pair<uint64_t, uint64_t>>& ticks,
+                             uint64_t timeout_ms) {
+  const uint64_t now = clock_->NowMicros();
+  const uint64_t timeout_us = timeout_ms * 1000;
+  ticks.emplace_back(now, next_id_.load(std::memory_order_acquire));
+  // Keep the newest tick that is old enough, and those after it.
+  while (ticks.size() >= 2 && now - ticks[1].first >= timeout_us) ticks.pop_front();
+  if (now - ticks.front().first < timeout_us) return false;
+  const uint64_t issued_before = ticks.front().second;  // ids below it were issued by then
+  std::lock_guard<std::mutex> lk(pending_mu_);
+  for (const auto& [id, w] : pending_) {
+    if (id < issued_before) return true;
+  }
+  return false;
 }
 
 bool Attachment::TakeGrants() {
@@ -336,8 +381,7 @@ std::shared_ptr<shm::Mapping> Attachment::Arena(uint32_t arena) {
   return arenas_[arena];
 }
 
-void Attachment::MarkDead(const std::string& why) {
-  (void)why;
+void Attachment::MarkDead() {
   dead_.store(true, std::memory_order_seq_cst);
   // The receiving thread may sleep on wake_seq: changing it first makes its wait return even if
   // it is just about to start (R3).
@@ -604,7 +648,7 @@ void Attachment::PokeOne() {
 void Attachment::Drain() {
   const Ring& resp = seg_->resp();
   const uint32_t tail = resp.tail().load(std::memory_order_acquire);
-  if (resp.Used(tail, resp_head_) < 0) return MarkDead("response ring tail out of range");
+  if (resp.Used(tail, resp_head_) < 0) return MarkDead();  // the ring's tail is out of range
   uint32_t drained = 0;
   while (resp_head_ != tail) {
     auto m = shm::ReadSlot(resp.slot(resp_head_), resp.slot_bytes(), seg_->resp_area(),
@@ -614,7 +658,7 @@ void Attachment::Drain() {
     drained++;
     if (!m.ok()) {
       // Without a trustworthy id nobody can be answered: give up on this daemon.
-      MarkDead(m.status().message());
+      MarkDead();
       break;
     }
     const uint64_t id = m->header.id;
@@ -702,7 +746,7 @@ Result<const uint8_t*> Attachment::Resolve(const shm::PayloadRef& p, const shm::
   auto map = Arena(p.arena);
   // Its grant was queued before the response was published; the monitor may not have taken it.
   if (!map) {
-    if (!TakeGrants()) MarkDead("hang-up or bad grant");
+    if (!TakeGrants()) MarkDead();
     map = Arena(p.arena);
   }
   if (!map) {

@@ -12,7 +12,10 @@
 //
 // Failure handling: a monitor thread watches the control socket; when the daemon goes away (exit,
 // crash, SIGKILL, Stop) every call in flight returns Unavailable at once, and the next call
-// attaches again (to a restarted daemon) by itself. Borrows of the old segment stay valid.
+// attaches again (to a restarted daemon) by itself. Borrows of the old segment stay valid. A
+// daemon that is there but does not answer (stopped, wedged) is treated the same way once a call
+// has waited request_timeout_ms: the attachment is given up (every call in flight fails with
+// Unavailable) and the next call attaches again.
 //
 // Thread-safety: the Channel is thread-safe; calls from many threads are in flight together (up
 // to the ring's slot count; more wait) and their responses are matched by id.
@@ -36,8 +39,13 @@ struct ShmClientOptions {
   // WMBT_KV_SHM_GROUP: also attach to a daemon run by a member of this group (name or number),
   // not only to one run by this user or root. Empty = none.
   std::string group;
-  // How long to wait for the daemon's answer to an attach (a wedged daemon is Unavailable).
+  // How long to wait for the daemon's answer to an attach and its Hello (a wedged daemon is
+  // Unavailable).
   uint32_t attach_timeout_ms = 5000;
+  // How long a call waits for its answer (WMBT_KV_REQUEST_TIMEOUT_MS); then it and every other
+  // call in flight fail with Unavailable, noticed within a quarter of this (at most a minute)
+  // later. 0 = wait for ever.
+  uint32_t request_timeout_ms = 300'000;
   // Sent in the Hello that opens each attachment, for the daemon's logs; empty = "pid N".
   std::string client_name;
   // Whether a waiting caller spins, yields and polls for its response before it sleeps

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <thread>
 
 #include "transport/shm/shm_channel.h"
@@ -127,6 +128,43 @@ TEST(ShmProcess, AKilledDaemonFailsWaitingCallsAndTheClientReattachesToANewOne) 
   EXPECT_EQ(shm_test::FieldsText(*r), "after");
   // The borrow of the dead daemon's segment is still readable.
   EXPECT_EQ(held->payloads[0].data[4999], static_cast<uint8_t>('a' + 4999 % 26));
+}
+
+// A daemon that is there but does not answer (SIGSTOP): a waiting call fails once it has waited
+// request_timeout_ms, and so does one made meanwhile; after SIGCONT the next call attaches again.
+TEST(ShmProcess, AStoppedDaemonFailsCallsAfterTheRequestTimeoutAndTheClientReattaches) {
+  shm_test::TempRunDir dir;
+  Peer daemon({"daemon", dir.path(), "p"});
+  ASSERT_EQ(daemon.ReadLine(), "ready");
+  ShmClientOptions o = ClientOptions(dir.path());
+  o.request_timeout_ms = 300;
+  o.attach_timeout_ms = 300;
+  auto ch = ConnectShm(o);
+  ASSERT_TRUE(ch.ok()) << ch.status().ToString();
+  Channel& channel = **ch;
+  ASSERT_TRUE(channel.Call(TextMessage(shm_test::kOpEcho, "before")).ok());
+
+  daemon.Signal(SIGSTOP);
+  Status waited;
+  std::thread caller([&] { waited = channel.Call(TextMessage(shm_test::kOpEcho, "x")).status(); });
+  caller.join();  // returns: without the deadline it would wait for ever
+  EXPECT_EQ(waited.code(), Code::kUnavailable) << waited.ToString();
+  EXPECT_NE(waited.message().find("no response from wombatkvd at "), std::string::npos)
+      << waited.ToString();
+  EXPECT_NE(waited.message().find("within 300 ms"), std::string::npos) << waited.ToString();
+  EXPECT_NE(waited.message().find("WMBT_KV_REQUEST_TIMEOUT_MS"), std::string::npos);
+  // Attaching to a stopped daemon: no answer within the attach timeout.
+  EXPECT_EQ(channel.Call(TextMessage(shm_test::kOpEcho, "y")).status().code(), Code::kUnavailable);
+
+  daemon.Signal(SIGCONT);
+  Result<wire::Message> r = Status::Unavailable("not called");
+  // The connection made while it was stopped is answered (and dropped) first; a later one works.
+  for (int i = 0; i < 100 && !r.ok(); ++i) {
+    r = channel.Call(TextMessage(shm_test::kOpEcho, "after"));
+    if (!r.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(shm_test::FieldsText(*r), "after");
 }
 
 // SPEC §10: another user can neither attach (socket 0600) nor, with the socket opened up by

@@ -80,6 +80,9 @@ class Peer {
     while (::read(out_, &c, 1) == 1 && c != '\n') line += c;
     return line;
   }
+  void Signal(int sig) {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
   void Kill() {
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);

@@ -175,8 +175,8 @@ class Connection {
           return Status::Unavailable(
               "no response from wombatkvd at " + where_ + " within " +
               std::to_string(timeout_micros / 1000) +
-              " ms; the call may or may not have taken effect (raise the request timeout, or "
-              "check the daemon)");
+              " ms; the call may or may not have taken effect (is the daemon stopped or "
+              "overloaded? WMBT_KV_REQUEST_TIMEOUT_MS sets how long a call waits)");
         }
         wait = timeout_micros - elapsed;
       }
@@ -491,6 +491,16 @@ class TcpChannel final : public Channel {
     // the connect timeout applies (callers wait on this dial).
     auto r = Exchange(*conn, frame, static_cast<uint16_t>(wire::Op::kHello), &sent,
                       options_.connect_timeout_ms);
+    if (!r.ok() && r.status().code() == Code::kUnavailable) {
+      // Something listens there but does not speak to us as wombatkvd would. What happened, up
+      // to the advice meant for calls in flight, which there are none of yet.
+      const std::string_view why = r.status().message();
+      return Status::Unavailable(
+          where_ + " accepted the connection but did not answer as wombatkvd (" +
+          std::string(why.substr(0, why.find("; "))) +
+          "): check that WMBT_KV_TCP_ADDR names a wombatkvd --tcp listener, not its --http port "
+          "or another service");
+    }
     if (!r.ok()) return r.status();
     auto welcome = wire::HelloResponse::Decode(*r);
     if (!welcome.ok()) return welcome.status().WithContext("wombatkvd at " + where_);

@@ -1139,5 +1139,60 @@ TEST(TcpTransport, ConnectingToNothingSaysSo) {
   EXPECT_NE(c.status().message().find("tcp://127.0.0.1:1"), std::string::npos);
 }
 
+// A loopback listener that is not wombatkvd: its address, and its socket (closed at the end).
+struct ForeignListener {
+  int fd = -1;
+  std::string address;
+  ForeignListener() {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), len), 0);
+    EXPECT_EQ(::listen(fd, 4), 0);
+    EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    address = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  }
+  ~ForeignListener() { ::close(fd); }
+};
+
+// WMBT_KV_TCP_ADDR pointing at something else (the daemon's --http port, another service): the
+// error says that, not that a call may have taken effect.
+TEST(TcpTransport, ConnectingToAServiceThatIsNotWombatkvdSaysSo) {
+  ForeignListener http;
+  std::thread server([&] {
+    int c = ::accept(http.fd, nullptr, nullptr);
+    char hello[64];
+    EXPECT_GT(::recv(c, hello, sizeof hello, 0), 0);  // then answers as an HTTP server would
+    const char answer[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    EXPECT_GT(::send(c, answer, sizeof answer - 1, MSG_NOSIGNAL), 0);
+    ::close(c);
+  });
+  TcpClientOptions o;
+  o.address = http.address;
+  auto c = ConnectTcp(o);
+  server.join();
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kUnavailable);
+  const std::string& m = c.status().message();
+  EXPECT_NE(m.find("accepted the connection but did not answer as wombatkvd"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("it begins \"HTTP\""), std::string::npos) << m;
+  EXPECT_NE(m.find("not its --http port"), std::string::npos) << m;
+  EXPECT_EQ(m.find("may or may not have taken effect"), std::string::npos) << m;
+
+  ForeignListener silent;  // accepts (the backlog) and never answers
+  o.address = silent.address;
+  o.connect_timeout_ms = 200;
+  c = ConnectTcp(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kUnavailable);
+  EXPECT_NE(c.status().message().find("did not answer as wombatkvd (no response from wombatkvd"),
+            std::string::npos)
+      << c.status().ToString();
+  EXPECT_NE(c.status().message().find("within 200 ms"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace wombatkv::tcp
