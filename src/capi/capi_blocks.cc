@@ -54,7 +54,7 @@ Status GetBlocks(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex,
   borrow->lens.reserve(keys.size());
   for (size_t i = 0; i < borrow->blocks.size(); ++i) {
     ByteView p = borrow->blocks.payload(i);
-    borrow->ptrs.push_back(p.data());
+    borrow->ptrs.push_back(BorrowedBytes(p.data()));
     borrow->lens.push_back(p.size());
   }
   *out_ptrs = borrow->ptrs.data();

@@ -49,8 +49,17 @@ wmbt_kv_handle* OpenTcp(const char* addr) {
   // The rest of the configuration (fingerprint, namespace, auth token) from the environment.
   auto config = Config::FromEnv();
   if (!config.ok()) return Fail(config.status());
-  Status st = config->Set("WMBT_KV_TCP_ADDR", addr);  // validates HOST:PORT as the variable would
-  if (!st.ok()) return Fail(st);
+  if (addr[0] == '\0') {
+    return Fail(Status::InvalidArgument(
+        "addr is empty: pass HOST:PORT of a wombatkvd --tcp listener, e.g. 127.0.0.1:7070"));
+  }
+  // Validates HOST:PORT as the variable would; the error names the argument, not the variable.
+  Status st = config->Set("WMBT_KV_TCP_ADDR", addr);
+  if (!st.ok()) {
+    std::string why = st.message();
+    if (why.starts_with("WMBT_KV_TCP_ADDR=")) why.replace(0, 17, "addr ");
+    return Fail(Status::InvalidArgument(why));
+  }
   return Release(HandleFor(*config, OpenClientStoreAs(ClientBackend::kTcp, *config)));
 }
 

@@ -52,6 +52,13 @@ struct wmbt_kv_borrow {
 
 namespace wombatkv::capi {
 
+// A pointer handed to the engine for borrowed bytes: never NULL, also for an empty payload, so
+// that every mode answers alike (a transport may represent empty bytes without an address).
+inline const uint8_t* BorrowedBytes(const uint8_t* p) {
+  static constexpr uint8_t kEmpty = 0;
+  return p != nullptr ? p : &kEmpty;
+}
+
 // ---- Per-thread last error (capi_errors.cc). None of these allocate or throw. ----
 
 // Starts a call: clears the last error and remembers the function name for messages.

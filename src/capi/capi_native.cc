@@ -150,7 +150,7 @@ Status GetByContentHash(wmbt_kv_handle* handle, const char* ns_arg, const char* 
   auto borrow = std::make_unique<wmbt_kv_borrow>();
   borrow->store = handle->store;
   WMBT_ASSIGN_OR_RETURN(borrow->single, handle->store->GetByContentHash(ns, hash));
-  *out_bytes = borrow->single.data;
+  *out_bytes = BorrowedBytes(borrow->single.data);
   *out_len = borrow->single.size;
   *out_borrow = borrow.release();
   return Status::Ok();
@@ -180,11 +180,13 @@ Status StatsToBuffer(wmbt_kv_handle* handle, char* buf, size_t buf_len, size_t* 
   std::string json = StatsJson(*handle->store);
   const size_t needed = json.size() + 1;
   const bool fits = buf != nullptr && buf_len >= needed;
-  if (out_needed != nullptr) *out_needed = fits ? needed : needed + kStatsRetryHeadroomBytes;
+  const size_t retry = needed + kStatsRetryHeadroomBytes;
+  if (out_needed != nullptr) *out_needed = fits ? needed : retry;
   if (!fits)
-    return Status::ResourceExhausted("buf holds " + std::to_string(buf == nullptr ? 0 : buf_len) +
-                                     " bytes; the stats JSON needs " + std::to_string(needed) +
-                                     " (retry with *out_needed)");
+    return Status::ResourceExhausted(
+        "buf holds " + std::to_string(buf == nullptr ? 0 : buf_len) + " bytes; the stats JSON is " +
+        std::to_string(needed) + " with its NUL now: retry with *out_needed (" +
+        std::to_string(retry) + "), which leaves room for the counters to grow meanwhile");
   std::memcpy(buf, json.c_str(), needed);
   return Status::Ok();
 }

@@ -31,7 +31,7 @@ Status GetRawTail(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex
   auto borrow = std::make_unique<wmbt_kv_borrow>();
   borrow->store = handle->store;
   WMBT_ASSIGN_OR_RETURN(borrow->single, handle->store->GetSidecar(ns, fp, tip));
-  *out_bytes = borrow->single.data;
+  *out_bytes = BorrowedBytes(borrow->single.data);
   *out_len = borrow->single.size;
   *out_borrow = borrow.release();
   return Status::Ok();

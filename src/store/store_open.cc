@@ -179,18 +179,24 @@ Status StoreImpl::OpenPlanes() {
     }
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
-    auto lock = fs_->LockFile(dir + "/LOCK", "pid " + std::to_string(getpid()) + " on host " +
-                                                 host);
+    const std::string me = "pid " + std::to_string(getpid()) + " on host " + host;
+    auto lock = fs_->LockFile(dir + "/LOCK", me);
     if (lock.status().code() == Code::kPermissionDenied) {
       return Status::PermissionDenied("cannot write data directory " + dir + ": " +
                                       lock.status().message() +
                                       "; run as a user who may write it, or point "
                                       "WMBT_KV_DATA_DIR elsewhere");
     }
+    if (!lock.ok() && lock.status().message().ends_with(" by " + me)) {
+      return Status::FailedPrecondition(
+          "data directory " + dir + " is already open in this process (" + me +
+          "): close the store that holds it first (wmbt_kv_free, after releasing its borrows), "
+          "or use another data directory");
+    }
     if (!lock.ok()) {
       return Status::FailedPrecondition(
           "data directory " + dir + " is in use: " + lock.status().message() +
-          "; stop that process or point WMBT_KV_DATA_DIR elsewhere");
+          "; stop that process or use another data directory (WMBT_KV_DATA_DIR, --data-dir)");
     }
     dir_lock_ = std::move(lock).value();
   }

@@ -50,7 +50,13 @@ TEST_F(StoreApi, PublishOfAChainWithAnUnknownAncestorFails) {
   auto r = s_.PublishChain("default", kFp, Key(2), Key(2));
   EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(r.status().message().find(Key(1).ToHex()), std::string::npos);
+  EXPECT_NE(r.status().message().find("an ancestor of tip"), std::string::npos);
   EXPECT_EQ(*s_.LookupPrefix("default", kFp, std::vector<BlockKey>{Key(1), Key(2)}), 0u);
+  // A tip never put is named as the tip.
+  r = s_.PublishChain("default", kFp, Key(3), Key(3));
+  EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("(the tip itself)"), std::string::npos)
+      << r.status().message();
 }
 
 TEST_F(StoreApi, PublishContinuesAnAlreadyPublishedPrefix) {

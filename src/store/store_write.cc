@@ -309,8 +309,10 @@ Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uin
     std::shared_lock<std::shared_mutex> g(index_mu_);
     entries = index_.PathTo(ns, fp, cur);
     if (entries.empty()) {
+      const std::string which =
+          cur == tip ? "the tip itself" : "an ancestor of tip " + ShortHex(tip);
       return Status::FailedPrecondition(
-          "block " + cur.ToHex() + " (an ancestor of tip " + ShortHex(tip) +
+          "block " + cur.ToHex() + " (" + which +
           ") is neither put-and-unpublished nor in a published chain of namespace " +
           std::string(ns) + " with this fingerprint: put it (and its ancestors) again");
     }

@@ -188,6 +188,10 @@ static void test_backend_selection(void) {
   CHECK(strstr(wmbt_kv_last_error(), "connecting to wombatkvd (WMBT_KV_TCP_ADDR=127.0.0.1:1)") != NULL);
   CHECK(wmbt_kv_open_tcp("no-port") == NULL);
   CHECK(strstr(wmbt_kv_last_error(), "HOST:PORT") != NULL);
+  CHECK(strstr(wmbt_kv_last_error(), "addr \"no-port\"") !=
+        NULL); /* the argument, not a variable */
+  CHECK(wmbt_kv_open_tcp("") == NULL);
+  CHECK(strstr(wmbt_kv_last_error(), "addr is empty") != NULL);
   CHECK(wmbt_kv_open_tcp(NULL) == NULL);
   HAS_ERROR();
   CHECK(wmbt_kv_open_http("127.0.0.1:8080") == NULL);
@@ -342,6 +346,14 @@ static void test_blocks_raw_tail_and_namespaces(void) {
   CHECK(wmbt_kv_get_raw_tail_borrowed(h, "team-b", k[2], &tail, &tail_len, &borrow, NULL, 0) ==
         0);
   CHECK(borrow == NULL);
+  /* An empty raw tail is a hit with a non-NULL pointer, in every mode (shared memory once gave
+   * NULL). */
+  CHECK(wmbt_kv_put_raw_tail(h, "team-a", k[1], NULL, 0, err, sizeof err) == 0);
+  CHECK(wmbt_kv_get_raw_tail_borrowed(h, "team-a", k[1], &tail, &tail_len, &borrow, err,
+                                      sizeof err) == 1);
+  CHECK(tail != NULL && tail_len == 0 && borrow != NULL);
+  wmbt_kv_release_borrow(borrow);
+  borrow = NULL;
   wmbt_kv_free(h);
 }
 
