@@ -188,8 +188,8 @@ static void test_backend_selection(void) {
   CHECK(strstr(wmbt_kv_last_error(), "connecting to wombatkvd (WMBT_KV_TCP_ADDR=127.0.0.1:1)") != NULL);
   CHECK(wmbt_kv_open_tcp("no-port") == NULL);
   CHECK(strstr(wmbt_kv_last_error(), "HOST:PORT") != NULL);
-  CHECK(strstr(wmbt_kv_last_error(), "addr \"no-port\"") !=
-        NULL); /* the argument, not a variable */
+  /* The error names the argument, not a variable. */
+  CHECK(strstr(wmbt_kv_last_error(), "addr \"no-port\"") != NULL);
   CHECK(wmbt_kv_open_tcp("") == NULL);
   CHECK(strstr(wmbt_kv_last_error(), "addr is empty") != NULL);
   CHECK(wmbt_kv_open_tcp(NULL) == NULL);
