@@ -1,10 +1,14 @@
 // Handles: choosing a backend from the environment (embedded, or wombatkvd over shared memory
 // or TCP: every backend is a Store, so every entry point behaves the same), opening, closing.
 #include <cstdio>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "capi/capi_internal.h"
+#include "config/unknown_settings.h"
 #include "connect/open_client_store.h"
+#include "setup/store_from_config.h"
 
 namespace wombatkv::capi {
 namespace {
@@ -17,6 +21,19 @@ Result<std::unique_ptr<wmbt_kv_handle>> HandleFor(const Config& config,
   handle->config = config;
   handle->store = std::move(opened)->store;
   return handle;
+}
+
+// The environment's WMBT_KV_* names that are no setting, each once per process (an engine may
+// open many handles), at the configured log level.
+void WarnAboutUnknownSettingsOnce(const Config& config) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> g(mu);
+  LogSink log = StderrLogSink(config.log_level, "libwombatkv");
+  const std::vector<std::string> names = SettingNamesInEnvironment();
+  for (const UnknownSetting& u : FindUnknownSettings(names)) {
+    if (warned.insert(u.name).second) log(LogLevel::kWarn, DescribeUnknownSetting(u));
+  }
 }
 
 wmbt_kv_handle* Release(Result<std::unique_ptr<wmbt_kv_handle>> handle) {
@@ -33,6 +50,7 @@ Result<std::unique_ptr<wmbt_kv_handle>> OpenEmbedded(const Config& config) {
 wmbt_kv_handle* InitFromEnv() {
   auto config = Config::FromEnv();
   if (!config.ok()) return Fail(config.status());
+  WarnAboutUnknownSettingsOnce(*config);
   // Precedence (SPEC §7): shared memory > TCP > HTTP (refused) > embedded.
   return Release(HandleFor(*config, OpenClientStore(*config)));
 }
@@ -40,6 +58,7 @@ wmbt_kv_handle* InitFromEnv() {
 wmbt_kv_handle* OpenEmbeddedAt(const char* data_dir) {
   auto config = Config::FromEnv();
   if (!config.ok()) return Fail(config.status());
+  WarnAboutUnknownSettingsOnce(*config);
   if (data_dir != nullptr && data_dir[0] != '\0') config->data_dir = data_dir;
   return Release(OpenEmbedded(*config));
 }
@@ -49,6 +68,7 @@ wmbt_kv_handle* OpenTcp(const char* addr) {
   // The rest of the configuration (fingerprint, namespace, auth token) from the environment.
   auto config = Config::FromEnv();
   if (!config.ok()) return Fail(config.status());
+  WarnAboutUnknownSettingsOnce(*config);
   if (addr[0] == '\0') {
     return Fail(Status::InvalidArgument(
         "addr is empty: pass HOST:PORT of a wombatkvd --tcp listener, e.g. 127.0.0.1:7070"));

@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "config/unknown_settings.h"
+
 namespace wombatkv {
 namespace {
 
@@ -99,6 +101,10 @@ TEST(DaemonSettings, DocsListEverySettingOnceAndSetAcceptsThem) {
   for (const SettingDoc& d : AllSettings()) {
     EXPECT_EQ(names.count(d.name), 0u) << d.name << " is both a Config and a daemon setting";
   }
+  // The list clients use to not warn about the daemon's variables is exactly these names.
+  std::span<const std::string_view> known = DaemonSettingNames();
+  EXPECT_EQ(std::set<std::string_view>(known.begin(), known.end()), names);
+  EXPECT_EQ(known.size(), names.size());
 }
 
 TEST(DaemonSettings, ShmDataBytesAndRunDirParseAndNameThemselves) {

@@ -506,6 +506,29 @@ TEST_F(CApi, SecondOpenOfADataDirectoryFailsClearly) {
   EXPECT_NE(LastError().find("FAILED_PRECONDITION"), std::string::npos) << LastError();
 }
 
+// A misspelt variable is ignored (the default applies), so the library says so on stderr: once
+// per name and process however many handles are opened.
+TEST(CApiEnvironment, AnUnknownSettingIsWarnedAboutOncePerName) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "wombatkv-capi-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  setenv("WMBT_KV_CAHCE_BYTES", "1G", 1);
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 2; ++i) {
+    wmbt_kv_handle_t* h = wmbt_kv_open_embedded(tmpl.c_str());
+    EXPECT_NE(h, nullptr) << LastError();
+    wmbt_kv_free(h);
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  unsetenv("WMBT_KV_CAHCE_BYTES");
+  std::filesystem::remove_all(tmpl);
+  const std::string warning =
+      "libwombatkv [warn] WMBT_KV_CAHCE_BYTES is not a WombatKV setting and is ignored (did you "
+      "mean WMBT_KV_CACHE_BYTES?)";
+  const size_t at = err.find(warning);
+  EXPECT_NE(at, std::string::npos) << err;
+  EXPECT_EQ(err.find(warning, at + 1), std::string::npos) << "warned twice: " << err;
+}
+
 TEST_F(CApi, NamespaceIsHonoured) {
   std::string a = Key(40), b = Key(41);
   ASSERT_GT(PutChain({a, b}, "ns-one"), 0);

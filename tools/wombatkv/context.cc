@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "config/config.h"
+#include "config/unknown_settings.h"
 #include "connect/open_client_store.h"
 #include "object/s3/l2_from_config.h"
 #include "tools/wombatkv/exit_codes.h"
@@ -12,6 +13,7 @@ namespace wombatkv::cli {
 
 int Context::Validate() {
   out.Configure(opts.json, opts.quiet);
+  WarnAboutUnknownSettings([&](const std::string& line) { out.Warn(line); });
   if (Status s = ValidateNamespace(opts.ns); !s.ok()) {
     return out.Error("--namespace", s, "use 1-64 characters from [A-Za-z0-9._-]");
   }

@@ -17,8 +17,10 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/unknown_settings.h"
 #include "daemon/daemon.h"
 #include "daemon/daemon_settings.h"
+#include "setup/store_from_config.h"
 #include "tools/wombatkv/output.h"
 #include "tools/wombatkv/setting_flags.h"
 
@@ -216,6 +218,9 @@ int Main(int argc, char** argv) {
       if (Status st = s.Set("WMBT_KV_AUTH_TOKENS", t); !st.ok()) return Usage("--auth-token", st);
     }
   }
+
+  LogSink log = StderrLogSink(c.log_level, "wombatkvd");
+  WarnAboutUnknownSettings([&](const std::string& line) { log(LogLevel::kWarn, line); });
 
   DaemonOptions options;
   options.config = std::move(c);

@@ -5,13 +5,13 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <exception>
 #include <string>
 
 #include "base/limits.h"
 #include "config/config.h"
+#include "config/unknown_settings.h"
 #include "object/s3/l2_from_config.h"
 #include "tools/wombatkv/exit_codes.h"
 #include "tools/wombatkv/output.h"
@@ -138,6 +138,7 @@ int Main(int argc, char** argv) {
     return out.Usage("usage", e.what(), "run `wombatkv-workload --help`");
   }
   out.Configure(f.json, f.quiet);
+  WarnAboutUnknownSettings([&](const std::string& line) { out.Warn(line); });
   if (Status s = CheckShape(f.shape, f.block_bytes_text); !s.ok()) {
     return out.Error("arguments", s, "run `wombatkv-workload --help`");
   }

@@ -1,0 +1,98 @@
+#include "config/unknown_settings.h"
+
+#include <algorithm>
+#include <array>
+
+#include "config/config.h"
+
+extern char** environ;
+
+namespace wombatkv {
+namespace {
+
+constexpr std::string_view kPrefix = "WMBT_KV_";
+constexpr size_t kSuggestEditsMax = 3;
+
+constexpr std::array<std::string_view, 12> kDaemonSettingNames = {
+    "WMBT_KV_TCP",
+    "WMBT_KV_DAEMON_SHM_PREFIX",
+    "WMBT_KV_DAEMON_HTTP",
+    "WMBT_KV_AUTH_TOKENS",
+    "WMBT_KV_MAX_FRAME_BYTES",
+    "WMBT_KV_SHUTDOWN_TIMEOUT_MS",
+    "WMBT_KV_IDLE_TIMEOUT_MS",
+    "WMBT_KV_DAEMON_WORKERS",
+    "WMBT_KV_SHM_DATA_BYTES",
+    "WMBT_KV_SHM_ARENA_BYTES",
+    "WMBT_KV_SHM_ARENAS",
+    "WMBT_KV_TCP_POLL",
+};
+
+// Levenshtein distance, stopping early once every path is over `max` (then max + 1).
+size_t EditDistance(std::string_view a, std::string_view b, size_t max) {
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > max) return max + 1;
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    size_t best = row[0];
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({up + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+      best = std::min(best, row[j]);
+    }
+    if (best > max) return max + 1;
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::span<const std::string_view> DaemonSettingNames() { return kDaemonSettingNames; }
+
+std::vector<UnknownSetting> FindUnknownSettings(std::span<const std::string> names) {
+  std::vector<std::string_view> known;
+  for (const SettingDoc& d : AllSettings()) known.push_back(d.name);
+  known.insert(known.end(), kDaemonSettingNames.begin(), kDaemonSettingNames.end());
+  std::vector<UnknownSetting> out;
+  for (const std::string& name : names) {
+    if (!name.starts_with(kPrefix)) continue;
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    UnknownSetting u{name, {}};
+    size_t best = kSuggestEditsMax + 1;
+    for (std::string_view k : known) {
+      const size_t d = EditDistance(name, k, kSuggestEditsMax);
+      if (d < best) {
+        best = d;
+        u.suggestion = k;
+      }
+    }
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+std::vector<std::string> SettingNamesInEnvironment() {
+  std::vector<std::string> names;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry = *e;
+    if (!entry.starts_with(kPrefix)) continue;
+    names.emplace_back(entry.substr(0, entry.find('=')));
+  }
+  return names;
+}
+
+std::string DescribeUnknownSetting(const UnknownSetting& u) {
+  std::string out = u.name + " is not a WombatKV setting and is ignored";
+  if (!u.suggestion.empty()) out += " (did you mean " + std::string(u.suggestion) + "?)";
+  return out + "; docs/configuration.md lists every setting";
+}
+
+void WarnAboutUnknownSettings(const std::function<void(const std::string&)>& warn) {
+  const std::vector<std::string> names = SettingNamesInEnvironment();
+  for (const UnknownSetting& u : FindUnknownSettings(names)) warn(DescribeUnknownSetting(u));
+}
+
+}  // namespace wombatkv
