@@ -1,6 +1,6 @@
 /* capi_c_test.c — exercises every entry point of include/wombatkv.h from plain C (compiled as
  * C11 with -pedantic), against a store in a fresh temporary directory: embedded, or wombatkvd over
- * shared memory or TCP (WMBT_KV_TEST_MODE; see open_store). The same code runs in every mode.
+ * shared memory or TCP (WOMBATKV_TEST_MODE; see open_store). The same code runs in every mode.
  * Prints "N passed, M failed" and exits non-zero if anything failed. */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw, setenv */
 
@@ -53,13 +53,13 @@ static void subdir(char* out, size_t len, const char* name) {
   snprintf(out, len, "%s/%s", g_root, name);
 }
 
-/* The store under test, selected by WMBT_KV_TEST_MODE: unset or "embedded" opens the embedded
- * store in `dir`. "shm" and "tcp" run `$WMBT_KV_TEST_DAEMON_CTL start <dir>`, which (re)starts
+/* The store under test, selected by WOMBATKV_TEST_MODE: unset or "embedded" opens the embedded
+ * store in `dir`. "shm" and "tcp" run `$WOMBATKV_TEST_DAEMON_CTL start <dir>`, which (re)starts
  * wombatkvd on data directory `dir` and prints the client's environment as NAME=value lines, then
  * open through wmbt_kv_init_from_env exactly as an engine would. Reopening a directory therefore
  * restarts the daemon: "restart" in these tests (the seed's step 7) is a real daemon restart. */
 static int daemon_mode(void) {
-  const char* mode = getenv("WMBT_KV_TEST_MODE");
+  const char* mode = getenv("WOMBATKV_TEST_MODE");
   return mode != NULL && *mode != '\0' && strcmp(mode, "embedded") != 0;
 }
 
@@ -67,7 +67,7 @@ static void daemon_ctl(const char* verb, const char* dir, char names[][64], int*
   char cmd[1024], line[512];
   FILE* out;
   *count = 0;
-  snprintf(cmd, sizeof cmd, "%s %s %s", getenv("WMBT_KV_TEST_DAEMON_CTL"), verb, dir ? dir : "");
+  snprintf(cmd, sizeof cmd, "%s %s %s", getenv("WOMBATKV_TEST_DAEMON_CTL"), verb, dir ? dir : "");
   out = popen(cmd, "r");
   if (out == NULL) return;
   while (fgets(line, sizeof line, out) != NULL) {

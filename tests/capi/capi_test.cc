@@ -1,7 +1,7 @@
 // Edge cases of the C ABI (include/wombatkv.h) from C++: G12 bad input, error reporting, CAS
 // publish, borrows and threads sharing one handle. The happy paths from C are in capi_c_test.c.
 // Like it, the same tests run against the embedded store and against wombatkvd over shared
-// memory and TCP (WMBT_KV_TEST_MODE; see OpenStore), so an engine sees the same behaviour in
+// memory and TCP (WOMBATKV_TEST_MODE; see OpenStore), so an engine sees the same behaviour in
 // every mode (issue 4).
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -41,18 +41,18 @@ const uint8_t* Bytes(const char* literal) { return reinterpret_cast<const uint8_
 
 std::string LastError() { return wmbt_kv_last_error(); }
 
-// As capi_c_test.c's open_store: WMBT_KV_TEST_MODE unset or "embedded" tests the embedded store;
-// "shm" or "tcp" a wombatkvd that `$WMBT_KV_TEST_DAEMON_CTL start DIR` (tests/capi/daemon_ctl.sh)
+// As capi_c_test.c's open_store: WOMBATKV_TEST_MODE unset or "embedded" tests the embedded store;
+// "shm" or "tcp" a wombatkvd that `$WOMBATKV_TEST_DAEMON_CTL start DIR` (tests/capi/daemon_ctl.sh)
 // (re)starts on data directory DIR, reached through wmbt_kv_init_from_env as an engine would.
 bool DaemonMode() {
-  const char* mode = getenv("WMBT_KV_TEST_MODE");
+  const char* mode = getenv("WOMBATKV_TEST_MODE");
   return mode != nullptr && *mode != '\0' && std::string_view(mode) != "embedded";
 }
 
 // Runs the daemon control script; `start` sets the client's variables it prints (NAME=value
 // lines) and returns their names.
 std::vector<std::string> DaemonCtl(const std::string& verb, const std::string& dir) {
-  const std::string cmd = std::string(getenv("WMBT_KV_TEST_DAEMON_CTL")) + " " + verb + " " + dir;
+  const std::string cmd = std::string(getenv("WOMBATKV_TEST_DAEMON_CTL")) + " " + verb + " " + dir;
   std::vector<std::string> names;
   FILE* out = popen(cmd.c_str(), "r");
   if (out == nullptr) return names;
