@@ -9,9 +9,14 @@
  * engines written against 1.0 relink without source changes. 1.1 adds the functions marked
  * "since 1.1" (explicit fingerprints and chains, CAS publish, content-hash get, refresh, stats).
  *
+ * Documents named docs/X.md are installed under share/doc/wombatkv/ (and are in the source tree).
+ *
  * Words (docs/glossary.md): a *block key* is a 32-byte id chosen by the engine, passed as exactly
  * 64 hex digits (either case); a *chain* is a sequence of blocks root→tip, made visible to
- * lookups by *publishing* its head; a *fingerprint* names the model identity (24 hex); a
+ * lookups by *publishing* its head; a *fingerprint* names the model identity (24 hex; the 1.0
+ * calls use WMBT_KV_FINGERPRINT, whose default is 24 zeros: give each model its own, or two
+ * models' blocks with equal keys are served to each other; a lookup under another fingerprint
+ * simply misses); a
  * *content hash* is BLAKE3-20 of a payload (40 hex); a *sidecar* ("raw tail") is extra bytes
  * keyed by a chain tip; a *borrow* lends bytes that live in the store's memory.
  *
@@ -37,6 +42,18 @@
  * evicted. A borrow stays valid even after wmbt_kv_free of its handle (it keeps the store alive
  * until released), but release every borrow before reopening the same data directory, which only
  * one store may hold at a time. Input arrays and strings are only read during the call.
+ * Through wombatkvd over shared memory, the bytes of a borrowed payload under 64 KiB stay in this
+ * client's response area (WMBT_KV_SHM_DATA_BYTES on the daemon, 1 GiB by default) until the
+ * borrow is released, so borrows held without bound eventually make gets fail with
+ * RESOURCE_EXHAUSTED ("... responses still borrowed: release borrows sooner"); embedded and TCP
+ * borrows hold only memory. Release each borrow once its bytes are copied into the engine.
+ * A pointer to borrowed bytes is never NULL, also for an empty payload.
+ *
+ * Daemon modes: a call through wombatkvd that cannot reach it (daemon restarting, stopped or
+ * gone) returns -1 with UNAVAILABLE in last_error; the handle reconnects by itself on a later
+ * call, so treat it as a miss (prefill) and go on. A call that got no answer within
+ * WMBT_KV_REQUEST_TIMEOUT_MS (default 300 s) is UNAVAILABLE too, and may or may not have taken
+ * effect. Every call otherwise behaves as in the embedded mode.
  *
  * Thread-safety: every function may be called from any number of threads at once, also on one
  * shared handle, except that wmbt_kv_free must not race other calls on the same handle. A borrow
@@ -64,7 +81,7 @@ extern "C" {
 #define WMBT_KV_ABI_VERSION \
   ((uint32_t)(((uint32_t)WMBT_KV_ABI_VERSION_MAJOR << 16) | (uint32_t)WMBT_KV_ABI_VERSION_MINOR))
 
-/* Limits (the same as the engine's; see src/base/limits.h). */
+/* Limits (the store's own: a larger count or size is an error before anything is read). */
 #define WMBT_KV_BATCH_BLOCKS_MAX ((size_t)1 << 16)     /* blocks in one put */
 #define WMBT_KV_LOOKUP_KEYS_MAX ((size_t)1 << 20)      /* keys in one lookup or get */
 #define WMBT_KV_BLOCK_BYTES_MAX ((uint64_t)256 << 20)  /* one payload */
@@ -154,7 +171,8 @@ WMBT_KV_API int32_t wmbt_kv_lookup_block_prefix(wmbt_kv_handle_t* handle, const 
  * follow the key before it is a miss.
  * Returns 1 when every key is present: (*out_payload_ptrs)[i] / (*out_payload_lens)[i] are block
  * i's bytes, and both arrays and the bytes are owned by *out_borrow (release it). With
- * block_count 0 it returns 1 with a borrow whose arrays are empty.
+ * block_count 0 it returns 1 with a borrow (release it too) and the two array pointers may be
+ * NULL: there is nothing to read.
  * Returns 0 on a miss (any key absent): the outputs are left untouched. Returns -1 on error
  * (outputs untouched; bytes that fail their content hash are an error, never served). */
 WMBT_KV_API int32_t wmbt_kv_get_kv_blocks_borrowed(wmbt_kv_handle_t* handle,
@@ -168,6 +186,13 @@ WMBT_KV_API int32_t wmbt_kv_get_kv_blocks_borrowed(wmbt_kv_handle_t* handle,
 /* Stores block_count blocks as one chain in key order (block 0 is a root, block i's parent is
  * block i-1), then publishes it with the tip key (the last one) as chain id, last writer wins.
  * When it returns, the chain is durable and visible to lookups and gets.
+ * Pass the whole prefix, not only the blocks a lookup missed: blocks already stored cost no
+ * second upload (a put of stored content is idempotent), but a call with only the new blocks
+ * makes the first of them a root, so lookups from the real root stop where it begins. To append
+ * to a stored chain without resending it, use wmbt_kv_put_blocks_ex with parent_keys_hex and
+ * wmbt_kv_publish_chain. A key is one block: storing other bytes under a key that is already
+ * stored replaces what every chain through it returns, so derive keys from the tokens (and
+ * their prefix) as engines do.
  * Returns the sum of lens (0 when block_count is 0), or -1 on error. payloads[i] may be NULL only
  * when lens[i] is 0. Each payload is at most WMBT_KV_BLOCK_BYTES_MAX bytes. The keys must be
  * distinct (a chain holds a block once) and not all zeros (reserved: a root's parent); either
@@ -200,7 +225,8 @@ WMBT_KV_API int32_t wmbt_kv_get_raw_tail_borrowed(wmbt_kv_handle_t* handle, cons
  * environment. Returns NULL with last_error on failure. */
 WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_open_embedded(const char* data_dir);
 
-/* Digest of a model-identity envelope (FingerprintSpec in wombatkv/types.h) as 24 lowercase hex
+/* Digest of a model-identity envelope (model, tokenizer, KV dtype, tensor and pipeline parallel
+ * degrees, LoRA: whatever makes two models' KV blocks incompatible) as 24 lowercase hex
  * + NUL into out_hex (at least WMBT_KV_FINGERPRINT_HEX_BUF bytes). model_id, tokenizer_id and
  * kv_dtype must be non-NULL; lora may be NULL (no LoRA, same as ""); tp and pp are at least 1.
  * Returns 0, or -1 on error. The same inputs give the same digest on every host and build. */
@@ -208,7 +234,7 @@ WMBT_KV_API int32_t wmbt_kv_fingerprint_digest(const char* model_id, const char*
                                                const char* kv_dtype, uint32_t tp, uint32_t pp,
                                                const char* lora, char* out_hex);
 
-/* wmbt_kv_fingerprint_digest with the envelope's free-form extras (SPEC §2): extra_count
+/* wmbt_kv_fingerprint_digest with the envelope's free-form extras: extra_count
  * name/value pairs (extra_names[i], extra_values[i]) for whatever else makes two models' KV
  * blocks incompatible, e.g. "block_size" = "16" or "rope_scaling" = "yarn:4". Names are non-empty
  * and distinct; values may be empty; at most 256 pairs. Their order does not matter, and no
@@ -318,7 +344,9 @@ WMBT_KV_API int32_t wmbt_kv_refresh(wmbt_kv_handle_t* handle, char* err_buf, siz
  * receives the bytes written including the NUL. Returns 0, or -1 if buf is too small (then
  * *out_needed tells the size to retry with, with room for the counters to grow meanwhile; buf
  * may be NULL with buf_len 0 to ask) or on error.
- * The fields are those of StoreStats in wombatkv/store.h, plus "abi_version" and "l2". */
+ * Fields: "abi_version", "l2" (where the store keeps its blocks) and the store's counters by name
+ * (puts, gets, hits and misses per plane, bytes, publishes, evictions, ...), each a number;
+ * docs/stats.md lists them. New fields may appear in later versions; none disappears. */
 WMBT_KV_API int32_t wmbt_kv_stats_json(wmbt_kv_handle_t* handle, char* buf, size_t buf_len,
                                        size_t* out_needed);
 
