@@ -31,6 +31,11 @@ void PayloadCache::CountHits(uint64_t n) {
   stats_.hits += n;
 }
 
+void PayloadCache::CountMiss() {
+  std::lock_guard<std::mutex> g(mu_);
+  ++stats_.misses;
+}
+
 BufferSlice PayloadCache::Insert(const CacheKey& key, BufferSlice payload, bool pin) {
   std::lock_guard<std::mutex> g(mu_);
   auto [it, inserted] = map_.try_emplace(key);

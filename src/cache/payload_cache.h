@@ -57,6 +57,8 @@ class PayloadCache {
   // hits of a probe it did not give up on, so every answered lookup is counted once.
   std::optional<BufferSlice> LookupUncounted(const CacheKey& key);
   void CountHits(uint64_t n);
+  // A miss found without a lookup (nothing of the namespace can be cached, or a test fault).
+  void CountMiss();
 
   // Inserts (or, if present, keeps the existing bytes — content-addressed, so equal) and returns
   // the cached slice. With pin=true the entry gets one more pin (C1).

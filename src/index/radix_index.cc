@@ -482,8 +482,8 @@ struct RadixIndex::Impl final : NodeKeys {
   // start at any node with key keys[0]: the longest match wins (a root's child first, then the
   // node a chain wrote most recently), so a get of a stretch of any chain holding its keys
   // resolves even when its first key also sits under other parents. Only a path from the root
-  // that falls short pays for the other starts: each walks as far as keys match, and only one
-  // that would win is walked to its root (to check its scope and depth).
+  // that falls short pays for the other starts: each walks as far as keys match, and only those
+  // that beat the best so far are walked to their root (to check scope and depth).
   // The deepest node matched is touched (I7).
   size_t Match(uint32_t scope, std::span<const BlockKey> keys, BlockMeta* out, uint32_t touch,
                bool anywhere) const {

@@ -78,6 +78,7 @@ std::optional<Result<Borrow>> StoreImpl::ReadBlocks(std::string_view ns, const F
   // restore of n blocks costs about one L2 round trip, not n.
   std::vector<Result<BufferSlice>> got(keys.size(), Status::NotFound("not fetched"));
   std::vector<size_t> misses;
+  uint64_t hits = 0;
   if (std::optional<uint32_t> ns_id = FindNamespaceId(ns)) {
     for (size_t i = 0; i < keys.size(); ++i) {
       const CacheKey ck{*ns_id, metas[i].hash};
@@ -87,16 +88,18 @@ std::optional<Result<Borrow>> StoreImpl::ReadBlocks(std::string_view ns, const F
         misses.push_back(i);
         continue;
       }
-      // A probe that may give up counts nothing until it knows it answers (no double counts).
-      if (auto hit = may_block ? cache_.Lookup(ck) : cache_.LookupUncounted(ck)) {
+      // Hits are counted below, once this read knows it answers; a miss is counted once, by the
+      // probe of GetByContentHash that fetches it.
+      if (auto hit = cache_.LookupUncounted(ck)) {
         got[i] = std::move(*hit);
+        ++hits;
       } else if (!may_block) {
         return std::nullopt;
       } else {
         misses.push_back(i);
       }
     }
-    if (!may_block) cache_.CountHits(keys.size());
+    cache_.CountHits(hits);
   } else {
     if (!may_block) return std::nullopt;
     for (size_t i = 0; i < keys.size(); ++i) misses.push_back(i);
@@ -167,7 +170,9 @@ Result<BufferSlice> StoreImpl::GetByContentHash(std::string_view ns, const Conte
   // blob RAM may hold the only copy of (G1).
   const bool skip_cache = ns_id && Buggify("read.cache_miss") && !MayBeOnlyInRam(*ns_id, hash);
   if (ns_id && !skip_cache) {
-    if (auto hit = cache_.Lookup(CacheKey{*ns_id, hash})) return std::move(*hit);
+    if (auto hit = cache_.Lookup(CacheKey{*ns_id, hash})) return std::move(*hit);  // counted
+  } else {
+    cache_.CountMiss();  // a RAM miss all the same
   }
   // RAM miss → the disk cache (verified: a bad file is dropped and read from L2) → L2.
   if (disk_cache_) {

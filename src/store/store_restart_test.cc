@@ -157,6 +157,31 @@ TEST(StoreRestart, ABlockOfThePackedSizeIsPackedAndOneByteMoreGetsAFile) {
   }
 }
 
+// After a restart the RAM cache is empty: a get of two blocks is two cache misses (once each,
+// not once per probe), the same get again two hits, and a get of two other blocks of the
+// namespace (now known, so probed first) two more misses.
+TEST(StoreRestart, ACacheMissIsCountedOnce) {
+  StoreHarness h(Planes::kDisk);
+  h.Open();
+  auto c = MakeChain(2, 100);
+  auto d = MakeChain(2, 100, /*salt=*/7);
+  PutAndPublish(h.store(), c);
+  PutAndPublish(h.store(), d);
+  Store& s = h.Reopen();
+  ASSERT_TRUE(s.GetBlocks("default", kFp, c.keys).ok());
+  StoreStats st = s.Stats();
+  EXPECT_EQ(st.cache_misses, 2u);
+  EXPECT_EQ(st.cache_hits, 0u);
+  ASSERT_TRUE(s.GetBlocks("default", kFp, c.keys).ok());
+  st = s.Stats();
+  EXPECT_EQ(st.cache_misses, 2u);
+  EXPECT_EQ(st.cache_hits, 2u);
+  ASSERT_TRUE(s.GetBlocks("default", kFp, d.keys).ok());
+  st = s.Stats();
+  EXPECT_EQ(st.cache_misses, 4u);
+  EXPECT_EQ(st.cache_hits, 2u);
+}
+
 TEST(StoreRestart, SecondOpenerOfADataDirectoryGetsAClearError) {
   StoreHarness h(Planes::kDisk);
   h.Open();

@@ -49,12 +49,6 @@ struct FlagSetting {
   CLI::Option* option = nullptr;
 };
 
-// Config settings with a flag above, or that only a client reads.
-const std::set<std::string_view> kNoStoreFlag = {
-    "WMBT_KV_DATA_DIR",    "WMBT_KV_CACHE_BYTES", "WMBT_KV_LOG_LEVEL",         "WMBT_KV_RUN_DIR",
-    "WMBT_KV_NAMESPACE",   "WMBT_KV_FINGERPRINT", "WMBT_KV_REMOTE_PREFIX",     "WMBT_KV_TCP_ADDR",
-    "WMBT_KV_CLIENT_POLL", "WMBT_KV_HTTP_ADDR",   "WMBT_KV_REQUEST_TIMEOUT_MS"};
-
 // Settings of a client (an engine, the wombatkv CLI) that the daemon has no use for: a flag of one
 // given to wombatkvd gets a message saying so rather than CLI11's "arguments were not expected".
 struct ClientOnly {
@@ -68,7 +62,17 @@ constexpr ClientOnly kClientOnly[] = {
     {"WMBT_KV_REMOTE_PREFIX", "the daemon serves shared memory under --prefix"},
     {"WMBT_KV_CLIENT_POLL", "it tells a client how to wait for answers"},
     {"WMBT_KV_REQUEST_TIMEOUT_MS", "it tells a client how long to wait for an answer"},
+    {"WMBT_KV_HTTP_ADDR", "the daemon serves /metrics over HTTP under --http"},
 };
+
+// Config settings that get no store flag: those with a flag of their own below, and the
+// client-only ones.
+std::set<std::string_view> NoStoreFlag() {
+  std::set<std::string_view> out = {"WMBT_KV_DATA_DIR", "WMBT_KV_CACHE_BYTES", "WMBT_KV_LOG_LEVEL",
+                                    "WMBT_KV_RUN_DIR"};
+  for (const ClientOnly& c : kClientOnly) out.insert(c.setting);
+  return out;
+}
 
 // The first argument that names a client-only setting's flag ("--namespace" or "--namespace=x"),
 // or nullptr.
@@ -180,7 +184,7 @@ int Main(int argc, char** argv) {
                  "replaces the variable [env WMBT_KV_AUTH_TOKENS, ';'-separated]")
       ->type_name("TOKEN[=NS,...]")
       ->allow_extra_args(false);
-  cli::SettingFlags store_flags(app, kNoStoreFlag,
+  cli::SettingFlags store_flags(app, NoStoreFlag(),
                                 "Store settings (L2 backend, S3, caches, capacity)");
   app.footer(kFooter);
 

@@ -133,6 +133,11 @@ class Attachment {
   // How long calls may wait from now on (0 = for ever): the attach timeout for Hello, then the
   // request timeout.
   void SetTimeout(uint32_t ms) { timeout_ms_.store(ms, std::memory_order_relaxed); }
+  // The Hello was answered: from now on the request timeout applies.
+  void Greeted(uint32_t request_timeout_ms) {
+    greeted_.store(true, std::memory_order_release);
+    SetTimeout(request_timeout_ms);
+  }
 
   Attachment(std::shared_ptr<ClientSegment> seg, Fd sock, Fd stop, std::string path, Clock* clock,
              bool poll, uint32_t timeout_ms)
@@ -198,7 +203,13 @@ class Attachment {
   bool CallOverdue(std::deque<std::pair<uint64_t, uint64_t>>& ticks, uint64_t timeout_ms);
   void MarkDead();
   Status DeadStatus() const {
-    if (const uint32_t ms = timed_out_ms_.load(std::memory_order_acquire)) {
+    const uint32_t ms = timed_out_ms_.load(std::memory_order_acquire);
+    if (ms != 0 && !greeted_.load(std::memory_order_acquire)) {
+      return Status::Unavailable(
+          "wombatkvd at " + path_ + " did not answer this client's Hello within " +
+          std::to_string(ms) + " ms of attaching (it may be stopped or wedged)");
+    }
+    if (ms != 0) {
       return Status::Unavailable("no response from wombatkvd at " + path_ + " within " +
                                  std::to_string(ms) +
                                  " ms (it may be stopped or wedged); the call may or may not have "
@@ -223,6 +234,7 @@ class Attachment {
   std::atomic<bool> dead_{false};
   std::atomic<uint32_t> timeout_ms_{0};    // SetTimeout
   std::atomic<uint32_t> timed_out_ms_{0};  // set before dead_ when a call waited too long
+  std::atomic<bool> greeted_{false};       // Greeted
   std::atomic<uint64_t> next_id_{1};
 
   std::mutex permit_mu_;
@@ -308,7 +320,7 @@ Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& 
   WMBT_ASSIGN_OR_RETURN(wire::Message response, a->Call(hello.Encode()));
   auto welcome = wire::HelloResponse::Decode(response);
   if (!welcome.ok()) return welcome.status().WithContext("wombatkvd at " + path + " refused Hello");
-  a->SetTimeout(options.request_timeout_ms);
+  a->Greeted(options.request_timeout_ms);
   return a;
 }
 
@@ -349,6 +361,15 @@ bool Attachment::CallOverdue(std::deque<std::pair<uint64_t, uint64_t>>& ticks,
   // Keep the newest tick that is old enough, and those after it.
   while (ticks.size() >= 2 && now - ticks[1].first >= timeout_us) ticks.pop_front();
   if (now - ticks.front().first < timeout_us) return false;
+  // Answers waiting in the ring: the daemon answers, this process was slow to read them (it
+  // was stopped, or starved of CPU), or the daemon stopped between an answer and its wake-up.
+  // Not overdue; wake the receiver (R3: the sequence first) so that it reads them.
+  const Ring& resp = seg_->resp();
+  if (resp.tail().load(std::memory_order_acquire) != resp.head().load(std::memory_order_acquire)) {
+    resp.wake_seq().fetch_add(1, std::memory_order_seq_cst);
+    shm::SharedFutexWake(resp.wake_seq_word(), INT_MAX);
+    return false;
+  }
   const uint64_t issued_before = ticks.front().second;  // ids below it were issued by then
   std::lock_guard<std::mutex> lk(pending_mu_);
   for (const auto& [id, w] : pending_) {
@@ -451,8 +472,6 @@ void Attachment::FreeRequest(uint64_t offset, uint64_t bytes) {
 Result<wire::Message> Attachment::Call(wire::Message request) {
   if (dead()) return DeadStatus();
   WMBT_RETURN_IF_ERROR(AcquirePermit());
-  const uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
-  request.id = id;
   request.flags &= static_cast<uint16_t>(~wire::kFlagResponse);
   const Ring& req = seg_->req();
   const shm::MessagePlan plan = shm::PlanMessage(request, req.slot_bytes());
@@ -469,6 +488,10 @@ Result<wire::Message> Attachment::Call(wire::Message request) {
     // The one copy of a put: the caller's payload into shared memory.
     shm::WriteRegion(request, plan, seg_->req_area() + *off, *off);
   }
+  // The id once the call waits for nothing but the daemon: the deadline (CallOverdue) counts
+  // from it, not from a wait for room in the request area behind other calls.
+  const uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  request.id = id;
   {
     std::lock_guard<std::mutex> lk(pending_mu_);
     pending_.emplace(id, &w);

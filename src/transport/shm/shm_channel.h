@@ -51,8 +51,8 @@ struct ShmClientOptions {
   // Whether a waiting caller spins, yields and polls for its response before it sleeps
   // (docs/shm.md, "Wake-ups"; WMBT_KV_CLIENT_POLL). false = sleep at once.
   bool poll = true;
-  // Times the yields between a waiter's spin and its sleep (docs/shm.md, "Wake-ups"). Must
-  // outlive the channel.
+  // Times the yields between a waiter's spin and its sleep (docs/shm.md, "Wake-ups") and the
+  // request deadline. Must outlive the channel.
   Clock* clock = nullptr;  // null = RealClock()
 };
 

@@ -12,6 +12,7 @@
 #include "transport/shm/shm_server.h"
 #include "transport/shm/shm_test_handler.h"
 #include "transport/shm/shm_test_util.h"
+#include "wombatkv/env.h"
 
 namespace wombatkv {
 namespace {
@@ -131,40 +132,71 @@ TEST(ShmProcess, AKilledDaemonFailsWaitingCallsAndTheClientReattachesToANewOne) 
 }
 
 // A daemon that is there but does not answer (SIGSTOP): a waiting call fails once it has waited
-// request_timeout_ms, and so does one made meanwhile; after SIGCONT the next call attaches again.
+// request_timeout_ms (not before), and so does one made meanwhile; after SIGCONT the next call
+// attaches again.
 TEST(ShmProcess, AStoppedDaemonFailsCallsAfterTheRequestTimeoutAndTheClientReattaches) {
   shm_test::TempRunDir dir;
   Peer daemon({"daemon", dir.path(), "p"});
   ASSERT_EQ(daemon.ReadLine(), "ready");
   ShmClientOptions o = ClientOptions(dir.path());
-  o.request_timeout_ms = 300;
-  o.attach_timeout_ms = 300;
+  o.request_timeout_ms = 1000;
+  o.attach_timeout_ms = 2000;
   auto ch = ConnectShm(o);
   ASSERT_TRUE(ch.ok()) << ch.status().ToString();
   Channel& channel = **ch;
   ASSERT_TRUE(channel.Call(TextMessage(shm_test::kOpEcho, "before")).ok());
 
   daemon.Signal(SIGSTOP);
-  Status waited;
-  std::thread caller([&] { waited = channel.Call(TextMessage(shm_test::kOpEcho, "x")).status(); });
-  caller.join();  // returns: without the deadline it would wait for ever
-  EXPECT_EQ(waited.code(), Code::kUnavailable) << waited.ToString();
-  EXPECT_NE(waited.message().find("no response from wombatkvd at "), std::string::npos)
-      << waited.ToString();
-  EXPECT_NE(waited.message().find("within 300 ms"), std::string::npos) << waited.ToString();
-  EXPECT_NE(waited.message().find("WMBT_KV_REQUEST_TIMEOUT_MS"), std::string::npos);
+  Status first, second;
+  const uint64_t start = RealClock()->NowMicros();
+  std::thread a([&] { first = channel.Call(TextMessage(shm_test::kOpEcho, "x")).status(); });
+  std::thread b([&] { second = channel.Call(TextMessage(shm_test::kOpEcho, "y")).status(); });
+  a.join();  // returns: without the deadline it would wait for ever
+  b.join();
+  EXPECT_GE(RealClock()->NowMicros() - start, 1'000'000u) << "gave up before the timeout";
+  for (const Status& st : {first, second}) {
+    EXPECT_EQ(st.code(), Code::kUnavailable) << st.ToString();
+    EXPECT_NE(st.message().find("no response from wombatkvd at "), std::string::npos)
+        << st.ToString();
+    EXPECT_NE(st.message().find("within 1000 ms"), std::string::npos) << st.ToString();
+    EXPECT_NE(st.message().find("WMBT_KV_REQUEST_TIMEOUT_MS"), std::string::npos);
+  }
   // Attaching to a stopped daemon: no answer within the attach timeout.
-  EXPECT_EQ(channel.Call(TextMessage(shm_test::kOpEcho, "y")).status().code(), Code::kUnavailable);
+  EXPECT_EQ(channel.Call(TextMessage(shm_test::kOpEcho, "z")).status().code(), Code::kUnavailable);
 
   daemon.Signal(SIGCONT);
   Result<wire::Message> r = Status::Unavailable("not called");
-  // The connection made while it was stopped is answered (and dropped) first; a later one works.
+  // The attach made while it was stopped is answered (and dropped) first; a later one works.
   for (int i = 0; i < 100 && !r.ok(); ++i) {
     r = channel.Call(TextMessage(shm_test::kOpEcho, "after"));
-    if (!r.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!r.ok()) RealClock()->SleepMicros(50'000);
   }
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(shm_test::FieldsText(*r), "after");
+}
+
+// Calls that take 40% of the request timeout, one after another and two at once, all succeed
+// on one attachment: the deadline counts from each call, not from the attachment or a tick.
+TEST(ShmProcess, SlowAnswersWithinTheRequestTimeoutAreNotGivenUpOn) {
+  shm_test::TempRunDir dir;
+  Peer daemon({"daemon", dir.path(), "p"});
+  ASSERT_EQ(daemon.ReadLine(), "ready");
+  ShmClientOptions o = ClientOptions(dir.path());
+  o.request_timeout_ms = 1000;
+  auto ch = ConnectShm(o);
+  ASSERT_TRUE(ch.ok()) << ch.status().ToString();
+  Channel& channel = **ch;
+  for (int i = 0; i < 3; ++i) {
+    auto r = channel.Call(TextMessage(shm_test::kOpSlow, "400"));
+    ASSERT_TRUE(r.ok()) << i << ": " << r.status().ToString();
+  }
+  Status a_st, b_st;
+  std::thread a([&] { a_st = channel.Call(TextMessage(shm_test::kOpSlow, "400")).status(); });
+  std::thread b([&] { b_st = channel.Call(TextMessage(shm_test::kOpSlow, "400")).status(); });
+  a.join();
+  b.join();
+  EXPECT_TRUE(a_st.ok()) << a_st.ToString();
+  EXPECT_TRUE(b_st.ok()) << b_st.ToString();
 }
 
 // SPEC §10: another user can neither attach (socket 0600) nor, with the socket opened up by

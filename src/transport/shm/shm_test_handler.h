@@ -1,7 +1,8 @@
 // Test-only: a stand-in for Service::Handle that the transport tests and shm_test_peer share, so
 // the transport can be exercised without a Store. It answers Hello like the Service, and a few
-// test ops: echo (fields and payloads back), a payload of a requested size, and "block" (never
-// answers until the process dies — for killing a daemon mid-call).
+// test ops: echo (fields and payloads back), a payload of a requested size, "block" (never
+// answers until the process dies — for killing a daemon mid-call) and "slow" (answers after the
+// milliseconds its fields say).
 #pragma once
 
 #include <unistd.h>
@@ -13,12 +14,14 @@
 #include "daemon/service.h"
 #include "wire/codec.h"
 #include "wire/message.h"
+#include "wombatkv/env.h"
 
 namespace wombatkv::shm_test {
 
 inline constexpr uint16_t kOpEcho = 100;
 inline constexpr uint16_t kOpPayloadOfSize = 101;  // fields: decimal byte count; payload i = 'a'+i%26
 inline constexpr uint16_t kOpBlock = 102;
+inline constexpr uint16_t kOpSlow = 103;  // fields: decimal milliseconds; answers with no fields
 
 // `memory` (may be null) supplies the kOpPayloadOfSize payload (e.g. the server's payload
 // arenas).
@@ -43,6 +46,10 @@ inline wire::Message TestHandlerWithMemory(Session& session, const wire::Message
     if (!b) b = Buffer::Allocate(n);
     for (size_t i = 0; i < n; ++i) b->data()[i] = static_cast<uint8_t>('a' + i % 26);
     out.payloads.push_back(BufferSlice{b, b->data(), n});
+  } else if (request.op == kOpSlow) {
+    const uint64_t ms = std::strtoull(
+        std::string(request.fields.begin(), request.fields.end()).c_str(), nullptr, 10);
+    RealClock()->SleepMicros(ms * 1000);
   } else if (request.op == kOpBlock) {
     std::printf("blocked\n");  // tells shm_process_test the call is inside the daemon
     std::fflush(stdout);

@@ -491,22 +491,32 @@ class TcpChannel final : public Channel {
     // the connect timeout applies (callers wait on this dial).
     auto r = Exchange(*conn, frame, static_cast<uint16_t>(wire::Op::kHello), &sent,
                       options_.connect_timeout_ms);
-    if (!r.ok() && r.status().code() == Code::kUnavailable) {
-      // Something listens there but does not speak to us as wombatkvd would. What happened, up
-      // to the advice meant for calls in flight, which there are none of yet.
-      const std::string_view why = r.status().message();
-      return Status::Unavailable(
-          where_ + " accepted the connection but did not answer as wombatkvd (" +
-          std::string(why.substr(0, why.find("; "))) +
-          "): check that WMBT_KV_TCP_ADDR names a wombatkvd --tcp listener, not its --http port "
-          "or another service");
-    }
+    if (!r.ok() && r.status().code() == Code::kUnavailable) return GreetingFailed(r.status());
     if (!r.ok()) return r.status();
     auto welcome = wire::HelloResponse::Decode(*r);
     if (!welcome.ok()) return welcome.status().WithContext("wombatkvd at " + where_);
     if (welcome->max_frame_bytes > 0) conn->server_max_frame = welcome->max_frame_bytes;
     conn->SetReceiveTimeout(options_.request_timeout_ms * 1000);
     return conn;
+  }
+
+  // Something listens at the address but the Hello did not complete. What happened, without the
+  // advice for calls in flight (there are none yet), and what to check.
+  Status GreetingFailed(const Status& st) const {
+    std::string why = st.message();
+    for (std::string_view advice : {"; calls in flight may", "; the call may or may not"}) {
+      if (const size_t at = why.find(advice); at != std::string::npos) why.resize(at);
+    }
+    if (why.find("malformed frame") != std::string::npos) {
+      return Status::Unavailable(
+          where_ + " accepted the connection but did not answer as wombatkvd (" + why +
+          "): check that WMBT_KV_TCP_ADDR names a wombatkvd --tcp listener, "
+          "not its --http port or another service");
+    }
+    return Status::Unavailable(
+        where_ + " accepted the connection but did not complete the greeting (" + why +
+        "): the daemon may be at its connection limit or overloaded (see its "
+        "log), or this is not a wombatkvd --tcp listener");
   }
 
   Result<int> ConnectOne(const SocketAddress& a) {

@@ -1188,7 +1188,7 @@ TEST(TcpTransport, ConnectingToAServiceThatIsNotWombatkvdSaysSo) {
   c = ConnectTcp(o);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), Code::kUnavailable);
-  EXPECT_NE(c.status().message().find("did not answer as wombatkvd (no response from wombatkvd"),
+  EXPECT_NE(c.status().message().find("did not complete the greeting (no response from wombatkvd"),
             std::string::npos)
       << c.status().ToString();
   EXPECT_NE(c.status().message().find("within 200 ms"), std::string::npos);
