@@ -2,12 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
-#include <sstream>
 
+#include "base/read_text_file.h"
 #include "config/unknown_settings.h"
 
 namespace wombatkv {
@@ -127,11 +126,9 @@ TEST(DaemonSettings, ShmDataBytesAndRunDirParseAndNameThemselves) {
 // docs/configuration.md's table is written by hand: every setting of AllSettings() and
 // DaemonSettingDocs() must have its row, and every WMBT_KV_* row must be one of them.
 TEST(DaemonSettings, ConfigurationDocListsEverySettingAndNoOther) {
-  std::ifstream in(WOMBATKV_CONFIGURATION_DOC);
-  ASSERT_TRUE(in) << WOMBATKV_CONFIGURATION_DOC;
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string doc = text.str();
+  const std::optional<std::string> text = ReadTextFile(WOMBATKV_CONFIGURATION_DOC);
+  ASSERT_TRUE(text) << WOMBATKV_CONFIGURATION_DOC;
+  const std::string& doc = *text;
   std::set<std::string> rows;
   const std::regex row(R"(\n\| `(WMBT_KV_[A-Z0-9_]+)` \|)");
   for (auto it = std::sregex_iterator(doc.begin(), doc.end(), row); it != std::sregex_iterator();

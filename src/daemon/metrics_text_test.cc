@@ -2,9 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <set>
 #include <sstream>
+
+#include "base/read_text_file.h"
 
 namespace wombatkv {
 namespace {
@@ -92,11 +93,9 @@ TEST(MetricsText, EveryFamilyIsDeclaredOnceBeforeItsSamples) {
 
 // docs/daemon.md lists every metric family the page has (without the wombatkv_ prefix).
 TEST(MetricsText, TheDaemonDocNamesEveryFamily) {
-  std::ifstream in(WOMBATKV_DAEMON_DOC);
-  ASSERT_TRUE(in) << WOMBATKV_DAEMON_DOC;
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string doc = text.str();
+  const std::optional<std::string> text = ReadTextFile(WOMBATKV_DAEMON_DOC);
+  ASSERT_TRUE(text) << WOMBATKV_DAEMON_DOC;
+  const std::string& doc = *text;
   ServiceMetrics m;
   StoreStats s;
   tcp::TcpServerStats t;

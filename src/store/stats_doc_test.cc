@@ -1,21 +1,18 @@
 // docs/stats.md (the page the C header points engines to) describes every StoreStats field.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
+#include "base/read_text_file.h"
 #include "store/stats_fields.h"
 
 namespace wombatkv {
 namespace {
 
 TEST(StatsDoc, NamesEveryField) {
-  std::ifstream in(WOMBATKV_STATS_DOC);
-  ASSERT_TRUE(in) << WOMBATKV_STATS_DOC;
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string doc = text.str();
+  const std::optional<std::string> text = ReadTextFile(WOMBATKV_STATS_DOC);
+  ASSERT_TRUE(text) << WOMBATKV_STATS_DOC;
+  const std::string& doc = *text;
   size_t rows = 0;
   for (const StoreStatsField& f : kStoreStatsFields) {
     const bool listed = doc.find("| `" + std::string(f.name) + "` |") != std::string::npos;

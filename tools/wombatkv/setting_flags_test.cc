@@ -2,13 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <map>
 #include <optional>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "base/read_text_file.h"
 
 namespace wombatkv::cli {
 namespace {
@@ -66,11 +66,9 @@ TEST(SettingFlags, EverySettingButSecretsAndSkippedOnesHasAFlag) {
 // docs/configuration.md's flag column names each setting's flag: a setting the table says has
 // no flag ("—") must be one no tool offers (a secret, or the unsupported HTTP transport).
 TEST(SettingFlags, TheConfigurationTableNamesEveryFlag) {
-  std::ifstream in(WOMBATKV_CONFIGURATION_DOC);
-  ASSERT_TRUE(in) << WOMBATKV_CONFIGURATION_DOC;
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string doc = text.str();
+  const std::optional<std::string> text = ReadTextFile(WOMBATKV_CONFIGURATION_DOC);
+  ASSERT_TRUE(text) << WOMBATKV_CONFIGURATION_DOC;
+  const std::string& doc = *text;
   std::map<std::string, std::string> column;  // setting -> its flag column
   const std::regex row(R"(\n\| `(WMBT_KV_[A-Z0-9_]+)` \| ([^|]*) \|)");
   for (auto it = std::sregex_iterator(doc.begin(), doc.end(), row); it != std::sregex_iterator();
