@@ -55,6 +55,12 @@
  * WMBT_KV_REQUEST_TIMEOUT_MS (default 300 s) is UNAVAILABLE too, and may or may not have taken
  * effect. Every call otherwise behaves as in the embedded mode.
  *
+ * Logging: the library writes its own diagnostics to stderr, one line each, prefixed
+ * "libwombatkv [LEVEL]" (e.g. a WMBT_KV_* variable that is no setting, a store rebuilt at open);
+ * WMBT_KV_LOG_LEVEL chooses the least severe level written (debug, info, warn: the default,
+ * error). At info, each handle opened names its backend ("opened: shared memory to wombatkvd
+ * (WMBT_KV_REMOTE_PREFIX=...)"), to check which mode the environment chose.
+ *
  * Thread-safety: every function may be called from any number of threads at once, also on one
  * shared handle, except that wmbt_kv_free must not race other calls on the same handle. A borrow
  * may be released on any thread. wmbt_kv_last_error is per thread.

@@ -17,6 +17,12 @@ namespace {
 Result<std::unique_ptr<wmbt_kv_handle>> HandleFor(const Config& config,
                                                   Result<ClientStore> opened) {
   if (!opened.ok()) return opened.status();
+  // Which backend the environment chose, for an operator who set WMBT_KV_LOG_LEVEL=info.
+  const char* mode = opened->backend == ClientBackend::kShm   ? "shared memory to "
+                     : opened->backend == ClientBackend::kTcp ? "TCP to "
+                                                              : "embedded store in ";
+  StderrLogSink(config.log_level, "libwombatkv")(LogLevel::kInfo,
+                                                 std::string("opened: ") + mode + opened->where);
   auto handle = std::make_unique<wmbt_kv_handle>();
   handle->config = config;
   handle->store = std::move(opened)->store;
@@ -36,6 +42,14 @@ void WarnAboutUnknownSettingsOnce(const Config& config) {
   }
 }
 
+// Every line the library writes is "libwombatkv [level] ...", the store's own included.
+ClientStoreSetup LibrarySetup(const Config& config) {
+  ClientStoreSetup setup;
+  setup.embedded.program = "libwombatkv";
+  setup.remote_log = StderrLogSink(config.log_level, "libwombatkv");
+  return setup;
+}
+
 wmbt_kv_handle* Release(Result<std::unique_ptr<wmbt_kv_handle>> handle) {
   if (!handle.ok()) return Fail(handle.status());
   return std::move(handle).value().release();
@@ -44,7 +58,8 @@ wmbt_kv_handle* Release(Result<std::unique_ptr<wmbt_kv_handle>> handle) {
 }  // namespace
 
 Result<std::unique_ptr<wmbt_kv_handle>> OpenEmbedded(const Config& config) {
-  return HandleFor(config, OpenClientStoreAs(ClientBackend::kEmbedded, config));
+  return HandleFor(config,
+                   OpenClientStoreAs(ClientBackend::kEmbedded, config, LibrarySetup(config)));
 }
 
 wmbt_kv_handle* InitFromEnv() {
@@ -52,7 +67,7 @@ wmbt_kv_handle* InitFromEnv() {
   if (!config.ok()) return Fail(config.status());
   WarnAboutUnknownSettingsOnce(*config);
   // Precedence (SPEC §7): shared memory > TCP > HTTP (refused) > embedded.
-  return Release(HandleFor(*config, OpenClientStore(*config)));
+  return Release(HandleFor(*config, OpenClientStore(*config, LibrarySetup(*config))));
 }
 
 wmbt_kv_handle* OpenEmbeddedAt(const char* data_dir) {
@@ -80,7 +95,8 @@ wmbt_kv_handle* OpenTcp(const char* addr) {
     if (why.starts_with("WMBT_KV_TCP_ADDR=")) why.replace(0, 17, "addr ");
     return Fail(Status::InvalidArgument(why));
   }
-  return Release(HandleFor(*config, OpenClientStoreAs(ClientBackend::kTcp, *config)));
+  return Release(
+      HandleFor(*config, OpenClientStoreAs(ClientBackend::kTcp, *config, LibrarySetup(*config))));
 }
 
 wmbt_kv_handle* OpenHttp(const char* addr) {

@@ -37,8 +37,8 @@ struct ClientStoreSetup {
 struct ClientStore {
   std::shared_ptr<Store> store;
   ClientBackend backend = ClientBackend::kEmbedded;
-  // For messages: "data directory DIR", "wombatkvd over shared memory (WMBT_KV_REMOTE_PREFIX=P)",
-  // "wombatkvd over TCP (WMBT_KV_TCP_ADDR=HOST:PORT)".
+  // For messages: "data directory DIR", "wombatkvd (WMBT_KV_REMOTE_PREFIX=P)",
+  // "wombatkvd (WMBT_KV_TCP_ADDR=HOST:PORT)".
   std::string where;
 };
 

@@ -152,8 +152,9 @@ Status StoreImpl::Init() {
     evict_thread_->Submit([this] { EvictorLoop(); });
   }
   if (l1_was_empty && report->chains_added > 0) {
-    Log(LogLevel::kWarn, "L1 was empty or rebuilt: index rebuilt from L2 (" +
-                             std::to_string(report->chains_added) + " chains)");
+    const size_t n = report->chains_added;
+    Log(LogLevel::kWarn, "L1 was empty or rebuilt: index rebuilt from L2 (" + std::to_string(n) +
+                             (n == 1 ? " chain)" : " chains)"));
   } else if (report->chains_added + report->chains_updated + report->chains_removed > 0) {
     Log(LogLevel::kInfo, "reconciled with L2: " + std::to_string(report->chains_added) +
                              " added, " + std::to_string(report->chains_updated) + " updated, " +

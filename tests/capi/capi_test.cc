@@ -529,6 +529,42 @@ TEST(CApiEnvironment, AnUnknownSettingIsWarnedAboutOncePerName) {
   EXPECT_EQ(err.find(warning, at + 1), std::string::npos) << "warned twice: " << err;
 }
 
+// With WMBT_KV_LOG_LEVEL=info the library says which backend a handle got (an operator checking
+// that the environment chose the daemon and not an embedded store); at the default level, nothing.
+TEST(CApiEnvironment, AHandleSaysWhichBackendItOpenedAtInfoLevel) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "wombatkv-capi-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  auto open_and_capture = [&] {
+    testing::internal::CaptureStderr();
+    wmbt_kv_handle_t* h = wmbt_kv_open_embedded(tmpl.c_str());
+    EXPECT_NE(h, nullptr) << LastError();
+    wmbt_kv_free(h);
+    return testing::internal::GetCapturedStderr();
+  };
+  const std::string quiet = open_and_capture();
+  // A chain, then L1 lost: the next open rebuilds from L2 and the store says so.
+  wmbt_kv_handle_t* h = wmbt_kv_open_embedded(tmpl.c_str());
+  ASSERT_NE(h, nullptr) << LastError();
+  const std::string k = Key(7);
+  const char* keys[] = {k.c_str()};
+  const uint8_t payload[] = {1, 2, 3};
+  const uint8_t* payloads[] = {payload};
+  const size_t lens[] = {sizeof payload};
+  EXPECT_EQ(wmbt_kv_put_kv_blocks(h, nullptr, keys, payloads, lens, 1), 3) << LastError();
+  wmbt_kv_free(h);
+  std::filesystem::remove_all(tmpl + "/l1");
+  setenv("WMBT_KV_LOG_LEVEL", "info", 1);
+  const std::string told = open_and_capture();
+  unsetenv("WMBT_KV_LOG_LEVEL");
+  std::filesystem::remove_all(tmpl);
+  const std::string line = "libwombatkv [info] opened: embedded store in data directory " + tmpl;
+  EXPECT_NE(told.find(line), std::string::npos) << told;
+  EXPECT_EQ(quiet.find("opened:"), std::string::npos) << quiet;
+  // The store's own lines carry the library's name too, not the CLI's.
+  EXPECT_NE(told.find("libwombatkv [warn] L1 was empty or rebuilt"), std::string::npos) << told;
+  EXPECT_EQ(("\n" + told).find("\nwombatkv ["), std::string::npos) << told;
+}
+
 TEST_F(CApi, NamespaceIsHonoured) {
   std::string a = Key(40), b = Key(41);
   ASSERT_GT(PutChain({a, b}, "ns-one"), 0);
