@@ -67,6 +67,7 @@ struct Daemon::Impl {
   std::string not_ready = "starting";  // "" = ready
   bool shut_down = false;
   std::vector<std::string> tcp_addresses;
+  uint64_t start_unix_seconds = 0;
 
   void SetNotReady(std::string why) {
     std::lock_guard<std::mutex> g(state_mu);
@@ -178,6 +179,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   impl->options = std::move(options);
   Impl& d = *impl;
   d.clock = d.options.clock ? d.options.clock : RealClock();
+  d.start_unix_seconds = d.clock->WallMicros() / 1'000'000;
   d.log = d.options.log ? d.options.log : StderrLogSink(d.options.config.log_level, "wombatkvd");
   d.announce = d.options.announce ? d.options.announce : [](const std::string& line) {
     std::fprintf(stdout, "wombatkvd: %s\n", line.c_str());
@@ -297,6 +299,9 @@ std::string Daemon::Metrics() const {
   const Impl& d = *impl_;
   std::shared_lock lock(d.components_mu);
   MetricsSources src;
+  const std::string& v = d.options.version;  // "wombatkvd 1.2.0"
+  src.version = v.substr(v.rfind(' ') + 1);
+  src.start_unix_seconds = d.start_unix_seconds;
   src.ready = ready();
   if (d.store) src.healthy = d.store->Health().ok();
   StoreStats stats;

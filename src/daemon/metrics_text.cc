@@ -314,6 +314,10 @@ void RenderShm(Page& p, const ShmServerStats& s) {
 
 std::string RenderMetrics(const MetricsSources& sources) {
   Page p;
+  p.Family("wombatkv_build_info", "gauge", "Always 1; the daemon's version is its label.");
+  p.Sample("wombatkv_build_info", "version=\"" + sources.version + "\"", 1);
+  p.One("wombatkv_start_time_seconds", "gauge", "When the daemon started, in seconds since 1970.",
+        sources.start_unix_seconds);
   p.One("wombatkv_ready", "gauge", "1 once the store is open and the daemon serves requests.",
         sources.ready ? 1 : 0);
   p.One("wombatkv_healthy", "gauge",

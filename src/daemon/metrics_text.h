@@ -24,6 +24,8 @@ struct MetricsSources {
   bool ready = false;
   const ShmServerStats* shm = nullptr;  // null: no shared-memory transport
   bool healthy = true;                  // Store::Health() is OK
+  std::string version;                  // "1.2.0": wombatkv_build_info{version=...}
+  uint64_t start_unix_seconds = 0;      // when the daemon started (wall clock)
 };
 
 std::string RenderMetrics(const MetricsSources& sources);

@@ -21,7 +21,11 @@ TEST(MetricsText, HistogramsAreCumulativeAndEndAtInf) {
   MetricsSources src;
   src.service = &m;
   src.ready = true;
+  src.version = "1.2.0";
+  src.start_unix_seconds = 1'796'500'000;
   const std::string page = RenderMetrics(src);
+  EXPECT_NE(page.find("wombatkv_build_info{version=\"1.2.0\"} 1\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("wombatkv_start_time_seconds 1796500000\n"), std::string::npos) << page;
   EXPECT_NE(page.find("wombatkv_ready 1\n"), std::string::npos);
   EXPECT_NE(page.find("wombatkv_healthy 1\n"), std::string::npos);
   src.healthy = false;

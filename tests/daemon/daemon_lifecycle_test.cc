@@ -1,8 +1,9 @@
 // The daemon's life: a stop (SIGTERM, or SIGKILL) under a write load keeps every acknowledged
 // publish (G3) across a restart; clients reconnect by themselves; HTTP health, readiness and
 // metrics.
-#include <httplib.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -93,6 +94,22 @@ TEST(DaemonLifecycle, SigintUnderLoadExitsZeroAndKeepsEveryAcknowledgedPublish) 
 
 TEST(DaemonLifecycle, SigkillUnderLoadLosesNoAcknowledgedPublish) {
   RunStopUnderLoad(SIGKILL, 128 + SIGKILL);
+}
+
+// SIGHUP (sent by habit, for a reload or a log reopen) must not kill the daemon, and a SIGTERM
+// delivered twice (timeout(1) signals the process and its group) must not cut the stop short.
+TEST(DaemonLifecycle, SighupIsIgnoredAndARepeatedSigtermStillStopsGracefully) {
+  TempDir dir;
+  auto daemon = StartDaemon(dir);
+  ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
+  ASSERT_EQ(::kill(daemon->pid(), SIGHUP), 0);
+  ASSERT_EQ(::kill(daemon->pid(), SIGTERM), 0);
+  ASSERT_TRUE(daemon->WaitForOutput("received SIGTERM: stopping")) << daemon->stderr_text();
+  ::kill(daemon->pid(), SIGTERM);  // may find it gone already: then it proves nothing, harmlessly
+  EXPECT_EQ(daemon->Stop(SIGTERM), 0) << daemon->output() << daemon->stderr_text();
+  EXPECT_NE(daemon->output().find("wombatkvd: stopped"), std::string::npos) << daemon->output();
+  EXPECT_NE(daemon->stderr_text().find("received SIGHUP while running: ignored"), std::string::npos)
+      << daemon->stderr_text();
 }
 
 TEST(DaemonLifecycle, AClientReconnectsByItselfAfterADaemonRestart) {

@@ -118,6 +118,14 @@ int DaemonProcess::Stop(int sig) {
   return exit_code_;
 }
 
+bool DaemonProcess::WaitForOutput(const std::string& text) {
+  std::string line;
+  while (output_.find(text) == std::string::npos) {
+    if (!ReadLine(&line)) return false;
+  }
+  return true;
+}
+
 std::string DaemonProcess::stderr_text() const {
   std::ifstream in(stderr_path_);
   std::stringstream ss;

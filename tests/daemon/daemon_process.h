@@ -44,6 +44,8 @@ class DaemonProcess {
   // Sends `sig` and waits for the exit. Returns the exit status, or 128 + signal number when a
   // signal ended it (as a shell reports it).
   int Stop(int sig);
+  // Reads the daemon's stdout until `text` has appeared in it; false if it ended first.
+  bool WaitForOutput(const std::string& text);
   int exit_code() const { return exit_code_; }
   // Everything the daemon printed on stdout so far (all of it once stopped).
   const std::string& output() const { return output_; }

@@ -3,7 +3,7 @@
 // start, wait for SIGTERM or SIGINT, stop gracefully. docs/daemon.md is the guide.
 //
 // Exit status: 0 after a graceful stop; 1 when start-up fails (store, bind, S3) or running
-// requests outlived --shutdown-timeout (or a second signal cut the stop short); 2 for a bad flag
+// requests outlived --shutdown-timeout (or a second SIGINT cut the stop short); 2 for a bad flag
 // or environment variable.
 #include <pthread.h>
 #include <signal.h>
@@ -99,14 +99,33 @@ const char* kFooter =
     "daemon\nrefuses to start otherwise. Prefer WMBT_KV_AUTH_TOKENS to --auth-token: "
     "command lines are\nvisible to every local user (ps).\n"
     "\nSignals: SIGTERM or SIGINT stops accepting, lets running requests finish (at most\n"
-    "--shutdown-timeout), closes the store (waiting for its uploads) and exits 0. A second "
-    "signal\nexits at once (1).\n"
+    "--shutdown-timeout), closes the store (waiting for its uploads) and exits 0. SIGINT during\n"
+    "the stop exits at once (1); a repeated SIGTERM does not (wrappers such as timeout(1) send\n"
+    "one to the process and one to its group). SIGHUP is ignored: nothing is reloaded.\n"
     "\nExit status: 0 graceful stop, 1 start-up failed or stop cut short, 2 bad flag or "
     "variable.\n"
     "\nExamples:\n"
     "  wombatkvd --data-dir /var/lib/wombatkv --tcp 127.0.0.1:7070 --http 127.0.0.1:9090\n"
     "  WMBT_KV_AUTH_TOKENS='s3cret=team-a;adm1n' wombatkvd --tcp 0.0.0.0:7070\n"
     "Reference: docs/daemon.md, docs/configuration.md\n";
+
+// Waits for SIGTERM or SIGINT and returns it; a SIGHUP meanwhile is logged and ignored, and so
+// is a SIGTERM while `stopping`.
+int NextSignal(const sigset_t& signals, bool stopping) {
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&signals, &sig) != 0) continue;
+    if (sig == SIGHUP || (sig == SIGTERM && stopping)) {
+      std::fprintf(stderr, "wombatkvd: received %s while %s: ignored (%s)\n",
+                   sig == SIGHUP ? "SIGHUP" : "SIGTERM", stopping ? "stopping" : "running",
+                   sig == SIGHUP ? "wombatkvd reloads nothing; SIGTERM stops it"
+                                 : "already stopping; SIGINT exits at once");
+      std::fflush(stderr);
+      continue;
+    }
+    return sig;
+  }
+}
 
 int Main(int argc, char** argv) {
   // Signals are taken synchronously by this thread (sigwait): block them before any other
@@ -115,6 +134,7 @@ int Main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);  // taken and ignored (below): its default would kill us
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a vanished client is an error on its socket, not our death
 
@@ -230,6 +250,8 @@ int Main(int argc, char** argv) {
   options.config = std::move(c);
   options.settings = std::move(s);
   options.version = "wombatkvd " WOMBATKV_VERSION;
+  std::fprintf(stdout, "wombatkvd: version %s, pid %d\n", WOMBATKV_VERSION,
+               static_cast<int>(getpid()));
   auto daemon = Daemon::Start(std::move(options));
   if (!daemon.ok()) {
     std::fprintf(stderr, "wombatkvd: cannot start: %s\n", daemon.status().ToString().c_str());
@@ -237,17 +259,15 @@ int Main(int argc, char** argv) {
     return daemon.status().code() == Code::kInvalidArgument ? kExitUsage : kExitFailed;
   }
 
-  int sig = 0;
-  while (sigwait(&stop_signals, &sig) != 0) {
-  }
+  const int sig = NextSignal(stop_signals, /*stopping=*/false);
   std::fprintf(stdout, "wombatkvd: received %s: stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   std::fflush(stdout);
-  // A second signal while stopping: the operator wants out now.
+  // SIGINT while stopping (Ctrl-C again): the operator wants out now. Another SIGTERM is most
+  // often the same request delivered twice (to the process and to its group).
   std::thread([stop_signals] {
-    int again = 0;
-    while (sigwait(&stop_signals, &again) != 0) {
+    while (NextSignal(stop_signals, /*stopping=*/true) != SIGINT) {
     }
-    std::fprintf(stderr, "wombatkvd: second signal: exiting without finishing the stop\n");
+    std::fprintf(stderr, "wombatkvd: second SIGINT: exiting without finishing the stop\n");
     std::fflush(stderr);
     _exit(kExitFailed);
   }).detach();
