@@ -294,7 +294,7 @@ void BenchBootstrap(const S3Server& s, const Options& opt, const std::string& ro
     const double t1 = WallSeconds();
     auto store = OpenStore(l2.get(), dir);
     const double open = WallSeconds() - t1;
-    const size_t seen = store->ListChains(kNs).size();
+    const size_t seen = store->ListChains(kNs).value().size();
     if (seen != n) Die("bootstrap saw " + std::to_string(seen) + " chains of " + std::to_string(n));
     store.reset();
     std::filesystem::remove_all(dir);

@@ -262,7 +262,11 @@ void Checkers::SameAsL2(Store& store, int host, const L2Heads& heads, const char
     want.emplace(NsName(c.scope.ns), FpOf(c.scope.fp), c.id, h.version, h.entries.back().key,
                  static_cast<uint32_t>(h.entries.size()));
   }
-  for (const ChainState& s : store.ListChains("")) {
+  auto listed = store.ListChains("");
+  if (!listed.ok()) {
+    return Fail("G11", std::string("ListChains ") + after + ": " + listed.status().ToString());
+  }
+  for (const ChainState& s : *listed) {
     if (in_doubt(s.ns, s.fp, s.chain_id)) continue;
     got.emplace(s.ns, s.fp, s.chain_id, s.version, s.tip, s.length);
   }

@@ -168,7 +168,9 @@ WorldView World::View() {
   WorldView v;
   v.up = [this](int h) { return Up(h); };
   v.chain = [this](int h, const ChainRef& c) -> std::pair<uint64_t, std::vector<BlockKey>> {
-    for (const ChainState& s : S(h).ListChains(NsName(c.scope.ns))) {
+    auto listed = S(h).ListChains(NsName(c.scope.ns));
+    if (!listed.ok()) return {0, {}};  // the embedded store lists any valid namespace
+    for (const ChainState& s : *listed) {
       if (s.fp == FpOf(c.scope.fp) && s.chain_id == c.id) {
         auto blocks = S(h).GetChain(s.ns, s.fp, s.chain_id);
         std::vector<BlockKey> keys;

@@ -459,7 +459,9 @@ class Store {
   virtual Result<RefreshReport> Refresh() = 0;
 
   // Published chains, optionally of one namespace (empty = all), sorted by (ns, fp, chain id).
-  virtual std::vector<ChainState> ListChains(std::string_view ns) = 0;
+  // InvalidArgument for a malformed namespace; through wombatkvd also its refusals
+  // (PermissionDenied for a namespace the session's token does not grant) and Unavailable.
+  virtual Result<std::vector<ChainState>> ListChains(std::string_view ns) = 0;
   // Blocks root→tip of a published chain; NotFound if absent.
   virtual Result<std::vector<ChainBlock>> GetChain(std::string_view ns, const Fingerprint& fp,
                                                    const ChainId& chain_id) = 0;

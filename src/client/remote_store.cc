@@ -134,15 +134,11 @@ Result<RefreshReport> RemoteStore::Refresh() {
   return resp.report;
 }
 
-std::vector<ChainState> RemoteStore::ListChains(std::string_view ns) {
-  if (!ns.empty() && !ValidateNamespace(ns).ok()) return {};
-  auto resp = Call<wire::ListChainsResponse>(wire::ListChainsRequest{std::string(ns)}.Encode());
-  if (!resp.ok()) {
-    Log(LogLevel::kWarn, "ListChains via " + channel_->Describe() +
-                             " failed (listing nothing): " + resp.status().ToString());
-    return {};
-  }
-  return std::move(resp->chains);
+Result<std::vector<ChainState>> RemoteStore::ListChains(std::string_view ns) {
+  if (!ns.empty()) WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
+  WMBT_ASSIGN_OR_RETURN(
+      auto resp, Call<wire::ListChainsResponse>(wire::ListChainsRequest{std::string(ns)}.Encode()));
+  return std::move(resp.chains);
 }
 
 Result<std::vector<ChainBlock>> RemoteStore::GetChain(std::string_view ns, const Fingerprint& fp,

@@ -10,8 +10,8 @@
 // `*current` filled); Unavailable when the channel cannot reach the daemon; InvalidArgument for
 // a malformed response. Arguments the daemon would refuse anyway (bad namespace, empty or oversized
 // batch, too many keys) are refused here first, with the same codes as the embedded Store.
-// ListChains(), Usage() and Stats() cannot report errors through the interface: they return empty
-// / zeros and log through `log` (when given).
+// Usage() and Stats() cannot report errors through the interface: they return empty / zeros and
+// log through `log` (when given).
 //
 // Thread-safety: as Store — any number of threads at once (calls are pipelined on the channel).
 #pragma once
@@ -52,7 +52,7 @@ class RemoteStore final : public Store {
   Result<BufferSlice> GetSidecar(std::string_view ns, const Fingerprint& fp,
                                  const BlockKey& tip) override;
   Result<RefreshReport> Refresh() override;
-  std::vector<ChainState> ListChains(std::string_view ns) override;
+  Result<std::vector<ChainState>> ListChains(std::string_view ns) override;
   Result<std::vector<ChainBlock>> GetChain(std::string_view ns, const Fingerprint& fp,
                                            const ChainId& chain_id) override;
   StoreStats Stats() override;

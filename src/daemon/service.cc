@@ -138,18 +138,14 @@ Message Service::Impl::ListChains(Session& session, const Message& request) {
   if (!req->ns.empty()) {
     Status allowed = CheckNamespace(session, req->ns);
     if (!allowed.ok()) return Refuse(Op::kListChains, allowed);
-    resp.chains = store.ListChains(req->ns);
-    return resp.Encode();
   }
   const std::vector<std::string> granted = Granted(session);
-  if (granted.empty()) {
-    resp.chains = store.ListChains("");
-    return resp.Encode();
-  }
-  // Only the granted namespaces, in the store's order (ns first).
-  for (const auto& ns : granted) {
+  // The namespace asked for, or every one ("") — of a limited session, each it is granted.
+  const std::vector<std::string> asked{req->ns};
+  for (const auto& ns : req->ns.empty() && !granted.empty() ? granted : asked) {
     auto part = store.ListChains(ns);
-    resp.chains.insert(resp.chains.end(), part.begin(), part.end());
+    if (!part.ok()) return wire::EncodeStatusResponse(Op::kListChains, part.status());
+    resp.chains.insert(resp.chains.end(), part->begin(), part->end());
   }
   return resp.Encode();
 }

@@ -124,7 +124,7 @@ TEST(StoreFailures, PublishersRetryAFailedUploadOnceAndReleaseItsPinOnce) {
   // While L2 is down the publish fails as retryable and leaves nothing half-published.
   EXPECT_EQ(f.store->PublishChain("default", kFp, tips[0], tips[0]).status().code(),
             Code::kUnavailable);
-  EXPECT_EQ(f.store->ListChains("default").size(), 0u);
+  EXPECT_EQ(f.store->ListChains("default").value().size(), 0u);
   f.l2.fail_puts = false;
   // Now six publishers meet the same failed upload of the shared block at once, and all of them
   // would retry it together if the store let them.
@@ -269,7 +269,7 @@ TEST(StoreFailures, APublishThatLearnsANewerHeadFromL2GoesOnWhenL1CannotRecordIt
   EXPECT_EQ(*v, 3u);
   l1_a.fail_heads = false;
   ASSERT_TRUE(b->Refresh().ok());
-  EXPECT_EQ(b->ListChains("default").at(0).version, 3u);
+  EXPECT_EQ(b->ListChains("default").value().at(0).version, 3u);
 }
 
 // L0 keeps a digest of each head's ETag, not the ETag (radix_index.h): a publish over a chain L0
@@ -294,7 +294,7 @@ TEST(StoreFailures, APublishOverAHeadAnotherHostReplacedLearnsItBeforeWriting) {
     EXPECT_EQ(a->Stats().l2_gets - before.l2_gets, want == 3 ? 1u : 0u);  // B's head, once
   }
   ASSERT_TRUE(b->Refresh().ok());
-  EXPECT_EQ(b->ListChains("default").at(0).version, 4u);
+  EXPECT_EQ(b->ListChains("default").value().at(0).version, 4u);
 }
 
 TEST(StoreFailures, ParentLinksThatFormACycleAreRefused) {

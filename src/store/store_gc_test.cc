@@ -314,7 +314,7 @@ TEST_F(StoreGc, EvictionRewriteWithLostAnswerLeavesL0AsL2Has) {
   auto head = layout::DecodeChainHead(l2->bytes->view(), "head");
   ASSERT_TRUE(head.ok());
   ASSERT_LT(head->entries.size(), 8u);
-  const auto chains = s.ListChains("default");
+  const auto chains = s.ListChains("default").value();
   ASSERT_EQ(chains.size(), 1u);
   EXPECT_EQ(chains[0].version, head->version);
   EXPECT_EQ(chains[0].length, head->entries.size());

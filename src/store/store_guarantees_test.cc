@@ -266,7 +266,7 @@ TEST_P(StoreGuarantees, G6LastWriterWinsAndEveryPublishIsAVersion) {
   }
   for (auto& t : threads) t.join();
   ASSERT_EQ(failures.load(), 0);
-  auto listed = s.ListChains("default");
+  auto listed = s.ListChains("default").value();
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_EQ(listed[0].version, static_cast<uint64_t>(kWriters));
   int winners = 0;
@@ -274,7 +274,7 @@ TEST_P(StoreGuarantees, G6LastWriterWinsAndEveryPublishIsAVersion) {
   EXPECT_EQ(winners, 1);
   // L0 agrees with L2 after a restart.
   Store& r = h_.Reopen();
-  auto after = r.ListChains("default");
+  auto after = r.ListChains("default").value();
   ASSERT_EQ(after.size(), 1u);
   EXPECT_EQ(after[0].tip, listed[0].tip);
   EXPECT_EQ(after[0].version, listed[0].version);

@@ -85,7 +85,7 @@ class StoreImpl final : public Store {
   Result<BufferSlice> GetSidecar(std::string_view ns, const Fingerprint& fp,
                                  const BlockKey& tip) override;
   Result<RefreshReport> Refresh() override;
-  std::vector<ChainState> ListChains(std::string_view ns) override;
+  Result<std::vector<ChainState>> ListChains(std::string_view ns) override;
   Result<std::vector<ChainBlock>> GetChain(std::string_view ns, const Fingerprint& fp,
                                            const ChainId& chain_id) override;
   StoreStats Stats() override;

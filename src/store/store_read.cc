@@ -290,7 +290,8 @@ Result<BufferSlice> StoreImpl::GetSidecar(std::string_view ns, const Fingerprint
   return std::move(env->payload);
 }
 
-std::vector<ChainState> StoreImpl::ListChains(std::string_view ns) {
+Result<std::vector<ChainState>> StoreImpl::ListChains(std::string_view ns) {
+  if (!ns.empty()) WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
   std::vector<ChainState> out;
   {
     std::shared_lock<std::shared_mutex> g(index_mu_);

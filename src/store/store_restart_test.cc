@@ -104,9 +104,9 @@ TEST(StoreRestart, ReopenLoadsFromL1WithoutChangingAnything) {
   StoreHarness h(Planes::kDisk);
   auto a = MakeChain(10, 100, 1);
   PutAndPublish(h.Open(), a);
-  auto before = h.store().ListChains("");
+  auto before = h.store().ListChains("").value();
   Store& s = h.Reopen();
-  auto after = s.ListChains("");
+  auto after = s.ListChains("").value();
   ASSERT_EQ(after.size(), before.size());
   EXPECT_EQ(after[0].version, before[0].version);
   EXPECT_EQ(after[0].tip, before[0].tip);

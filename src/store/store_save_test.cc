@@ -135,7 +135,8 @@ Result<uint64_t> PublishAndWait(Store& s, const Fingerprint& fp, const BlockKey&
 
 // The chain's version as L0 has it, and as L2 has it (a reopen rebuilds L0 from L2, which wins).
 uint64_t IndexedVersion(Store& s, const ChainId& id) {
-  for (const ChainState& c : s.ListChains("default")) {
+  const auto chains = s.ListChains("default").value();
+  for (const ChainState& c : chains) {
     if (c.chain_id == id) return c.version;
   }
   return 0;

@@ -80,13 +80,13 @@ TEST_F(StoreApi, ResavingALongerChainCompactsTheRedundantHead) {
     ASSERT_TRUE(s_.PutBlocks("default", kFp, c.Puts(0, n)).ok());
     ASSERT_TRUE(s_.PublishChain("default", kFp, c.keys[n - 1], c.keys[n - 1]).ok());
   }
-  auto chains = s_.ListChains("default");
+  auto chains = s_.ListChains("default").value();
   ASSERT_EQ(chains.size(), 1u);
   EXPECT_EQ(chains[0].tip, c.tip());
   EXPECT_EQ(s_.Stats().heads_compacted, 2u);
   EXPECT_EQ(*s_.LookupPrefix("default", kFp, std::span(c.keys).first(5)), 5u);
   Store& r = h_.Reopen();
-  EXPECT_EQ(r.ListChains("default").size(), 1u);
+  EXPECT_EQ(r.ListChains("default").value().size(), 1u);
   EXPECT_EQ(*r.LookupPrefix("default", kFp, c.keys), 8u);
 }
 
@@ -95,7 +95,7 @@ TEST_F(StoreApi, ExplicitlyNamedChainsAreNeverCompacted) {
   ASSERT_TRUE(s_.PutBlocks("default", kFp, c.Puts()).ok());
   ASSERT_TRUE(s_.PublishChain("default", kFp, Key(900), c.keys[1]).ok());
   ASSERT_TRUE(s_.PublishChain("default", kFp, Key(901), c.tip()).ok());
-  EXPECT_EQ(s_.ListChains("default").size(), 2u);
+  EXPECT_EQ(s_.ListChains("default").value().size(), 2u);
 }
 
 TEST_F(StoreApi, StaleCompareAndSwapIsAConflictBeforeAnythingElse) {

@@ -519,7 +519,9 @@ struct Checker {
         hashes.push_back(b.hash);
       }
       std::optional<uint64_t> version;
-      for (const auto& c : store.ListChains(any.ns)) {
+      auto listed = store.ListChains(any.ns);
+      if (!listed.ok()) Violation("G3", "ListChains: " + listed.status().ToString());
+      for (const auto& c : listed.ok() ? *listed : std::vector<ChainState>{}) {
         if (c.fp == any.fp && c.chain_id == any.id) version = c.version;
       }
       if (h.last_ack && keys == h.last_ack->keys) {
@@ -561,7 +563,9 @@ struct Checker {
 
     // G4: the only chains visible are ones the writer tried.
     for (const char* ns : kNamespaces) {
-      for (const auto& c : store.ListChains(ns)) {
+      auto listed = store.ListChains(ns);
+      if (!listed.ok()) Violation("G4", "ListChains: " + listed.status().ToString());
+      for (const auto& c : listed.ok() ? *listed : std::vector<ChainState>{}) {
         if (!chains.count(ChainName(c.ns, c.fp, c.chain_id))) {
           Violation("G4", "ListChains shows chain " + ChainName(c.ns, c.fp, c.chain_id) +
                               " (tip " + c.tip.ToHex() + "), never tried");

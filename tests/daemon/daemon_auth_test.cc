@@ -70,7 +70,10 @@ TEST_F(DaemonAuth, ATokenLimitedToOneNamespaceCannotReachAnother) {
   EXPECT_EQ(a.GetBlocks("ns-b", Fp(1), *in_b).status().code(), Code::kPermissionDenied);
   EXPECT_EQ(a.GetChain("ns-b", Fp(1), in_b->back()).status().code(), Code::kPermissionDenied);
   EXPECT_EQ(PutAndPublish(a, "ns-b", Fp(1), 3, 1, 10).status().code(), Code::kPermissionDenied);
-  for (const ChainState& c : a.ListChains("")) EXPECT_EQ(c.ns, "ns-a") << "listing stays in grant";
+  auto listed = a.ListChains("");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  for (const ChainState& c : *listed) EXPECT_EQ(c.ns, "ns-a") << "listing stays in grant";
+  EXPECT_EQ(a.ListChains("ns-b").status().code(), Code::kPermissionDenied);
   // The refusal left ns-b as it was.
   ExpectChainReadable(**admin, "ns-b", Fp(1), 2, *in_b, 500);
 }

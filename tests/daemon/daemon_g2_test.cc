@@ -109,7 +109,9 @@ std::string Watch(Store& store, int out) {
     if (*matched > last_len) ++distinct;
     last_len = *matched;
     uint64_t version = 0;
-    for (const ChainState& c : store.ListChains(kNs)) {
+    auto listed = store.ListChains(kNs);
+    if (!listed.ok()) return "fail: ListChains: " + listed.status().ToString();
+    for (const ChainState& c : *listed) {
       if (c.chain_id == Key(kOrderChain, 999'999)) version = c.version;
     }
     if (version < last_version)

@@ -466,6 +466,9 @@ if [[ -n $WKVD ]]; then
     WMBT_KV_AUTH_TOKEN=cli-token run "${TCP[@]}" -n other lookup "$K1"
     check_rc "daemon/tcp: a namespace the token does not grant exits 8 naming it" 8 \
       "namespace \"other\" is not granted"
+    WMBT_KV_AUTH_TOKEN=cli-token run "${TCP[@]}" -n other ls
+    check_rc "daemon/tcp: ls of a namespace the token does not grant exits 8, not an empty list" 8 \
+      "namespace \"other\" is not granted"
     WMBT_KV_AUTH_TOKEN=not-a-token run "${TCP[@]}" lookup "$K1"
     check_rc "daemon/tcp: a token the daemon does not know exits 8" 8 "auth token was refused"
     run "${TCP[@]}" lookup "$K9"

@@ -81,10 +81,11 @@ int RunLs(Context& ctx, const LsArgs& a) {
   int code = 0;
   Store* store = ctx.OpenStore(&code);
   if (!store) return code;
-  std::vector<ChainState> chains = store->ListChains(ns);
+  auto chains = store->ListChains(ns);
+  if (!chains.ok()) return Fail(ctx, "ls", chains.status());
   nlohmann::json list = nlohmann::json::array();
   std::vector<std::vector<std::string>> rows;
-  for (const ChainState& c : chains) {
+  for (const ChainState& c : *chains) {
     uint64_t bytes = 0;
     uint32_t blocks = c.length;
     // The chain may be replaced or removed between the two calls (another process, refresh):
@@ -108,7 +109,7 @@ int RunLs(Context& ctx, const LsArgs& a) {
     ctx.out.Json({{"chains", list}});
     return kExitOk;
   }
-  if (chains.empty()) {
+  if (chains->empty()) {
     ctx.out.Note(ns.empty() ? "no published chains" : "no published chains in namespace " + ns);
     return kExitOk;
   }
@@ -132,7 +133,9 @@ int RunInspect(Context& ctx, const InspectArgs& a) {
   const std::string what = "inspect " + id->ToHex();
   std::optional<ChainState> state;
   std::vector<std::string> other_fps;
-  for (ChainState& c : store->ListChains(ctx.opts.ns)) {
+  auto chains = store->ListChains(ctx.opts.ns);
+  if (!chains.ok()) return Fail(ctx, what, chains.status());
+  for (ChainState& c : *chains) {
     if (c.chain_id != *id) continue;
     if (c.fp == ctx.fp) {
       state = c;

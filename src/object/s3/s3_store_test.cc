@@ -76,7 +76,7 @@ TEST_F(S3StoreTest, EverythingPublishedComesBackFromS3AloneAfterTheDataDirectory
   auto side = s->GetSidecar("default", kFp, a.tip());
   ASSERT_TRUE(side.ok()) << side.status().ToString();
   EXPECT_EQ(AsChars(side->view()), sidecar);
-  EXPECT_EQ(s->ListChains("").size(), 2u);
+  EXPECT_EQ(s->ListChains("").value().size(), 2u);
 }
 
 TEST_F(S3StoreTest, CompressedBlobsAreReadAndReusedByAStoreThatDoesNotCompress) {
