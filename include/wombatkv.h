@@ -1,4 +1,4 @@
-/* wombatkv.h — the WombatKV C ABI, version 1.2.
+/* wombatkv.h — the WombatKV C ABI, version 1.3.
  *
  * WombatKV stores the KV-cache blocks an LLM inference engine computes during prefill, so that a
  * later request (after a restart, in another process, on another host) restores them instead of
@@ -7,7 +7,8 @@
  *
  * Compatibility: the 15 entry points of ABI 1.0 keep their exact signatures and behaviour, so
  * engines written against 1.0 relink without source changes. 1.1 adds the functions marked
- * "since 1.1" (explicit fingerprints and chains, CAS publish, content-hash get, refresh, stats).
+ * "since 1.1" (explicit fingerprints and chains, CAS publish, content-hash get, refresh, stats),
+ * 1.2 fingerprint extras, 1.3 wmbt_kv_last_error_code.
  *
  * Documents named docs/X.md are installed under share/doc/wombatkv/ (and are in the source tree).
  *
@@ -22,7 +23,11 @@
  *
  * Conventions shared by every function:
  *   - Errors: functions return int32_t/int64_t (-1 = error) or a pointer (NULL = error). Every
- *     call first clears this thread's last error; a call that fails sets it (wmbt_kv_last_error).
+ *     call first clears this thread's last error; a call that fails sets it (wmbt_kv_last_error,
+ *     and its kind: wmbt_kv_last_error_code). Five functions that cannot fail leave it as it is:
+ *     wmbt_kv_free, wmbt_kv_release_borrow (so a finalizer that releases a borrow between a failed
+ *     call and the read of its error does not erase it), wmbt_kv_abi_version, wmbt_kv_last_error
+ *     and wmbt_kv_last_error_code.
  *     Functions with err_buf/err_len also copy the message there, truncated and NUL-terminated
  *     (an empty string on success); err_buf may be NULL or err_len 0. A miss (return 0 from a
  *     get) or a CAS conflict (return 1 from publish) is not an error and leaves no message.
@@ -45,8 +50,12 @@
  * Through wombatkvd over shared memory, the bytes of a borrowed payload under 64 KiB stay in this
  * client's response area (WMBT_KV_SHM_DATA_BYTES on the daemon, 1 GiB by default) until the
  * borrow is released, so borrows held without bound eventually make gets fail with
- * RESOURCE_EXHAUSTED ("... responses still borrowed: release borrows sooner"); embedded and TCP
- * borrows hold only memory. Release each borrow once its bytes are copied into the engine.
+ * RESOURCE_EXHAUSTED ("... responses still borrowed: release borrows sooner"), and one client
+ * may hold at most 16,384 borrows at once over shared memory, whatever their size (then
+ * RESOURCE_EXHAUSTED "... the most one client may"); embedded and TCP borrows hold only memory.
+ * Release each borrow once its bytes are copied into the engine. Borrowed bytes have no promised
+ * alignment (over TCP they may start at any address): copy them before viewing them as wider
+ * types.
  * A pointer to borrowed bytes is never NULL, also for an empty payload.
  *
  * Daemon modes: a call through wombatkvd that cannot reach it (daemon restarting, stopped or
@@ -82,7 +91,7 @@ extern "C" {
 #endif
 
 #define WMBT_KV_ABI_VERSION_MAJOR 1
-#define WMBT_KV_ABI_VERSION_MINOR 2
+#define WMBT_KV_ABI_VERSION_MINOR 3
 /* (major << 16) | minor: what wmbt_kv_abi_version() returns for this header. */
 #define WMBT_KV_ABI_VERSION \
   ((uint32_t)(((uint32_t)WMBT_KV_ABI_VERSION_MAJOR << 16) | (uint32_t)WMBT_KV_ABI_VERSION_MINOR))
@@ -107,7 +116,7 @@ typedef struct wmbt_kv_payload wmbt_kv_payload_t; /* opaque: a buffer handed to 
 
 /* ---- Version, hashing, errors (1.0) ---------------------------------------------------------- */
 
-/* (major << 16) | minor of the linked library: 0x00010002 for 1.2. Compare the major with
+/* (major << 16) | minor of the linked library: 0x00010003 for 1.3. Compare the major with
  * WMBT_KV_ABI_VERSION_MAJOR; a larger minor only adds functions. */
 WMBT_KV_API uint32_t wmbt_kv_abi_version(void);
 
@@ -126,8 +135,38 @@ WMBT_KV_API uint32_t wmbt_kv_crc32c(const uint8_t* in, size_t in_len);
 WMBT_KV_API uint32_t wmbt_kv_crc32c_append(uint32_t crc, const uint8_t* in, size_t in_len);
 
 /* The message of this thread's last failed call, or "" if the last call succeeded. Never NULL.
- * The string stays valid until the next wmbt_kv_* call on this thread. Does not clear it. */
+ * The string stays valid until the next wmbt_kv_* call on this thread. Does not clear it. Its
+ * form is "wombatkv: <function>: <CODE>: <what went wrong>", CODE as in the names below
+ * (UNAVAILABLE, INVALID_ARGUMENT, ...), for logs; branch on wmbt_kv_last_error_code. */
 WMBT_KV_API const char* wmbt_kv_last_error(void);
+
+/* The kind of this thread's last error (since 1.3): one of these values, which never change.
+ * What to do about each, for an engine:
+ *   NOT_FOUND            a chain, tip or sidecar named by the call does not exist.
+ *   UNAVAILABLE          wombatkvd unreachable or silent for WMBT_KV_REQUEST_TIMEOUT_MS, or an
+ *                        object store down: treat a read as a miss and go on; the handle
+ *                        reconnects by itself. A write may or may not have taken effect.
+ *   CONFLICT             a write lost a race to another writer (not a CAS conflict, which is
+ *                        publish's return 1): read the chain again and retry if still wanted.
+ *   INVALID_ARGUMENT     the call is malformed (bad hex, NULL, counts, namespace): a caller bug.
+ *   CORRUPTION           stored or transmitted bytes failed their check and were not served.
+ *   RESOURCE_EXHAUSTED   a limit was hit (memory, disk, a namespace budget, borrows held).
+ *   FAILED_PRECONDITION  the store is not in a state to do it (data directory held elsewhere,
+ *                        blocks not put before their publish).
+ *   INTERNAL             a bug; the message says where.
+ *   PERMISSION_DENIED    wombatkvd refused the auth token, or its namespace grant.
+ * WMBT_KV_ERR_NONE when the last call succeeded (or answered a miss or a CAS conflict). */
+#define WMBT_KV_ERR_NONE 0
+#define WMBT_KV_ERR_NOT_FOUND 1
+#define WMBT_KV_ERR_UNAVAILABLE 2
+#define WMBT_KV_ERR_CONFLICT 3
+#define WMBT_KV_ERR_INVALID_ARGUMENT 4
+#define WMBT_KV_ERR_CORRUPTION 5
+#define WMBT_KV_ERR_RESOURCE_EXHAUSTED 6
+#define WMBT_KV_ERR_FAILED_PRECONDITION 7
+#define WMBT_KV_ERR_INTERNAL 8
+#define WMBT_KV_ERR_PERMISSION_DENIED 9
+WMBT_KV_API int32_t wmbt_kv_last_error_code(void);
 
 /* ---- Handles (1.0) --------------------------------------------------------------------------- */
 

@@ -290,6 +290,14 @@ Status ShmServer::Impl::Hold(Conn& c, const wire::Message& m, const shm::Message
   std::optional<uint64_t> off;
   if (c.held.size() < c.rel.capacity())
     off = plan.region_bytes ? c.alloc.Allocate(plan.region_bytes) : std::optional<uint64_t>(0);
+  if (!off && c.held.size() >= c.rel.capacity()) {
+    n.too_large++;
+    return Status::ResourceExhausted(
+        "this client holds " + std::to_string(c.held.size()) +
+        " borrowed responses, the most one client may (each get's borrow holds its response "
+        "until released, whatever its size): release borrows sooner, or get more blocks per "
+        "call (one borrow lends them all)");
+  }
   if (!off) {
     n.too_large++;
     return Status::ResourceExhausted(

@@ -38,13 +38,14 @@ class ShmTransport : public ::testing::Test {
  protected:
   void SetUp() override { StartServer(); }
 
-  void StartServer(uint64_t area_bytes = 4 << 20) {
+  void StartServer(uint64_t area_bytes = 4 << 20, uint32_t release_count = 16384) {
     ShmServerOptions o;
     o.run_dir = dir_.path();
     o.prefix = "t";
     o.workers = 4;
     o.layout.request_area_bytes = area_bytes;
     o.layout.response_area_bytes = area_bytes;
+    o.layout.release_count = release_count;
     server_ = std::make_unique<ShmServer>(ShmServer::Returning(shm_test::TestHandler), o);
     ASSERT_TRUE(server_->Start().ok());
   }
@@ -165,6 +166,35 @@ TEST_F(ShmTransport, BorrowsHeldTooLongExhaustTheAreaWithAnErrorNamingTheSetting
   EXPECT_TRUE(again.ok()) << again.status().ToString();
   // The daemon keeps serving small calls all along.
   EXPECT_TRUE(ch->Call(TextMessage(shm_test::kOpEcho, "x")).ok());
+}
+
+// The other bound on borrows: how many responses one client may hold at once (the release ring's
+// size), whatever their bytes. Its error says so, not that the area is too small.
+TEST_F(ShmTransport, TooManyBorrowsHeldAreRefusedNamingTheCountNotTheArea) {
+  server_.reset();
+  StartServer(4 << 20, /*release_count=*/8);
+  auto ch = Connect();
+  ASSERT_TRUE(ch);
+  std::vector<wire::Message> held;
+  Status failure;
+  for (int i = 0; i < 20 && failure.ok(); ++i) {
+    auto r = ch->Call(PayloadOfSize(10));
+    if (r.ok()) {
+      held.push_back(std::move(*r));
+    } else {
+      failure = r.status();
+    }
+  }
+  ASSERT_FALSE(failure.ok());
+  EXPECT_EQ(failure.code(), Code::kResourceExhausted);
+  EXPECT_EQ(held.size(), 8u);
+  EXPECT_NE(failure.message().find("holds 8 borrowed responses, the most one client may"),
+            std::string::npos)
+      << failure.message();
+  EXPECT_EQ(failure.message().find("WMBT_KV_SHM_DATA_BYTES"), std::string::npos)
+      << "raising the area would not help: " << failure.message();
+  held.pop_back();
+  EXPECT_TRUE(ch->Call(PayloadOfSize(10)).ok());
 }
 
 TEST_F(ShmTransport, ARequestLargerThanTheRequestAreaIsResourceExhausted) {
