@@ -11,10 +11,26 @@ namespace {
 constexpr size_t kLastErrorBytesMax = 2048;  // longer messages are truncated
 thread_local char t_last_error[kLastErrorBytesMax];
 thread_local const char* t_function = "wmbt_kv";
+thread_local int32_t t_last_code = WMBT_KV_ERR_NONE;
 
-void Format(const char* code_name, const char* message, size_t message_len) noexcept {
-  int n = std::snprintf(t_last_error, sizeof t_last_error, "wombatkv: %s: %s: ", t_function,
-                        code_name);
+// The header's WMBT_KV_ERR_* values are Code's: they never change.
+static_assert(WMBT_KV_ERR_NOT_FOUND == static_cast<int>(Code::kNotFound));
+static_assert(WMBT_KV_ERR_UNAVAILABLE == static_cast<int>(Code::kUnavailable));
+static_assert(WMBT_KV_ERR_CONFLICT == static_cast<int>(Code::kConflict));
+static_assert(WMBT_KV_ERR_INVALID_ARGUMENT == static_cast<int>(Code::kInvalidArgument));
+static_assert(WMBT_KV_ERR_CORRUPTION == static_cast<int>(Code::kCorruption));
+static_assert(WMBT_KV_ERR_RESOURCE_EXHAUSTED == static_cast<int>(Code::kResourceExhausted));
+static_assert(WMBT_KV_ERR_FAILED_PRECONDITION == static_cast<int>(Code::kFailedPrecondition));
+static_assert(WMBT_KV_ERR_INTERNAL == static_cast<int>(Code::kInternal));
+static_assert(WMBT_KV_ERR_PERMISSION_DENIED == static_cast<int>(Code::kPermissionDenied));
+
+void Format(Code code, const char* message, size_t message_len) noexcept {
+  // An OK status has no error kind: an error without one is a bug of this layer.
+  if (code == Code::kOk) code = Code::kInternal;
+  t_last_code = static_cast<int32_t>(code);
+  const std::string_view name = CodeName(code);
+  int n = std::snprintf(t_last_error, sizeof t_last_error, "wombatkv: %s: %.*s: ", t_function,
+                        static_cast<int>(name.size()), name.data());
   if (n < 0) n = 0;
   size_t used = static_cast<size_t>(n) < sizeof t_last_error ? static_cast<size_t>(n)
                                                               : sizeof t_last_error - 1;
@@ -28,6 +44,7 @@ void Format(const char* code_name, const char* message, size_t message_len) noex
 
 void BeginCall(const char* fn) noexcept {
   t_last_error[0] = '\0';
+  t_last_code = WMBT_KV_ERR_NONE;
   t_function = fn;
 }
 
@@ -41,20 +58,14 @@ void EndCall(char* err_buf, size_t err_len) noexcept {
 }
 
 void SetLastError(const Status& status) noexcept {
-  std::string_view name = CodeName(status.code());
-  char code_name[32];
-  size_t n = name.size() < sizeof code_name - 1 ? name.size() : sizeof code_name - 1;
-  std::memcpy(code_name, name.data(), n);
-  code_name[n] = '\0';
-  Format(code_name, status.message().data(), status.message().size());
+  Format(status.code(), status.message().data(), status.message().size());
 }
 
-void SetLastErrorRaw(const char* code_name, const char* what) noexcept {
+void SetLastErrorRaw(Code code, const char* what) noexcept {
   char message[512];
-  bool internal = std::strcmp(code_name, "INTERNAL") == 0;
-  std::snprintf(message, sizeof message, "%s%s", internal ? "internal error: " : "",
+  std::snprintf(message, sizeof message, "%s%s", code == Code::kInternal ? "internal error: " : "",
                 what ? what : "(null)");
-  Format(code_name, message, std::strlen(message));
+  Format(code, message, std::strlen(message));
 }
 
 bool HasLastError() noexcept { return t_last_error[0] != '\0'; }
@@ -70,3 +81,5 @@ int32_t Finish(const Status& status, CallKind kind) noexcept {
 }  // namespace wombatkv::capi
 
 extern "C" const char* wmbt_kv_last_error(void) { return wombatkv::capi::LastError(); }
+
+extern "C" int32_t wmbt_kv_last_error_code(void) { return wombatkv::capi::t_last_code; }

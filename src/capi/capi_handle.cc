@@ -130,18 +130,14 @@ wmbt_kv_handle_t* wmbt_kv_open_http(const char* addr) {
                  [&] { return wombatkv::capi::OpenHttp(addr); });
 }
 
+// These two cannot fail (destructors do not throw) and leave the last error as it is: an engine's
+// finalizer may release a borrow between a failed call and the read of its error.
 void wmbt_kv_free(wmbt_kv_handle_t* handle) {
-  Guarded("wmbt_kv_free", -1, nullptr, 0, [&] {
-    delete handle;  // NULL is a no-op; outstanding borrows keep the store alive
-    return 0;
-  });
+  delete handle;  // NULL is a no-op; outstanding borrows keep the store alive
 }
 
 void wmbt_kv_release_borrow(wmbt_kv_borrow_t* borrow) {
-  Guarded("wmbt_kv_release_borrow", -1, nullptr, 0, [&] {
-    delete borrow;  // NULL is a no-op
-    return 0;
-  });
+  delete borrow;  // NULL is a no-op
 }
 
 }  // extern "C"

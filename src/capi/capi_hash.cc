@@ -12,14 +12,12 @@ static_assert(WMBT_KV_BATCH_BLOCKS_MAX == wombatkv::limits::kBatchBlocksMax);
 static_assert(WMBT_KV_LOOKUP_KEYS_MAX == wombatkv::limits::kLookupKeysMax);
 static_assert(WMBT_KV_BLOCK_BYTES_MAX == wombatkv::limits::kBlockBytesMax);
 static_assert(WMBT_KV_SIDECAR_BYTES_MAX == wombatkv::limits::kSidecarBytesMax);
-static_assert(WMBT_KV_ABI_VERSION == 0x00010002u);
+static_assert(WMBT_KV_ABI_VERSION == 0x00010003u);
 
 extern "C" {
 
-uint32_t wmbt_kv_abi_version(void) {
-  return Guarded("wmbt_kv_abi_version", uint32_t{0}, nullptr, 0,
-                 []() -> uint32_t { return WMBT_KV_ABI_VERSION; });
-}
+// Cannot fail: leaves the last error as it is (the header's conventions).
+uint32_t wmbt_kv_abi_version(void) { return WMBT_KV_ABI_VERSION; }
 
 int32_t wmbt_kv_blake3_64hex(const uint8_t* in, size_t in_len, char* out) {
   return Guarded("wmbt_kv_blake3_64hex", int32_t{-1}, nullptr, 0, [&]() -> int32_t {

@@ -67,9 +67,9 @@ void BeginCall(const char* fn) noexcept;
 void EndCall(char* err_buf, size_t err_len) noexcept;
 // Sets the last error to "wombatkv: <fn>: <CODE>: <message>".
 void SetLastError(const Status& status) noexcept;
-// For catch blocks, without allocating: "wombatkv: <fn>: <code_name>: <what>", with
-// "internal error: " before <what> when code_name is "INTERNAL".
-void SetLastErrorRaw(const char* code_name, const char* what) noexcept;
+// For catch blocks, without allocating: "wombatkv: <fn>: <CODE>: <what>", with
+// "internal error: " before <what> when `code` is kInternal.
+void SetLastErrorRaw(Code code, const char* what) noexcept;
 bool HasLastError() noexcept;
 const char* LastError() noexcept;
 
@@ -104,20 +104,20 @@ R Guarded(const char* fn, R error_value, char* err_buf, size_t err_len, Body&& b
   try {
     result = body();
   } catch (const std::bad_alloc&) {
-    SetLastErrorRaw("RESOURCE_EXHAUSTED", "out of memory");
+    SetLastErrorRaw(Code::kResourceExhausted, "out of memory");
     result = error_value;
   } catch (const std::exception& e) {
-    SetLastErrorRaw("INTERNAL", e.what());
+    SetLastErrorRaw(Code::kInternal, e.what());
     result = error_value;
   } catch (...) {
-    SetLastErrorRaw("INTERNAL", "unknown exception");
+    SetLastErrorRaw(Code::kInternal, "unknown exception");
     result = error_value;
   }
   // Invariant of the ABI: an error return always explains itself. (Unsigned returns, the CRCs,
   // have no value reserved for errors.)
   if constexpr (std::is_pointer_v<R> || std::is_signed_v<R>) {
     if (result == error_value && !HasLastError())
-      SetLastErrorRaw("INTERNAL", "failed without a message (a bug in the C ABI layer)");
+      SetLastErrorRaw(Code::kInternal, "failed without a message (a bug in the C ABI layer)");
   }
   EndCall(err_buf, err_len);
   return result;
