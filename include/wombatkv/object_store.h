@@ -217,6 +217,9 @@ struct FsJournalOptions {
   // Told what went wrong that the store recovers from by itself (a packed-index snapshot set
   // aside at open, or not written); null: nobody is told.
   std::function<void(const std::string&)> warn;
+  // Told once, when the store stops taking writes until it is reopened (its journal could not
+  // write or sync, or a checkpoint failed: Health() is that error from then on); null: nobody.
+  std::function<void(const Status&)> failed;
   // Where object reads land (FileSystem::ReadBuffers, for ReadFileInto); null: fresh buffers.
   std::function<std::shared_ptr<Buffer>(size_t)> read_buffers;
 };

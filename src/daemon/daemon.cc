@@ -82,7 +82,14 @@ struct Daemon::Impl {
     std::shared_lock lock(components_mu);
     if (!store) return "";
     const Status s = store->Health();
-    return s.ok() ? "" : "the store cannot take writes until wombatkvd restarts: " + s.ToString();
+    if (s.ok()) return "";
+    // A restart on a disk that is still full fails: say so, to whoever restarts on this answer.
+    return std::string("the store cannot take writes until wombatkvd restarts") +
+           (s.code() == Code::kResourceExhausted
+                ? " on a disk with free space (on a full disk the restart fails and nothing "
+                  "is served)"
+                : "") +
+           ": " + s.ToString();
   }
 
   Status StartTcp();

@@ -71,6 +71,7 @@ Status FsObjectStore::OpenJournal(const FsJournalOptions& options) {
                                 clock_));
   // A failure sticks in broken_, which every caller's SyncThrough then returns.
   journal_->SetOnSynced([this] { (void)ApplySynced(); });
+  if (jopts_.failed) journal_->SetOnFailed(jopts_.failed);
   // Big rounds' PutAsync completions run on the first thread while the leader syncs the next
   // round (Journal::SetCompletionExecutor); a stream of rounds for them is led by the second
   // thread, not by the threads that put.
@@ -433,9 +434,15 @@ void FsObjectStore::Checkpoint(const std::string& journal_path, uint64_t last_ls
 void FsObjectStore::CheckpointFailed(const Status& s) {
   checkpoint_failed_ = true;
   MarkForRewrite();
-  std::lock_guard<std::mutex> g(name_mu_);
-  BreakLocked(s.WithContext("in " + Describe() +
-                            " (the journal files are kept; reopen the store to recover)"));
+  const Status broken = s.WithContext("in " + Describe() +
+                                      " (the journal files are kept; reopen the store to recover)");
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> g(name_mu_);
+    first = broken_.ok();
+    BreakLocked(broken);
+  }
+  if (first && jopts_.failed) jopts_.failed(broken);
 }
 
 void FsObjectStore::BreakLocked(Status s) {

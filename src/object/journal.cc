@@ -307,6 +307,7 @@ void Journal::SyncRoundLocked(std::unique_lock<std::mutex>& lock) {
   }
   if (s.ok()) s = RetireFileIfFull(round.last_lsn);
   batch.Clear();  // releases held values, outside the lock
+  if (!s.ok()) ReportFailure(s);
   lock.lock();
   spare_ = std::move(batch);
   if (s.ok()) {
@@ -334,6 +335,7 @@ Status Journal::WriteBehind(size_t min_bytes) {
   if (s.ok()) s = file_->StartWriteback();
   const size_t wrote = mark.size() + batch.size();
   batch.Clear();
+  if (!s.ok()) ReportFailure(s);
   lock.lock();
   spare_ = std::move(batch);
   if (s.ok()) {
@@ -351,8 +353,20 @@ Status Journal::WriteBehind(size_t min_bytes) {
   return covered.result;
 }
 
+Status Journal::Failed(const Status& s) const {
+  // A full disk is the common cause, and a restart on a still-full disk cannot recover.
+  return s.WithContext("journal " + file_path_ +
+                       (s.code() == Code::kResourceExhausted
+                            ? " (free space on its file system, then restart the store to recover)"
+                            : " (restart the store to recover)"));
+}
+
+void Journal::ReportFailure(const Status& s) {
+  if (on_failed_ && !failure_reported_.exchange(true)) on_failed_(Failed(s));
+}
+
 void Journal::Fail(const Status& s) {
-  error_ = s.WithContext("journal " + file_path_ + " (restart the store to recover)");
+  error_ = Failed(s);
   batch_.Clear();  // never written now: let go of the values it holds
 }
 

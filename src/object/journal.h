@@ -126,6 +126,9 @@ class Journal {
   // contending for the owner's lock to find them done. A caller arriving while it runs waits.
   // REQUIRES: set before the first AwaitSynced.
   void SetOnSynced(std::function<void()> fn) { on_synced_ = std::move(fn); }
+  // Called once, without locks held, by the round that makes the journal fail (error() set from
+  // then on), with that error. Set before the first append.
+  void SetOnFailed(std::function<void(const Status&)> fn) { on_failed_ = std::move(fn); }
 
   // Where AwaitSyncedThen's callbacks run: a round's, in one task, while the leader goes on to
   // the next round (its sync then overlaps with the callbacks' work) — when the round has more
@@ -210,6 +213,8 @@ class Journal {
   };
   // Under mu_: makes `s` the journal's sticky error and drops the batch nobody will write.
   void Fail(const Status& s);
+  // `s` as error() reports it: where, and what the store's owner must do.
+  Status Failed(const Status& s) const;
   // Under mu_: takes the batch (records written_+1 .. appended_) and encodes its sync mark.
   Batch TakeBatchLocked(Round* round, std::string* mark);
   // AwaitSynced; a caller handed the lead leads as for callbacks if `for_callbacks`.
@@ -256,6 +261,10 @@ class Journal {
   const uint64_t file_bytes_target_;
   const RetiredFn on_retired_;
   std::function<void()> on_synced_;
+  std::function<void(const Status&)> on_failed_;
+  std::atomic<bool> failure_reported_{false};
+  // Tells on_failed_ (once) what Fail(s) will record; the caller holds no lock.
+  void ReportFailure(const Status& s);
   Executor* completions_ = nullptr;
   Executor* syncer_ = nullptr;
   Clock* const clock_;

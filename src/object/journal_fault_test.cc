@@ -39,8 +39,10 @@ class JournalFaultTest : public ::testing::Test {
   }
   void TearDown() override { EXPECT_TRUE(PosixFileSystem()->DeleteTree(root_).ok()); }
 
-  std::unique_ptr<ObjectStore> Open(FileSystem* fs, uint64_t journal_file_bytes = 64u << 20) {
+  std::unique_ptr<ObjectStore> Open(FileSystem* fs, uint64_t journal_file_bytes = 64u << 20,
+                                    std::function<void(const Status&)> failed = nullptr) {
     FsJournalOptions opts;
+    opts.failed = std::move(failed);
     opts.journaled_object_bytes_max = kJournaledMax;
     opts.journal_file_bytes = journal_file_bytes;
     // These faults are of named files (renames, unlinks, their write-back): nothing packed.
@@ -241,10 +243,12 @@ TEST_F(JournalFaultTest, AfterAFailedUnlinkNoReadServesTheDeletedObjectAndReopen
 
 TEST_F(JournalFaultTest, AFailedJournalSyncFailsEveryLaterWriteAndReopenKeepsWhatWasAcknowledged) {
   CrashModelFs fs(PosixFileSystem(), root_);
-  auto store = Open(&fs);
+  std::vector<Status> told;  // the owner's log line: once, when it happens
+  auto store = Open(&fs, 64u << 20, [&](const Status& s) { told.push_back(s); });
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->Put("k/a", {AsBytes("a")}, {}).ok());
   EXPECT_TRUE(store->Health().ok());
+  EXPECT_TRUE(told.empty());
   fs.FailNext(CrashModelFs::Op::kAppendSync);
   EXPECT_FALSE(store->Put("k/b", {AsBytes("b")}, {}).ok());
   // What reached the journal is unknown: nothing more is acknowledged (sticky), and the store
@@ -255,6 +259,8 @@ TEST_F(JournalFaultTest, AFailedJournalSyncFailsEveryLaterWriteAndReopenKeepsWha
   EXPECT_FALSE(health.ok());
   EXPECT_NE(health.message().find("restart the store to recover"), std::string::npos)
       << health.ToString();
+  ASSERT_EQ(told.size(), 1u) << "told once, however many writes fail after";
+  EXPECT_EQ(told[0].ToString(), health.ToString());
   store = CrashAndReopen(fs, std::move(store), 3);
   ASSERT_NE(store, nullptr);
   ExpectObject(*store, "k/a", "a");

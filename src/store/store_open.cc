@@ -213,6 +213,10 @@ Status StoreImpl::OpenPlanes() {
         std::max(journal.journaled_object_bytes_max, journal.packed_object_bytes_max);
     journal.clock = clock_;
     journal.warn = [this](const std::string& m) { Log(LogLevel::kWarn, "L2: " + m); };
+    journal.failed = [this](const Status& s) {
+      Log(LogLevel::kError, "L2 takes no more writes until the store is reopened: " + s.ToString() +
+                                " (reads go on)");
+    };
     journal.read_buffers = PoolReadBuffers();
     auto l2 = OpenJournaledFsObjectStore(dir + "/l2", fs_, journal);
     if (!l2.ok()) return l2.status().WithContext("opening L2 in " + dir);

@@ -158,10 +158,18 @@ else
   done
   check_rc "daemon: a journal write refused by the full disk says to restart" 5 \
     "restart the store to recover"
-  if [[ $(healthz) == 503 ]] && grep -qF "restarts" "$TMP/healthz"; then
-    pass "daemon: /healthz turns 503 saying a restart is needed"
+  if [[ $(healthz) == 503 ]] && grep -qF "restarts on a disk with free space" "$TMP/healthz"; then
+    pass "daemon: /healthz turns 503 saying a restart after freeing space is needed"
   else
-    fail "daemon: /healthz turns 503 saying a restart is needed" "$(cat "$TMP/healthz")"
+    fail "daemon: /healthz turns 503 saying a restart after freeing space is needed" \
+      "$(cat "$TMP/healthz")"
+  fi
+  if [[ $(grep -c "\[error\] L2 takes no more writes until the store is reopened" \
+    "$TMP/daemon.err") == 1 ]]; then
+    pass "daemon: it logs the moment its store stopped taking writes, once"
+  else
+    fail "daemon: it logs the moment its store stopped taking writes, once" \
+      "$(head -c 600 "$TMP/daemon.err")"
   fi
   if curl -s "$HTTP/metrics" | grep -q "^wombatkv_healthy 0$"; then
     pass "daemon: /metrics has wombatkv_healthy 0"

@@ -52,7 +52,9 @@ inline std::string_view DefaultHint(Code code) {
       return "the bytes were not served; keep the data directory for diagnosis and report it";
     case Code::kFailedPrecondition:
       return "fix the condition it names, then retry";
-    case Code::kResourceExhausted: return "free space or raise the limit, then retry";
+    case Code::kResourceExhausted:
+      return "free space or raise the limit (and restart the store if the error says so), then "
+             "retry";
     case Code::kUnavailable: return "retry; check that the object store (L2) is reachable";
     case Code::kInternal: return "this is a bug: please report it with the command line";
     case Code::kPermissionDenied:
