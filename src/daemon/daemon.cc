@@ -233,6 +233,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
     ServiceOptions so;
     so.tokens = d.options.settings.tokens;
     so.server_version = d.options.version;
+    so.log = d.log;
     so.max_frame_bytes = d.options.settings.max_frame_bytes;
     d.service = std::make_unique<Service>(*d.store, *d.clock, std::move(so));
   }

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "base/log_budget.h"
 #include "wire/codec.h"
 
 namespace wombatkv {
@@ -48,6 +49,8 @@ struct Service::Impl {
   // Guards every Session::namespaces: a Hello writes it while pipelined requests of the same
   // session may read it.
   std::shared_mutex sessions_mu;
+  // Refusals are caused by peers: at most 10 log lines a second (the rest counted).
+  LogBudget refusals_logged{10, 1'000'000};
 
   Impl(Store& s, Clock& c, ServiceOptions o) : store(s), clock(c), options(std::move(o)) {}
 
@@ -74,8 +77,14 @@ struct Service::Impl {
     return g;
   }
 
-  Message Refuse(Op op, const Status& s) {
+  Message Refuse(const Session& session, Op op, const Status& s) {
     metrics.auth_failures.fetch_add(1, std::memory_order_relaxed);
+    // Who was refused what, for the operator (never the token: the message does not hold it).
+    std::string note;
+    if (options.log && refusals_logged.Take(clock.NowMicros(), &note)) {
+      options.log(LogLevel::kWarn, "auth: refused " + wire::OpName(static_cast<uint16_t>(op)) +
+                                       " from " + session.peer + ": " + s.message() + note);
+    }
     return wire::EncodeStatusResponse(op, s);
   }
   Message BadRequest(Op op, const Status& s) {
@@ -111,9 +120,10 @@ Message Service::Impl::Hello(Session& session, const Message& request) {
       if (ConstantTimeEquals(req->token, g.token)) match = &g;
     }
     if (!match) {
-      return Refuse(Op::kHello, Status::PermissionDenied(
-                                    "the auth token was refused: it matches none of the daemon's "
-                                    "tokens (check WMBT_KV_AUTH_TOKEN)"));
+      return Refuse(
+          session, Op::kHello,
+          Status::PermissionDenied("the auth token was refused: it matches none of the daemon's "
+                                   "tokens (check WMBT_KV_AUTH_TOKEN)"));
     }
     {
       std::unique_lock lock(sessions_mu);
@@ -121,7 +131,7 @@ Message Service::Impl::Hello(Session& session, const Message& request) {
     }
     session.authenticated.store(true, std::memory_order_release);
   } else if (session.token_required) {
-    return Refuse(Op::kHello,
+    return Refuse(session, Op::kHello,
                   Status::PermissionDenied("this listener requires an auth token: set "
                                            "WMBT_KV_AUTH_TOKEN to one the daemon was given"));
   }
@@ -137,7 +147,7 @@ Message Service::Impl::ListChains(Session& session, const Message& request) {
   wire::ListChainsResponse resp;
   if (!req->ns.empty()) {
     Status allowed = CheckNamespace(session, req->ns);
-    if (!allowed.ok()) return Refuse(Op::kListChains, allowed);
+    if (!allowed.ok()) return Refuse(session, Op::kListChains, allowed);
   }
   const std::vector<std::string> granted = Granted(session);
   // The namespace asked for, or every one ("") — of a limited session, each it is granted.
@@ -156,7 +166,7 @@ Message Service::Impl::Usage(Session& session, const Message& request) {
   wire::UsageResponse resp;
   if (!req->ns.empty()) {
     Status allowed = CheckNamespace(session, req->ns);
-    if (!allowed.ok()) return Refuse(Op::kUsage, allowed);
+    if (!allowed.ok()) return Refuse(session, Op::kUsage, allowed);
     resp.namespaces = store.Usage(req->ns, req->by_fingerprint);
     return resp.Encode();
   }
@@ -212,10 +222,10 @@ std::optional<Message> Service::Impl::Dispatch(Session& session, Op op, const Me
   auto var##_r = wire::T::Decode(request);                    \
   if (!var##_r.ok()) return BadRequest(op, var##_r.status()); \
   auto& var = *var##_r
-#define WMBT_CHECK_NS(ns)                            \
-  do {                                               \
-    Status allowed_ = CheckNamespace(session, ns);   \
-    if (!allowed_.ok()) return Refuse(op, allowed_); \
+#define WMBT_CHECK_NS(ns)                                     \
+  do {                                                        \
+    Status allowed_ = CheckNamespace(session, ns);            \
+    if (!allowed_.ok()) return Refuse(session, op, allowed_); \
   } while (0)
 
   switch (op) {
@@ -317,9 +327,10 @@ std::optional<Message> Service::Impl::Dispatch(Session& session, Op op, const Me
       {
         std::shared_lock lock(sessions_mu);
         if (!session.namespaces.empty()) {
-          return Refuse(op, Status::PermissionDenied(
-                                "Evict runs over every namespace: it needs an auth token that "
-                                "grants all of them"));
+          return Refuse(session, op,
+                        Status::PermissionDenied(
+                            "Evict runs over every namespace: it needs an auth token that "
+                            "grants all of them"));
         }
       }
       auto report = store.Evict();
@@ -369,9 +380,10 @@ std::optional<Message> Service::Impl::Refusal(Session& session, const Message& r
   if (session.token_required && op != Op::kHello && op != Op::kPing &&
       !session.authenticated.load(std::memory_order_acquire)) {
     return Refuse(
-        op, Status::PermissionDenied(wire::OpName(request.op) +
-                                     " refused: this listener requires an auth token; set "
-                                     "WMBT_KV_AUTH_TOKEN so the client sends it in its Hello"));
+        session, op,
+        Status::PermissionDenied(wire::OpName(request.op) +
+                                 " refused: this listener requires an auth token; set "
+                                 "WMBT_KV_AUTH_TOKEN so the client sends it in its Hello"));
   }
   return std::nullopt;
 }
@@ -402,7 +414,7 @@ void Service::Impl::WriteAsync(Session& session, const Message& request, Respond
     auto req = wire::SaveChainRequest::Decode(request);
     if (!req.ok()) return answer(BadRequest(op, req.status()));
     Status allowed = CheckNamespace(session, req->put.ns);
-    if (!allowed.ok()) return answer(Refuse(op, allowed));
+    if (!allowed.ok()) return answer(Refuse(session, op, allowed));
     store.SaveChainAsync(
         req->put.ns, req->put.fp, BlockPutsOf(req->put),
         [answer = std::move(answer)](Result<uint64_t> v) { answer(SaveResponse(v)); });
@@ -411,7 +423,7 @@ void Service::Impl::WriteAsync(Session& session, const Message& request, Respond
   auto req = wire::PublishChainRequest::Decode(request);
   if (!req.ok()) return answer(BadRequest(op, req.status()));
   Status allowed = CheckNamespace(session, req->ns);
-  if (!allowed.ok()) return answer(Refuse(op, allowed));
+  if (!allowed.ok()) return answer(Refuse(session, op, allowed));
   store.PublishChainAsync(req->ns, req->fp, req->chain_id, req->tip, req->expected_version,
                           [answer = std::move(answer), cas = req->expected_version.has_value()](
                               Result<uint64_t> v, const ChainState& current) {

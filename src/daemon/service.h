@@ -50,6 +50,9 @@ struct ServiceOptions {
   // Reported in the Hello response, so a client can name what it talks to and size its frames.
   std::string server_version = "wombatkvd";
   uint32_t max_frame_bytes = 1u << 30;  // the transport's frame body limit (wire::kDefaultMaxBodyBytes)
+  // Told of each refusal (a token refused or missing, a namespace not granted) with the peer, at
+  // warn, at most 10 lines a second; null = nobody.
+  LogSink log;
 };
 
 // Counters for /metrics; all monotonic, updated with relaxed atomics.

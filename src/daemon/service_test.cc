@@ -35,8 +35,13 @@ class ServiceTest : public ::testing::Test {
     // "ops" may use every namespace; "alpha-only" only tenant-a.
     auto grants = ParseTokenGrants("ops-token-1234;alpha-token-5678=tenant-a");
     EXPECT_TRUE(grants.ok());
-    service_ = std::make_unique<Service>(store_, clock_, ServiceOptions{*grants, "wombatkvd test"});
+    ServiceOptions o{*grants, "wombatkvd test"};
+    o.log = [this](LogLevel level, const std::string& line) {
+      if (level == LogLevel::kWarn) logged_.push_back(line);
+    };
+    service_ = std::make_unique<Service>(store_, clock_, std::move(o));
     remote_.token_required = true;
+    remote_.peer = "10.0.0.7:40000";
     auto c = MakeChain(2, 300);
     for (const char* ns : {"tenant-a", "tenant-b"}) {
       EXPECT_TRUE(store_.PutBlocks(ns, kFp, c.Puts()).ok());
@@ -72,6 +77,7 @@ class ServiceTest : public ::testing::Test {
   StoreHarness h_{Planes::kMemory};
   Store& store_ = h_.Open();
   SteppingClock clock_;
+  std::vector<std::string> logged_;  // warn lines of the service (outlives it)
   std::unique_ptr<Service> service_;
   Session remote_;  // as on a non-loopback listener
   Session local_;   // as on a loopback listener: no token needed
@@ -99,6 +105,14 @@ TEST_F(ServiceTest, WrongTokenIsRefusedWithoutEchoingIt) {
   EXPECT_EQ(Hello(remote_, "ops-token-12345").code(), Code::kPermissionDenied) << "an extension";
   EXPECT_EQ(Lookup(remote_, "tenant-a").status().code(), Code::kPermissionDenied);
   EXPECT_EQ(m().auth_failures.load(), 4u);
+  // Each refusal is logged for the operator, with the peer, never with the token.
+  ASSERT_EQ(logged_.size(), 4u);
+  EXPECT_NE(logged_[0].find("auth: refused Hello from 10.0.0.7:40000: the auth token was refused"),
+            std::string::npos)
+      << logged_[0];
+  EXPECT_NE(logged_[3].find("auth: refused LookupPrefix from 10.0.0.7:40000"), std::string::npos)
+      << logged_[3];
+  for (const std::string& line : logged_) EXPECT_EQ(line.find("ops-token"), std::string::npos);
 }
 
 TEST_F(ServiceTest, CorrectTokenOpensEveryNamespaceItGrants) {
