@@ -545,7 +545,7 @@ const std::vector<Setting>& Table() {
         "scratch=30m,default=7d; units s, m, h, d (docs/capacity.md)."},
        SetNamespaceTtl, false},
       {{"WMBT_KV_PUBLISH_GRACE", "10m",
-        "A put not yet published keeps the chain it extends from eviction this long (SPEC G10); "
+        "A put not yet published keeps the chain it extends from eviction this long (docs/capacity.md); "
         "older unpublished puts count as abandoned."},
        SetPublishGrace, false},
       {{"WMBT_KV_GC_INTERVAL", "60s",

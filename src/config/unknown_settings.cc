@@ -12,6 +12,14 @@ namespace {
 
 constexpr std::string_view kPrefix = "WMBT_KV_";
 constexpr size_t kSuggestEditsMax = 3;
+constexpr size_t kSuggestionsMax = 4;
+
+// Whether the words of `name` (after WMBT_KV_) appear whole, in order, within those of `known`.
+bool HoldsWordsOf(std::string_view known, std::string_view name) {
+  const std::string k = "_" + std::string(known.substr(kPrefix.size())) + "_";
+  const std::string n = "_" + std::string(name.substr(kPrefix.size())) + "_";
+  return n.size() > 2 && k.find(n) != std::string::npos;
+}
 
 constexpr std::array<std::string_view, 12> kDaemonSettingNames = {
     "WMBT_KV_TCP",
@@ -61,12 +69,18 @@ std::vector<UnknownSetting> FindUnknownSettings(std::span<const std::string> nam
     if (!name.starts_with(kPrefix)) continue;
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
     UnknownSetting u{name, {}};
-    size_t best = kSuggestEditsMax + 1;
     for (std::string_view k : known) {
-      const size_t d = EditDistance(name, k, kSuggestEditsMax);
-      if (d < best) {
-        best = d;
-        u.suggestion = k;
+      if (HoldsWordsOf(k, name) && u.suggestions.size() < kSuggestionsMax)
+        u.suggestions.push_back(k);
+    }
+    if (u.suggestions.empty()) {  // no name holds its words: a typo? the nearest name
+      size_t best = kSuggestEditsMax + 1;
+      for (std::string_view k : known) {
+        const size_t d = EditDistance(name, k, kSuggestEditsMax);
+        if (d < best) {
+          best = d;
+          u.suggestions = {k};
+        }
       }
     }
     out.push_back(std::move(u));
@@ -86,7 +100,10 @@ std::vector<std::string> SettingNamesInEnvironment() {
 
 std::string DescribeUnknownSetting(const UnknownSetting& u) {
   std::string out = u.name + " is not a WombatKV setting and is ignored";
-  if (!u.suggestion.empty()) out += " (did you mean " + std::string(u.suggestion) + "?)";
+  for (size_t i = 0; i < u.suggestions.size(); ++i) {
+    out += (i == 0 ? " (did you mean " : " or ") + std::string(u.suggestions[i]);
+  }
+  if (!u.suggestions.empty()) out += "?)";
   return out + "; docs/configuration.md lists every setting";
 }
 

@@ -12,8 +12,9 @@
 namespace wombatkv {
 
 struct UnknownSetting {
-  std::string name;             // "WMBT_KV_DATADIR"
-  std::string_view suggestion;  // the setting it most likely means, or "" if none is close
+  std::string name;  // "WMBT_KV_DATADIR"
+  // The settings it most likely means (at most 4), or none if none is close.
+  std::vector<std::string_view> suggestions;
 };
 
 // Names of the daemon's settings (wombatkvd reads them, clients ignore them): known here so that a
@@ -22,14 +23,16 @@ struct UnknownSetting {
 std::span<const std::string_view> DaemonSettingNames();
 
 // The names among `names` that start with WMBT_KV_ and are neither in AllSettings() nor in
-// DaemonSettingNames(), in the order given, each with the known name nearest to it when it is
-// within 3 single-character edits.
+// DaemonSettingNames(), in the order given, each with its suggestions: the known names that hold
+// its words whole ("WMBT_KV_SHM_PREFIX" → WMBT_KV_DAEMON_SHM_PREFIX: a name guessed short), or
+// else the known name nearest to it within 3 single-character edits (a typo).
 std::vector<UnknownSetting> FindUnknownSettings(std::span<const std::string> names);
 
 // The WMBT_KV_* names in this process's environment.
 std::vector<std::string> SettingNamesInEnvironment();
 
-// "WMBT_KV_DATADIR is not a WombatKV setting and is ignored (did you mean WMBT_KV_DATA_DIR?)".
+// "WMBT_KV_DATADIR is not a WombatKV setting and is ignored (did you mean WMBT_KV_DATA_DIR?)";
+// several suggestions are joined with "or".
 std::string DescribeUnknownSetting(const UnknownSetting& u);
 
 // Calls warn(DescribeUnknownSetting(u)) for each unknown setting of this process's environment.

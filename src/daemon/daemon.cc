@@ -25,7 +25,7 @@ constexpr uint64_t kSaveOnLoopBytesMax = 64 << 10;
 
 // SPEC §10: a listener anyone on the network can reach needs a token. Checked before the store
 // is opened, so a misconfigured daemon fails in milliseconds with the fix in the message.
-Status CheckListenersAreSafe(const DaemonSettings& s) {
+Status CheckListenersAreSafe(const DaemonSettings& s, const Config& c) {
   for (const std::string& addr : s.tcp) {
     WMBT_ASSIGN_OR_RETURN(tcp::HostPort hp, tcp::ParseHostPort(addr, /*allow_port_zero=*/true));
     auto resolved = tcp::Resolve(hp, /*passive=*/true);
@@ -34,7 +34,11 @@ Status CheckListenersAreSafe(const DaemonSettings& s) {
       return Status::FailedPrecondition(
           "refusing to listen on " + addr +
           ": it is not a loopback address and no auth token is configured. Pass --auth-token "
-          "TOKEN (or set WMBT_KV_AUTH_TOKENS), or listen on 127.0.0.1 / [::1] only (SPEC §10)");
+          "TOKEN (or set WMBT_KV_AUTH_TOKENS), or listen on 127.0.0.1 / [::1] only "
+          "(docs/daemon.md, \"Authentication\")" +
+          (c.auth_token.empty() ? ""
+                                : ". WMBT_KV_AUTH_TOKEN is set, but it is the token a client "
+                                  "sends; the daemon's are WMBT_KV_AUTH_TOKENS"));
     }
   }
   if (s.tcp.empty() && s.shm_prefix.empty()) {
@@ -192,7 +196,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
     std::fprintf(stdout, "wombatkvd: %s\n", line.c_str());
     std::fflush(stdout);
   };
-  WMBT_RETURN_IF_ERROR(CheckListenersAreSafe(d.options.settings));
+  WMBT_RETURN_IF_ERROR(CheckListenersAreSafe(d.options.settings, d.options.config));
   auto daemon = std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
 
   if (!d.options.settings.http.empty()) {

@@ -219,8 +219,7 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_evict_freed_bytes_total", "counter",
         "L2 bytes eviction itself removed (heads, sidecars).", s.evict_freed_bytes);
   p.One("wombatkv_evict_skipped_in_flight_total", "counter",
-        "Trims stopped by a block not yet published or borrowed (SPEC G10).",
-        s.evict_skipped_in_flight);
+        "Trims stopped by a block not yet published or borrowed.", s.evict_skipped_in_flight);
   p.One("wombatkv_evict_conflicts_total", "counter",
         "Heads that changed under eviction (re-read and re-planned).", s.evict_conflicts);
   p.One("wombatkv_gc_passes_total", "counter", "Orphan GC passes run by the store.", s.gc_passes);

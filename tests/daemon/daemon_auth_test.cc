@@ -86,6 +86,20 @@ TEST(DaemonAuthStart, ANonLoopbackListenerWithoutTokensIsRefusedAtStart) {
   const std::string err = daemon->stderr_text();
   EXPECT_NE(err.find("not a loopback address and no auth token"), std::string::npos) << err;
   EXPECT_NE(err.find("--auth-token"), std::string::npos) << "the message names the fix";
+  EXPECT_EQ(err.find("WMBT_KV_AUTH_TOKEN is set"), std::string::npos) << err;
+}
+
+// The clients' variable, one letter short of the daemon's, set where the daemon runs.
+TEST(DaemonAuthStart, TheClientsTokenVariableOnTheDaemonIsPointedOut) {
+  TempDir dir;
+  auto daemon = StartDaemon(dir, {}, {{"WMBT_KV_AUTH_TOKEN", "s3cret"}}, "0.0.0.0:0");
+  ASSERT_FALSE(daemon->running());
+  const std::string err = daemon->stderr_text();
+  EXPECT_NE(err.find("WMBT_KV_AUTH_TOKEN is set, but it is the token a client sends; the "
+                     "daemon's are WMBT_KV_AUTH_TOKENS"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("s3cret"), std::string::npos) << "never the token";
 }
 
 TEST(DaemonAuthStart, ALoopbackListenerNeedsNoToken) {

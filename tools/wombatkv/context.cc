@@ -89,7 +89,7 @@ Store* Context::OpenStore(int* exit_code) {
     const Status& s = opened.status();
     if (remote() || !config.http_addr.empty()) {
       // The status already names the daemon (or the unsupported HTTP transport) and the setting.
-      *exit_code = out.Error("connect", s, "docs/daemon.md");
+      *exit_code = out.Error("connect", s, "docs/daemon.md tells how to start and reach wombatkvd");
       return nullptr;
     }
     std::string hint;

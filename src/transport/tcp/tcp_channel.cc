@@ -474,8 +474,7 @@ class TcpChannel final : public Channel {
     }
     if (fd < 0) {
       return Status::Unavailable("cannot connect to wombatkvd at " + where_ + ": " +
-                                 last.message() +
-                                 " (is wombatkvd running and listening there? docs/daemon.md)");
+                                 last.message() + " (is wombatkvd running and listening there?)");
     }
     auto conn = std::make_shared<Connection>(fd, where_, options_.max_frame_bytes, sync_waits_);
     conn->set_spin(options_.spin);
