@@ -180,7 +180,9 @@ Status StoreImpl::OpenPlanes() {
     }
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
-    const std::string me = "pid " + std::to_string(getpid()) + " on host " + host;
+    // The program's name too: a data directory held by wombatkvd is reached through it.
+    const std::string me = "pid " + std::to_string(getpid()) + " (" +
+                           program_invocation_short_name + ") on host " + host;
     auto lock = fs_->LockFile(dir + "/LOCK", me);
     if (lock.status().code() == Code::kPermissionDenied) {
       return Status::PermissionDenied("cannot write data directory " + dir + ": " +
@@ -195,9 +197,14 @@ Status StoreImpl::OpenPlanes() {
           "or use another data directory");
     }
     if (!lock.ok()) {
+      const bool daemon = lock.status().message().find(" (wombatkvd) ") != std::string::npos;
       return Status::FailedPrecondition(
           "data directory " + dir + " is in use: " + lock.status().message() +
-          "; stop that process or use another data directory (WMBT_KV_DATA_DIR, --data-dir)");
+          (daemon ? "; reach its store through that wombatkvd (WMBT_KV_REMOTE_PREFIX or "
+                    "WMBT_KV_TCP_ADDR; wombatkv --remote-prefix or --tcp-addr), or use another "
+                    "data directory (WMBT_KV_DATA_DIR, --data-dir)"
+                  : "; stop that process or use another data directory (WMBT_KV_DATA_DIR, "
+                    "--data-dir)"));
     }
     dir_lock_ = std::move(lock).value();
   }

@@ -430,6 +430,9 @@ if [[ -n $WKVD ]]; then
     else
       fail "daemon/shm: get restores the exact bytes" "rc=$RC"
     fi
+    run "$WKV" --data-dir "$DDIR/data" ls
+    check_rc "the daemon's data directory, opened embedded, says to go through the daemon" 5 \
+      "reach its store through that wombatkvd"
     # The daemon's --block-compress: a compressible block is stored smaller (its own file).
     run "${TCP[@]}" put "$K4" --file "$TMP/b4" --publish
     DBLOB4="$DDIR/data/l2/kv/default/wombatkv/v1/blob/$(out)"

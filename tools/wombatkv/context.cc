@@ -92,12 +92,9 @@ Store* Context::OpenStore(int* exit_code) {
       *exit_code = out.Error("connect", s, "docs/daemon.md tells how to start and reach wombatkvd");
       return nullptr;
     }
-    std::string hint;
-    if (s.code() == Code::kFailedPrecondition || s.code() == Code::kPermissionDenied) {
-      hint = "--data-dir selects another directory";
-    }
-    *exit_code = out.Error("open data directory " + opts.data_dir, s, hint,
-                           {{"data_dir", opts.data_dir}});
+    // A held or unwritable directory's message says what to do (--data-dir included).
+    *exit_code =
+        out.Error("open data directory " + opts.data_dir, s, "", {{"data_dir", opts.data_dir}});
     return nullptr;
   }
   store_ = std::move(opened)->store;
