@@ -40,6 +40,11 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& add
   Impl* self = impl.get();
   // Scrapes and probes are rare and cheap: two threads are plenty.
   impl->server.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // An idle keep-alive connection (a Prometheus scraper's) holds a pool thread in a read until
+  // this timeout, and the stop waits for it: 1 s rather than httplib's 5. A probe that connects
+  // and sends nothing is let go after 1 s.
+  impl->server.set_keep_alive_timeout(1);
+  impl->server.set_read_timeout(1, 0);
   // cpp-httplib sets SO_REUSEPORT by default, which lets a second daemon bind a port this one
   // serves (the kernel then splits probes between the two). SO_REUSEADDR alone still allows a
   // restart while old connections sit in TIME_WAIT.
