@@ -1,5 +1,7 @@
 #include "daemon/daemon.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <mutex>
 #include <shared_mutex>
@@ -9,6 +11,7 @@
 #include "daemon/metrics_text.h"
 #include "daemon/service.h"
 #include "setup/store_from_config.h"
+#include "transport/shm/os.h"
 #include "transport/shm/shm_server.h"
 #include "transport/tcp/sockets.h"
 #include "transport/tcp/tcp_server.h"
@@ -23,9 +26,11 @@ namespace {
 // (FsJournalOptions::packed_object_bytes_max), so nothing in the call waits for the disk.
 constexpr uint64_t kSaveOnLoopBytesMax = 64 << 10;
 
-// SPEC §10: a listener anyone on the network can reach needs a token. Checked before the store
-// is opened, so a misconfigured daemon fails in milliseconds with the fix in the message.
-Status CheckListenersAreSafe(const DaemonSettings& s, const Config& c) {
+// What the listeners need that can be checked without binding them: a listener anyone on the
+// network can reach needs a token (docs/daemon.md, "Authentication"); the shared-memory group and
+// run directory exist. Checked before the store is opened, so a misconfigured daemon fails in
+// milliseconds with the fix in the message.
+Status CheckListeners(const DaemonSettings& s, const Config& c) {
   for (const std::string& addr : s.tcp) {
     WMBT_ASSIGN_OR_RETURN(tcp::HostPort hp, tcp::ParseHostPort(addr, /*allow_port_zero=*/true));
     auto resolved = tcp::Resolve(hp, /*passive=*/true);
@@ -39,6 +44,18 @@ Status CheckListenersAreSafe(const DaemonSettings& s, const Config& c) {
           (c.auth_token.empty() ? ""
                                 : ". WMBT_KV_AUTH_TOKEN is set, but it is the token a client "
                                   "sends; the daemon's are WMBT_KV_AUTH_TOKENS"));
+    }
+  }
+  // The shared-memory listener's group and socket path, so a typo fails before a store that may
+  // take minutes to open (S3), and before any listener accepts a client.
+  if (!s.shm_prefix.empty()) {
+    WMBT_RETURN_IF_ERROR(shm::ResolveShmGroup(c.shm_group).status());
+    const std::string run_dir = c.run_dir.empty() ? shm::DefaultRunDir() : c.run_dir;
+    WMBT_RETURN_IF_ERROR(shm::ControlSocketPath(run_dir, s.shm_prefix).status());
+    struct stat st;
+    if (::stat(run_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Status::InvalidArgument("WMBT_KV_RUN_DIR " + run_dir +
+                                     " is not a directory: create it, or point --run-dir at one");
     }
   }
   if (s.tcp.empty() && s.shm_prefix.empty()) {
@@ -196,7 +213,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
     std::fprintf(stdout, "wombatkvd: %s\n", line.c_str());
     std::fflush(stdout);
   };
-  WMBT_RETURN_IF_ERROR(CheckListenersAreSafe(d.options.settings, d.options.config));
+  WMBT_RETURN_IF_ERROR(CheckListeners(d.options.settings, d.options.config));
   auto daemon = std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
 
   if (!d.options.settings.http.empty()) {
@@ -209,6 +226,14 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
     if (!http.ok()) return http.status();
     d.http = std::move(http).value();
     d.announce("http on " + d.http->url() + " (/healthz /readyz /metrics)");
+    auto hp = tcp::ParseHostPort(d.options.settings.http, /*allow_port_zero=*/true);
+    auto resolved = hp.ok() ? tcp::Resolve(*hp, /*passive=*/true) : hp.status();
+    if (resolved.ok() && !tcp::IsLoopback(resolved->front())) {
+      d.log(LogLevel::kWarn, "http on " + d.options.settings.http +
+                                 " is not loopback: anyone who reaches it reads /healthz, /readyz "
+                                 "and /metrics (counters; no blocks, no tokens), with no token "
+                                 "asked");
+    }
   }
 
   d.SetNotReady("opening the store (loading chains from L1 and L2)");

@@ -47,6 +47,9 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocksImpl(std::string_view ns,
                                                           bool save,
                                                           std::shared_ptr<Upload>* deferred) {
   WMBT_RETURN_IF_ERROR(CheckPutBlocksArgs(ns, blocks));
+  // An L2 that takes no more writes until reopened (Health) would fail every upload: say so now,
+  // rather than accept blocks that can never be published.
+  WMBT_RETURN_IF_ERROR(l2_->Health());
   const uint32_t ns_id = NamespaceId(ns);
   const uint64_t now_us = clock_->WallMicros();
   std::vector<ContentHash> hashes;

@@ -112,6 +112,22 @@ TEST(DaemonLifecycle, SighupIsIgnoredAndARepeatedSigtermStillStopsGracefully) {
       << daemon->stderr_text();
 }
 
+// Mistakes in the shared-memory listener's settings are found before the store opens (which can
+// take minutes on S3) and before any listener accepts a client.
+TEST(DaemonLifecycle, AnUnknownShmGroupOrRunDirFailsBeforeTheStoreOpens) {
+  TempDir dir;
+  for (const auto& [flags, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--prefix", "p", "--shm-group", "no-such-group-here"}, "no group named"},
+           {{"--prefix", "p", "--run-dir", dir.path() + "/absent"}, "is not a directory"}}) {
+    auto daemon = StartDaemon(dir, flags);
+    ASSERT_FALSE(daemon->running());
+    EXPECT_EQ(daemon->exit_code(), 2) << "a bad setting, like a bad flag";
+    EXPECT_NE(daemon->stderr_text().find(says), std::string::npos) << daemon->stderr_text();
+    EXPECT_EQ(daemon->output().find("store:"), std::string::npos) << daemon->output();
+    EXPECT_EQ(daemon->output().find("listening"), std::string::npos) << daemon->output();
+  }
+}
+
 TEST(DaemonLifecycle, AClientReconnectsByItselfAfterADaemonRestart) {
   TempDir dir;
   auto first = StartDaemon(dir);

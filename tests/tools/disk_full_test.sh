@@ -171,6 +171,10 @@ else
     fail "daemon: it logs the moment its store stopped taking writes, once" \
       "$(head -c 600 "$TMP/daemon.err")"
   fi
+  head -c 1000 /dev/urandom >"$TMP/small"
+  run "${TCP[@]}" put "$(key 599)" --file "$TMP/small"
+  check_rc "daemon: a put (not published) is refused at once while the journal is failed" 5 \
+    "restart the store to recover"
   if curl -s "$HTTP/metrics" | grep -q "^wombatkv_healthy 0$"; then
     pass "daemon: /metrics has wombatkv_healthy 0"
   else

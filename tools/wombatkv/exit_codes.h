@@ -88,9 +88,10 @@ inline constexpr std::string_view kExitCodesHelp =
     "  2  usage error or invalid argument (bad hex, bad namespace, missing option)\n"
     "  3  conflict (publish --expect-version lost; the current tip/version is printed)\n"
     "  4  corruption detected (stored bytes failed their hash; nothing wrong was served)\n"
-    "  5  data directory locked by another process, or another failed precondition\n"
+    "  5  a precondition or a limit: data directory held by another process, disk full, a\n"
+    "     budget or size limit reached\n"
     "  6  unavailable: transient failure, retry\n"
     "  7  internal error (a bug)\n"
-    "  8  permission denied (the daemon refused the auth token)\n";
+    "  8  permission denied (the daemon refused the auth token or its namespace)\n";
 
 }  // namespace wombatkv::cli

@@ -239,6 +239,10 @@ int Main(int argc, char** argv) {
   if (!tokens.empty()) {
     s.tokens.clear();
     for (const std::string& t : tokens) {
+      if (t.empty()) {
+        return Usage("--auth-token", Status::InvalidArgument("an empty token would let anyone in: "
+                                                             "give a secret string"));
+      }
       if (Status st = s.Set("WMBT_KV_AUTH_TOKENS", t); !st.ok()) return Usage("--auth-token", st);
     }
   }

@@ -514,7 +514,7 @@ class TcpChannel final : public Channel {
     }
     return Status::Unavailable(
         where_ + " accepted the connection but did not complete the greeting (" + why +
-        "): the daemon may be at its connection limit or overloaded (see its "
+        "): the daemon may be stopping, at its connection limit or overloaded (see its "
         "log), or this is not a wombatkvd --tcp listener");
   }
 
