@@ -1,6 +1,7 @@
 // Auth (SPEC §10) on a real wombatkvd: a listener that is not loopback requires a token; a token
 // may be limited to namespaces; the daemon refuses to expose an unauthenticated listener.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include "tests/daemon/daemon_test_util.h"
 #include "wire/codec.h"
@@ -87,6 +88,21 @@ TEST(DaemonAuthStart, ANonLoopbackListenerWithoutTokensIsRefusedAtStart) {
   EXPECT_NE(err.find("not a loopback address and no auth token"), std::string::npos) << err;
   EXPECT_NE(err.find("--auth-token"), std::string::npos) << "the message names the fix";
   EXPECT_EQ(err.find("WMBT_KV_AUTH_TOKEN is set"), std::string::npos) << err;
+}
+
+// At info level the daemon lists its effective settings, the flags' values included, and never
+// a token.
+TEST(DaemonAuthStart, AtInfoLevelTheEffectiveSettingsAreLoggedWithoutTokens) {
+  TempDir dir;
+  auto daemon = StartDaemon(dir, {"--log-level", "info", "--upload-threads", "3"},
+                            {{"WMBT_KV_AUTH_TOKENS", "t0p-s3cret"}});
+  ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
+  EXPECT_EQ(daemon->Stop(SIGTERM), 0);
+  const std::string err = daemon->stderr_text();
+  EXPECT_NE(err.find("wombatkvd [info] setting WMBT_KV_UPLOAD_THREADS=3\n"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("setting WMBT_KV_AUTH_TOKENS="), std::string::npos) << err;
+  EXPECT_EQ(err.find("t0p-s3cret"), std::string::npos) << "never a token";
 }
 
 // The clients' variable, one letter short of the daemon's, set where the daemon runs.

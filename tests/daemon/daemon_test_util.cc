@@ -3,6 +3,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "transport/tcp/frame_reader.h"
 #include "transport/tcp/sockets.h"
 #include "transport/tcp/tcp_channel.h"
@@ -13,8 +15,15 @@ namespace wombatkv::testing {
 
 std::unique_ptr<DaemonProcess> StartDaemon(const TempDir& dir, std::vector<std::string> extra,
                                            const DaemonProcess::Env& env, const std::string& tcp) {
-  std::vector<std::string> args = {"--data-dir", dir.path() + "/data", "--tcp", tcp,
-                                   "--cache-bytes", "64M", "--log-level", "warn"};
+  std::vector<std::string> args = {"--data-dir", dir.path() + "/data", "--tcp", tcp};
+  // Defaults a test may give otherwise in `extra`.
+  for (const auto& [flag, value] :
+       {std::pair<std::string, std::string>{"--cache-bytes", "64M"}, {"--log-level", "warn"}}) {
+    if (std::find(extra.begin(), extra.end(), flag) == extra.end()) {
+      args.push_back(flag);
+      args.push_back(value);
+    }
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   return std::make_unique<DaemonProcess>(args, env, dir.path() + "/stderr.log");
 }

@@ -249,6 +249,13 @@ int Main(int argc, char** argv) {
 
   LogSink log = StderrLogSink(c.log_level, "wombatkvd");
   WarnAboutUnknownSettings([&](const std::string& line) { log(LogLevel::kWarn, line); });
+  // The effective settings (environment, then flags; secrets as "(set)"), for an operator who
+  // asks with --log-level info.
+  for (const std::string& text : {c.Describe(), s.Describe()}) {
+    for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
+      log(LogLevel::kInfo, "setting " + text.substr(at, nl - at));
+    }
+  }
 
   DaemonOptions options;
   options.config = std::move(c);
