@@ -181,8 +181,9 @@ WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_init_from_env(void);
 /* Connects to a wombatkvd daemon over TCP at "HOST:PORT"; the other settings (fingerprint,
  * namespace, WMBT_KV_AUTH_TOKEN) come from the environment, as for wmbt_kv_init_from_env. It
  * connects and is greeted before it returns, so NULL with last_error names a bad address, a
- * daemon that cannot be reached ("is wombatkvd running?") or a token it refused. A handle
- * reconnects by itself after the daemon restarts. */
+ * daemon that cannot be reached ("is wombatkvd running?") or a token it refused. Connecting and
+ * the greeting each give up after 5 s (a host that drops packets, a service that does not answer
+ * as wombatkvd). A handle reconnects by itself after the daemon restarts. */
 WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_open_tcp(const char* addr);
 
 /* Connects to a daemon over HTTP. Not supported in this build: returns NULL with last_error. */
