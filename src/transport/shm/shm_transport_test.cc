@@ -64,6 +64,17 @@ class ShmTransport : public ::testing::Test {
   static wire::Message PayloadOfSize(size_t n) {
     return TextMessage(shm_test::kOpPayloadOfSize, std::to_string(n));
   }
+  // Calls for payloads of `bytes`, keeping each response (a borrow), until one is refused or
+  // `calls_max` were made; returns the refusal (OK if none).
+  static Status BorrowUntilRefused(Channel& ch, size_t bytes, int calls_max,
+                                   std::vector<wire::Message>* held) {
+    for (int i = 0; i < calls_max; ++i) {
+      auto r = ch.Call(PayloadOfSize(bytes));
+      if (!r.ok()) return r.status();
+      held->push_back(std::move(*r));
+    }
+    return Status::Ok();
+  }
   bool WaitForSegments(uint64_t n) {
     return server_->WaitFor([n](const ShmServerStats& s) { return s.segments_live == n; },
                             kWaitMicros);
@@ -147,15 +158,7 @@ TEST_F(ShmTransport, BorrowsHeldTooLongExhaustTheAreaWithAnErrorNamingTheSetting
   auto ch = Connect();
   ASSERT_TRUE(ch);
   std::vector<wire::Message> held;
-  Status failure;
-  for (int i = 0; i < 8 && failure.ok(); ++i) {
-    auto r = ch->Call(PayloadOfSize(1 << 20));
-    if (r.ok()) {
-      held.push_back(std::move(*r));
-    } else {
-      failure = r.status();
-    }
-  }
+  const Status failure = BorrowUntilRefused(*ch, 1 << 20, 8, &held);
   ASSERT_FALSE(failure.ok());
   EXPECT_EQ(failure.code(), Code::kResourceExhausted);
   EXPECT_NE(failure.message().find("WMBT_KV_SHM_DATA_BYTES"), std::string::npos) << failure.message();
@@ -176,15 +179,7 @@ TEST_F(ShmTransport, TooManyBorrowsHeldAreRefusedNamingTheCountNotTheArea) {
   auto ch = Connect();
   ASSERT_TRUE(ch);
   std::vector<wire::Message> held;
-  Status failure;
-  for (int i = 0; i < 20 && failure.ok(); ++i) {
-    auto r = ch->Call(PayloadOfSize(10));
-    if (r.ok()) {
-      held.push_back(std::move(*r));
-    } else {
-      failure = r.status();
-    }
-  }
+  const Status failure = BorrowUntilRefused(*ch, 10, 20, &held);
   ASSERT_FALSE(failure.ok());
   EXPECT_EQ(failure.code(), Code::kResourceExhausted);
   EXPECT_EQ(held.size(), 8u);
