@@ -29,7 +29,7 @@ K9=$(key 9)
 # ---- --help of every command ------------------------------------------------------------------
 
 run "$WKV" --help
-if [[ $RC == 0 ]] && grep -q "Exit codes" "$TMP/out" && grep -q "locked" "$TMP/out"; then
+if [[ $RC == 0 ]] && grep -q "Exit codes" "$TMP/out" && grep -q "held by another process, disk full" "$TMP/out"; then
   pass "wombatkv --help exits 0 and documents the exit codes"
 else
   fail "wombatkv --help exits 0 and documents the exit codes" "rc=$RC"

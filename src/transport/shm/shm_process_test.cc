@@ -146,7 +146,7 @@ TEST(ShmProcess, AStoppedDaemonFailsCallsAfterTheRequestTimeoutAndTheClientReatt
   Channel& channel = **ch;
   ASSERT_TRUE(channel.Call(TextMessage(shm_test::kOpEcho, "before")).ok());
 
-  daemon.Signal(SIGSTOP);
+  daemon.Pause();
   Status first, second;
   const uint64_t start = RealClock()->NowMicros();
   std::thread a([&] { first = channel.Call(TextMessage(shm_test::kOpEcho, "x")).status(); });

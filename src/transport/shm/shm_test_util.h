@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,15 @@ class Peer {
   }
   void Signal(int sig) {
     if (pid_ > 0) ::kill(pid_, sig);
+  }
+  // SIGSTOP, returning once the child has stopped: a signal reaches a process running on another
+  // CPU a little later, and a call made meanwhile would still be answered.
+  void Pause() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGSTOP);
+    int status = 0;
+    while (::waitpid(pid_, &status, WUNTRACED) < 0 && errno == EINTR) {
+    }
   }
   void Kill() {
     if (pid_ > 0) {
