@@ -461,6 +461,9 @@ class FsObjectStore final : public ObjectStore {
   std::deque<Action> actions_;                          // in LSN order (J1, J3)
   std::condition_variable direct_done_;                 // a direct reservation ended (J4)
   Status broken_;  // sticky: an apply or a checkpoint failed (J5)
+  // Set (once, for good) when broken_ is set or the journal fails: Health() is a load until then,
+  // cheap enough for every put to ask.
+  std::atomic<bool> maybe_unhealthy_{false};
   // Every action up to this LSN is applied, and broken_ is OK (0 once it is not).
   std::atomic<uint64_t> applied_through_{0};
   // Packed objects (invariant 6), the journal files and how far they are checkpointed.

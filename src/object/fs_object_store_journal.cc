@@ -71,7 +71,10 @@ Status FsObjectStore::OpenJournal(const FsJournalOptions& options) {
                                 clock_));
   // A failure sticks in broken_, which every caller's SyncThrough then returns.
   journal_->SetOnSynced([this] { (void)ApplySynced(); });
-  if (jopts_.failed) journal_->SetOnFailed(jopts_.failed);
+  journal_->SetOnFailed([this](const Status& s) {
+    maybe_unhealthy_.store(true, std::memory_order_release);
+    if (jopts_.failed) jopts_.failed(s);
+  });
   // Big rounds' PutAsync completions run on the first thread while the leader syncs the next
   // round (Journal::SetCompletionExecutor); a stream of rounds for them is led by the second
   // thread, not by the threads that put.
@@ -448,6 +451,7 @@ void FsObjectStore::CheckpointFailed(const Status& s) {
 void FsObjectStore::BreakLocked(Status s) {
   if (!broken_.ok()) return;
   broken_ = std::move(s);
+  maybe_unhealthy_.store(true, std::memory_order_release);
   applied_through_.store(0, std::memory_order_release);
 }
 
@@ -458,6 +462,7 @@ ObjectStoreCounters FsObjectStore::Counters() const {
 }
 
 Status FsObjectStore::Health() const {
+  if (!maybe_unhealthy_.load(std::memory_order_acquire)) return Status::Ok();
   if (journal_) WMBT_RETURN_IF_ERROR(journal_->error());
   std::lock_guard<std::mutex> g(name_mu_);
   return broken_;
