@@ -30,6 +30,14 @@ Status SetSwitch(std::string_view name, bool& out, std::string_view value) {
   return Status::Ok();
 }
 
+Status SettingGivenAs(const Status& s, std::string_view name, std::string_view given_as) {
+  const std::string prefix = std::string(name) + "=";
+  if (s.ok() || !s.message().starts_with(prefix)) return s;
+  return Status(s.code(), (given_as.empty() ? "" : std::string(given_as) + " ") +
+                              std::string(s.message().substr(prefix.size())) + " (setting " +
+                              std::string(name) + ")");
+}
+
 std::optional<std::string> ProcessEnv(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr) return std::nullopt;

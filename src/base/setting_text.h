@@ -24,6 +24,11 @@ Status SetSwitch(std::string_view name, bool& out, std::string_view value);
 Status InvalidSetting(std::string_view name, std::string_view value, std::string_view expected,
                       bool secret = false);
 
+// An InvalidSetting of `name` for a value that did not come from the variable (a flag, a
+// function's argument): `NAME="v" is not valid: ...` reads `<given_as> "v" is not valid: ...
+// (setting NAME)` (no `<given_as> ` when it is empty). Any other status is returned as it is.
+Status SettingGivenAs(const Status& s, std::string_view name, std::string_view given_as);
+
 // The process environment (getenv): the value of `name`, nullopt when unset. Not safe against a
 // concurrent setenv (a POSIX rule, not ours).
 std::optional<std::string> ProcessEnv(const char* name);

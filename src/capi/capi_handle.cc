@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "base/setting_text.h"
 #include "capi/capi_internal.h"
 #include "config/unknown_settings.h"
 #include "connect/open_client_store.h"
@@ -90,11 +91,7 @@ wmbt_kv_handle* OpenTcp(const char* addr) {
   }
   // Validates HOST:PORT as the variable would; the error names the argument, not the variable.
   Status st = config->Set("WMBT_KV_TCP_ADDR", addr);
-  if (!st.ok()) {
-    std::string why = st.message();
-    if (why.starts_with("WMBT_KV_TCP_ADDR=")) why.replace(0, 17, "addr ");
-    return Fail(Status::InvalidArgument(why));
-  }
+  if (!st.ok()) return Fail(SettingGivenAs(st, "WMBT_KV_TCP_ADDR", "addr"));
   return Release(
       HandleFor(*config, OpenClientStoreAs(ClientBackend::kTcp, *config, LibrarySetup(*config))));
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/setting_text.h"
+
 namespace wombatkv::cli {
 
 std::string SettingFlagName(std::string_view setting) {
@@ -28,19 +30,12 @@ SettingFlags::SettingFlags(CLI::App& app, const std::set<std::string_view>& skip
   }
 }
 
-Status FlagValueError(const Status& s, std::string_view setting) {
-  const std::string prefix = std::string(setting) + "=";
-  if (s.ok() || !s.message().starts_with(prefix)) return s;
-  return Status(s.code(), std::string(s.message().substr(prefix.size())) + " (setting " +
-                              std::string(setting) + ")");
-}
-
 Status SettingFlags::ApplyTo(Config* config, std::string* flag) const {
   for (const Flag& f : flags_) {
     if (f.option->count() == 0) continue;
     if (Status s = config->Set(f.setting, f.value); !s.ok()) {
       *flag = f.name;
-      return FlagValueError(s, f.setting);
+      return SettingGivenAs(s, f.setting, "");  // printed after "--flag: "
     }
   }
   return Status::Ok();

@@ -26,11 +26,6 @@ namespace wombatkv::cli {
 // "WMBT_KV_S3_PREFIX" -> "--s3-prefix".
 std::string SettingFlagName(std::string_view setting);
 
-// A setting's error for a value given by its flag: `SETTING="v" is not valid: expected ...` reads
-// `"v" is not valid: expected ... (setting SETTING)`, for "--flag: <that>" — the variable was not
-// set, the flag was. Other errors are returned as they are.
-Status FlagValueError(const Status& s, std::string_view setting);
-
 class SettingFlags {
  public:
   // Adds to `app`, under `group` in its help, a flag for every setting of AllSettings() that is

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/setting_text.h"
 #include "config/config.h"
 #include "config/unknown_settings.h"
 #include "daemon/daemon.h"
@@ -232,7 +233,7 @@ int Main(int argc, char** argv) {
   for (const FlagSetting& f : flags) {
     if (f.option->count() == 0) continue;
     Status st = f.daemon ? s.Set(f.setting, f.value) : c.Set(f.setting, f.value);
-    if (!st.ok()) return Usage(f.option->get_name(), cli::FlagValueError(st, f.setting));
+    if (!st.ok()) return Usage(f.option->get_name(), SettingGivenAs(st, f.setting, ""));
   }
   std::string failed_flag;
   if (Status st = store_flags.ApplyTo(&c, &failed_flag); !st.ok()) return Usage(failed_flag, st);
