@@ -109,6 +109,11 @@ Result<std::unique_ptr<AppendFile>> FileSystem::NewAppendFile(const std::string&
                                     ": this file system has no append-only files");
 }
 
+Status AppendFile::Rename(const std::string& to) {
+  return Status::FailedPrecondition("rename to " + to +
+                                    ": this file system cannot rename an open file");
+}
+
 Status FileSystem::SyncFileSystem(const std::string& path) {
   return Status::FailedPrecondition("sync the file system of " + path +
                                     ": not supported by this file system");

@@ -346,6 +346,14 @@ class PosixAppendFile final : public AppendFile {
     return Status::Ok();
   }
 
+  Status Rename(const std::string& to) override {
+    if (::rename(path_.c_str(), to.c_str()) != 0) {
+      return ErrnoStatus(errno, "rename " + path_ + " to", to);
+    }
+    path_ = to;
+    return Status::Ok();
+  }
+
  private:
   Fd fd_;
   std::string path_;

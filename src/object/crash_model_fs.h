@@ -5,7 +5,8 @@
 // things durable (env.h's contract): a name created or removed becomes durable at the next
 // SyncDir of its directory (with the content synced at WriteTemp, or "some bytes" if the content
 // was never synced); WriteFileAtomic/CreateFileExclusive with sync are durable at once;
-// SyncFileSystem makes everything durable; an AppendFile is durable up to its last Sync.
+// SyncFileSystem makes everything durable; an AppendFile is durable up to its last Sync, and its
+// name (given by NewAppendFile or AppendFile::Rename) at the next SyncDir of its directory.
 //
 // Crash() makes every later call fail (the process is "dead": the store is then destroyed);
 // Restart() lets calls through again as a new process on the same machine would.
@@ -13,7 +14,8 @@
 // durable in its current state gets, at random, its durable state, its current state, or (if its
 // content was never synced) its name with other bytes; each journal-like append file is cut at a
 // random point at or after its synced length, sometimes with a hole (zeros) in its unsynced part
-// before the cut, sometimes with garbage after. Revive() then lets
+// before the cut, sometimes with garbage after, and sometimes back under its durable name (or
+// gone, if it had none) when its name is not durable yet. Revive() then lets
 // calls through again, with everything on disk durable.
 //
 // I/O errors:
@@ -91,6 +93,12 @@ class CrashModelFs final : public FileSystemWrapper {
         }
         if (rng.Uniform(2) == 0) {
           for (uint64_t i = rng.Uniform(64); i > 0; --i) cut.push_back(static_cast<char>(rng.Next64()));
+        }
+        auto u = unnamed_.find(path);
+        if (u != unnamed_.end() && rng.Uniform(2) == 0) {
+          (void)target()->DeleteFile(path);
+          if (!u->second.before.empty()) Write(u->second.before, cut);
+          continue;
         }
         Write(path, cut);
         continue;
@@ -235,6 +243,8 @@ class CrashModelFs final : public FileSystemWrapper {
     // older may override that. A failed sync leaves its events queued for the next one.
     if (snapshot != snapshots_ || !s.ok()) return s;
     ApplyPendingLocked(dir, upto);
+    std::erase_if(unnamed_,
+                  [&](const auto& u) { return u.second.seq <= upto && DirOf(u.first) == dir; });
     return s;
   }
 
@@ -249,8 +259,10 @@ class CrashModelFs final : public FileSystemWrapper {
     std::map<std::string, size_t> pending_before;
     std::map<std::string, uint64_t> appended_before;
     std::set<std::string> lost_before;
+    uint64_t upto;
     {
       std::lock_guard<std::mutex> g(mu_);
+      upto = event_seq_;
       ReadTree(root_, before);
       lost_before = lost_;
       for (const auto& [dir, events] : pending_) pending_before[dir] = events.size();
@@ -275,6 +287,7 @@ class CrashModelFs final : public FileSystemWrapper {
       auto a = appended_before.find(p);
       if (a != appended_before.end()) synced = std::max<uint64_t>(synced, a->second);
     }
+    std::erase_if(unnamed_, [&](const auto& u) { return u.second.seq <= upto; });
     for (const auto& [dir, n] : pending_before) {
       auto& events = pending_[dir];
       events.erase(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(std::min(n, events.size())));
@@ -288,6 +301,7 @@ class CrashModelFs final : public FileSystemWrapper {
     Status s = target()->DeleteFile(path);
     std::lock_guard<std::mutex> g(mu_);
     if (s.ok()) lost_.erase(path);
+    if (s.ok()) unnamed_.erase(path);
     if (s.ok() && appends_.erase(path) == 0) {
       pending_[DirOf(path)].push_back({path, State{}, ++event_seq_});
     }
@@ -300,6 +314,7 @@ class CrashModelFs final : public FileSystemWrapper {
     if (!file.ok()) return file.status();
     std::lock_guard<std::mutex> g(mu_);
     appends_[path] = 0;
+    unnamed_[path] = Unnamed{"", ++event_seq_};
     return std::unique_ptr<AppendFile>(new Appender(this, std::move(file).value(), path));
   }
 
@@ -380,6 +395,22 @@ class CrashModelFs final : public FileSystemWrapper {
       WMBT_RETURN_IF_ERROR(fs_->Alive());
       return inner_->StartWriteback();
     }
+    Status Rename(const std::string& to) override {
+      WMBT_RETURN_IF_ERROR(fs_->Alive());
+      WMBT_RETURN_IF_ERROR(inner_->Rename(to));
+      std::lock_guard<std::mutex> g(fs_->mu_);
+      fs_->Moved(fs_->appends_, path_, to);
+      fs_->Moved(fs_->appended_, path_, to);
+      auto u = fs_->unnamed_.find(path_);
+      std::string before = path_;
+      if (u != fs_->unnamed_.end()) {
+        before = u->second.before;
+        fs_->unnamed_.erase(u);
+      }
+      fs_->unnamed_[to] = Unnamed{std::move(before), ++fs_->event_seq_};
+      path_ = to;
+      return Status::Ok();
+    }
 
    private:
     CrashModelFs* fs_;
@@ -435,9 +466,19 @@ class CrashModelFs final : public FileSystemWrapper {
     p.erase(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(n));
   }
 
+  // REQUIRES: mu_ held. `map[from]`, if any, becomes `map[to]`.
+  static void Moved(std::map<std::string, uint64_t>& map, const std::string& from,
+                    const std::string& to) {
+    auto it = map.find(from);
+    if (it == map.end()) return;
+    map[to] = it->second;
+    map.erase(from);
+  }
+
   // REQUIRES: mu_ held. Everything on disk now is durable.
   void Snapshot() {
     ++snapshots_;
+    unnamed_.clear();
     std::map<std::string, std::string> now;
     ReadTree(root_, now);
     durable_.clear();
@@ -515,6 +556,11 @@ class CrashModelFs final : public FileSystemWrapper {
   std::set<std::string> synced_content_;                 // the current file's bytes were synced
   std::map<std::string, uint64_t> appends_;              // append files: synced length
   std::map<std::string, uint64_t> appended_;             // append files: written length
+  struct Unnamed {
+    std::string before;  // the durable name ("" if none)
+    uint64_t seq = 0;    // as an Event's
+  };
+  std::map<std::string, Unnamed> unnamed_;  // append files whose name is not durable yet
   std::map<Op, int> fail_next_;                          // FailNext: calls still to fail
   uint64_t writeback_errors_ = 0;                        // InjectWritebackError() calls
   std::set<std::string> lost_;                           // write-back failed, not written since

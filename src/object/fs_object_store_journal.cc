@@ -82,6 +82,8 @@ Status FsObjectStore::OpenJournal(const FsJournalOptions& options) {
   syncer_ = NewThreadPoolExecutor(1, "wmbt-l2-sync");
   journal_->SetCompletionExecutor(completions_.get());
   journal_->SetSyncExecutor(syncer_.get());
+  // The next journal file is made on the checkpoint thread, which drains before the journal goes.
+  journal_->SetNextFileExecutor(checkpoints_.get());
   segments_[journal_->file_first_lsn()] = Segment{journal_->file_path(), 0, false};
   WMBT_RETURN_IF_ERROR(CollectSegments().WithContext("recovering " + Describe()));
   return Status::Ok();

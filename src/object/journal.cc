@@ -68,7 +68,14 @@ Journal::Journal(FileSystem* fs, std::string dir, uint64_t file_bytes_target, Re
       on_retired_(std::move(on_retired)),
       clock_(clock) {}
 
-Journal::~Journal() = default;
+Journal::~Journal() {
+  std::unique_lock<std::mutex> l(next_mu_);
+  next_cv_.wait(l, [&] { return !next_making_; });
+  if (next_file_) {  // a closed store leaves no 4 MiB of zeros behind
+    next_file_.reset();
+    (void)fs_->DeleteFile(NextFilePath());
+  }
+}
 
 Result<std::unique_ptr<Journal>> Journal::Create(FileSystem* fs, std::string dir,
                                                  uint64_t next_lsn, uint64_t file_bytes_target,
@@ -83,8 +90,12 @@ Result<std::unique_ptr<Journal>> Journal::Create(FileSystem* fs, std::string dir
 
 Status Journal::OpenFile(uint64_t first_lsn) {
   std::string path = dir_ + "/" + JournalFileName(first_lsn);
-  WMBT_ASSIGN_OR_RETURN(auto file, fs_->NewAppendFile(path));
-  WMBT_RETURN_IF_ERROR(Preallocate(*file, kPreallocateStepBytes));
+  std::unique_ptr<AppendFile> file = TakeNextFile();
+  if (file && !file->Rename(path).ok()) file.reset();  // made here, as without one made ahead
+  if (!file) {
+    WMBT_ASSIGN_OR_RETURN(file, fs_->NewAppendFile(path));
+    WMBT_RETURN_IF_ERROR(Preallocate(*file, kPreallocateStepBytes));
+  }
   // The name must be durable before a sync of the content can acknowledge anything.
   WMBT_RETURN_IF_ERROR(fs_->SyncDir(dir_));
   file_ = std::move(file);
@@ -92,7 +103,50 @@ Status Journal::OpenFile(uint64_t first_lsn) {
   file_first_lsn_ = first_lsn;
   file_bytes_ = 0;
   preallocated_ = kPreallocateStepBytes;
+  MakeNextFileAhead();
   return Status::Ok();
+}
+
+void Journal::SetNextFileExecutor(Executor* executor) {
+  next_executor_ = executor;
+  MakeNextFileAhead();
+}
+
+void Journal::MakeNextFileAhead() {
+  if (!next_executor_) return;
+  {
+    std::lock_guard<std::mutex> g(next_mu_);
+    if (next_file_ || next_making_) return;
+    next_making_ = true;
+  }
+  next_executor_->Submit([this] {
+    // A failure (a full disk) is left to the round that needs the file: it tries again, and
+    // fails the journal with the error if that fails too.
+    auto file = MakeNextFile();
+    std::lock_guard<std::mutex> g(next_mu_);
+    if (file.ok()) next_file_ = std::move(file).value();
+    next_making_ = false;
+    next_cv_.notify_all();
+  });
+}
+
+Result<std::unique_ptr<AppendFile>> Journal::MakeNextFile() {
+  const std::string path = NextFilePath();
+  Status gone = fs_->DeleteFile(path);  // a crash's leftover, or a rename that failed
+  if (!gone.ok() && !gone.IsNotFound()) return gone;
+  WMBT_ASSIGN_OR_RETURN(auto file, fs_->NewAppendFile(path));
+  Status s = file->Preallocate(kPreallocateStepBytes);  // off every round's path: not counted
+  if (!s.ok()) {
+    file.reset();
+    (void)fs_->DeleteFile(path);
+    return s;
+  }
+  return file;
+}
+
+std::unique_ptr<AppendFile> Journal::TakeNextFile() {
+  std::lock_guard<std::mutex> g(next_mu_);
+  return std::move(next_file_);
 }
 
 void Journal::Batch::Hold(ByteView value, std::shared_ptr<const void> owner) {

@@ -61,6 +61,9 @@ inline constexpr std::string_view kJournalRewriteMarker = ".~journal.rewrite";
 // The checkpoint (FsObjectStore): every journal record up to the LSN it holds (decimal) was
 // applied and synced.
 inline constexpr std::string_view kJournalCheckpointMarker = ".~journal.checkpoint";
+// The next journal file while it is made ahead (Journal::SetNextFileExecutor): zeros only, never
+// read; a crash may leave it, and the next one made replaces it.
+inline constexpr std::string_view kJournalNextFileName = ".~journal.next";
 // Its LSN; 0 if there is none.
 Result<uint64_t> ReadJournalCheckpoint(FileSystem* fs, const std::string& path);
 
@@ -151,6 +154,14 @@ class Journal {
   // executor's thread does either for it, and the call returns at once.
   // `executor` must outlive every round: see AwaitIdle. REQUIRES: set before the first call.
   void SetSyncExecutor(Executor* executor) { syncer_ = executor; }
+  // Where the next journal file is made ahead: created as kJournalNextFileName in `dir` and
+  // zero-filled (its first step, synced) while the current file fills, then renamed by the
+  // round that retires the current file, which otherwise creates and zero-fills it on the path
+  // of every caller waiting for that round (15-30 ms on the development VM: BENCHMARKS.md,
+  // "Session 45"). That round falls back to making it when none is ready (or its rename fails).
+  // `executor` must run every task it is given before the journal is destroyed. REQUIRES: set
+  // before the first append.
+  void SetNextFileExecutor(Executor* executor);
   // What the rounds did so far: for a store's counters (ObjectStoreCounters, /metrics), so that
   // a slow save can be told apart from a slow disk.
   JournalCounters stats() const;
@@ -252,6 +263,13 @@ class Journal {
   Status Write(const std::string& mark, const Batch& batch, Round* round);
   // Leader only, right after a sync: starts the next file once this one is full.
   Status RetireFileIfFull(uint64_t last_lsn);
+  // Gives next_executor_ the making of the next file, unless one is ready or being made.
+  void MakeNextFileAhead();
+  // On next_executor_: kJournalNextFileName, created over any file by that name and zero-filled.
+  Result<std::unique_ptr<AppendFile>> MakeNextFile();
+  // The file made ahead, or null if none is ready.
+  std::unique_ptr<AppendFile> TakeNextFile();
+  std::string NextFilePath() const { return dir_ + "/" + std::string(kJournalNextFileName); }
   // Leader only: file.Preallocate(bytes), timed and counted.
   Status Preallocate(AppendFile& file, uint64_t bytes);
   uint64_t NowMicros() const { return clock_ ? clock_->NowMicros() : 0; }
@@ -311,6 +329,13 @@ class Journal {
   uint64_t preallocated_ = 0;      // the current file's zero-filled (or written) length
   bool last_round_bulk_ = false;   // the last round wrote a bulk batch (no zeros ahead)
   Batch spare_;                    // the previous batch's buffer, reused
+
+  // The next file, made ahead (SetNextFileExecutor).
+  Executor* next_executor_ = nullptr;
+  std::mutex next_mu_;
+  std::condition_variable next_cv_;        // next_making_ fell
+  std::unique_ptr<AppendFile> next_file_;  // ready to be renamed
+  bool next_making_ = false;               // a task of next_executor_ is making it
 };
 
 }  // namespace wombatkv

@@ -184,6 +184,11 @@ class SyncOrderRecorder : public FileSystemWrapper {
     }
     Status Preallocate(uint64_t bytes) override { return inner_->Preallocate(bytes); }
     Status StartWriteback() override { return inner_->StartWriteback(); }
+    Status Rename(const std::string& to) override {
+      WMBT_RETURN_IF_ERROR(inner_->Rename(to));
+      path_ = to;
+      return Status::Ok();
+    }
 
    private:
     SyncOrderRecorder* r_;

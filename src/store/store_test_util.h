@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <deque>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "base/blake3_hash.h"
+#include "env/manual_executor.h"
 #include "meta/meta_store.h"
 #include "wombatkv/object_store.h"
 #include "wombatkv/store.h"
@@ -100,38 +100,6 @@ inline TestChain MakeChain(size_t n, size_t block_bytes, uint64_t salt = 0) {
   }
   return c;
 }
-
-// An executor that queues tasks and runs them only when asked: lets a test "crash" a store
-// before its background uploads run.
-class ManualExecutor final : public Executor {
- public:
-  void Submit(std::function<void()> task) override { queue_.push_back(std::move(task)); }
-  Status Await(const Completion& c) override {
-    while (!c.done()) {
-      if (queue_.empty()) return Status::Internal("nothing can complete the awaited task");
-      RunOne();
-    }
-    return Status::Ok();
-  }
-  void Drain() override {
-    if (!dropping_) while (!queue_.empty()) RunOne();
-  }
-  // Simulates a crash: queued work is lost.
-  void DropAll() {
-    queue_.clear();
-    dropping_ = true;
-  }
-  size_t queued() const { return queue_.size(); }
-
- private:
-  void RunOne() {
-    auto t = std::move(queue_.front());
-    queue_.pop_front();
-    t();
-  }
-  std::deque<std::function<void()>> queue_;
-  bool dropping_ = false;
-};
 
 // Where the planes live for a test: in memory (shared across reopen), or real disk (a temp data
 // directory with RocksDB L1 and the local-directory L2).
