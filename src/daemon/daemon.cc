@@ -79,6 +79,9 @@ struct Daemon::Impl {
   std::shared_ptr<Store> store;
   std::unique_ptr<Service> service;
   std::unique_ptr<tcp::TcpServer> tcp;
+  // Bound before the store opens (a port in use is found at once), served from StartTcp on.
+  std::shared_ptr<tcp::BoundListeners> tcp_bound;
+  std::shared_ptr<shm::Listener> shm_bound;  // likewise, for StartShm
   std::unique_ptr<ShmServer> shm;
   // The store's payload arenas, handed to `shm` (docs/shm.md, "Zero-copy gets"); null = none.
   std::shared_ptr<shm::PayloadArenas> arenas;
@@ -117,6 +120,8 @@ struct Daemon::Impl {
   // The shared-memory server (docs/shm.md), with `*service` and options.settings.shm_prefix,
   // kept next to `tcp`; StopShm stops it within Shutdown's bound, beside the TCP server, and
   // returns how many requests it abandoned.
+  // Where the shared-memory server listens (prefix, run directory, group).
+  ShmServerOptions ShmOptions() const;
   Status StartShm();
   size_t StopShm(uint64_t timeout_ms);
 };
@@ -125,6 +130,7 @@ Status Daemon::Impl::StartTcp() {
   if (options.settings.tcp.empty()) return Status::Ok();
   tcp::TcpServerOptions o;
   o.listen = options.settings.tcp;
+  o.bound = std::move(tcp_bound);
   o.max_frame_bytes = options.settings.max_frame_bytes;
   o.idle_timeout_ms = options.settings.idle_timeout_ms;
   o.worker_threads = options.settings.workers;
@@ -172,12 +178,18 @@ Status Daemon::Impl::StartTcp() {
   return Status::Ok();
 }
 
-Status Daemon::Impl::StartShm() {
-  if (options.settings.shm_prefix.empty()) return Status::Ok();
+ShmServerOptions Daemon::Impl::ShmOptions() const {
   ShmServerOptions o;
   o.prefix = options.settings.shm_prefix;
   o.run_dir = options.config.run_dir;  // WMBT_KV_RUN_DIR: the clients read the same setting
   o.group = options.config.shm_group;
+  return o;
+}
+
+Status Daemon::Impl::StartShm() {
+  if (options.settings.shm_prefix.empty()) return Status::Ok();
+  ShmServerOptions o = ShmOptions();
+  o.bound = std::move(shm_bound);
   o.layout.request_area_bytes = options.settings.shm_data_bytes;
   o.layout.response_area_bytes = options.settings.shm_data_bytes;
   o.workers = options.settings.workers;
@@ -214,6 +226,16 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
     std::fflush(stdout);
   };
   WMBT_RETURN_IF_ERROR(CheckListeners(d.options.settings, d.options.config));
+  if (!d.options.settings.tcp.empty()) {
+    auto bound = tcp::BoundListeners::Bind(d.options.settings.tcp);
+    if (!bound.ok()) return bound.status();
+    d.tcp_bound = std::move(bound).value();
+  }
+  if (!d.options.settings.shm_prefix.empty()) {
+    auto bound = ShmServer::Bind(d.ShmOptions());
+    if (!bound.ok()) return bound.status();
+    d.shm_bound = std::move(bound).value();
+  }
   auto daemon = std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
 
   if (!d.options.settings.http.empty()) {

@@ -1,6 +1,11 @@
 #include "setup/store_from_config.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 
 #include "object/s3/l2_from_config.h"
 
@@ -16,13 +21,40 @@ LogLevel ToStoreLogLevel(Config::LogLevel level) {
   return LogLevel::kWarn;
 }
 
-LogSink StderrLogSink(Config::LogLevel threshold, std::string program) {
+namespace {
+// "2026-12-06T07:35:12.123Z ": UTC, to the millisecond.
+std::string TimeStamp(uint64_t wall_micros) {
+  const time_t seconds = static_cast<time_t>(wall_micros / 1'000'000);
+  struct tm utc;
+  gmtime_r(&seconds, &utc);
+  char text[40];
+  const size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+  std::snprintf(text + n, sizeof text - n, ".%03uZ ",
+                static_cast<unsigned>(wall_micros / 1000 % 1000));
+  return text;
+}
+}  // namespace
+
+LogSink StderrLogSink(Config::LogLevel threshold, std::string program, Clock* clock) {
   const LogLevel min = ToStoreLogLevel(threshold);
-  return [min, program = std::move(program)](LogLevel level, const std::string& line) {
+  return [min, program = std::move(program), clock](LogLevel level, const std::string& line) {
     if (level < min) return;
+    const std::string stamp = clock ? TimeStamp(clock->WallMicros()) : std::string();
     // One fprintf per line, so lines of concurrent threads do not interleave.
-    std::fprintf(stderr, "%s [%s] %s\n", program.c_str(), LogLevelTag(level), line.c_str());
+    std::fprintf(stderr, "%s%s [%s] %s\n", stamp.c_str(), program.c_str(), LogLevelTag(level),
+                 line.c_str());
   };
+}
+
+bool StderrGoesToJournal() {
+  const char* stream = std::getenv("JOURNAL_STREAM");
+  if (stream == nullptr) return false;
+  unsigned long long dev = 0, ino = 0;
+  if (std::sscanf(stream, "%llu:%llu", &dev, &ino) != 2) return false;
+  struct stat st;
+  if (::fstat(STDERR_FILENO, &st) != 0) return false;
+  return static_cast<unsigned long long>(st.st_dev) == dev &&
+         static_cast<unsigned long long>(st.st_ino) == ino;
 }
 
 Result<std::shared_ptr<Store>> OpenStoreFromConfig(const Config& config, const StoreSetup& setup) {

@@ -29,8 +29,13 @@ struct StoreSetup {
   uint64_t get_bytes_max = 0;
 };
 
-// A sink that writes lines at or above `threshold` to stderr as "<program> [<level>] <line>".
-LogSink StderrLogSink(Config::LogLevel threshold, std::string program);
+// A sink that writes lines at or above `threshold` to stderr as "<program> [<level>] <line>",
+// each led by the UTC time ("2026-12-06T07:35:12.123Z ") when `clock` is given.
+LogSink StderrLogSink(Config::LogLevel threshold, std::string program, Clock* clock = nullptr);
+
+// Whether stderr is a stream into the systemd journal (JOURNAL_STREAM names its device and
+// inode), which stamps each line itself.
+bool StderrGoesToJournal();
 
 // The store's log level for a Config::LogLevel.
 LogLevel ToStoreLogLevel(Config::LogLevel level);

@@ -4,15 +4,20 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <regex>
+#include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "tests/daemon/daemon_test_util.h"
+#include "transport/tcp/tcp_server.h"
 
 namespace wombatkv::testing {
 namespace {
@@ -126,6 +131,83 @@ TEST(DaemonLifecycle, AnUnknownShmGroupOrRunDirFailsBeforeTheStoreOpens) {
     EXPECT_EQ(daemon->output().find("store:"), std::string::npos) << daemon->output();
     EXPECT_EQ(daemon->output().find("listening"), std::string::npos) << daemon->output();
   }
+}
+
+// A TCP port or a shared-memory prefix in use is found before the store opens (minutes on a
+// large S3 store), and the daemon exits without loading anything.
+TEST(DaemonLifecycle, AListenerInUseFailsBeforeTheStoreOpens) {
+  TempDir dir, other;
+  auto taken = tcp::BoundListeners::Bind({"127.0.0.1:0"});  // another program's port
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  const std::string port_in_use = (*taken)->listeners().at(0).address;
+  auto serving = StartDaemon(other, {"--prefix", "in-use", "--run-dir", other.path()});
+  ASSERT_TRUE(serving->running()) << serving->stderr_text();
+  for (const auto& [tcp, flags, says] :
+       std::vector<std::tuple<std::string, std::vector<std::string>, std::string>>{
+           {port_in_use, {}, "choose another --tcp port"},
+           {"127.0.0.1:0",
+            {"--prefix", "in-use", "--run-dir", other.path()},
+            "another wombatkvd already serves this prefix"}}) {
+    auto daemon = StartDaemon(dir, flags, {}, tcp);
+    ASSERT_FALSE(daemon->running());
+    EXPECT_EQ(daemon->exit_code(), 1);
+    EXPECT_NE(daemon->stderr_text().find(says), std::string::npos) << daemon->stderr_text();
+    EXPECT_EQ(daemon->output().find("store:"), std::string::npos) << daemon->output();
+  }
+  EXPECT_EQ(serving->Stop(SIGTERM), 0) << serving->stderr_text();
+}
+
+// Log lines carry their time (UTC, to the millisecond), except into the systemd journal, which
+// stamps each line itself (JOURNAL_STREAM names stderr's device and inode).
+TEST(DaemonLifecycle, LogLinesCarryTheirTimeUnlessTheJournalTakesThem) {
+  const std::regex stamp(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z wombatkvd \[info\] setting )");
+  for (const bool journal : {false, true}) {
+    SCOPED_TRACE(journal ? "into the journal" : "into a file");
+    TempDir dir;
+    DaemonProcess::Env env;
+    if (journal) {
+      const std::string path = dir.path() + "/stderr.log";  // StartDaemon's, truncated in place
+      std::ofstream(path) << "\n";
+      struct stat st;
+      ASSERT_EQ(::stat(path.c_str(), &st), 0);
+      env.emplace_back("JOURNAL_STREAM",
+                       std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino));
+    }
+    auto daemon = StartDaemon(dir, {"--log-level", "info"}, env);
+    ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
+    EXPECT_EQ(daemon->Stop(SIGTERM), 0);
+    std::istringstream err(daemon->stderr_text());
+    int settings = 0;
+    for (std::string line; std::getline(err, line);) {
+      if (line.find("[info] setting ") == std::string::npos) continue;
+      ++settings;
+      EXPECT_EQ(std::regex_search(line, stamp), !journal) << line;
+      if (journal) {
+        EXPECT_TRUE(line.starts_with("wombatkvd [info] setting ")) << line;
+      }
+    }
+    EXPECT_GT(settings, 10) << daemon->stderr_text();
+  }
+}
+
+// A flag overrides its variable, even one whose value would not parse: an operator fixes a bad
+// environment (a unit file's, a container's) from the command line.
+TEST(DaemonLifecycle, AFlagOverridesAVariableWhoseValueWouldNotParse) {
+  TempDir dir;
+  const DaemonProcess::Env bad_env = {{"WMBT_KV_CACHE_BYTES", "1.5G"},
+                                      {"WMBT_KV_GC_GRACE", "soon"},
+                                      {"WMBT_KV_AUTH_TOKENS", "=ns"}};
+  auto refused = StartDaemon(dir, {}, bad_env);
+  ASSERT_FALSE(refused->running());
+  EXPECT_EQ(refused->exit_code(), 2);
+  EXPECT_NE(refused->stderr_text().find("WMBT_KV_"), std::string::npos) << refused->stderr_text();
+
+  auto daemon = StartDaemon(
+      dir, {"--cache-bytes", "16M", "--gc-grace", "1h", "--auth-token", "t0ken"}, bad_env);
+  ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
+  auto store = OpenRemote(daemon->tcp().at(0), "t0ken");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ(daemon->Stop(SIGTERM), 0) << daemon->stderr_text();
 }
 
 TEST(DaemonLifecycle, AClientReconnectsByItselfAfterADaemonRestart) {

@@ -30,6 +30,12 @@ SettingFlags::SettingFlags(CLI::App& app, const std::set<std::string_view>& skip
   }
 }
 
+void SettingFlags::AddGiven(std::set<std::string>* settings) const {
+  for (const Flag& f : flags_) {
+    if (f.option->count() > 0) settings->emplace(f.setting);
+  }
+}
+
 Status SettingFlags::ApplyTo(Config* config, std::string* flag) const {
   for (const Flag& f : flags_) {
     if (f.option->count() == 0) continue;

@@ -39,6 +39,8 @@ class SettingFlags {
   Status ApplyTo(Config* config, std::string* flag) const;
   // Whether `arg` ("--s3-prefix") is one of these flags. They all take a value.
   bool Has(std::string_view arg) const;
+  // Adds to `settings` the name of each setting a flag was given for.
+  void AddGiven(std::set<std::string>* settings) const;
 
  private:
   struct Flag {

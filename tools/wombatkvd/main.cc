@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -139,11 +140,6 @@ int Main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a vanished client is an error on its socket, not our death
 
-  auto config = Config::FromEnv();
-  if (!config.ok()) return Usage("environment", config.status());
-  auto settings = DaemonSettings::FromEnv();
-  if (!settings.ok()) return Usage("environment", settings.status());
-
   CLI::App app{
       "wombatkvd: the WombatKV daemon. It owns one store (RAM index and cache, RocksDB L1, L2\n"
       "in a local directory or S3) and serves it to many engine processes over TCP (and shared\n"
@@ -228,6 +224,22 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
 
+  // The environment, without the settings a flag gives: a flag overrides a variable, even one
+  // whose value would not parse.
+  std::set<std::string> given;
+  for (const FlagSetting& f : flags) {
+    if (f.option->count() > 0) given.emplace(f.setting);
+  }
+  store_flags.AddGiven(&given);
+  if (!tokens.empty()) given.emplace("WMBT_KV_AUTH_TOKENS");
+  const EnvLookup env = [&](const char* name) -> std::optional<std::string> {
+    if (given.count(name) > 0) return std::nullopt;
+    return ProcessEnv(name);
+  };
+  auto config = Config::FromLookup(env);
+  if (!config.ok()) return Usage("environment", config.status());
+  auto settings = DaemonSettings::FromLookup(env);
+  if (!settings.ok()) return Usage("environment", settings.status());
   Config& c = *config;
   DaemonSettings& s = *settings;
   for (const FlagSetting& f : flags) {
@@ -248,7 +260,9 @@ int Main(int argc, char** argv) {
     }
   }
 
-  LogSink log = StderrLogSink(c.log_level, "wombatkvd");
+  // Each line carries its time, unless the journal, which stamps lines itself, takes them.
+  LogSink log =
+      StderrLogSink(c.log_level, "wombatkvd", StderrGoesToJournal() ? nullptr : RealClock());
   WarnAboutUnknownSettings([&](const std::string& line) { log(LogLevel::kWarn, line); });
   // The effective settings (environment, then flags; secrets as "(set)"), for an operator who
   // asks with --log-level info.
@@ -262,6 +276,7 @@ int Main(int argc, char** argv) {
   options.config = std::move(c);
   options.settings = std::move(s);
   options.version = "wombatkvd " WOMBATKV_VERSION;
+  options.log = log;
   std::fprintf(stdout, "wombatkvd: version %s, pid %d\n", WOMBATKV_VERSION,
                static_cast<int>(getpid()));
   auto daemon = Daemon::Start(std::move(options));

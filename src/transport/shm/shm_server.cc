@@ -195,16 +195,35 @@ ShmServer::~ShmServer() {
   if (impl_) Stop();
 }
 
+Result<std::shared_ptr<shm::Listener>> ShmServer::Bind(const ShmServerOptions& options) {
+  const std::string run_dir = options.run_dir.empty() ? shm::DefaultRunDir() : options.run_dir;
+  WMBT_ASSIGN_OR_RETURN(std::string path, shm::ControlSocketPath(run_dir, options.prefix));
+  WMBT_ASSIGN_OR_RETURN(shm::ShmGroup group, shm::ResolveShmGroup(options.group));
+  WMBT_ASSIGN_OR_RETURN(shm::Listener listener, shm::ListenControlSocket(path, group));
+  // Removed with it unless a server took it (moved-from: no socket).
+  return std::shared_ptr<shm::Listener>(new shm::Listener(std::move(listener)),
+                                        [](shm::Listener* l) {
+                                          if (l->sock.valid()) (void)::unlink(l->path.c_str());
+                                          delete l;
+                                        });
+}
+
 Status ShmServer::Start() {
   if (!impl_) return Status::FailedPrecondition("shared-memory server was shut down");
   Impl& s = *impl_;
   if (s.started) return Status::FailedPrecondition("shared-memory server already started");
   if (s.options.workers == 0) return Status::InvalidArgument("shared-memory server needs a worker");
   WMBT_ASSIGN_OR_RETURN(s.layout, shm::ComputeLayout(s.options.layout));
-  const std::string run_dir = s.options.run_dir.empty() ? shm::DefaultRunDir() : s.options.run_dir;
-  WMBT_ASSIGN_OR_RETURN(std::string path, shm::ControlSocketPath(run_dir, s.options.prefix));
   WMBT_ASSIGN_OR_RETURN(s.group, shm::ResolveShmGroup(s.options.group));
-  WMBT_ASSIGN_OR_RETURN(s.listener, shm::ListenControlSocket(path, s.group));
+  if (s.options.bound) {
+    s.listener = std::move(*s.options.bound);
+    s.options.bound.reset();
+  } else {
+    auto bound = Bind(s.options);
+    if (!bound.ok()) return bound.status();
+    s.listener = std::move(**bound);
+  }
+  const std::string path = s.listener.path;
 
   s.epoll = Fd(::epoll_create1(EPOLL_CLOEXEC));
   s.stop_event = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));

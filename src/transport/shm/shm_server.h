@@ -68,6 +68,9 @@ struct ShmServerOptions {
   // one is passed by reference, the arena's read-only descriptor handed to the client first
   // (docs/shm.md, "Zero-copy gets"). Null = every payload is copied into the response area.
   std::shared_ptr<shm::PayloadArenas> arenas;
+  // The control socket made already (ShmServer::Bind with these options), which Start takes
+  // over; null = Start makes it.
+  std::shared_ptr<shm::Listener> bound;
 };
 
 struct ShmServerStats {
@@ -123,9 +126,15 @@ class ShmServer {
   ShmServer(const ShmServer&) = delete;
   ShmServer& operator=(const ShmServer&) = delete;
 
-  // Creates the control socket and starts the threads. InvalidArgument for a bad prefix or
-  // layout; FailedPrecondition when another daemon serves the prefix or the path is not ours.
+  // Creates the control socket (or takes `options.bound`) and starts the threads.
+  // InvalidArgument for a bad prefix or layout; FailedPrecondition when another daemon serves the
+  // prefix or the path is not ours.
   Status Start();
+  // The control socket of `options`, made ahead of a server (ShmServerOptions::bound), with
+  // Start's errors: a daemon finds a prefix already served before it opens its store. Until a
+  // server takes it, clients that attach wait (up to their attach timeout) for their greeting.
+  // Its path is removed when it is destroyed untaken.
+  static Result<std::shared_ptr<shm::Listener>> Bind(const ShmServerOptions& options);
   // Stops accepting (the socket is removed), lets running requests finish and publish their
   // responses, then hangs up on every client (they see Unavailable and re-attach by themselves).
   // Idempotent.

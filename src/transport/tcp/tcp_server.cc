@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "base/adaptive_spin.h"
 #include "base/check.h"
@@ -174,7 +175,6 @@ struct TcpServer::Impl {
     if (peer_warnings.Take(clock->NowMicros(), &note)) Log(LogLevel::kWarn, line + note);
   }
 
-  Status Listen(const std::string& text);
   Status StartLoops();
   void Run(Loop& loop);
   // Polls the loop's sockets without sleeping for at most its spin budget: the number of ready
@@ -242,14 +242,30 @@ struct TcpServer::Impl {
 
 // ---- Setup ----
 
-Status TcpServer::Impl::Listen(const std::string& text) {
+Result<std::shared_ptr<BoundListeners>> BoundListeners::Bind(
+    const std::vector<std::string>& listen) {
+  if (listen.empty()) {
+    return Status::InvalidArgument("no TCP listen address: pass at least one HOST:PORT");
+  }
+  std::shared_ptr<BoundListeners> bound(new BoundListeners());
+  for (const std::string& addr : listen) WMBT_RETURN_IF_ERROR(bound->Listen(addr));
+  return bound;
+}
+
+BoundListeners::~BoundListeners() {
+  for (int fd : fds_) ::close(fd);
+}
+
+std::vector<int> BoundListeners::TakeFds() { return std::exchange(fds_, {}); }
+
+Status BoundListeners::Listen(const std::string& text) {
   WMBT_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(text, /*allow_port_zero=*/true));
   auto resolved = Resolve(hp, /*passive=*/true);
   if (!resolved.ok()) return resolved.status().WithContext("cannot listen on " + text);
   const SocketAddress& a = resolved->front();
   int fd = ::socket(a.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
   if (fd < 0) return SocketError("cannot listen on " + text + ": socket", errno);
-  listen_fds.push_back(fd);  // closed by ~Impl on any failure below
+  fds_.push_back(fd);  // closed by the destructor on any failure below
   int one = 1;
   // A restarted daemon must not wait for the old connections' TIME_WAIT to rebind.
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -270,7 +286,7 @@ Status TcpServer::Impl::Listen(const std::string& text) {
   ListenerInfo info;
   info.address = LocalAddressOf(fd);
   info.loopback = IsLoopback(a);
-  listeners.push_back(std::move(info));
+  listeners_.push_back(std::move(info));
   return Status::Ok();
 }
 
@@ -959,15 +975,17 @@ TcpServer::TcpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<TcpServer>> TcpServer::Start(RequestHandler handler,
                                                     TcpServerOptions options) {
-  if (options.listen.empty()) {
-    return Status::InvalidArgument("no TCP listen address: pass at least one HOST:PORT");
+  std::shared_ptr<BoundListeners> bound = std::move(options.bound);
+  if (!bound) {
+    WMBT_ASSIGN_OR_RETURN(bound, BoundListeners::Bind(options.listen));
   }
   if (options.inflight_per_connection_max == 0) options.inflight_per_connection_max = 1;
   auto impl = std::make_unique<Impl>();
   impl->handler = std::move(handler);
   impl->options = std::move(options);
   impl->clock = impl->options.clock ? impl->options.clock : RealClock();
-  for (const std::string& addr : impl->options.listen) WMBT_RETURN_IF_ERROR(impl->Listen(addr));
+  impl->listeners = bound->listeners();
+  impl->listen_fds = bound->TakeFds();  // closed by ~Impl from here on
   if (impl->options.executor != nullptr) {
     impl->executor = impl->options.executor;
   } else {

@@ -111,10 +111,41 @@ using ImmediateHandler =
 // Whether a blocking request may run on the event loop when its connection is alone (invariant 8).
 using InlinePredicate = std::function<bool(const wire::Message&)>;
 
+struct ListenerInfo {
+  std::string address;  // as bound: "127.0.0.1:41234", "[::]:7070"
+  bool loopback = false;
+};
+
+// Listening sockets bound ahead of a server (TcpServer::Start takes them over): a daemon finds a
+// port in use before it spends minutes opening its store. Until a server takes them, the kernel
+// queues connections (up to the backlog) without greeting them. Closed on destruction.
+class BoundListeners {
+ public:
+  // Binds and listens on every address (as TcpServerOptions::listen); errors as TcpServer::Start.
+  // Nothing is left listening on failure.
+  static Result<std::shared_ptr<BoundListeners>> Bind(const std::vector<std::string>& listen);
+  ~BoundListeners();
+  BoundListeners(const BoundListeners&) = delete;
+  BoundListeners& operator=(const BoundListeners&) = delete;
+
+  const std::vector<ListenerInfo>& listeners() const { return listeners_; }
+  // The descriptors, in listeners() order, now the caller's to close.
+  std::vector<int> TakeFds();
+
+ private:
+  BoundListeners() = default;
+  Status Listen(const std::string& text);
+  std::vector<int> fds_;
+  std::vector<ListenerInfo> listeners_;
+};
+
 struct TcpServerOptions {
   // Listen addresses, "HOST:PORT": IPv4, bracketed IPv6 ("[::]:7070") or a name (its first
   // address). Port 0 = any free port; listeners() tells which.
   std::vector<std::string> listen;
+  // Or sockets bound already (BoundListeners::Bind), which the server takes over; `listen` is
+  // then ignored. Taken by one server only.
+  std::shared_ptr<BoundListeners> bound;
   // Largest request body accepted; larger envelopes are refused before allocation.
   uint32_t max_frame_bytes = wire::kDefaultMaxBodyBytes;
   // Invariant 5; 0 = never.
@@ -158,11 +189,6 @@ struct TcpServerOptions {
   LogSink log;                    // null = warnings and errors to stderr
 };
 
-struct ListenerInfo {
-  std::string address;  // as bound: "127.0.0.1:41234", "[::]:7070"
-  bool loopback = false;
-};
-
 // Monotonic counters (relaxed atomics), except connections_open.
 struct TcpServerStats {
   std::atomic<uint64_t> connections_accepted{0};
@@ -184,7 +210,8 @@ struct TcpServerStats {
 
 class TcpServer {
  public:
-  // Binds and listens on every address, then starts the loops. Errors name the address:
+  // Binds and listens on every address (or takes `bound`), then starts the loops. Errors name
+  // the address:
   // InvalidArgument (bad HOST:PORT), Unavailable (cannot resolve or bind, e.g. "address already
   // in use"). Nothing is left listening on failure.
   static Result<std::unique_ptr<TcpServer>> Start(RequestHandler handler,
