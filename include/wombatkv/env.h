@@ -120,10 +120,10 @@ class AppendFile {
   // SYNC_FILE_RANGE_WRITE), so that a later Sync has less to wait for. Durability is still
   // Sync's alone.
   virtual Status StartWriteback() { return Status::Ok(); }
-  // Gives the file the name `to`, in the same directory, replacing whatever `to` names
-  // (rename(2)); the handle stays open on it. As for a created name, the new name survives a
-  // crash only once SyncDir of its directory, started after Rename returned, has returned. The
-  // default says the file system cannot (FailedPrecondition).
+  // Gives the file the name `to`, in the same directory; Conflict if `to` exists (nothing is
+  // replaced). The handle stays open on it. As for a created name, the new name survives a crash
+  // only once SyncDir of its directory, started after Rename returned, has returned. The default
+  // says the file system cannot (FailedPrecondition).
   virtual Status Rename(const std::string& to);
 };
 

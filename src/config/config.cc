@@ -687,6 +687,24 @@ Config Config::Defaults(const EnvLookup& lookup) {
   return c;
 }
 
+namespace {
+// The standard AWS variables fill the S3 settings that no WMBT_KV_* variable set.
+constexpr std::pair<const char*, std::string_view> kAwsFallbacks[] = {
+    {"AWS_ENDPOINT_URL", "WMBT_KV_S3_ENDPOINT"},
+    {"AWS_REGION", "WMBT_KV_S3_REGION"},
+    {"AWS_ACCESS_KEY_ID", "WMBT_KV_S3_ACCESS_KEY"},
+    {"AWS_SECRET_ACCESS_KEY", "WMBT_KV_S3_SECRET_KEY"},
+    {"AWS_CA_BUNDLE", "WMBT_KV_S3_CA_FILE"},
+};
+}  // namespace
+
+std::string_view Config::AwsFallbackFor(std::string_view aws_name) {
+  for (const auto& [aws, ours] : kAwsFallbacks) {
+    if (aws_name == aws) return ours;
+  }
+  return {};
+}
+
 Result<Config> Config::FromLookup(const EnvLookup& lookup) {
   Config c = Defaults(lookup);
   std::vector<std::string_view> applied;
@@ -697,15 +715,7 @@ Result<Config> Config::FromLookup(const EnvLookup& lookup) {
     WMBT_RETURN_IF_ERROR(s.set(c, *value));
     applied.push_back(s.doc.name);
   }
-  // The standard AWS variables fill the S3 settings that no WMBT_KV_* variable set.
-  static constexpr std::pair<const char*, std::string_view> kFallbacks[] = {
-      {"AWS_ENDPOINT_URL", "WMBT_KV_S3_ENDPOINT"},
-      {"AWS_REGION", "WMBT_KV_S3_REGION"},
-      {"AWS_ACCESS_KEY_ID", "WMBT_KV_S3_ACCESS_KEY"},
-      {"AWS_SECRET_ACCESS_KEY", "WMBT_KV_S3_SECRET_KEY"},
-      {"AWS_CA_BUNDLE", "WMBT_KV_S3_CA_FILE"},
-  };
-  for (const auto& [aws, ours] : kFallbacks) {
+  for (const auto& [aws, ours] : kAwsFallbacks) {
     if (std::find(applied.begin(), applied.end(), ours) != applied.end()) continue;
     auto value = lookup(aws);
     if (!value || value->empty()) continue;

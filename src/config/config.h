@@ -152,6 +152,9 @@ struct Config {
   static Result<Config> FromLookup(const EnvLookup& lookup);
   // FromLookup over the process environment.
   static Result<Config> FromEnv();
+  // The setting an AWS_* variable stands in for ("AWS_REGION" -> "WMBT_KV_S3_REGION"); empty for
+  // any other name.
+  static std::string_view AwsFallbackFor(std::string_view aws_name);
 
   // Sets the setting named `name` (an AllSettings() name) from text, with the parsing and errors
   // of the environment. An empty value clears an optional setting (transports, S3) and is

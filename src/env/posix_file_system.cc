@@ -2,6 +2,7 @@
 // flock(2) locks. Every errno becomes a Status whose message names the operation and the path.
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdio.h>  // renameat2
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -347,7 +348,8 @@ class PosixAppendFile final : public AppendFile {
   }
 
   Status Rename(const std::string& to) override {
-    if (::rename(path_.c_str(), to.c_str()) != 0) {
+    if (::renameat2(AT_FDCWD, path_.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) != 0) {
+      if (errno == EEXIST) return Status::Conflict("rename " + path_ + " to " + to + ": it exists");
       return ErrnoStatus(errno, "rename " + path_ + " to", to);
     }
     path_ = to;

@@ -84,6 +84,8 @@ Result<std::unique_ptr<Journal>> Journal::Create(FileSystem* fs, std::string dir
   std::unique_ptr<Journal> j(
       new Journal(fs, std::move(dir), file_bytes_target, std::move(on_retired), clock));
   j->appended_ = j->written_ = j->synced_ = j->visible_ = next_lsn - 1;
+  Status gone = fs->DeleteFile(j->NextFilePath());  // a crash's leftover: no record, never read
+  if (!gone.ok() && !gone.IsNotFound()) return gone;
   WMBT_RETURN_IF_ERROR(j->OpenFile(next_lsn));
   return j;
 }
@@ -91,7 +93,14 @@ Result<std::unique_ptr<Journal>> Journal::Create(FileSystem* fs, std::string dir
 Status Journal::OpenFile(uint64_t first_lsn) {
   std::string path = dir_ + "/" + JournalFileName(first_lsn);
   std::unique_ptr<AppendFile> file = TakeNextFile();
-  if (file && !file->Rename(path).ok()) file.reset();  // made here, as without one made ahead
+  if (file && !file->Rename(path).ok()) {
+    // Made here, as without one made ahead; and no more made ahead if this file system cannot
+    // rename them.
+    file.reset();
+    (void)fs_->DeleteFile(NextFilePath());
+    std::lock_guard<std::mutex> g(next_mu_);
+    next_executor_ = nullptr;
+  }
   if (!file) {
     WMBT_ASSIGN_OR_RETURN(file, fs_->NewAppendFile(path));
     WMBT_RETURN_IF_ERROR(Preallocate(*file, kPreallocateStepBytes));
@@ -103,23 +112,25 @@ Status Journal::OpenFile(uint64_t first_lsn) {
   file_first_lsn_ = first_lsn;
   file_bytes_ = 0;
   preallocated_ = kPreallocateStepBytes;
-  MakeNextFileAhead();
+  next_asked_ = false;
   return Status::Ok();
 }
 
 void Journal::SetNextFileExecutor(Executor* executor) {
+  std::lock_guard<std::mutex> g(next_mu_);
   next_executor_ = executor;
-  MakeNextFileAhead();
 }
 
 void Journal::MakeNextFileAhead() {
-  if (!next_executor_) return;
+  next_asked_ = true;
+  Executor* executor;
   {
     std::lock_guard<std::mutex> g(next_mu_);
-    if (next_file_ || next_making_) return;
+    if (!next_executor_ || next_file_ || next_making_) return;
+    executor = next_executor_;
     next_making_ = true;
   }
-  next_executor_->Submit([this] {
+  executor->Submit([this] {
     // A failure (a full disk) is left to the round that needs the file: it tries again, and
     // fails the journal with the error if that fails too.
     auto file = MakeNextFile();
@@ -532,6 +543,9 @@ Status Journal::Write(const std::string& mark, const Batch& batch, Round* round)
   WMBT_RETURN_IF_ERROR(file_->Append(parts));
   file_bytes_ += bytes;
   preallocated_ = std::max(preallocated_, file_bytes_);
+  // Half full: time to make the next file (not at once, so a short-lived store, e.g. the CLI's,
+  // writes no 4 MiB of zeros it will not use).
+  if (!next_asked_ && file_bytes_ >= file_bytes_target_ / 2) MakeNextFileAhead();
   return Status::Ok();
 }
 

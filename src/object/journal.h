@@ -62,7 +62,7 @@ inline constexpr std::string_view kJournalRewriteMarker = ".~journal.rewrite";
 // applied and synced.
 inline constexpr std::string_view kJournalCheckpointMarker = ".~journal.checkpoint";
 // The next journal file while it is made ahead (Journal::SetNextFileExecutor): zeros only, never
-// read; a crash may leave it, and the next one made replaces it.
+// read; a crash may leave it, and Journal::Create deletes it.
 inline constexpr std::string_view kJournalNextFileName = ".~journal.next";
 // Its LSN; 0 if there is none.
 Result<uint64_t> ReadJournalCheckpoint(FileSystem* fs, const std::string& path);
@@ -155,12 +155,12 @@ class Journal {
   // `executor` must outlive every round: see AwaitIdle. REQUIRES: set before the first call.
   void SetSyncExecutor(Executor* executor) { syncer_ = executor; }
   // Where the next journal file is made ahead: created as kJournalNextFileName in `dir` and
-  // zero-filled (its first step, synced) while the current file fills, then renamed by the
-  // round that retires the current file, which otherwise creates and zero-fills it on the path
-  // of every caller waiting for that round (15-30 ms on the development VM: BENCHMARKS.md,
-  // "Session 45"). That round falls back to making it when none is ready (or its rename fails).
-  // `executor` must run every task it is given before the journal is destroyed. REQUIRES: set
-  // before the first append.
+  // zero-filled (its first step, synced) once the current file is half full, then renamed by
+  // the round that retires the current file, which otherwise creates and zero-fills it on the
+  // path of every caller waiting for that round (BENCHMARKS.md, "Session 45"). That round makes
+  // it itself when none is ready, or when the rename fails (then none is made ahead any more).
+  // `executor` must run every task it is given before the journal is destroyed (the destructor
+  // waits for them). REQUIRES: set before the first append.
   void SetNextFileExecutor(Executor* executor);
   // What the rounds did so far: for a store's counters (ObjectStoreCounters, /metrics), so that
   // a slow save can be told apart from a slow disk.
@@ -263,7 +263,8 @@ class Journal {
   Status Write(const std::string& mark, const Batch& batch, Round* round);
   // Leader only, right after a sync: starts the next file once this one is full.
   Status RetireFileIfFull(uint64_t last_lsn);
-  // Gives next_executor_ the making of the next file, unless one is ready or being made.
+  // Leader only: gives next_executor_ the making of the next file, unless one is ready or
+  // being made.
   void MakeNextFileAhead();
   // On next_executor_: kJournalNextFileName, created over any file by that name and zero-filled.
   Result<std::unique_ptr<AppendFile>> MakeNextFile();
@@ -330,8 +331,10 @@ class Journal {
   bool last_round_bulk_ = false;   // the last round wrote a bulk batch (no zeros ahead)
   Batch spare_;                    // the previous batch's buffer, reused
 
+  bool next_asked_ = false;  // MakeNextFileAhead ran since the current file began
+
   // The next file, made ahead (SetNextFileExecutor).
-  Executor* next_executor_ = nullptr;
+  Executor* next_executor_ = nullptr;  // null: none is made ahead
   std::mutex next_mu_;
   std::condition_variable next_cv_;        // next_making_ fell
   std::unique_ptr<AppendFile> next_file_;  // ready to be renamed

@@ -1,8 +1,8 @@
 // The journal's next file made ahead (Journal::SetNextFileExecutor): the round that retires a
 // file renames the one made ahead instead of creating and zero-filling one on its callers' path;
 // without one ready (or when the rename fails) it makes the file itself; a file left under the
-// next file's name is replaced; a journal destroyed leaves none behind; and the records read back
-// in order across the files either way.
+// next file's name goes at open, and one put there later is replaced; a journal destroyed leaves
+// none behind; and the records read back in order across the files either way.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -66,14 +66,20 @@ class JournalNextFileTest : public ::testing::Test {
     journal_->SetNextFileExecutor(&executor_);
   }
 
-  // Appends and syncs 16 KiB records until the journal has begun a new file.
-  void FillOneFile() {
-    const uint64_t first = journal_->file_first_lsn();
+  // Appends and syncs one 16 KiB record; with `run_tasks`, then runs what the journal queued.
+  void AppendSynced(bool run_tasks) {
     const std::string value(16 << 10, 'v');
+    const std::string key = "k" + std::to_string(++appended_);
+    ASSERT_TRUE(
+        journal_->AwaitSynced(journal_->Append(JournalOp::kPut, key, {AsBytes(value)})).ok());
+    if (run_tasks) executor_.Drain();
+  }
+
+  // Appends records until the journal has begun a new file.
+  void FillOneFile(bool run_tasks) {
+    const uint64_t first = journal_->file_first_lsn();
     while (journal_->file_first_lsn() == first) {
-      const std::string key = "k" + std::to_string(++appended_);
-      ASSERT_TRUE(
-          journal_->AwaitSynced(journal_->Append(JournalOp::kPut, key, {AsBytes(value)})).ok());
+      ASSERT_NO_FATAL_FAILURE(AppendSynced(run_tasks));
       ASSERT_LT(appended_, 100) << "no new journal file after 1.6 MB";
     }
   }
@@ -106,55 +112,65 @@ class JournalNextFileTest : public ::testing::Test {
 TEST_F(JournalNextFileTest, ARetiringRoundRenamesTheFileMadeAheadAndMakesItOnlyWhenNoneIsReady) {
   Open(fs());
   EXPECT_EQ(zero_fills(), 1u) << "the first file's zeros, on Create";
-  ASSERT_EQ(executor_.queued(), 1u) << "the next file is given to the executor at once";
+  AppendSynced(false);  // 16 KiB of 64
+  EXPECT_EQ(executor_.queued(), 0u) << "nothing is made ahead before the file is half full";
+  AppendSynced(false);  // past half
+  ASSERT_EQ(executor_.queued(), 1u) << "the next file is asked for once the file is half full";
   executor_.Drain();
   auto made = fs()->Stat(next_path());
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   EXPECT_EQ(made->size, 4u << 20) << "made ahead with its first step of zeros";
 
-  FillOneFile();
+  FillOneFile(false);
   EXPECT_EQ(zero_fills(), 1u)
       << "the retiring round zero-filled no file: it renamed the one made ahead";
   EXPECT_TRUE(fs()->Stat(next_path()).status().IsNotFound());
   EXPECT_TRUE(fs()->Stat(journal_->file_path()).ok());
-  EXPECT_EQ(executor_.queued(), 1u) << "the file after it is asked for";
 
-  FillOneFile();  // before that task ran: the round makes the file itself
+  FillOneFile(false);  // the task asked for at half never ran: the round makes the file itself
   EXPECT_EQ(zero_fills(), 2u);
-  EXPECT_EQ(executor_.queued(), 1u) << "still one making, not two";
+  FillOneFile(false);
+  EXPECT_EQ(zero_fills(), 3u);
+  EXPECT_EQ(executor_.queued(), 1u) << "one asked for, not one per file";
   executor_.Drain();
-  FillOneFile();
-  EXPECT_EQ(zero_fills(), 2u);
+  FillOneFile(true);
+  EXPECT_EQ(zero_fills(), 3u);
   ExpectEveryRecordReadsBack();
 
-  executor_.Drain();
+  AppendSynced(true);
+  AppendSynced(true);
   ASSERT_TRUE(fs()->Stat(next_path()).ok());
   journal_.reset();
   EXPECT_TRUE(fs()->Stat(next_path()).status().IsNotFound()) << "a closed journal leaves no zeros";
 }
 
-TEST_F(JournalNextFileTest, AFileLeftUnderTheNextNameIsReplaced) {
+TEST_F(JournalNextFileTest, AFileLeftUnderTheNextNameGoesAtOpenAndIsNeverRead) {
   ASSERT_TRUE(fs()->WriteFileAtomic(next_path(), {AsBytes(std::string(1000, 'x'))}, true).ok());
   Open(fs());
-  executor_.Drain();
+  EXPECT_TRUE(fs()->Stat(next_path()).status().IsNotFound());
+  ASSERT_TRUE(fs()->WriteFileAtomic(next_path(), {AsBytes(std::string(1000, 'y'))}, true).ok());
+  AppendSynced(true);
+  AppendSynced(true);
   auto bytes = fs()->ReadFile(next_path(), 0, 8 << 20);
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
   ASSERT_EQ((*bytes)->size(), 4u << 20);
   EXPECT_EQ(std::string(AsChars((*bytes)->view())), std::string(4u << 20, '\0'));
-  FillOneFile();
-  FillOneFile();
+  FillOneFile(true);
+  EXPECT_EQ(zero_fills(), 1u) << "the file made ahead was used";
+  FillOneFile(true);
   ExpectEveryRecordReadsBack();
 }
 
-TEST_F(JournalNextFileTest, AFileThatCannotBeRenamedIsMadeByTheRetiringRound) {
+TEST_F(JournalNextFileTest, AFileThatCannotBeRenamedIsMadeByTheRetiringRoundAndNoneAheadAnyMore) {
   Open(&no_rename_);
-  executor_.Drain();
-  FillOneFile();
+  FillOneFile(true);
   EXPECT_EQ(zero_fills(), 2u) << "the rename failed: the round made the file";
   EXPECT_TRUE(fs()->Stat(journal_->file_path()).ok());
-  executor_.Drain();
-  FillOneFile();
+  EXPECT_TRUE(fs()->Stat(next_path()).status().IsNotFound());
+  FillOneFile(true);
   EXPECT_EQ(zero_fills(), 3u);
+  EXPECT_EQ(executor_.queued(), 0u);
+  EXPECT_TRUE(fs()->Stat(next_path()).status().IsNotFound()) << "none made ahead any more";
   ExpectEveryRecordReadsBack();
 }
 

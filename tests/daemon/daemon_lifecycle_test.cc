@@ -196,14 +196,18 @@ TEST(DaemonLifecycle, AFlagOverridesAVariableWhoseValueWouldNotParse) {
   TempDir dir;
   const DaemonProcess::Env bad_env = {{"WMBT_KV_CACHE_BYTES", "1.5G"},
                                       {"WMBT_KV_GC_GRACE", "soon"},
-                                      {"WMBT_KV_AUTH_TOKENS", "=ns"}};
+                                      {"WMBT_KV_AUTH_TOKENS", "=ns"},
+                                      {"AWS_ENDPOINT_URL", "minio:9000"}};  // no scheme
   auto refused = StartDaemon(dir, {}, bad_env);
   ASSERT_FALSE(refused->running());
   EXPECT_EQ(refused->exit_code(), 2);
   EXPECT_NE(refused->stderr_text().find("WMBT_KV_"), std::string::npos) << refused->stderr_text();
 
   auto daemon = StartDaemon(
-      dir, {"--cache-bytes", "16M", "--gc-grace", "1h", "--auth-token", "t0ken"}, bad_env);
+      dir,
+      {"--cache-bytes", "16M", "--gc-grace", "1h", "--auth-token", "t0ken", "--s3-endpoint",
+       "http://127.0.0.1:9"},  // and the AWS variable standing in for it is not read either
+      bad_env);
   ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
   auto store = OpenRemote(daemon->tcp().at(0), "t0ken");
   ASSERT_TRUE(store.ok()) << store.status().ToString();

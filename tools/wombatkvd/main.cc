@@ -233,7 +233,8 @@ int Main(int argc, char** argv) {
   store_flags.AddGiven(&given);
   if (!tokens.empty()) given.emplace("WMBT_KV_AUTH_TOKENS");
   const EnvLookup env = [&](const char* name) -> std::optional<std::string> {
-    if (given.count(name) > 0) return std::nullopt;
+    const std::string_view stands_for = Config::AwsFallbackFor(name);  // AWS_REGION and such
+    if (given.count(name) > 0 || given.count(std::string(stands_for)) > 0) return std::nullopt;
     return ProcessEnv(name);
   };
   auto config = Config::FromLookup(env);

@@ -290,7 +290,9 @@ Result<size_t> ReceiveWithFd(int sock, void* data, size_t bytes, Fd* fd, int fla
     if ((errno == EAGAIN || errno == EWOULDBLOCK) && (flags & MSG_DONTWAIT))
       return Status::NotFound("nothing queued on the control socket");
     if (errno == EAGAIN || errno == EWOULDBLOCK)
-      return Status::Unavailable("wombatkvd did not answer the attach request in time");
+      return Status::Unavailable(
+          "wombatkvd did not answer the attach request in time: it may be starting (still "
+          "opening its store: its /readyz says so) or overloaded (see its log)");
     return Errno(errno, "recvmsg");
   }
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {

@@ -215,16 +215,6 @@ Status ShmServer::Start() {
   if (s.options.workers == 0) return Status::InvalidArgument("shared-memory server needs a worker");
   WMBT_ASSIGN_OR_RETURN(s.layout, shm::ComputeLayout(s.options.layout));
   WMBT_ASSIGN_OR_RETURN(s.group, shm::ResolveShmGroup(s.options.group));
-  if (s.options.bound) {
-    s.listener = std::move(*s.options.bound);
-    s.options.bound.reset();
-  } else {
-    auto bound = Bind(s.options);
-    if (!bound.ok()) return bound.status();
-    s.listener = std::move(**bound);
-  }
-  const std::string path = s.listener.path;
-
   s.epoll = Fd(::epoll_create1(EPOLL_CLOEXEC));
   s.stop_event = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   s.bells = Fd(::epoll_create1(EPOLL_CLOEXEC));
@@ -247,9 +237,24 @@ Status ShmServer::Start() {
   ev.events = listen.events = EPOLLIN;
   ev.data.u64 = kStopEventId;
   listen.data.u64 = kListenEventId;
-  if (::epoll_ctl(s.epoll.get(), EPOLL_CTL_ADD, s.stop_event.get(), &ev) != 0 ||
-      ::epoll_ctl(s.epoll.get(), EPOLL_CTL_ADD, s.listener.sock.get(), &listen) != 0)
+  if (::epoll_ctl(s.epoll.get(), EPOLL_CTL_ADD, s.stop_event.get(), &ev) != 0)
     return Status::ResourceExhausted("epoll_ctl: " + shm::ErrnoText(errno));
+  // The control socket last: from here on nothing fails but its registration, which removes it.
+  if (s.options.bound) {
+    s.listener = std::move(*s.options.bound);
+    s.options.bound.reset();
+  } else {
+    auto bound = Bind(s.options);
+    if (!bound.ok()) return bound.status();
+    s.listener = std::move(**bound);
+  }
+  const std::string path = s.listener.path;
+  if (::epoll_ctl(s.epoll.get(), EPOLL_CTL_ADD, s.listener.sock.get(), &listen) != 0) {
+    const int err = errno;
+    (void)::unlink(path.c_str());
+    s.listener = shm::Listener();
+    return Status::ResourceExhausted("epoll_ctl: " + shm::ErrnoText(err));
+  }
 
   s.stopping = false;
   s.started = true;

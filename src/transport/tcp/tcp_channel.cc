@@ -514,8 +514,9 @@ class TcpChannel final : public Channel {
     }
     return Status::Unavailable(
         where_ + " accepted the connection but did not complete the greeting (" + why +
-        "): the daemon may be stopping, at its connection limit or overloaded (see its "
-        "log), or this is not a wombatkvd --tcp listener");
+        "): the daemon may be starting (still opening its store: its /readyz says so), "
+        "stopping, at its connection limit or overloaded (see its log), or this is not a "
+        "wombatkvd --tcp listener");
   }
 
   Result<int> ConnectOne(const SocketAddress& a) {

@@ -256,7 +256,10 @@ BoundListeners::~BoundListeners() {
   for (int fd : fds_) ::close(fd);
 }
 
-std::vector<int> BoundListeners::TakeFds() { return std::exchange(fds_, {}); }
+std::vector<int> BoundListeners::TakeFds() {
+  listeners_.clear();
+  return std::exchange(fds_, {});
+}
 
 Status BoundListeners::Listen(const std::string& text) {
   WMBT_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(text, /*allow_port_zero=*/true));
@@ -984,6 +987,9 @@ Result<std::unique_ptr<TcpServer>> TcpServer::Start(RequestHandler handler,
   impl->handler = std::move(handler);
   impl->options = std::move(options);
   impl->clock = impl->options.clock ? impl->options.clock : RealClock();
+  if (bound->listeners().empty()) {
+    return Status::FailedPrecondition("these bound listeners were taken by another server");
+  }
   impl->listeners = bound->listeners();
   impl->listen_fds = bound->TakeFds();  // closed by ~Impl from here on
   if (impl->options.executor != nullptr) {

@@ -128,6 +128,7 @@ class BoundListeners {
   BoundListeners(const BoundListeners&) = delete;
   BoundListeners& operator=(const BoundListeners&) = delete;
 
+  // Empty once taken.
   const std::vector<ListenerInfo>& listeners() const { return listeners_; }
   // The descriptors, in listeners() order, now the caller's to close.
   std::vector<int> TakeFds();
