@@ -879,8 +879,14 @@ class Bench {
   // is filled first (untimed, a quarter more than it holds), so the timed puts evict as they go
   // and their copies recycle evicted buffers, as in a long-running store whose cache is full;
   // otherwise the store is new and every copy goes to fresh memory.
+  // The journal's zero-fills that a sync round waited for, in a rep's timed part.
+  struct ZeroFills {
+    uint64_t count = 0;
+    double ms = 0;
+  };
   double PublishRep(PayloadPool& pool, uint64_t stream, size_t upload_threads, size_t publishers,
-                    double* put_share, uint64_t warm_cache_bytes = 0) {
+                    double* put_share, uint64_t warm_cache_bytes = 0,
+                    ZeroFills* zero_fills = nullptr) {
     const Fingerprint fp = BenchFingerprint();
     const uint64_t chain_bytes = pool.block() * o_.chain;
     const uint64_t chains = std::max<uint64_t>(1, o_.publish_mib * kMiB / chain_bytes);
@@ -912,6 +918,7 @@ class Bench {
     }
     std::atomic<uint64_t> next{0};
     std::vector<double> put_seconds(publishers, 0.0);
+    const StoreStats before = store->Stats();
     const double t0 = WallSeconds();
     auto worker = [&](size_t t) {
       PayloadPool& mine = publishers > 1 ? *pools[t] : pool;
@@ -925,6 +932,12 @@ class Bench {
       for (auto& t : ts) t.join();
     }
     const double t1 = WallSeconds();
+    if (zero_fills) {
+      const StoreStats after = store->Stats();
+      zero_fills->count = after.l2_journal_preallocations - before.l2_journal_preallocations;
+      zero_fills->ms =
+          (after.l2_journal_preallocate_micros - before.l2_journal_preallocate_micros) / 1e3;
+    }
     store.reset();
     if (put_share) *put_share = put_seconds[0] / (t1 - t0);
     return static_cast<double>(chains * chain_bytes) / (t1 - t0);
@@ -961,12 +974,15 @@ class Bench {
       HeadLatency();
     }
     std::vector<double> shares, wide, wide_ratio, conc, conc_ratio, warm, warm_ratio;
+    std::vector<ZeroFills> zero_fills;
     constexpr uint64_t kWarmCacheBytes = 256 * kMiB;
     const size_t wide_threads = 4 * o_.upload_threads;
     for (int rep = 0; rep < o_.reps; ++rep) {
       const double seq = SeqSample();
       double share = 0;
-      const double rate = PublishRep(pool, 700 + rep, 0, 1, &share);
+      ZeroFills zf;
+      const double rate = PublishRep(pool, 700 + rep, 0, 1, &share, 0, &zf);
+      zero_fills.push_back(zf);
       r.publish.push_back(rate);
       r.publish_seq.push_back(seq);
       r.publish_ratio.push_back(rate / seq);
@@ -996,6 +1012,11 @@ class Bench {
     std::printf("); PutBlocks is %.0f%% of the time (reps:", 100 * Median(shares));
     for (double x : shares) std::printf(" %.0f%%", 100 * x);
     std::printf(")\n");
+    // A zero-fill that a publish waited for (a new journal file not made ahead, or 4 MiB more
+    // of a file that small rounds fill): its time is the publishers'.
+    std::printf("  %-46s", "  journal zero-fills they waited for, per rep");
+    for (const ZeroFills& z : zero_fills) std::printf(" %llu (%.1f ms)", static_cast<unsigned long long>(z.count), z.ms);
+    std::printf("\n");
     print("put+publish (" + std::to_string(wide_threads) + " upload threads)", wide);
     print("put+publish, 4 publishers at once", conc);
     const std::string warm_label = "put+publish, " + SizeName(kWarmCacheBytes) + " cache full";
