@@ -214,7 +214,8 @@ WMBT_KV_API int32_t wmbt_kv_lookup_block_prefix(wmbt_kv_handle_t* handle, const 
 /* Borrows the payloads of all block_count keys, all or nothing. The keys are consecutive blocks
  * of a chain published in (namespace_, handle fingerprint), in root-to-tip order, starting at any
  * block of it (one key alone gets that block wherever it sits in its chain); a key that does not
- * follow the key before it is a miss.
+ * follow the key before it is a miss, and so is a repeated key (a chain holds each block once:
+ * wmbt_kv_put_kv_blocks refuses one).
  * Returns 1 when every key is present: (*out_payload_ptrs)[i] / (*out_payload_lens)[i] are block
  * i's bytes, and both arrays and the bytes are owned by *out_borrow (release it). With
  * block_count 0 it returns 1 with a borrow (release it too) and the two array pointers may be

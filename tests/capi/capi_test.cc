@@ -476,6 +476,30 @@ TEST_F(CApi, APutThatRepeatsAKeyIsRefusedBeforeStoringAnything) {
   EXPECT_NE(std::string(json).find("\"puts\":0"), std::string::npos) << json;
 }
 
+// A get or a lookup that repeats a key cannot match a chain (each block is in it once): a get is
+// a miss, a lookup counts the keys before the repeat — in every mode alike.
+TEST_F(CApi, AGetThatRepeatsAKeyIsAMissAndALookupStopsAtTheRepeat) {
+  const std::string a = Key(33), b = Key(34);
+  const char* chain[] = {a.c_str(), b.c_str()};
+  const uint8_t* payloads[] = {Bytes("one"), Bytes("two")};
+  const size_t lens[] = {3, 3};
+  ASSERT_GE(wmbt_kv_put_kv_blocks(handle_, "default", chain, payloads, lens, 2), 0) << LastError();
+  const uint8_t** ptrs = nullptr;
+  const size_t* got_lens = nullptr;
+  wmbt_kv_borrow_t* borrow = nullptr;
+  const char* repeated[] = {a.c_str(), b.c_str(), b.c_str()};
+  EXPECT_EQ(
+      wmbt_kv_get_kv_blocks_borrowed(handle_, "default", repeated, 3, &ptrs, &got_lens, &borrow),
+      0);
+  EXPECT_EQ(borrow, nullptr);
+  EXPECT_EQ(Lookup({a, b, b}), 2u);
+  EXPECT_EQ(Lookup({a, a}), 1u);
+  ASSERT_EQ(
+      wmbt_kv_get_kv_blocks_borrowed(handle_, "default", repeated, 2, &ptrs, &got_lens, &borrow),
+      1);
+  wmbt_kv_release_borrow(borrow);
+}
+
 TEST_F(CApi, PublishingABlockNeverPutIsAnError) {
   std::string tip = Key(20);
   char err[256];
