@@ -1,4 +1,4 @@
-/* wombatkv.h — the WombatKV C ABI, version 1.3.
+/* wombatkv.h — the WombatKV C ABI, version 1.4.
  *
  * WombatKV stores the KV-cache blocks an LLM inference engine computes during prefill, so that a
  * later request (after a restart, in another process, on another host) restores them instead of
@@ -8,7 +8,7 @@
  * Compatibility: the 15 entry points of ABI 1.0 keep their exact signatures and behaviour, so
  * engines written against 1.0 relink without source changes. 1.1 adds the functions marked
  * "since 1.1" (explicit fingerprints and chains, CAS publish, content-hash get, refresh, stats),
- * 1.2 fingerprint extras, 1.3 wmbt_kv_last_error_code.
+ * 1.2 fingerprint extras, 1.3 wmbt_kv_last_error_code, 1.4 wmbt_kv_open_with_settings.
  *
  * Documents named docs/X.md are installed under share/doc/wombatkv/ (and are in the source tree).
  *
@@ -91,7 +91,7 @@ extern "C" {
 #endif
 
 #define WMBT_KV_ABI_VERSION_MAJOR 1
-#define WMBT_KV_ABI_VERSION_MINOR 3
+#define WMBT_KV_ABI_VERSION_MINOR 4
 /* (major << 16) | minor: what wmbt_kv_abi_version() returns for this header. */
 #define WMBT_KV_ABI_VERSION \
   ((uint32_t)(((uint32_t)WMBT_KV_ABI_VERSION_MAJOR << 16) | (uint32_t)WMBT_KV_ABI_VERSION_MINOR))
@@ -116,7 +116,7 @@ typedef struct wmbt_kv_payload wmbt_kv_payload_t; /* opaque: a buffer handed to 
 
 /* ---- Version, hashing, errors (1.0) ---------------------------------------------------------- */
 
-/* (major << 16) | minor of the linked library: 0x00010003 for 1.3. Compare the major with
+/* (major << 16) | minor of the linked library: 0x00010004 for 1.4. Compare the major with
  * WMBT_KV_ABI_VERSION_MAJOR; a larger minor only adds functions. */
 WMBT_KV_API uint32_t wmbt_kv_abi_version(void);
 
@@ -271,6 +271,19 @@ WMBT_KV_API int32_t wmbt_kv_get_raw_tail_borrowed(wmbt_kv_handle_t* handle, cons
  * its default), whatever the transport variables say; every other setting comes from the
  * environment. Returns NULL with last_error on failure. */
 WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_open_embedded(const char* data_dir);
+
+/* wmbt_kv_init_from_env with settings given here instead of by the environment (since 1.4): two
+ * handles of one process may then differ (another fingerprint, data directory, daemon), and a
+ * binding need not write its process's environment. names[i] is a setting's variable name
+ * (docs/configuration.md, e.g. "WMBT_KV_FINGERPRINT", "WMBT_KV_TCP_ADDR"), values[i] its value,
+ * parsed as the variable would be (an empty value clears an optional setting); each name at most
+ * once, at most 256 pairs. A name given here is not read from the environment at all (nor the
+ * AWS_* variable standing in for it); every other setting is, as for wmbt_kv_init_from_env, which
+ * also picks the backend. count 0 (the arrays may then be NULL) is wmbt_kv_init_from_env.
+ * Returns NULL with last_error on failure, naming names[i] for an unknown name, a repeated one or
+ * a value that does not parse. */
+WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_open_with_settings(const char* const* names,
+                                                         const char* const* values, size_t count);
 
 /* Digest of a model-identity envelope (model, tokenizer, KV dtype, tensor and pipeline parallel
  * degrees, LoRA: whatever makes two models' KV blocks incompatible) as 24 lowercase hex

@@ -1,7 +1,9 @@
 // Handles: choosing a backend from the environment (embedded, or wombatkvd over shared memory
 // or TCP: every backend is a Store, so every entry point behaves the same), opening, closing.
 #include <cstdio>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -51,6 +53,32 @@ ClientStoreSetup LibrarySetup(const Config& config) {
   return setup;
 }
 
+// OK if `name` (names[i] of wmbt_kv_open_with_settings) is a client's setting; else an error
+// saying what it is instead, or what it may have meant.
+Status KnownSetting(const std::string& name, size_t i) {
+  for (const SettingDoc& doc : AllSettings()) {
+    if (doc.name == name) return Status::Ok();
+  }
+  const std::string what = "names[" + std::to_string(i) + "] \"" + name.substr(0, 80) + "\"";
+  for (std::string_view daemon : DaemonSettingNames()) {
+    if (daemon == name) {
+      return Status::InvalidArgument(what +
+                                     " is a setting of wombatkvd, not of a client: set it "
+                                     "where the daemon runs");
+    }
+  }
+  std::string text = what + " is not a WombatKV setting";
+  const std::vector<UnknownSetting> unknown = FindUnknownSettings(std::vector<std::string>{name});
+  if (!unknown.empty() && !unknown[0].suggestions.empty()) {
+    text += " (did you mean ";
+    for (size_t k = 0; k < unknown[0].suggestions.size(); ++k) {
+      text += (k > 0 ? " or " : "") + std::string(unknown[0].suggestions[k]);
+    }
+    text += "?)";
+  }
+  return Status::InvalidArgument(text + "; docs/configuration.md lists them");
+}
+
 wmbt_kv_handle* Release(Result<std::unique_ptr<wmbt_kv_handle>> handle) {
   if (!handle.ok()) return Fail(handle.status());
   return std::move(handle).value().release();
@@ -68,6 +96,43 @@ wmbt_kv_handle* InitFromEnv() {
   if (!config.ok()) return Fail(config.status());
   WarnAboutUnknownSettingsOnce(*config);
   // Precedence (SPEC §7): shared memory > TCP > HTTP (refused) > embedded.
+  return Release(HandleFor(*config, OpenClientStore(*config, LibrarySetup(*config))));
+}
+
+wmbt_kv_handle* OpenWithSettings(const char* const* names, const char* const* values,
+                                 size_t count) {
+  constexpr size_t kSettingsMax = 256;
+  if (Status st = CheckCount(count, kSettingsMax, "count"); !st.ok()) return Fail(st);
+  if (count > 0) {
+    if (Status st = CheckNotNull(names, "names"); !st.ok()) return Fail(st);
+    if (Status st = CheckNotNull(values, "values"); !st.ok()) return Fail(st);
+  }
+  std::map<std::string, size_t> given;  // name -> its index
+  for (size_t i = 0; i < count; ++i) {
+    const std::string at = "[" + std::to_string(i) + "]";
+    if (names[i] == nullptr) return Fail(Status::InvalidArgument("names" + at + " is NULL"));
+    if (values[i] == nullptr) return Fail(Status::InvalidArgument("values" + at + " is NULL"));
+    auto [it, fresh] = given.try_emplace(names[i], i);
+    if (!fresh) {
+      return Fail(Status::InvalidArgument("names" + at + " repeats names[" +
+                                          std::to_string(it->second) + "] (\"" + it->first +
+                                          "\"): give each setting once"));
+    }
+  }
+  // The environment without the given settings (nor the AWS_* variables standing in for them).
+  const EnvLookup env = [&](const char* name) -> std::optional<std::string> {
+    const std::string_view stands_for = Config::AwsFallbackFor(name);
+    if (given.count(name) > 0 || given.count(std::string(stands_for)) > 0) return std::nullopt;
+    return ProcessEnv(name);
+  };
+  auto config = Config::FromLookup(env);
+  if (!config.ok()) return Fail(config.status());
+  for (const auto& [name, i] : given) {
+    if (Status st = KnownSetting(name, i); !st.ok()) return Fail(st);
+    Status st = config->Set(name, values[i]);
+    if (!st.ok()) return Fail(SettingGivenAs(st, name, "values[" + std::to_string(i) + "]"));
+  }
+  WarnAboutUnknownSettingsOnce(*config);
   return Release(HandleFor(*config, OpenClientStore(*config, LibrarySetup(*config))));
 }
 
@@ -115,6 +180,12 @@ wmbt_kv_handle_t* wmbt_kv_init_from_env(void) {
 wmbt_kv_handle_t* wmbt_kv_open_embedded(const char* data_dir) {
   return Guarded("wmbt_kv_open_embedded", Handle{nullptr}, nullptr, 0,
                  [&] { return wombatkv::capi::OpenEmbeddedAt(data_dir); });
+}
+
+wmbt_kv_handle_t* wmbt_kv_open_with_settings(const char* const* names, const char* const* values,
+                                             size_t count) {
+  return Guarded("wmbt_kv_open_with_settings", Handle{nullptr}, nullptr, 0,
+                 [&] { return wombatkv::capi::OpenWithSettings(names, values, count); });
 }
 
 wmbt_kv_handle_t* wmbt_kv_open_tcp(const char* addr) {

@@ -107,7 +107,7 @@ static int remove_entry(const char* path, const struct stat* sb, int flag, struc
 
 static void test_abi_version(void) {
   uint32_t v = wmbt_kv_abi_version();
-  CHECK(v == 0x00010003u);
+  CHECK(v == 0x00010004u);
   CHECK(v == WMBT_KV_ABI_VERSION);
   CHECK((v >> 16) == WMBT_KV_ABI_VERSION_MAJOR);
   CHECK((v & 0xffffu) == WMBT_KV_ABI_VERSION_MINOR);
@@ -396,6 +396,14 @@ static void test_bad_input(void) {
   CHECK(err[0] == '\0'); /* cleared by the next good call */
   CHECK(wmbt_kv_last_error_code() == WMBT_KV_ERR_NONE);
   NO_ERROR();
+  {
+    /* since 1.4: settings for one handle; a name that is no setting is refused, naming it */
+    const char* names[] = {"WMBT_KV_NO_SUCH_SETTING"};
+    const char* values[] = {"1"};
+    CHECK(wmbt_kv_open_with_settings(names, values, 1) == NULL);
+    CHECK(strstr(wmbt_kv_last_error(), "names[0]") != NULL);
+    CHECK(wmbt_kv_last_error_code() == WMBT_KV_ERR_INVALID_ARGUMENT);
+  }
 
   keys[1] = "zz00000000000000000000000000000000000000000000000000000000000000"; /* 64 chars */
   CHECK(wmbt_kv_put_kv_blocks(h, "default", keys + 1, payloads, lens, 1) == -1);

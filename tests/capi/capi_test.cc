@@ -11,12 +11,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "capi/status_map.h"
 #include "store/stats_fields.h"
@@ -68,11 +68,18 @@ std::vector<std::string> DaemonCtl(const std::string& verb, const std::string& d
   return names;
 }
 
+// The settings that reach the test's daemon (none in embedded mode), as OpenStore found them.
+std::vector<std::pair<std::string, std::string>> daemon_settings;
+
 wmbt_kv_handle_t* OpenStore(const std::string& dir) {
+  daemon_settings.clear();
   if (!DaemonMode()) return wmbt_kv_open_embedded(dir.c_str());
   const std::vector<std::string> names = DaemonCtl("start", dir);
   wmbt_kv_handle_t* h = wmbt_kv_init_from_env();
-  for (const std::string& n : names) unsetenv(n.c_str());  // tests set transports themselves
+  for (const std::string& n : names) {
+    daemon_settings.emplace_back(n, getenv(n.c_str()));
+    unsetenv(n.c_str());  // tests set transports themselves
+  }
   return h;
 }
 
@@ -500,6 +507,65 @@ TEST_F(CApi, AGetThatRepeatsAKeyIsAMissAndALookupStopsAtTheRepeat) {
   wmbt_kv_release_borrow(borrow);
 }
 
+// wmbt_kv_open_with_settings: settings given for one handle (here another fingerprint and, for
+// an embedded store, another data directory; in daemon modes the daemon's address too), where
+// the environment says otherwise or nothing; and each mistake named by its index.
+TEST_F(CApi, OpenWithSettingsConfiguresOneHandleAndNamesWhatIsWrong) {
+  std::vector<std::pair<std::string, std::string>> settings = daemon_settings;
+  settings.emplace_back("WMBT_KV_FINGERPRINT", "0123456789abcdef01234567");
+  settings.emplace_back("WMBT_KV_DATA_DIR", dir_ + "/second");
+  setenv("WMBT_KV_FINGERPRINT", "not hex: a flag-like override must hide it", 1);
+  auto open = [&] {
+    std::vector<const char*> names, values;
+    for (const auto& [n, v] : settings) {
+      names.push_back(n.c_str());
+      values.push_back(v.c_str());
+    }
+    return wmbt_kv_open_with_settings(names.data(), values.data(), settings.size());
+  };
+  wmbt_kv_handle_t* h = open();
+  unsetenv("WMBT_KV_FINGERPRINT");
+  ASSERT_NE(h, nullptr) << LastError();
+  const std::string key = Key(41);
+  const char* keys[] = {key.c_str()};
+  const uint8_t* payloads[] = {Bytes("scoped")};
+  const size_t lens[] = {6};
+  ASSERT_GE(wmbt_kv_put_kv_blocks(h, "default", keys, payloads, lens, 1), 0) << LastError();
+  size_t matched = 9;
+  ASSERT_EQ(wmbt_kv_lookup_block_prefix(h, "default", keys, 1, &matched, nullptr, 0), 0);
+  EXPECT_EQ(matched, 1u);
+  EXPECT_EQ(Lookup({key}), 0u) << "the first handle has its own fingerprint (and store)";
+  wmbt_kv_free(h);
+  h = open();  // the same settings again: the same scope
+  ASSERT_NE(h, nullptr) << LastError();
+  ASSERT_EQ(wmbt_kv_lookup_block_prefix(h, "default", keys, 1, &matched, nullptr, 0), 0);
+  EXPECT_EQ(matched, 1u);
+  wmbt_kv_free(h);
+
+  const struct {
+    std::vector<const char*> names, values;
+    const char* says;
+  } wrong[] = {
+      {{"WMBT_KV_FINGERPRNT"},
+       {"0123456789abcdef01234567"},
+       "names[0] \"WMBT_KV_FINGERPRNT\" is not a WombatKV setting (did you mean "
+       "WMBT_KV_FINGERPRINT?)"},
+      {{"WMBT_KV_NAMESPACE", "WMBT_KV_FINGERPRINT"},
+       {"team-a", "xyz"},
+       "values[1] \"xyz\" is not valid"},
+      {{"WMBT_KV_NAMESPACE", "WMBT_KV_NAMESPACE"}, {"a", "b"}, "names[1] repeats names[0]"},
+      {{"WMBT_KV_DAEMON_WORKERS"}, {"4"}, "is a setting of wombatkvd, not of a client"},
+      {{"WMBT_KV_NAMESPACE"}, {nullptr}, "values[0] is NULL"},
+  };
+  for (const auto& w : wrong) {
+    EXPECT_EQ(wmbt_kv_open_with_settings(w.names.data(), w.values.data(), w.names.size()), nullptr);
+    EXPECT_NE(LastError().find(w.says), std::string::npos) << LastError();
+    EXPECT_EQ(wmbt_kv_last_error_code(), WMBT_KV_ERR_INVALID_ARGUMENT);
+  }
+  EXPECT_EQ(wmbt_kv_open_with_settings(nullptr, nullptr, 1), nullptr);
+  EXPECT_NE(LastError().find("names"), std::string::npos) << LastError();
+}
+
 TEST_F(CApi, PublishingABlockNeverPutIsAnError) {
   std::string tip = Key(20);
   char err[256];
@@ -668,7 +734,7 @@ TEST_F(CApi, StatsJsonReportsTheNeededSize) {
   buf.assign(needed - 1, 'Z');
   EXPECT_EQ(wmbt_kv_stats_json(handle_, buf.data(), buf.size(), nullptr), -1);
   EXPECT_NE(LastError().find(std::to_string(needed)), std::string::npos) << LastError();
-  EXPECT_TRUE(json.starts_with("{\"abi_version\":65539,")) << json;
+  EXPECT_TRUE(json.starts_with("{\"abi_version\":65540,")) << json;
   // Every StoreStats counter, as the header says (it once stopped at corruptions_detected).
   const auto parsed = nlohmann::json::parse(json);
   for (const wombatkv::StoreStatsField& f : wombatkv::kStoreStatsFields) {
