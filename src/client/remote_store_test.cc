@@ -187,7 +187,7 @@ TEST(RemoteStore, LoopbackChannelSendsItsTokenInAHelloFirst) {
   EXPECT_EQ(*allowed.LookupPrefix("default", kFp, std::vector<BlockKey>{Key(1)}), 0u);
   EXPECT_EQ(allowed.LookupPrefix("other", kFp, std::vector<BlockKey>{Key(1)}).status().code(),
             Code::kPermissionDenied);
-  EXPECT_EQ(service.metrics().auth_failures.load(), 2u);
+  EXPECT_EQ(service.metrics(Transport::kTcp).auth_failures.load(), 2u);
 }
 
 TEST(RemoteStore, OwnedPutThroughTheDaemonIsCopiedThere) {

@@ -368,7 +368,14 @@ std::string Daemon::Metrics() const {
     stats = d.store->Stats();
     src.store = &stats;
   }
-  if (d.service) src.service = &d.service->metrics();
+  if (d.service) {  // the transports served
+    if (!d.options.settings.tcp.empty()) {
+      src.service[static_cast<size_t>(Transport::kTcp)] = &d.service->metrics(Transport::kTcp);
+    }
+    if (!d.options.settings.shm_prefix.empty()) {
+      src.service[static_cast<size_t>(Transport::kShm)] = &d.service->metrics(Transport::kShm);
+    }
+  }
   if (d.tcp) src.tcp = &d.tcp->stats();
   ShmServerStats shm;
   if (d.shm) {

@@ -1,6 +1,8 @@
 #include "daemon/metrics_text.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "wire/codec.h"
 
@@ -59,46 +61,84 @@ std::string OpLabel(size_t op) {
          "\"";
 }
 
-void RenderService(Page& p, const ServiceMetrics& m) {
+using ServiceSources = std::array<const ServiceMetrics*, kTransports>;
+
+// One sample of `name` per transport served, labelled `labels` (may be empty) and the transport.
+void PerTransport(Page& p, const ServiceSources& sources, const std::string& name,
+                  const std::string& labels,
+                  const std::function<uint64_t(const ServiceMetrics&)>& value) {
+  for (size_t t = 0; t < kTransports; ++t) {
+    if (sources[t] == nullptr) continue;
+    const std::string transport =
+        std::string("transport=\"") + TransportName(static_cast<Transport>(t)) + "\"";
+    p.Sample(name, labels.empty() ? transport : labels + "," + transport, value(*sources[t]));
+  }
+}
+
+void RenderService(Page& p, const ServiceSources& sources) {
   // Only ops that exist (and slot 0, unknown ops) get series.
   const size_t ops = std::min<size_t>(ServiceMetrics::kOps, wire::kOpMax + 1);
-  p.Family("wombatkv_requests_total", "counter", "Requests handled, by op.");
-  for (size_t op = 0; op < ops; ++op) p.Sample("wombatkv_requests_total", OpLabel(op), Load(m.requests[op]));
-  p.Family("wombatkv_request_errors_total", "counter",
-           "Requests answered with a non-OK status (misses included), by op.");
-  for (size_t op = 0; op < ops; ++op)
-    p.Sample("wombatkv_request_errors_total", OpLabel(op), Load(m.errors[op]));
-  p.Family("wombatkv_request_duration_seconds", "histogram",
-           "Time in the service (decode, store call, encode), by op; transport time excluded.");
+  p.Family("wombatkv_requests_total", "counter", "Requests handled, by op and transport.");
   for (size_t op = 0; op < ops; ++op) {
-    const std::string label = OpLabel(op);
-    uint64_t cumulative = 0;
-    // ServiceMetrics bucket i holds latencies below 2^i us not counted by a lower bucket; the
-    // last bucket also holds everything above, so it becomes +Inf.
-    for (size_t b = 0; b < ServiceMetrics::kLatencyBuckets; ++b) {
-      cumulative += Load(m.latency_us_buckets[op][b]);
-      std::string le;
-      if (b + 1 == ServiceMetrics::kLatencyBuckets) {
-        le = "+Inf";
-      } else {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%g", static_cast<double>(1ull << b) / 1e6);
-        le = buf;
-      }
-      p.Sample("wombatkv_request_duration_seconds_bucket", label + ",le=\"" + le + "\"",
-               cumulative);
-    }
-    p.SampleSeconds("wombatkv_request_duration_seconds_sum", label, Load(m.latency_us_sum[op]));
-    p.Sample("wombatkv_request_duration_seconds_count", label, cumulative);
+    PerTransport(p, sources, "wombatkv_requests_total", OpLabel(op),
+                 [op](const ServiceMetrics& m) { return Load(m.requests[op]); });
   }
-  p.One("wombatkv_request_payload_bytes_total", "counter", "Payload bytes received in requests.",
-        Load(m.bytes_in));
-  p.One("wombatkv_response_payload_bytes_total", "counter", "Payload bytes sent in responses.",
-        Load(m.bytes_out));
-  p.One("wombatkv_auth_failures_total", "counter",
-        "Requests refused for a missing, wrong or too narrow auth token.", Load(m.auth_failures));
-  p.One("wombatkv_bad_requests_total", "counter", "Requests with undecodable fields or unknown ops.",
-        Load(m.bad_requests));
+  p.Family("wombatkv_request_errors_total", "counter",
+           "Requests answered with a non-OK status (misses included), by op and transport.");
+  for (size_t op = 0; op < ops; ++op) {
+    PerTransport(p, sources, "wombatkv_request_errors_total", OpLabel(op),
+                 [op](const ServiceMetrics& m) { return Load(m.errors[op]); });
+  }
+  p.Family("wombatkv_request_duration_seconds", "histogram",
+           "Time in the service (decode, store call, encode), by op and transport; transport "
+           "time excluded.");
+  for (size_t t = 0; t < kTransports; ++t) {
+    if (sources[t] == nullptr) continue;
+    const ServiceMetrics& m = *sources[t];
+    for (size_t op = 0; op < ops; ++op) {
+      const std::string label =
+          OpLabel(op) + ",transport=\"" + TransportName(static_cast<Transport>(t)) + "\"";
+      uint64_t cumulative = 0;
+      // ServiceMetrics bucket i holds latencies below 2^i us not counted by a lower bucket; the
+      // last bucket also holds everything above, so it becomes +Inf.
+      for (size_t b = 0; b < ServiceMetrics::kLatencyBuckets; ++b) {
+        cumulative += Load(m.latency_us_buckets[op][b]);
+        std::string le;
+        if (b + 1 == ServiceMetrics::kLatencyBuckets) {
+          le = "+Inf";
+        } else {
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%g", static_cast<double>(1ull << b) / 1e6);
+          le = buf;
+        }
+        p.Sample("wombatkv_request_duration_seconds_bucket", label + ",le=\"" + le + "\"",
+                 cumulative);
+      }
+      p.SampleSeconds("wombatkv_request_duration_seconds_sum", label, Load(m.latency_us_sum[op]));
+      p.Sample("wombatkv_request_duration_seconds_count", label, cumulative);
+    }
+  }
+  const struct {
+    const char* name;
+    const char* help;
+    std::atomic<uint64_t> ServiceMetrics::*counter;
+  } totals[] = {
+      {"wombatkv_request_payload_bytes_total", "Payload bytes received in requests, by transport.",
+       &ServiceMetrics::bytes_in},
+      {"wombatkv_response_payload_bytes_total", "Payload bytes sent in responses, by transport.",
+       &ServiceMetrics::bytes_out},
+      {"wombatkv_auth_failures_total",
+       "Requests refused for a missing, wrong or too narrow auth token, by transport.",
+       &ServiceMetrics::auth_failures},
+      {"wombatkv_bad_requests_total",
+       "Requests with undecodable fields or unknown ops, by transport.",
+       &ServiceMetrics::bad_requests},
+  };
+  for (const auto& total : totals) {
+    p.Family(total.name, "counter", total.help);
+    PerTransport(p, sources, total.name, "",
+                 [&](const ServiceMetrics& m) { return Load(m.*total.counter); });
+  }
 }
 
 void RenderStore(Page& p, const StoreStats& s) {
@@ -322,7 +362,9 @@ std::string RenderMetrics(const MetricsSources& sources) {
   p.One("wombatkv_healthy", "gauge",
         "0 once the store cannot take writes until wombatkvd restarts (/healthz says why).",
         sources.healthy ? 1 : 0);
-  if (sources.service) RenderService(p, *sources.service);
+  const bool any_service = std::any_of(sources.service.begin(), sources.service.end(),
+                                       [](const ServiceMetrics* m) { return m != nullptr; });
+  if (any_service) RenderService(p, sources.service);
   if (sources.store) RenderStore(p, *sources.store);
   if (sources.tcp) RenderTcp(p, *sources.tcp);
   if (sources.shm) RenderShm(p, *sources.shm);

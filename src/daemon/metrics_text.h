@@ -1,5 +1,6 @@
 // RenderMetrics: the daemon's /metrics page in the Prometheus text exposition format (0.0.4):
-// per-op request, error and latency-histogram series from ServiceMetrics, the store's StoreStats
+// per-op and per-transport request, error and latency-histogram series from ServiceMetrics,
+// the store's StoreStats
 // (hit/miss per plane, cache sizes, L2 traffic and errors), and the TCP and shared-memory
 // transports' counters.
 // Names are documented in docs/daemon.md. Secrets never appear (no metric carries a token).
@@ -8,6 +9,7 @@
 // not a consistent snapshot of each other (as usual for Prometheus counters).
 #pragma once
 
+#include <array>
 #include <string>
 
 #include "daemon/service.h"
@@ -18,7 +20,8 @@
 namespace wombatkv {
 
 struct MetricsSources {
-  const ServiceMetrics* service = nullptr;  // null: no request series (store not open yet)
+  // Indexed by Transport; null: no request series (store not open yet).
+  std::array<const ServiceMetrics*, kTransports> service{};
   const StoreStats* store = nullptr;
   const tcp::TcpServerStats* tcp = nullptr;
   bool ready = false;

@@ -18,8 +18,11 @@ TEST(MetricsText, HistogramsAreCumulativeAndEndAtInf) {
   m.latency_us_buckets[get][5] = 1;  // < 32 us
   m.latency_us_buckets[get][ServiceMetrics::kLatencyBuckets - 1] = 1;  // the overflow bucket
   m.latency_us_sum[get] = 2'000'040;
+  ServiceMetrics shm;
+  shm.requests[get] = 5;
+  shm.bad_requests = 1;
   MetricsSources src;
-  src.service = &m;
+  src.service[static_cast<size_t>(Transport::kTcp)] = &m;
   src.ready = true;
   src.version = "1.2.0";
   src.start_unix_seconds = 1'796'500'000;
@@ -30,19 +33,39 @@ TEST(MetricsText, HistogramsAreCumulativeAndEndAtInf) {
   EXPECT_NE(page.find("wombatkv_healthy 1\n"), std::string::npos);
   src.healthy = false;
   EXPECT_NE(RenderMetrics(src).find("wombatkv_healthy 0\n"), std::string::npos);
-  EXPECT_NE(page.find("wombatkv_requests_total{op=\"GetBlocks\"} 3\n"), std::string::npos);
-  EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",le=\"1e-06\"} 1\n"),
-            std::string::npos) << page;
-  EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",le=\"1.6e-05\"} 1\n"),
+  EXPECT_NE(page.find("wombatkv_requests_total{op=\"GetBlocks\",transport=\"tcp\"} 3\n"),
             std::string::npos);
-  EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",le=\"3.2e-05\"} 2\n"),
+  EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",transport=\"tcp\","
+                      "le=\"1e-06\"} 1\n"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",transport=\"tcp\","
+                      "le=\"1.6e-05\"} 1\n"),
             std::string::npos);
-  EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",le=\"+Inf\"} 3\n"),
+  EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",transport=\"tcp\","
+                      "le=\"3.2e-05\"} 2\n"),
             std::string::npos);
-  EXPECT_NE(page.find("wombatkv_request_duration_seconds_count{op=\"GetBlocks\"} 3\n"),
+  EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",transport=\"tcp\","
+                      "le=\"+Inf\"} 3\n"),
             std::string::npos);
-  EXPECT_NE(page.find("wombatkv_request_duration_seconds_sum{op=\"GetBlocks\"} 2.000040\n"),
-            std::string::npos);
+  EXPECT_NE(
+      page.find("wombatkv_request_duration_seconds_count{op=\"GetBlocks\",transport=\"tcp\"} 3\n"),
+      std::string::npos);
+  EXPECT_NE(
+      page.find(
+          "wombatkv_request_duration_seconds_sum{op=\"GetBlocks\",transport=\"tcp\"} 2.000040\n"),
+      std::string::npos);
+  EXPECT_EQ(page.find("transport=\"shm\""), std::string::npos) << "a transport not served";
+  src.service[static_cast<size_t>(Transport::kShm)] = &shm;
+  const std::string both = RenderMetrics(src);
+  EXPECT_NE(both.find("wombatkv_requests_total{op=\"GetBlocks\",transport=\"tcp\"} 3\n"
+                      "wombatkv_requests_total{op=\"GetBlocks\",transport=\"shm\"} 5\n"),
+            std::string::npos)
+      << both;
+  EXPECT_NE(both.find("wombatkv_bad_requests_total{transport=\"tcp\"} 0\n"
+                      "wombatkv_bad_requests_total{transport=\"shm\"} 1\n"),
+            std::string::npos)
+      << both;
 }
 
 TEST(MetricsText, TheJournalsCommitsAreCountedAndTimedInSeconds) {
@@ -72,7 +95,7 @@ TEST(MetricsText, EveryFamilyIsDeclaredOnceBeforeItsSamples) {
   tcp::TcpServerStats t;
   ShmServerStats shm;
   shm.doorbells = 4;
-  MetricsSources src{&m, &s, &t, false, &shm};
+  MetricsSources src{{&m, &m}, &s, &t, false, &shm};
   std::istringstream lines(RenderMetrics(src));
   std::set<std::string> declared;
   std::string line, current;
@@ -104,7 +127,7 @@ TEST(MetricsText, TheDaemonDocNamesEveryFamily) {
   StoreStats s;
   tcp::TcpServerStats t;
   ShmServerStats shm;
-  MetricsSources src{&m, &s, &t, false, &shm};
+  MetricsSources src{{&m, &m}, &s, &t, false, &shm};
   std::istringstream lines(RenderMetrics(src));
   std::string line;
   size_t families = 0;

@@ -45,7 +45,10 @@ struct Service::Impl {
   Store& store;
   Clock& clock;
   ServiceOptions options;
-  ServiceMetrics metrics;
+  ServiceMetrics metrics[kTransports];
+  ServiceMetrics& MetricsOf(const Session& session) {
+    return metrics[static_cast<size_t>(session.transport)];
+  }
   // Guards every Session::namespaces: a Hello writes it while pipelined requests of the same
   // session may read it.
   std::shared_mutex sessions_mu;
@@ -62,7 +65,8 @@ struct Service::Impl {
   // The answer to a request that may not run at all (unknown op, no authentication), or nullopt.
   std::optional<Message> Refusal(Session& session, const Message& request);
   // Counts the response in the metrics and makes it the answer to request `id`, `op`.
-  void Finish(uint64_t start, uint64_t bytes_in, uint64_t id, uint16_t op, Message* response);
+  void Finish(ServiceMetrics& m, uint64_t start, uint64_t bytes_in, uint64_t id, uint16_t op,
+              Message* response);
   std::optional<Message> Dispatch(Session& session, Op op, const Message& request,
                                   bool may_block);
   Message Hello(Session& session, const Message& request);
@@ -78,7 +82,7 @@ struct Service::Impl {
   }
 
   Message Refuse(const Session& session, Op op, const Status& s) {
-    metrics.auth_failures.fetch_add(1, std::memory_order_relaxed);
+    MetricsOf(session).auth_failures.fetch_add(1, std::memory_order_relaxed);
     // Who was refused what, for the operator (never the token: the message does not hold it).
     std::string note;
     if (options.log && refusals_logged.Take(clock.NowMicros(), &note)) {
@@ -87,8 +91,8 @@ struct Service::Impl {
     }
     return wire::EncodeStatusResponse(op, s);
   }
-  Message BadRequest(Op op, const Status& s) {
-    metrics.bad_requests.fetch_add(1, std::memory_order_relaxed);
+  Message BadRequest(const Session& session, Op op, const Status& s) {
+    MetricsOf(session).bad_requests.fetch_add(1, std::memory_order_relaxed);
     return wire::EncodeStatusResponse(op, s);
   }
 };
@@ -106,9 +110,9 @@ Status Service::Impl::CheckNamespace(Session& session, std::string_view ns) {
 
 Message Service::Impl::Hello(Session& session, const Message& request) {
   auto req = wire::HelloRequest::Decode(request);
-  if (!req.ok()) return BadRequest(Op::kHello, req.status());
+  if (!req.ok()) return BadRequest(session, Op::kHello, req.status());
   if (req->protocol_version != wire::kProtocolVersion) {
-    return BadRequest(Op::kHello,
+    return BadRequest(session, Op::kHello,
                       Status::FailedPrecondition(
                           "client speaks protocol " + std::to_string(req->protocol_version) +
                           ", this daemon speaks " + std::to_string(wire::kProtocolVersion) +
@@ -143,7 +147,7 @@ Message Service::Impl::Hello(Session& session, const Message& request) {
 
 Message Service::Impl::ListChains(Session& session, const Message& request) {
   auto req = wire::ListChainsRequest::Decode(request);
-  if (!req.ok()) return BadRequest(Op::kListChains, req.status());
+  if (!req.ok()) return BadRequest(session, Op::kListChains, req.status());
   wire::ListChainsResponse resp;
   if (!req->ns.empty()) {
     Status allowed = CheckNamespace(session, req->ns);
@@ -162,7 +166,7 @@ Message Service::Impl::ListChains(Session& session, const Message& request) {
 
 Message Service::Impl::Usage(Session& session, const Message& request) {
   auto req = wire::UsageRequest::Decode(request);
-  if (!req.ok()) return BadRequest(Op::kUsage, req.status());
+  if (!req.ok()) return BadRequest(session, Op::kUsage, req.status());
   wire::UsageResponse resp;
   if (!req->ns.empty()) {
     Status allowed = CheckNamespace(session, req->ns);
@@ -218,9 +222,9 @@ std::optional<Message> Service::Impl::Dispatch(Session& session, Op op, const Me
                                                bool may_block) {
   if (!may_block && !MayBeImmediate(op)) return std::nullopt;
   // Decodes the request of type T or answers with a bad request.
-#define WMBT_DECODE(T, var)                                   \
-  auto var##_r = wire::T::Decode(request);                    \
-  if (!var##_r.ok()) return BadRequest(op, var##_r.status()); \
+#define WMBT_DECODE(T, var)                                            \
+  auto var##_r = wire::T::Decode(request);                             \
+  if (!var##_r.ok()) return BadRequest(session, op, var##_r.status()); \
   auto& var = *var##_r
 #define WMBT_CHECK_NS(ns)                                     \
   do {                                                        \
@@ -340,7 +344,8 @@ std::optional<Message> Service::Impl::Dispatch(Session& session, Op op, const Me
   }
 #undef WMBT_DECODE
 #undef WMBT_CHECK_NS
-  return BadRequest(op, Status::InvalidArgument("unknown op " + std::to_string(uint16_t(op))));
+  return BadRequest(session, op,
+                    Status::InvalidArgument("unknown op " + std::to_string(uint16_t(op))));
 }
 
 Service::Service(Store& store, Clock& clock, ServiceOptions options)
@@ -373,9 +378,10 @@ static size_t SlotOf(uint16_t op) {
 std::optional<Message> Service::Impl::Refusal(Session& session, const Message& request) {
   const Op op = static_cast<Op>(request.op);
   if (SlotOf(request.op) == 0) {
-    return BadRequest(op, Status::InvalidArgument("unknown op " + std::to_string(request.op) +
-                                                  ": this daemon speaks protocol " +
-                                                  std::to_string(wire::kProtocolVersion)));
+    return BadRequest(session, op,
+                      Status::InvalidArgument("unknown op " + std::to_string(request.op) +
+                                              ": this daemon speaks protocol " +
+                                              std::to_string(wire::kProtocolVersion)));
   }
   if (session.token_required && op != Op::kHello && op != Op::kPing &&
       !session.authenticated.load(std::memory_order_acquire)) {
@@ -396,23 +402,23 @@ std::optional<Message> Service::Impl::Serve(Session& session, const Message& req
     response = Dispatch(session, static_cast<Op>(request.op), request, may_block);
     if (!response) return std::nullopt;  // nothing counted: Handle will be called
   }
-  Finish(start, PayloadBytes(request), request.id, request.op, &*response);
+  Finish(MetricsOf(session), start, PayloadBytes(request), request.id, request.op, &*response);
   return response;
 }
 
 void Service::Impl::WriteAsync(Session& session, const Message& request, Respond respond) {
   const uint64_t start = clock.NowMicros();
   const uint64_t bytes_in = PayloadBytes(request);
-  auto answer = [this, start, bytes_in, id = request.id, op = request.op,
-                 respond = std::move(respond)](Message m) {
-    Finish(start, bytes_in, id, op, &m);
+  auto answer = [this, &metrics = MetricsOf(session), start, bytes_in, id = request.id,
+                 op = request.op, respond = std::move(respond)](Message m) {
+    Finish(metrics, start, bytes_in, id, op, &m);
     respond(std::move(m));
   };
   if (std::optional<Message> refused = Refusal(session, request)) return answer(*refused);
   const Op op = static_cast<Op>(request.op);
   if (op == Op::kSaveChain) {
     auto req = wire::SaveChainRequest::Decode(request);
-    if (!req.ok()) return answer(BadRequest(op, req.status()));
+    if (!req.ok()) return answer(BadRequest(session, op, req.status()));
     Status allowed = CheckNamespace(session, req->put.ns);
     if (!allowed.ok()) return answer(Refuse(session, op, allowed));
     store.SaveChainAsync(
@@ -421,7 +427,7 @@ void Service::Impl::WriteAsync(Session& session, const Message& request, Respond
     return;
   }
   auto req = wire::PublishChainRequest::Decode(request);
-  if (!req.ok()) return answer(BadRequest(op, req.status()));
+  if (!req.ok()) return answer(BadRequest(session, op, req.status()));
   Status allowed = CheckNamespace(session, req->ns);
   if (!allowed.ok()) return answer(Refuse(session, op, allowed));
   store.PublishChainAsync(req->ns, req->fp, req->chain_id, req->tip, req->expected_version,
@@ -431,9 +437,8 @@ void Service::Impl::WriteAsync(Session& session, const Message& request, Respond
                           });
 }
 
-void Service::Impl::Finish(uint64_t start, uint64_t bytes_in, uint64_t id, uint16_t op,
-                           Message* response) {
-  auto& m = metrics;
+void Service::Impl::Finish(ServiceMetrics& m, uint64_t start, uint64_t bytes_in, uint64_t id,
+                           uint16_t op, Message* response) {
   const size_t slot = SlotOf(op);
   m.requests[slot].fetch_add(1, std::memory_order_relaxed);
   m.bytes_in.fetch_add(bytes_in, std::memory_order_relaxed);
@@ -452,7 +457,11 @@ void Service::Impl::Finish(uint64_t start, uint64_t bytes_in, uint64_t id, uint1
   m.latency_us_sum[slot].fetch_add(micros, std::memory_order_relaxed);
 }
 
-const ServiceMetrics& Service::metrics() const { return impl_->metrics; }
+const ServiceMetrics& Service::metrics(Transport t) const {
+  return impl_->metrics[static_cast<size_t>(t)];
+}
+
+const char* TransportName(Transport t) { return t == Transport::kShm ? "shm" : "tcp"; }
 
 Store& Service::store() { return impl_->store; }
 

@@ -34,9 +34,16 @@ struct TokenGrant {
 // "TOKEN" or "TOKEN=NS1,NS2". InvalidArgument naming the bad entry (without echoing the token).
 Result<std::vector<TokenGrant>> ParseTokenGrants(std::string_view text);
 
+// Which transport a session came by: /metrics counts each apart.
+enum class Transport : uint8_t { kTcp = 0, kShm = 1 };
+inline constexpr size_t kTransports = 2;
+// "tcp", "shm": the `transport` label of /metrics.
+const char* TransportName(Transport t);
+
 // Per-client state, created by the transport when a client attaches and destroyed when it goes.
 struct Session {
   uint64_t id = 0;
+  Transport transport = Transport::kTcp;  // set by the transport
   std::string peer;              // "127.0.0.1:51234", "shm pid 1234" — for logs
   bool token_required = false;   // set by the transport: true on a non-loopback listener
   // Set by a successful Hello. While token_required && !authenticated, every op but Hello and
@@ -55,7 +62,7 @@ struct ServiceOptions {
   LogSink log;
 };
 
-// Counters for /metrics; all monotonic, updated with relaxed atomics.
+// Counters for /metrics, one set per transport; all monotonic, updated with relaxed atomics.
 struct ServiceMetrics {
   static constexpr size_t kOps = 32;           // indexed by wire::Op value; slot 0: unknown ops
   static constexpr size_t kLatencyBuckets = 24;  // bucket i counts latencies < 2^i microseconds
@@ -96,7 +103,8 @@ class Service {
   // bounded by the request (keys ≤ limits::kLookupKeysMax; payloads are never copied).
   std::optional<wire::Message> HandleIfImmediate(Session& session, const wire::Message& request);
 
-  const ServiceMetrics& metrics() const;
+  // The counters of the sessions that came by `t`.
+  const ServiceMetrics& metrics(Transport t) const;
   Store& store();
 
  private:

@@ -70,7 +70,7 @@ class ServiceTest : public ::testing::Test {
     if (!r.ok()) return r.status();
     return static_cast<size_t>(r->matched);
   }
-  const ServiceMetrics& m() { return service_->metrics(); }
+  const ServiceMetrics& m() { return service_->metrics(Transport::kTcp); }  // sessions' default
   uint64_t Requests(Op op) { return m().requests[static_cast<size_t>(op)].load(); }
   uint64_t Errors(Op op) { return m().errors[static_cast<size_t>(op)].load(); }
 
@@ -291,7 +291,8 @@ TEST_F(ServiceTest, ImmediateAnswersNeedNoIoAndAreCountedOnce) {
   Service service(fresh, clock_, ServiceOptions{});
   Message get = wire::GetBlocksRequest{"tenant-a", kFp, chain_.keys}.Encode();
   EXPECT_FALSE(service.HandleIfImmediate(local_, get).has_value());
-  EXPECT_EQ(service.metrics().requests[static_cast<size_t>(Op::kGetBlocks)].load(), 0u);
+  EXPECT_EQ(service.metrics(Transport::kTcp).requests[static_cast<size_t>(Op::kGetBlocks)].load(),
+            0u);
   EXPECT_EQ(fresh.Stats().gets, 0u);
   EXPECT_EQ(fresh.Stats().cache_misses, 0u);
   Message cold = service.Handle(local_, get);
@@ -302,7 +303,8 @@ TEST_F(ServiceTest, ImmediateAnswersNeedNoIoAndAreCountedOnce) {
   ASSERT_TRUE(warm.has_value());
   EXPECT_TRUE(wire::ResponseStatus(*warm).ok());
   EXPECT_EQ(warm->payloads[0].data, cold.payloads[0].data) << "the cached bytes";
-  EXPECT_EQ(service.metrics().requests[static_cast<size_t>(Op::kGetBlocks)].load(), 2u);
+  EXPECT_EQ(service.metrics(Transport::kTcp).requests[static_cast<size_t>(Op::kGetBlocks)].load(),
+            2u);
   const StoreStats st = fresh.Stats();
   EXPECT_EQ(st.gets, 2u);
   EXPECT_EQ(st.get_hits, 2u);

@@ -16,6 +16,8 @@
 #include <thread>
 #include <tuple>
 
+#include "config/config.h"
+#include "connect/open_client_store.h"
 #include "tests/daemon/daemon_test_util.h"
 #include "transport/tcp/tcp_server.h"
 
@@ -250,6 +252,17 @@ TEST(DaemonLifecycle, HttpReportsHealthReadinessAndMetrics) {
   ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
   ASSERT_FALSE(daemon->http().empty()) << daemon->output();
   ExpectServes(daemon->tcp().at(0));
+  {  // one lookup over shared memory: counted apart from TCP's
+    auto config =
+        Config::FromLookup([](const char*) -> std::optional<std::string> { return std::nullopt; });
+    ASSERT_TRUE(config.ok());
+    config->remote_prefix = "metrics";
+    config->run_dir = dir.path();
+    auto shm = OpenClientStore(*config);
+    ASSERT_TRUE(shm.ok()) << shm.status().ToString();
+    const std::vector<BlockKey> keys = {Key(1, 1)};
+    ASSERT_TRUE(shm->store->LookupPrefix("shm-ns", Fp(1), keys).ok());
+  }
   httplib::Client http(daemon->http());
   auto health = http.Get("/healthz");
   ASSERT_TRUE(health);
@@ -262,9 +275,12 @@ TEST(DaemonLifecycle, HttpReportsHealthReadinessAndMetrics) {
   EXPECT_EQ(metrics->status, 200);
   const std::string& page = metrics->body;
   for (const char* series :
-       {"wombatkv_ready 1", "wombatkv_requests_total{op=\"PutBlocks\"} 1",
-        "wombatkv_requests_total{op=\"PublishChain\"} 1",
-        "wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",le=\"+Inf\"} 1",
+       {"wombatkv_ready 1", "wombatkv_requests_total{op=\"PutBlocks\",transport=\"tcp\"} 1",
+        "wombatkv_requests_total{op=\"PublishChain\",transport=\"tcp\"} 1",
+        "wombatkv_requests_total{op=\"PublishChain\",transport=\"shm\"} 0",
+        "wombatkv_requests_total{op=\"LookupPrefix\",transport=\"shm\"} 1",
+        "wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",transport=\"tcp\",le=\"+Inf\"} "
+        "1",
         "wombatkv_plane_hits_total{plane=\"l0\"} 3", "wombatkv_l0_chains 1",
         "wombatkv_tcp_connections_accepted_total 1", "wombatkv_cache_bytes ",
         "wombatkv_cache_budget_bytes 67108864" /* StartDaemon's --cache-bytes 64M */,

@@ -24,6 +24,7 @@ Conn::Conn(ShmServerCounters* s, uint64_t i, shm::PeerCred p, Fd so,
       alloc(l.params.response_area_bytes) {
   session.id = id;
   session.peer = "shm pid " + std::to_string(peer.pid) + " uid " + std::to_string(peer.uid);
+  session.transport = Transport::kShm;
   session.token_required = false;  // same-user peers only (SO_PEERCRED), SPEC §10
   counters->segments_live++;
 }
