@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <string>
 
@@ -67,16 +66,10 @@ Status KnownSetting(const std::string& name, size_t i) {
                                      "where the daemon runs");
     }
   }
-  std::string text = what + " is not a WombatKV setting";
   const std::vector<UnknownSetting> unknown = FindUnknownSettings(std::vector<std::string>{name});
-  if (!unknown.empty() && !unknown[0].suggestions.empty()) {
-    text += " (did you mean ";
-    for (size_t k = 0; k < unknown[0].suggestions.size(); ++k) {
-      text += (k > 0 ? " or " : "") + std::string(unknown[0].suggestions[k]);
-    }
-    text += "?)";
-  }
-  return Status::InvalidArgument(text + "; docs/configuration.md lists them");
+  return Status::InvalidArgument(what + " is not a WombatKV setting" +
+                                 (unknown.empty() ? std::string() : DidYouMean(unknown[0])) +
+                                 "; docs/configuration.md lists them");
 }
 
 wmbt_kv_handle* Release(Result<std::unique_ptr<wmbt_kv_handle>> handle) {
@@ -119,13 +112,9 @@ wmbt_kv_handle* OpenWithSettings(const char* const* names, const char* const* va
                                           "\"): give each setting once"));
     }
   }
-  // The environment without the given settings (nor the AWS_* variables standing in for them).
-  const EnvLookup env = [&](const char* name) -> std::optional<std::string> {
-    const std::string_view stands_for = Config::AwsFallbackFor(name);
-    if (given.count(name) > 0 || given.count(std::string(stands_for)) > 0) return std::nullopt;
-    return ProcessEnv(name);
-  };
-  auto config = Config::FromLookup(env);
+  std::set<std::string> names_given;
+  for (const auto& [name, i] : given) names_given.insert(name);
+  auto config = Config::FromLookup(Config::Without(ProcessEnv, std::move(names_given)));
   if (!config.ok()) return Fail(config.status());
   for (const auto& [name, i] : given) {
     if (Status st = KnownSetting(name, i); !st.ok()) return Fail(st);

@@ -698,11 +698,15 @@ constexpr std::pair<const char*, std::string_view> kAwsFallbacks[] = {
 };
 }  // namespace
 
-std::string_view Config::AwsFallbackFor(std::string_view aws_name) {
-  for (const auto& [aws, ours] : kAwsFallbacks) {
-    if (aws_name == aws) return ours;
-  }
-  return {};
+EnvLookup Config::Without(EnvLookup lookup, std::set<std::string> given) {
+  return [lookup = std::move(lookup),
+          given = std::move(given)](const char* name) -> std::optional<std::string> {
+    if (given.count(name) > 0) return std::nullopt;
+    for (const auto& [aws, ours] : kAwsFallbacks) {
+      if (std::string_view(name) == aws && given.count(std::string(ours)) > 0) return std::nullopt;
+    }
+    return lookup(name);
+  };
 }
 
 Result<Config> Config::FromLookup(const EnvLookup& lookup) {

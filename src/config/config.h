@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -152,9 +153,10 @@ struct Config {
   static Result<Config> FromLookup(const EnvLookup& lookup);
   // FromLookup over the process environment.
   static Result<Config> FromEnv();
-  // The setting an AWS_* variable stands in for ("AWS_REGION" -> "WMBT_KV_S3_REGION"); empty for
-  // any other name.
-  static std::string_view AwsFallbackFor(std::string_view aws_name);
+  // `lookup` without the settings named in `given`, nor the AWS_* variables standing in for them
+  // (AWS_REGION for WMBT_KV_S3_REGION, ...): for settings given another way (a flag, a C call),
+  // which then win even over a variable whose value would not parse.
+  static EnvLookup Without(EnvLookup lookup, std::set<std::string> given);
 
   // Sets the setting named `name` (an AllSettings() name) from text, with the parsing and errors
   // of the environment. An empty value clears an optional setting (transports, S3) and is

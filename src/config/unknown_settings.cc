@@ -98,13 +98,18 @@ std::vector<std::string> SettingNamesInEnvironment() {
   return names;
 }
 
-std::string DescribeUnknownSetting(const UnknownSetting& u) {
-  std::string out = u.name + " is not a WombatKV setting and is ignored";
+std::string DidYouMean(const UnknownSetting& u) {
+  std::string out;
   for (size_t i = 0; i < u.suggestions.size(); ++i) {
     out += (i == 0 ? " (did you mean " : " or ") + std::string(u.suggestions[i]);
   }
   if (!u.suggestions.empty()) out += "?)";
-  return out + "; docs/configuration.md lists every setting";
+  return out;
+}
+
+std::string DescribeUnknownSetting(const UnknownSetting& u) {
+  return u.name + " is not a WombatKV setting and is ignored" + DidYouMean(u) +
+         "; docs/configuration.md lists every setting";
 }
 
 void WarnAboutUnknownSettings(const std::function<void(const std::string&)>& warn) {

@@ -34,6 +34,8 @@ std::vector<std::string> SettingNamesInEnvironment();
 // "WMBT_KV_DATADIR is not a WombatKV setting and is ignored (did you mean WMBT_KV_DATA_DIR?)";
 // several suggestions are joined with "or".
 std::string DescribeUnknownSetting(const UnknownSetting& u);
+// Its " (did you mean ...?)" part; empty without suggestions.
+std::string DidYouMean(const UnknownSetting& u);
 
 // Calls warn(DescribeUnknownSetting(u)) for each unknown setting of this process's environment.
 void WarnAboutUnknownSettings(const std::function<void(const std::string&)>& warn);

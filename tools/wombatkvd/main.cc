@@ -11,7 +11,6 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -232,11 +231,7 @@ int Main(int argc, char** argv) {
   }
   store_flags.AddGiven(&given);
   if (!tokens.empty()) given.emplace("WMBT_KV_AUTH_TOKENS");
-  const EnvLookup env = [&](const char* name) -> std::optional<std::string> {
-    const std::string_view stands_for = Config::AwsFallbackFor(name);  // AWS_REGION and such
-    if (given.count(name) > 0 || given.count(std::string(stands_for)) > 0) return std::nullopt;
-    return ProcessEnv(name);
-  };
+  const EnvLookup env = Config::Without(ProcessEnv, std::move(given));
   auto config = Config::FromLookup(env);
   if (!config.ok()) return Usage("environment", config.status());
   auto settings = DaemonSettings::FromLookup(env);
