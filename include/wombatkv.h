@@ -1,4 +1,4 @@
-/* wombatkv.h — the WombatKV C ABI, version 1.4.
+/* wombatkv.h — the WombatKV C ABI, version 1.5.
  *
  * WombatKV stores the KV-cache blocks an LLM inference engine computes during prefill, so that a
  * later request (after a restart, in another process, on another host) restores them instead of
@@ -8,7 +8,8 @@
  * Compatibility: the 15 entry points of ABI 1.0 keep their exact signatures and behaviour, so
  * engines written against 1.0 relink without source changes. 1.1 adds the functions marked
  * "since 1.1" (explicit fingerprints and chains, CAS publish, content-hash get, refresh, stats),
- * 1.2 fingerprint extras, 1.3 wmbt_kv_last_error_code, 1.4 wmbt_kv_open_with_settings.
+ * 1.2 fingerprint extras, 1.3 wmbt_kv_last_error_code, 1.4 wmbt_kv_open_with_settings, 1.5
+ * wmbt_kv_get_kv_blocks_into.
  *
  * Documents named docs/X.md are installed under share/doc/wombatkv/ (and are in the source tree).
  *
@@ -53,9 +54,10 @@
  * RESOURCE_EXHAUSTED ("... responses still borrowed: release borrows sooner"), and one client
  * may hold at most 16,384 borrows at once over shared memory, whatever their size (then
  * RESOURCE_EXHAUSTED "... the most one client may"); embedded and TCP borrows hold only memory.
- * Release each borrow once its bytes are copied into the engine. Borrowed bytes have no promised
- * alignment (over TCP they may start at any address): copy them before viewing them as wider
- * types.
+ * Release each borrow once its bytes are copied into the engine, or have the copy made for you
+ * into memory of your own, with nothing left to release: wmbt_kv_get_kv_blocks_into. Borrowed
+ * bytes have no promised alignment (over TCP they may start at any address): copy them before
+ * viewing them as wider types.
  * A pointer to borrowed bytes is never NULL, also for an empty payload.
  *
  * Daemon modes: a call through wombatkvd that cannot reach it (daemon restarting, stopped or
@@ -91,7 +93,7 @@ extern "C" {
 #endif
 
 #define WMBT_KV_ABI_VERSION_MAJOR 1
-#define WMBT_KV_ABI_VERSION_MINOR 4
+#define WMBT_KV_ABI_VERSION_MINOR 5
 /* (major << 16) | minor: what wmbt_kv_abi_version() returns for this header. */
 #define WMBT_KV_ABI_VERSION \
   ((uint32_t)(((uint32_t)WMBT_KV_ABI_VERSION_MAJOR << 16) | (uint32_t)WMBT_KV_ABI_VERSION_MINOR))
@@ -116,7 +118,7 @@ typedef struct wmbt_kv_payload wmbt_kv_payload_t; /* opaque: a buffer handed to 
 
 /* ---- Version, hashing, errors (1.0) ---------------------------------------------------------- */
 
-/* (major << 16) | minor of the linked library: 0x00010004 for 1.4. Compare the major with
+/* (major << 16) | minor of the linked library: 0x00010005 for 1.5. Compare the major with
  * WMBT_KV_ABI_VERSION_MAJOR; a larger minor only adds functions. */
 WMBT_KV_API uint32_t wmbt_kv_abi_version(void);
 
@@ -320,6 +322,25 @@ WMBT_KV_API int32_t wmbt_kv_get_kv_blocks_borrowed_ex(
     const char* const* block_hashes_hex, size_t block_count, const uint8_t*** out_payload_ptrs,
     const size_t** out_payload_lens, wmbt_kv_borrow_t** out_borrow, char* err_buf,
     size_t err_len);
+
+/* Copies block_count blocks into the caller's memory instead of lending them (since 1.5): the
+ * keys follow wmbt_kv_get_kv_blocks_borrowed's rules (all or nothing; consecutive blocks of one
+ * published chain, from any block of it; a repeated key is a miss), fingerprint_hex NULL is the
+ * handle's. Block i's bytes go to dsts[i], which has room for dst_caps[i] bytes, and its length
+ * to out_lens[i]. Nothing stays held when it returns (no borrow to release), so it suits memory
+ * the engine owns: a pinned staging buffer, a NumPy array. The buffers must not overlap each
+ * other; dsts[i] may be NULL only when dst_caps[i] is 0.
+ * Returns 1 when every key is present and every block was copied (out_lens set); 0 on a miss
+ * (nothing written); -1 on error (nothing written), except that when a block is larger than its
+ * buffer the error (INVALID_ARGUMENT, naming dst_caps[i]) comes with out_lens[i] set for every
+ * block, so the caller can grow its buffers and ask again. With block_count 0 it returns 1 and
+ * the arrays may be NULL. */
+WMBT_KV_API int32_t wmbt_kv_get_kv_blocks_into(wmbt_kv_handle_t* handle, const char* namespace_,
+                                               const char* fingerprint_hex,
+                                               const char* const* block_hashes_hex,
+                                               size_t block_count, uint8_t* const* dsts,
+                                               const size_t* dst_caps, size_t* out_lens,
+                                               char* err_buf, size_t err_len);
 
 /* Stores blocks with explicit parents and does NOT publish them: they are readable by content
  * hash at once, invisible to lookups until wmbt_kv_publish_chain names a tip that reaches them.

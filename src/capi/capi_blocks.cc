@@ -1,6 +1,7 @@
 // Blocks through the 1.0 entry points (lookup, get, put-and-publish) and their _ex variants with
 // an explicit fingerprint. Each entry point is a Status-returning implementation turned into the
 // C return by the status table (status_map.h), inside Guarded.
+#include <cstring>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
@@ -29,6 +30,23 @@ Status Lookup(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex,
   return Status::Ok();
 }
 
+// The payloads of `count` keys, lent by the store (none for count 0): OK = all present,
+// NotFound = a miss, else an error.
+Result<Borrow> Fetch(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex,
+                     const char* const* keys_hex, size_t count) {
+  WMBT_RETURN_IF_ERROR(CheckCount(count, limits::kLookupKeysMax, "block_count"));
+  WMBT_ASSIGN_OR_RETURN(std::string_view ns, ParseNamespace(handle, ns_arg));
+  WMBT_ASSIGN_OR_RETURN(Fingerprint fp, ParseFingerprint(handle, fp_hex));
+  WMBT_ASSIGN_OR_RETURN(std::vector<BlockKey> keys, ParseKeys(keys_hex, count, "block_hashes_hex"));
+  if (keys.empty()) return Borrow{};
+  WMBT_ASSIGN_OR_RETURN(Borrow blocks, handle->store->GetBlocks(ns, fp, keys));
+  // Always on: a short or long answer would hand the engine the wrong block's bytes.
+  if (blocks.size() != keys.size())
+    return Status::Internal("get returned " + std::to_string(blocks.size()) + " payloads for " +
+                            std::to_string(keys.size()) + " keys");
+  return blocks;
+}
+
 // OK = all present (outputs set), NotFound = a miss (outputs untouched), else an error.
 Status GetBlocks(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex,
                  const char* const* keys_hex, size_t count, const uint8_t*** out_ptrs,
@@ -37,21 +55,11 @@ Status GetBlocks(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex,
   WMBT_RETURN_IF_ERROR(CheckNotNull(out_ptrs, "out_payload_ptrs"));
   WMBT_RETURN_IF_ERROR(CheckNotNull(out_lens, "out_payload_lens"));
   WMBT_RETURN_IF_ERROR(CheckNotNull(out_borrow, "out_borrow"));
-  WMBT_RETURN_IF_ERROR(CheckCount(count, limits::kLookupKeysMax, "block_count"));
-  WMBT_ASSIGN_OR_RETURN(std::string_view ns, ParseNamespace(handle, ns_arg));
-  WMBT_ASSIGN_OR_RETURN(Fingerprint fp, ParseFingerprint(handle, fp_hex));
-  WMBT_ASSIGN_OR_RETURN(std::vector<BlockKey> keys, ParseKeys(keys_hex, count, "block_hashes_hex"));
   auto borrow = std::make_unique<wmbt_kv_borrow>();
   borrow->store = handle->store;
-  if (!keys.empty()) {
-    WMBT_ASSIGN_OR_RETURN(borrow->blocks, handle->store->GetBlocks(ns, fp, keys));
-    // Always on: a short or long answer would hand the engine the wrong block's bytes.
-    if (borrow->blocks.size() != keys.size())
-      return Status::Internal("get returned " + std::to_string(borrow->blocks.size()) +
-                              " payloads for " + std::to_string(keys.size()) + " keys");
-  }
-  borrow->ptrs.reserve(keys.size());
-  borrow->lens.reserve(keys.size());
+  WMBT_ASSIGN_OR_RETURN(borrow->blocks, Fetch(handle, ns_arg, fp_hex, keys_hex, count));
+  borrow->ptrs.reserve(borrow->blocks.size());
+  borrow->lens.reserve(borrow->blocks.size());
   for (size_t i = 0; i < borrow->blocks.size(); ++i) {
     ByteView p = borrow->blocks.payload(i);
     borrow->ptrs.push_back(BorrowedBytes(p.data()));
@@ -60,6 +68,44 @@ Status GetBlocks(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex,
   *out_ptrs = borrow->ptrs.data();
   *out_lens = borrow->lens.data();
   *out_borrow = borrow.release();
+  return Status::Ok();
+}
+
+// As GetBlocks, copying block i into dsts[i] (room for caps[i] bytes). A block larger than its
+// buffer is InvalidArgument before anything is copied, with every length in out_lens.
+Status GetBlocksInto(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex,
+                     const char* const* keys_hex, size_t count, uint8_t* const* dsts,
+                     const size_t* caps, size_t* out_lens) {
+  WMBT_RETURN_IF_ERROR(CheckHandle(handle));
+  WMBT_RETURN_IF_ERROR(CheckCount(count, limits::kLookupKeysMax, "block_count"));
+  if (count > 0) {
+    WMBT_RETURN_IF_ERROR(CheckNotNull(dsts, "dsts"));
+    WMBT_RETURN_IF_ERROR(CheckNotNull(caps, "dst_caps"));
+    WMBT_RETURN_IF_ERROR(CheckNotNull(out_lens, "out_lens"));
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (dsts[i] == nullptr && caps[i] != 0)
+      return Status::InvalidArgument("dsts[" + std::to_string(i) + "] is NULL with dst_caps[" +
+                                     std::to_string(i) + "] = " + std::to_string(caps[i]));
+  }
+  WMBT_ASSIGN_OR_RETURN(Borrow blocks, Fetch(handle, ns_arg, fp_hex, keys_hex, count));
+  size_t too_small = count;
+  for (size_t i = 0; i < count; ++i) {
+    if (blocks.payload(i).size() > caps[i] && too_small == count) too_small = i;
+  }
+  if (too_small < count) {
+    for (size_t i = 0; i < count; ++i) out_lens[i] = blocks.payload(i).size();
+    return Status::InvalidArgument(
+        "dst_caps[" + std::to_string(too_small) + "] = " + std::to_string(caps[too_small]) +
+        " bytes is too small for block " + std::to_string(too_small) + " of " +
+        std::to_string(out_lens[too_small]) +
+        " bytes: out_lens holds every block's length; grow the buffers and call again");
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const ByteView p = blocks.payload(i);
+    if (!p.empty()) std::memcpy(dsts[i], p.data(), p.size());
+    out_lens[i] = p.size();
+  }
   return Status::Ok();
 }
 
@@ -158,6 +204,18 @@ int32_t wmbt_kv_get_kv_blocks_borrowed_ex(wmbt_kv_handle_t* handle, const char* 
                                             block_count, out_payload_ptrs, out_payload_lens,
                                             out_borrow),
                   CallKind::kRead);
+  });
+}
+
+int32_t wmbt_kv_get_kv_blocks_into(wmbt_kv_handle_t* handle, const char* namespace_,
+                                   const char* fingerprint_hex, const char* const* block_hashes_hex,
+                                   size_t block_count, uint8_t* const* dsts, const size_t* dst_caps,
+                                   size_t* out_lens, char* err_buf, size_t err_len) {
+  return Guarded("wmbt_kv_get_kv_blocks_into", int32_t{-1}, err_buf, err_len, [&] {
+    return Finish(
+        wombatkv::capi::GetBlocksInto(handle, namespace_, fingerprint_hex, block_hashes_hex,
+                                      block_count, dsts, dst_caps, out_lens),
+        CallKind::kRead);
   });
 }
 

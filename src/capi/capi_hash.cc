@@ -12,7 +12,7 @@ static_assert(WMBT_KV_BATCH_BLOCKS_MAX == wombatkv::limits::kBatchBlocksMax);
 static_assert(WMBT_KV_LOOKUP_KEYS_MAX == wombatkv::limits::kLookupKeysMax);
 static_assert(WMBT_KV_BLOCK_BYTES_MAX == wombatkv::limits::kBlockBytesMax);
 static_assert(WMBT_KV_SIDECAR_BYTES_MAX == wombatkv::limits::kSidecarBytesMax);
-static_assert(WMBT_KV_ABI_VERSION == 0x00010004u);
+static_assert(WMBT_KV_ABI_VERSION == 0x00010005u);
 
 extern "C" {
 

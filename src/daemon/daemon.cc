@@ -357,7 +357,7 @@ std::string Daemon::Metrics() const {
   const Impl& d = *impl_;
   std::shared_lock lock(d.components_mu);
   MetricsSources src;
-  const std::string& v = d.options.version;  // "wombatkvd 1.4.0"
+  const std::string& v = d.options.version;  // "wombatkvd 1.5.0"
   src.version = v.substr(v.rfind(' ') + 1);
   src.start_unix_seconds = d.start_unix_seconds;
   src.ready = ready();

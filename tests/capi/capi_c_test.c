@@ -107,7 +107,7 @@ static int remove_entry(const char* path, const struct stat* sb, int flag, struc
 
 static void test_abi_version(void) {
   uint32_t v = wmbt_kv_abi_version();
-  CHECK(v == 0x00010004u);
+  CHECK(v == 0x00010005u);
   CHECK(v == WMBT_KV_ABI_VERSION);
   CHECK((v >> 16) == WMBT_KV_ABI_VERSION_MAJOR);
   CHECK((v & 0xffffu) == WMBT_KV_ABI_VERSION_MINOR);
@@ -316,6 +316,20 @@ static void test_blocks_raw_tail_and_namespaces(void) {
   REQUIRE(borrow != NULL);
   CHECK(plens[1] == 0 && plens[2] == 5 && memcmp(ptrs[2], "three", 5) == 0);
   wmbt_kv_release_borrow(borrow);
+  {
+    /* The same blocks copied into the caller's memory (1.5): nothing to release. */
+    uint8_t b0[8], b2[8] = {0};
+    uint8_t* dsts[3] = {b0, NULL, b2};
+    size_t caps[3] = {sizeof b0, 0, sizeof b2}, got[3] = {9, 9, 9};
+    CHECK(wmbt_kv_get_kv_blocks_into(h, "team-a", NULL, keys, 3, dsts, caps, got, err,
+                                     sizeof err) == 1);
+    CHECK(got[0] == 3 && got[1] == 0 && got[2] == 5 && memcmp(b2, "three", 5) == 0);
+    caps[2] = 4;
+    CHECK(wmbt_kv_get_kv_blocks_into(h, "team-a", NULL, keys, 3, dsts, caps, got, err,
+                                     sizeof err) == -1);
+    CHECK(wmbt_kv_last_error_code() == WMBT_KV_ERR_INVALID_ARGUMENT && got[2] == 5);
+    CHECK(strstr(err, "dst_caps[2]") != NULL);
+  }
 
   /* Namespace isolation: the same keys elsewhere are absent. */
   CHECK(wmbt_kv_lookup_block_prefix(h, "team-b", keys, 3, &matched, NULL, 0) == 0);

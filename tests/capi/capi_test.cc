@@ -507,6 +507,103 @@ TEST_F(CApi, AGetThatRepeatsAKeyIsAMissAndALookupStopsAtTheRepeat) {
   wmbt_kv_release_borrow(borrow);
 }
 
+// wmbt_kv_get_kv_blocks_into: a get copied into the caller's buffers, with the borrowed get's
+// answers (hit, miss, a block from the middle of a chain, another fingerprint), a buffer too
+// small named with every length returned, and nothing left held after it.
+TEST_F(CApi, GetIntoCopiesIntoTheCallersBuffersAndHoldsNothing) {
+  const std::string a = Key(40), b = Key(41), c = Key(42), d = Key(43);
+  const std::string small = "sixteen bytes ok";
+  std::string large(100 << 10, '\0');  // over shm, a payload this size lives in an arena
+  for (size_t i = 0; i < large.size(); ++i) large[i] = static_cast<char>(i * 7 + i / 4096);
+  const std::string tail(3000, 'z');
+  const char* chain[] = {a.c_str(), b.c_str(), c.c_str(), d.c_str()};
+  const uint8_t* payloads[] = {nullptr, Bytes(small), Bytes(large), Bytes(tail)};
+  const size_t lens[] = {0, small.size(), large.size(), tail.size()};
+  ASSERT_GT(wmbt_kv_put_kv_blocks(handle_, "default", chain, payloads, lens, 4), 0) << LastError();
+
+  std::vector<std::string> bufs = {"", std::string(64, '.'), std::string(large.size(), '.'),
+                                   std::string(4096, '.')};
+  std::vector<uint8_t*> dsts = {nullptr};
+  for (size_t i = 1; i < bufs.size(); ++i) dsts.push_back(reinterpret_cast<uint8_t*>(&bufs[i][0]));
+  std::vector<size_t> caps = {0, bufs[1].size(), bufs[2].size(), bufs[3].size()};
+  std::vector<size_t> got(4, 7);
+  char err[256] = "sentinel";
+  ASSERT_EQ(wmbt_kv_get_kv_blocks_into(handle_, "default", nullptr, chain, 4, dsts.data(),
+                                       caps.data(), got.data(), err, sizeof err),
+            1)
+      << err;
+  EXPECT_STREQ(err, "");
+  EXPECT_EQ(got, std::vector<size_t>({0, small.size(), large.size(), tail.size()}));
+  EXPECT_EQ(bufs[1].substr(0, small.size()), small);
+  EXPECT_EQ(bufs[1][small.size()], '.') << "wrote past the payload";
+  EXPECT_EQ(bufs[2], large);
+  EXPECT_EQ(bufs[3].substr(0, tail.size()), tail);
+
+  // From the middle of the chain, as a borrowed get.
+  ASSERT_EQ(wmbt_kv_get_kv_blocks_into(handle_, "default", nullptr, chain + 3, 1, dsts.data() + 3,
+                                       caps.data() + 3, got.data(), nullptr, 0),
+            1)
+      << LastError();
+  EXPECT_EQ(got[0], tail.size());
+
+  // A miss (an unknown key, another fingerprint) writes nothing.
+  const std::string unknown = Key(49);
+  const char* missing[] = {a.c_str(), unknown.c_str()};
+  bufs[1].assign(64, '.');
+  got.assign(4, 7);
+  EXPECT_EQ(wmbt_kv_get_kv_blocks_into(handle_, "default", nullptr, missing, 2, dsts.data(),
+                                       caps.data(), got.data(), err, sizeof err),
+            0);
+  EXPECT_STREQ(err, "");
+  EXPECT_EQ(wmbt_kv_get_kv_blocks_into(handle_, "default", "0123456789abcdef01234567", chain, 4,
+                                       dsts.data(), caps.data(), got.data(), nullptr, 0),
+            0);
+  EXPECT_EQ(got, std::vector<size_t>(4, 7));
+  EXPECT_EQ(bufs[1], std::string(64, '.'));
+
+  // A buffer too small: an error naming it, every length returned, nothing copied.
+  caps[2] = large.size() - 1;
+  bufs[2].assign(large.size(), '.');
+  EXPECT_EQ(wmbt_kv_get_kv_blocks_into(handle_, "default", nullptr, chain, 4, dsts.data(),
+                                       caps.data(), got.data(), err, sizeof err),
+            -1);
+  EXPECT_EQ(wmbt_kv_last_error_code(), WMBT_KV_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err).find("dst_caps[2] = 102399 bytes is too small for block 2 of 102400"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(got, std::vector<size_t>({0, small.size(), large.size(), tail.size()}));
+  EXPECT_EQ(bufs[1], std::string(64, '.'));
+  EXPECT_EQ(bufs[2], std::string(large.size(), '.'));
+  caps[2] = large.size();
+
+  // Bad arguments are errors; a count of 0 needs no arrays.
+  dsts[1] = nullptr;
+  EXPECT_EQ(wmbt_kv_get_kv_blocks_into(handle_, "default", nullptr, chain, 4, dsts.data(),
+                                       caps.data(), got.data(), err, sizeof err),
+            -1);
+  EXPECT_NE(std::string(err).find("dsts[1] is NULL with dst_caps[1] = 64"), std::string::npos)
+      << err;
+  EXPECT_EQ(wmbt_kv_get_kv_blocks_into(handle_, "default", nullptr, chain, 4, nullptr, caps.data(),
+                                       got.data(), err, sizeof err),
+            -1);
+  EXPECT_NE(std::string(err).find("dsts is NULL"), std::string::npos) << err;
+  EXPECT_EQ(wmbt_kv_get_kv_blocks_into(nullptr, "default", nullptr, chain, 4, dsts.data(),
+                                       caps.data(), got.data(), nullptr, 0),
+            -1);
+  EXPECT_EQ(wmbt_kv_get_kv_blocks_into(handle_, "default", nullptr, nullptr, 0, nullptr, nullptr,
+                                       nullptr, nullptr, 0),
+            1);
+
+  // More gets than one shared-memory client may hold borrows (16,384): none is held.
+  dsts[1] = reinterpret_cast<uint8_t*>(&bufs[1][0]);
+  for (int i = 0; i < 17'000; ++i) {
+    ASSERT_EQ(wmbt_kv_get_kv_blocks_into(handle_, "default", nullptr, chain, 2, dsts.data(),
+                                         caps.data(), got.data(), nullptr, 0),
+              1)
+        << "get " << i << ": " << LastError();
+  }
+}
+
 // wmbt_kv_open_with_settings: settings given for one handle (here another fingerprint and, for
 // an embedded store, another data directory; in daemon modes the daemon's address too), where
 // the environment says otherwise or nothing; and each mistake named by its index.
@@ -734,7 +831,7 @@ TEST_F(CApi, StatsJsonReportsTheNeededSize) {
   buf.assign(needed - 1, 'Z');
   EXPECT_EQ(wmbt_kv_stats_json(handle_, buf.data(), buf.size(), nullptr), -1);
   EXPECT_NE(LastError().find(std::to_string(needed)), std::string::npos) << LastError();
-  EXPECT_TRUE(json.starts_with("{\"abi_version\":65540,")) << json;
+  EXPECT_TRUE(json.starts_with("{\"abi_version\":65541,")) << json;
   // Every StoreStats counter, as the header says (it once stopped at corruptions_detected).
   const auto parsed = nlohmann::json::parse(json);
   for (const wombatkv::StoreStatsField& f : wombatkv::kStoreStatsFields) {
