@@ -322,6 +322,9 @@ void RenderShm(Page& p, const ShmServerStats& s) {
   p.One("wombatkv_shm_shared_payloads_live", "gauge",
         "Payload-arena payloads clients hold by reference (zero-copy gets not released yet).",
         s.shared_payloads_live);
+  p.One("wombatkv_shm_shared_bytes_live", "gauge",
+        "Bytes of those payloads (with shm_response_bytes_live: all a client's borrows hold).",
+        s.shared_bytes_live);
   p.One("wombatkv_shm_shared_payloads_total", "counter",
         "Payloads passed by reference into a payload arena instead of copied.",
         s.shared_payloads);

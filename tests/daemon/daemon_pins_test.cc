@@ -82,6 +82,8 @@ TEST(DaemonPins, ASigkilledShmClientsBorrowsAreReleasedByTheDaemon) {
   std::string page = Metrics(daemon->http());
   ASSERT_FALSE(page.empty());
   EXPECT_EQ(MetricValue(page, "wombatkv_shm_shared_payloads_live"), double{kBlocks}) << page;
+  EXPECT_EQ(MetricValue(page, "wombatkv_shm_shared_bytes_live"), double{kBlocks * kPayloadBytes})
+      << page;
   EXPECT_EQ(MetricValue(page, "wombatkv_shm_clients"), 1) << page;
 
   holder.Kill();  // borrow held: the engine crashed
@@ -89,6 +91,7 @@ TEST(DaemonPins, ASigkilledShmClientsBorrowsAreReleasedByTheDaemon) {
   for (; reads < kMetricReadsMax; ++reads) {
     page = Metrics(daemon->http());
     if (MetricValue(page, "wombatkv_shm_shared_payloads_live") == 0 &&
+        MetricValue(page, "wombatkv_shm_shared_bytes_live") == 0 &&
         MetricValue(page, "wombatkv_shm_response_regions_live") == 0 &&
         MetricValue(page, "wombatkv_shm_clients") == 0)
       break;

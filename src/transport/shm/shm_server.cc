@@ -30,15 +30,17 @@ Conn::Conn(ShmServerCounters* s, uint64_t i, shm::PeerCred p, Fd so,
 }
 
 Conn::~Conn() {
-  uint64_t bytes = 0, regions = 0, pins = 0;
+  uint64_t bytes = 0, regions = 0, pins = 0, pin_bytes = 0;
   for (const auto& [token, h] : held) {
     regions += h.region_bytes != 0;
     bytes += shm::RegionAllocator::Rounded(h.region_bytes);
     pins += h.pins.size();
+    pin_bytes += h.pin_bytes;
   }
   counters->regions_live -= regions;
   counters->region_bytes_live -= bytes;
   counters->shared_live -= pins;
+  counters->shared_bytes_live -= pin_bytes;
   counters->segments_live--;
   counters->Notify();
 }
@@ -334,6 +336,7 @@ ShmServerStats ShmServer::Stats() const {
   st.response_regions_live = s.n.regions_live.load();
   st.response_bytes_live = s.n.region_bytes_live.load();
   st.shared_payloads_live = s.n.shared_live.load();
+  st.shared_bytes_live = s.n.shared_bytes_live.load();
   st.shared_payloads = s.n.shared.load();
   st.arena_grants = s.n.grants.load();
   st.attaches = s.n.attaches.load();

@@ -80,6 +80,7 @@ struct ShmServerStats {
   uint64_t response_regions_live = 0;  // response regions not released yet, over all clients
   uint64_t response_bytes_live = 0;
   uint64_t shared_payloads_live = 0;   // arena payloads held for clients until they release them
+  uint64_t shared_bytes_live = 0;      // their bytes
   uint64_t shared_payloads = 0;        // payloads ever passed by reference (zero copy)
   uint64_t arena_grants = 0;           // arena descriptors handed to clients
   uint64_t attaches = 0;

@@ -48,8 +48,9 @@ constexpr int64_t kSlowServeMicros = 100;
 // thread that could hold one).
 struct ShmServerCounters {
   std::atomic<uint64_t> clients{0}, segments_live{0}, regions_live{0}, region_bytes_live{0},
-      shared_live{0}, shared{0}, grants{0}, attaches{0}, detaches{0}, refusals{0}, requests{0},
-      doorbells{0}, protocol_errors{0}, too_large{0}, idle_spins{0}, wakes_handed{0};
+      shared_live{0}, shared_bytes_live{0}, shared{0}, grants{0}, attaches{0}, detaches{0},
+      refusals{0}, requests{0}, doorbells{0}, protocol_errors{0}, too_large{0}, idle_spins{0},
+      wakes_handed{0};
   std::atomic<uint64_t> running{0};       // requests taken and not yet answered
   std::atomic<uint64_t> workers_idle{0};  // idle workers without a token (Impl::pool), for Stats
   std::mutex mu;
@@ -87,6 +88,7 @@ struct Conn {
     uint64_t region = 0;        // offset in the response area
     uint64_t region_bytes = 0;  // 0 = no region
     std::vector<std::shared_ptr<const Buffer>> pins;  // arena payloads passed by reference
+    uint64_t pin_bytes = 0;                           // their bytes
     bool delivered = false;  // published: from now on the client may release it
   };
   using Unpinned = std::vector<std::shared_ptr<const Buffer>>;

@@ -312,13 +312,16 @@ Status ShmServer::Impl::Hold(Conn& c, const wire::Message& m, const shm::Message
   h.region = *off;
   h.region_bytes = plan.region_bytes;
   for (size_t i = 0; i < plan.shared.size(); ++i) {
-    if (plan.shared[i].arena) h.pins.push_back(m.payloads[i].owner);
+    if (!plan.shared[i].arena) continue;
+    h.pins.push_back(m.payloads[i].owner);
+    h.pin_bytes += plan.shared[i].bytes;
   }
   if (h.region_bytes) {
     n.regions_live++;
     n.region_bytes_live += shm::RegionAllocator::Rounded(h.region_bytes);
   }
   n.shared_live += h.pins.size();
+  n.shared_bytes_live += h.pin_bytes;
   n.shared += h.pins.size();
   *region = h.region;
   *token = c.next_token++;
@@ -345,6 +348,7 @@ void ShmServer::Impl::DrainReleases(Conn& c, Conn::Unpinned* unpinned) {
     Conn::Held h = std::move(it->second);
     c.held.erase(it);
     n.shared_live -= h.pins.size();
+    n.shared_bytes_live -= h.pin_bytes;
     for (auto& pin : h.pins) unpinned->push_back(std::move(pin));
     if (h.region_bytes == 0) continue;
     c.alloc.Free(h.region, h.region_bytes);

@@ -112,6 +112,7 @@ TEST_F(ZeroCopyGets, ALargePayloadIsPassedByReferenceAndHeldUntilTheBorrowGoes) 
     const ShmServerStats s = server_->Stats();
     EXPECT_EQ(s.shared_payloads, 2u);
     EXPECT_EQ(s.shared_payloads_live, 2u) << "the daemon must hold what the client borrows";
+    EXPECT_EQ(s.shared_bytes_live, 2u * (256 << 10));
     EXPECT_EQ(s.response_regions_live, 0u) << "the payloads were copied";
     EXPECT_EQ(s.arena_grants, 1u);
     // Every worker asleep: the release must wake one (no further call comes to do it).
@@ -122,6 +123,7 @@ TEST_F(ZeroCopyGets, ALargePayloadIsPassedByReferenceAndHeldUntilTheBorrowGoes) 
   // Released with the borrow; a worker lets go before it sleeps again.
   EXPECT_TRUE(server_->WaitFor(
       [](const ShmServerStats& s) { return s.shared_payloads_live == 0; }, kWaitMicros));
+  EXPECT_EQ(server_->Stats().shared_bytes_live, 0u);
   EXPECT_EQ(server_->Stats().doorbells, doorbells) << "a release rang as if a request waited";
   // A second get needs no second grant.
   ASSERT_TRUE(client->GetBlocks("tenant", fp_, c.keys).ok());
