@@ -56,6 +56,10 @@ Result<sockaddr_un> UnixAddress(const std::string& path) {
   return a;
 }
 
+std::string LockPath(const std::string& socket_path) {
+  return socket_path.substr(0, socket_path.size() - 5) + ".lock";  // "....sock" -> "....lock"
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Mapping>> Mapping::MapReadOnly(int fd, uint64_t bytes) {
@@ -176,6 +180,12 @@ std::string DefaultRunDir() {
   return v && *v ? std::string(v) : std::string("/tmp");
 }
 
+void RemoveLock(Listener& listener) {
+  if (!listener.lock.valid()) return;
+  (void)::unlink(LockPath(listener.path).c_str());
+  listener.lock.Reset();
+}
+
 Result<Listener> ListenControlSocket(const std::string& path, ShmGroup group) {
   Listener l;
   l.path = path;
@@ -183,19 +193,31 @@ Result<Listener> ListenControlSocket(const std::string& path, ShmGroup group) {
 
   // One daemon per prefix: whoever holds the lock owns the socket path, so a socket left there
   // by a crashed daemon can be replaced without asking it.
-  const std::string lock_path = path.substr(0, path.size() - 5) + ".lock";
-  l.lock = Fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!l.lock.valid()) {
-    return Status::FailedPrecondition("cannot open " + lock_path + ": " + ErrnoText(errno) +
-                                      " (check WMBT_KV_RUN_DIR)");
-  }
+  const std::string lock_path = LockPath(path);
   struct stat st {};
-  if (::fstat(l.lock.get(), &st) != 0 || st.st_uid != ::geteuid())
-    return Status::FailedPrecondition(lock_path + " belongs to another user: choose another "
-                                      "prefix or WMBT_KV_RUN_DIR");
-  if (::flock(l.lock.get(), LOCK_EX | LOCK_NB) != 0)
-    return Status::FailedPrecondition("another wombatkvd already serves this prefix (it holds " +
-                                      lock_path + "): stop it or choose another --prefix");
+  for (int attempt = 0;; ++attempt) {
+    l.lock = Fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!l.lock.valid()) {
+      return Status::FailedPrecondition("cannot open " + lock_path + ": " + ErrnoText(errno) +
+                                        " (check WMBT_KV_RUN_DIR)");
+    }
+    if (::fstat(l.lock.get(), &st) != 0 || st.st_uid != ::geteuid())
+      return Status::FailedPrecondition(lock_path +
+                                        " belongs to another user: choose another "
+                                        "prefix or WMBT_KV_RUN_DIR");
+    if (::flock(l.lock.get(), LOCK_EX | LOCK_NB) != 0)
+      return Status::FailedPrecondition("another wombatkvd already serves this prefix (it holds " +
+                                        lock_path + "): stop it or choose another --prefix");
+    // A stopping daemon deletes the file before it lets the lock go (RemoveLock): a lock on a
+    // file no longer at the path is no lock.
+    struct stat now {};
+    if (::stat(lock_path.c_str(), &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino)
+      break;
+    if (attempt == 8)
+      return Status::FailedPrecondition(lock_path +
+                                        " keeps being replaced: is another wombatkvd "
+                                        "starting and stopping on this prefix?");
+  }
 
   if (::lstat(path.c_str(), &st) == 0) {
     if (st.st_uid != ::geteuid())

@@ -95,6 +95,11 @@ struct Listener {
   Fd sock;
   std::string path;
 };
+// Deletes the listener's lock file while still holding it, then lets the lock go (no-op without
+// one), so that a stopped daemon leaves no file behind. A daemon that opened the file before it
+// was deleted finds, once it holds the lock, that the path names another file or none, and
+// starts over (ListenControlSocket). The socket is the caller's to remove.
+void RemoveLock(Listener& listener);
 // Takes the prefix lock (FailedPrecondition when another daemon holds it), then binds and listens
 // on `path` (SOCK_SEQPACKET, non-blocking) with mode 0600 — or, with a group, 0660 and owned by
 // that group (FailedPrecondition when this user may not give it to the group): the socket is

@@ -207,6 +207,7 @@ Result<std::shared_ptr<shm::Listener>> ShmServer::Bind(const ShmServerOptions& o
   return std::shared_ptr<shm::Listener>(new shm::Listener(std::move(listener)),
                                         [](shm::Listener* l) {
                                           if (l->sock.valid()) (void)::unlink(l->path.c_str());
+                                          shm::RemoveLock(*l);
                                           delete l;
                                         });
 }
@@ -255,6 +256,7 @@ Status ShmServer::Start() {
   if (::epoll_ctl(s.epoll.get(), EPOLL_CTL_ADD, s.listener.sock.get(), &listen) != 0) {
     const int err = errno;
     (void)::unlink(path.c_str());
+    shm::RemoveLock(s.listener);
     s.listener = shm::Listener();
     return Status::ResourceExhausted("epoll_ctl: " + shm::ErrnoText(err));
   }
@@ -310,6 +312,7 @@ size_t ShmServer::Shutdown(uint64_t timeout_micros) {
   std::vector<uint64_t> ids;
   for (auto& [id, c] : s.table) ids.push_back(id);
   for (uint64_t id : ids) s.Detach(id);
+  shm::RemoveLock(s.listener);  // now a next daemon may serve the prefix
   s.listener = shm::Listener{};
   s.epoll.Reset();
   s.stop_event.Reset();

@@ -250,6 +250,18 @@ TEST_F(ShmTransport, StopMakesCallsUnavailableAndTheChannelReattachesToTheNextSe
   EXPECT_EQ(FieldsText(*again), "3");
 }
 
+TEST_F(ShmTransport, AStoppedServerLeavesNeitherItsSocketNorItsLockBehind) {
+  const std::string sock = server_->socket_path(), lock = dir_.path() + "/wombatkv-t.lock";
+  struct stat st {};
+  ASSERT_EQ(::stat(lock.c_str(), &st), 0);
+  server_->Stop();
+  EXPECT_NE(::stat(sock.c_str(), &st), 0);
+  EXPECT_NE(::stat(lock.c_str(), &st), 0) << "the lock file outlived its daemon";
+  StartServer();  // and the prefix is free for the next one
+  EXPECT_TRUE(Connect());
+  EXPECT_EQ(::stat(lock.c_str(), &st), 0);
+}
+
 TEST_F(ShmTransport, NoDaemonIsUnavailableNamingHowToStartOne) {
   ShmClientOptions o = ClientOptions();
   o.prefix = "nobody-here";
