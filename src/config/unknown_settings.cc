@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "base/nearest_words.h"
 #include "config/config.h"
 
 extern char** environ;
@@ -36,26 +37,6 @@ constexpr std::array<std::string_view, 12> kDaemonSettingNames = {
     "WMBT_KV_TCP_POLL",
 };
 
-// Levenshtein distance, stopping early once every path is over `max` (then max + 1).
-size_t EditDistance(std::string_view a, std::string_view b, size_t max) {
-  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > max) return max + 1;
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    size_t best = row[0];
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({up + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-      best = std::min(best, row[j]);
-    }
-    if (best > max) return max + 1;
-  }
-  return row[b.size()];
-}
-
 }  // namespace
 
 std::span<const std::string_view> DaemonSettingNames() { return kDaemonSettingNames; }
@@ -74,14 +55,7 @@ std::vector<UnknownSetting> FindUnknownSettings(std::span<const std::string> nam
         u.suggestions.push_back(k);
     }
     if (u.suggestions.empty()) {  // no name holds its words: a typo? the nearest name
-      size_t best = kSuggestEditsMax + 1;
-      for (std::string_view k : known) {
-        const size_t d = EditDistance(name, k, kSuggestEditsMax);
-        if (d < best) {
-          best = d;
-          u.suggestions = {k};
-        }
-      }
+      if (auto k = NearestWord(name, known, kSuggestEditsMax)) u.suggestions = {*k};
     }
     out.push_back(std::move(u));
   }

@@ -129,9 +129,10 @@ std::optional<Result<Borrow>> StoreImpl::ReadBlocks(std::string_view ns, const F
     if (!got[i].ok()) {
       if (got[i].status().IsNotFound()) {
         counters_.get_misses++;
-        return R(Status::NotFound("blob " + metas[i].hash.ToHex() + " of block " +
-                                  std::to_string(i) +
-                                  " is missing from L2: the chain is damaged; publish it again"));
+        return R(Status::NotFound(
+            "blob " + metas[i].hash.ToHex() + " of block " + keys[i].ToHex() +
+            " is missing from L2: the chain is damaged; put that block again (its bytes make "
+            "every chain through it whole)"));
       }
       return R(got[i].status());
     }

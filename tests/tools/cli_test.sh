@@ -70,6 +70,16 @@ fi
 run "$WKV" put "$K2" --parent "$K1" --stdin --publish <"$TMP/b2"
 H2=$(out)
 check_rc "put --stdin --publish of a child block" 0
+# A pipe, a FIFO or a /proc file has no size to trust: --file reads it to its end ("-": stdin).
+K8=$(key 8)
+run "$WKV" --json put "$K8" --file <(printf 'bytes from a pipe')
+check_json "put --file of a pipe stores all it carries" "$TMP/out" "d['bytes']" "17"
+run "$WKV" --json put "$K8" --file - <"$TMP/b2"
+check_json "put --file - reads standard input" "$TMP/out" "d['bytes']" "5000"
+run "$WKV" --json put-chain --file <(printf 'a') <(printf 'bc')
+check_json "put-chain --file of pipes" "$TMP/out" "[b['bytes'] for b in d['blocks']]" "[1, 2]"
+run "$WKV" put "$K8" --file /dev/zero
+check_rc "put --file of an endless stream stops at the limit and exits 2" 2 "268435456 bytes"
 
 run "$WKV" lookup "$K1" "$K2" "$K3"
 if [[ $RC == 0 && $(out) == 2 ]]; then pass "lookup prints the matched count (2 of 3)"
@@ -224,6 +234,11 @@ if [[ $RC == 0 ]]; then
 fi
 run "$WKV" put-chain --file "$TMP/chain/block0" "$TMP/chain/block1"
 check_rc "put-chain --file" 0
+mkdir -p "$TMP/numbered"
+for i in 0 1 2 9 10 11; do printf 'block %s' "$i" >"$TMP/numbered/b$i"; done
+run "$WKV" --json put-chain --dir "$TMP/numbered"
+check_json "put-chain --dir orders numbered files as numbers" "$TMP/out" \
+  "[b['file'].rsplit('/', 1)[1] for b in d['blocks']]" "['b0', 'b1', 'b2', 'b9', 'b10', 'b11']"
 run "$WKV" put-chain
 check_rc "put-chain without blocks exits 2" 2
 
@@ -284,6 +299,20 @@ run "$WKV" put "$K1" --file "$TMP/does-not-exist"
 check_rc "put --file of a missing file exits 2" 2 "does-not-exist"
 run "$WKV" frobnicate
 check_rc "an unknown command exits 2 naming it" 2 "unknown command \"frobnicate\""
+run "$WKV" pubish
+check_rc "a misspelled command is given the nearest one" 2 "did you mean \`wombatkv publish\`?"
+run "$WKV" help put
+if [[ $RC == 0 ]] && grep -q "Usage: wombatkv put \[OPTIONS\] KEY_HEX" "$TMP/out"; then
+  pass "help COMMAND prints the command's help"
+else fail "help COMMAND prints the command's help" "rc=$RC out=$(out)"; fi
+# A mistyped data directory is not an empty store: reading commands find it missing.
+for cmd in ls stat "lookup $K1" "get $K1" "inspect $K1" "publish $K1 $K1"; do
+  # shellcheck disable=SC2086 # the command's words
+  run "$WKV" --data-dir "$TMP/mistyped/dir" $cmd
+  check_rc "$cmd on a missing data directory exits 1 naming it" 1 "no data directory at"
+done
+if [[ -e $TMP/mistyped ]]; then fail "reading commands create no data directory" "it exists"
+else pass "reading commands create no data directory"; fi
 python3 -c 'import os, sys
 os.makedirs(sys.argv[1])
 for i in range(65537): open("%s/%06d" % (sys.argv[1], i), "wb").close()' "$TMP/huge"

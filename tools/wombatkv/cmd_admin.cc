@@ -10,7 +10,7 @@ namespace {
 
 int RunStat(Context& ctx) {
   int code = 0;
-  Store* store = ctx.OpenStore(&code);
+  Store* store = ctx.OpenStore(&code, Context::DataDir::kMustExist);
   if (!store) return code;
   const StoreStats s = store->Stats();
   // One table (kStoreStatsFields) drives both renderings: every counter, in StoreStats' order.
@@ -41,7 +41,7 @@ int RunStat(Context& ctx) {
 
 int RunRefresh(Context& ctx) {
   int code = 0;
-  Store* store = ctx.OpenStore(&code);
+  Store* store = ctx.OpenStore(&code, Context::DataDir::kMustExist);
   if (!store) return code;
   auto report = store->Refresh();
   if (!report.ok()) return Fail(ctx, "refresh", report.status());

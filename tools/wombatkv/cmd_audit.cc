@@ -23,13 +23,19 @@ namespace {
 constexpr size_t kReadThreads = 8;  // parallel head and blob reads (S3 round trips overlap)
 constexpr size_t kOrphansShownMax = 10;
 
-// --grace DURATION, else WMBT_KV_GC_GRACE.
+// --grace DURATION, else WMBT_KV_GC_GRACE. The flag needs its unit: it decides what is deleted,
+// so "5" is not guessed to mean seconds (the variable's bare digits are, as documented); "0" is
+// zero in any unit.
 std::optional<uint64_t> Grace(Context& ctx, const std::string& text, int* code) {
   if (text.empty()) return ctx.opts.config.gc_grace_us;
-  auto us = ParseDurationMicros(text);
+  const bool bare = text.find_first_not_of("0123456789") == std::string::npos &&
+                    text.find_first_not_of('0') != std::string::npos;
+  auto us = bare ? std::nullopt : ParseDurationMicros(text);
   if (!us) {
-    *code = ctx.out.Usage("--grace", "\"" + text + "\" is not a duration",
-                          "use digits with a unit: 90s, 30m, 1h, 2d");
+    *code = ctx.out.Usage(
+        "--grace",
+        "\"" + text + "\" is not a duration" + (bare ? " (a number without its unit)" : ""),
+        "use digits with one unit: 90s, 30m, 1h, 2d (1h30m is 90m)");
     return std::nullopt;
   }
   return *us;

@@ -63,11 +63,11 @@ int RunPut(Context& ctx, const PutArgs& a) {
   } else {
     ctx.out.Line(hash);
     if (version) {
-      ctx.out.Note("stored " + std::to_string((*payload)->size()) + " bytes and published chain " +
+      ctx.out.Note("stored " + Counted((*payload)->size(), "byte") + " and published chain " +
                    key->ToHex() + " version " + std::to_string(*version));
     } else {
-      ctx.out.Note("stored " + std::to_string((*payload)->size()) +
-                   " bytes; invisible to lookups until a chain reaching it is published "
+      ctx.out.Note("stored " + Counted((*payload)->size(), "byte") +
+                   "; invisible to lookups until a chain reaching it is published "
                    "(wombatkv publish, or put --publish)");
     }
   }
@@ -98,6 +98,34 @@ BlockKey DeriveKey(const BlockKey& parent, const ContentHash& hash) {
   return key;
 }
 
+// File names in the order people number them: runs of digits compare as numbers ("b2" before
+// "b10"; "b02" and "b2" by their text), everything else byte by byte.
+bool NaturalLess(std::string_view a, std::string_view b) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && digit(a[ie])) ++ie;
+      while (je < b.size() && digit(b[je])) ++je;
+      std::string_view x = a.substr(i, ie - i), y = b.substr(j, je - j);
+      const size_t xz = std::min(x.find_first_not_of('0'), x.size());
+      const size_t yz = std::min(y.find_first_not_of('0'), y.size());
+      std::string_view xv = x.substr(xz), yv = y.substr(yz);
+      if (xv.size() != yv.size()) return xv.size() < yv.size();
+      if (xv != yv) return xv < yv;
+      i = ie;
+      j = je;
+      continue;
+    }
+    if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
+    ++i;
+    ++j;
+  }
+  if ((i < a.size()) != (j < b.size())) return j < b.size();
+  return a < b;  // equal but for leading zeros: a total order all the same
+}
+
 Result<std::vector<std::string>> ListDirFiles(const std::string& dir) {
   FileSystem* fs = PosixFileSystem();
   auto names = fs->ListDir(dir);
@@ -105,7 +133,7 @@ Result<std::vector<std::string>> ListDirFiles(const std::string& dir) {
     if (names.status().IsNotFound()) return Status::InvalidArgument("no such directory: " + dir);
     return names.status().WithContext(dir);
   }
-  std::sort(names->begin(), names->end());
+  std::sort(names->begin(), names->end(), NaturalLess);
   std::vector<std::string> files;
   for (const auto& name : *names) {
     std::string path = dir + "/" + name;
@@ -201,8 +229,8 @@ int RunPutChain(Context& ctx, const PutChainArgs& a) {
                   {"blocks", blocks}});
   } else {
     ctx.out.Table({"#", "KEY", "CONTENT_HASH", "BYTES", "FILE"}, rows);
-    ctx.out.Line("published chain " + id.ToHex() + " version " + std::to_string(*version) +
-                 " (" + std::to_string(puts.size()) + " blocks, " + HumanBytes(total) + ")");
+    ctx.out.Line("published chain " + id.ToHex() + " version " + std::to_string(*version) + " (" +
+                 Counted(puts.size(), "block") + ", " + HumanBytes(total) + ")");
   }
   return kExitOk;
 }
@@ -218,7 +246,7 @@ int RunLookup(Context& ctx, const KeysArgs& a) {
   auto keys = ParseKeys("KEY_HEX", a.keys);
   if (!keys.ok()) return Fail(ctx, "lookup", keys.status(), "a block key is 64 hex digits");
   int code = 0;
-  Store* store = ctx.OpenStore(&code);
+  Store* store = ctx.OpenStore(&code, Context::DataDir::kMustExist);
   if (!store) return code;
   auto matched = store->LookupPrefix(ctx.opts.ns, ctx.fp, *keys);
   if (!matched.ok()) return Fail(ctx, "lookup", matched.status());
@@ -238,7 +266,7 @@ int RunGet(Context& ctx, const KeysArgs& a) {
   auto keys = ParseKeys("KEY_HEX", a.keys);
   if (!keys.ok()) return Fail(ctx, "get", keys.status(), "a block key is 64 hex digits");
   int code = 0;
-  Store* store = ctx.OpenStore(&code);
+  Store* store = ctx.OpenStore(&code, Context::DataDir::kMustExist);
   if (!store) return code;
   auto borrow = store->GetBlocks(ctx.opts.ns, ctx.fp, *keys);
   if (!borrow.ok()) {
@@ -294,7 +322,7 @@ int RunCat(Context& ctx, const CatArgs& a) {
   auto hash = ParseContentHash("CONTENT_HASH_HEX", a.hash);
   if (!hash.ok()) return Fail(ctx, "cat", hash.status(), "a content hash is 40 hex digits");
   int code = 0;
-  Store* store = ctx.OpenStore(&code);
+  Store* store = ctx.OpenStore(&code, Context::DataDir::kMustExist);
   if (!store) return code;
   auto data = store->GetByContentHash(ctx.opts.ns, *hash);
   if (!data.ok()) {
@@ -327,7 +355,7 @@ void AddBlockCommands(CLI::App& root, CommandTable& table) {
     AddPayloadOptions(sub, &a->payload, "payload");
     sub->add_flag("--publish", a->publish,
                   "Also publish the chain ending at this block (chain id = KEY_HEX); its "
-                  "parent must already be in a published chain");
+                  "ancestors must already be stored: put, or in a published chain");
     sub->footer(HelpFooter({
         "K1=$(printf '1%.0s' $(seq 64)); K2=$(printf '2%.0s' $(seq 64))   # 64-hex-digit keys",
         "wombatkv put $K1 --value 'hello' --publish               # a root, published",
@@ -343,9 +371,15 @@ void AddBlockCommands(CLI::App& root, CommandTable& table) {
     auto a = std::make_shared<PutChainArgs>();
     CLI::App* sub = root.add_subcommand(
         "put-chain", "Store files as one chain (one block per file, in order) and publish it");
-    sub->add_option("--file", a->files, "Block files, root first")->type_name("PATH...");
-    sub->add_option("--dir", a->dir, "Every regular file of DIR, sorted by name, root first")
-        ->type_name("DIR");
+    auto* files = sub->add_option("--file", a->files,
+                                  "Block files, root first (a pipe is read to its end; - is "
+                                  "standard input)")
+                      ->type_name("PATH");
+    sub->add_option("--dir", a->dir,
+                    "Every regular file of DIR, root first, by name with numbers compared as "
+                    "numbers (b2 before b10)")
+        ->type_name("DIR")
+        ->excludes(files);
     sub->add_option("--parent", a->parent,
                     "Key the first block hangs off (64 hex; default: a new root)")
         ->type_name("HEX");

@@ -25,7 +25,7 @@ int RunPublish(Context& ctx, const PublishArgs& a) {
   if (a.expect_opt->count() > 0) expected = a.expect_version;
 
   int code = 0;
-  Store* store = ctx.OpenStore(&code);
+  Store* store = ctx.OpenStore(&code, Context::DataDir::kMustExist);
   if (!store) return code;
   ChainState current;
   auto version = store->PublishChain(ctx.opts.ns, ctx.fp, *id, *tip, expected, &current);
@@ -79,7 +79,7 @@ int RunLs(Context& ctx, const LsArgs& a) {
     }
   }
   int code = 0;
-  Store* store = ctx.OpenStore(&code);
+  Store* store = ctx.OpenStore(&code, Context::DataDir::kMustExist);
   if (!store) return code;
   auto chains = store->ListChains(ns);
   if (!chains.ok()) return Fail(ctx, "ls", chains.status());
@@ -128,7 +128,7 @@ int RunInspect(Context& ctx, const InspectArgs& a) {
   auto id = ParseKey("CHAIN_ID_HEX", a.chain_id);
   if (!id.ok()) return Fail(ctx, "inspect", id.status(), "a chain id is 64 hex digits");
   int code = 0;
-  Store* store = ctx.OpenStore(&code);
+  Store* store = ctx.OpenStore(&code, Context::DataDir::kMustExist);
   if (!store) return code;
   const std::string what = "inspect " + id->ToHex();
   std::optional<ChainState> state;

@@ -29,7 +29,7 @@ int RunSidecarPut(Context& ctx, const SidecarPutArgs& a) {
   if (ctx.out.json()) {
     ctx.out.Json({{"tip", tip->ToHex()}, {"bytes", (*payload)->size()}});
   } else {
-    ctx.out.Note("stored a sidecar of " + std::to_string((*payload)->size()) + " bytes for tip " +
+    ctx.out.Note("stored a sidecar of " + Counted((*payload)->size(), "byte") + " for tip " +
                  tip->ToHex());
   }
   return kExitOk;
@@ -44,7 +44,7 @@ int RunSidecarGet(Context& ctx, const SidecarGetArgs& a) {
   auto tip = ParseKey("TIP_HEX", a.tip);
   if (!tip.ok()) return Fail(ctx, "sidecar get", tip.status(), "a tip is 64 hex digits");
   int code = 0;
-  Store* store = ctx.OpenStore(&code);
+  Store* store = ctx.OpenStore(&code, Context::DataDir::kMustExist);
   if (!store) return code;
   auto data = store->GetSidecar(ctx.opts.ns, ctx.fp, *tip);
   if (!data.ok()) {
@@ -75,7 +75,7 @@ int RunSidecarGet(Context& ctx, const SidecarGetArgs& a) {
       return Fail(ctx, "sidecar get", s, "check stdout");
     }
   } else {
-    ctx.out.Note("wrote " + std::to_string(data->size) + " bytes to " + a.out_path);
+    ctx.out.Note("wrote " + Counted(data->size, "byte") + " to " + a.out_path);
   }
   return kExitOk;
 }

@@ -1,6 +1,10 @@
 #include "tools/wombatkv/context.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
 
 #include "config/config.h"
 #include "config/unknown_settings.h"
@@ -52,8 +56,19 @@ int Context::RequireLocalPlanes(std::string_view command) {
       "daemon runs, L1 is checked and repaired only while it is stopped");
 }
 
-Store* Context::OpenStore(int* exit_code) {
+Store* Context::OpenStore(int* exit_code, DataDir data_dir) {
   if (store_) return store_.get();
+  std::error_code ec;
+  if (data_dir == DataDir::kMustExist && !remote() && opts.config.http_addr.empty() &&
+      opts.config.s3_bucket.empty() && !std::filesystem::exists(opts.data_dir, ec)) {
+    *exit_code =
+        out.Error("open data directory " + opts.data_dir,
+                  Status::NotFound("there is no data directory at " + opts.data_dir +
+                                   ", so nothing is stored there"),
+                  "check --data-dir (or WMBT_KV_DATA_DIR); only a command that stores creates it",
+                  {{"data_dir", opts.data_dir}});
+    return nullptr;
+  }
   // The flags override the environment; Set parses them exactly as the variables.
   Config config = opts.config;
   config.data_dir = opts.data_dir;
@@ -139,7 +154,9 @@ Result<std::vector<BlockKey>> ParseKeys(std::string_view arg,
 
 void AddPayloadOptions(CLI::App* app, PayloadSource* src, std::string_view what) {
   std::string w(what);
-  auto* file = app->add_option("--file", src->file, "Read the " + w + " from PATH")
+  auto* file = app->add_option("--file", src->file,
+                               "Read the " + w +
+                                   " from PATH (a pipe is read to its end; - is standard input)")
                    ->type_name("PATH");
   auto* in = app->add_flag("--stdin", src->from_stdin, "Read the " + w + " from standard input");
   auto* value = app->add_option_function<std::string>(
@@ -154,7 +171,33 @@ void AddPayloadOptions(CLI::App* app, PayloadSource* src, std::string_view what)
   in->excludes(value);
 }
 
+namespace {
+
+// Reads `in` to its end, whatever size it claims (a pipe, a FIFO, /proc), refusing more than
+// max_bytes; `name` names it in errors.
+Result<std::shared_ptr<Buffer>> ReadToEnd(std::FILE* in, const std::string& name,
+                                          uint64_t max_bytes) {
+  std::string data;
+  char chunk[1 << 16];
+  for (;;) {
+    const size_t n = std::fread(chunk, 1, sizeof chunk, in);
+    if (data.size() + n > max_bytes) {
+      return Status::InvalidArgument(name + " has more than " + std::to_string(max_bytes) +
+                                     " bytes, the limit");
+    }
+    data.append(chunk, n);
+    if (n < sizeof chunk) {
+      if (std::ferror(in)) return Status::InvalidArgument("cannot read " + name);
+      break;
+    }
+  }
+  return Buffer::CopyOf(AsBytes(data));
+}
+
+}  // namespace
+
 Result<std::shared_ptr<Buffer>> ReadWholeFile(const std::string& path, uint64_t max_bytes) {
+  if (path == "-") return ReadToEnd(stdin, "standard input", max_bytes);
   FileSystem* fs = PosixFileSystem();
   auto info = fs->Stat(path);
   if (!info.ok()) {
@@ -164,6 +207,16 @@ Result<std::shared_ptr<Buffer>> ReadWholeFile(const std::string& path, uint64_t 
     return info.status().WithContext(path);
   }
   if (info->is_dir) return Status::InvalidArgument(path + " is a directory, not a file");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    // Its size says nothing about what it holds: read it as a stream.
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(path.c_str(), "rb"),
+                                                       &std::fclose);
+    if (!in) {
+      return Status::InvalidArgument("cannot open " + path + ": " + std::strerror(errno));
+    }
+    return ReadToEnd(in.get(), path, max_bytes);
+  }
   if (info->size > max_bytes) {
     return Status::InvalidArgument(path + " has " + std::to_string(info->size) +
                                    " bytes, more than the limit of " +
@@ -178,28 +231,6 @@ Status WriteWholeFile(const std::string& path, ByteView bytes) {
   return PosixFileSystem()->WriteFileAtomic(path, {bytes}, /*sync=*/false);
 }
 
-namespace {
-
-Result<std::shared_ptr<Buffer>> ReadStdin(uint64_t max_bytes) {
-  std::string data;
-  char chunk[1 << 16];
-  for (;;) {
-    size_t n = std::fread(chunk, 1, sizeof chunk, stdin);
-    data.append(chunk, n);
-    if (data.size() > max_bytes) {
-      return Status::InvalidArgument("standard input has more than " +
-                                     std::to_string(max_bytes) + " bytes");
-    }
-    if (n < sizeof chunk) {
-      if (std::ferror(stdin)) return Status::Internal("cannot read standard input");
-      break;
-    }
-  }
-  return Buffer::CopyOf(AsBytes(data));
-}
-
-}  // namespace
-
 Result<std::shared_ptr<Buffer>> ReadPayload(const PayloadSource& src, uint64_t max_bytes) {
   int sources = (src.file.empty() ? 0 : 1) + (src.from_stdin ? 1 : 0) + (src.value_given ? 1 : 0);
   if (sources != 1) {
@@ -207,7 +238,7 @@ Result<std::shared_ptr<Buffer>> ReadPayload(const PayloadSource& src, uint64_t m
                                    "--value STR");
   }
   if (!src.file.empty()) return ReadWholeFile(src.file, max_bytes);
-  if (src.from_stdin) return ReadStdin(max_bytes);
+  if (src.from_stdin) return ReadToEnd(stdin, "standard input", max_bytes);
   if (src.value.size() > max_bytes) {
     return Status::InvalidArgument("--value has more than " + std::to_string(max_bytes) +
                                    " bytes");

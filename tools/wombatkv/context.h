@@ -51,11 +51,17 @@ class Context {
   // Checks the global options after parsing. Returns an exit code (0 = fine).
   int Validate();
 
+  // Whether a command may create the data directory: a command that only reads (or publishes
+  // what must already be stored) finds a missing one instead, when it would hold every block
+  // (no S3 L2, no daemon): a mistyped --data-dir is then an error, not an empty store.
+  enum class DataDir { kCreate, kMustExist };
+
   // Opens the store on first use: the embedded store on --data-dir, or a wombatkvd daemon when
   // --remote-prefix / --tcp-addr (or their variables) name one — the selection the C ABI makes
   // (src/connect/open_client_store.h). On failure reports the error and returns nullptr with
-  // *exit_code set (5 when another process owns the data directory, 6 when no daemon answers).
-  Store* OpenStore(int* exit_code);
+  // *exit_code set (1 when a kMustExist data directory is missing, 5 when another process owns
+  // it, 6 when no daemon answers).
+  Store* OpenStore(int* exit_code, DataDir data_dir = DataDir::kCreate);
 
   // Whether the commands go to a daemon rather than a data directory, and which ("wombatkvd
   // (WMBT_KV_TCP_ADDR=...)"; empty when embedded).

@@ -8,7 +8,9 @@
 #include <iterator>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "base/nearest_words.h"
 #include "tools/wombatkv/commands.h"
 #include "tools/wombatkv/exit_codes.h"
 #include "tools/wombatkv/setting_flags.h"
@@ -65,9 +67,9 @@ std::string ParsedCommandPath(const CLI::App& app) {
   return path;
 }
 
-// The first word that is neither an option nor the value of a global option: what the user meant
-// as the command, for "unknown command" errors.
-std::string FirstCommandWord(int argc, char** argv, const SettingFlags& settings) {
+// Where the first word that is neither an option nor the value of a global option is (-1: none):
+// what the user meant as the command, for "unknown command" errors and `help`.
+int FirstCommandIndex(int argc, char** argv, const SettingFlags& settings) {
   static constexpr std::string_view kTakesValue[] = {
       "--data-dir", "-n", "--namespace", "-f", "--fingerprint", "--remote-prefix", "--tcp-addr"};
   for (int i = 1; i < argc; ++i) {
@@ -79,9 +81,14 @@ std::string FirstCommandWord(int argc, char** argv, const SettingFlags& settings
       }
       continue;
     }
-    return std::string(arg);
+    return i;
   }
-  return "";
+  return -1;
+}
+
+std::string FirstCommandWord(int argc, char** argv, const SettingFlags& settings) {
+  const int i = FirstCommandIndex(argc, argv, settings);
+  return i < 0 ? "" : argv[i];
 }
 
 int Main(int argc, char** argv) {
@@ -154,8 +161,16 @@ int Main(int argc, char** argv) {
   AddAdminCommands(app, table);
   AddAuditCommands(app, table);
 
+  // `wombatkv help [COMMAND...]` is `wombatkv [COMMAND...] --help`.
+  std::vector<char*> args(argv, argv + argc);
+  char help_flag[] = "--help";
+  if (const int i = FirstCommandIndex(argc, argv, settings);
+      i >= 0 && std::string_view(argv[i]) == "help") {
+    args.erase(args.begin() + i);
+    args.push_back(help_flag);
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -168,8 +183,12 @@ int Main(int argc, char** argv) {
     if (command.empty()) {
       std::string word = FirstCommandWord(argc, argv, settings);
       if (!word.empty()) {
+        std::vector<std::string_view> commands;
+        for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
+        const auto near = NearestWord(word, commands, 2);
         return ctx.out.Usage("usage", "unknown command \"" + word + "\"",
-                             "run `wombatkv --help` for the commands");
+                             near ? "did you mean `wombatkv " + std::string(*near) + "`?"
+                                  : "run `wombatkv --help` for the commands");
       }
     }
     std::string what = command.empty() ? std::string("usage") : command;

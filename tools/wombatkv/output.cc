@@ -11,6 +11,10 @@ std::string DumpJson(const nlohmann::json& doc) {
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string Counted(uint64_t n, std::string_view noun) {
+  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
 std::string Base64(ByteView in) {
   static constexpr char kAlphabet[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -67,6 +67,9 @@ std::string DumpJson(const nlohmann::json& doc);
 // Standard base64 (RFC 4648, with padding), for payloads inside --json output.
 std::string Base64(ByteView in);
 
+// "1 byte", "2 bytes": n and `noun`, with an "s" unless n is 1.
+std::string Counted(uint64_t n, std::string_view noun);
+
 using ::wombatkv::HumanBytes;  // "1.5 MiB", "512 B" (base/human_units.h)
 
 // Runs a tool's main, turning an escaped exception (a bug: the library reports errors as Status)
