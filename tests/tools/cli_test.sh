@@ -357,6 +357,16 @@ if lock_data_dir; then
 fi
 run "$WKV" lookup "$K1"
 check_rc "the data directory is usable again once the other process is gone" 0
+# Held by another wombatkv command (scripts run several at once): wait for it, --lock-wait long.
+if lock_data_dir "pid 1 (wombatkv) on host test"; then
+  run "$WKV" --lock-wait 0s ls
+  check_rc "--lock-wait 0s fails at once on a directory another command holds" 5 "(wombatkv)"
+  (sleep 1 && kill "$HOLDER_PID") &
+  run "$WKV" --lock-wait 120s lookup "$K1"
+  check_rc "a command waits for another that holds the directory, then runs" 0 \
+    "waiting for another wombatkv command"
+  unlock_data_dir
+fi
 
 # ---- a data directory this user may not write: exit 8, not "in use" ---------------------------
 

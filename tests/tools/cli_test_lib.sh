@@ -121,9 +121,12 @@ check_json() {
 # The store locks DATA_DIR/LOCK with flock(2); flock(1) holds that same lock. The holder is a
 # subshell that takes the lock on fd 9, says "ready" through a FIFO, then becomes `sleep` (same
 # PID, still holding fd 9), so there is no polling and killing $HOLDER_PID releases the lock.
+# The holder writes the owner note a store would (NOTE, default an engine's; wombatkv waits
+# for a note naming another wombatkv command, --lock-wait).
 # Returns 0 while held (end with unlock_data_dir); otherwise prints a skip line (no flock(1)) or
 # records a failure, and returns 1.
 lock_data_dir() {
+  local note=${1:-"pid 1 (some-engine) on host test"}
   if ! command -v flock >/dev/null; then
     echo "skip  locked data directory (flock(1) not installed)"
     return 1
@@ -131,7 +134,7 @@ lock_data_dir() {
   mkfifo "$TMP/ready"
   (
     exec 9>>"$WMBT_KV_DATA_DIR/LOCK"
-    flock -x -n 9 && echo ready && exec sleep 300
+    flock -x -n 9 && printf '%s' "$note" >"$WMBT_KV_DATA_DIR/LOCK" && echo ready && exec sleep 300
   ) >"$TMP/ready" &
   HOLDER_PID=$!
   local state

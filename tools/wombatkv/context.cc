@@ -31,6 +31,12 @@ int Context::Validate() {
     return out.Usage("--data-dir", "the data directory is empty",
                      "pass --data-dir DIR or set WMBT_KV_DATA_DIR");
   }
+  auto wait = ParseDurationMicros(opts.lock_wait);
+  if (!wait) {
+    return out.Usage("--lock-wait", "\"" + opts.lock_wait + "\" is not a duration",
+                     "use digits with one unit: 500ms, 30s, 5m (0s: do not wait)");
+  }
+  opts.lock_wait_us = *wait;
   return kExitOk;
 }
 
@@ -55,6 +61,18 @@ int Context::RequireLocalPlanes(std::string_view command) {
       "directory and the daemon's WMBT_KV_BUCKET; L2 checks, repairs and gc are safe while the "
       "daemon runs, L1 is checked and repaired only while it is stopped");
 }
+
+namespace {
+
+// Whether opening failed because a `wombatkv` command (not a daemon or an engine) holds the data
+// directory: the LOCK's note names the program (src/store/store_open.cc).
+bool HeldByAnotherCommand(const Status& s) {
+  return s.code() == Code::kFailedPrecondition &&
+         s.message().find(" is in use: ") != std::string::npos &&
+         s.message().find(" (wombatkv) on host ") != std::string::npos;
+}
+
+}  // namespace
 
 Store* Context::OpenStore(int* exit_code, DataDir data_dir) {
   if (store_) return store_.get();
@@ -100,6 +118,19 @@ Store* Context::OpenStore(int* exit_code, DataDir data_dir) {
   };
   setup.remote_log = setup.embedded.log;
   auto opened = OpenClientStore(config, setup);
+  // Another wombatkv command holds the directory: a moment's work (a script running several in
+  // parallel), so wait for it. A daemon or an engine holds it for good: no wait.
+  constexpr uint64_t kLockPollMicros = 50'000;
+  for (uint64_t waited = 0; !opened.ok() && !remote() && config.http_addr.empty() &&
+                            HeldByAnotherCommand(opened.status()) && waited < opts.lock_wait_us;
+       waited += kLockPollMicros) {
+    if (waited == 0) {
+      out.Note("waiting for another wombatkv command to finish with " + opts.data_dir +
+               " (at most " + opts.lock_wait + ", --lock-wait)");
+    }
+    RealClock()->SleepMicros(kLockPollMicros);
+    opened = OpenClientStore(config, setup);
+  }
   if (!opened.ok()) {
     const Status& s = opened.status();
     if (remote() || !config.http_addr.empty()) {

@@ -30,6 +30,9 @@ struct GlobalOptions {
   bool json = false;
   bool quiet = false;
   bool verbose = false;
+  // How long to wait for another wombatkv command holding the data directory (--lock-wait).
+  std::string lock_wait = "30s";
+  uint64_t lock_wait_us = 0;  // parsed by Context::Validate
   // A daemon to talk to instead of the data directory (--remote-prefix / WMBT_KV_REMOTE_PREFIX
   // over shared memory, else --tcp-addr / WMBT_KV_TCP_ADDR); both empty = embedded.
   std::string remote_prefix;

@@ -71,7 +71,8 @@ std::string ParsedCommandPath(const CLI::App& app) {
 // what the user meant as the command, for "unknown command" errors and `help`.
 int FirstCommandIndex(int argc, char** argv, const SettingFlags& settings) {
   static constexpr std::string_view kTakesValue[] = {
-      "--data-dir", "-n", "--namespace", "-f", "--fingerprint", "--remote-prefix", "--tcp-addr"};
+      "--data-dir",      "-n",         "--namespace", "-f", "--fingerprint",
+      "--remote-prefix", "--tcp-addr", "--lock-wait"};
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg.empty() || arg[0] == '-') {
@@ -129,6 +130,11 @@ int Main(int argc, char** argv) {
                  "Talk to the wombatkvd listening at HOST:PORT (with WMBT_KV_AUTH_TOKEN when not "
                  "loopback); --remote-prefix wins when both are set [env WMBT_KV_TCP_ADDR]")
       ->type_name("HOST:PORT");
+  app.add_option("--lock-wait", ctx.opts.lock_wait,
+                 "How long to wait for another wombatkv command that holds the data directory "
+                 "(e.g. 500ms, 30s; 0s: fail at once); a daemon or engine holding it fails at once")
+      ->type_name("DURATION")
+      ->capture_default_str();
   app.add_flag("--json", ctx.opts.json,
                "Print the result as one JSON document; errors as {\"error\":{...}} on stderr");
   app.add_flag("-q,--quiet", ctx.opts.quiet,
