@@ -11,7 +11,8 @@
  * 1.2 fingerprint extras, 1.3 wmbt_kv_last_error_code, 1.4 wmbt_kv_open_with_settings, 1.5
  * wmbt_kv_get_kv_blocks_into.
  *
- * Documents named docs/X.md are installed under share/doc/wombatkv/ (and are in the source tree).
+ * Documents named docs/X.md are installed under share/doc/wombatkv/ (and are in the source tree);
+ * docs/engine.md walks an engine through these calls, with a Python example under examples/.
  *
  * Words (docs/glossary.md): a *block key* is a 32-byte id chosen by the engine, passed as exactly
  * 64 hex digits (either case); a *chain* is a sequence of blocks root→tip, made visible to

@@ -23,7 +23,8 @@ run cmake --install "$BUILD" --prefix "$P"
 check_rc "cmake --install --prefix puts everything under the prefix" 0
 
 for f in include/wombatkv.h bin/wombatkv bin/wombatkvd share/doc/wombatkv/configuration.md \
-  share/doc/wombatkv/stats.md; do
+  share/doc/wombatkv/stats.md share/doc/wombatkv/engine.md \
+  share/doc/wombatkv/examples/python/wombatkv.py; do
   if [[ -e $P/$f ]]; then pass "installed $f"; else fail "installed $f"; fi
 done
 
@@ -80,5 +81,10 @@ run "$CC" -std=c11 -Wall -Werror -o "$TMP/engine" "$TMP/engine.c" $FLAGS \
 check_rc "a C engine builds with pkg-config's flags alone" 0
 run "$TMP/engine" "$TMP/engine-data"
 check_rc "it runs against the installed library (put, lookup)" 0
+LIB=$(find "$P" -name 'libwombatkv.so' | head -n 1)
+run env WOMBATKV_LIB="$LIB" python3 "$P/share/doc/wombatkv/examples/python/restore_prefix.py" \
+  --data-dir "$TMP/python-data"
+check_out "the installed Python example runs against the installed library" 0 \
+  "after reopening: 11 blocks restored, 0 prefilled"
 
 cli_test_summary
