@@ -709,6 +709,21 @@ EnvLookup Config::Without(EnvLookup lookup, std::set<std::string> given) {
   };
 }
 
+namespace {
+
+// Keeps Config::s3_named up to date with a setting just set to `value` by its own name.
+void NoteS3Named(Config& c, std::string_view name, std::string_view value) {
+  static constexpr std::string_view kNeedABucket[] = {
+      "WMBT_KV_S3_ENDPOINT", "WMBT_KV_S3_ACCESS_KEY",    "WMBT_KV_S3_SECRET_KEY",
+      "WMBT_KV_S3_CA_FILE",  "WMBT_KV_S3_CREATE_BUCKET", "WMBT_KV_S3_ADDRESSING"};
+  if (std::find(std::begin(kNeedABucket), std::end(kNeedABucket), name) == std::end(kNeedABucket))
+    return;
+  std::erase(c.s3_named, name);
+  if (!value.empty()) c.s3_named.emplace_back(name);
+}
+
+}  // namespace
+
 Result<Config> Config::FromLookup(const EnvLookup& lookup) {
   Config c = Defaults(lookup);
   std::vector<std::string_view> applied;
@@ -717,6 +732,7 @@ Result<Config> Config::FromLookup(const EnvLookup& lookup) {
     auto value = lookup(name.c_str());
     if (!value || value->empty()) continue;
     WMBT_RETURN_IF_ERROR(s.set(c, *value));
+    NoteS3Named(c, name, *value);
     applied.push_back(s.doc.name);
   }
   for (const auto& [aws, ours] : kAwsFallbacks) {
@@ -741,7 +757,9 @@ Status Config::Set(std::string_view name, std::string_view value) {
   }
   if (value.empty() && !s->optional)
     return Bad(s->doc.name, value, "a value (this setting cannot be cleared)");
-  return s->set(*this, value);
+  WMBT_RETURN_IF_ERROR(s->set(*this, value));
+  NoteS3Named(*this, s->doc.name, value);
+  return Status::Ok();
 }
 
 std::string Config::Describe() const {

@@ -111,6 +111,12 @@ struct Config {
   std::string s3_payload_signing = "auto";  // WMBT_KV_S3_PAYLOAD_SIGNING: auto, signed, unsigned
   std::string s3_ca_file;                   // WMBT_KV_S3_CA_FILE (fallback AWS_CA_BUNDLE)
   bool local_dev = false;                   // WMBT_KV_LOCAL_DEV: minioadmin off loopback
+  // The settings that only mean something with a bucket (WMBT_KV_S3_ENDPOINT, _ACCESS_KEY,
+  // _SECRET_KEY, _CA_FILE, _CREATE_BUCKET, _ADDRESSING) given under those names (a variable, a
+  // flag, a C call; not an AWS_* fallback), in the order given. Set without WMBT_KV_BUCKET, they
+  // say S3 was meant, and a store refuses to open on the local directory instead
+  // (object/s3/l2_from_config.h).
+  std::vector<std::string> s3_named;
   // Orphan GC deletes a blob no head references only once it is older than this
   // (WMBT_KV_GC_GRACE; docs/layout.md §7).
   uint64_t gc_grace_us = kGcGraceDefaultUs;

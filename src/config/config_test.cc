@@ -183,6 +183,18 @@ TEST(Config, AwsVariablesAreFallbacksOnly) {
   EXPECT_EQ(c->s3_region, "ap-south-1");
   EXPECT_EQ(c->s3_endpoint, "https://s3.example.com");
   EXPECT_EQ(c->s3_bucket, "");  // AWS variables alone never select S3
+  // Of these, only the one set by its own name says S3 was meant (l2_from_config.h).
+  EXPECT_EQ(c->s3_named, std::vector<std::string>{"WMBT_KV_S3_ACCESS_KEY"});
+}
+
+TEST(Config, S3SettingsGivenByTheirOwnNamesAreRemembered) {
+  Config c;
+  ASSERT_TRUE(c.Set("WMBT_KV_S3_ENDPOINT", "http://127.0.0.1:9000").ok());
+  ASSERT_TRUE(c.Set("WMBT_KV_S3_RETRIES", "2").ok());  // tuning: means nothing on its own
+  ASSERT_TRUE(c.Set("WMBT_KV_S3_CA_FILE", "/etc/ca.pem").ok());
+  EXPECT_EQ(c.s3_named, (std::vector<std::string>{"WMBT_KV_S3_ENDPOINT", "WMBT_KV_S3_CA_FILE"}));
+  ASSERT_TRUE(c.Set("WMBT_KV_S3_ENDPOINT", "").ok());  // cleared
+  EXPECT_EQ(c.s3_named, std::vector<std::string>{"WMBT_KV_S3_CA_FILE"});
 }
 
 TEST(Config, PrefixSegmentsAreLimitedLikeTheStoreLimitsThem) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "base/setting_text.h"
 #include "config/config.h"
 #include "config/unknown_settings.h"
 #include "connect/open_client_store.h"
@@ -96,9 +97,9 @@ Store* Context::OpenStore(int* exit_code, DataDir data_dir) {
                                                                         &opts.remote_prefix},
                              {"WMBT_KV_TCP_ADDR", &opts.tcp_addr}}) {
     if (Status s = config.Set(name, *value); !s.ok()) {
-      *exit_code = out.Usage(name == std::string_view("WMBT_KV_TCP_ADDR") ? "--tcp-addr"
-                                                                          : "--remote-prefix",
-                             s.message(), "see `wombatkv --help`");
+      *exit_code =
+          out.Usage(name == std::string_view("WMBT_KV_TCP_ADDR") ? "--tcp-addr" : "--remote-prefix",
+                    SettingGivenAs(s, name, "").message(), "see `wombatkv --help`");
       return nullptr;
     }
   }
@@ -149,13 +150,15 @@ Store* Context::OpenStore(int* exit_code, DataDir data_dir) {
 
 ObjectStore* Context::OpenConfiguredS3(int* exit_code) {
   const std::string& bucket = opts.config.s3_bucket;
-  if (l2_ || bucket.empty()) return l2_.get();
+  // Without a bucket, L2 is the local directory, unless S3 settings say otherwise (an error).
+  if (l2_ || (bucket.empty() && opts.config.s3_named.empty())) return l2_.get();
   auto l2 = OpenL2FromConfig(opts.config, L2Env{nullptr, nullptr, [this](const std::string& m) {
                                                   out.Warn(m);
                                                 }});
   if (!l2.ok()) {
-    *exit_code = out.Error("open S3 bucket " + bucket, l2.status(),
-                           "check the WMBT_KV_S3_* settings (docs/s3.md)", {{"bucket", bucket}});
+    *exit_code =
+        out.Error(bucket.empty() ? std::string("open L2") : "open S3 bucket " + bucket, l2.status(),
+                  "check the WMBT_KV_S3_* settings (docs/s3.md)", {{"bucket", bucket}});
     return nullptr;
   }
   l2_ = std::move(l2).value();

@@ -52,6 +52,13 @@ Result<S3Options> S3OptionsFromConfig(const Config& config, const L2Env& env) {
 }
 
 Result<std::unique_ptr<S3ObjectStore>> OpenL2FromConfig(const Config& config, const L2Env& env) {
+  if (config.s3_bucket.empty() && !config.s3_named.empty()) {
+    return Status::FailedPrecondition(
+        config.s3_named.front() +
+        " is set but WMBT_KV_BUCKET is not, and without a bucket the "
+        "blocks would go to the local directory instead of S3: set WMBT_KV_BUCKET (--bucket) to "
+        "the bucket's name, or unset the S3 settings to keep them on local disk");
+  }
   if (config.s3_bucket.empty()) return std::unique_ptr<S3ObjectStore>();
   WMBT_ASSIGN_OR_RETURN(S3Options options, S3OptionsFromConfig(config, env));
   WMBT_ASSIGN_OR_RETURN(std::unique_ptr<S3ObjectStore> store, S3ObjectStore::Open(options));

@@ -133,6 +133,19 @@ TEST(S3Options, ConfigSelectsTheL2) {
   auto none = OpenL2FromConfig(c);
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->get(), nullptr);  // no bucket: the local directory
+  {
+    // S3 meant, the bucket forgotten (or set as WMBT_KV_S3_BUCKET, which is no setting): an
+    // error, not blocks quietly kept on local disk.
+    Config meant;
+    ASSERT_TRUE(meant.Set("WMBT_KV_S3_ENDPOINT", "http://127.0.0.1:1").ok());
+    auto refused = OpenL2FromConfig(meant);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), Code::kFailedPrecondition);
+    EXPECT_NE(
+        refused.status().message().find("WMBT_KV_S3_ENDPOINT is set but WMBT_KV_BUCKET is not"),
+        std::string::npos)
+        << refused.status().ToString();
+  }
   c.s3_bucket = "some-bucket";
   c.s3_endpoint = "http://127.0.0.1:1";
   EXPECT_EQ(c.Set("WMBT_KV_S3_ADDRESSING", "sideways").code(), Code::kInvalidArgument);
