@@ -54,6 +54,9 @@ struct Service::Impl {
   std::shared_mutex sessions_mu;
   // Refusals are caused by peers: at most 10 log lines a second (the rest counted).
   LogBudget refusals_logged{10, 1'000'000};
+  // Requests the daemon failed (its L2 unreachable, corruption found, a bug), which clients may
+  // take for misses without a word: at most 5 lines in 10 s.
+  LogBudget failures_logged{5, 10'000'000};
 
   Impl(Store& s, Clock& c, ServiceOptions o) : store(s), clock(c), options(std::move(o)) {}
 
@@ -446,8 +449,14 @@ void Service::Impl::Finish(ServiceMetrics& m, uint64_t start, uint64_t bytes_in,
   response->op = op;
   response->flags |= wire::kFlagResponse;
 
-  if (!wire::ResponseStatus(*response).ok())
+  if (const Status s = wire::ResponseStatus(*response); !s.ok()) {
     m.errors[slot].fetch_add(1, std::memory_order_relaxed);
+    const bool ours = s.code() == Code::kUnavailable || s.code() == Code::kCorruption ||
+                      s.code() == Code::kInternal;
+    if (std::string note; ours && options.log && failures_logged.Take(clock.NowMicros(), &note)) {
+      options.log(LogLevel::kWarn, wire::OpName(op) + " failed: " + s.ToString() + note);
+    }
+  }
   m.bytes_out.fetch_add(PayloadBytes(*response), std::memory_order_relaxed);
   const uint64_t now = clock.NowMicros();
   const uint64_t micros = now > start ? now - start : 0;

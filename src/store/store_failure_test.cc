@@ -62,16 +62,18 @@ class FlakyObjectStore final : public ObjectStoreWrapper {
   int gate_arrived_ = 0;
 };
 
-// Sleeps take no time: retries with backoff run instantly.
+// Sleeps take no time: retries with backoff run instantly. Frozen, they do not move the clock
+// either (time then stands all but still).
 class NoSleepClock final : public Clock {
  public:
   uint64_t NowMicros() override { return now_ += 1; }
   uint64_t WallMicros() override { return 1'700'000'000'000'000ull + now_; }
-  void SleepMicros(uint64_t micros) override { now_ += micros; }
+  void SleepMicros(uint64_t micros) override { now_ += frozen ? 0 : micros; }
   bool WaitFor(std::condition_variable&, std::unique_lock<std::mutex>&, uint64_t micros) override {
-    now_ += micros;
+    now_ += frozen ? 0 : micros;
     return false;
   }
+  std::atomic<bool> frozen{false};
 
  private:
   std::atomic<uint64_t> now_{0};
@@ -144,6 +146,41 @@ TEST(StoreFailures, PublishersRetryAFailedUploadOnceAndReleaseItsPinOnce) {
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     EXPECT_TRUE(std::ranges::equal(got->payload(0), shared.payloads[0]));
   }
+}
+
+// An engine may take a failed publish for a miss and say nothing, so the store says it: each
+// failed upload is a warning, at most 5 a minute (an L2 outage fails every one).
+TEST(StoreFailures, FailedUploadsAreLoggedWithinABudget) {
+  ManualExecutor exec;
+  FlakyObjectStore l2;
+  auto l1 = NewMemMetaStore();
+  NoSleepClock clock;
+  clock.frozen = true;
+  std::mutex mu;
+  std::vector<std::string> warnings;
+  StoreOptions o;
+  o.object_store = &l2;
+  o.meta_store = l1.get();
+  o.clock = &clock;
+  o.executor = &exec;
+  o.log = [&](LogLevel level, const std::string& m) {
+    std::lock_guard<std::mutex> g(mu);
+    if (level == LogLevel::kWarn && m.starts_with("uploading blob ")) warnings.push_back(m);
+  };
+  auto store = Store::Open(o);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  l2.fail_puts = true;
+  for (int i = 0; i < 8; ++i) {
+    auto payload = Payload(50 + i, 4096);
+    BlockPut put{Key(50 + i), BlockKey{}, payload};
+    ASSERT_TRUE((*store)->PutBlocks("default", kFp, {&put, 1}).ok());
+  }
+  exec.Drain();  // every upload runs, exhausts its retries and fails
+  ASSERT_EQ(warnings.size(), 5u);
+  EXPECT_NE(warnings[0].find("of namespace default to L2 failed: UNAVAILABLE"), std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[0].find("the publish that needs them tries again"), std::string::npos);
+  store->reset();  // before the executor it uses
 }
 
 TEST(StoreFailures, AFailedUploadGivesWayWhenTheSameBytesArePutAgain) {

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "base/limits.h"
+#include "base/log_budget.h"
 #include "cache/buffer_pool.h"
 #include "cache/disk_cache.h"
 #include "cache/payload_cache.h"
@@ -391,6 +392,10 @@ class StoreImpl final : public Store {
   ObjectStore* l2_ = nullptr;
   std::unique_ptr<MetaStore> owned_l1_;
   MetaStore* l1_ = nullptr;
+
+  // Failed background uploads are logged (an engine may take the publish's error for a miss and
+  // say nothing), at most 5 lines a minute: an L2 outage fails every one.
+  LogBudget upload_warnings_{5, 60'000'000};
 
   PayloadCache cache_;
   // The local disk plane in front of a remote L2; null when there is none. Set in Init, then

@@ -133,6 +133,12 @@ void StoreImpl::SubmitUpload(const CacheKey& ck, const std::shared_ptr<Upload>& 
 void StoreImpl::RunUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up) {
   Status s = UploadBlob(up->ns, ck.hash, up->payload, &up->reused);
   if (s.ok() && Buggify("upload.lost_ok")) s = Status::Unavailable("buggify: answer lost");
+  if (std::string note; !s.ok() && upload_warnings_.Take(clock_->NowMicros(), &note)) {
+    Log(LogLevel::kWarn, "uploading blob " + ck.hash.ToHex() + " of namespace " + up->ns +
+                             " to L2 failed: " + s.ToString() +
+                             "; its bytes stay in RAM and the publish that needs them tries again" +
+                             note);
+  }
   // Write-through to the disk cache once L2 has the blob (a get after the RAM cache let it go
   // is then served locally); queued, so the publish awaiting this upload does not wait for it.
   if (s.ok()) FillDiskCacheLater(up->ns, ck.hash, up->payload);
