@@ -47,6 +47,9 @@ struct HttpConfig {
   size_t requests_inflight_max = 32;
   uint32_t connect_timeout_ms = 5000;
   uint32_t request_timeout_ms = 120000;
+  // An attempt in which no byte moves either way for this long (rounded down to seconds, at
+  // least 1) ends as stalled, before the request timeout.
+  uint32_t stalled_ms = 30000;
   uint32_t retries_max = 5;
   uint32_t backoff_base_ms = 50;
   uint32_t backoff_max_ms = 5000;

@@ -200,6 +200,7 @@ S3ObjectStore::S3ObjectStore(S3Options options) : options_(std::move(options)) {
   hc.requests_inflight_max = options_.requests_inflight_max;
   hc.connect_timeout_ms = options_.connect_timeout_ms;
   hc.request_timeout_ms = options_.request_timeout_ms;
+  hc.stalled_ms = options_.stalled_ms;
   hc.retries_max = options_.retries_max;
   hc.backoff_base_ms = options_.backoff_base_ms;
   hc.backoff_max_ms = options_.backoff_max_ms;

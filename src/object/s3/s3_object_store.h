@@ -76,6 +76,7 @@ struct S3Options {
   size_t requests_inflight_max = 32;  // pooled connections
   uint32_t connect_timeout_ms = 5000;
   uint32_t request_timeout_ms = 120000;
+  uint32_t stalled_ms = 30000;  // an attempt that moves no byte this long ends (HttpConfig)
   uint32_t retries_max = 5;  // after the first attempt
   uint32_t backoff_base_ms = 50;
   uint32_t backoff_max_ms = 5000;

@@ -528,6 +528,18 @@ TEST(S3Stall, AServerThatNeverAnswersTimesOutAndIsUnavailableAfterRetries) {
   EXPECT_NE(got.status().message().find("3 attempts"), std::string::npos);
   EXPECT_NE(got.status().message().find("get k"), std::string::npos);
   EXPECT_EQ(got.status().message().find(o.secret_key), std::string::npos);
+  // With a long request timeout, an attempt ends once no byte has moved for the stall time:
+  // a stopped server fails requests in seconds, not after the timeout sized for large objects.
+  o.request_timeout_ms = 600'000;
+  o.stalled_ms = 1000;
+  o.retries_max = 0;
+  auto patient = S3ObjectStore::Open(o);
+  ASSERT_TRUE(patient.ok());
+  got = (*patient)->Get("k", 0, kToEnd);
+  EXPECT_EQ(got.status().code(), Code::kUnavailable) << got.status().ToString();
+  EXPECT_NE(got.status().message().find("Less than 1 bytes/sec transferred the last 1 seconds"),
+            std::string::npos)
+      << got.status().ToString();
   ::close(fd);
 }
 
