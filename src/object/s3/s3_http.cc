@@ -102,6 +102,8 @@ size_t OnHeader(char* data, size_t size, size_t nitems, void* user) {
     ex->resp.content_range = std::string(value);
   } else if (HeaderIs(name, "last-modified")) {
     ex->resp.last_modified = std::string(value);
+  } else if (HeaderIs(name, "date")) {
+    ex->resp.date = std::string(value);
   } else if (HeaderIs(name, "content-length")) {
     uint64_t v = 0;
     bool ok = !value.empty();

@@ -74,6 +74,7 @@ struct HttpResponse {
   std::string request_id;   // x-amz-request-id (or x-amz-id-2 / x-trans-id)
   std::string content_range;
   std::string last_modified;  // the Last-Modified header as sent (HEAD, GET)
+  std::string date;           // the Date header as sent: the server's clock
   uint64_t content_length = 0;
   bool has_content_length = false;
   std::shared_ptr<Buffer> data;  // the body (GET payloads and XML documents alike)

@@ -237,6 +237,21 @@ std::string S3ObjectStore::Scrub(std::string message) const {
 
 namespace {
 
+// "this host's clock is 2h 3m ahead of the S3 server's ...", when the answer's Date header says
+// the two differ by more than 5 minutes (S3 refuses requests signed 15 minutes off); else "".
+std::string ClockSkew(const HttpResponse& r, const S3Options& o) {
+  constexpr int64_t kSkewWorthSaying = 5 * 60 * 1'000'000LL;
+  const uint64_t server = s3::ParseHttpDateMicros(r.date);
+  if (server == 0) return "";
+  const int64_t ahead = static_cast<int64_t>(o.clock->WallMicros()) - static_cast<int64_t>(server);
+  if (ahead < kSkewWorthSaying && ahead > -kSkewWorthSaying) return "";
+  const uint64_t minutes = static_cast<uint64_t>(ahead < 0 ? -ahead : ahead) / 60'000'000;
+  return "this host's clock is " + std::to_string(minutes / 60) + "h " +
+         std::to_string(minutes % 60) + "m " + (ahead > 0 ? "ahead of" : "behind") +
+         " the S3 server's (its Date header), and requests signed more than 15 minutes off are "
+         "refused: set the clock right (NTP)";
+}
+
 Status MapErrorUnscrubbed(const HttpResponse& r, std::string_view op, std::string_view key,
                           const S3Options& o) {
   auto [code, message] = Http::ParseErrorBody(r.text());
@@ -255,10 +270,26 @@ Status MapErrorUnscrubbed(const HttpResponse& r, std::string_view op, std::strin
     case 412:
       return Status::Conflict(where + detail);
     case 401:
-    case 403:
+    case 403: {
+      if (const std::string skew = ClockSkew(r, o); !skew.empty()) {
+        return Status::FailedPrecondition(where + detail + "; " + skew);
+      }
+      if (o.access_key.empty()) {
+        return Status::FailedPrecondition(
+            where + detail +
+            "; no credentials are set, so the requests went unsigned: set "
+            "WMBT_KV_S3_ACCESS_KEY and WMBT_KV_S3_SECRET_KEY (or AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY)");
+      }
+      if (o.secret_key.empty()) {
+        return Status::FailedPrecondition(where + detail +
+                                          "; an access key is set but no secret key: set "
+                                          "WMBT_KV_S3_SECRET_KEY (or AWS_SECRET_ACCESS_KEY)");
+      }
       return Status::FailedPrecondition(
           where + detail + "; check WMBT_KV_S3_ACCESS_KEY/SECRET (or AWS_ACCESS_KEY_ID/" +
           "AWS_SECRET_ACCESS_KEY), WMBT_KV_S3_REGION (" + o.region + ") and the clock");
+    }
     case 301:
     case 307:
       return Status::FailedPrecondition(where + detail + "; the bucket is in another region than " +

@@ -543,6 +543,104 @@ TEST(S3Stall, AServerThatNeverAnswersTimesOutAndIsUnavailableAfterRetries) {
   ::close(fd);
 }
 
+// A server that answers every request with `answer` (whole HTTP response text), one connection at
+// a time, until destroyed.
+class CannedServer {
+ public:
+  explicit CannedServer(std::string answer) : answer_(std::move(answer)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(fd_, 16) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "cannot listen";
+    }
+    endpoint_ = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    thread_ = std::thread([this] {
+      for (;;) {
+        const int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;  // shut down
+        std::string got;
+        char buf[4096];
+        while (got.find("\r\n\r\n") == std::string::npos) {
+          const ssize_t n = ::read(c, buf, sizeof buf);
+          if (n <= 0) break;
+          got.append(buf, static_cast<size_t>(n));
+        }
+        (void)!::write(c, answer_.data(), answer_.size());
+        ::close(c);
+      }
+    });
+  }
+  ~CannedServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  std::string answer_;
+  int fd_ = -1;
+  std::string endpoint_;
+  std::thread thread_;
+};
+
+class FixedWallClock final : public Clock {
+ public:
+  explicit FixedWallClock(uint64_t wall_us) : wall_us_(wall_us) {}
+  uint64_t NowMicros() override { return RealClock()->NowMicros(); }
+  uint64_t WallMicros() override { return wall_us_; }
+  void SleepMicros(uint64_t) override {}
+  bool WaitFor(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+               uint64_t micros) override {
+    return RealClock()->WaitFor(cv, lock, micros);
+  }
+
+ private:
+  const uint64_t wall_us_;
+};
+
+// A refusal (403) says what is most likely wrong: the clock when the server's Date header is far
+// from this host's, missing credentials when none are set.
+TEST(S3Refusals, AForbiddenAnswerNamesTheClockOrTheMissingCredentials) {
+  CannedServer server(
+      "HTTP/1.1 403 Forbidden\r\nDate: Sun, 06 Dec 2026 09:00:00 GMT\r\n"
+      "Content-Length: 0\r\nConnection: close\r\n\r\n");
+  const uint64_t server_wall = s3::ParseHttpDateMicros("Sun, 06 Dec 2026 09:00:00 GMT");
+  ASSERT_NE(server_wall, 0u);
+  auto refusal = [&](uint64_t wall_us, std::string access, std::string secret) {
+    FixedWallClock clock(wall_us);
+    S3Options o;
+    o.endpoint = server.endpoint();
+    o.bucket = "refusing";
+    o.access_key = std::move(access);
+    o.secret_key = std::move(secret);
+    o.clock = &clock;
+    auto store = S3ObjectStore::Open(o);
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return store.ok() ? (*store)->Get("k", 0, kToEnd).status() : store.status();
+  };
+  const uint64_t hour = 3600'000'000ull;
+  Status ahead = refusal(server_wall + 2 * hour + 300'000'000, "id", "a-secret");
+  EXPECT_EQ(ahead.code(), Code::kFailedPrecondition);
+  EXPECT_NE(ahead.message().find("this host's clock is 2h 5m ahead of the S3 server's"),
+            std::string::npos)
+      << ahead.ToString();
+  Status behind = refusal(server_wall - 24 * hour, "id", "a-secret");
+  EXPECT_NE(behind.message().find("24h 0m behind"), std::string::npos) << behind.ToString();
+  Status none = refusal(server_wall, "", "");
+  EXPECT_NE(none.message().find("no credentials are set"), std::string::npos) << none.ToString();
+  Status half = refusal(server_wall + 60'000'000, "id", "");
+  EXPECT_NE(half.message().find("no secret key"), std::string::npos) << half.ToString();
+  Status keys = refusal(server_wall, "id", "a-secret");
+  EXPECT_NE(keys.message().find("check WMBT_KV_S3_ACCESS_KEY/SECRET"), std::string::npos)
+      << keys.ToString();
+}
+
 TEST_F(S3Test, ManyThreadsShareTheConnectionPool) {
   S3Options o = BaseOptions(FreshBucketName("s3"));
   o.requests_inflight_max = 4;
