@@ -431,6 +431,13 @@ AttemptOutcome Attempt(const HttpConfig& c, CURL* h, const HttpRequest& r, std::
                   "): if the endpoint uses a private CA, set WMBT_KV_S3_CA_FILE (or "
                   "AWS_CA_BUNDLE) to the PEM file of that CA, or add it to the system CA store; "
                   "check also that WMBT_KV_S3_ENDPOINT names the host the certificate is for";
+    } else if (rc == CURLE_COULDNT_RESOLVE_HOST) {
+      out.error += " (is the host name in WMBT_KV_S3_ENDPOINT right?)";
+    } else if (rc == CURLE_GOT_NOTHING && c.scheme == "http") {
+      out.error += " (a TLS port? then WMBT_KV_S3_ENDPOINT needs https://)";
+    } else if (rc == CURLE_SSL_CONNECT_ERROR && c.scheme == "https" &&
+               out.error.find("wrong version number") != std::string::npos) {
+      out.error += " (the port speaks plain HTTP: WMBT_KV_S3_ENDPOINT needs http://)";
     } else if (rc == CURLE_SSL_CACERT_BADFILE) {
       out.code = Code::kFailedPrecondition;
       const std::string file = c.ca_file.empty() ? std::string("(system default)") : c.ca_file;

@@ -261,9 +261,13 @@ Status MapErrorUnscrubbed(const HttpResponse& r, std::string_view op, std::strin
   switch (r.status) {
     case 404:
       if (code == "NoSuchBucket" || (key.empty() && code.empty())) {
-        return Status::FailedPrecondition(where + detail + "; bucket " + o.bucket +
-                                          " does not exist at " + o.endpoint +
-                                          " (create it, or set WMBT_KV_S3_CREATE_BUCKET=1)");
+        return Status::FailedPrecondition(
+            where + detail + "; bucket " + o.bucket + " does not exist at " + o.endpoint +
+            (o.create_bucket
+                 ? " even to a request that creates it: the server may not know itself by this "
+                   "host name (try the one it is configured for) or want the other addressing "
+                   "(WMBT_KV_S3_ADDRESSING=path or virtual)"
+                 : " (create it, or set WMBT_KV_S3_CREATE_BUCKET=1)"));
       }
       return Status::NotFound(where + detail);
     case 409:

@@ -641,6 +641,24 @@ TEST(S3Refusals, AForbiddenAnswerNamesTheClockOrTheMissingCredentials) {
       << keys.ToString();
 }
 
+// A plain-HTTP request to a port that answers nothing (as a TLS port does) suggests https://.
+TEST(S3Refusals, NoAnswerToPlainHttpSuggestsTls) {
+  CannedServer silent("");
+  S3Options o;
+  o.endpoint = silent.endpoint();
+  o.bucket = "silent";
+  o.access_key = "id";
+  o.secret_key = "a-secret";
+  o.retries_max = 0;
+  o.clock = s3test::TestClock();
+  auto store = S3ObjectStore::Open(o);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const Status s = (*store)->Get("k", 0, kToEnd).status();
+  EXPECT_EQ(s.code(), Code::kUnavailable);
+  EXPECT_NE(s.message().find("WMBT_KV_S3_ENDPOINT needs https://"), std::string::npos)
+      << s.ToString();
+}
+
 TEST_F(S3Test, ManyThreadsShareTheConnectionPool) {
   S3Options o = BaseOptions(FreshBucketName("s3"));
   o.requests_inflight_max = 4;
