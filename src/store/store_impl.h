@@ -94,7 +94,10 @@ class StoreImpl final : public Store {
   std::vector<NamespaceUsage> Usage(std::string_view ns, bool by_fingerprint) override;
   Result<EvictionReport> Evict() override;
   Result<OrphanGcReport> CollectOrphans() override;
-  std::string DescribeL2() const override { return l2_->Describe(); }
+  // "s3://bucket/ (prefix kv)": two setups sharing a bucket under other prefixes look different.
+  std::string DescribeL2() const override {
+    return l2_->Describe() + " (prefix " + options_.l2_prefix + ")";
+  }
 
  private:
   // A block put in this process and not yet published.
