@@ -209,6 +209,7 @@ Status OrphanCollector::RecheckAndRestore(const std::string& ns,
   // A head written before the deletes but not yet listed would escape the re-check (and its
   // publisher's R4 check ran before the deletes): wait until every such head is listed.
   if (options_.list_lag_us > 0) {
+    if (options_.on_list_lag_wait) options_.on_list_lag_wait(options_.list_lag_us);
     clock_->SleepMicros(options_.list_lag_us);
     report->list_lag_waited_us += options_.list_lag_us;
   }

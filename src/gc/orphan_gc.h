@@ -66,6 +66,8 @@ struct GcOptions {
   // for a strongly consistent store: AWS S3, the local directory). The re-check after a batch of
   // deletes waits this long first, so that every head written before the deletes is listed.
   uint64_t list_lag_us = 0;
+  // Called just before each such wait (optional): a tool says why it is quiet.
+  std::function<void(uint64_t wait_us)> on_list_lag_wait;
   // Reads heads in parallel when set (not owned).
   Executor* executor = nullptr;
   // Blobs the caller knows are, or are about to be, named by a head (a store's puts awaiting

@@ -96,6 +96,9 @@ run "$WKV" put "$K9" --value "$(head -c 700 /dev/zero | tr '\0' l)"
 run env WMBT_KV_S3_LIST_LAG=1500ms "$WKV" --json gc --grace 0
 check_json "gc waits WMBT_KV_S3_LIST_LAG before its re-check" "$TMP/out" \
   "(d['deleted'], d['list_lag_waited_ms'])" "(1, 1500)"
+run "$WKV" put "$K9" --value "$(head -c 700 /dev/zero | tr '\0' m)"
+run env WMBT_KV_S3_LIST_LAG=1s "$WKV" gc --grace 0
+check_rc "gc says why it waits" 0 "waiting 1s (WMBT_KV_S3_LIST_LAG) after deleting"
 run "$WKV" put "$K9" --value "$(head -c 700 /dev/zero | tr '\0' r)"
 run env WMBT_KV_S3_LIST_LAG=1s "$WKV" --json audit --repair --grace 0
 check_json "audit --repair's orphan GC waits WMBT_KV_S3_LIST_LAG too" "$TMP/out" \

@@ -386,6 +386,13 @@ int RunGc(Context& ctx, const GcArgs& a) {
   options.grace_us = setup.grace_us;
   options.dry_run = a.dry_run;
   options.list_lag_us = ListLagMicros(ctx.opts.config);  // WMBT_KV_S3_LIST_LAG
+  bool said = false;
+  options.on_list_lag_wait = [&](uint64_t wait_us) {
+    if (std::exchange(said, true)) return;
+    ctx.out.Note("waiting " + HumanDuration(wait_us) +
+                 " (WMBT_KV_S3_LIST_LAG) after deleting, for S3 listings to show any head "
+                 "written meanwhile, before re-checking what was deleted");
+  };
   options.executor = setup.executor.get();
   if (ctx.ns_given) options.only_ns = ctx.opts.ns;
   gc::OrphanCollector collector(setup.planes.l2, RealClock(), options);
