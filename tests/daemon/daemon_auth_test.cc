@@ -103,6 +103,10 @@ TEST(DaemonAuthStart, AtInfoLevelTheEffectiveSettingsAreLoggedWithoutTokens) {
       << err;
   EXPECT_NE(err.find("setting WMBT_KV_AUTH_TOKENS="), std::string::npos) << err;
   EXPECT_EQ(err.find("t0p-s3cret"), std::string::npos) << "never a token";
+  // Only what the daemon reads: not a client's settings.
+  for (const char* client : {"WMBT_KV_NAMESPACE=", "WMBT_KV_AUTH_TOKEN=", "WMBT_KV_TCP_ADDR="}) {
+    EXPECT_EQ(err.find(std::string("setting ") + client), std::string::npos) << client;
+  }
 }
 
 // The clients' variable, one letter short of the daemon's, set where the daemon runs.

@@ -219,6 +219,19 @@ int Main(int argc, char** argv) {
                    c->setting.data(), c->instead);
       return kExitUsage;
     }
+    for (int i = 1; i < argc; ++i) {
+      const std::string_view arg = argv[i];
+      for (std::string_view key : {"--s3-access-key", "--s3-secret-key"}) {
+        if (arg == key || arg.starts_with(std::string(key) + "=")) {
+          std::fprintf(stderr,
+                       "wombatkvd: %.*s: S3 credentials are variables only, since a command line "
+                       "is visible to every local user: set WMBT_KV_S3_ACCESS_KEY and "
+                       "WMBT_KV_S3_SECRET_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)\n",
+                       static_cast<int>(key.size()), key.data());
+          return kExitUsage;
+        }
+      }
+    }
     std::fprintf(stderr, "wombatkvd: usage: %s; run `wombatkvd --help`\n", e.what());
     return kExitUsage;
   }
@@ -262,9 +275,17 @@ int Main(int argc, char** argv) {
   WarnAboutUnknownSettings([&](const std::string& line) { log(LogLevel::kWarn, line); });
   // The effective settings (environment, then flags; secrets as "(set)"), for an operator who
   // asks with --log-level info.
+  // Only those the daemon reads: not a client's (its own token included).
+  auto read_here = [](std::string_view line) {
+    const std::string_view name = line.substr(0, line.find('='));
+    if (name == "WMBT_KV_AUTH_TOKEN") return false;
+    return std::none_of(std::begin(kClientOnly), std::end(kClientOnly),
+                        [&](const ClientOnly& c) { return c.setting == name; });
+  };
   for (const std::string& text : {c.Describe(), s.Describe()}) {
     for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
-      log(LogLevel::kInfo, "setting " + text.substr(at, nl - at));
+      const std::string line = text.substr(at, nl - at);
+      if (read_here(line)) log(LogLevel::kInfo, "setting " + line);
     }
   }
 
