@@ -10,6 +10,10 @@
 //       [--modes embedded,shm,tcp,redis-unix,redis-tcp] [--ops get,lookup,put] [--rounds 7]
 //       [--wombatkvd build/tools/wombatkvd] [--dir /tmp]
 //
+// --ops may also name get-into: a get copied into the client's own buffer
+// (wmbt_kv_get_kv_blocks_into) instead of borrowed; Redis's row for it is its get, which also
+// copies into the client.
+//
 // Durable puts: ours are put+publish acknowledged only when durable (G3: fsync'd L1, blob and
 // head in L2); Redis's are SET with `appendonly yes` + `appendfsync always` on the same disk.
 #include <fcntl.h>
@@ -122,6 +126,17 @@ Op OurOp(wmbt_kv_handle_t* h, const std::string& op, size_t size, int client) {
       return got;
     };
   }
+  if (op == "get-into") {
+    auto buf = std::make_shared<std::vector<uint8_t>>(size);  // touched: zero-filled
+    return [h, keys, n, client, buf](uint64_t it) -> uint64_t {
+      const char* k[1] = {(*keys)[(it + static_cast<uint64_t>(client) * 7) % n].c_str()};
+      uint8_t* dsts[1] = {buf->data()};
+      size_t caps[1] = {buf->size()}, lens[1] = {0};
+      if (wmbt_kv_get_kv_blocks_into(h, kNs, nullptr, k, 1, dsts, caps, lens, nullptr, 0) != 1)
+        Die(std::string("get-into missed or failed: ") + wmbt_kv_last_error());
+      return lens[0];
+    };
+  }
   if (op == "lookup") {
     return [h, keys, n, client](uint64_t it) -> uint64_t {
       const char* k[1] = {(*keys)[(it + static_cast<uint64_t>(client) * 7) % n].c_str()};
@@ -156,7 +171,7 @@ Op OurOp(wmbt_kv_handle_t* h, const std::string& op, size_t size, int client) {
 Op RedisOp(const std::string& addr, const std::string& op, size_t size, int client) {
   auto c = std::make_shared<RespClient>(addr);
   const size_t n = KeysFor(size);
-  if (op == "get" || op == "lookup") {
+  if (op == "get" || op == "lookup" || op == "get-into") {
     return [c, n, size, client](uint64_t it) -> uint64_t {
       const std::string key = "k" + std::to_string(size) + ":" +
                               std::to_string((it + static_cast<uint64_t>(client) * 7) % n);
@@ -716,6 +731,7 @@ class Bench {
   std::fprintf(stderr,
                "usage: daemon_bench [--seconds S] [--sizes 1K,4K,64K,2M] [--clients 1,4,8]\n"
                "       [--modes embedded,shm,tcp,redis-unix,redis-tcp] [--ops get,lookup,put]\n"
+               "       (ops: get, get-into, lookup, put)\n"
                "       [--rounds N (alternating rounds per comparison, 7)]\n"
                "       [--wombatkvd PATH] [--dir DIR]\n");
   std::exit(2);
@@ -744,12 +760,16 @@ int main(int argc, char** argv) {
       o.clients.clear();
       for (auto& s : Split(v)) o.clients.push_back(std::atoi(s.c_str()));
     } else if (a == "--modes") o.modes = Split(v);
-    else if (a == "--ops") o.ops = Split(v);
-    else if (a == "--rounds") {
+    else if (a == "--ops") {
+      o.ops = Split(v);
+      for (const std::string& op : o.ops) {
+        if (op != "get" && op != "get-into" && op != "lookup" && op != "put") Usage();
+      }
+    } else if (a == "--rounds") {
       o.rounds = std::atoi(v.c_str());
       if (o.rounds < 1) Usage();
-    }
-    else if (a == "--wombatkvd") o.wombatkvd = v;
+    } else if (a == "--wombatkvd")
+      o.wombatkvd = v;
     else if (a == "--dir") o.dir = v;
     else Usage();
   }
