@@ -477,6 +477,10 @@ class FsObjectStore final : public ObjectStore {
   // The size of the packed-index snapshot last written, and the journal bytes retired since.
   uint64_t snapshot_bytes_ = 0;
   uint64_t retired_since_snapshot_ = 0;
+  // The LSN C the snapshot on disk reflects (0: none). Collecting the journal file at C + 1
+  // deletes the snapshot first: its entries in collected files would otherwise disagree with the
+  // journal at the next open, which then warns of what is no damage.
+  uint64_t snapshot_through_ = 0;
   uint64_t moves_ = 0;  // objects moved (packed entry set or dropped), for readers' retries
   // Journaled mode (J6): paths a stat found empty — no file, no directory — while no file-form
   // put could change that. Only this process creates files and directories in a journaled root,

@@ -58,6 +58,7 @@ Status FsObjectStore::OpenJournal(const FsJournalOptions& options) {
   }
   // A new snapshot when the journal read after the one used (if any) makes it due.
   snapshot_bytes_ = replay.snapshot_bytes;
+  snapshot_through_ = replay.snapshot_through;
   for (const JournalSegment& seg : replay.segments) {
     if (seg.first_lsn > replay.snapshot_through) retired_since_snapshot_ += seg.bytes;
   }
@@ -509,6 +510,7 @@ void FsObjectStore::WriteIndexSnapshot(uint64_t through) {
   std::lock_guard<std::mutex> g(name_mu_);
   snapshot_bytes_ = bytes.size();
   retired_since_snapshot_ = 0;
+  snapshot_through_ = through;
 }
 
 void FsObjectStore::Warn(const std::string& message) const {
@@ -518,6 +520,7 @@ void FsObjectStore::Warn(const std::string& message) const {
 Status FsObjectStore::CollectSegments() {
   while (true) {
     std::string path;
+    bool outdates_snapshot = false;
     {
       std::lock_guard<std::mutex> g(name_mu_);
       if (segments_.empty()) return Status::Ok();
@@ -526,7 +529,18 @@ Status FsObjectStore::CollectSegments() {
         return Status::Ok();
       }
       path = oldest->second.path;
+      outdates_snapshot = snapshot_through_ != 0 && oldest->first == snapshot_through_ + 1;
+      if (outdates_snapshot) {
+        snapshot_through_ = 0;
+        snapshot_bytes_ = 0;  // due again at the next checkpoint
+      }
       segments_.erase(oldest);
+    }
+    // Once the file at C + 1 goes, so has every file before it: the snapshot names only dead
+    // entries, and the next open would read every file left either way.
+    if (outdates_snapshot) {
+      Status s = fs_->DeleteFile(snapshot_path_);
+      if (!s.ok() && !s.IsNotFound()) return s.WithContext("deleting " + snapshot_path_);
     }
     // Readers holding an entry of this file looked it up before its records moved; they find
     // it gone and look again (Moved). Each deletion is durable before the next: a crash must

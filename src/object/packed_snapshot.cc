@@ -181,10 +181,6 @@ std::optional<PackedSnapshotHeader> LoadPackedSnapshot(FileSystem* fs, const std
   if (c > applied_through) {
     return reject("is past the checkpoint (LSN " + std::to_string(applied_through) + ")");
   }
-  if (std::none_of(files.begin(), files.end(), [&](const auto& f) { return f.first <= c + 1; })) {
-    index->Clear();  // outdated, not wrong: nothing to say about it
-    return std::nullopt;
-  }
   bool next = false;
   bool later = false;
   for (const auto& [first, path] : files) {

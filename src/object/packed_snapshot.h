@@ -70,10 +70,7 @@ Result<PackedSnapshotHeader> DecodePackedSnapshot(ByteView bytes, PackedIndex* i
 // is one that can be used with the journal files `files` and the checkpoint `applied_through`:
 // sound, C <= applied_through, every file up to C listed in it, and a file starting at C + 1 if
 // any starts later. Else nullopt, `index` cleared, and the reason in *set_aside ("" when there
-// is no snapshot, and when it is merely outdated: no file left starts at or before C + 1, as
-// when the files it knows and the next one were collected, oldest first, for holding no live
-// record: then none of its entries is live, and reading every file left is all there is to do).
-// The files from C + 1 on are then to be read over it.
+// is no snapshot). The files from C + 1 on are then to be read over it.
 std::optional<PackedSnapshotHeader> LoadPackedSnapshot(FileSystem* fs, const std::string& root,
                                                        uint64_t applied_through,
                                                        const JournalFileList& files,
