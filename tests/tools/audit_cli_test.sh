@@ -82,7 +82,7 @@ check_json "gc with the default grace (1h) keeps a young orphan" "$TMP/out" \
   "(d['expired'], d['deleted'])" \
   "(0, 0)"
 run "$WKV" gc --grace 5
-check_rc "gc --grace without a unit exits 2 (no guess at what it deletes)" 2 "without its unit"
+check_rc "gc --grace without a unit exits 2 (no guess at what it deletes)" 2 "a number needs its unit"
 run "$WKV" --json gc --grace 0
 check_json "gc --grace 0 deletes it and counts the bytes" "$TMP/out" \
   "(d['deleted'], d['freed_bytes'], d['delete_failures'])" "(1, 748, 0)"

@@ -78,6 +78,11 @@ run "$WKV" --json put "$K8" --file - <"$TMP/b2"
 check_json "put --file - reads standard input" "$TMP/out" "d['bytes']" "5000"
 run "$WKV" --json put-chain --file <(printf 'a') <(printf 'bc')
 check_json "put-chain --file of pipes" "$TMP/out" "[b['bytes'] for b in d['blocks']]" "[1, 2]"
+run "$WKV" --json put "$K8" --file /proc/self/status
+check_json "put --file of a /proc file (regular, of size 0) stores what it reads" "$TMP/out" \
+  "d['bytes'] > 0" "True"
+run "$WKV" --lock-wait 30 ls
+check_rc "--lock-wait needs its unit" 2 "a number needs its unit"
 run "$WKV" put "$K8" --file /dev/zero
 check_rc "put --file of an endless stream stops at the limit and exits 2" 2 "268435456 bytes"
 
@@ -361,7 +366,15 @@ check_rc "the data directory is usable again once the other process is gone" 0
 if lock_data_dir "pid 1 (wombatkv) on host test"; then
   run "$WKV" --lock-wait 0s ls
   check_rc "--lock-wait 0s fails at once on a directory another command holds" 5 "(wombatkv)"
-  (sleep 1 && kill "$HOLDER_PID") &
+  # The holder goes once the command says it waits (bounded: 60 s, not a timing assertion).
+  : >"$TMP/err"
+  (
+    for _ in $(seq 600); do
+      grep -q "waiting for another wombatkv command" "$TMP/err" && break
+      sleep 0.1
+    done
+    kill "$HOLDER_PID"
+  ) &
   run "$WKV" --lock-wait 120s lookup "$K1"
   check_rc "a command waits for another that holds the directory, then runs" 0 \
     "waiting for another wombatkv command"

@@ -28,14 +28,10 @@ constexpr size_t kOrphansShownMax = 10;
 // zero in any unit.
 std::optional<uint64_t> Grace(Context& ctx, const std::string& text, int* code) {
   if (text.empty()) return ctx.opts.config.gc_grace_us;
-  const bool bare = text.find_first_not_of("0123456789") == std::string::npos &&
-                    text.find_first_not_of('0') != std::string::npos;
-  auto us = bare ? std::nullopt : ParseDurationMicros(text);
+  auto us = ParseDurationFlag(text);
   if (!us) {
-    *code = ctx.out.Usage(
-        "--grace",
-        "\"" + text + "\" is not a duration" + (bare ? " (a number without its unit)" : ""),
-        "use digits with one unit: 90s, 30m, 1h, 2d (1h30m is 90m)");
+    *code = ctx.out.Usage("--grace", "\"" + text + "\" is not a duration (a number needs its unit)",
+                          kDurationFlagHint);
     return std::nullopt;
   }
   return *us;

@@ -1,10 +1,13 @@
 #include "tools/wombatkv/context.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <utility>
 
 #include "base/setting_text.h"
 #include "config/config.h"
@@ -32,10 +35,11 @@ int Context::Validate() {
     return out.Usage("--data-dir", "the data directory is empty",
                      "pass --data-dir DIR or set WMBT_KV_DATA_DIR");
   }
-  auto wait = ParseDurationMicros(opts.lock_wait);
+  auto wait = ParseDurationFlag(opts.lock_wait);
   if (!wait) {
-    return out.Usage("--lock-wait", "\"" + opts.lock_wait + "\" is not a duration",
-                     "use digits with one unit: 500ms, 30s, 5m (0s: do not wait)");
+    return out.Usage("--lock-wait",
+                     "\"" + opts.lock_wait + "\" is not a duration (a number needs its unit)",
+                     std::string(kDurationFlagHint) + "; 0 does not wait");
   }
   opts.lock_wait_us = *wait;
   return kExitOk;
@@ -66,11 +70,24 @@ int Context::RequireLocalPlanes(std::string_view command) {
 namespace {
 
 // Whether opening failed because a `wombatkv` command (not a daemon or an engine) holds the data
-// directory: the LOCK's note names the program (src/store/store_open.cc).
+// directory: the LOCK's note names the program (src/store/store_open.cc). A holder with no note
+// yet is one between taking the lock and writing its note (commands in parallel meet that).
 bool HeldByAnotherCommand(const Status& s) {
-  return s.code() == Code::kFailedPrecondition &&
-         s.message().find(" is in use: ") != std::string::npos &&
-         s.message().find(" (wombatkv) on host ") != std::string::npos;
+  const std::string& m = s.message();
+  return s.code() == Code::kFailedPrecondition && m.find(" is in use: ") != std::string::npos &&
+         (m.find(" (wombatkv) on host ") != std::string::npos ||
+          m.find("(no owner note)") != std::string::npos);
+}
+
+// Whether some process holds the data directory's LOCK now (taken and let go at once if not,
+// noted as a wombatkv command's, so that another command waiting meanwhile waits on).
+bool LockIsHeld(const std::string& data_dir) {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  auto lock = PosixFileSystem()->LockFile(
+      data_dir + "/LOCK",
+      "pid " + std::to_string(getpid()) + " (wombatkv) on host " + std::string(host));
+  return !lock.ok() && lock.status().code() == Code::kFailedPrecondition;
 }
 
 }  // namespace
@@ -120,16 +137,21 @@ Store* Context::OpenStore(int* exit_code, DataDir data_dir) {
   setup.remote_log = setup.embedded.log;
   auto opened = OpenClientStore(config, setup);
   // Another wombatkv command holds the directory: a moment's work (a script running several in
-  // parallel), so wait for it. A daemon or an engine holds it for good: no wait.
+  // parallel), so wait for it. A daemon or an engine holds it for good: no wait. While it is
+  // held, only the lock is tried (an open would probe an S3 L2 every time).
   constexpr uint64_t kLockPollMicros = 50'000;
-  for (uint64_t waited = 0; !opened.ok() && !remote() && config.http_addr.empty() &&
-                            HeldByAnotherCommand(opened.status()) && waited < opts.lock_wait_us;
-       waited += kLockPollMicros) {
-    if (waited == 0) {
+  Clock* clock = RealClock();
+  const uint64_t deadline = clock->NowMicros() + opts.lock_wait_us;
+  bool said = false;
+  while (!opened.ok() && !remote() && config.http_addr.empty() &&
+         HeldByAnotherCommand(opened.status()) && clock->NowMicros() < deadline) {
+    if (!std::exchange(said, true)) {
       out.Note("waiting for another wombatkv command to finish with " + opts.data_dir +
                " (at most " + opts.lock_wait + ", --lock-wait)");
     }
-    RealClock()->SleepMicros(kLockPollMicros);
+    while (LockIsHeld(opts.data_dir) && clock->NowMicros() < deadline) {
+      clock->SleepMicros(kLockPollMicros);
+    }
     opened = OpenClientStore(config, setup);
   }
   if (!opened.ok()) {
@@ -163,6 +185,13 @@ ObjectStore* Context::OpenConfiguredS3(int* exit_code) {
   }
   l2_ = std::move(l2).value();
   return l2_.get();
+}
+
+std::optional<uint64_t> ParseDurationFlag(std::string_view text) {
+  const bool bare = text.find_first_not_of("0123456789") == std::string_view::npos &&
+                    text.find_first_not_of('0') != std::string_view::npos;
+  if (bare) return std::nullopt;
+  return ParseDurationMicros(text);
 }
 
 Result<BlockKey> ParseKey(std::string_view arg, std::string_view text) {
@@ -242,8 +271,9 @@ Result<std::shared_ptr<Buffer>> ReadWholeFile(const std::string& path, uint64_t 
   }
   if (info->is_dir) return Status::InvalidArgument(path + " is a directory, not a file");
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    // Its size says nothing about what it holds: read it as a stream.
+  if (!std::filesystem::is_regular_file(path, ec) || info->size == 0) {
+    // Its size says nothing about what it holds (a pipe; a /proc file, regular but of size 0):
+    // read it as a stream.
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(path.c_str(), "rb"),
                                                        &std::fclose);
     if (!in) {

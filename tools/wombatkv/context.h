@@ -88,6 +88,14 @@ class Context {
 // WMBT_KV_* variable, naming it.
 Status LoadEnvironmentDefaults(GlobalOptions* opts);
 
+// A duration given as a flag, in microseconds: digits with one unit (90s, 30m, 1h, 2d, 500ms), or
+// "0". Bare digits other than 0 are refused (nullopt), as is anything that does not parse: a
+// flag's number is not guessed to mean seconds (a variable's is, as documented).
+std::optional<uint64_t> ParseDurationFlag(std::string_view text);
+// Its usage hint: "use digits with one unit: 90s, 30m, 1h, 2d (1h30m is 90m)".
+inline constexpr std::string_view kDurationFlagHint =
+    "use digits with one unit: 500ms, 90s, 30m, 1h, 2d (1h30m is 90m)";
+
 // Identifier parsers: InvalidArgument naming `arg` (e.g. "KEY_HEX", "--parent").
 Result<BlockKey> ParseKey(std::string_view arg, std::string_view text);
 Result<ContentHash> ParseContentHash(std::string_view arg, std::string_view text);
