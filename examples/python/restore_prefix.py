@@ -33,23 +33,28 @@ def chain_keys(tokens):
     return keys
 
 
+def restore(store, keys):
+    """The stored blocks of the longest stored prefix of `keys` (a list of bytes). An error is a
+    miss for a serving engine (docs/engine.md): log it and prefill."""
+    try:
+        hit = store.lookup(keys)
+        if not hit:
+            return []
+        buffers = [bytearray(BLOCK_BYTES) for _ in range(hit)]
+        lens = store.get_into(keys[:hit], buffers)
+    except wombatkv.WombatKVError as e:
+        print("wombatkv: %s (prefilling instead)" % e, file=sys.stderr)
+        return []
+    if lens is None:  # evicted between the lookup and the get: prefill them too
+        return []
+    return [bytes(b[:n]) for b, n in zip(buffers, lens)]
+
+
 def serve_turn(store, tokens):
     """Returns (blocks restored, blocks prefilled); raises if a restored block is wrong."""
     keys = chain_keys(tokens)
-    try:
-        hit = store.lookup(keys)
-    except wombatkv.WombatKVError as e:
-        if e.code != wombatkv.ERR_UNAVAILABLE:
-            raise
-        hit = 0  # the daemon is restarting: prefill everything, as on a miss
-    restored = []
-    if hit:
-        buffers = [bytearray(BLOCK_BYTES) for _ in range(hit)]
-        lens = store.get_into(keys[:hit], buffers)
-        if lens is None:  # evicted between the lookup and the get: prefill them too
-            hit = 0
-        else:
-            restored = [bytes(b[:n]) for b, n in zip(buffers, lens)]
+    restored = restore(store, keys)
+    hit = len(restored)
     for key, got in zip(keys, restored):
         if got != kv_bytes(key):
             raise SystemExit("restored block %s differs from what was stored" % key[:16])

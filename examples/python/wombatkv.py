@@ -16,11 +16,11 @@ _c_char_pp = ctypes.POINTER(ctypes.c_char_p)
 _size_p = ctypes.POINTER(ctypes.c_size_t)
 _u8_p = ctypes.POINTER(ctypes.c_uint8)
 
-# WMBT_KV_ERR_* of the header.
-ERR_UNAVAILABLE = 2
-
 
 class WombatKVError(Exception):
+    """A failed call: its message and its code (WMBT_KV_ERR_* of the header, e.g. 2 for
+    UNAVAILABLE)."""
+
     def __init__(self, message, code):
         super().__init__(message)
         self.code = code

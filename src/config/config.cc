@@ -231,12 +231,6 @@ Status SetLogLevel(Config& c, std::string_view v) {
 Status SetS3Endpoint(Config& c, std::string_view v) {
   if (!v.empty() && !(v.starts_with("http://") || v.starts_with("https://")))
     return Bad("WMBT_KV_S3_ENDPOINT", v, "an http:// or https:// URL, e.g. http://127.0.0.1:9000");
-  std::string_view host = v.substr(v.find("://") == std::string_view::npos ? 0 : v.find("://") + 3);
-  while (host.ends_with('/')) host.remove_suffix(1);
-  if (!v.empty() && (host.empty() || host.find_first_of("/?@") != std::string_view::npos))
-    return Bad("WMBT_KV_S3_ENDPOINT", v,
-               "scheme://host[:port] with no path, e.g. http://127.0.0.1:9000 (the bucket is "
-               "WMBT_KV_BUCKET)");
   c.s3_endpoint = std::string(v);
   return Status::Ok();
 }
@@ -725,7 +719,11 @@ void NoteS3Named(Config& c, std::string_view name, std::string_view value) {
   if (std::find(std::begin(kNeedABucket), std::end(kNeedABucket), name) == std::end(kNeedABucket))
     return;
   std::erase(c.s3_named, name);
-  if (!value.empty()) c.s3_named.emplace_back(name);
+  // A default spelled out (an env file that sets every variable) says nothing.
+  bool meant = !value.empty();
+  if (name == "WMBT_KV_S3_CREATE_BUCKET") meant = c.s3_create_bucket;
+  if (name == "WMBT_KV_S3_ADDRESSING") meant = c.s3_addressing != "auto";
+  if (meant) c.s3_named.emplace_back(name);
 }
 
 }  // namespace

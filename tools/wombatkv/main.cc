@@ -69,17 +69,13 @@ std::string ParsedCommandPath(const CLI::App& app) {
 
 // Where the first word that is neither an option nor the value of a global option is (-1: none):
 // what the user meant as the command, for "unknown command" errors and `help`.
-int FirstCommandIndex(int argc, char** argv, const SettingFlags& settings) {
-  static constexpr std::string_view kTakesValue[] = {
-      "--data-dir",      "-n",         "--namespace", "-f", "--fingerprint",
-      "--remote-prefix", "--tcp-addr", "--lock-wait"};
+int FirstCommandIndex(int argc, char** argv, const CLI::App& app) {
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg.empty() || arg[0] == '-') {
-      if (std::find(std::begin(kTakesValue), std::end(kTakesValue), arg) != std::end(kTakesValue) ||
-          settings.Has(arg)) {
-        ++i;  // skip its value
-      }
+      // A global option that takes a value (given as "--opt VALUE", not "--opt=VALUE").
+      const CLI::Option* opt = app.get_option_no_throw(std::string(arg));
+      if (opt != nullptr && opt->get_expected_min() > 0) ++i;  // skip its value
       continue;
     }
     return i;
@@ -87,8 +83,8 @@ int FirstCommandIndex(int argc, char** argv, const SettingFlags& settings) {
   return -1;
 }
 
-std::string FirstCommandWord(int argc, char** argv, const SettingFlags& settings) {
-  const int i = FirstCommandIndex(argc, argv, settings);
+std::string FirstCommandWord(int argc, char** argv, const CLI::App& app) {
+  const int i = FirstCommandIndex(argc, argv, app);
   return i < 0 ? "" : argv[i];
 }
 
@@ -170,7 +166,7 @@ int Main(int argc, char** argv) {
   // `wombatkv help [COMMAND...]` is `wombatkv [COMMAND...] --help`.
   std::vector<char*> args(argv, argv + argc);
   char help_flag[] = "--help";
-  if (const int i = FirstCommandIndex(argc, argv, settings);
+  if (const int i = FirstCommandIndex(argc, argv, app);
       i >= 0 && std::string_view(argv[i]) == "help") {
     args.erase(args.begin() + i);
     args.push_back(help_flag);
@@ -187,7 +183,7 @@ int Main(int argc, char** argv) {
     ctx.out.Configure(ArgvHasJson(argc, argv), false);
     std::string command = ParsedCommandPath(app);
     if (command.empty()) {
-      std::string word = FirstCommandWord(argc, argv, settings);
+      std::string word = FirstCommandWord(argc, argv, app);
       if (!word.empty()) {
         std::vector<std::string_view> commands;
         for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());

@@ -47,8 +47,4 @@ Status SettingFlags::ApplyTo(Config* config, std::string* flag) const {
   return Status::Ok();
 }
 
-bool SettingFlags::Has(std::string_view arg) const {
-  return std::any_of(flags_.begin(), flags_.end(), [&](const Flag& f) { return f.name == arg; });
-}
-
 }  // namespace wombatkv::cli

@@ -37,8 +37,6 @@ class SettingFlags {
   // Applies the flags given on the command line to `config`. On a value that does not parse,
   // returns Config::Set's error and sets `*flag` to the flag's name.
   Status ApplyTo(Config* config, std::string* flag) const;
-  // Whether `arg` ("--s3-prefix") is one of these flags. They all take a value.
-  bool Has(std::string_view arg) const;
   // Adds to `settings` the name of each setting a flag was given for.
   void AddGiven(std::set<std::string>* settings) const;
 

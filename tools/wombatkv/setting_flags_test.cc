@@ -43,7 +43,7 @@ TEST(SettingFlags, EverySettingButSecretsAndSkippedOnesHasAFlag) {
   for (const SettingDoc& doc : AllSettings()) {
     const std::string name = SettingFlagName(doc.name);
     const bool wanted = !doc.secret && doc.name != "WMBT_KV_DATA_DIR";
-    EXPECT_EQ(flags.Has(name), wanted) << name;
+    EXPECT_EQ(app.get_option_no_throw(name) != nullptr, wanted) << name;
     if (!wanted) continue;
     ++expected;
     const CLI::Option* option = app.get_option_no_throw(name);
@@ -58,7 +58,6 @@ TEST(SettingFlags, EverySettingButSecretsAndSkippedOnesHasAFlag) {
   EXPECT_GT(expected, 20u);
   // Secrets never become flags: a command line is visible to every local user.
   for (const char* secret : {"--s3-access-key", "--s3-secret-key", "--auth-token"}) {
-    EXPECT_FALSE(flags.Has(secret)) << secret;
     EXPECT_EQ(app.get_option_no_throw(secret), nullptr) << secret;
   }
 }

@@ -366,10 +366,12 @@ AttemptOutcome Attempt(const HttpConfig& c, CURL* h, const HttpRequest& r, std::
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(c.request_timeout_ms));
   // A server that moves no byte either way for this long has stalled (stopped, wedged): the
   // attempt ends then, not after the whole-request timeout sized for the largest objects.
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
-                   static_cast<long>(
-                       std::max<uint32_t>(std::min(c.request_timeout_ms, c.stalled_ms) / 1000, 1)));
+  if (!r.slow_answer) {
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
+                     static_cast<long>(std::max<uint32_t>(
+                         std::min(c.request_timeout_ms, c.stalled_ms) / 1000, 1)));
+  }
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   if (!c.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, c.ca_file.c_str());
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);

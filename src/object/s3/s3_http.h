@@ -66,6 +66,9 @@ struct HttpRequest {
   // A response body longer than this is an error (not retried): bounds what a server can make
   // us allocate.
   uint64_t response_bytes_max = std::numeric_limits<uint64_t>::max();
+  // The server may rightly send nothing for a long while (assembling a multipart upload): only
+  // the request timeout ends it, not HttpConfig::stalled_ms.
+  bool slow_answer = false;
 };
 
 struct HttpResponse {

@@ -1,8 +1,6 @@
 // S3ObjectStore: ObjectStore calls as S3 requests, and S3 answers as Status (see the header).
 #include "object/s3/s3_object_store.h"
 
-#include <pugixml.hpp>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <mutex>
+#include <optional>
+#include <pugixml.hpp>
 #include <system_error>
 #include <thread>
 
@@ -51,27 +51,28 @@ Result<Endpoint> ParseEndpoint(std::string_view url) {
   Endpoint e;
   size_t sep = url.find("://");
   if (sep == std::string_view::npos) {
-    return Status::InvalidArgument("S3 endpoint \"" + std::string(url) +
-                                   "\" is not an http:// or https:// URL");
+    return Status::InvalidArgument("WMBT_KV_S3_ENDPOINT (or AWS_ENDPOINT_URL) \"" +
+                                   std::string(url) + "\" is not an http:// or https:// URL");
   }
   e.scheme = std::string(url.substr(0, sep));
   if (e.scheme != "http" && e.scheme != "https") {
-    return Status::InvalidArgument("S3 endpoint \"" + std::string(url) +
-                                   "\": the scheme must be http or https");
+    return Status::InvalidArgument("WMBT_KV_S3_ENDPOINT (or AWS_ENDPOINT_URL) \"" +
+                                   std::string(url) + "\": the scheme must be http or https");
   }
   std::string_view rest = url.substr(sep + 3);
   while (rest.ends_with('/')) rest.remove_suffix(1);
   if (rest.empty() || rest.find('/') != std::string_view::npos ||
       rest.find('@') != std::string_view::npos || rest.find('?') != std::string_view::npos) {
-    return Status::InvalidArgument("S3 endpoint \"" + std::string(url) +
-                                   "\": expected scheme://host[:port] with no path");
+    return Status::InvalidArgument(
+        "WMBT_KV_S3_ENDPOINT (or AWS_ENDPOINT_URL) \"" + std::string(url) +
+        "\": expected scheme://host[:port] with no path (the bucket is WMBT_KV_BUCKET)");
   }
   for (char c : rest) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '.' || c == '-' || c == ':' || c == '[' || c == ']';
     if (!ok) {
-      return Status::InvalidArgument("S3 endpoint \"" + std::string(url) +
-                                     "\": unexpected character in the host");
+      return Status::InvalidArgument("WMBT_KV_S3_ENDPOINT (or AWS_ENDPOINT_URL) \"" +
+                                     std::string(url) + "\": unexpected character in the host");
     }
   }
   e.host = std::string(rest);
@@ -237,19 +238,19 @@ std::string S3ObjectStore::Scrub(std::string message) const {
 
 namespace {
 
-// "this host's clock is 2h 3m ahead of the S3 server's ...", when the answer's Date header says
-// the two differ by more than 5 minutes (S3 refuses requests signed 15 minutes off); else "".
-std::string ClockSkew(const HttpResponse& r, const S3Options& o) {
-  constexpr int64_t kSkewWorthSaying = 5 * 60 * 1'000'000LL;
+// How far this host's clock is from the S3 server's, by the answer's Date header, in whole
+// minutes (positive: ahead); nullopt without a Date header.
+std::optional<int64_t> ClockAheadMinutes(const HttpResponse& r, const S3Options& o) {
   const uint64_t server = s3::ParseHttpDateMicros(r.date);
-  if (server == 0) return "";
-  const int64_t ahead = static_cast<int64_t>(o.clock->WallMicros()) - static_cast<int64_t>(server);
-  if (ahead < kSkewWorthSaying && ahead > -kSkewWorthSaying) return "";
-  const uint64_t minutes = static_cast<uint64_t>(ahead < 0 ? -ahead : ahead) / 60'000'000;
-  return "this host's clock is " + std::to_string(minutes / 60) + "h " +
-         std::to_string(minutes % 60) + "m " + (ahead > 0 ? "ahead of" : "behind") +
-         " the S3 server's (its Date header), and requests signed more than 15 minutes off are "
-         "refused: set the clock right (NTP)";
+  if (server == 0) return std::nullopt;
+  return (static_cast<int64_t>(o.clock->WallMicros()) - static_cast<int64_t>(server)) / 60'000'000;
+}
+
+// "2h 3m ahead of" / "0h 7m behind".
+std::string Skew(int64_t ahead_minutes) {
+  const uint64_t m = static_cast<uint64_t>(ahead_minutes < 0 ? -ahead_minutes : ahead_minutes);
+  return std::to_string(m / 60) + "h " + std::to_string(m % 60) + "m " +
+         (ahead_minutes > 0 ? "ahead of" : "behind");
 }
 
 Status MapErrorUnscrubbed(const HttpResponse& r, std::string_view op, std::string_view key,
@@ -275,8 +276,13 @@ Status MapErrorUnscrubbed(const HttpResponse& r, std::string_view op, std::strin
       return Status::Conflict(where + detail);
     case 401:
     case 403: {
-      if (const std::string skew = ClockSkew(r, o); !skew.empty()) {
-        return Status::FailedPrecondition(where + detail + "; " + skew);
+      // S3 refuses a request signed 15 minutes or more off its clock: then that is the cause.
+      const std::optional<int64_t> ahead = ClockAheadMinutes(r, o);
+      if (ahead && (*ahead >= 15 || *ahead <= -15)) {
+        return Status::FailedPrecondition(
+            where + detail + "; this host's clock is " + Skew(*ahead) +
+            " the S3 server's (its Date header), and requests signed 15 minutes or more off are "
+            "refused: set the clock right (NTP)");
       }
       if (o.access_key.empty()) {
         return Status::FailedPrecondition(
@@ -292,7 +298,8 @@ Status MapErrorUnscrubbed(const HttpResponse& r, std::string_view op, std::strin
       }
       return Status::FailedPrecondition(
           where + detail + "; check WMBT_KV_S3_ACCESS_KEY/SECRET (or AWS_ACCESS_KEY_ID/" +
-          "AWS_SECRET_ACCESS_KEY), WMBT_KV_S3_REGION (" + o.region + ") and the clock");
+          "AWS_SECRET_ACCESS_KEY), WMBT_KV_S3_REGION (" + o.region + ") and the clock" +
+          (ahead && *ahead != 0 ? " (" + Skew(*ahead) + " the server's)" : ""));
     }
     case 301:
     case 307:
@@ -513,6 +520,7 @@ Result<std::string> S3ObjectStore::PutMultipart(const std::string& full, std::st
   done.method = "POST";
   done.key = full;
   done.query = {{"uploadId", upload_id}};
+  done.slow_answer = true;
   done.headers.push_back("Content-Type: application/xml");
   done.body = {AsBytes(xml)};
   auto cr = http_->Execute(done, "complete multipart upload " + full);

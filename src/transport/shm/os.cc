@@ -182,7 +182,15 @@ std::string DefaultRunDir() {
 
 void RemoveLock(Listener& listener) {
   if (!listener.lock.valid()) return;
-  (void)::unlink(LockPath(listener.path).c_str());
+  // Only the file this listener holds: one removed from under it (a cleaner of /tmp) may have
+  // been replaced by another daemon's, which is not ours to delete.
+  const std::string path = LockPath(listener.path);
+  struct stat held {
+  }, named{};
+  if (::fstat(listener.lock.get(), &held) == 0 && ::lstat(path.c_str(), &named) == 0 &&
+      held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+    (void)::unlink(path.c_str());
+  }
   listener.lock.Reset();
 }
 

@@ -95,8 +95,9 @@ struct Listener {
   Fd sock;
   std::string path;
 };
-// Deletes the listener's lock file while still holding it, then lets the lock go (no-op without
-// one), so that a stopped daemon leaves no file behind. A daemon that opened the file before it
+// Deletes the listener's lock file while still holding it (if the path still names the file it
+// holds), then lets the lock go (no-op without one), so that a stopped daemon leaves no file
+// behind. A daemon that opened the file before it
 // was deleted finds, once it holds the lock, that the path names another file or none, and
 // starts over (ListenControlSocket). The socket is the caller's to remove.
 void RemoveLock(Listener& listener);

@@ -1,10 +1,10 @@
 // The shared-memory transport in one process: a ShmServer with the test handler, and channels
 // attached to it through the real control socket and real memfd segments.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-
 #include <unistd.h>
 
 #include <atomic>
@@ -260,6 +260,19 @@ TEST_F(ShmTransport, AStoppedServerLeavesNeitherItsSocketNorItsLockBehind) {
   StartServer();  // and the prefix is free for the next one
   EXPECT_TRUE(Connect());
   EXPECT_EQ(::stat(lock.c_str(), &st), 0);
+}
+
+// A lock file removed from under a running server (a cleaner of /tmp) and made anew by another
+// daemon is that daemon's: the stop leaves it.
+TEST_F(ShmTransport, AStopLeavesALockFileThatIsNoLongerItsOwn) {
+  const std::string lock = dir_.path() + "/wombatkv-t.lock";
+  ASSERT_EQ(::unlink(lock.c_str()), 0);
+  const int other = ::open(lock.c_str(), O_CREAT | O_WRONLY, 0600);
+  ASSERT_GE(other, 0);
+  ::close(other);
+  server_->Stop();
+  struct stat st {};
+  EXPECT_EQ(::stat(lock.c_str(), &st), 0) << "deleted another daemon's lock file";
 }
 
 TEST_F(ShmTransport, NoDaemonIsUnavailableNamingHowToStartOne) {
