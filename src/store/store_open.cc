@@ -1,6 +1,4 @@
 // Opening the store (directory lock, planes, L1 → L0) and reconciling with L2 (refresh).
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -11,6 +9,7 @@
 #include "base/limits.h"
 #include "layout/envelope.h"
 #include "layout/object_keys.h"
+#include "store/data_dir_owner.h"
 #include "store/meta_records.h"
 #include "store/store_impl.h"
 
@@ -178,11 +177,8 @@ Status StoreImpl::OpenPlanes() {
       }
       return made.WithContext("creating data directory " + dir);
     }
-    char host[256] = {0};
-    gethostname(host, sizeof host - 1);
     // The program's name too: a data directory held by wombatkvd is reached through it.
-    const std::string me = "pid " + std::to_string(getpid()) + " (" +
-                           program_invocation_short_name + ") on host " + host;
+    const std::string me = DataDirOwnerNote();
     auto lock = fs_->LockFile(dir + "/LOCK", me);
     if (lock.status().code() == Code::kPermissionDenied) {
       return Status::PermissionDenied("cannot write data directory " + dir + ": " +
@@ -197,7 +193,7 @@ Status StoreImpl::OpenPlanes() {
           "or use another data directory");
     }
     if (!lock.ok()) {
-      const bool daemon = lock.status().message().find(" (wombatkvd) ") != std::string::npos;
+      const bool daemon = HeldByProgram(lock.status().message(), "wombatkvd");
       return Status::FailedPrecondition(
           "data directory " + dir + " is in use: " + lock.status().message() +
           (daemon ? "; reach its store through that wombatkvd (WMBT_KV_REMOTE_PREFIX or "

@@ -1,7 +1,5 @@
 #include "tools/wombatkv/context.h"
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +12,7 @@
 #include "config/unknown_settings.h"
 #include "connect/open_client_store.h"
 #include "object/s3/l2_from_config.h"
+#include "store/data_dir_owner.h"
 #include "tools/wombatkv/exit_codes.h"
 #include "wombatkv/env.h"
 
@@ -75,18 +74,13 @@ namespace {
 bool HeldByAnotherCommand(const Status& s) {
   const std::string& m = s.message();
   return s.code() == Code::kFailedPrecondition && m.find(" is in use: ") != std::string::npos &&
-         (m.find(" (wombatkv) on host ") != std::string::npos ||
-          m.find("(no owner note)") != std::string::npos);
+         (HeldByProgram(m, "wombatkv") || m.find("(no owner note)") != std::string::npos);
 }
 
 // Whether some process holds the data directory's LOCK now (taken and let go at once if not,
 // noted as a wombatkv command's, so that another command waiting meanwhile waits on).
 bool LockIsHeld(const std::string& data_dir) {
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  auto lock = PosixFileSystem()->LockFile(
-      data_dir + "/LOCK",
-      "pid " + std::to_string(getpid()) + " (wombatkv) on host " + std::string(host));
+  auto lock = PosixFileSystem()->LockFile(data_dir + "/LOCK", DataDirOwnerNote("wombatkv"));
   return !lock.ok() && lock.status().code() == Code::kFailedPrecondition;
 }
 

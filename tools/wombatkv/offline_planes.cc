@@ -1,8 +1,7 @@
 #include "tools/wombatkv/offline_planes.h"
 
-#include <unistd.h>
-
 #include "layout/envelope.h"
+#include "store/data_dir_owner.h"
 #include "tools/wombatkv/exit_codes.h"
 
 namespace wombatkv::cli {
@@ -50,10 +49,8 @@ int OpenOfflinePlanes(Context& ctx, bool want_l1, bool writes, OfflinePlanes* ou
     out->l1_note = "no data directory at " + dir;
     return kExitOk;
   }
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  auto lock = fs->LockFile(dir + "/LOCK", "pid " + std::to_string(getpid()) + " on host " + host +
-                                              " (wombatkv audit)");
+  // Noted as a wombatkv command's: another one waits for it (--lock-wait).
+  auto lock = fs->LockFile(dir + "/LOCK", DataDirOwnerNote("wombatkv"));
   if (!lock.ok()) {
     if (!writes && lock.status().code() == Code::kPermissionDenied) {
       out->l1_note = "this user may not write " + dir + " (" + lock.status().message() +

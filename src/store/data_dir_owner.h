@@ -1,0 +1,19 @@
+// Who holds a data directory: the note a store writes into <data_dir>/LOCK when it takes it
+// ("pid 4242 (wombatkvd) on host h1"), and the reading of that note in the error a second opener
+// gets (".../LOCK is locked by pid 4242 (wombatkvd) on host h1"). One place for both, so that
+// the callers that act on the holder's program (wombatkvd: "reach it through the daemon"; the
+// CLI: "wait for another wombatkv command") keep matching what is written.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace wombatkv {
+
+// This process's note, naming `program` (default: this program's short name).
+std::string DataDirOwnerNote(std::string_view program = {});
+
+// Whether `message` (a "data directory ... is in use" error) names a holder running `program`.
+bool HeldByProgram(std::string_view message, std::string_view program);
+
+}  // namespace wombatkv
