@@ -1,7 +1,9 @@
 #include "tools/wombatkv/context.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -231,24 +233,44 @@ void AddPayloadOptions(CLI::App* app, PayloadSource* src, std::string_view what)
 namespace {
 
 // Reads `in` to its end, whatever size it claims (a pipe, a FIFO, /proc), refusing more than
-// max_bytes; `name` names it in errors.
+// max_bytes; `name` names it in errors. The bytes are read straight into one block grown with
+// realloc (which moves a large block by remapping its pages, not by copying them), so a block
+// read this way costs its own size in memory plus the untouched tail of the last doubling.
 Result<std::shared_ptr<Buffer>> ReadToEnd(std::FILE* in, const std::string& name,
                                           uint64_t max_bytes) {
-  std::string data;
-  char chunk[1 << 16];
+  std::unique_ptr<uint8_t, decltype(&std::free)> data(nullptr, &std::free);
+  size_t size = 0;
+  size_t capacity = 0;
   for (;;) {
-    const size_t n = std::fread(chunk, 1, sizeof chunk, in);
-    if (data.size() + n > max_bytes) {
+    if (size == capacity) {
+      if (size > max_bytes) {
+        return Status::InvalidArgument(name + " has more than " + std::to_string(max_bytes) +
+                                       " bytes, the limit");
+      }
+      // One byte past the limit shows whether the stream goes beyond it.
+      const size_t grown =
+          std::min<uint64_t>(std::max<size_t>(capacity * 2, 64 << 10), max_bytes + 1);
+      auto* bigger = static_cast<uint8_t*>(std::realloc(data.get(), grown));
+      if (bigger == nullptr) {
+        return Status::ResourceExhausted("out of memory reading " + name);
+      }
+      data.release();
+      data.reset(bigger);
+      capacity = grown;
+    }
+    const size_t n = std::fread(data.get() + size, 1, capacity - size, in);
+    size += n;
+    if (size > max_bytes) {
       return Status::InvalidArgument(name + " has more than " + std::to_string(max_bytes) +
                                      " bytes, the limit");
     }
-    data.append(chunk, n);
-    if (n < sizeof chunk) {
+    if (size < capacity) {
       if (std::ferror(in)) return Status::InvalidArgument("cannot read " + name);
       break;
     }
   }
-  return Buffer::CopyOf(AsBytes(data));
+  uint8_t* bytes = data.release();
+  return Buffer::Adopt(bytes, size, [bytes] { std::free(bytes); });
 }
 
 }  // namespace
