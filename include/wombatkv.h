@@ -332,10 +332,12 @@ WMBT_KV_API int32_t wmbt_kv_get_kv_blocks_borrowed_ex(
  * the engine owns: a pinned staging buffer, a NumPy array. The buffers must not overlap each
  * other; dsts[i] may be NULL only when dst_caps[i] is 0.
  * Returns 1 when every key is present and every block was copied (out_lens set); 0 on a miss
- * (nothing written); -1 on error (nothing written), except that when a block is larger than its
- * buffer the error (INVALID_ARGUMENT, naming dst_caps[i]) comes with out_lens[i] set for every
- * block, so the caller can grow its buffers and ask again. With block_count 0 it returns 1 and
- * the arrays may be NULL. */
+ * (nothing written); -1 on error (out_lens not written), except that when a block is larger than
+ * its buffer the error (INVALID_ARGUMENT, naming dst_caps[i]) comes with out_lens[i] set for every
+ * block and the buffers untouched, so the caller can grow its buffers and ask again. Over TCP the
+ * blocks are received straight into dsts, so after another error (the connection lost or
+ * corrupted midway) the buffers may hold part of the answer: use them only when it returns 1. With
+ * block_count 0 it returns 1 and the arrays may be NULL. */
 WMBT_KV_API int32_t wmbt_kv_get_kv_blocks_into(wmbt_kv_handle_t* handle, const char* namespace_,
                                                const char* fingerprint_hex,
                                                const char* const* block_hashes_hex,

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -427,6 +428,44 @@ class Store {
   // hash: Corruption, never wrong bytes (G9).
   virtual Result<Borrow> GetBlocks(std::string_view ns, const Fingerprint& fp,
                                    std::span<const BlockKey> keys) = 0;
+
+  // GetBlocks with block i's bytes copied into dsts[i] rather than lent: nothing stays held, so it
+  // suits memory the caller owns (wmbt_kv_get_kv_blocks_into). OK: every block copied, lens[i]
+  // its length. A block larger than its buffer: InvalidArgument before anything is copied, with
+  // every lens[i] set. A miss (NotFound) writes nothing; after another error lens are as they
+  // were and the buffers may hold part of the answer (RemoteStore over TCP receives straight
+  // into them). REQUIRES: dsts and lens as long as keys; the buffers do not overlap.
+  virtual Status GetBlocksInto(std::string_view ns, const Fingerprint& fp,
+                               std::span<const BlockKey> keys,
+                               std::span<const std::span<uint8_t>> dsts, std::span<size_t> lens) {
+    auto blocks = GetBlocks(ns, fp, keys);
+    if (!blocks.ok()) return blocks.status();
+    return CopyBlocksInto(blocks->slices(), dsts, lens);
+  }
+
+  // What GetBlocksInto does with the payloads it got (a payload already at dsts[i], received
+  // there, is not copied again).
+  static Status CopyBlocksInto(std::span<const BufferSlice> payloads,
+                               std::span<const std::span<uint8_t>> dsts, std::span<size_t> lens) {
+    if (payloads.size() != dsts.size() || lens.size() != dsts.size()) {
+      return Status::Internal("a get into buffers got " + std::to_string(payloads.size()) +
+                              " payloads for " + std::to_string(dsts.size()) + " buffers");
+    }
+    for (size_t i = 0; i < payloads.size(); ++i) {
+      if (payloads[i].size <= dsts[i].size()) continue;
+      for (size_t j = 0; j < payloads.size(); ++j) lens[j] = payloads[j].size;
+      return Status::InvalidArgument(
+          "buffer " + std::to_string(i) + " has room for " + std::to_string(dsts[i].size()) +
+          " bytes, block " + std::to_string(i) + " has " + std::to_string(payloads[i].size));
+    }
+    for (size_t i = 0; i < payloads.size(); ++i) {
+      if (payloads[i].size > 0 && payloads[i].data != dsts[i].data()) {
+        std::memcpy(dsts[i].data(), payloads[i].data, payloads[i].size);
+      }
+      lens[i] = payloads[i].size;
+    }
+    return Status::Ok();
+  }
 
   // A payload by content hash, published or not (orphans too). NotFound if absent.
   virtual Result<BufferSlice> GetByContentHash(std::string_view ns, const ContentHash& hash) = 0;

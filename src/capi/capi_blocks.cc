@@ -1,7 +1,9 @@
 // Blocks through the 1.0 entry points (lookup, get, put-and-publish) and their _ex variants with
 // an explicit fingerprint. Each entry point is a Status-returning implementation turned into the
 // C return by the status table (status_map.h), inside Guarded.
+#include <algorithm>
 #include <cstring>
+#include <span>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
@@ -88,25 +90,31 @@ Status GetBlocksInto(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_
       return Status::InvalidArgument("dsts[" + std::to_string(i) + "] is NULL with dst_caps[" +
                                      std::to_string(i) + "] = " + std::to_string(caps[i]));
   }
-  WMBT_ASSIGN_OR_RETURN(Borrow blocks, Fetch(handle, ns_arg, fp_hex, keys_hex, count));
+  WMBT_ASSIGN_OR_RETURN(std::string_view ns, ParseNamespace(handle, ns_arg));
+  WMBT_ASSIGN_OR_RETURN(Fingerprint fp, ParseFingerprint(handle, fp_hex));
+  WMBT_ASSIGN_OR_RETURN(std::vector<BlockKey> keys, ParseKeys(keys_hex, count, "block_hashes_hex"));
+  if (keys.empty()) return Status::Ok();
+  std::vector<std::span<uint8_t>> buffers(count);
+  for (size_t i = 0; i < count; ++i) buffers[i] = {dsts[i], caps[i]};
+  // The store writes lengths here, not into out_lens, which only a success or a buffer too
+  // small may touch.
+  std::vector<size_t> lens(count, 0);
+  Status st = handle->store->GetBlocksInto(ns, fp, keys, buffers, lens);
   size_t too_small = count;
-  for (size_t i = 0; i < count; ++i) {
-    if (blocks.payload(i).size() > caps[i] && too_small == count) too_small = i;
+  for (size_t i = 0; i < count && st.code() == Code::kInvalidArgument; ++i) {
+    if (lens[i] > caps[i]) {
+      too_small = i;
+      break;
+    }
   }
-  if (too_small < count) {
-    for (size_t i = 0; i < count; ++i) out_lens[i] = blocks.payload(i).size();
-    return Status::InvalidArgument(
-        "dst_caps[" + std::to_string(too_small) + "] = " + std::to_string(caps[too_small]) +
-        " bytes is too small for block " + std::to_string(too_small) + " of " +
-        std::to_string(out_lens[too_small]) +
-        " bytes: out_lens holds every block's length; grow the buffers and call again");
-  }
-  for (size_t i = 0; i < count; ++i) {
-    const ByteView p = blocks.payload(i);
-    if (!p.empty()) std::memcpy(dsts[i], p.data(), p.size());
-    out_lens[i] = p.size();
-  }
-  return Status::Ok();
+  if (!st.ok() && too_small == count) return st;
+  std::copy(lens.begin(), lens.end(), out_lens);
+  if (st.ok()) return st;
+  return Status::InvalidArgument(
+      "dst_caps[" + std::to_string(too_small) + "] = " + std::to_string(caps[too_small]) +
+      " bytes is too small for block " + std::to_string(too_small) + " of " +
+      std::to_string(lens[too_small]) +
+      " bytes: out_lens holds every block's length; grow the buffers and call again");
 }
 
 // Stores the blocks as one chain in key order and publishes it (chain id = tip, last writer

@@ -4,7 +4,9 @@
 // it. A Channel knows nothing about ops: it moves Messages and matches responses to requests by id.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "wire/message.h"
@@ -24,6 +26,16 @@ class Channel {
   // Unavailable when the daemon cannot be reached or went away mid-call (the call may or may not
   // have taken effect); the next Call reconnects by itself.
   virtual Result<wire::Message> Call(wire::Message request) = 0;
+
+  // As Call, for a request whose response's payloads the caller wants in memory of its own (a get
+  // into buffers): when the response has exactly dsts.size() payloads, each with room in its
+  // buffer, a transport may receive payload i straight into dsts[i]; the response's payload i
+  // then points there and owns nothing. Otherwise, and by default, payloads are as Call's. The
+  // buffers must stay valid until this returns; after a failure they may hold part of a response.
+  virtual Result<wire::Message> CallInto(wire::Message request,
+                                         std::span<const std::span<uint8_t>> /*dsts*/) {
+    return Call(std::move(request));
+  }
 
   // "tcp://host:port", "shm://prefix", "loopback" — for messages.
   virtual std::string Describe() const = 0;

@@ -93,17 +93,33 @@ Result<size_t> RemoteStore::LookupPrefix(std::string_view ns, const Fingerprint&
   return static_cast<size_t>(resp.matched);
 }
 
+namespace {
+Status CheckAnswerCount(size_t payloads, size_t keys) {
+  if (payloads == keys) return Status::Ok();
+  return Status::InvalidArgument("daemon answered a get of " + std::to_string(keys) +
+                                 " keys with " + std::to_string(payloads) + " payloads");
+}
+}  // namespace
+
 Result<Borrow> RemoteStore::GetBlocks(std::string_view ns, const Fingerprint& fp,
                                       std::span<const BlockKey> keys) {
   WMBT_RETURN_IF_ERROR(CheckKeysArgs("get", ns, keys.size()));
   wire::GetBlocksRequest req{std::string(ns), fp, {keys.begin(), keys.end()}};
   WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::GetBlocksResponse>(req.Encode()));
-  if (resp.payloads.size() != keys.size()) {
-    return Status::InvalidArgument("daemon answered a get of " + std::to_string(keys.size()) +
-                                   " keys with " + std::to_string(resp.payloads.size()) +
-                                   " payloads");
-  }
+  WMBT_RETURN_IF_ERROR(CheckAnswerCount(resp.payloads.size(), keys.size()));
   return Borrow(std::move(resp.payloads));
+}
+
+Status RemoteStore::GetBlocksInto(std::string_view ns, const Fingerprint& fp,
+                                  std::span<const BlockKey> keys,
+                                  std::span<const std::span<uint8_t>> dsts,
+                                  std::span<size_t> lens) {
+  WMBT_RETURN_IF_ERROR(CheckKeysArgs("get", ns, keys.size()));
+  wire::GetBlocksRequest req{std::string(ns), fp, {keys.begin(), keys.end()}};
+  WMBT_ASSIGN_OR_RETURN(wire::Message response, channel_->CallInto(req.Encode(), dsts));
+  WMBT_ASSIGN_OR_RETURN(auto resp, wire::GetBlocksResponse::Decode(response));
+  WMBT_RETURN_IF_ERROR(CheckAnswerCount(resp.payloads.size(), keys.size()));
+  return CopyBlocksInto(resp.payloads, dsts, lens);
 }
 
 Result<BufferSlice> RemoteStore::GetByContentHash(std::string_view ns, const ContentHash& hash) {

@@ -46,6 +46,9 @@ class RemoteStore final : public Store {
                               std::span<const BlockKey> keys) override;
   Result<Borrow> GetBlocks(std::string_view ns, const Fingerprint& fp,
                            std::span<const BlockKey> keys) override;
+  // Over TCP the payloads are received straight into dsts (Channel::CallInto).
+  Status GetBlocksInto(std::string_view ns, const Fingerprint& fp, std::span<const BlockKey> keys,
+                       std::span<const std::span<uint8_t>> dsts, std::span<size_t> lens) override;
   Result<BufferSlice> GetByContentHash(std::string_view ns, const ContentHash& hash) override;
   Status PutSidecar(std::string_view ns, const Fingerprint& fp, const BlockKey& tip,
                     ByteView bytes) override;

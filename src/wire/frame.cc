@@ -94,29 +94,41 @@ Result<FramedMessage> Frame(Message m, uint32_t max_body, PayloadCrcSource* crcs
   return f;
 }
 
-Result<Message> ParseBody(std::shared_ptr<const Buffer> body) {
-  const uint8_t* b = body->data();
-  const size_t n = body->size();
-  if (n < kBodyFixedBytes) {
-    return Status::InvalidArgument("frame body of " + std::to_string(n) +
+Result<BodyHead> ParseBodyHead(const uint8_t* in, size_t body_len) {
+  if (body_len < kBodyFixedBytes) {
+    return Status::InvalidArgument("frame body of " + std::to_string(body_len) +
                                    " bytes is shorter than the fixed " +
                                    std::to_string(kBodyFixedBytes) + "-byte message header");
   }
-  Message m;
-  m.id = LoadLe64(b);
-  m.op = LoadLe16(b + 8);
-  m.flags = LoadLe16(b + 10);
-  const uint32_t count = LoadLe32(b + 12);
-  const uint32_t fields_len = LoadLe32(b + 16);
-  if (count > kMaxPayloadsPerMessage || kBodyFixedBytes + 8ull * count + fields_len > n) {
-    return Status::InvalidArgument("frame body of " + std::to_string(n) + " bytes cannot hold " +
-                                   std::to_string(count) + " payload lengths and " +
-                                   std::to_string(fields_len) + " bytes of fields");
+  BodyHead h;
+  h.id = LoadLe64(in);
+  h.op = LoadLe16(in + 8);
+  h.flags = LoadLe16(in + 10);
+  h.payload_count = LoadLe32(in + 12);
+  h.fields_len = LoadLe32(in + 16);
+  if (h.payload_count > kMaxPayloadsPerMessage || h.bytes() > body_len) {
+    return Status::InvalidArgument("frame body of " + std::to_string(body_len) +
+                                   " bytes cannot hold " + std::to_string(h.payload_count) +
+                                   " payload lengths and " + std::to_string(h.fields_len) +
+                                   " bytes of fields");
   }
+  return h;
+}
+
+Result<Message> ParseBody(std::shared_ptr<const Buffer> body) {
+  const uint8_t* b = body->data();
+  const size_t n = body->size();
+  WMBT_ASSIGN_OR_RETURN(BodyHead head, ParseBodyHead(b, n));
+  Message m;
+  m.id = head.id;
+  m.op = head.op;
+  m.flags = head.flags;
+  const uint32_t count = head.payload_count;
+  const uint32_t fields_len = head.fields_len;
   const uint8_t* table = b + kBodyFixedBytes;
   const uint8_t* fields = table + 8ull * count;
   m.fields.assign(fields, fields + fields_len);
-  uint64_t offset = kBodyFixedBytes + 8ull * count + fields_len;
+  uint64_t offset = head.bytes();
   m.payloads.reserve(count);
   for (uint32_t i = 0; i < count; ++i) {
     const uint64_t len = LoadLe64(table + 8ull * i);
@@ -134,14 +146,16 @@ Result<Message> ParseBody(std::shared_ptr<const Buffer> body) {
   return m;
 }
 
+Status CheckBodyCrc(uint32_t expected, uint32_t actual) {
+  if (actual == expected) return Status::Ok();
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "frame CRC32C mismatch (envelope 0x%08x, body 0x%08x)", expected,
+                actual);
+  return Status::Corruption(buf);
+}
+
 Result<Message> ParseBody(std::shared_ptr<const Buffer> body, uint32_t expected_crc) {
-  const uint32_t crc = Crc32c(body->data(), body->size());
-  if (crc != expected_crc) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "frame CRC32C mismatch (envelope 0x%08x, body 0x%08x)",
-                  expected_crc, crc);
-    return Status::Corruption(buf);
-  }
+  WMBT_RETURN_IF_ERROR(CheckBodyCrc(expected_crc, Crc32c(body->data(), body->size())));
   return ParseBody(std::move(body));
 }
 

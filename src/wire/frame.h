@@ -67,6 +67,26 @@ inline constexpr size_t kPayloadCrcSourceBytesMin = 16 << 10;
 Result<FramedMessage> Frame(Message message, uint32_t max_body = kDefaultMaxBodyBytes,
                             PayloadCrcSource* crcs = nullptr);
 
+// The fixed part of a body (its first kBodyFixedBytes), which says how long the rest of its head
+// (the payload-length table and the fields) is: a receiver reads it before the payloads arrive,
+// to decide where they go (transport/tcp/frame_reader.h).
+struct BodyHead {
+  uint64_t id = 0;
+  uint16_t op = 0;
+  uint16_t flags = 0;
+  uint32_t payload_count = 0;
+  uint32_t fields_len = 0;
+  // The fixed part, the table and the fields: where the payloads begin.
+  uint64_t bytes() const { return kBodyFixedBytes + 8ull * payload_count + fields_len; }
+};
+
+// Reads the fixed part of a body of `body_len` bytes. InvalidArgument when the body is shorter
+// than the fixed part or than the head it announces, or has too many payloads.
+Result<BodyHead> ParseBodyHead(const uint8_t* in, size_t body_len);
+
+// Corruption naming both CRCs when the body's CRC32C `actual` is not the envelope's `expected`.
+Status CheckBodyCrc(uint32_t expected, uint32_t actual);
+
 // Parses a received body (CRC already checked by the caller, or checked here when `crc` is
 // given). Payload slices point into `body` (no copy). InvalidArgument on any inconsistency:
 // truncated fixed part, payload table longer than the body, lengths not summing to the body.

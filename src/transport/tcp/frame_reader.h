@@ -17,13 +17,24 @@
 //      reference count). At most two bodies are kept, one under kRecycleBytesMin and one at
 //      least that large, so a small response (a lookup's) between two large ones does not cost
 //      the large one its memory.
+//   6. With a payload placer set (a client's), a body's head (fixed part, length table, fields)
+//      is read whole into staging before anything is allocated for it, and the placer is asked
+//      where its payloads go. When it names a buffer of room for each payload (a caller's
+//      memory: wmbt_kv_get_kv_blocks_into), only the head gets a Buffer and each payload is
+//      received straight into its buffer (recvmsg over several, no copy in user space); the
+//      parsed Message's payloads then point there and own nothing. The CRC is checked over the
+//      head and the placed bytes once all have arrived: a mismatch (or a connection lost
+//      midway) leaves the placed buffers holding whatever came, and the caller reports the
+//      error. A body whose head does not fit in staging is never placed.
 //
 // Thread-safety: none; one reader per connection, used by one thread at a time.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "wire/frame.h"
@@ -41,6 +52,14 @@ class FrameReader {
 
   explicit FrameReader(uint32_t max_body_bytes, size_t staging_bytes = 64 << 10,
                        size_t recycle_bytes_max = 0);
+
+  // Invariant 6: asked once per body whose head has arrived, with the body's id and payload
+  // lengths; returns one buffer per payload, each with room for it, or an empty span for the
+  // usual body Buffer (anything else is taken as empty). The buffers must stay valid and
+  // untouched by others until the body is complete or the reader is abandoned.
+  using PayloadPlacer = std::function<std::span<const std::span<uint8_t>>(
+      uint64_t id, std::span<const uint64_t> lengths)>;
+  void set_payload_placer(PayloadPlacer placer) { placer_ = std::move(placer); }
 
   enum class ReadResult { kData, kWouldBlock, kEof };
   // One recv(2) from `fd` into the staging buffer or the body being received, with `flags`
@@ -73,12 +92,31 @@ class FrameReader {
 
  private:
   std::shared_ptr<Buffer> AllocateBody(size_t size);
+  // Invariant 6: true when the staged bytes after the envelope do not hold the body's whole head
+  // yet and it would fit in staging (wait for more); else false, having set up the body: placed
+  // when the placer gave buffers, else one Buffer.
+  Result<bool> AwaitHeadAndPlace(const wire::Envelope& env);
+  // Counts n received bytes against the segments.
+  void Advance(size_t n);
+  Result<wire::Message> FinishPlaced();
 
+  // How many iovecs one direct read fills at most.
+  static constexpr size_t kMaxReadIovecs = 64;
   uint32_t max_body_;
   std::vector<uint8_t> staging_;
   size_t begin_ = 0;  // staged, unconsumed bytes are [begin_, end_)
   size_t end_ = 0;
-  std::shared_ptr<Buffer> body_;  // non-null while receiving a body
+  std::shared_ptr<Buffer> body_;  // non-null while receiving a body (its head only, when placed)
+  // Where the body's bytes go, in order: body_ whole, or (placed) its head then each payload's
+  // buffer. segment_ is the one being filled, segment_filled_ its bytes so far.
+  std::vector<std::span<uint8_t>> segments_;
+  size_t segment_ = 0;
+  size_t segment_filled_ = 0;
+  size_t body_size_ = 0;
+  bool placed_ = false;
+  wire::BodyHead head_;  // of a placed body
+  PayloadPlacer placer_;
+  std::vector<uint64_t> lengths_;  // scratch for the placer
   std::shared_ptr<Buffer> spare_;  // invariant 5: the last large body handed out
   std::shared_ptr<Buffer> spare_small_;  // invariant 5: the last small body handed out
   size_t recycle_bytes_max_ = 0;

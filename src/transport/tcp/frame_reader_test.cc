@@ -7,7 +7,9 @@
 
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "base/endian.h"
 
@@ -326,6 +328,145 @@ TEST(FrameReader, ADontWaitReadOfAnEmptyBlockingSocketWouldBlock) {
   EXPECT_EQ(*rr, FrameReader::ReadResult::kWouldBlock);
   ::close(fds[0]);
   ::close(fds[1]);
+}
+
+// ---- Invariant 6: payloads received into the caller's buffers.
+
+// A message whose payload i holds `sizes[i]` bytes, byte j being i * 31 + j * 7 + id.
+wire::Message WithPayloads(uint64_t id, const std::vector<size_t>& sizes) {
+  wire::Message m;
+  m.id = id;
+  m.op = 6;
+  m.fields = {1, 2, 3};
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    auto b = Buffer::Allocate(sizes[i]);
+    for (size_t j = 0; j < sizes[i]; ++j) b->data()[j] = static_cast<uint8_t>(i * 31 + j * 7 + id);
+    m.payloads.push_back(BufferSlice{b, b->data(), b->size()});
+  }
+  return m;
+}
+
+// Buffers offered to a FrameReader for the message `id` only, and what it was asked.
+struct Placement {
+  uint64_t id = 0;
+  std::vector<std::vector<uint8_t>> memory;
+  std::vector<std::span<uint8_t>> buffers;
+  int asked = 0;
+  std::vector<uint64_t> lengths;
+
+  // Buffers of `rooms[i]` bytes each, zeroed.
+  Placement(uint64_t for_id, const std::vector<size_t>& rooms) : id(for_id) {
+    for (size_t room : rooms) memory.emplace_back(room, 0);
+    for (auto& m : memory) buffers.emplace_back(m.data(), m.size());
+  }
+  void Install(FrameReader& r) {
+    r.set_payload_placer([this](uint64_t got, std::span<const uint64_t> lens) {
+      ++asked;
+      lengths.assign(lens.begin(), lens.end());
+      return got == id ? std::span<const std::span<uint8_t>>(buffers)
+                       : std::span<const std::span<uint8_t>>();
+    });
+  }
+  bool Untouched() const {
+    for (const auto& m : memory) {
+      for (uint8_t b : m) {
+        if (b != 0) return false;
+      }
+    }
+    return true;
+  }
+};
+
+// True when `m`'s payloads are those of WithPayloads(m.id, sizes).
+bool HoldsPayloads(const wire::Message& m, const std::vector<size_t>& sizes) {
+  if (m.payloads.size() != sizes.size()) return false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (m.payloads[i].size != sizes[i]) return false;
+    for (size_t j = 0; j < sizes[i]; ++j) {
+      if (m.payloads[i].data[j] != static_cast<uint8_t>(i * 31 + j * 7 + m.id)) return false;
+    }
+  }
+  return true;
+}
+
+TEST(FrameReader, PayloadsArePlacedInTheCallersBuffersWhereverTheFrameIsCut) {
+  const std::vector<size_t> sizes = {5, 0, 40000, 70000};
+  const auto bytes = Bytes(WithPayloads(42, sizes));
+  const size_t head = wire::kEnvelopeBytes + wire::kBodyFixedBytes + 8 * sizes.size() + 3;
+  for (size_t cut : {size_t{1}, size_t{16}, size_t{30}, head - 1, head, head + 3, head + 5000,
+                     bytes.size() - 1, bytes.size()}) {
+    SocketPair s;
+    FrameReader r(1 << 20, 16 << 10);  // the client's staging size
+    Placement place(42, {8, 0, 40000, 80000});
+    place.Install(r);
+    s.Write({bytes.begin(), bytes.begin() + cut});
+    auto first = Drain(r, s.b);
+    wire::Message m =
+        first.empty() ? ReadOne(r, s, {bytes.begin() + cut, bytes.end()}) : std::move(first[0]);
+    EXPECT_EQ(m.id, 42u) << cut;
+    EXPECT_EQ(m.fields, (std::vector<uint8_t>{1, 2, 3})) << cut;
+    EXPECT_TRUE(HoldsPayloads(m, sizes)) << cut;
+    EXPECT_EQ(place.asked, 1) << cut;
+    EXPECT_EQ(place.lengths, (std::vector<uint64_t>{5, 0, 40000, 70000})) << cut;
+    for (size_t i : {0, 2, 3}) {
+      EXPECT_EQ(m.payloads[i].data, place.buffers[i].data()) << "payload " << i << ", cut " << cut;
+      EXPECT_EQ(m.payloads[i].owner, nullptr) << "a placed payload owns nothing";
+    }
+    EXPECT_FALSE(r.mid_frame());
+  }
+}
+
+TEST(FrameReader, WithoutRoomForEveryPayloadOrWithoutBuffersTheBodyIsReceivedAsUsual) {
+  const std::vector<size_t> sizes = {100, 30000};
+  for (const std::vector<size_t>& rooms : {std::vector<size_t>{100, 29999},  // one too small
+                                           std::vector<size_t>{100},         // one missing
+                                           std::vector<size_t>{}}) {         // none offered
+    SocketPair s;
+    FrameReader r(1 << 20, 16 << 10);
+    Placement place(8, rooms);
+    place.Install(r);
+    wire::Message m = ReadOne(r, s, Bytes(WithPayloads(8, sizes)));
+    EXPECT_TRUE(HoldsPayloads(m, sizes)) << rooms.size();
+    for (const BufferSlice& p : m.payloads) EXPECT_NE(p.owner, nullptr) << "a slice of the body";
+    EXPECT_TRUE(place.Untouched()) << rooms.size();
+  }
+}
+
+TEST(FrameReader, FramesPipelinedAroundAPlacedOneArriveWholeAndInOrder) {
+  SocketPair s;
+  std::vector<uint8_t> bytes;
+  for (uint64_t id : {1, 2, 3}) {
+    auto b = Bytes(WithPayloads(id, {3000, 20}));
+    bytes.insert(bytes.end(), b.begin(), b.end());
+  }
+  s.Write(bytes);
+  FrameReader r(1 << 20, 16 << 10);
+  Placement place(2, {3000, 20});
+  place.Install(r);
+  auto got = Drain(r, s.b);
+  ASSERT_EQ(got.size(), 3u);
+  for (uint64_t id : {1, 2, 3}) {
+    EXPECT_EQ(got[id - 1].id, id);
+    EXPECT_TRUE(HoldsPayloads(got[id - 1], {3000, 20})) << id;
+  }
+  EXPECT_EQ(got[1].payloads[0].data, place.buffers[0].data());
+  EXPECT_NE(got[0].payloads[0].data, place.buffers[0].data());
+  EXPECT_EQ(place.asked, 3);
+}
+
+TEST(FrameReader, APlacedBodyWithABadCrcIsCorruptionNamingTheRequest) {
+  SocketPair s;
+  auto bytes = Bytes(WithPayloads(77, {10, 20}));
+  bytes.back() ^= 1;  // a bit of the last payload flipped in transit
+  s.Write(bytes);
+  FrameReader r(1 << 20, 16 << 10);
+  Placement place(77, {10, 20});
+  place.Install(r);
+  Status error;
+  EXPECT_TRUE(Drain(r, s.b, &error).empty());
+  EXPECT_EQ(error.code(), Code::kCorruption) << error.ToString();
+  EXPECT_EQ(r.rejected_id(), 77u);
+  EXPECT_EQ(r.rejected_op(), 6u);
 }
 
 }  // namespace

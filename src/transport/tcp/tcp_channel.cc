@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -55,6 +56,11 @@ struct PendingCall {
   std::condition_variable cv;
   bool done = false;
   std::optional<Result<wire::Message>> result;
+  // Buffers for the response's payloads (Channel::CallInto); empty for the usual slices.
+  std::span<const std::span<uint8_t>> dsts;
+  // The reader is receiving this call's response into dsts: the call must not return (and its
+  // caller reuse the buffers) before the reader is done with them (Connection::Place).
+  bool placing = false;
 };
 
 // One TCP connection to the daemon. There is no reader thread: the callers read the socket
@@ -70,7 +76,10 @@ class Connection {
       : fd_(fd),
         where_(std::move(where)),
         reader_(max_frame, kClientStagingBytes, kClientRecycleBytesMax),
-        sync_waits_(sync_waits) {}
+        sync_waits_(sync_waits) {
+    reader_.set_payload_placer(
+        [this](uint64_t id, std::span<const uint64_t> lengths) { return Place(id, lengths); });
+  }
 
   // Every caller holds a reference while it uses the connection, so nobody reads any more.
   ~Connection() { ::close(fd_); }
@@ -159,6 +168,7 @@ class Connection {
     // long the whole wait took, when it ends.
     bool learn = false;
     auto answer = [&] {
+      AwaitPlacementEndLocked(call, l, clock);
       // Only answers teach it: a dead connection or an early error is not a sync.
       if (learn && call.result->ok()) sync_waits_.spin.Waited(clock.NowMicros() - start);
       return std::move(*call.result);
@@ -170,13 +180,23 @@ class Connection {
         const uint64_t now = first ? start : clock.NowMicros();
         const uint64_t elapsed = now > start ? now - start : 0;
         if (elapsed >= timeout_micros) {
-          EraseLocked(id);
-          WakeNextReaderLocked();  // it may have been handed the reading: pass it on
-          return Status::Unavailable(
+          Status late = Status::Unavailable(
               "no response from wombatkvd at " + where_ + " within " +
               std::to_string(timeout_micros / 1000) +
               " ms; the call may or may not have taken effect (is the daemon stopped or "
               "overloaded? WMBT_KV_REQUEST_TIMEOUT_MS sets how long a call waits)");
+          if (call.placing) {
+            // Its response is being received into the caller's buffers: the rest can never be
+            // skipped, so the connection goes, and the call waits until nobody writes there.
+            l.unlock();
+            Kill(late);
+            l.lock();
+            AwaitPlacementEndLocked(call, l, clock);
+            return late;
+          }
+          EraseLocked(id);
+          WakeNextReaderLocked();  // it may have been handed the reading: pass it on
+          return late;
         }
         wait = timeout_micros - elapsed;
       }
@@ -190,7 +210,7 @@ class Connection {
           learn = SpinForResponse(call, clock, sync, wait) && sync;
           l.lock();
           if (call.done) {
-            reading_ = false;
+            StopReadingLocked();
             WakeNextReaderLocked();
             last_answer_us_.store(clock.NowMicros(), std::memory_order_relaxed);
             return answer();
@@ -205,7 +225,7 @@ class Connection {
         l.unlock();
         ReadSome(direct ? 0 : wait);
         l.lock();
-        reading_ = false;
+        StopReadingLocked();
         if (call.done) {
           WakeNextReaderLocked();
           last_answer_us_.store(clock.NowMicros(), std::memory_order_relaxed);
@@ -296,10 +316,63 @@ class Connection {
     return SyncPoll(sync_waits_.spin, &sync_waits_.gate, clock, wait, answered);
   }
 
+  // The reader's payload placer (frame_reader.h invariant 6): the buffers of call `id` when it
+  // has buffers for exactly these payloads, each with room; it is then `placing` until its
+  // response is delivered or the connection dies.
+  std::span<const std::span<uint8_t>> Place(uint64_t id, std::span<const uint64_t> lengths) {
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto& [call_id, call] : calls_) {
+      if (call_id != id) continue;
+      if (call->dsts.size() != lengths.size()) return {};
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        if (call->dsts[i].size() < lengths[i]) return {};
+      }
+      call->placing = true;
+      placing_ = call;
+      return call->dsts;
+    }
+    return {};
+  }
+
+  // The reader leaves the socket. A call waiting for it to (AwaitPlacementEndLocked) may go on.
+  // REQUIRES: mu_ held.
+  void StopReadingLocked() {
+    reading_ = false;
+    if (placing_ != nullptr) placing_->cv.notify_all();
+  }
+
+  // A call that was being answered into its buffers when the connection died may return only
+  // once no reader can write there again: once the reader has left the socket (Kill shut it
+  // down, so it leaves soon, and releases the call: ReadSome); with nobody reading, nobody will
+  // read this connection again. REQUIRES: mu_ held through `l`.
+  void AwaitPlacementEndLocked(PendingCall& call, std::unique_lock<std::mutex>& l, Clock& clock) {
+    while (call.placing) {
+      if (!reading_) {
+        call.placing = false;
+        placing_ = nullptr;
+        return;
+      }
+      clock.WaitFor(call.cv, l, 1'000'000);
+    }
+  }
+
+  // ReadSomeFrames, after which a call whose placed response the connection's death cut short is
+  // released to its waiter (AwaitPlacementEndLocked).
+  bool ReadSome(uint64_t timeout_micros, int flags = 0) {
+    const bool read = ReadSomeFrames(timeout_micros, flags);
+    std::lock_guard<std::mutex> g(mu_);
+    if (dead_ && placing_ != nullptr) {
+      placing_->placing = false;
+      placing_->cv.notify_all();
+      placing_ = nullptr;
+    }
+    return read;
+  }
+
   // One read(2) and the delivery of every frame it completed. Only the current reader calls
   // it (reading_ set). `timeout_micros` bounds the wait for bytes (0 = none); `flags` are
   // recv(2)'s (MSG_DONTWAIT: do not wait at all). False when nothing was read.
-  bool ReadSome(uint64_t timeout_micros, int flags = 0) {
+  bool ReadSomeFrames(uint64_t timeout_micros, int flags) {
     if (timeout_micros > 0) {
       pollfd p{fd_, POLLIN, 0};
       const int ms = static_cast<int>(std::min<uint64_t>((timeout_micros + 999) / 1000,
@@ -337,6 +410,10 @@ class Connection {
       if (m.id == 0) server_error_ = wire::ResponseStatus(m).ToString();
       return;
     }
+    if (call->placing) {  // the reader is done with its buffers
+      call->placing = false;
+      placing_ = nullptr;
+    }
     call->result.emplace(std::move(m));
     call->done = true;
     call->cv.notify_one();
@@ -366,6 +443,7 @@ class Connection {
   // call in flight per calling thread; registering one then allocates nothing once it has grown.
   std::vector<std::pair<uint64_t, PendingCall*>> calls_;
   std::string server_error_;
+  PendingCall* placing_ = nullptr;  // the call whose response the reader receives into its dsts
   std::atomic<uint64_t> last_answer_us_{0};  // read without mu_ before each send
   bool spin_enabled_ = true;  // set before the connection is shared
   AdaptiveSpin spin_{kClientSpin};  // used only by the current reader
@@ -389,6 +467,11 @@ class TcpChannel final : public Channel {
   }
 
   Result<wire::Message> Call(wire::Message request) override {
+    return CallInto(std::move(request), {});
+  }
+
+  Result<wire::Message> CallInto(wire::Message request,
+                                 std::span<const std::span<uint8_t>> dsts) override {
     request.id = next_id_.fetch_add(1, std::memory_order_relaxed);
     request.flags &= static_cast<uint16_t>(~wire::kFlagResponse);
     const uint16_t op = request.op;
@@ -396,7 +479,7 @@ class TcpChannel final : public Channel {
     for (int attempt = 0;; ++attempt) {
       WMBT_ASSIGN_OR_RETURN(std::shared_ptr<Connection> conn, Current());
       bool sent = false;
-      auto r = Exchange(*conn, frame, op, &sent, options_.request_timeout_ms);
+      auto r = Exchange(*conn, frame, op, &sent, options_.request_timeout_ms, dsts);
       // A request that never fully left this process cannot have taken effect: it is safe to
       // send again once, on a fresh connection (the daemon restarted while we were idle).
       if (!r.ok() && !sent && attempt == 0) continue;
@@ -418,7 +501,8 @@ class TcpChannel final : public Channel {
   }
 
   Result<wire::Message> Exchange(Connection& conn, const wire::FramedMessage& frame, uint16_t op,
-                                 bool* sent, uint64_t timeout_ms) {
+                                 bool* sent, uint64_t timeout_ms,
+                                 std::span<const std::span<uint8_t>> dsts = {}) {
     const uint64_t body = frame.total_bytes() - wire::kEnvelopeBytes;
     if (body > conn.server_max_frame) {
       *sent = true;  // a retry would not help
@@ -429,6 +513,7 @@ class TcpChannel final : public Channel {
     }
     const uint64_t id = LoadId(frame);
     PendingCall call;
+    call.dsts = dsts;
     bool alone = false;
     if (!conn.Register(id, &call, &alone)) return Status::Unavailable("connection lost");
     // Only a connection that has been quiet can have been closed by the daemon unnoticed (idle
