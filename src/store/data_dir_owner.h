@@ -10,7 +10,13 @@
 
 namespace wombatkv {
 
-// This process's note, naming `program` (default: this program's short name).
+// Names this process in the notes it writes from now on, whatever its executable is called, so
+// that a copy or link of `wombatkv` under another name is still known as a wombatkv command.
+// The tools call it first thing in main, before any thread starts.
+void SetOwnerProgram(std::string_view program);
+
+// This process's note, naming `program` (default: SetOwnerProgram's, else this executable's
+// short name).
 std::string DataDirOwnerNote(std::string_view program = {});
 
 // Whether `message` (a "data directory ... is in use" error) names a holder running `program`.

@@ -380,6 +380,15 @@ if lock_data_dir "pid 1 (wombatkv) on host test"; then
     "waiting for another wombatkv command"
   unlock_data_dir
 fi
+# The note names the program, not its file: a linked or copied wombatkv is still waited for.
+ln -sf "$WKV" "$TMP/wkv-renamed"
+run "$TMP/wkv-renamed" lookup "$K1"
+check_rc "wombatkv run under another name" 0
+if grep -q "(wombatkv) on host" "$WMBT_KV_DATA_DIR/LOCK"; then
+  pass "a wombatkv run under another name notes the directory as held by wombatkv"
+else
+  fail "a wombatkv run under another name noted the directory as: $(cat "$WMBT_KV_DATA_DIR/LOCK")"
+fi
 
 # ---- a data directory this user may not write: exit 8, not "in use" ---------------------------
 

@@ -82,7 +82,7 @@ bool HeldByAnotherCommand(const Status& s) {
 // Whether some process holds the data directory's LOCK now (taken and let go at once if not,
 // noted as a wombatkv command's, so that another command waiting meanwhile waits on).
 bool LockIsHeld(const std::string& data_dir) {
-  auto lock = PosixFileSystem()->LockFile(data_dir + "/LOCK", DataDirOwnerNote("wombatkv"));
+  auto lock = PosixFileSystem()->LockFile(data_dir + "/LOCK", DataDirOwnerNote());
   return !lock.ok() && lock.status().code() == Code::kFailedPrecondition;
 }
 

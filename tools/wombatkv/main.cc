@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/nearest_words.h"
+#include "store/data_dir_owner.h"
 #include "tools/wombatkv/commands.h"
 #include "tools/wombatkv/exit_codes.h"
 #include "tools/wombatkv/setting_flags.h"
@@ -215,5 +216,7 @@ int Main(int argc, char** argv) {
 }  // namespace wombatkv::cli
 
 int main(int argc, char** argv) {
+  // A copy or link under another name still notes its data directory as held by wombatkv.
+  wombatkv::SetOwnerProgram("wombatkv");
   return wombatkv::cli::RunMain("wombatkv", wombatkv::cli::Main, argc, argv);
 }

@@ -50,7 +50,7 @@ int OpenOfflinePlanes(Context& ctx, bool want_l1, bool writes, OfflinePlanes* ou
     return kExitOk;
   }
   // Noted as a wombatkv command's: another one waits for it (--lock-wait).
-  auto lock = fs->LockFile(dir + "/LOCK", DataDirOwnerNote("wombatkv"));
+  auto lock = fs->LockFile(dir + "/LOCK", DataDirOwnerNote());
   if (!lock.ok()) {
     if (!writes && lock.status().code() == Code::kPermissionDenied) {
       out->l1_note = "this user may not write " + dir + " (" + lock.status().message() +

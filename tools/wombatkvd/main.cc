@@ -22,6 +22,7 @@
 #include "daemon/daemon.h"
 #include "daemon/daemon_settings.h"
 #include "setup/store_from_config.h"
+#include "store/data_dir_owner.h"
 #include "tools/wombatkv/output.h"
 #include "tools/wombatkv/setting_flags.h"
 
@@ -331,5 +332,7 @@ int Main(int argc, char** argv) {
 }  // namespace wombatkv
 
 int main(int argc, char** argv) {
+  // A copy or link under another name still notes its data directory as held by wombatkvd.
+  wombatkv::SetOwnerProgram("wombatkvd");
   return wombatkv::cli::RunMain("wombatkvd", wombatkv::Main, argc, argv);
 }
