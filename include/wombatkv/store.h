@@ -125,6 +125,12 @@ struct StoreOptions {
   uint64_t l2_list_lag_us = 0;
   // Deletes one GC pass attempts at most (0 = unbounded); the rest wait for the next pass.
   size_t gc_deletes_per_pass = 4096;
+  // Refresh() in the background this often (WMBT_KV_REFRESH_INTERVAL), so that what other hosts
+  // publish to the same L2 becomes visible here without a call (G11: within about this interval
+  // plus one refresh's duration; StoreStats::refresh_staleness_us measures it). With an injected
+  // executor or clock there is no timer: refreshes are started by puts and gets. 0 = only at
+  // open and on Refresh().
+  uint64_t refresh_interval_ms = 0;
 
   // Injected planes and environment (not owned; must outlive the Store). Null = the default:
   // FsObjectStore under data_dir/l2, RocksDB under data_dir/l1, the real clock, the POSIX file
@@ -292,6 +298,11 @@ struct StoreStats {
   // writing them raw (l2_put_bytes counts what was written)
   uint64_t l2_blobs_compressed = 0;
   uint64_t l2_compress_saved_bytes = 0;
+  // Refresh (G11): completed (at open, Refresh(), automatic), failed, and *now* how long ago the
+  // last completed one began (what other hosts published before then is visible here)
+  uint64_t refreshes = 0;
+  uint64_t refresh_failures = 0;
+  uint64_t refresh_staleness_us = 0;
 };
 
 // L2 bytes one fingerprint's heads reference (part of NamespaceUsage).

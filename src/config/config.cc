@@ -397,6 +397,13 @@ Status SetGcInterval(Config& c, std::string_view v) {
   return Status::Ok();
 }
 
+Status SetRefreshInterval(Config& c, std::string_view v) {
+  auto us = ParseDurationMicros(v);
+  if (!us) return Bad("WMBT_KV_REFRESH_INTERVAL", v, "a duration such as 10s or 1m, or 0 for off");
+  c.refresh_interval_us = *us;
+  return Status::Ok();
+}
+
 Status SetS3ListLag(Config& c, std::string_view v) {
   if (v == "auto") {
     c.s3_list_lag_us.reset();
@@ -553,6 +560,11 @@ const std::vector<Setting>& Table() {
         "work, deleting the blobs eviction stopped referencing once older than "
         "WMBT_KV_GC_GRACE; 0 = off (docs/capacity.md)."},
        SetGcInterval, false},
+      {{"WMBT_KV_REFRESH_INTERVAL", "0 (off)",
+        "The store loads what other hosts published to the same L2 this often (G11), so their "
+        "chains become visible without a restart or a refresh call; 0 = only at open and on "
+        "request (docs/s3.md)."},
+       SetRefreshInterval, false},
       {{"WMBT_KV_S3_LIST_LAG", "auto: 0 for the local directory, 10s for S3",
         "The longest an L2 listing may lag behind a chain head write; orphan GC (the store's, "
         "wombatkv gc, wombatkv audit --repair) waits this long before re-checking the heads "
@@ -812,6 +824,7 @@ std::string Config::Describe() const {
   line("WMBT_KV_NAMESPACE_TTL", NamespaceValuesText(namespace_ttl_seconds, "s"));
   line("WMBT_KV_PUBLISH_GRACE", std::to_string(publish_grace_seconds) + "s");
   line("WMBT_KV_GC_INTERVAL", std::to_string(gc_interval_us / 1000000) + "s");
+  line("WMBT_KV_REFRESH_INTERVAL", std::to_string(refresh_interval_us / 1000) + "ms");
   line("WMBT_KV_S3_LIST_LAG",
        s3_list_lag_us ? std::to_string(*s3_list_lag_us / 1000) + "ms" : std::string("auto"));
   return out;

@@ -132,6 +132,9 @@ struct Config {
   // A store under a budget or TTL runs orphan GC this often in its background work
   // (WMBT_KV_GC_INTERVAL); 0 = never (then only `wombatkv gc` deletes orphans).
   uint64_t gc_interval_us = 60ull * 1000000;
+  // The store refreshes from L2 this often (WMBT_KV_REFRESH_INTERVAL), so that chains other hosts
+  // publish to the same bucket become visible without a restart or `refresh`; 0 = never.
+  uint64_t refresh_interval_us = 0;
   // The longest an L2 listing may lag behind a head write (WMBT_KV_S3_LIST_LAG): orphan GC waits
   // this long before its re-check (gc/orphan_gc.h R3). nullopt = "auto", resolved by ListLagMicros
   // (0 for the local directory, kS3ListLagDefaultUs for S3).

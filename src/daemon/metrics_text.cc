@@ -43,9 +43,10 @@ class Page {
     Family(name, type, help);
     Sample(name, "", value);
   }
-  // A one-sample counter of seconds, kept in microseconds.
-  void OneSeconds(const char* name, const char* help, uint64_t micros) {
-    Family(name, "counter", help);
+  // A one-sample counter (or gauge) of seconds, kept in microseconds.
+  void OneSeconds(const char* name, const char* help, uint64_t micros,
+                  const char* type = "counter") {
+    Family(name, type, help);
     SampleSeconds(name, "", micros);
   }
   std::string Take() { return std::move(out_); }
@@ -214,6 +215,15 @@ void RenderStore(Page& p, const StoreStats& s) {
         "Blobs written to L2 zstd-compressed (WMBT_KV_BLOCK_COMPRESS).", s.l2_blobs_compressed);
   p.One("wombatkv_l2_compress_saved_bytes_total", "counter",
         "L2 bytes compression saved against writing those blobs raw.", s.l2_compress_saved_bytes);
+  p.One("wombatkv_refreshes_total", "counter",
+        "Refreshes from L2 completed (at open, on request, automatic: WMBT_KV_REFRESH_INTERVAL).",
+        s.refreshes);
+  p.One("wombatkv_refresh_failures_total", "counter", "Refreshes from L2 that failed.",
+        s.refresh_failures);
+  p.OneSeconds("wombatkv_refresh_staleness_seconds",
+               "How long ago the last completed refresh began: what other hosts published "
+               "before then is visible here.",
+               s.refresh_staleness_us, "gauge");
   p.One("wombatkv_l2_gets_total", "counter", "Objects read from L2.", s.l2_gets);
   p.One("wombatkv_l2_get_bytes_total", "counter", "Bytes read from L2.", s.l2_get_bytes);
   p.One("wombatkv_l2_errors_total", "counter", "Failed L2 (S3 or directory) operations.",

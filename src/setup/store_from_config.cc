@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -79,6 +80,9 @@ Result<std::shared_ptr<Store>> OpenStoreFromConfig(const Config& config, const S
   options.l2_list_lag_us = ListLagMicros(config);
   options.background_gc = config.gc_interval_us > 0;
   if (config.gc_interval_us > 0) options.gc_interval_ms = config.gc_interval_us / 1000;
+  if (config.refresh_interval_us > 0) {
+    options.refresh_interval_ms = std::max<uint64_t>(1, config.refresh_interval_us / 1000);
+  }
   options.object_store = l2.get();  // null: the local directory
   options.payload_allocator = setup.payload_allocator.get();
   options.get_bytes_max = setup.get_bytes_max;

@@ -81,6 +81,9 @@ inline constexpr StoreStatsField kStoreStatsFields[] = {
     {"cache_budget_bytes", &StoreStats::cache_budget_bytes},
     {"l2_blobs_compressed", &StoreStats::l2_blobs_compressed},
     {"l2_compress_saved_bytes", &StoreStats::l2_compress_saved_bytes},
+    {"refreshes", &StoreStats::refreshes},
+    {"refresh_failures", &StoreStats::refresh_failures},
+    {"refresh_staleness_us", &StoreStats::refresh_staleness_us},
 };
 
 static_assert(sizeof(kStoreStatsFields) / sizeof(kStoreStatsFields[0]) * sizeof(uint64_t) ==

@@ -20,22 +20,6 @@ namespace {
 
 constexpr uint64_t kHour = 3600ull * 1000000;
 
-// Wall time that moves only when the test says so (2025-01-01 at the start).
-class FakeClock final : public Clock {
- public:
-  uint64_t NowMicros() override { return now_us_.load(); }
-  uint64_t WallMicros() override { return 1735689600ull * 1000000 + now_us_.load(); }
-  void SleepMicros(uint64_t micros) override { now_us_ += micros; }
-  bool WaitFor(std::condition_variable&, std::unique_lock<std::mutex>&, uint64_t micros) override {
-    now_us_ += micros;
-    return false;
-  }
-  void Advance(uint64_t micros) { now_us_ += micros; }
-
- private:
-  std::atomic<uint64_t> now_us_{0};
-};
-
 const Fingerprint kFp = Fp(3);
 
 // A deterministic store: fake clock, inline executor (background work runs only when a call

@@ -1,7 +1,8 @@
 // StoreImpl: the engine behind Store. It only composes planes; each plane is its own module.
 // The .cc files are split by operation: store_open.cc (open, L1 load, refresh/reconcile),
 // store_write.cc (put, publish, sidecar put), store_read.cc (lookup, get, stats),
-// store_evict.cc (usage accounting, use stamps, eviction; docs/capacity.md).
+// store_evict.cc (usage accounting, use stamps, eviction; docs/capacity.md), store_gc.cc (orphan
+// GC), store_auto_refresh.cc (refreshes in the background).
 //
 // Locking (always acquired in this order, never the reverse):
 //   refresh_mu_          one Refresh at a time (held across its L2 listing and reads)
@@ -328,6 +329,13 @@ class StoreImpl final : public Store {
   void BackgroundPass();
   void EvictorLoop();  // the timer thread of a store with its own executor
   EvictionReport EvictPass();
+  // --- automatic refresh (store_auto_refresh.cc) ---
+  // With an injected executor or clock: starts a refresh on the executor when the interval has
+  // passed since the last one began (puts and gets call it). With the store's timer: nothing.
+  void MaybeScheduleRefresh();
+  void AutoRefresh();                     // one refresh; a failure is logged within a budget
+  void RefresherLoop();                   // the timer thread of a store with its own executor
+  Result<RefreshReport> RefreshLocked();  // REQUIRES: refresh_mu_
   // --- orphan GC (store_gc.cc) ---
   // After a background eviction pass: a GC pass if background GC is on and its interval passed.
   void MaybeCollectOrphans();
@@ -448,6 +456,13 @@ class StoreImpl final : public Store {
   std::unordered_set<ChainId, EngineKeyHash> async_chains_;  // GUARDED_BY(async_mu_)
   size_t async_pending_ = 0;  // GUARDED_BY(async_mu_): AsyncBegan - AsyncEnded
   std::mutex refresh_mu_;
+  // Automatic refresh (store_auto_refresh.cc). last_refresh_us_: when the last completed refresh
+  // began (monotonic clock, at least 1; 0 = none yet).
+  std::atomic<uint64_t> last_refresh_us_{0};
+  std::atomic<uint64_t> next_refresh_us_{0};
+  std::atomic<bool> refresh_queued_{false};
+  std::unique_ptr<Executor> refresh_thread_;  // only with an internal executor and clock
+  LogBudget refresh_warnings_{5, 600'000'000};
 
   // Capacity.
   UsageLedger ledger_;  // in step with index_ (changed under index_mu_ held exclusively)
@@ -472,6 +487,7 @@ class StoreImpl final : public Store {
   std::atomic<uint64_t> next_pass_us_{0};  // monotonic clock
   std::atomic<bool> evict_stopped_{true};  // until Init has finished, and from the destructor
   std::unique_ptr<Executor> evict_thread_;  // only with an internal executor and eviction set
+  // The timer threads (evictor, refresher) wait here; the destructor wakes them.
   std::mutex evict_wait_mu_;
   std::condition_variable evict_wait_cv_;
 
@@ -495,6 +511,7 @@ class StoreImpl final : public Store {
     std::atomic<uint64_t> gc_passes{0}, gc_blobs_deleted{0}, gc_bytes_freed{0};
     std::atomic<uint64_t> gc_delete_failures{0};
     std::atomic<uint64_t> put_blocks_helped{0};
+    std::atomic<uint64_t> refreshes{0}, refresh_failures{0};
   };
   mutable Counters counters_;
 };

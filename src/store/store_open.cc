@@ -44,15 +44,14 @@ StoreImpl::~StoreImpl() {
     std::unique_lock<std::mutex> g(async_mu_);
     async_cv_.wait(g, [&] { return async_pending_ == 0; });
   }
-  // No new eviction pass from here on; a queued one returns at once.
+  // No new eviction pass or automatic refresh from here on; a queued one returns at once.
   const bool opened = !evict_stopped_.exchange(true);
-  if (evict_thread_) {
-    {
-      std::lock_guard<std::mutex> g(evict_wait_mu_);
-      evict_wait_cv_.notify_all();
-    }
-    evict_thread_->Drain();
+  {
+    std::lock_guard<std::mutex> g(evict_wait_mu_);
+    evict_wait_cv_.notify_all();
   }
+  if (evict_thread_) evict_thread_->Drain();
+  if (refresh_thread_) refresh_thread_->Drain();
   // Background uploads reference this object: let them finish before the planes go away.
   upload_gate_.ReleaseAll();
   executor_->Drain();
@@ -149,6 +148,12 @@ Status StoreImpl::Init() {
     // passes are started by operations instead.
     evict_thread_ = NewThreadPoolExecutor(1, "wmbt-evict");
     evict_thread_->Submit([this] { EvictorLoop(); });
+  }
+  next_refresh_us_ = clock_->NowMicros() + options_.refresh_interval_ms * 1000;
+  if (options_.refresh_interval_ms > 0 && options_.executor == nullptr &&
+      options_.clock == nullptr) {
+    refresh_thread_ = NewThreadPoolExecutor(1, "wmbt-refresh");
+    refresh_thread_->Submit([this] { RefresherLoop(); });
   }
   if (l1_was_empty && report->chains_added > 0) {
     const size_t n = report->chains_added;
@@ -550,6 +555,18 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
 
 Result<RefreshReport> StoreImpl::Refresh() {
   std::lock_guard<std::mutex> g(refresh_mu_);
+  const uint64_t began = std::max<uint64_t>(1, clock_->NowMicros());
+  auto report = RefreshLocked();
+  if (!report.ok()) {
+    counters_.refresh_failures++;
+    return report;
+  }
+  counters_.refreshes++;
+  last_refresh_us_.store(began, std::memory_order_relaxed);
+  return report;
+}
+
+Result<RefreshReport> StoreImpl::RefreshLocked() {
   RefreshReport report;
   WMBT_ASSIGN_OR_RETURN(std::vector<std::string> namespaces, ListNamespacesInL2());
   std::set<std::string> in_l2(namespaces.begin(), namespaces.end());

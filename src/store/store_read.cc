@@ -47,7 +47,10 @@ std::optional<Result<Borrow>> StoreImpl::ReadBlocks(std::string_view ns, const F
   if (Status s = CheckKeysArgs("get", ns, keys.size()); !s.ok()) return R(s);
   const uint32_t tick = RefreshUseTick();  // a get is a use of the blocks it resolves
   // A pass may run on the caller's thread (inline executor): only a call that may block starts it.
-  if (may_block) MaybeScheduleEviction(/*urgent=*/false);
+  if (may_block) {
+    MaybeScheduleEviction(/*urgent=*/false);
+    MaybeScheduleRefresh();
+  }
   std::vector<BlockMeta> metas(keys.size());
   size_t matched;
   {
@@ -386,6 +389,12 @@ StoreStats StoreImpl::Stats() {
   s.gc_blobs_deleted = k.gc_blobs_deleted;
   s.gc_bytes_freed = k.gc_bytes_freed;
   s.gc_delete_failures = k.gc_delete_failures;
+  s.refreshes = k.refreshes;
+  s.refresh_failures = k.refresh_failures;
+  if (const uint64_t began = last_refresh_us_.load(std::memory_order_relaxed); began > 0) {
+    const uint64_t now = clock_->NowMicros();
+    s.refresh_staleness_us = now > began ? now - began : 0;
+  }
   if (disk_cache_) {
     const DiskCacheStats d = disk_cache_->Stats();
     s.disk_cache_bytes = d.bytes;

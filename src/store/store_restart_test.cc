@@ -230,5 +230,73 @@ TEST(StoreRefresh, G11AnotherProcessPublishIsVisibleAfterRefresh) {
   EXPECT_EQ(*(*b)->LookupPrefix("default", kFp, c.keys), 3u);
 }
 
+// G11 with WMBT_KV_REFRESH_INTERVAL: another host's publish is loaded without a Refresh call,
+// once the interval has passed, and the staleness the stats report is the time since the last
+// refresh began. Fake clock, inline executor: the refresh is started by a get and runs when the
+// executor is drained.
+TEST(StoreRefresh, G11WithAnIntervalAnotherHostsPublishIsLoadedWithoutACall) {
+  TempDir shared;
+  auto l2_a = NewFsObjectStore(shared.path() + "/bucket", PosixFileSystem());
+  auto l2_b = NewFsObjectStore(shared.path() + "/bucket", PosixFileSystem());
+  FakeClock clock;
+  clock.Advance(1'000'000);
+  auto executor = NewInlineExecutor();
+  StoreOptions oa, ob;
+  oa.data_dir = shared.path() + "/host-a";
+  ob.data_dir = shared.path() + "/host-b";
+  oa.object_store = l2_a.get();
+  ob.object_store = l2_b.get();
+  ob.clock = &clock;
+  ob.executor = executor.get();
+  ob.refresh_interval_ms = 5'000;
+  auto a = Store::Open(oa);
+  auto b = Store::Open(ob);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ((*b)->Stats().refreshes, 1u) << "the open's";
+  EXPECT_EQ((*b)->Stats().refresh_staleness_us, 0u);
+
+  auto c = MakeChain(3, 500, 4);
+  PutAndPublish(**a, c);
+  clock.Advance(4'999'000);
+  EXPECT_TRUE((*b)->GetBlocks("default", kFp, c.keys).status().IsNotFound());
+  executor->Drain();
+  EXPECT_EQ(*(*b)->LookupPrefix("default", kFp, c.keys), 0u) << "before the interval";
+  EXPECT_EQ((*b)->Stats().refresh_staleness_us, 4'999'000u);
+
+  clock.Advance(1'000);
+  EXPECT_TRUE((*b)->GetBlocks("default", kFp, c.keys).status().IsNotFound());
+  executor->Drain();
+  EXPECT_EQ(*(*b)->LookupPrefix("default", kFp, c.keys), 3u) << "loaded by the interval's refresh";
+  EXPECT_EQ((*b)->Stats().refreshes, 2u);
+  EXPECT_EQ((*b)->Stats().refresh_staleness_us, 0u);
+  EXPECT_EQ((*b)->Stats().refresh_failures, 0u);
+}
+
+// The same with the store's own timer (real clock and threads): B sees A's publish by itself.
+// Bounded by a minute of polling, not a timing assertion.
+TEST(StoreRefresh, G11WithAnIntervalAStoreOfItsOwnRefreshesOnATimer) {
+  TempDir shared;
+  auto l2_a = NewFsObjectStore(shared.path() + "/bucket", PosixFileSystem());
+  auto l2_b = NewFsObjectStore(shared.path() + "/bucket", PosixFileSystem());
+  StoreOptions oa, ob;
+  oa.data_dir = shared.path() + "/host-a";
+  ob.data_dir = shared.path() + "/host-b";
+  oa.object_store = l2_a.get();
+  ob.object_store = l2_b.get();
+  ob.refresh_interval_ms = 10;
+  auto a = Store::Open(oa);
+  auto b = Store::Open(ob);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto c = MakeChain(3, 500, 4);
+  PutAndPublish(**a, c);
+  Clock* clock = RealClock();
+  const uint64_t give_up = clock->NowMicros() + 60'000'000;
+  while (*(*b)->LookupPrefix("default", kFp, c.keys) == 0 && clock->NowMicros() < give_up) {
+    clock->SleepMicros(1'000);
+  }
+  EXPECT_EQ(*(*b)->LookupPrefix("default", kFp, c.keys), 3u) << "no refresh within a minute";
+  EXPECT_GE((*b)->Stats().refreshes, 2u);
+}
+
 }  // namespace
 }  // namespace wombatkv::testing

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -44,6 +47,22 @@ inline Fingerprint Fp(uint8_t v) {
   f.bytes.fill(v);
   return f;
 }
+
+// Wall time that moves only when the test says so (2025-01-01 at the start).
+class FakeClock final : public Clock {
+ public:
+  uint64_t NowMicros() override { return now_us_.load(); }
+  uint64_t WallMicros() override { return 1735689600ull * 1000000 + now_us_.load(); }
+  void SleepMicros(uint64_t micros) override { now_us_ += micros; }
+  bool WaitFor(std::condition_variable&, std::unique_lock<std::mutex>&, uint64_t micros) override {
+    now_us_ += micros;
+    return false;
+  }
+  void Advance(uint64_t micros) { now_us_ += micros; }
+
+ private:
+  std::atomic<uint64_t> now_us_{0};
+};
 
 // An in-memory L1 for tests to derive from: override Write to watch or refuse what is written.
 class MemMetaStoreWrapper : public MetaStore {

@@ -97,6 +97,7 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocksImpl(std::string_view ns,
     }
   }
   MaybeScheduleEviction(/*urgent=*/false);
+  MaybeScheduleRefresh();
   return hashes;
 }
 

@@ -1,0 +1,62 @@
+// Automatic refresh (StoreOptions::refresh_interval_ms, WMBT_KV_REFRESH_INTERVAL; SPEC G11): what
+// other hosts publish to the same L2 becomes visible here within about the interval plus one
+// refresh's duration, without a Refresh() call. StoreStats::refresh_staleness_us measures how
+// stale the view is at any moment: the age of the last completed refresh's start.
+//
+// Scheduling follows eviction's (store_evict.cc): a store with its own executor and the real clock
+// has a timer thread; with an injected executor or clock (tests, the simulator) puts and gets
+// start a refresh on the executor once the interval has passed, so a simulated clock drives it.
+#include <string>
+
+#include "store/store_impl.h"
+
+namespace wombatkv {
+
+void StoreImpl::MaybeScheduleRefresh() {
+  if (options_.refresh_interval_ms == 0 || refresh_thread_ != nullptr ||
+      evict_stopped_.load(std::memory_order_relaxed)) {
+    return;
+  }
+  const uint64_t now = clock_->NowMicros();
+  if (now < next_refresh_us_.load(std::memory_order_relaxed)) return;
+  if (refresh_queued_.exchange(true)) return;
+  next_refresh_us_.store(now + options_.refresh_interval_ms * 1000, std::memory_order_relaxed);
+  executor_->Submit([this] {
+    AutoRefresh();
+    refresh_queued_ = false;
+  });
+}
+
+void StoreImpl::AutoRefresh() {
+  if (evict_stopped_.load()) return;
+  auto report = Refresh();
+  if (report.ok()) {
+    const RefreshReport& r = *report;
+    if (r.chains_added + r.chains_updated + r.chains_removed > 0) {
+      Log(LogLevel::kDebug, "refreshed from L2: " + std::to_string(r.chains_added) + " added, " +
+                                std::to_string(r.chains_updated) + " updated, " +
+                                std::to_string(r.chains_removed) + " removed");
+    }
+    return;
+  }
+  if (std::string note; refresh_warnings_.Take(clock_->NowMicros(), &note)) {
+    Log(LogLevel::kWarn, "automatic refresh from L2 (" + l2_->Describe() +
+                             ") failed: " + report.status().ToString() +
+                             "; chains other hosts publish are not seen here until one succeeds "
+                             "(tried again every " +
+                             std::to_string(options_.refresh_interval_ms) + " ms)" + note);
+  }
+}
+
+void StoreImpl::RefresherLoop() {
+  std::unique_lock<std::mutex> lock(evict_wait_mu_);
+  while (!evict_stopped_.load()) {
+    clock_->WaitFor(evict_wait_cv_, lock, options_.refresh_interval_ms * 1000);
+    if (evict_stopped_.load()) break;
+    lock.unlock();
+    AutoRefresh();
+    lock.lock();
+  }
+}
+
+}  // namespace wombatkv
