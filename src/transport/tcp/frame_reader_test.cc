@@ -416,6 +416,32 @@ TEST(FrameReader, PayloadsArePlacedInTheCallersBuffersWhereverTheFrameIsCut) {
   }
 }
 
+TEST(FrameReader, ManyPayloadsArePlacedAcrossDirectReadsOfManyBuffersEach) {
+  const std::vector<size_t> sizes(200, 1000);  // more buffers than one recvmsg takes (64)
+  SocketPair s;
+  FrameReader r(1 << 20, 16 << 10);
+  Placement place(5, sizes);
+  place.Install(r);
+  wire::Message m = ReadOne(r, s, Bytes(WithPayloads(5, sizes)));
+  EXPECT_TRUE(HoldsPayloads(m, sizes));
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EXPECT_EQ(m.payloads[i].data, place.buffers[i].data()) << i;
+  }
+}
+
+TEST(FrameReader, AHeadLargerThanStagingIsNeverPlaced) {
+  const std::vector<size_t> sizes(3000, 2);  // a 24 KB length table; staging holds 16 KiB
+  SocketPair s;
+  FrameReader r(1 << 20, 16 << 10);
+  Placement place(6, sizes);
+  place.Install(r);
+  wire::Message m = ReadOne(r, s, Bytes(WithPayloads(6, sizes)));
+  EXPECT_TRUE(HoldsPayloads(m, sizes));
+  EXPECT_EQ(place.asked, 0);
+  EXPECT_NE(m.payloads[0].owner, nullptr) << "a slice of the body";
+  EXPECT_TRUE(place.Untouched());
+}
+
 TEST(FrameReader, WithoutRoomForEveryPayloadOrWithoutBuffersTheBodyIsReceivedAsUsual) {
   const std::vector<size_t> sizes = {100, 30000};
   for (const std::vector<size_t>& rooms : {std::vector<size_t>{100, 29999},  // one too small

@@ -96,6 +96,7 @@ class Connection {
     if (dead_) return false;
     *alone = calls_.empty() && !reading_;
     calls_.emplace_back(id, call);
+    if (!call->dsts.empty()) calls_with_dsts_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
 
@@ -187,10 +188,11 @@ class Connection {
               "overloaded? WMBT_KV_REQUEST_TIMEOUT_MS sets how long a call waits)");
           if (call.placing) {
             // Its response is being received into the caller's buffers: the rest can never be
-            // skipped, so the connection goes, and the call waits until nobody writes there.
-            l.unlock();
-            Kill(late);
-            l.lock();
+            // skipped, so the connection goes (the other calls on it fail as in a restart), and
+            // the call waits until nobody writes there.
+            KillLocked(
+                GoneLocked("a call timed out while its answer was being received into "
+                           "its buffers, and the rest of that answer cannot be skipped"));
             AwaitPlacementEndLocked(call, l, clock);
             return late;
           }
@@ -240,6 +242,18 @@ class Connection {
   // Fails every call in flight with `why` and makes the connection unusable.
   void Kill(const Status& why) {
     std::lock_guard<std::mutex> g(mu_);
+    KillLocked(why);
+  }
+
+  // A call that leaves without its answer (its request failed to go out, or the connection was
+  // found closed): the reader may have taken its buffers for an answer a daemon sent early.
+  void Leave(PendingCall& call, Clock& clock) {
+    std::unique_lock<std::mutex> l(mu_);
+    AwaitPlacementEndLocked(call, l, clock);
+  }
+
+  // REQUIRES: mu_ held.
+  void KillLocked(const Status& why) {
     if (dead_) return;
     dead_ = true;
     for (auto& [id, call] : calls_) {
@@ -248,6 +262,7 @@ class Connection {
       call->cv.notify_one();  // under the mutex: the waiter may destroy `call` once it returns
     }
     calls_.clear();
+    calls_with_dsts_.store(0, std::memory_order_relaxed);
     ::shutdown(fd_, SHUT_RDWR);
   }
 
@@ -283,6 +298,7 @@ class Connection {
       PendingCall* call = entry.second;
       entry = calls_.back();
       calls_.pop_back();
+      if (!call->dsts.empty()) calls_with_dsts_.fetch_sub(1, std::memory_order_relaxed);
       return call;
     }
     return nullptr;
@@ -320,6 +336,7 @@ class Connection {
   // has buffers for exactly these payloads, each with room; it is then `placing` until its
   // response is delivered or the connection dies.
   std::span<const std::span<uint8_t>> Place(uint64_t id, std::span<const uint64_t> lengths) {
+    if (calls_with_dsts_.load(std::memory_order_relaxed) == 0) return {};  // no lock for a get
     std::lock_guard<std::mutex> g(mu_);
     for (auto& [call_id, call] : calls_) {
       if (call_id != id) continue;
@@ -420,11 +437,14 @@ class Connection {
   }
 
   Status Gone(const std::string& what) {
-    std::string reported;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      if (!server_error_.empty()) reported = " (it reported " + server_error_ + ")";
-    }
+    std::lock_guard<std::mutex> g(mu_);
+    return GoneLocked(what);
+  }
+
+  // REQUIRES: mu_ held.
+  Status GoneLocked(const std::string& what) {
+    const std::string reported =
+        server_error_.empty() ? std::string() : " (it reported " + server_error_ + ")";
     return Status::Unavailable("lost the connection to wombatkvd at " + where_ + ": " + what +
                                reported +
                                "; calls in flight may or may not have taken effect, the next "
@@ -444,6 +464,9 @@ class Connection {
   std::vector<std::pair<uint64_t, PendingCall*>> calls_;
   std::string server_error_;
   PendingCall* placing_ = nullptr;  // the call whose response the reader receives into its dsts
+  // Registered calls with dsts: written under mu_, read without it by Place, so a connection
+  // whose calls have none never takes the lock for it.
+  std::atomic<int> calls_with_dsts_{0};
   std::atomic<uint64_t> last_answer_us_{0};  // read without mu_ before each send
   bool spin_enabled_ = true;  // set before the connection is shared
   AdaptiveSpin spin_{kClientSpin};  // used only by the current reader
@@ -521,10 +544,15 @@ class TcpChannel final : public Channel {
     // it in between, this call fails like any call in flight during a restart.
     // The one clock read before the send also starts the call's timeout.
     const uint64_t now = clock_->NowMicros();
-    if (alone && now - conn.last_answer_us() >= kPeerCheckQuietMicros && conn.PeerClosed())
+    if (alone && now - conn.last_answer_us() >= kPeerCheckQuietMicros && conn.PeerClosed()) {
+      conn.Leave(call, *clock_);
       return Status::Unavailable("connection lost");
+    }
     Status st = conn.Send(frame);
-    if (!st.ok()) return st;
+    if (!st.ok()) {
+      conn.Leave(call, *clock_);
+      return st;
+    }
     *sent = true;
     auto r = conn.Wait(id, call, *clock_, now, timeout_ms * 1000, wire::AwaitsDiskSync(op));
     if (!r.ok()) return r.status();
