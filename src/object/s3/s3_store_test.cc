@@ -150,5 +150,40 @@ TEST_F(S3StoreTest, AChainIsNotPublishedWhenItsBlocksCannotReachS3) {
   EXPECT_EQ(*s->LookupPrefix("default", kFp, a.keys), 0u);
 }
 
+// G11 on a real S3 server: a second host with WMBT_KV_REFRESH_INTERVAL sees the first host's
+// publishes by itself, new chains and extended ones, and reports how stale its view is.
+// Bounded by a minute of polling, not a timing assertion.
+TEST_F(S3StoreTest, AHostWithARefreshIntervalSeesAnotherHostsPublishesByItself) {
+  auto a = Open();
+  ASSERT_NE(a, nullptr);
+  StoreOptions ob = Options();
+  ob.data_dir = dir_.path() + "/host-b";
+  ob.refresh_interval_ms = 20;
+  auto b = Store::Open(ob);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  Clock* clock = RealClock();
+  auto sees = [&](const TestChain& c) {
+    const uint64_t give_up = clock->NowMicros() + 60'000'000;
+    while (*(*b)->LookupPrefix("default", kFp, c.keys) < c.keys.size() &&
+           clock->NowMicros() < give_up) {
+      clock->SleepMicros(2'000);
+    }
+    return *(*b)->LookupPrefix("default", kFp, c.keys) == c.keys.size();
+  };
+  const TestChain c = MakeChain(3, 2000, 5), longer = MakeChain(6, 2000, 5);
+  ASSERT_TRUE(a->PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_TRUE(a->PublishChain("default", kFp, c.tip(), c.tip()).ok());
+  EXPECT_TRUE(sees(c)) << "a new chain";
+  ASSERT_TRUE(a->PutBlocks("default", kFp, longer.Puts(3)).ok());
+  ASSERT_TRUE(a->PublishChain("default", kFp, longer.tip(), longer.tip()).ok());
+  EXPECT_TRUE(sees(longer)) << "a chain extended";
+  auto got = (*b)->GetBlocks("default", kFp, longer.keys);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(got->payload(5), longer.payloads[5]));
+  const StoreStats st = (*b)->Stats();
+  EXPECT_GE(st.refreshes, 3u);
+  EXPECT_EQ(st.refresh_failures, 0u);
+}
+
 }  // namespace
 }  // namespace wombatkv
