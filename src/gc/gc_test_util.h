@@ -16,7 +16,7 @@ namespace wombatkv::testing {
 
 // Wall time starts at a plausible epoch and moves only by Advance (and by sleeps, so upload
 // retries take no real time).
-class ManualClock final : public Clock {
+class ManualClock : public Clock {
  public:
   static constexpr uint64_t kStartMicros = 1'700'000'000'000'000ull;
   // `start_us`: the wall time at construction (a test on real files starts it at the real time,

@@ -48,15 +48,4 @@ void StoreImpl::AutoRefresh() {
   }
 }
 
-void StoreImpl::RefresherLoop() {
-  std::unique_lock<std::mutex> lock(evict_wait_mu_);
-  while (!evict_stopped_.load()) {
-    clock_->WaitFor(evict_wait_cv_, lock, options_.refresh_interval_ms * 1000);
-    if (evict_stopped_.load()) break;
-    lock.unlock();
-    AutoRefresh();
-    lock.lock();
-  }
-}
-
 }  // namespace wombatkv

@@ -298,13 +298,13 @@ void StoreImpl::BackgroundPass() {
   if (r.work_left && r.chains > 0) MaybeScheduleEviction(/*urgent=*/true);
 }
 
-void StoreImpl::EvictorLoop() {
+void StoreImpl::TimerLoop(uint64_t interval_ms, const std::function<void()>& work) {
   std::unique_lock<std::mutex> lock(evict_wait_mu_);
   while (!evict_stopped_.load()) {
-    clock_->WaitFor(evict_wait_cv_, lock, options_.eviction_interval_ms * 1000);
+    clock_->WaitFor(evict_wait_cv_, lock, interval_ms * 1000);
     if (evict_stopped_.load()) break;
     lock.unlock();
-    if (!pass_queued_.exchange(true)) BackgroundPass();  // on this thread, not an upload worker
+    work();
     lock.lock();
   }
 }

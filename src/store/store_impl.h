@@ -25,6 +25,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -327,14 +328,15 @@ class StoreImpl final : public Store {
   void MaybeScheduleEviction(bool urgent);
   void MaybeScheduleEvictionFor(std::string_view ns);  // urgent if `ns` is over its budget
   void BackgroundPass();
-  void EvictorLoop();  // the timer thread of a store with its own executor
+  // The body of a timer thread (a store with its own executor): `work` every interval until the
+  // store closes.
+  void TimerLoop(uint64_t interval_ms, const std::function<void()>& work);
   EvictionReport EvictPass();
   // --- automatic refresh (store_auto_refresh.cc) ---
   // With an injected executor or clock: starts a refresh on the executor when the interval has
   // passed since the last one began (puts and gets call it). With the store's timer: nothing.
   void MaybeScheduleRefresh();
   void AutoRefresh();                     // one refresh; a failure is logged within a budget
-  void RefresherLoop();                   // the timer thread of a store with its own executor
   Result<RefreshReport> RefreshLocked();  // REQUIRES: refresh_mu_
   // --- orphan GC (store_gc.cc) ---
   // After a background eviction pass: a GC pass if background GC is on and its interval passed.

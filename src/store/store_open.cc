@@ -147,13 +147,18 @@ Status StoreImpl::Init() {
     // starts a pass every interval. With an injected executor or clock (tests, the simulator)
     // passes are started by operations instead.
     evict_thread_ = NewThreadPoolExecutor(1, "wmbt-evict");
-    evict_thread_->Submit([this] { EvictorLoop(); });
+    evict_thread_->Submit([this] {
+      TimerLoop(options_.eviction_interval_ms, [this] {
+        if (!pass_queued_.exchange(true)) BackgroundPass();  // here, not on an upload worker
+      });
+    });
   }
   next_refresh_us_ = clock_->NowMicros() + options_.refresh_interval_ms * 1000;
   if (options_.refresh_interval_ms > 0 && options_.executor == nullptr &&
       options_.clock == nullptr) {
     refresh_thread_ = NewThreadPoolExecutor(1, "wmbt-refresh");
-    refresh_thread_->Submit([this] { RefresherLoop(); });
+    refresh_thread_->Submit(
+        [this] { TimerLoop(options_.refresh_interval_ms, [this] { AutoRefresh(); }); });
   }
   if (l1_was_empty && report->chains_added > 0) {
     const size_t n = report->chains_added;

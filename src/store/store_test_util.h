@@ -5,19 +5,17 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "base/blake3_hash.h"
 #include "env/manual_executor.h"
+#include "gc/gc_test_util.h"
 #include "meta/meta_store.h"
 #include "wombatkv/object_store.h"
 #include "wombatkv/store.h"
@@ -49,19 +47,9 @@ inline Fingerprint Fp(uint8_t v) {
 }
 
 // Wall time that moves only when the test says so (2025-01-01 at the start).
-class FakeClock final : public Clock {
+class FakeClock final : public ManualClock {
  public:
-  uint64_t NowMicros() override { return now_us_.load(); }
-  uint64_t WallMicros() override { return 1735689600ull * 1000000 + now_us_.load(); }
-  void SleepMicros(uint64_t micros) override { now_us_ += micros; }
-  bool WaitFor(std::condition_variable&, std::unique_lock<std::mutex>&, uint64_t micros) override {
-    now_us_ += micros;
-    return false;
-  }
-  void Advance(uint64_t micros) { now_us_ += micros; }
-
- private:
-  std::atomic<uint64_t> now_us_{0};
+  FakeClock() : ManualClock(1735689600ull * 1000000) {}
 };
 
 // An in-memory L1 for tests to derive from: override Write to watch or refuse what is written.

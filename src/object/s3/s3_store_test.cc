@@ -181,7 +181,7 @@ TEST_F(S3StoreTest, AHostWithARefreshIntervalSeesAnotherHostsPublishesByItself) 
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_TRUE(std::ranges::equal(got->payload(5), longer.payloads[5]));
   const StoreStats st = (*b)->Stats();
-  EXPECT_GE(st.refreshes, 3u);
+  EXPECT_GE(st.refreshes, 2u);  // the open and the one that loaded c, at least
   EXPECT_EQ(st.refresh_failures, 0u);
 }
 

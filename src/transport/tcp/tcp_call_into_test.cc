@@ -1,9 +1,7 @@
 // TcpChannel::CallInto (client/channel.h): response payloads received straight into the caller's
 // buffers (frame_reader.h invariant 6), whichever caller reads the socket, and never written
 // after the call returned, even when it gave up halfway through its answer.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,6 +14,7 @@
 #include <vector>
 
 #include "transport/tcp/frame_reader.h"
+#include "transport/tcp/loopback_listener_for_tests.h"
 #include "transport/tcp/tcp_channel.h"
 #include "transport/tcp/tcp_server.h"
 #include "wire/codec.h"
@@ -109,24 +108,6 @@ TEST(TcpCallInto, AnAnswerWithoutRoomInTheBufferComesAsUsualAndLeavesTheBufferAl
   EXPECT_EQ(std::count(memory.begin(), memory.end(), 0), static_cast<ptrdiff_t>(memory.size()));
 }
 
-// A listener on loopback that the test drives by hand.
-struct HandServer {
-  int listen_fd = -1;
-  std::string address;
-  HandServer() {
-    listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    EXPECT_EQ(::bind(listen_fd, reinterpret_cast<sockaddr*>(&a), len), 0);
-    EXPECT_EQ(::listen(listen_fd, 4), 0);
-    EXPECT_EQ(::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-    address = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
-  }
-  ~HandServer() { ::close(listen_fd); }
-};
-
 wire::Message ReadRequest(int fd, FrameReader& reader) {
   for (;;) {
     auto m = reader.Next();
@@ -154,13 +135,13 @@ std::vector<uint8_t> FrameBytes(wire::Message m) {
 // call times out, and since the rest of that frame can no longer be skipped, the connection is
 // closed before the call returns — so nothing that arrives later is written to the buffer.
 TEST(TcpCallInto, ACallGivingUpHalfwayThroughItsAnswerClosesTheConnectionBeforeItReturns) {
-  HandServer hand;
+  LoopbackListener hand;
   const Payload answer(50'000, 3);
   constexpr size_t kFirstPart = 1000;
   std::atomic<bool> returned{false};
   std::atomic<bool> saw_close{false};
   std::thread daemon([&] {
-    const int c = ::accept(hand.listen_fd, nullptr, nullptr);
+    const int c = ::accept(hand.fd, nullptr, nullptr);
     FrameReader reader(1 << 20);
     wire::Message hello = ReadRequest(c, reader);
     wire::Message welcome = wire::HelloResponse{"hand", wire::kDefaultMaxBodyBytes}.Encode();

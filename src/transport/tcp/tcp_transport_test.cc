@@ -3,8 +3,8 @@
 // rejection of malformed frames, idle close, graceful and bounded shutdown, reconnection.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -25,6 +25,7 @@
 #include "base/must_not_block.h"
 #include "base/thread_sleeps.h"
 #include "transport/tcp/frame_reader.h"
+#include "transport/tcp/loopback_listener_for_tests.h"
 #include "transport/tcp/sockets.h"
 #include "transport/tcp/tcp_channel.h"
 #include "transport/tcp/tcp_server.h"
@@ -1139,28 +1140,10 @@ TEST(TcpTransport, ConnectingToNothingSaysSo) {
   EXPECT_NE(c.status().message().find("tcp://127.0.0.1:1"), std::string::npos);
 }
 
-// A loopback listener that is not wombatkvd: its address, and its socket (closed at the end).
-struct ForeignListener {
-  int fd = -1;
-  std::string address;
-  ForeignListener() {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), len), 0);
-    EXPECT_EQ(::listen(fd, 4), 0);
-    EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-    address = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
-  }
-  ~ForeignListener() { ::close(fd); }
-};
-
 // WMBT_KV_TCP_ADDR pointing at something else (the daemon's --http port, another service): the
 // error says that, not that a call may have taken effect.
 TEST(TcpTransport, ConnectingToAServiceThatIsNotWombatkvdSaysSo) {
-  ForeignListener http;
+  LoopbackListener http;
   std::thread server([&] {
     int c = ::accept(http.fd, nullptr, nullptr);
     char hello[64];
@@ -1182,7 +1165,7 @@ TEST(TcpTransport, ConnectingToAServiceThatIsNotWombatkvdSaysSo) {
   EXPECT_NE(m.find("not its --http port"), std::string::npos) << m;
   EXPECT_EQ(m.find("may or may not have taken effect"), std::string::npos) << m;
 
-  ForeignListener silent;  // accepts (the backlog) and never answers
+  LoopbackListener silent;  // accepts (the backlog) and never answers
   o.address = silent.address;
   o.connect_timeout_ms = 200;
   c = ConnectTcp(o);
