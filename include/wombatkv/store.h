@@ -143,7 +143,8 @@ struct StoreOptions {
   Executor* executor = nullptr;
   // Where copies of put payloads go first (null = the store's own buffers). Not owned.
   PayloadAllocator* payload_allocator = nullptr;
-  // Where log lines go; null = warnings and errors to stderr.
+  // Where log lines go; null = warnings and errors to stderr. Called from any store thread (the
+  // background uploads, eviction, refresh), several at once: it must be thread-safe.
   LogSink log;
   // Testing only (docs/testing.md, "Buggify points"): asked at a few decisions the store must
   // survive anyway — a retry, a re-read, a cache miss, a pass run early; true takes the hostile

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -159,7 +160,10 @@ class StoreHarness {
     o.cache_bytes_max = 64 << 20;
     o.upload_threads = 2;
     o.payload_allocator = allocator_.get();
-    o.log = [this](LogLevel, const std::string& m) { log_.push_back(m); };
+    o.log = [this](LogLevel, const std::string& m) {
+      std::lock_guard<std::mutex> g(log_mu_);
+      log_.push_back(m);
+    };
     return o;
   }
   // Returns the store the test talks to: the wrapper's when the variant has one.
@@ -187,7 +191,10 @@ class StoreHarness {
   }
   Store& store() { return front_ ? *front_ : *store_; }
   const std::string& dir() const { return dir_.path(); }
-  const std::vector<std::string>& log() const { return log_; }
+  std::vector<std::string> log() const {
+    std::lock_guard<std::mutex> g(log_mu_);
+    return log_;
+  }
   ObjectStore* mem_l2() { return l2_.get(); }
   MetaStore* mem_l1() { return l1_.get(); }
 
@@ -200,6 +207,7 @@ class StoreHarness {
   StoreWrapper wrap_;
   std::shared_ptr<PayloadAllocator> allocator_;
   std::unique_ptr<Store> front_;  // wraps *store_: destroyed first
+  mutable std::mutex log_mu_;     // the store logs from its upload threads too
   std::vector<std::string> log_;
 };
 

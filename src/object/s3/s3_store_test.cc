@@ -1,5 +1,6 @@
 // End to end: the embedded Store with S3 as its L2 (SPEC §3: L2 is the source of truth).
 #include <filesystem>
+#include <mutex>
 
 #include "layout/envelope.h"
 #include "layout/object_keys.h"
@@ -31,7 +32,10 @@ class S3StoreTest : public ::testing::Test {
     o.object_store = l2_.get();
     o.cache_bytes_max = 64 << 20;
     o.upload_threads = 4;
-    o.log = [this](LogLevel, const std::string& m) { log_.push_back(m); };
+    o.log = [this](LogLevel, const std::string& m) {
+      std::lock_guard<std::mutex> g(log_mu_);  // upload threads log failed uploads
+      log_.push_back(m);
+    };
     return o;
   }
   std::unique_ptr<Store> Open(int compress_level = 0) {
@@ -42,6 +46,7 @@ class S3StoreTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::unique_ptr<ScratchS3Store> l2_;
+  std::mutex log_mu_;
   std::vector<std::string> log_;
 };
 
