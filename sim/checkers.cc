@@ -284,7 +284,7 @@ void Checkers::SameAsL2(Store& store, int host, const L2Heads& heads, const char
               std::to_string(std::get<3>(r)) + ";";
     }
   }
-  Fail(std::string(after) == "refresh" ? "G11" : "G3",
+  Fail(std::string(after) == "open" ? "G3" : "G11",
        "h" + std::to_string(host) + " after " + after + " differs from L2:" + diff);
 }
 

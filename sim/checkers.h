@@ -38,7 +38,7 @@ class Checkers {
   void GetByHash(const Op& op, const Result<BufferSlice>& r);
   // G7: a miss or bytes put for this very tip, never other bytes; G9 for sidecars.
   void Sidecar(const Op& op, const Result<BufferSlice>& r);
-  // G11 (and G3 after a restart): the host's chains are exactly the bucket's.
+  // G11 (and G3 after an "open"): the host's chains are exactly the bucket's.
   void SameAsL2(Store& store, int host, const L2Heads& heads, const char* after);
   // G3 + G9 at the instant a head is written: every blob it names is durable and intact.
   // `at_write`: called at the instant the head was written (else by the final audit, which

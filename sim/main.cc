@@ -10,6 +10,7 @@
 //   --hosts N            run with N hosts instead of the seed's number
 //   --list-lag US        the eventual-listing fault on every seed, with this lag
 //   --buggify PERCENT    buggify (workload and store points) on every seed, at this rate
+//   --auto-refresh MS    every host refreshes from L2 by itself every MS ms, on every seed
 //   --no-shrink          on failure, print the failing run only (not the shrunk one)
 //   --break publish-order  test only: PublishChain skips its durability barrier (G3 broken)
 //   --gc-ignores-list-lag  stores are not told the listing lag (orphan GC's R3 re-check unsafe)
@@ -49,6 +50,8 @@ int Usage() {
       "  --list-lag US        listings lag writes by up to US microseconds on every seed\n"
       "  --buggify PERCENT    buggify on every seed at this rate (1..100): the workload's\n"
       "                       hostile choices and the store's points (docs/testing.md)\n"
+      "  --auto-refresh MS    every host refreshes from L2 by itself every MS ms of\n"
+      "                       simulated time, on every seed (else on about 30%% of seeds)\n"
       "  --no-shrink          on failure, do not search for the shortest failing run\n"
       "  --break publish-order  test only: publish heads before their blocks are\n"
       "                       durable (G3 broken on purpose; the simulator must catch it)\n"
@@ -118,6 +121,11 @@ int main(int argc, char** argv) {
       uint64_t percent;
       if (!ParseU64(argv[++i], &percent) || percent < 1 || percent > 100) return Usage();
       options.overrides.buggify_percent = static_cast<uint32_t>(percent);
+    } else if (a == "--auto-refresh" && has_value) {
+      if (!ParseU64(argv[++i], &options.overrides.refresh_interval_ms) ||
+          options.overrides.refresh_interval_ms == 0) {
+        return Usage();
+      }
     } else if (a == "--no-shrink") {
       shrink = false;
     } else if (a == "--break" && has_value) {

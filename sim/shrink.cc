@@ -119,6 +119,9 @@ std::string CommandLine(uint64_t seed, const SimOptions& o) {
   if (o.overrides.buggify_percent > 0) {
     cmd += " --buggify " + std::to_string(o.overrides.buggify_percent);
   }
+  if (o.overrides.refresh_interval_ms > 0) {
+    cmd += " --auto-refresh " + std::to_string(o.overrides.refresh_interval_ms);
+  }
   // In the documented order, so equal option sets print equally.
   for (const std::string& name : FaultClassNames()) {
     if (o.overrides.off.count(name)) cmd += " --no-fault " + name;

@@ -75,6 +75,8 @@ class World {
     std::unique_ptr<SimExecutor> executor;  // one per process lifetime
     std::unique_ptr<Store> store;           // null while the host is down
     int crash_countdown = -1;               // plane calls until a mid-operation crash
+    // The store's refresh counters as the simulator last saw them (automatic refresh).
+    uint64_t refreshes = 0, refresh_failures = 0;
   };
 
   void Fail(const std::string& guarantee, const std::string& what) {
@@ -134,6 +136,15 @@ class World {
     }
     (void)host;
   }
+  // Automatic refresh (SwarmConfig::refresh_interval_ms): a host may refresh from L2 inside any
+  // call that runs its background tasks. BeforeCall notes L2's heads; Called, right after the
+  // store returns and before its answer is judged, reads the store's refresh counters and, if a
+  // refresh ran, tells the model what that host now knows: the chains whose heads were the same
+  // before and after the call (its own publish in the call is recorded after this).
+  bool AutoRefreshes(int host) const { return cfg_.refresh_interval_ms > 0 && Up(host); }
+  void BeforeCall(int host);
+  void Called(int host, bool ran_only_background_tasks = false);
+  void CountRefreshes(int host);  // the counters as they are now, without a model update
   void Step(const Op& op);
   void DoPut(const Op& op);
   void DoPublish(const Op& op);
@@ -161,6 +172,7 @@ class World {
   SimResult result_;
   bool no_capacity_ = false;  // the liveness phase reopens stores without budgets
   uint64_t lag_from_us_ = 0;
+  L2Heads before_call_;     // BeforeCall's snapshot
   bool buggify_on_ = true;  // the store's buggify points; off in the liveness phase
 };
 
@@ -208,6 +220,7 @@ void World::Restart(int host) {
   o.executor = h.executor.get();
   o.cache_bytes_max = cfg_.cache_bytes_max;
   if (host % 2 == 0) o.block_compress_level = cfg_.block_compress_level;
+  o.refresh_interval_ms = cfg_.refresh_interval_ms;
   if (cfg_.capacity && !no_capacity_) {
     if (cfg_.ns_budget_bytes) o.namespace_bytes_max[""] = cfg_.ns_budget_bytes;
     if (cfg_.ns_ttl_seconds) o.namespace_ttl_seconds[""] = cfg_.ns_ttl_seconds;
@@ -249,7 +262,47 @@ void World::Restart(int host) {
     const L2Heads now = model_.evictable() ? ReadL2Heads(bucket_.truth(), cfg_) : heads;
     model_.OnSynced(host, Settled(now));
     checkers_.SameAsL2(*h.store, host, now, "open");
+    CountRefreshes(host);
   });
+}
+
+void World::CountRefreshes(int host) {
+  Host& h = *hosts_[static_cast<size_t>(host)];
+  const StoreStats s = h.store->Stats();
+  h.refreshes = s.refreshes;
+  h.refresh_failures = s.refresh_failures;
+}
+
+void World::BeforeCall(int host) {
+  if (!AutoRefreshes(host)) return;
+  before_call_ = ReadL2Heads(bucket_.truth(), cfg_);
+  MarkListingStart();
+}
+
+void World::Called(int host, bool ran_only_background_tasks) {
+  if (!AutoRefreshes(host)) return;
+  Host& h = *hosts_[static_cast<size_t>(host)];
+  const uint64_t refreshes = h.refreshes, failures = h.refresh_failures;
+  CountRefreshes(host);
+  if (h.refreshes == refreshes && h.refresh_failures == failures) return;
+  const L2Heads after = ReadL2Heads(bucket_.truth(), cfg_);
+  L2Heads same;
+  for (const auto& [c, head] : before_call_) {
+    auto it = after.find(c);
+    if (it != after.end() && it->second.version == head.version &&
+        KeysOf(it->second.entries) == KeysOf(head.entries)) {
+      same.emplace(c, head);
+    }
+  }
+  trace_.Add("h" + std::to_string(host) + " refreshed by itself" +
+             (h.refresh_failures != failures ? " (failed)" : ""));
+  if (h.refresh_failures != failures) {
+    model_.OnRefreshFailed(host, Settled(same));
+    return;
+  }
+  model_.OnSynced(host, Settled(same));
+  // Between steps the refresh was the only task that ran: the host's view is L2's, exactly.
+  if (ran_only_background_tasks) checkers_.SameAsL2(S(host), host, after, "auto-refresh");
 }
 
 void World::DoRefresh(int host) {
@@ -258,6 +311,7 @@ void World::DoRefresh(int host) {
   Guard(host, [&] {
     auto r = S(host).Refresh();
     trace_.Add("h" + std::to_string(host) + " refresh -> " + Code(r.status()));
+    if (AutoRefreshes(host)) CountRefreshes(host);  // its own count, not one in the background
     if (r.ok()) {
       const L2Heads now = model_.evictable() ? ReadL2Heads(bucket_.truth(), cfg_) : heads;
       model_.OnSynced(host, Settled(now));
@@ -287,6 +341,7 @@ void World::DoPut(const Op& op) {
   }
   Guard(op.host, [&] {
     auto r = S(op.host).PutBlocks(NsName(op.scope.ns), FpOf(op.scope.fp), puts);
+    Called(op.host);
     trace_.Add("h" + std::to_string(op.host) + " put " + ScopeName(op.scope) + " " +
                std::to_string(puts.size()) + " blocks up to " + ShortKey(op.keys.back()) +
                " -> " + Code(r.status()));
@@ -303,6 +358,7 @@ void World::DoPublish(const Op& op) {
     ChainState current;
     auto r = S(op.host).PublishChain(NsName(op.scope.ns), FpOf(op.scope.fp), op.chain_id,
                                      op.keys.back(), op.expected, &current);
+    Called(op.host);
     std::string res = Code(r.status());
     if (r.ok()) res += " v" + std::to_string(*r);
     if (r.status().IsConflict()) res += " (now v" + std::to_string(current.version) + ")";
@@ -324,8 +380,10 @@ void World::DoPublish(const Op& op) {
 }
 
 void World::DoEvict(int host) {
+  BeforeCall(host);
   Guard(host, [&] {
     auto r = S(host).Evict();
+    Called(host);
     std::string res = Code(r.status());
     if (r.ok()) {
       res += " " + std::to_string(r->chains) + " chains " + std::to_string(r->blocks) +
@@ -336,8 +394,10 @@ void World::DoEvict(int host) {
 }
 
 void World::DoGc(int host) {
+  BeforeCall(host);
   Guard(host, [&] {
     auto r = S(host).CollectOrphans();
+    Called(host);
     std::string res = Code(r.status());
     if (r.ok()) {
       res += " " + std::to_string(r->deleted) + " deleted " + std::to_string(r->restored) +
@@ -402,6 +462,7 @@ void World::Step(const Op& op) {
       break;
   }
   if (!Up(h)) return;
+  BeforeCall(h);
   if (fault_rng_.Chance(cfg_.p_crash_mid)) {
     hosts_[static_cast<size_t>(h)]->crash_countdown = static_cast<int>(fault_rng_.Range(0, 8));
   }
@@ -419,6 +480,7 @@ void World::Step(const Op& op) {
       const auto bytes = SidecarBytes(op.scope, at.id, op.gen);
       Guard(h, [&] {
         Status s = S(h).PutSidecar(NsName(op.scope.ns), FpOf(op.scope.fp), at.id, bytes);
+        Called(h);
         trace_.Add(who + "put-sidecar " + ScopeName(op.scope) + " tip " + ShortKey(at.id) +
                    " gen " + std::to_string(op.gen) + " -> " + Code(s));
         if (s.ok()) {
@@ -432,6 +494,7 @@ void World::Step(const Op& op) {
     case OpKind::kLookup:
       Guard(h, [&] {
         auto r = S(h).LookupPrefix(NsName(op.scope.ns), FpOf(op.scope.fp), op.keys);
+        Called(h);
         trace_.Add(who + "lookup " + ScopeName(op.scope) + " " + std::to_string(op.keys.size()) +
                    " keys -> " + (r.ok() ? std::to_string(*r) : Code(r.status())));
         checkers_.Lookup(op, r);
@@ -440,6 +503,7 @@ void World::Step(const Op& op) {
     case OpKind::kGet:
       Guard(h, [&] {
         auto r = S(h).GetBlocks(NsName(op.scope.ns), FpOf(op.scope.fp), op.keys);
+        Called(h);
         trace_.Add(who + "get " + ScopeName(op.scope) + " " + std::to_string(op.keys.size()) +
                    " keys -> " + Code(r.status()));
         checkers_.Get(op, r);
@@ -448,6 +512,7 @@ void World::Step(const Op& op) {
     case OpKind::kGetByHash:
       Guard(h, [&] {
         auto r = S(h).GetByContentHash(NsName(op.scope.ns), op.hash);
+        Called(h);
         trace_.Add(who + "get-by-hash " + NsName(op.scope.ns) + " " +
                    op.hash.ToHex().substr(0, 8) + " -> " + Code(r.status()));
         checkers_.GetByHash(op, r);
@@ -456,6 +521,7 @@ void World::Step(const Op& op) {
     case OpKind::kGetSidecar:
       Guard(h, [&] {
         auto r = S(h).GetSidecar(NsName(op.scope.ns), FpOf(op.scope.fp), op.keys[0]);
+        Called(h);
         trace_.Add(who + "get-sidecar " + ScopeName(op.scope) + " tip " + ShortKey(op.keys[0]) +
                    " -> " + Code(r.status()));
         checkers_.Sidecar(op, r);
@@ -471,6 +537,7 @@ void World::Step(const Op& op) {
           if (!hosts_[static_cast<size_t>(h)]->executor->RunOne()) break;
           ++ran;
         }
+        if (Up(h)) Called(h);
         trace_.Add(who + "ran " + std::to_string(ran) + " background tasks");
       });
       break;
@@ -594,7 +661,11 @@ SimResult World::Run() {
           hosts_[static_cast<size_t>(h)]->crash_countdown =
               static_cast<int>(fault_rng_.Range(0, 3));
         }
-        Guard(h, [&] { hosts_[static_cast<size_t>(h)]->executor->RunOne(); });
+        BeforeCall(h);
+        Guard(h, [&] {
+          hosts_[static_cast<size_t>(h)]->executor->RunOne();
+          Called(h, /*ran_only_background_tasks=*/true);
+        });
         if (Up(h)) hosts_[static_cast<size_t>(h)]->crash_countdown = -1;
       }
     }

@@ -6,10 +6,10 @@ namespace wombatkv::sim {
 
 const std::vector<std::string>& FaultClassNames() {
   static const std::vector<std::string> names = {
-      "503",        "timeout",   "lost",      "shortlist",  "latency",   "list-lag",
-      "crash-step", "crash-mid", "brownout",  "corrupt",    "corrupt-head",
-      "l1-machine", "l1-lost",   "l1-corrupt", "session",   "cas",       "variant",
-      "buggify",    "evict",     "gc",        "clock-jump", "compress"};
+      "503",        "timeout",    "lost",       "shortlist", "latency",      "list-lag",
+      "crash-step", "crash-mid",  "brownout",   "corrupt",   "corrupt-head", "l1-machine",
+      "l1-lost",    "l1-corrupt", "session",    "cas",       "variant",      "buggify",
+      "evict",      "gc",         "clock-jump", "compress",  "auto-refresh"};
   return names;
 }
 
@@ -56,9 +56,11 @@ SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity,
   if (r.Chance(0.3)) f.list_lag_us = r.Pick<uint64_t>({1'000, 200'000, 3'000'000});
   if (r.Chance(0.25)) c.p_corrupt_head = r.Pick({0.005, 0.02});
   if (r.Chance(0.3)) c.block_compress_level = r.Pick({1, 3, 9});
+  if (r.Chance(0.3)) c.refresh_interval_ms = r.Pick<uint64_t>({1, 5, 50});
 
   if (overrides.list_lag_us > 0) f.list_lag_us = overrides.list_lag_us;
   if (overrides.buggify_percent > 0) c.p_buggify = overrides.buggify_percent / 100.0;
+  if (overrides.refresh_interval_ms > 0) c.refresh_interval_ms = overrides.refresh_interval_ms;
   const auto off = [&](const char* name) { return overrides.off.count(name) > 0; };
   if (off("503")) f.unavailable = 0;
   if (off("timeout")) f.timeout = 0;
@@ -82,6 +84,7 @@ SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity,
   if (off("gc")) c.p_gc = 0;
   if (off("clock-jump")) c.p_clock_jump = 0;
   if (off("compress")) c.block_compress_level = 0;
+  if (off("auto-refresh")) c.refresh_interval_ms = 0;
   if (overrides.hosts > 0) c.hosts = overrides.hosts;
   return c;
 }
@@ -89,12 +92,16 @@ SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity,
 std::vector<std::string> SwarmConfig::FaultsOn() const {
   const FaultRates& f = faults;
   const bool crashes = p_crash_step > 0 || p_crash_mid > 0;
+  // One flag per FaultClassNames() entry, in its order.
+  // clang-format off
   const bool on[] = {f.unavailable > 0, f.timeout > 0, f.lost_response > 0, f.short_list > 0,
                      f.latency_us_max > 0, f.list_lag_us > 0, p_crash_step > 0, p_crash_mid > 0,
                      p_brownout_toggle > 0, p_corrupt > 0, p_corrupt_head > 0,
                      crashes && l1_machine, crashes && l1_lost, crashes && l1_corrupt,
                      p_session > 0, p_cas > 0, p_variant > 0, p_buggify > 0, p_evict > 0,
-                     p_gc > 0, p_clock_jump > 0, block_compress_level > 0};
+                     p_gc > 0, p_clock_jump > 0, block_compress_level > 0,
+                     refresh_interval_ms > 0};
+  // clang-format on
   std::vector<std::string> out;
   const auto& names = FaultClassNames();
   for (size_t i = 0; i < names.size(); ++i) {
@@ -104,8 +111,8 @@ std::vector<std::string> SwarmConfig::FaultsOn() const {
 }
 
 L1CrashMode SwarmConfig::Allowed(L1CrashMode m) const {
-  const bool ok = (m != L1CrashMode::kMachineSubset && m != L1CrashMode::kMachinePrefix) ||
-                  l1_machine;
+  const bool ok =
+      (m != L1CrashMode::kMachineSubset && m != L1CrashMode::kMachinePrefix) || l1_machine;
   if (!ok || (m == L1CrashMode::kLost && !l1_lost) || (m == L1CrashMode::kCorrupt && !l1_corrupt)) {
     return L1CrashMode::kProcess;
   }
@@ -118,14 +125,15 @@ std::string SwarmConfig::Describe() const {
                 "hosts=%d ns=%d fps=%d block=%llu..%llu cache=%llu 503=%.2f timeout=%.2f "
                 "lost=%.2f shortlist=%.2f lat<=%lluus crash(step=%.3f mid=%.2f) brownout=%.2f "
                 "corrupt=%.3f corrupt-head=%.3f listlag=%lluus session=%.1f cas=%.1f "
-                "variant=%.2f resave=%.1f buggify=%.2f zstd=%d steps=%llu",
+                "variant=%.2f resave=%.1f buggify=%.2f zstd=%d refresh=%llums steps=%llu",
                 hosts, namespaces, fingerprints, (unsigned long long)block_bytes_min,
                 (unsigned long long)block_bytes_max, (unsigned long long)cache_bytes_max,
                 faults.unavailable, faults.timeout, faults.lost_response, faults.short_list,
                 (unsigned long long)faults.latency_us_max, p_crash_step, p_crash_mid,
                 p_brownout_toggle, p_corrupt, p_corrupt_head,
                 (unsigned long long)faults.list_lag_us, p_session, p_cas, p_variant, p_resave_all,
-                p_buggify, block_compress_level, (unsigned long long)safety_steps);
+                p_buggify, block_compress_level, (unsigned long long)refresh_interval_ms,
+                (unsigned long long)safety_steps);
   if (!capacity) return buf;
   char cap[256];
   std::snprintf(cap, sizeof cap,

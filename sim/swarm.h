@@ -24,6 +24,7 @@ struct SwarmOverrides {
   int hosts = 0;              // 0 = as drawn
   uint64_t list_lag_us = 0;   // 0 = as drawn (the list-lag scenario on every seed otherwise)
   uint32_t buggify_percent = 0;  // 0 = as drawn, else p_buggify on every seed (1..100 %)
+  uint64_t refresh_interval_ms = 0;  // 0 = as drawn, else automatic refresh on every seed
 };
 
 struct SwarmConfig {
@@ -61,6 +62,9 @@ struct SwarmConfig {
   // 0 = none. The odd-numbered hosts write raw, so hosts read and reuse each other's codec.
   // Payloads are then half zero bytes, so that most compress.
   int block_compress_level = 0;
+  // Drawn after that: every host refreshes from L2 by itself every this many ms of simulated time
+  // (WMBT_KV_REFRESH_INTERVAL; started by puts and gets, run as a background task), 0 = off.
+  uint64_t refresh_interval_ms = 0;
   // L1 crash kinds still allowed (a disallowed kind becomes a process crash).
   bool l1_machine = true, l1_lost = true, l1_corrupt = true;
 

@@ -28,7 +28,9 @@ void StoreImpl::MaybeScheduleRefresh() {
 }
 
 void StoreImpl::AutoRefresh() {
-  if (evict_stopped_.load()) return;
+  // A refresh under way (a Refresh() call, or one whose wait runs this task inline: an executor
+  // may run queued tasks in Await) already loads what this one would.
+  if (evict_stopped_.load() || refresh_running_.load()) return;
   auto report = Refresh();
   if (report.ok()) {
     const RefreshReport& r = *report;

@@ -463,6 +463,7 @@ class StoreImpl final : public Store {
   std::atomic<uint64_t> last_refresh_us_{0};
   std::atomic<uint64_t> next_refresh_us_{0};
   std::atomic<bool> refresh_queued_{false};
+  std::atomic<bool> refresh_running_{false};  // set by Refresh() while it holds refresh_mu_
   std::unique_ptr<Executor> refresh_thread_;  // only with an internal executor and clock
   LogBudget refresh_warnings_{5, 600'000'000};
 

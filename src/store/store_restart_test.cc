@@ -1,6 +1,10 @@
 // Restart, L1 loss and corruption, directory ownership and cross-process refresh (G3, G11).
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <thread>
 
 #include "meta/rocksdb_test_hooks.h"
 #include "store/meta_records.h"
@@ -274,6 +278,39 @@ TEST(StoreRefresh, G11WithAnIntervalAnotherHostsPublishIsLoadedWithoutACall) {
   EXPECT_EQ((*b)->Stats().refreshes, 2u);
   EXPECT_EQ((*b)->Stats().refresh_staleness_us, 0u);
   EXPECT_EQ((*b)->Stats().refresh_failures, 0u);
+}
+
+// An interval's refresh that an explicit Refresh() runs in its own wait (an executor may run queued
+// tasks inside Await) is skipped: the refresh under way loads the same. It used to lock the
+// refresh mutex a second time on the same thread, a deadlock; the watchdog makes one a failure.
+TEST(StoreRefresh, AnIntervalsRefreshRunInsideARefreshIsSkipped) {
+  TwoHosts hosts;
+  FakeClock clock;
+  clock.Advance(1'000'000);
+  auto executor = NewInlineExecutor();
+  StoreOptions oa = hosts.Options('a'), ob = hosts.Options('b');
+  ob.clock = &clock;
+  ob.executor = executor.get();
+  ob.refresh_interval_ms = 5'000;
+  auto a = Store::Open(oa);
+  auto b = Store::Open(ob);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto c = MakeChain(3, 500, 5);
+  PutAndPublish(**a, c);
+  clock.Advance(5'000'000);
+  EXPECT_TRUE((*b)->GetBlocks("default", kFp, c.keys).status().IsNotFound());  // queues one
+  auto done = std::make_shared<std::promise<Result<RefreshReport>>>();
+  auto answer = done->get_future();
+  std::thread([done, store = b->get()] { done->set_value(store->Refresh()); }).detach();
+  if (answer.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    std::fprintf(stderr, "Refresh() deadlocked on the interval's refresh it ran inline\n");
+    std::_Exit(1);  // the stuck thread holds the store: nothing can be torn down
+  }
+  auto r = answer.get();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->chains_added, 1u);
+  EXPECT_EQ(*(*b)->LookupPrefix("default", kFp, c.keys), 3u);
+  EXPECT_EQ((*b)->Stats().refreshes, 2u) << "the open's and the call's; the queued one skipped";
 }
 
 // The same with the store's own timer (real clock and threads): B sees A's publish by itself.
