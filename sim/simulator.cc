@@ -225,6 +225,7 @@ void World::Restart(int host) {
     if (cfg_.ns_budget_bytes) o.namespace_bytes_max[""] = cfg_.ns_budget_bytes;
     if (cfg_.ns_ttl_seconds) o.namespace_ttl_seconds[""] = cfg_.ns_ttl_seconds;
     o.gc_grace_us = cfg_.gc_grace_us;
+    o.publish_grace_seconds = cfg_.publish_grace_seconds;
     // The lag the bucket's listings may have (orphan GC's R3 re-check waits it out); the
     // ungated run shows what happens when an operator leaves it unset.
     if (!options_.gc_ignores_list_lag) o.l2_list_lag_us = cfg_.faults.list_lag_us;

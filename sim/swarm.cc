@@ -57,6 +57,8 @@ SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity,
   if (r.Chance(0.25)) c.p_corrupt_head = r.Pick({0.005, 0.02});
   if (r.Chance(0.3)) c.block_compress_level = r.Pick({1, 3, 9});
   if (r.Chance(0.3)) c.refresh_interval_ms = r.Pick<uint64_t>({1, 5, 50});
+  // Evict-gc: a publish grace of seconds, so that clock jumps make puts abandoned (forgotten).
+  if (c.capacity && r.Chance(0.5)) c.publish_grace_seconds = r.Range(1, 5);
 
   if (overrides.list_lag_us > 0) f.list_lag_us = overrides.list_lag_us;
   if (overrides.buggify_percent > 0) c.p_buggify = overrides.buggify_percent / 100.0;
@@ -136,10 +138,13 @@ std::string SwarmConfig::Describe() const {
                 (unsigned long long)safety_steps);
   if (!capacity) return buf;
   char cap[256];
-  std::snprintf(cap, sizeof cap,
-                " evict-gc(budget=%llu ttl=%llus grace=%lluus evict=%.2f gc=%.2f jump=%.2f)",
-                (unsigned long long)ns_budget_bytes, (unsigned long long)ns_ttl_seconds,
-                (unsigned long long)gc_grace_us, p_evict, p_gc, p_clock_jump);
+  std::snprintf(
+      cap, sizeof cap,
+      " evict-gc(budget=%llu ttl=%llus grace=%lluus publish-grace=%llus evict=%.2f gc=%.2f "
+      "jump=%.2f)",
+      (unsigned long long)ns_budget_bytes, (unsigned long long)ns_ttl_seconds,
+      (unsigned long long)gc_grace_us, (unsigned long long)publish_grace_seconds, p_evict, p_gc,
+      p_clock_jump);
   return std::string(buf) + cap;
 }
 

@@ -65,6 +65,9 @@ struct SwarmConfig {
   // Drawn after that: every host refreshes from L2 by itself every this many ms of simulated time
   // (WMBT_KV_REFRESH_INTERVAL; started by puts and gets, run as a background task), 0 = off.
   uint64_t refresh_interval_ms = 0;
+  // Drawn last, evict-gc only: StoreOptions::publish_grace_seconds (G10's in-flight protection,
+  // and with the GC grace the age at which a put never published is forgotten).
+  uint64_t publish_grace_seconds = 600;
   // L1 crash kinds still allowed (a disallowed kind becomes a process crash).
   bool l1_machine = true, l1_lost = true, l1_corrupt = true;
 

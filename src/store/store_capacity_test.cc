@@ -434,6 +434,58 @@ TEST_P(Capacity, G10AnAbandonedPutProtectsNothingAfterTheGrace) {
   EXPECT_EQ(CheckPrefix(s, base), 0u);
 }
 
+// ------------------------------------------------------------------------------ abandoned puts
+
+bool LogHas(const StoreHarness& h, std::string_view what) {
+  for (const std::string& line : h.log()) {
+    if (line.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// docs/capacity.md, "Abandoned puts": a put never published is forgotten once it is older than
+// both graces — its pending entry and L1 record go, and a publish naming it fails as for a block
+// never put. A younger put stays publishable.
+TEST_P(Capacity, APutNeverPublishedIsForgottenOnceOlderThanBothGraces) {
+  StoreOptions o = Options();
+  o.publish_grace_seconds = 600;
+  o.gc_grace_us = 1200ull * 1000000;
+  Store* s = &Open(o);
+  auto old = MakeChain(3, 1000, 51), young = MakeChain(2, 1000, 52), late = MakeChain(1, 1000, 53);
+  ASSERT_TRUE(s->PutBlocks("default", kFp, old.Puts()).ok());
+  clock_.Advance(1200ull * 1000000);  // exactly the larger grace: not abandoned yet
+  ASSERT_TRUE(s->PutBlocks("default", kFp, young.Puts()).ok());
+  EXPECT_EQ(s->Stats().pending_blocks, 5u);
+  clock_.Advance(61ull * 1000000);  // past it, and past the check's period (a minute at most)
+  ASSERT_TRUE(s->PutBlocks("default", kFp, late.Puts()).ok());
+  EXPECT_EQ(s->Stats().pending_blocks, 3u) << "the old put's 3 blocks stay pending";
+  EXPECT_TRUE(LogHas(h_, "3 blocks put more than 1200 s ago and never published were forgotten"));
+  EXPECT_TRUE(s->PublishChain("default", kFp, old.tip(), old.tip()).status().code() ==
+              Code::kFailedPrecondition);
+  ASSERT_TRUE(s->PublishChain("default", kFp, young.tip(), young.tip()).ok());
+  EXPECT_EQ(CheckPrefix(*s, young), 2u);
+  // Their L1 records went too: a restart reloads only the late put's.
+  s = &Open(o);
+  EXPECT_TRUE(LogHas(h_, "1 blocks were put but not published before the last stop"));
+  EXPECT_EQ(s->Stats().pending_blocks, 1u);
+  EXPECT_TRUE(s->PublishChain("default", kFp, late.tip(), late.tip()).ok());
+}
+
+// A put reloaded from L1 keeps its put time: one that was already abandoned is forgotten at open.
+TEST_P(Capacity, APutAbandonedWhileTheStoreWasClosedIsForgottenAtOpen) {
+  StoreOptions o = Options();
+  Store* s = &Open(o);
+  auto c = MakeChain(2, 1000, 54);
+  ASSERT_TRUE(s->PutBlocks("default", kFp, c.Puts()).ok());
+  h_.Close();
+  clock_.Advance(o.gc_grace_us + 1);
+  s = &Open(o);
+  EXPECT_EQ(s->Stats().pending_blocks, 0u);
+  EXPECT_TRUE(LogHas(h_, "2 blocks put more than"));
+  EXPECT_TRUE(s->PublishChain("default", kFp, c.tip(), c.tip()).status().code() ==
+              Code::kFailedPrecondition);
+}
+
 TEST_P(Capacity, G10ABorrowedBlockIsNeverEvictedAndItsBytesStayValid) {
   StoreOptions o = Options();
   o.namespace_bytes_max["default"] = 1;

@@ -2,7 +2,8 @@
 // The .cc files are split by operation: store_open.cc (open, L1 load, refresh/reconcile),
 // store_write.cc (put, publish, sidecar put), store_read.cc (lookup, get, stats),
 // store_evict.cc (usage accounting, use stamps, eviction; docs/capacity.md), store_gc.cc (orphan
-// GC), store_auto_refresh.cc (refreshes in the background).
+// GC), store_auto_refresh.cc (refreshes in the background), store_abandoned_puts.cc (puts never
+// published).
 //
 // Locking (always acquired in this order, never the reverse):
 //   refresh_mu_          one Refresh at a time (held across its L2 listing and reads)
@@ -338,6 +339,12 @@ class StoreImpl final : public Store {
   void MaybeScheduleRefresh();
   void AutoRefresh();                     // one refresh; a failure is logged within a budget
   Result<RefreshReport> RefreshLocked();  // REQUIRES: refresh_mu_
+  // --- abandoned puts (store_abandoned_puts.cc) ---
+  // The age after which a put never published is forgotten: the larger of the two graces.
+  uint64_t AbandonedAfterUs() const;
+  // ForgetAbandonedPuts once its period has passed (puts and Open call it); failures are logged.
+  void MaybeForgetAbandonedPuts();
+  Status ForgetAbandonedPuts(uint64_t now_us);  // wall clock
   // --- orphan GC (store_gc.cc) ---
   // After a background eviction pass: a GC pass if background GC is on and its interval passed.
   void MaybeCollectOrphans();
@@ -448,6 +455,7 @@ class StoreImpl final : public Store {
   std::unordered_map<PendingKey, PendingRef, PendingKeyHash> pending_refs_;  // GUARDED_BY
   // How many pending blocks name each blob (orphan GC keeps those: GcOptions::keep).
   std::unordered_map<CacheKey, uint32_t, CacheKeyHash> pending_hashes_;  // GUARDED_BY(pending_mu_)
+  std::atomic<uint64_t> next_abandoned_check_us_{0};  // wall clock; MaybeForgetAbandonedPuts
 
   std::mutex upload_mu_;
   std::unordered_map<CacheKey, std::shared_ptr<Upload>, CacheKeyHash> uploads_;  // GUARDED_BY

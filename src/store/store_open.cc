@@ -117,6 +117,7 @@ Status StoreImpl::Init() {
   WMBT_RETURN_IF_ERROR(OpenPlanes());
   bool l1_was_empty = false;
   WMBT_RETURN_IF_ERROR(LoadFromL1(&l1_was_empty));
+  MaybeForgetAbandonedPuts();  // reloaded puts keep their put time
   auto report = Refresh();
   if (!report.ok()) {
     return report.status().WithContext("reconciling the index with L2 (" + l2_->Describe() +

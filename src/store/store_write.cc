@@ -98,6 +98,7 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocksImpl(std::string_view ns,
   }
   MaybeScheduleEviction(/*urgent=*/false);
   MaybeScheduleRefresh();
+  MaybeForgetAbandonedPuts();
   return hashes;
 }
 
