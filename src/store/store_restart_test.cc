@@ -244,64 +244,67 @@ TEST(StoreRefresh, G11AnotherProcessPublishIsVisibleAfterRefresh) {
   EXPECT_EQ(*(*b)->LookupPrefix("default", kFp, c.keys), 3u);
 }
 
+// Two hosts on one L2; B refreshes every 5 s of a fake clock, as an inline executor's task that
+// puts and gets queue (store_auto_refresh.cc), run when the test drains the executor.
+struct IntervalHosts {
+  TwoHosts hosts;
+  FakeClock clock;
+  std::unique_ptr<Executor> executor = NewInlineExecutor();
+  std::unique_ptr<Store> a, b;
+  IntervalHosts() {
+    clock.Advance(1'000'000);
+    StoreOptions ob = hosts.Options('b');
+    ob.clock = &clock;
+    ob.executor = executor.get();
+    ob.refresh_interval_ms = 5'000;
+    a = std::move(Store::Open(hosts.Options('a'))).value();
+    b = std::move(Store::Open(ob)).value();
+  }
+};
+
 // G11 with WMBT_KV_REFRESH_INTERVAL: another host's publish is loaded without a Refresh call,
 // once the interval has passed, and the staleness the stats report is the time since the last
 // refresh began. Fake clock, inline executor: the refresh is started by a get and runs when the
 // executor is drained.
 TEST(StoreRefresh, G11WithAnIntervalAnotherHostsPublishIsLoadedWithoutACall) {
-  TwoHosts hosts;
-  FakeClock clock;
-  clock.Advance(1'000'000);
-  auto executor = NewInlineExecutor();
-  StoreOptions oa = hosts.Options('a'), ob = hosts.Options('b');
-  ob.clock = &clock;
-  ob.executor = executor.get();
-  ob.refresh_interval_ms = 5'000;
-  auto a = Store::Open(oa);
-  auto b = Store::Open(ob);
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ((*b)->Stats().refreshes, 1u) << "the open's";
-  EXPECT_EQ((*b)->Stats().refresh_staleness_us, 0u);
+  IntervalHosts hosts;
+  Store *a = hosts.a.get(), *b = hosts.b.get();
+  FakeClock& clock = hosts.clock;
+  Executor* executor = hosts.executor.get();
+  EXPECT_EQ(b->Stats().refreshes, 1u) << "the open's";
+  EXPECT_EQ(b->Stats().refresh_staleness_us, 0u);
 
   auto c = MakeChain(3, 500, 4);
-  PutAndPublish(**a, c);
+  PutAndPublish(*a, c);
   clock.Advance(4'999'000);
-  EXPECT_TRUE((*b)->GetBlocks("default", kFp, c.keys).status().IsNotFound());
+  EXPECT_TRUE(b->GetBlocks("default", kFp, c.keys).status().IsNotFound());
   executor->Drain();
-  EXPECT_EQ(*(*b)->LookupPrefix("default", kFp, c.keys), 0u) << "before the interval";
-  EXPECT_EQ((*b)->Stats().refresh_staleness_us, 4'999'000u);
+  EXPECT_EQ(*b->LookupPrefix("default", kFp, c.keys), 0u) << "before the interval";
+  EXPECT_EQ(b->Stats().refresh_staleness_us, 4'999'000u);
 
   clock.Advance(1'000);
-  EXPECT_TRUE((*b)->GetBlocks("default", kFp, c.keys).status().IsNotFound());
+  EXPECT_TRUE(b->GetBlocks("default", kFp, c.keys).status().IsNotFound());
   executor->Drain();
-  EXPECT_EQ(*(*b)->LookupPrefix("default", kFp, c.keys), 3u) << "loaded by the interval's refresh";
-  EXPECT_EQ((*b)->Stats().refreshes, 2u);
-  EXPECT_EQ((*b)->Stats().refresh_staleness_us, 0u);
-  EXPECT_EQ((*b)->Stats().refresh_failures, 0u);
+  EXPECT_EQ(*b->LookupPrefix("default", kFp, c.keys), 3u) << "loaded by the interval's refresh";
+  EXPECT_EQ(b->Stats().refreshes, 2u);
+  EXPECT_EQ(b->Stats().refresh_staleness_us, 0u);
+  EXPECT_EQ(b->Stats().refresh_failures, 0u);
 }
 
 // An interval's refresh that an explicit Refresh() runs in its own wait (an executor may run queued
 // tasks inside Await) is skipped: the refresh under way loads the same. It used to lock the
 // refresh mutex a second time on the same thread, a deadlock; the watchdog makes one a failure.
 TEST(StoreRefresh, AnIntervalsRefreshRunInsideARefreshIsSkipped) {
-  TwoHosts hosts;
-  FakeClock clock;
-  clock.Advance(1'000'000);
-  auto executor = NewInlineExecutor();
-  StoreOptions oa = hosts.Options('a'), ob = hosts.Options('b');
-  ob.clock = &clock;
-  ob.executor = executor.get();
-  ob.refresh_interval_ms = 5'000;
-  auto a = Store::Open(oa);
-  auto b = Store::Open(ob);
-  ASSERT_TRUE(a.ok() && b.ok());
+  IntervalHosts hosts;
+  Store *a = hosts.a.get(), *b = hosts.b.get();
+  FakeClock& clock = hosts.clock;
   auto c = MakeChain(3, 500, 5);
-  PutAndPublish(**a, c);
+  PutAndPublish(*a, c);
   clock.Advance(5'000'000);
-  EXPECT_TRUE((*b)->GetBlocks("default", kFp, c.keys).status().IsNotFound());  // queues one
+  EXPECT_TRUE(b->GetBlocks("default", kFp, c.keys).status().IsNotFound());  // queues one
   auto done = std::make_shared<std::promise<Result<RefreshReport>>>();
   auto answer = done->get_future();
-  std::thread([done, store = b->get()] { done->set_value(store->Refresh()); }).detach();
+  std::thread([done, store = b] { done->set_value(store->Refresh()); }).detach();
   if (answer.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
     std::fprintf(stderr, "Refresh() deadlocked on the interval's refresh it ran inline\n");
     std::_Exit(1);  // the stuck thread holds the store: nothing can be torn down
@@ -309,8 +312,8 @@ TEST(StoreRefresh, AnIntervalsRefreshRunInsideARefreshIsSkipped) {
   auto r = answer.get();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->chains_added, 1u);
-  EXPECT_EQ(*(*b)->LookupPrefix("default", kFp, c.keys), 3u);
-  EXPECT_EQ((*b)->Stats().refreshes, 2u) << "the open's and the call's; the queued one skipped";
+  EXPECT_EQ(*b->LookupPrefix("default", kFp, c.keys), 3u);
+  EXPECT_EQ(b->Stats().refreshes, 2u) << "the open's and the call's; the queued one skipped";
 }
 
 // The same with the store's own timer (real clock and threads): B sees A's publish by itself.
