@@ -200,6 +200,19 @@ void Model::OnSynced(int host, const L2Heads& heads) {
   for (const auto& [c, h] : heads) k[c] = KeysOf(h.entries);
 }
 
+void Model::OnAutoRefreshed(int host, const L2Heads& settled, const L2Heads& after) {
+  auto& k = known_[static_cast<size_t>(host)];
+  std::map<ChainRef, std::vector<BlockKey>> now;
+  for (const auto& [c, h] : settled) now[c] = KeysOf(h.entries);
+  for (auto& [c, keys] : k) {
+    auto it = after.find(c);
+    if (!now.count(c) && it != after.end() && KeysOf(it->second.entries) == keys) {
+      now[c] = std::move(keys);
+    }
+  }
+  k = std::move(now);
+}
+
 void Model::OnRefreshFailed(int host, const L2Heads& heads) {
   // A refresh only ever moves a chain towards what L2 holds: chains already equal stay known.
   auto& k = known_[static_cast<size_t>(host)];

@@ -113,6 +113,10 @@ class Model {
   void OnPublishFailed(int host, const ChainRef& c);
   void OnSynced(int host, const L2Heads& heads);          // a successful Refresh or Open
   void OnRefreshFailed(int host, const L2Heads& heads);   // partially applied
+  // A refresh the host ran by itself inside a call: it knows `settled` (the heads it must have
+  // listed), and keeps what it knew of any other chain whose head `after` the call still has the
+  // same keys (a refresh re-checks a chain it did not list before dropping it).
+  void OnAutoRefreshed(int host, const L2Heads& settled, const L2Heads& after);
   void OnCrash(int host) { known_[static_cast<size_t>(host)].clear(); }
 
   size_t LowerBound(int host, const Scope& s, const std::vector<BlockKey>& keys) const;

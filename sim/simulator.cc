@@ -301,7 +301,7 @@ void World::Called(int host, bool ran_only_background_tasks) {
     model_.OnRefreshFailed(host, Settled(same));
     return;
   }
-  model_.OnSynced(host, Settled(same));
+  model_.OnAutoRefreshed(host, Settled(same), after);
   // Between steps the refresh was the only task that ran: the host's view is L2's, exactly.
   if (ran_only_background_tasks) checkers_.SameAsL2(S(host), host, after, "auto-refresh");
 }

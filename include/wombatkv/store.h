@@ -304,6 +304,9 @@ struct StoreStats {
   uint64_t refreshes = 0;
   uint64_t refresh_failures = 0;
   uint64_t refresh_staleness_us = 0;
+  // Blocks put but never published that were forgotten once older than both graces (publish and
+  // GC; docs/capacity.md, "Abandoned puts")
+  uint64_t pending_blocks_forgotten = 0;
 };
 
 // L2 bytes one fingerprint's heads reference (part of NamespaceUsage).

@@ -207,6 +207,9 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_get_misses_total", "counter", "GetBlocks calls that missed.", s.get_misses);
   p.One("wombatkv_get_bytes_total", "counter", "Payload bytes returned by gets.", s.get_bytes);
   p.One("wombatkv_pending_blocks", "gauge", "Blocks put but not yet published.", s.pending_blocks);
+  p.One("wombatkv_pending_blocks_forgotten_total", "counter",
+        "Blocks put but never published, forgotten once older than both graces (publish, GC).",
+        s.pending_blocks_forgotten);
   p.One("wombatkv_heads_compacted_total", "counter", "Redundant chain heads compacted.",
         s.heads_compacted);
   p.One("wombatkv_l2_puts_total", "counter", "Objects written to L2.", s.l2_puts);

@@ -84,6 +84,7 @@ inline constexpr StoreStatsField kStoreStatsFields[] = {
     {"refreshes", &StoreStats::refreshes},
     {"refresh_failures", &StoreStats::refresh_failures},
     {"refresh_staleness_us", &StoreStats::refresh_staleness_us},
+    {"pending_blocks_forgotten", &StoreStats::pending_blocks_forgotten},
 };
 
 static_assert(sizeof(kStoreStatsFields) / sizeof(kStoreStatsFields[0]) * sizeof(uint64_t) ==

@@ -5,8 +5,20 @@
 // their publish would grow the store's memory and L1 for ever, and keep this store's own orphan
 // GC from ever collecting those blobs. A publish naming a forgotten block fails with
 // FailedPrecondition ("put it again"), as one naming a block never put does.
+//
+// Races, and what settles them:
+//   - a publish that collected a block before it was forgotten: its claim (PublishClaim, taken
+//     under pending_mu_ with the collection) keeps the block, and so its blob from this store's
+//     orphan GC, until the publish is done;
+//   - a put of the same key or bytes: puts hold forget_mu_ shared until their blocks are pending,
+//     a pass holds it exclusively, so a put's L1 record and upload slot are never the ones a pass
+//     removes;
+//   - an upload still running, or being retried by a publisher, when its block is forgotten: its
+//     slot (and the pin on its payload) is dropped by a later pass (forget_leftovers_).
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -16,6 +28,19 @@
 
 namespace wombatkv {
 
+StoreImpl::PublishClaim::PublishClaim(StoreImpl* store, std::vector<PendingKey> keys)
+    : store_(store), keys_(std::move(keys)) {
+  for (const PendingKey& k : keys_) ++store_->publishing_[k];
+}
+
+StoreImpl::PublishClaim::~PublishClaim() {
+  std::lock_guard<std::mutex> g(store_->pending_mu_);
+  for (const PendingKey& k : keys_) {
+    auto it = store_->publishing_.find(k);
+    if (--it->second == 0) store_->publishing_.erase(it);
+  }
+}
+
 uint64_t StoreImpl::AbandonedAfterUs() const {
   constexpr uint64_t kSecondsMax = UINT64_MAX / 1'000'000;  // a grace of "for ever" saturates
   return std::max(std::min(options_.publish_grace_seconds, kSecondsMax) * 1'000'000,
@@ -24,11 +49,12 @@ uint64_t StoreImpl::AbandonedAfterUs() const {
 
 void StoreImpl::MaybeForgetAbandonedPuts() {
   const uint64_t now = clock_->WallMicros();
+  // A tenth of the age that makes a put abandoned, between a second and a minute: a put is
+  // forgotten at most that late, and a pass (a scan of the pending puts) runs at most that often.
+  const uint64_t period = std::clamp<uint64_t>(AbandonedAfterUs() / 10, 1'000'000, 60'000'000);
   uint64_t due = next_abandoned_check_us_.load(std::memory_order_relaxed);
-  if (now < due) return;
-  // One caller per period; the period is a fraction of the age that makes a put abandoned, so
-  // one is forgotten at most about a tenth of that age late (and at least every minute).
-  const uint64_t period = std::clamp<uint64_t>(AbandonedAfterUs() / 10, 1, 60'000'000);
+  // Not due yet — unless the wall clock stepped back by more than a period since it was set.
+  if (now < due && due - now <= period) return;
   if (!next_abandoned_check_us_.compare_exchange_strong(due, now + period)) return;
   if (Status s = ForgetAbandonedPuts(now); !s.ok()) {
     Log(LogLevel::kWarn, "forgetting puts never published: " + s.ToString() +
@@ -43,15 +69,17 @@ Status StoreImpl::ForgetAbandonedPuts(uint64_t now_us) {
     std::lock_guard<std::mutex> g(ns_mu_);
     for (const auto& [name, id] : ns_ids_) ns_names.emplace(id, name);
   }
+  std::unique_lock<std::shared_mutex> no_puts(forget_mu_);
   MetaWriteBatch forget;
-  std::vector<CacheKey> unneeded;  // blobs no pending put names any more
+  std::vector<CacheKey> unneeded = std::move(forget_leftovers_);  // blobs no pending put names
+  forget_leftovers_.clear();
   size_t forgotten = 0;
   {
     std::lock_guard<std::mutex> g(pending_mu_);
     for (auto it = pending_.begin(); it != pending_.end();) {
       const auto& [key, block] = *it;
       // A wall clock that stepped back (now before the put) keeps the put.
-      if (now_us < block.put_us || now_us - block.put_us <= after) {
+      if (now_us < block.put_us || now_us - block.put_us <= after || publishing_.count(key)) {
         ++it;
         continue;
       }
@@ -63,19 +91,27 @@ Status StoreImpl::ForgetAbandonedPuts(uint64_t now_us) {
       it = pending_.erase(it);
       ++forgotten;
     }
+    // A leftover whose bytes a later put named again is that put's now.
+    std::erase_if(unneeded, [&](const CacheKey& ck) { return pending_hashes_.count(ck) > 0; });
   }
-  if (forgotten == 0) return Status::Ok();
-  {
+  if (!unneeded.empty()) {
     // A finished upload's slot goes; a failed one is retired first (its pin on the payload is
-    // released once). One still running, or being retried by a publisher, stays. A publish that
-    // collected the block before it was forgotten finds no slot and checks L2 for the blob.
+    // released once). One still running, or being retried by a publisher, is left to a later
+    // pass. A publish that had collected the block holds a claim, so none is under way here.
     std::lock_guard<std::mutex> g(upload_mu_);
     for (const CacheKey& ck : unneeded) {
       auto it = uploads_.find(ck);
-      if (it == uploads_.end() || !it->second->done.done()) continue;
-      if (it->second->done.status().ok() || RetireFailedUpload(ck, *it->second)) uploads_.erase(it);
+      if (it == uploads_.end()) continue;
+      if (it->second->done.done() &&
+          (it->second->done.status().ok() || RetireFailedUpload(ck, *it->second))) {
+        uploads_.erase(it);
+      } else {
+        forget_leftovers_.push_back(ck);
+      }
     }
   }
+  if (forgotten == 0) return Status::Ok();
+  counters_.pending_blocks_forgotten += forgotten;
   Log(LogLevel::kInfo, std::to_string(forgotten) + " blocks put more than " +
                            std::to_string(after / 1'000'000) +
                            " s ago and never published were forgotten (a publish naming them "

@@ -27,10 +27,22 @@ void StoreImpl::MaybeScheduleRefresh() {
   });
 }
 
+namespace {
+thread_local const StoreImpl* refreshing_here = nullptr;
+}  // namespace
+
+StoreImpl::RefreshingHere::RefreshingHere(const StoreImpl* store) : previous_(refreshing_here) {
+  refreshing_here = store;
+}
+StoreImpl::RefreshingHere::~RefreshingHere() { refreshing_here = previous_; }
+bool StoreImpl::RefreshingHere::In(const StoreImpl* store) { return refreshing_here == store; }
+
 void StoreImpl::AutoRefresh() {
-  // A refresh under way (a Refresh() call, or one whose wait runs this task inline: an executor
-  // may run queued tasks in Await) already loads what this one would.
-  if (evict_stopped_.load() || refresh_running_.load()) return;
+  // Run inline by this thread's own Refresh() while it waits (an executor may run queued tasks in
+  // Await): that refresh, under way, loads what this one would — and refresh_mu_ is this thread's.
+  // On another thread it waits for the refresh under way and then runs, so that what was
+  // published after that one listed is loaded within the interval.
+  if (evict_stopped_.load() || RefreshingHere::In(this)) return;
   auto report = Refresh();
   if (report.ok()) {
     const RefreshReport& r = *report;

@@ -5,6 +5,7 @@
 // threads against the background evictor.
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -459,6 +460,7 @@ TEST_P(Capacity, APutNeverPublishedIsForgottenOnceOlderThanBothGraces) {
   clock_.Advance(61ull * 1000000);  // past it, and past the check's period (a minute at most)
   ASSERT_TRUE(s->PutBlocks("default", kFp, late.Puts()).ok());
   EXPECT_EQ(s->Stats().pending_blocks, 3u) << "the old put's 3 blocks stay pending";
+  EXPECT_EQ(s->Stats().pending_blocks_forgotten, 3u);
   EXPECT_TRUE(LogHas(h_, "3 blocks put more than 1200 s ago and never published were forgotten"));
   EXPECT_TRUE(s->PublishChain("default", kFp, old.tip(), old.tip()).status().code() ==
               Code::kFailedPrecondition);
@@ -472,18 +474,106 @@ TEST_P(Capacity, APutNeverPublishedIsForgottenOnceOlderThanBothGraces) {
 }
 
 // A put reloaded from L1 keeps its put time: one that was already abandoned is forgotten at open.
+// Here the publish grace is the larger one: the age is that.
 TEST_P(Capacity, APutAbandonedWhileTheStoreWasClosedIsForgottenAtOpen) {
   StoreOptions o = Options();
+  o.publish_grace_seconds = 2 * 3600;
   Store* s = &Open(o);
   auto c = MakeChain(2, 1000, 54);
   ASSERT_TRUE(s->PutBlocks("default", kFp, c.Puts()).ok());
   h_.Close();
   clock_.Advance(o.gc_grace_us + 1);
   s = &Open(o);
+  EXPECT_EQ(s->Stats().pending_blocks, 2u) << "older than the GC grace only";
+  h_.Close();
+  clock_.Advance(2 * kHour);
+  s = &Open(o);
   EXPECT_EQ(s->Stats().pending_blocks, 0u);
   EXPECT_TRUE(LogHas(h_, "2 blocks put more than"));
   EXPECT_TRUE(s->PublishChain("default", kFp, c.tip(), c.tip()).status().code() ==
               Code::kFailedPrecondition);
+}
+
+// In-memory planes on a fake clock, an inline executor, graces of a second, and an L2 whose blob
+// writes can be made to fail and which can run a callback just before the next head write.
+class AbandonedPuts : public ::testing::Test {
+ protected:
+  class HookedL2 final : public ObjectStoreWrapper {
+   public:
+    explicit HookedL2(ObjectStore* target) : ObjectStoreWrapper(target) {}
+    std::function<void()> before_head;
+    bool fail_blobs = false;
+    Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
+                            const PutOptions& options) override {
+      const bool head = key.find("/chain/") != std::string_view::npos;
+      if (head && before_head) std::exchange(before_head, nullptr)();
+      if (!head && fail_blobs) return Status::Unavailable("injected: blob writes fail");
+      return ObjectStoreWrapper::Put(key, parts, options);
+    }
+  };
+  AbandonedPuts() {
+    clock_.Advance(1'000'000);
+    StoreOptions o;
+    o.object_store = &l2_;
+    o.meta_store = l1_.get();
+    o.clock = &clock_;
+    o.executor = executor_.get();
+    o.eviction_interval_ms = 0;
+    o.publish_grace_seconds = 1;
+    o.gc_grace_us = 1'000'000;
+    o.log = [](LogLevel, const std::string&) {};  // failed uploads are logged (from this thread)
+    store_ = std::move(Store::Open(o)).value();
+  }
+  bool InL2(const ContentHash& hash) {
+    return mem_->Head(layout::BlobKey("kv", "default", hash)).ok();
+  }
+
+  FakeClock clock_;
+  std::unique_ptr<ObjectStore> mem_ = NewMemObjectStore(&clock_);
+  HookedL2 l2_{mem_.get()};
+  std::unique_ptr<MetaStore> l1_ = NewMemMetaStore();
+  std::unique_ptr<Executor> executor_ = NewInlineExecutor();
+  std::unique_ptr<Store> store_;
+};
+
+// A publish that collected its blocks before they were old enough to be forgotten keeps them —
+// and their blobs, from this store's orphan GC — until it is done. Here a put's pass and an
+// orphan GC pass land between the publish's durability barrier and its head write.
+TEST_F(AbandonedPuts, APublishUnderWayKeepsItsBlocksFromBeingForgotten) {
+  auto x = MakeChain(1, 4000, 81), y = MakeChain(1, 4000, 82);
+  auto hashes = store_->PutBlocks("default", kFp, x.Puts());
+  ASSERT_TRUE(hashes.ok());
+  executor_->Drain();          // x's upload is done
+  clock_.Advance(10'000'000);  // x is older than both graces; no pass has run since
+  bool ran = false;
+  l2_.before_head = [&] {
+    ran = true;
+    ASSERT_TRUE(store_->PutBlocks("default", kFp, y.Puts()).ok());  // a pass runs here
+    auto gc = store_->CollectOrphans();
+    ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+    EXPECT_EQ(gc->deleted, 0u);
+  };
+  auto v = store_->PublishChain("default", kFp, x.tip(), x.tip());
+  ASSERT_TRUE(ran);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_TRUE(InL2((*hashes)[0])) << "an acknowledged chain names a blob that is gone";
+  EXPECT_EQ(store_->Stats().pending_blocks_forgotten, 0u);
+}
+
+// A put whose upload failed holds its payload pinned in RAM for a publish to retry; forgotten,
+// it lets go of it.
+TEST_F(AbandonedPuts, AForgottenPutsFailedUploadReleasesItsPayload) {
+  auto x = MakeChain(2, 4000, 83), y = MakeChain(1, 4000, 84);
+  l2_.fail_blobs = true;
+  ASSERT_TRUE(store_->PutBlocks("default", kFp, x.Puts()).ok());
+  executor_->Drain();
+  EXPECT_EQ(store_->Stats().cache_pinned_bytes, 8000u) << "the failed uploads' payloads";
+  l2_.fail_blobs = false;
+  clock_.Advance(10'000'000);
+  ASSERT_TRUE(store_->PutBlocks("default", kFp, y.Puts()).ok());
+  executor_->Drain();
+  EXPECT_EQ(store_->Stats().pending_blocks_forgotten, 2u);
+  EXPECT_EQ(store_->Stats().cache_pinned_bytes, 0u);
 }
 
 TEST_P(Capacity, G10ABorrowedBlockIsNeverEvictedAndItsBytesStayValid) {

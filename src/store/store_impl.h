@@ -17,6 +17,8 @@
 //                        through LockChain, which also waits out the chain's completion-based
 //                        save (store_save_async.cc), whose head write runs without the stripe
 //   async_mu_            leaf: the chains with such a save in flight
+//   forget_mu_           puts (shared, until their blocks are pending) and a pass forgetting
+//                        abandoned puts (exclusive); held across L1 writes, never L2 I/O
 //   index_mu_            the L0 index (shared for reads, exclusive for changes)
 //   upload_mu_ → the cache's mutex;  pending_mu_, ns_mu_, the ledger's mutex: leaf locks
 // Only evict_mu_, gc_mu_, refresh_mu_ and a publish stripe are ever held across L2 I/O.
@@ -128,6 +130,21 @@ class StoreImpl final : public Store {
     uint32_t count = 0;
     uint64_t newest_put_us = 0;
   };
+  // The pending blocks a publish collected, claimed until it is done with them (its head written
+  // and the blocks forgotten as published, or the publish failed): ForgetAbandonedPuts leaves a
+  // claimed block, its blob and its upload alone (store_abandoned_puts.cc).
+  class PublishClaim {
+   public:
+    // REQUIRES: store->pending_mu_ held.
+    PublishClaim(StoreImpl* store, std::vector<PendingKey> keys);
+    ~PublishClaim();  // takes pending_mu_
+    PublishClaim(const PublishClaim&) = delete;
+    PublishClaim& operator=(const PublishClaim&) = delete;
+
+   private:
+    StoreImpl* store_;
+    std::vector<PendingKey> keys_;
+  };
   // One background upload of a blob to L2. Lives in uploads_ until a publish consumes it.
   struct Upload {
     Completion done;
@@ -185,7 +202,8 @@ class StoreImpl final : public Store {
   // already durable in L2).
   Result<std::vector<ChainEntry>> CollectChain(std::string_view ns, uint32_t ns_id,
                                                const Fingerprint& fp, const BlockKey& tip,
-                                               size_t* indexed);
+                                               size_t* indexed,
+                                               std::shared_ptr<PublishClaim>* claim);
   // Orphan-GC safety for publishers (R4 in gc/orphan_gc.h). Before the head is written: the new
   // entries' blobs this process did not write itself (found in L2, or put by another process).
   // `copies` gets the bytes this process still holds of those blobs (their uploads' payloads).
@@ -206,6 +224,7 @@ class StoreImpl final : public Store {
     std::vector<ChainEntry> entries;
     std::vector<ContentHash> reused;
     ReusedCopies copies;
+    std::shared_ptr<PublishClaim> claim;  // of the entries that were pending
   };
   Result<PublishPlan> PreparePublish(std::string_view ns, const Fingerprint& fp,
                                      const BlockKey& tip);
@@ -338,6 +357,16 @@ class StoreImpl final : public Store {
   // passed since the last one began (puts and gets call it). With the store's timer: nothing.
   void MaybeScheduleRefresh();
   void AutoRefresh();                     // one refresh; a failure is logged within a budget
+  // Marks this thread as inside this store's Refresh() (holding refresh_mu_) for its lifetime.
+  class RefreshingHere {
+   public:
+    explicit RefreshingHere(const StoreImpl* store);
+    ~RefreshingHere();
+    static bool In(const StoreImpl* store);  // whether this thread is inside store's Refresh()
+
+   private:
+    const StoreImpl* previous_;
+  };
   Result<RefreshReport> RefreshLocked();  // REQUIRES: refresh_mu_
   // --- abandoned puts (store_abandoned_puts.cc) ---
   // The age after which a put never published is forgotten: the larger of the two graces.
@@ -455,6 +484,12 @@ class StoreImpl final : public Store {
   std::unordered_map<PendingKey, PendingRef, PendingKeyHash> pending_refs_;  // GUARDED_BY
   // How many pending blocks name each blob (orphan GC keeps those: GcOptions::keep).
   std::unordered_map<CacheKey, uint32_t, CacheKeyHash> pending_hashes_;  // GUARDED_BY(pending_mu_)
+  std::unordered_map<PendingKey, uint32_t, PendingKeyHash> publishing_;  // GUARDED_BY(pending_mu_)
+  // Abandoned puts (store_abandoned_puts.cc): puts hold it shared until their blocks are pending,
+  // a pass exclusively. Blobs whose upload slots a pass could not drop yet (running, or retried
+  // by a publisher) wait in forget_leftovers_ for the next pass.
+  std::shared_mutex forget_mu_;
+  std::vector<CacheKey> forget_leftovers_;            // GUARDED_BY(forget_mu_)
   std::atomic<uint64_t> next_abandoned_check_us_{0};  // wall clock; MaybeForgetAbandonedPuts
 
   std::mutex upload_mu_;
@@ -471,7 +506,6 @@ class StoreImpl final : public Store {
   std::atomic<uint64_t> last_refresh_us_{0};
   std::atomic<uint64_t> next_refresh_us_{0};
   std::atomic<bool> refresh_queued_{false};
-  std::atomic<bool> refresh_running_{false};  // set by Refresh() while it holds refresh_mu_
   std::unique_ptr<Executor> refresh_thread_;  // only with an internal executor and clock
   LogBudget refresh_warnings_{5, 600'000'000};
 
@@ -523,6 +557,7 @@ class StoreImpl final : public Store {
     std::atomic<uint64_t> gc_delete_failures{0};
     std::atomic<uint64_t> put_blocks_helped{0};
     std::atomic<uint64_t> refreshes{0}, refresh_failures{0};
+    std::atomic<uint64_t> pending_blocks_forgotten{0};
   };
   mutable Counters counters_;
 };

@@ -562,9 +562,8 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
 Result<RefreshReport> StoreImpl::Refresh() {
   std::lock_guard<std::mutex> g(refresh_mu_);
   const uint64_t began = std::max<uint64_t>(1, clock_->NowMicros());
-  refresh_running_ = true;
+  const RefreshingHere here(this);
   auto report = RefreshLocked();
-  refresh_running_ = false;
   if (!report.ok()) {
     counters_.refresh_failures++;
     return report;

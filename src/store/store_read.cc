@@ -391,6 +391,7 @@ StoreStats StoreImpl::Stats() {
   s.gc_delete_failures = k.gc_delete_failures;
   s.refreshes = k.refreshes;
   s.refresh_failures = k.refresh_failures;
+  s.pending_blocks_forgotten = k.pending_blocks_forgotten;
   if (const uint64_t began = last_refresh_us_.load(std::memory_order_relaxed); began > 0) {
     const uint64_t now = clock_->NowMicros();
     s.refresh_staleness_us = now > began ? now - began : 0;

@@ -156,61 +156,64 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
   // the blocking path run.
   auto in_call = std::make_shared<std::atomic<bool>>(true);
   const std::thread::id caller = std::this_thread::get_id();
-  l2_->PutAsync(key, {AsBytes(*encoded)}, opts,
-                [this, head, encoded, key, ns_id, in_call, caller,
-                 done = std::move(done)](Result<std::string> put) mutable {
-    auto unmark = [this, head] {
-      std::lock_guard<std::mutex> g(async_mu_);
-      async_chains_.erase(head->chain_id);
-      async_cv_.notify_all();
-    };
-    if (!put.ok()) {
-      unmark();
-      if (put.status().IsConflict() && in_call->load() &&
-          std::this_thread::get_id() == caller) {
-        // Another writer changed the head (conditions are checked when the record is appended,
-        // before PutAsync returns): retry the blocking way, which re-reads it.
-        done(PublishChain(head->ns, head->fp, head->chain_id, head->tip(), std::nullopt,
-                          nullptr));
-      } else {
-        counters_.l2_errors++;
-        done(put.status().WithContext("publishing chain head " + key));
-      }
-      return AsyncEnded();
-    }
-    // Committed: as in PublishChain, what follows only updates caches of the head.
-    counters_.l2_put_bytes += encoded->size();
-    // A completion thread that falls behind: the chain's mark must hold publishers off meanwhile.
-    if (Buggify("save.completion_late")) clock_->SleepMicros(2000);
-    // The chain stays marked until its L1 record is written, so that no other publish of it
-    // writes a newer record first.
-    auto finish = [this, head, key, ns_id, unmark, done = std::move(done)](Status recorded) {
-      if (!recorded.ok()) {
-        Log(LogLevel::kWarn, "published " + key + " but could not record it locally: " +
-                                 recorded.ToString());
-      }
-      MaybeScheduleEvictionFor(head->ns);
-      counters_.publishes++;
-      unmark();
-      if (Status s = ForgetPublished(head->ns, ns_id, head->fp, head->entries); !s.ok()) {
-        Log(LogLevel::kWarn, "published " + key + " but could not clear its pending records: " +
-                                 s.ToString());
-      }
-      // May delete heads in L2 (a durable write): not in the completion's thread. Queued before
-      // the answer, so a caller that drains the executor after it finds it done.
-      if (head->chain_id == head->tip() && head->entries.size() > 1) {
-        executor_->Submit(
-            [this, head] { CompactRedundantHeads(head->ns, head->fp, head->entries); });
-      }
-      done(head->version);
-      AsyncEnded();
-    };
-    MetaWriteBatch record;
-    if (Status s = InstallHead(*head, *put, *encoded, &record); !s.ok()) {
-      return finish(s.WithContext("installing it in L0"));
-    }
-    WriteL1Then(std::move(record), std::move(finish));
-  });
+  l2_->PutAsync(
+      key, {AsBytes(*encoded)}, opts,
+      [this, head, encoded, key, ns_id, in_call, caller, claim = plan->claim,
+       done = std::move(done)](Result<std::string> put) mutable {
+        auto unmark = [this, head] {
+          std::lock_guard<std::mutex> g(async_mu_);
+          async_chains_.erase(head->chain_id);
+          async_cv_.notify_all();
+        };
+        if (!put.ok()) {
+          unmark();
+          if (put.status().IsConflict() && in_call->load() &&
+              std::this_thread::get_id() == caller) {
+            // Another writer changed the head (conditions are checked when the record is appended,
+            // before PutAsync returns): retry the blocking way, which re-reads it.
+            done(PublishChain(head->ns, head->fp, head->chain_id, head->tip(), std::nullopt,
+                              nullptr));
+          } else {
+            counters_.l2_errors++;
+            done(put.status().WithContext("publishing chain head " + key));
+          }
+          return AsyncEnded();
+        }
+        // Committed: as in PublishChain, what follows only updates caches of the head.
+        counters_.l2_put_bytes += encoded->size();
+        // A completion thread that falls behind: the chain's mark must hold publishers off
+        // meanwhile.
+        if (Buggify("save.completion_late")) clock_->SleepMicros(2000);
+        // The chain stays marked until its L1 record is written, so that no other publish of it
+        // writes a newer record first.
+        auto finish = [this, head, key, ns_id, unmark, claim,
+                       done = std::move(done)](Status recorded) {
+          if (!recorded.ok()) {
+            Log(LogLevel::kWarn,
+                "published " + key + " but could not record it locally: " + recorded.ToString());
+          }
+          MaybeScheduleEvictionFor(head->ns);
+          counters_.publishes++;
+          unmark();
+          if (Status s = ForgetPublished(head->ns, ns_id, head->fp, head->entries); !s.ok()) {
+            Log(LogLevel::kWarn,
+                "published " + key + " but could not clear its pending records: " + s.ToString());
+          }
+          // May delete heads in L2 (a durable write): not in the completion's thread. Queued before
+          // the answer, so a caller that drains the executor after it finds it done.
+          if (head->chain_id == head->tip() && head->entries.size() > 1) {
+            executor_->Submit(
+                [this, head] { CompactRedundantHeads(head->ns, head->fp, head->entries); });
+          }
+          done(head->version);
+          AsyncEnded();
+        };
+        MetaWriteBatch record;
+        if (Status s = InstallHead(*head, *put, *encoded, &record); !s.ok()) {
+          return finish(s.WithContext("installing it in L0"));
+        }
+        WriteL1Then(std::move(record), std::move(finish));
+      });
   in_call->store(false);
 }
 

@@ -65,6 +65,9 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocksImpl(std::string_view ns,
   CopiedBlocks copied = CopyAndHashBlocks(
       blocks, CopyTarget{payload_pool_, options_.payload_allocator, ns}, copy_helper_.get());
   counters_.put_blocks_helped += copied.helped;
+  // Held until the blocks are pending: a put of keys or bytes being forgotten as abandoned comes
+  // wholly before or after that (its L1 records, its upload slot).
+  std::shared_lock<std::shared_mutex> no_forgetting(forget_mu_);
   for (size_t i = 0; i < blocks.size(); ++i) {
     const BlockPut& b = blocks[i];
     BufferSlice slice = std::move(copied.payloads[i]);
@@ -96,6 +99,7 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocksImpl(std::string_view ns,
                                     /*in_l1=*/!save});
     }
   }
+  no_forgetting.unlock();
   MaybeScheduleEviction(/*urgent=*/false);
   MaybeScheduleRefresh();
   MaybeForgetAbandonedPuts();
@@ -290,8 +294,9 @@ Status StoreImpl::EnsureDurable(std::string_view ns, const CacheKey& ck) {
 }
 
 Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uint32_t ns_id,
-                                                        const Fingerprint& fp,
-                                                        const BlockKey& tip, size_t* indexed) {
+                                                        const Fingerprint& fp, const BlockKey& tip,
+                                                        size_t* indexed,
+                                                        std::shared_ptr<PublishClaim>* claim) {
   // Walk from the tip through blocks put in this process; the first key that is not pending must
   // already be indexed (a published prefix), or be the root's zero parent.
   std::vector<ChainEntry> reversed;
@@ -314,6 +319,10 @@ Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uin
       reversed.push_back(ChainEntry{cur, it->second.hash, it->second.length});
       cur = it->second.parent;
     }
+    // Claimed while still under the lock: no forgetting in between (store_abandoned_puts.cc).
+    std::vector<PendingKey> keys;
+    for (const ChainEntry& e : reversed) keys.push_back(PendingKey{ns_id, fp, e.key});
+    *claim = std::make_shared<PublishClaim>(this, std::move(keys));
   }
   std::vector<ChainEntry> entries;
   if (!cur.IsZero()) {
@@ -411,7 +420,7 @@ Result<StoreImpl::PublishPlan> StoreImpl::PreparePublish(std::string_view ns,
   PublishPlan plan;
   plan.ns_id = NamespaceId(ns);
   size_t indexed = 0;
-  WMBT_ASSIGN_OR_RETURN(plan.entries, CollectChain(ns, plan.ns_id, fp, tip, &indexed));
+  WMBT_ASSIGN_OR_RETURN(plan.entries, CollectChain(ns, plan.ns_id, fp, tip, &indexed, &plan.claim));
 
   // The durability barrier: every blob of the chain is in L2 before the head names it. The
   // indexed prefix was published before, so its blobs already are. Those of its uploads parked
