@@ -1,8 +1,10 @@
 // Restart, L1 loss and corruption, directory ownership and cross-process refresh (G3, G11).
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -244,18 +246,33 @@ TEST(StoreRefresh, G11AnotherProcessPublishIsVisibleAfterRefresh) {
   EXPECT_EQ(*(*b)->LookupPrefix("default", kFp, c.keys), 3u);
 }
 
+// An inline executor that counts the tasks submitted to it.
+class CountingExecutor final : public Executor {
+ public:
+  std::atomic<int> submitted{0};
+  void Submit(std::function<void()> task) override {
+    ++submitted;
+    inner_->Submit(std::move(task));
+  }
+  Status Await(const Completion& c) override { return inner_->Await(c); }
+  void Drain() override { inner_->Drain(); }
+
+ private:
+  std::unique_ptr<Executor> inner_ = NewInlineExecutor();
+};
+
 // Two hosts on one L2; B refreshes every 5 s of a fake clock, as an inline executor's task that
 // puts and gets queue (store_auto_refresh.cc), run when the test drains the executor.
 struct IntervalHosts {
   TwoHosts hosts;
   FakeClock clock;
-  std::unique_ptr<Executor> executor = NewInlineExecutor();
+  CountingExecutor executor;
   std::unique_ptr<Store> a, b;
   IntervalHosts() {
     clock.Advance(1'000'000);
     StoreOptions ob = hosts.Options('b');
     ob.clock = &clock;
-    ob.executor = executor.get();
+    ob.executor = &executor;
     ob.refresh_interval_ms = 5'000;
     a = std::move(Store::Open(hosts.Options('a'))).value();
     b = std::move(Store::Open(ob)).value();
@@ -270,7 +287,7 @@ TEST(StoreRefresh, G11WithAnIntervalAnotherHostsPublishIsLoadedWithoutACall) {
   IntervalHosts hosts;
   Store *a = hosts.a.get(), *b = hosts.b.get();
   FakeClock& clock = hosts.clock;
-  Executor* executor = hosts.executor.get();
+  Executor* executor = &hosts.executor;
   EXPECT_EQ(b->Stats().refreshes, 1u) << "the open's";
   EXPECT_EQ(b->Stats().refresh_staleness_us, 0u);
 
@@ -301,7 +318,9 @@ TEST(StoreRefresh, AnIntervalsRefreshRunInsideARefreshIsSkipped) {
   auto c = MakeChain(3, 500, 5);
   PutAndPublish(*a, c);
   clock.Advance(5'000'000);
-  EXPECT_TRUE(b->GetBlocks("default", kFp, c.keys).status().IsNotFound());  // queues one
+  const int queued = hosts.executor.submitted;
+  EXPECT_TRUE(b->GetBlocks("default", kFp, c.keys).status().IsNotFound());
+  ASSERT_EQ(hosts.executor.submitted, queued + 1) << "the get queues the interval's refresh";
   auto done = std::make_shared<std::promise<Result<RefreshReport>>>();
   auto answer = done->get_future();
   std::thread([done, store = b] { done->set_value(store->Refresh()); }).detach();
