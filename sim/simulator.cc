@@ -141,7 +141,7 @@ class World {
   // store returns and before its answer is judged, reads the store's refresh counters and, if a
   // refresh ran, tells the model what that host now knows: the chains whose heads were the same
   // before and after the call (its own publish in the call is recorded after this).
-  bool AutoRefreshes(int host) const { return cfg_.refresh_interval_ms > 0 && Up(host); }
+  bool AutoRefreshes(int host) const { return cfg_.RefreshesByItself(host) && Up(host); }
   void BeforeCall(int host);
   void Called(int host, bool ran_only_background_tasks = false);
   void CountRefreshes(int host);  // the counters as they are now, without a model update
@@ -220,7 +220,7 @@ void World::Restart(int host) {
   o.executor = h.executor.get();
   o.cache_bytes_max = cfg_.cache_bytes_max;
   if (host % 2 == 0) o.block_compress_level = cfg_.block_compress_level;
-  o.refresh_interval_ms = cfg_.refresh_interval_ms;
+  if (cfg_.RefreshesByItself(host)) o.refresh_interval_ms = cfg_.refresh_interval_ms;
   if (cfg_.capacity && !no_capacity_) {
     if (cfg_.ns_budget_bytes) o.namespace_bytes_max[""] = cfg_.ns_budget_bytes;
     if (cfg_.ns_ttl_seconds) o.namespace_ttl_seconds[""] = cfg_.ns_ttl_seconds;

@@ -59,6 +59,7 @@ SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity,
   if (r.Chance(0.3)) c.refresh_interval_ms = r.Pick<uint64_t>({1, 5, 50});
   // Evict-gc: a publish grace of seconds, so that clock jumps make puts abandoned (forgotten).
   if (c.capacity && r.Chance(0.5)) c.publish_grace_seconds = r.Range(1, 5);
+  if (c.refresh_interval_ms > 0 && c.hosts > 1) c.refresh_odd_hosts_only = r.Chance(0.5);
 
   if (overrides.list_lag_us > 0) f.list_lag_us = overrides.list_lag_us;
   if (overrides.buggify_percent > 0) c.p_buggify = overrides.buggify_percent / 100.0;
@@ -127,7 +128,7 @@ std::string SwarmConfig::Describe() const {
                 "hosts=%d ns=%d fps=%d block=%llu..%llu cache=%llu 503=%.2f timeout=%.2f "
                 "lost=%.2f shortlist=%.2f lat<=%lluus crash(step=%.3f mid=%.2f) brownout=%.2f "
                 "corrupt=%.3f corrupt-head=%.3f listlag=%lluus session=%.1f cas=%.1f "
-                "variant=%.2f resave=%.1f buggify=%.2f zstd=%d refresh=%llums steps=%llu",
+                "variant=%.2f resave=%.1f buggify=%.2f zstd=%d refresh=%llums%s steps=%llu",
                 hosts, namespaces, fingerprints, (unsigned long long)block_bytes_min,
                 (unsigned long long)block_bytes_max, (unsigned long long)cache_bytes_max,
                 faults.unavailable, faults.timeout, faults.lost_response, faults.short_list,
@@ -135,7 +136,7 @@ std::string SwarmConfig::Describe() const {
                 p_brownout_toggle, p_corrupt, p_corrupt_head,
                 (unsigned long long)faults.list_lag_us, p_session, p_cas, p_variant, p_resave_all,
                 p_buggify, block_compress_level, (unsigned long long)refresh_interval_ms,
-                (unsigned long long)safety_steps);
+                refresh_odd_hosts_only ? "(odd hosts)" : "", (unsigned long long)safety_steps);
   if (!capacity) return buf;
   char cap[256];
   std::snprintf(

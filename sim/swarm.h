@@ -62,9 +62,14 @@ struct SwarmConfig {
   // 0 = none. The odd-numbered hosts write raw, so hosts read and reuse each other's codec.
   // Payloads are then half zero bytes, so that most compress.
   int block_compress_level = 0;
-  // Drawn after that: every host refreshes from L2 by itself every this many ms of simulated time
-  // (WMBT_KV_REFRESH_INTERVAL; started by puts and gets, run as a background task), 0 = off.
+  // Drawn after that: hosts refresh from L2 by themselves every this many ms of simulated time
+  // (WMBT_KV_REFRESH_INTERVAL; started by puts and gets, run as a background task), 0 = off —
+  // every host, or (drawn last of all) only the odd-numbered ones, the others relying on Refresh.
   uint64_t refresh_interval_ms = 0;
+  bool refresh_odd_hosts_only = false;
+  bool RefreshesByItself(int host) const {
+    return refresh_interval_ms > 0 && (!refresh_odd_hosts_only || host % 2 == 1);
+  }
   // Drawn last, evict-gc only: StoreOptions::publish_grace_seconds (G10's in-flight protection,
   // and with the GC grace the age at which a put never published is forgotten).
   uint64_t publish_grace_seconds = 600;
