@@ -177,6 +177,7 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
             counters_.l2_errors++;
             done(put.status().WithContext("publishing chain head " + key));
           }
+          claim.reset();  // before AsyncEnded: the store may be destroyed from then on
           return AsyncEnded();
         }
         // Committed: as in PublishChain, what follows only updates caches of the head.
@@ -186,8 +187,8 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
         if (Buggify("save.completion_late")) clock_->SleepMicros(2000);
         // The chain stays marked until its L1 record is written, so that no other publish of it
         // writes a newer record first.
-        auto finish = [this, head, key, ns_id, unmark, claim,
-                       done = std::move(done)](Status recorded) {
+        auto finish = [this, head, key, ns_id, unmark, claim = std::move(claim),
+                       done = std::move(done)](Status recorded) mutable {
           if (!recorded.ok()) {
             Log(LogLevel::kWarn,
                 "published " + key + " but could not record it locally: " + recorded.ToString());
@@ -205,6 +206,7 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
             executor_->Submit(
                 [this, head] { CompactRedundantHeads(head->ns, head->fp, head->entries); });
           }
+          claim.reset();  // before AsyncEnded: the store may be destroyed from then on
           done(head->version);
           AsyncEnded();
         };
