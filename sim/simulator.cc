@@ -139,8 +139,9 @@ class World {
   // Automatic refresh (SwarmConfig::refresh_interval_ms): a host may refresh from L2 inside any
   // call that runs its background tasks. BeforeCall notes L2's heads; Called, right after the
   // store returns and before its answer is judged, reads the store's refresh counters and, if a
-  // refresh ran, tells the model what that host now knows: the chains whose heads were the same
-  // before and after the call (its own publish in the call is recorded after this).
+  // refresh ran, tells the model what that host now knows (Model::OnAutoRefreshed): the chains
+  // whose heads were the same before and after the call, and those it knew whose heads still hold
+  // the keys it knew (its own publish in the call is recorded after this).
   bool AutoRefreshes(int host) const { return cfg_.RefreshesByItself(host) && Up(host); }
   void BeforeCall(int host);
   void Called(int host, bool ran_only_background_tasks = false);
