@@ -6,7 +6,7 @@
 set -euo pipefail
 sim=$1
 sites=(read.cache_miss upload.lost_ok publish.stale_base refresh.reread_head evict.early gc.early
-       evict.conflict gc.keep)
+       evict.conflict gc.keep put.gate_small publish.collect_inside)
 taken=$(for seed in 1 2 3 4 5 6; do
   "$sim" --seed "$seed" --buggify 100 --capacity --verbose | grep -o 'buggify [a-z_.]*' || true
 done | sort -u)

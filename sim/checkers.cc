@@ -311,7 +311,8 @@ void Checkers::HeadWritten(const std::string& key, bool at_write) {
   for (const ChainEntry& e : head->entries) {
     const std::string blob = layout::BlobKey(kL2Prefix, head->ns, e.hash);
     auto b = bucket_->truth()->Get(blob, 0, kToEnd);
-    if (!b.ok() && at_write && ref && AbandonedAndGone(ref->scope.ns, e.hash)) {
+    if (!b.ok() && at_write && ref && AbandonedAndGone(ref->scope.ns, e.hash) &&
+        !bucket_->DeletedThisStep(blob)) {
       excused_[key].insert(blob);
       continue;
     }

@@ -56,7 +56,9 @@ class Checkers {
   std::function<bool(const std::string& head_key)> head_in_doubt;
 
   // Evict-gc: the blob is gone from L2 and its last put is older than the GC grace (R1: another
-  // host may collect it). A head naming it is the documented limit, not a store bug.
+  // host may collect it). A head naming it is the documented limit, not a store bug — unless the
+  // blob went during the very call that wrote the head (HeadWritten): the writer collected it
+  // (claimed pending blocks and indexed chains are kept) or was gathering it at that moment.
   bool AbandonedAndGone(int ns, const ContentHash& hash) const;
   // Head key → blobs it named that were abandoned and gone when it was written.
   std::map<std::string, std::set<std::string>> excused_;

@@ -50,6 +50,7 @@ void SimBucket::Created(const std::string& key, uint64_t now_us) {
 
 void SimBucket::Deleted(const ObjectInfo& gone, uint64_t now_us) {
   changes_[gone.key] = Change{now_us, true, gone};
+  deleted_this_step_.insert(gone.key);
 }
 
 FaultyObjectStore::FaultyObjectStore(int host, SimBucket* bucket, const FaultRates* rates,

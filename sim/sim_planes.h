@@ -67,7 +67,12 @@ class SimBucket {
   bool CorruptedThisStep(const std::string& key) const {
     return corrupted_this_step_.count(key) > 0;
   }
-  void BeginStep() { corrupted_this_step_ = corrupted_; }
+  void BeginStep() {
+    corrupted_this_step_ = corrupted_;
+    deleted_this_step_.clear();
+  }
+  // Deleted by a host since the current step began (one host's call and its tasks).
+  bool DeletedThisStep(const std::string& key) const { return deleted_this_step_.count(key) > 0; }
   // Called after every applied head write with the key: lets the simulator check invariants at
   // the instant a head becomes visible in L2.
   std::function<void(const std::string& key)> on_head_written;
@@ -89,6 +94,7 @@ class SimBucket {
   std::set<std::string> corrupted_;
   std::set<std::string> ever_corrupted_;
   std::set<std::string> corrupted_this_step_;
+  std::set<std::string> deleted_this_step_;
   std::map<std::string, Change> changes_;
 };
 

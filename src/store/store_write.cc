@@ -434,6 +434,13 @@ Result<StoreImpl::PublishPlan> StoreImpl::PreparePublish(std::string_view ns,
     if (test_hooks::publish_skips_durability_barrier.load(std::memory_order_relaxed)) break;
     WMBT_RETURN_IF_ERROR(EnsureDurable(ns, CacheKey{plan.ns_id, plan.entries[i].hash}));
   }
+  // Buggify: a check for abandoned puts and an orphan GC pass land between the durability
+  // barrier and the head write, as they may from another thread. The claim keeps this chain's
+  // pending blocks, and so their blobs, until the head names them.
+  if (Buggify("publish.collect_inside")) {
+    (void)ForgetAbandonedPuts(clock_->WallMicros());  // a failed L1 write: reopen forgets them
+    (void)GcPass();                                   // a failed pass logs and counts itself
+  }
   // R4: bytes of reused blobs, in case GC deletes one before the head names it.
   plan.reused = BlobsNotWrittenHere(plan.ns_id, plan.entries, indexed, &plan.copies);
   return plan;
