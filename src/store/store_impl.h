@@ -244,7 +244,7 @@ class StoreImpl final : public Store {
     AsyncCall& operator=(const AsyncCall&) = delete;
     StoreImpl* store;
   };
-  // After a publish: its blocks are no longer pending, their uploads are done.
+  // After a publish: the puts it published are no longer pending, their uploads are done.
   Status ForgetPublished(std::string_view ns, uint32_t ns_id, const Fingerprint& fp,
                          const std::vector<ChainEntry>& entries);
   // The chain as L0 has it (L2 is not read).

@@ -73,6 +73,30 @@ TEST_F(StoreApi, PublishContinuesAnAlreadyPublishedPrefix) {
   EXPECT_EQ((*chain)[5].hash, HashPayload(c.payloads[5]));
 }
 
+// A key put again with new bytes stays pending, to be published under those bytes, even when
+// another chain is published meanwhile through the key's already-published block: that publish
+// takes the old block from the index, so it publishes nothing of the new put.
+TEST_F(StoreApi, APutOfAPublishedKeyOutlivesAPublishThroughItsOldBlock) {
+  auto c = MakeChain(3, 100);
+  ASSERT_TRUE(s_.PutBlocks("default", kFp, c.Puts(0, 2)).ok());
+  ASSERT_TRUE(s_.PublishChain("default", kFp, c.keys[1], c.keys[1]).ok());
+  const std::vector<uint8_t> fresh = Payload(77, 100);
+  BlockPut again{c.keys[0], BlockKey{}, fresh};
+  ASSERT_TRUE(s_.PutBlocks("default", kFp, {&again, 1}).ok());
+  ASSERT_TRUE(s_.PutBlocks("default", kFp, c.Puts(2)).ok());
+  ASSERT_TRUE(s_.PublishChain("default", kFp, c.tip(), c.tip()).ok());
+  auto through = s_.GetChain("default", kFp, c.tip());
+  ASSERT_TRUE(through.ok());
+  EXPECT_EQ((*through)[0].hash, HashPayload(c.payloads[0])) << "the indexed block, not the put";
+  EXPECT_EQ(s_.Stats().pending_blocks, 1u) << "the new put of key 0 was dropped";
+  ASSERT_TRUE(s_.PublishChain("default", kFp, Key(700), c.keys[0]).ok());
+  auto alone = s_.GetChain("default", kFp, Key(700));
+  ASSERT_TRUE(alone.ok());
+  ASSERT_EQ(alone->size(), 1u);
+  EXPECT_EQ((*alone)[0].hash, HashPayload(fresh));
+  EXPECT_EQ(s_.Stats().pending_blocks, 0u);
+}
+
 TEST_F(StoreApi, ResavingALongerChainCompactsTheRedundantHead) {
   // Engines re-save the whole chain each turn with the tip as chain id (the C ABI does).
   auto c = MakeChain(8, 100);

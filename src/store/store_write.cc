@@ -602,10 +602,16 @@ Status StoreImpl::ForgetPublished(std::string_view ns, uint32_t ns_id, const Fin
   MetaWriteBatch done;
   {
     std::lock_guard<std::mutex> g(pending_mu_);
-    for (const ChainEntry& e : entries) {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const ChainEntry& e = entries[i];
       const PendingKey key{ns_id, fp, e.key};
       auto it = pending_.find(key);
       if (it == pending_.end()) continue;
+      // Only the put this head published: the key may have been put again with other bytes or
+      // another parent (a publish through its indexed block, or a put racing this publish),
+      // and that put still waits for a publish of its own.
+      const BlockKey parent = i ? entries[i - 1].key : BlockKey{};
+      if (it->second.hash != e.hash || it->second.parent != parent) continue;
       if (it->second.in_l1) done.Delete(meta_records::PendingKey(ns, fp, e.key));
       ErasePendingLocked(key);
     }
