@@ -311,7 +311,7 @@ if [[ $RC == 0 ]] && grep -q "Usage: wombatkv put \[OPTIONS\] KEY_HEX" "$TMP/out
   pass "help COMMAND prints the command's help"
 else fail "help COMMAND prints the command's help" "rc=$RC out=$(out)"; fi
 # A mistyped data directory is not an empty store: reading commands find it missing.
-for cmd in ls stat "lookup $K1" "get $K1" "inspect $K1" "publish $K1 $K1"; do
+for cmd in ls stat "lookup $K1" "get $K1" "inspect $K1" "publish $K1 $K1" audit du gc; do
   # shellcheck disable=SC2086 # the command's words
   run "$WKV" --data-dir "$TMP/mistyped/dir" $cmd
   check_rc "$cmd on a missing data directory exits 1 naming it" 1 "no data directory at"

@@ -61,7 +61,7 @@ struct Setup {
 int Prepare(Context& ctx, std::string_view command, const std::string& grace_text, bool want_l1,
             bool writes, Setup* out) {
   int code = ctx.RequireLocalPlanes(command);
-  if (code != kExitOk) return code;
+  if (code != kExitOk || (code = ctx.RequireDataDir()) != kExitOk) return code;
   auto grace = Grace(ctx, grace_text, &code);
   if (!grace) return code;
   out->grace_us = *grace;

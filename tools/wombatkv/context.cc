@@ -88,17 +88,22 @@ bool LockIsHeld(const std::string& data_dir) {
 
 }  // namespace
 
+int Context::RequireDataDir() {
+  std::error_code ec;
+  if (remote() || !opts.config.http_addr.empty() || !opts.config.s3_bucket.empty() ||
+      std::filesystem::exists(opts.data_dir, ec)) {
+    return kExitOk;
+  }
+  return out.Error("open data directory " + opts.data_dir,
+                   Status::NotFound("there is no data directory at " + opts.data_dir +
+                                    ", so nothing is stored there"),
+                   "check --data-dir (or WMBT_KV_DATA_DIR); only a command that stores creates it",
+                   {{"data_dir", opts.data_dir}});
+}
+
 Store* Context::OpenStore(int* exit_code, DataDir data_dir) {
   if (store_) return store_.get();
-  std::error_code ec;
-  if (data_dir == DataDir::kMustExist && !remote() && opts.config.http_addr.empty() &&
-      opts.config.s3_bucket.empty() && !std::filesystem::exists(opts.data_dir, ec)) {
-    *exit_code =
-        out.Error("open data directory " + opts.data_dir,
-                  Status::NotFound("there is no data directory at " + opts.data_dir +
-                                   ", so nothing is stored there"),
-                  "check --data-dir (or WMBT_KV_DATA_DIR); only a command that stores creates it",
-                  {{"data_dir", opts.data_dir}});
+  if (data_dir == DataDir::kMustExist && (*exit_code = RequireDataDir()) != kExitOk) {
     return nullptr;
   }
   // The flags override the environment; Set parses them exactly as the variables.

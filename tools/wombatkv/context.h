@@ -65,6 +65,9 @@ class Context {
   // *exit_code set (1 when a kMustExist data directory is missing, 5 when another process owns
   // it, 6 when no daemon answers).
   Store* OpenStore(int* exit_code, DataDir data_dir = DataDir::kCreate);
+  // The kMustExist check on its own: reports a missing data directory that would hold every
+  // block and returns its exit code (1); else 0.
+  int RequireDataDir();
 
   // Whether the commands go to a daemon rather than a data directory, and which ("wombatkvd
   // (WMBT_KV_TCP_ADDR=...)"; empty when embedded).
