@@ -216,6 +216,44 @@ TEST(DaemonLifecycle, AFlagOverridesAVariableWhoseValueWouldNotParse) {
   EXPECT_EQ(daemon->Stop(SIGTERM), 0) << daemon->stderr_text();
 }
 
+// The client-only settings are not the daemon's: their variables are not read (a value only a
+// client would parse never stops it), and their flags, long or short, are refused as such.
+TEST(DaemonLifecycle, ClientSettingsAreNeitherReadNorTaken) {
+  TempDir dir;
+  auto daemon = StartDaemon(dir, {},
+                            {{"WMBT_KV_FINGERPRINT", "xyz"},
+                             {"WMBT_KV_NAMESPACE", "a/b"},
+                             {"WMBT_KV_TCP_ADDR", "bad"},
+                             {"WMBT_KV_CLIENT_POLL", "7"},
+                             {"WMBT_KV_REQUEST_TIMEOUT_MS", "abc"}});
+  ASSERT_TRUE(daemon->running()) << daemon->stderr_text();
+  EXPECT_EQ(daemon->Stop(SIGTERM), 0) << daemon->stderr_text();
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"-n", "x"}, {"--fingerprint", "00"}}) {
+    auto refused = StartDaemon(dir, flags);
+    ASSERT_FALSE(refused->running());
+    EXPECT_EQ(refused->exit_code(), 2);
+    EXPECT_NE(refused->stderr_text().find("is a client setting"), std::string::npos)
+        << refused->stderr_text();
+  }
+}
+
+// A --tcp list naming one address twice is a mistake in the list, not a port in use.
+TEST(DaemonLifecycle, AnAddressListedTwiceIsRefusedAsSuch) {
+  TempDir dir;
+  std::string free_port;
+  {
+    auto probe = tcp::BoundListeners::Bind({"127.0.0.1:0"});
+    ASSERT_TRUE(probe.ok()) << probe.status().ToString();
+    free_port = (*probe)->listeners().at(0).address;
+  }  // released: the daemon takes it (once)
+  auto daemon = StartDaemon(dir, {}, {}, free_port + "," + free_port);
+  ASSERT_FALSE(daemon->running());
+  EXPECT_EQ(daemon->exit_code(), 2);
+  EXPECT_NE(daemon->stderr_text().find("is listed twice"), std::string::npos)
+      << daemon->stderr_text();
+}
+
 TEST(DaemonLifecycle, AClientReconnectsByItselfAfterADaemonRestart) {
   TempDir dir;
   auto first = StartDaemon(dir);

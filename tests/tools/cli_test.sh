@@ -140,6 +140,15 @@ if [[ $RC == 0 ]] && cmp -s "$TMP/b4" "$TMP/out"; then pass "a compressed blob r
 else fail "a compressed blob reads back exactly" "rc=$RC"; fi
 run "$WKV" --block-compress zstd:99 stat
 check_rc "a bad --block-compress exits 2 naming the setting" 2 "WMBT_KV_BLOCK_COMPRESS"
+# A malformed variable fails the command, naming it and where settings are listed, unless the
+# command line gives that setting's flag, which overrides the variable (as in wombatkvd).
+WMBT_KV_CACHE_BYTES=lots run "$WKV" stat
+check_rc "a malformed variable exits 2 naming it" 2 'WMBT_KV_CACHE_BYTES="lots"'
+check_rc "a malformed variable's error points to the settings table" 2 "docs/configuration.md"
+WMBT_KV_CACHE_BYTES=lots run "$WKV" --cache-bytes 64M stat
+check_rc "a setting's flag overrides its malformed variable" 0
+WMBT_KV_NAMESPACE=bad/ns run "$WKV" -n default ls
+check_rc "-n overrides a malformed WMBT_KV_NAMESPACE" 0
 
 # A block put and never published is an orphan: readable by content hash, invisible to lookups.
 run "$WKV" put "$K3" --parent "$K2" --value orphan

@@ -7,10 +7,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,9 +87,14 @@ class Context {
   std::shared_ptr<Store> store_;     // embedded (owning its S3 L2) or a RemoteStore
 };
 
-// Fills `opts` with the defaults from the environment (Config). Returns the error of a malformed
-// WMBT_KV_* variable, naming it.
-Status LoadEnvironmentDefaults(GlobalOptions* opts);
+// The settings whose flag (or global option: --data-dir, -n, ...) appears on the command line
+// (before any "--"): their variables are not read, so a flag overrides even a variable whose value
+// would not parse, as in wombatkvd.
+std::set<std::string> SettingsGivenAsFlags(int argc, char** argv);
+
+// Fills `opts` with the defaults from the environment (Config), but for the settings `given`.
+// Returns the error of a malformed WMBT_KV_* variable, naming it.
+Status LoadEnvironmentDefaults(GlobalOptions* opts, std::set<std::string> given);
 
 // A duration given as a flag, in microseconds: digits with one unit (90s, 30m, 1h, 2d, 500ms), or
 // "0". Bare digits other than 0 are refused (nullopt), as is anything that does not parse: a

@@ -1,11 +1,40 @@
 // Global option defaults from the environment, through Config (the one parser of WMBT_KV_*).
+#include <string_view>
+#include <utility>
+
+#include "base/setting_text.h"
 #include "config/config.h"
 #include "tools/wombatkv/context.h"
+#include "tools/wombatkv/setting_flags.h"
 
 namespace wombatkv::cli {
 
-Status LoadEnvironmentDefaults(GlobalOptions* opts) {
-  auto config = Config::FromEnv();
+std::set<std::string> SettingsGivenAsFlags(int argc, char** argv) {
+  // The global options that stand for a setting (main.cc); every other setting's flag is
+  // SettingFlagName of it.
+  std::vector<std::pair<std::string, std::string>> flags = {
+      {"--data-dir", "WMBT_KV_DATA_DIR"},       {"-n", "WMBT_KV_NAMESPACE"},
+      {"--namespace", "WMBT_KV_NAMESPACE"},     {"-f", "WMBT_KV_FINGERPRINT"},
+      {"--fingerprint", "WMBT_KV_FINGERPRINT"}, {"--remote-prefix", "WMBT_KV_REMOTE_PREFIX"},
+      {"--tcp-addr", "WMBT_KV_TCP_ADDR"}};
+  for (const SettingDoc& doc : AllSettings()) {
+    if (!doc.secret) flags.emplace_back(SettingFlagName(doc.name), std::string(doc.name));
+  }
+  std::set<std::string> given;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;  // positional arguments follow
+    for (const auto& [flag, setting] : flags) {
+      if (arg == flag || (flag.starts_with("--") && arg.starts_with(flag + "="))) {
+        given.insert(setting);
+      }
+    }
+  }
+  return given;
+}
+
+Status LoadEnvironmentDefaults(GlobalOptions* opts, std::set<std::string> given) {
+  auto config = Config::FromLookup(Config::Without(ProcessEnv, std::move(given)));
   if (!config.ok()) return config.status();
   opts->data_dir = config->data_dir;
   opts->ns = config->ns;

@@ -91,9 +91,10 @@ std::string FirstCommandWord(int argc, char** argv, const CLI::App& app) {
 
 int Main(int argc, char** argv) {
   Context ctx;
-  if (Status s = LoadEnvironmentDefaults(&ctx.opts); !s.ok()) {
+  if (Status s = LoadEnvironmentDefaults(&ctx.opts, SettingsGivenAsFlags(argc, argv)); !s.ok()) {
     ctx.out.Configure(ArgvHasJson(argc, argv), false);
-    return ctx.out.Error("environment", s, "fix or unset that variable (see docs/cli.md)");
+    return ctx.out.Error("environment", s,
+                         "fix or unset that variable, or give its flag (docs/configuration.md)");
   }
 
   CLI::App app{

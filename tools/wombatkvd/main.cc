@@ -53,18 +53,23 @@ struct FlagSetting {
 
 // Settings of a client (an engine, the wombatkv CLI) that the daemon has no use for: a flag of one
 // given to wombatkvd gets a message saying so rather than CLI11's "arguments were not expected".
+// Their variables are not read either, so a value only a client could parse never stops the
+// daemon.
 struct ClientOnly {
   std::string_view setting;
-  const char* instead;  // what the daemon has in its place
+  const char* short_flag;  // the wombatkv CLI's short form, or ""
+  const char* instead;     // what the daemon has in its place
 };
 constexpr ClientOnly kClientOnly[] = {
-    {"WMBT_KV_NAMESPACE", "the daemon serves every namespace its clients ask for"},
-    {"WMBT_KV_FINGERPRINT", "the daemon serves every fingerprint its clients ask for"},
-    {"WMBT_KV_TCP_ADDR", "the daemon listens where --tcp says"},
-    {"WMBT_KV_REMOTE_PREFIX", "the daemon serves shared memory under --prefix"},
-    {"WMBT_KV_CLIENT_POLL", "it tells a client how to wait for answers"},
-    {"WMBT_KV_REQUEST_TIMEOUT_MS", "it tells a client how long to wait for an answer"},
-    {"WMBT_KV_HTTP_ADDR", "the daemon serves /metrics over HTTP under --http"},
+    {"WMBT_KV_NAMESPACE", "-n", "the daemon serves every namespace its clients ask for"},
+    {"WMBT_KV_FINGERPRINT", "-f", "the daemon serves every fingerprint its clients ask for"},
+    {"WMBT_KV_TCP_ADDR", "", "the daemon listens where --tcp says"},
+    {"WMBT_KV_REMOTE_PREFIX", "", "the daemon serves shared memory under --prefix"},
+    {"WMBT_KV_CLIENT_POLL", "", "it tells a client how to wait for answers"},
+    {"WMBT_KV_REQUEST_TIMEOUT_MS", "", "it tells a client how long to wait for an answer"},
+    {"WMBT_KV_HTTP_ADDR", "",
+     "it names an HTTP transport for clients, which does not exist yet; the daemon serves "
+     "/metrics over HTTP under --http"},
 };
 
 // Config settings that get no store flag: those with a flag of their own below, and the
@@ -83,7 +88,9 @@ const ClientOnly* ClientOnlyFlag(int argc, char** argv) {
     const std::string_view arg = argv[i];
     for (const ClientOnly& c : kClientOnly) {
       const std::string flag = cli::SettingFlagName(c.setting);
-      if (arg == flag || arg.starts_with(flag + "=")) return &c;
+      if (arg == flag || arg.starts_with(flag + "=") || (*c.short_flag && arg == c.short_flag)) {
+        return &c;
+      }
     }
   }
   return nullptr;
@@ -214,8 +221,8 @@ int Main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (const ClientOnly* c = ClientOnlyFlag(argc, argv)) {
       std::fprintf(stderr,
-                   "wombatkvd: %s is a client setting (%.*s, for engines and the wombatkv CLI): "
-                   "%s. Set it where the client runs; see `wombatkvd --help`\n",
+                   "wombatkvd: %s is a client setting (%.*s), not the daemon's: %s. Set it "
+                   "where the client runs; see `wombatkvd --help`\n",
                    cli::SettingFlagName(c->setting).c_str(), static_cast<int>(c->setting.size()),
                    c->setting.data(), c->instead);
       return kExitUsage;
@@ -237,14 +244,15 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
 
-  // The environment, without the settings a flag gives: a flag overrides a variable, even one
-  // whose value would not parse.
+  // The environment, without the settings a flag gives (a flag overrides a variable, even one
+  // whose value would not parse) nor the client-only ones.
   std::set<std::string> given;
   for (const FlagSetting& f : flags) {
     if (f.option->count() > 0) given.emplace(f.setting);
   }
   store_flags.AddGiven(&given);
   if (!tokens.empty()) given.emplace("WMBT_KV_AUTH_TOKENS");
+  for (const ClientOnly& c : kClientOnly) given.emplace(c.setting);  // not the daemon's to read
   const EnvLookup env = Config::Without(ProcessEnv, std::move(given));
   auto config = Config::FromLookup(env);
   if (!config.ok()) return Usage("environment", config.status());

@@ -266,6 +266,15 @@ Status BoundListeners::Listen(const std::string& text) {
   auto resolved = Resolve(hp, /*passive=*/true);
   if (!resolved.ok()) return resolved.status().WithContext("cannot listen on " + text);
   const SocketAddress& a = resolved->front();
+  if (hp.port != 0) {
+    const std::string where = FormatAddress(a);
+    for (const ListenerInfo& l : listeners_) {
+      if (l.address == where) {
+        return Status::InvalidArgument("cannot listen on " + text + ": " + where +
+                                       " is listed twice (list each address once)");
+      }
+    }
+  }
   int fd = ::socket(a.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
   if (fd < 0) return SocketError("cannot listen on " + text + ": socket", errno);
   fds_.push_back(fd);  // closed by the destructor on any failure below
@@ -281,6 +290,10 @@ Status BoundListeners::Listen(const std::string& text) {
       return Status::Unavailable(st.message() +
                                  " (another wombatkvd, or another program, has that port: stop "
                                  "it or choose another --tcp port)");
+    if (err == EADDRNOTAVAIL)
+      return Status::Unavailable(st.message() +
+                                 " (no interface of this host has that address: give one of its "
+                                 "own, or 0.0.0.0 for all of them)");
     return st;
   }
   if (::listen(fd, kListenBacklog) != 0) {
