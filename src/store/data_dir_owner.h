@@ -19,7 +19,13 @@ void SetOwnerProgram(std::string_view program);
 // short name).
 std::string DataDirOwnerNote(std::string_view program = {});
 
-// Whether `message` (a "data directory ... is in use" error) names a holder running `program`.
+// Whether `message` (a "data directory ... is in use" error) names a holder running `program`
+// (and not in a stale note).
 bool HeldByProgram(std::string_view message, std::string_view program);
+
+// Whether the note in `message` names a process of this host that is not running: a note left by
+// a holder that has exited (its lock went with it, the note stays), so whatever holds the lock
+// now wrote none (a program that is not WombatKV's).
+bool NoteIsStale(std::string_view message);
 
 }  // namespace wombatkv

@@ -203,6 +203,13 @@ Status StoreImpl::OpenPlanes() {
           "): close the store that holds it first (wmbt_kv_free, after releasing its borrows), "
           "or use another data directory");
     }
+    if (!lock.ok() && NoteIsStale(lock.status().message())) {
+      return Status::FailedPrecondition(
+          "data directory " + dir + " is held by a process that wrote no owner note (" +
+          lock.status().message() + ", but that process is no longer running: its note is " +
+          "stale); find the holder with `fuser -v " + dir + "/LOCK` and stop it, or use another " +
+          "data directory (WMBT_KV_DATA_DIR, --data-dir)");
+    }
     if (!lock.ok()) {
       const bool daemon = HeldByProgram(lock.status().message(), "wombatkvd");
       return Status::FailedPrecondition(

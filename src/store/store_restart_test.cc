@@ -1,4 +1,9 @@
 // Restart, L1 loss and corruption, directory ownership and cross-process refresh (G3, G11).
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +14,7 @@
 #include <thread>
 
 #include "meta/rocksdb_test_hooks.h"
+#include "store/data_dir_owner.h"
 #include "store/meta_records.h"
 #include "store/store_test_util.h"
 
@@ -200,6 +206,35 @@ TEST(StoreRestart, SecondOpenerOfADataDirectoryGetsAClearError) {
   EXPECT_NE(second.status().message().find("already open in this process"), std::string::npos)
       << second.status().message();
   EXPECT_EQ(second.status().message().find("stop that process"), std::string::npos);
+}
+
+// A LOCK held by a program that writes no note, over the note of a holder that has exited: the
+// error says the note is stale instead of naming that long-gone process, and no caller takes
+// the holder for a wombatkv command (which the CLI would wait for).
+TEST(StoreRestart, ALockHeldUnderAStaleNoteSaysTheNoteIsStale) {
+  StoreHarness h(Planes::kDisk);
+  h.Open();
+  h.Close();
+  const pid_t gone = ::fork();
+  ASSERT_GE(gone, 0);
+  if (gone == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  const std::string lock_path = h.Options().data_dir + "/LOCK";
+  std::ofstream(lock_path, std::ios::trunc) << "pid " << gone << " (wombatkv) on host " << host;
+  const int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);  // another open file: conflicts even in this process
+  auto second = Store::Open(h.Options());
+  ::close(fd);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), Code::kFailedPrecondition);
+  const std::string& m = second.status().message();
+  EXPECT_NE(m.find("its note is stale"), std::string::npos) << m;
+  EXPECT_NE(m.find("fuser -v"), std::string::npos) << m;
+  EXPECT_FALSE(HeldByProgram(m, "wombatkv")) << m;
+  EXPECT_TRUE(Store::Open(h.Options()).ok()) << "free again once the holder let go";
 }
 
 // Two hosts: stores with data directories of their own on one L2 directory (a shared bucket).

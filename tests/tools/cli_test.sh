@@ -375,6 +375,7 @@ check_rc "the data directory is usable again once the other process is gone" 0
 if lock_data_dir "pid 1 (wombatkv) on host test"; then
   run "$WKV" --lock-wait 0s ls
   check_rc "--lock-wait 0s fails at once on a directory another command holds" 5 "(wombatkv)"
+  check_rc "and says to wait longer" 5 "wait longer with --lock-wait (waited 0s)"
   # The holder goes once the command says it waits (bounded: 60 s, not a timing assertion).
   : >"$TMP/err"
   (

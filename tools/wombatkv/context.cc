@@ -162,9 +162,16 @@ Store* Context::OpenStore(int* exit_code, DataDir data_dir) {
       *exit_code = out.Error("connect", s, "docs/daemon.md tells how to start and reach wombatkvd");
       return nullptr;
     }
-    // A held or unwritable directory's message says what to do (--data-dir included).
+    // A held or unwritable directory's message says what to do (--data-dir included); another
+    // command still holding it after the wait is a matter of waiting longer.
+    const std::string hint =
+        HeldByAnotherCommand(s)
+            ? "it is another wombatkv command's for now: retry once it is done, or wait longer "
+              "with --lock-wait (waited " +
+                  opts.lock_wait + ")"
+            : "";
     *exit_code =
-        out.Error("open data directory " + opts.data_dir, s, "", {{"data_dir", opts.data_dir}});
+        out.Error("open data directory " + opts.data_dir, s, hint, {{"data_dir", opts.data_dir}});
     return nullptr;
   }
   store_ = std::move(opened)->store;
