@@ -319,6 +319,8 @@ run "$WKV" help put
 if [[ $RC == 0 ]] && grep -q "Usage: wombatkv put \[OPTIONS\] KEY_HEX" "$TMP/out"; then
   pass "help COMMAND prints the command's help"
 else fail "help COMMAND prints the command's help" "rc=$RC out=$(out)"; fi
+run "$WKV" help pbulish
+check_rc "help of an unknown command is a usage error with a suggestion" 2 'did you mean `wombatkv publish`'
 # A mistyped data directory is not an empty store: reading commands find it missing.
 for cmd in ls stat "lookup $K1" "get $K1" "inspect $K1" "publish $K1 $K1" audit du gc; do
   # shellcheck disable=SC2086 # the command's words
@@ -327,6 +329,9 @@ for cmd in ls stat "lookup $K1" "get $K1" "inspect $K1" "publish $K1 $K1" audit 
 done
 if [[ -e $TMP/mistyped ]]; then fail "reading commands create no data directory" "it exists"
 else pass "reading commands create no data directory"; fi
+: >"$TMP/a-file"
+run "$WKV" --data-dir "$TMP/a-file" ls
+check_rc "a data directory that is a file is a usage error naming it" 2 "a-file is not a directory"
 python3 -c 'import os, sys
 os.makedirs(sys.argv[1])
 for i in range(65537): open("%s/%06d" % (sys.argv[1], i), "wb").close()' "$TMP/huge"

@@ -90,9 +90,12 @@ bool LockIsHeld(const std::string& data_dir) {
 
 int Context::RequireDataDir() {
   std::error_code ec;
-  if (remote() || !opts.config.http_addr.empty() || !opts.config.s3_bucket.empty() ||
-      std::filesystem::exists(opts.data_dir, ec)) {
-    return kExitOk;
+  if (remote() || !opts.config.http_addr.empty() || !opts.config.s3_bucket.empty()) return kExitOk;
+  const auto type = std::filesystem::status(opts.data_dir, ec).type();
+  if (type == std::filesystem::file_type::directory) return kExitOk;
+  if (type != std::filesystem::file_type::not_found) {
+    return out.Usage("--data-dir", opts.data_dir + " is not a directory",
+                     "check --data-dir (or WMBT_KV_DATA_DIR): it names the data directory");
   }
   return out.Error("open data directory " + opts.data_dir,
                    Status::NotFound("there is no data directory at " + opts.data_dir +

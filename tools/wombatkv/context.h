@@ -66,7 +66,7 @@ class Context {
   // it, 6 when no daemon answers).
   Store* OpenStore(int* exit_code, DataDir data_dir = DataDir::kCreate);
   // The kMustExist check on its own: reports a missing data directory that would hold every
-  // block and returns its exit code (1); else 0.
+  // block and returns its exit code (1; 2 for a path that is no directory); else 0.
   int RequireDataDir();
 
   // Whether the commands go to a daemon rather than a data directory, and which ("wombatkvd

@@ -165,11 +165,27 @@ int Main(int argc, char** argv) {
   AddAdminCommands(app, table);
   AddAuditCommands(app, table);
 
+  auto unknown_command = [&](const std::string& word) {
+    ctx.out.Configure(ArgvHasJson(argc, argv), false);
+    std::vector<std::string_view> commands;
+    for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
+    const auto near = NearestWord(word, commands, 2);
+    return ctx.out.Usage("usage", "unknown command \"" + word + "\"",
+                         near ? "did you mean `wombatkv " + std::string(*near) + "`?"
+                              : "run `wombatkv --help` for the commands");
+  };
   // `wombatkv help [COMMAND...]` is `wombatkv [COMMAND...] --help`.
   std::vector<char*> args(argv, argv + argc);
   char help_flag[] = "--help";
   if (const int i = FirstCommandIndex(argc, argv, app);
       i >= 0 && std::string_view(argv[i]) == "help") {
+    if (i + 1 < argc && argv[i + 1][0] != '-') {
+      const auto subs = app.get_subcommands({});
+      if (std::none_of(subs.begin(), subs.end(),
+                       [&](const CLI::App* sub) { return sub->get_name() == argv[i + 1]; })) {
+        return unknown_command(argv[i + 1]);
+      }
+    }
     args.erase(args.begin() + i);
     args.push_back(help_flag);
   }
@@ -186,14 +202,7 @@ int Main(int argc, char** argv) {
     std::string command = ParsedCommandPath(app);
     if (command.empty()) {
       std::string word = FirstCommandWord(argc, argv, app);
-      if (!word.empty()) {
-        std::vector<std::string_view> commands;
-        for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
-        const auto near = NearestWord(word, commands, 2);
-        return ctx.out.Usage("usage", "unknown command \"" + word + "\"",
-                             near ? "did you mean `wombatkv " + std::string(*near) + "`?"
-                                  : "run `wombatkv --help` for the commands");
-      }
+      if (!word.empty()) return unknown_command(word);
     }
     std::string what = command.empty() ? std::string("usage") : command;
     std::string hint = "run `wombatkv " + (command.empty() ? "" : command + " ") + "--help`";
