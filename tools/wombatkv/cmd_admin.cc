@@ -34,8 +34,9 @@ int RunStat(Context& ctx) {
     rows.push_back({f.name, std::to_string(s.*f.member)});
   ctx.out.Table({"STAT", "VALUE"}, rows);
   ctx.out.Note(ctx.remote() ? "counters are the daemon's since it started"
-                             : "counters are for this process since it opened the store; l0_* "
-                               "and cache_* describe what it loaded");
+                            : "counters are for this process since it opened the store; l0_* "
+                              "describe the index it loaded, cache_* its RAM cache (empty at "
+                              "open: a running daemon's stat shows a warm one)");
   return kExitOk;
 }
 

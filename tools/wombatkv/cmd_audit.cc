@@ -30,8 +30,7 @@ std::optional<uint64_t> Grace(Context& ctx, const std::string& text, int* code) 
   if (text.empty()) return ctx.opts.config.gc_grace_us;
   auto us = ParseDurationFlag(text);
   if (!us) {
-    *code = ctx.out.Usage("--grace", "\"" + text + "\" is not a duration (a number needs its unit)",
-                          kDurationFlagHint);
+    *code = ctx.out.Usage("--grace", NotADuration(text), kDurationFlagHint);
     return std::nullopt;
   }
   return *us;
@@ -344,7 +343,7 @@ int RunDu(Context& ctx) {
   cells.push_back(UsageCells(total_row, report->l1_checked));
   cells.back()[1] = "";
   ctx.out.Table(UsageHeader(), cells);
-  if (!report->l1_checked) ctx.out.Note("L1 columns: not read (" + planes.l1_note + ")");
+  if (!report->l1_checked) ctx.out.Note("L1 columns: not read: " + planes.l1_note);
   ctx.out.Note("bytes are object sizes in L2 (48-byte envelopes included); a fingerprint row "
                "counts the blobs its heads name, the namespace row (*) every blob once");
   if (disk.enabled || disk.files > 0) {

@@ -66,9 +66,16 @@ int RunPut(Context& ctx, const PutArgs& a) {
       ctx.out.Note("stored " + Counted((*payload)->size(), "byte") + " and published chain " +
                    key->ToHex() + " version " + std::to_string(*version));
     } else {
+      // A key already in a published chain answers lookups and gets with that chain's block.
+      const std::vector<BlockKey> keys{*key};
+      auto found = store->LookupPrefix(ctx.opts.ns, ctx.fp, keys);
+      const bool published = found.ok() && *found == 1;
       ctx.out.Note("stored " + Counted((*payload)->size(), "byte") +
-                   "; invisible to lookups until a chain reaching it is published "
-                   "(wombatkv publish, or put --publish)");
+                   (published ? "; the key is in a published chain already: lookups and gets "
+                                "see that chain's block until a chain reaching this put is "
+                                "published (wombatkv publish)"
+                              : "; invisible to lookups until a chain reaching it is published "
+                                "(wombatkv publish, or put --publish)"));
     }
   }
   return kExitOk;

@@ -75,7 +75,7 @@ int RunLs(Context& ctx, const LsArgs& a) {
   }
   if (!ns.empty()) {
     if (Status s = ValidateNamespace(ns); !s.ok()) {
-      return Fail(ctx, "ls --namespace", s, "use 1-64 characters from [A-Za-z0-9._-]");
+      return Fail(ctx, "ls --namespace", s, kNamespaceHint);
     }
   }
   int code = 0;

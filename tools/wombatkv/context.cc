@@ -22,9 +22,10 @@ namespace wombatkv::cli {
 
 int Context::Validate() {
   out.Configure(opts.json, opts.quiet);
+  out.SetRemote(remote());
   WarnAboutUnknownSettings([&](const std::string& line) { out.Warn(line); });
   if (Status s = ValidateNamespace(opts.ns); !s.ok()) {
-    return out.Error("--namespace", s, "use 1-64 characters from [A-Za-z0-9._-]");
+    return out.Error("--namespace", s, kNamespaceHint);
   }
   auto parsed = Fingerprint::FromHex(opts.fingerprint_hex, "--fingerprint");
   if (!parsed.ok()) {
@@ -38,8 +39,7 @@ int Context::Validate() {
   }
   auto wait = ParseDurationFlag(opts.lock_wait);
   if (!wait) {
-    return out.Usage("--lock-wait",
-                     "\"" + opts.lock_wait + "\" is not a duration (a number needs its unit)",
+    return out.Usage("--lock-wait", NotADuration(opts.lock_wait),
                      std::string(kDurationFlagHint) + "; 0 does not wait");
   }
   opts.lock_wait_us = *wait;

@@ -103,6 +103,11 @@ std::optional<uint64_t> ParseDurationFlag(std::string_view text);
 // Its usage hint: "use digits with one unit: 90s, 30m, 1h, 2d (1h30m is 90m)".
 inline constexpr std::string_view kDurationFlagHint =
     "use digits with one unit: 500ms, 90s, 30m, 1h, 2d (1h30m is 90m)";
+// Why `text` is no duration flag: "\"90\" is not a duration (a number needs its unit)".
+inline std::string NotADuration(const std::string& text) {
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  return "\"" + text + "\" is not a duration" + (digits ? " (a number needs its unit)" : "");
+}
 
 // Identifier parsers: InvalidArgument naming `arg` (e.g. "KEY_HEX", "--parent").
 Result<BlockKey> ParseKey(std::string_view arg, std::string_view text);

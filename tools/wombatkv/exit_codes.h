@@ -39,8 +39,13 @@ inline int ExitCodeFor(Code code) {
   return kExitInternal;
 }
 
-// What the user should do next, when the command has nothing more specific to say.
-inline std::string_view DefaultHint(Code code) {
+// What to do about a namespace ValidateNamespace refused.
+inline constexpr std::string_view kNamespaceHint =
+    "use 1-64 characters from [A-Za-z0-9._-], other than \".\" and \"..\"";
+
+// What the user should do next, when the command has nothing more specific to say (`remote`: the
+// command went to a daemon).
+inline std::string_view DefaultHint(Code code, bool remote) {
   switch (code) {
     case Code::kOk: return "";
     case Code::kNotFound:
@@ -49,7 +54,8 @@ inline std::string_view DefaultHint(Code code) {
       return "run the command with --help for what it accepts";
     case Code::kConflict: return "re-read the current version and retry with it";
     case Code::kCorruption:
-      return "the bytes were not served; keep the data directory for diagnosis and report it";
+      return "the bytes were not served; `wombatkv audit` lists what is damaged (`audit "
+             "--repair` deletes it, so that the block can be put again)";
     case Code::kFailedPrecondition:
       return "fix the condition it names, then retry";
     case Code::kResourceExhausted:
@@ -58,8 +64,9 @@ inline std::string_view DefaultHint(Code code) {
     case Code::kUnavailable: return "retry; check that the object store (L2) is reachable";
     case Code::kInternal: return "this is a bug: please report it with the command line";
     case Code::kPermissionDenied:
-      return "through a daemon, set WMBT_KV_AUTH_TOKEN to a token it grants for this namespace; "
-             "on a data directory, run as a user who may write it";
+      return remote ? "set WMBT_KV_AUTH_TOKEN to a token the daemon grants for this namespace"
+                    : "run as a user who may write the data directory, or use another one "
+                      "(--data-dir)";
   }
   return "";
 }

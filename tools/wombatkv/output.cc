@@ -92,7 +92,7 @@ Status Output::Raw(ByteView bytes) {
 
 int Output::Error(std::string_view what, const Status& status, std::string_view hint,
                   const nlohmann::json& extra) {
-  if (hint.empty()) hint = DefaultHint(status.code());
+  if (hint.empty()) hint = DefaultHint(status.code(), remote_);
   const int exit_code = ExitCodeFor(status.code());
   if (json_) {
     nlohmann::json err = {{"code", std::string(CodeName(status.code()))},

@@ -30,6 +30,8 @@ class Output {
   }
   // The name errors start with ("wombatkv" unless a tool says otherwise).
   void SetProgram(std::string program) { program_ = std::move(program); }
+  // Whether the commands go to a daemon (the default advice for some errors differs).
+  void SetRemote(bool remote) { remote_ = remote; }
   bool json() const { return json_; }
   bool quiet() const { return quiet_; }
 
@@ -59,6 +61,7 @@ class Output {
   std::string program_ = "wombatkv";
   bool json_ = false;
   bool quiet_ = false;
+  bool remote_ = false;
 };
 
 // JSON text that never throws: invalid UTF-8 (e.g. from a file name) is replaced.

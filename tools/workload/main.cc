@@ -143,7 +143,7 @@ int Main(int argc, char** argv) {
     return out.Error("arguments", s, "run `wombatkv-workload --help`");
   }
   if (Status s = ValidateNamespace(f.ns); !s.ok()) {
-    return out.Error("--namespace", s, "use 1-64 characters from [A-Za-z0-9._-]");
+    return out.Error("--namespace", s, cli::kNamespaceHint);
   }
   if (f.data_dir.empty()) {
     return out.Usage("--data-dir", "the data directory is empty", "pass --data-dir DIR");
