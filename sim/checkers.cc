@@ -34,6 +34,12 @@ bool Checkers::AnyCorrupted(const Scope& s, const std::vector<BlockKey>& keys) c
   return false;
 }
 
+bool Checkers::MayBeForgotten(const Model::PendingPut& p) const {
+  if (!cfg_.capacity || !wall_us) return false;
+  const uint64_t age = std::min(cfg_.publish_grace_seconds * 1'000'000, cfg_.gc_grace_us);
+  return wall_us() >= p.put_us + age;
+}
+
 bool Checkers::AbandonedAndGone(int ns, const ContentHash& hash) const {
   if (!cfg_.capacity || !wall_us) return false;
   const uint64_t put = model_.LastPutUs(ns, hash);
@@ -80,6 +86,19 @@ void Checkers::Publish(Store& store, const Op& op, const Result<uint64_t>& r,
     if (after->version != v || KeysOf(after->entries) != op.keys) {
       return Fail("G3", what + " acknowledged v" + std::to_string(v) + " but L2 holds v" +
                             std::to_string(after->version) + " " + Keys(KeysOf(after->entries)));
+    }
+    // The tip's put awaiting publish on this host is what a publish of that tip takes, not a
+    // block of the key indexed before (a publish through that block must have left the put).
+    const ChainEntry& tip = after->entries.back();
+    if (const Model::PendingPut* p = model_.PendingOf(op.host, op.scope, tip.key)) {
+      const size_t n = after->entries.size();
+      const BlockKey parent = n > 1 ? after->entries[n - 2].key : BlockKey{};
+      if (p->parent == parent && !MayBeForgotten(*p) && tip.hash != p->hash) {
+        return Fail("G1", what + " acknowledged, but its tip names blob " +
+                              tip.hash.ToHex().substr(0, 10) + ", not " +
+                              p->hash.ToHex().substr(0, 10) +
+                              " of the tip's acknowledged put awaiting publish");
+      }
     }
     if (op.expected && v != *op.expected + 1) {
       return Fail("G6", what + ": CAS on v" + std::to_string(*op.expected) + " returned v" +

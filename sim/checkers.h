@@ -60,6 +60,9 @@ class Checkers {
   // blob went during the very call that wrote the head (HeadWritten): the writer collected it
   // (claimed pending blocks and indexed chains are kept) or was gathering it at that moment.
   bool AbandonedAndGone(int ns, const ContentHash& hash) const;
+  // Evict-gc: a put awaiting publish that the store may have forgotten as abandoned
+  // (docs/capacity.md): old enough for one of the two graces (the store waits for both).
+  bool MayBeForgotten(const Model::PendingPut& p) const;
   // Head key → blobs it named that were abandoned and gone when it was written.
   std::map<std::string, std::set<std::string>> excused_;
 

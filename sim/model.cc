@@ -311,4 +311,15 @@ std::optional<HeadTruth> ReadL2Head(ObjectStore* truth, const ChainRef& c) {
   if (!head.ok()) return std::nullopt;
   return HeadTruth{head->version, std::move(head->entries)};
 }
+void Model::OnPublishedBy(int host, const Scope& s, const std::vector<ChainEntry>& entries) {
+  auto& m = pending_[static_cast<size_t>(host)];
+  for (size_t i = 0; i < entries.size(); ++i) {
+    auto it = m.find({s, entries[i].key});
+    const BlockKey parent = i ? entries[i - 1].key : BlockKey{};
+    if (it != m.end() && it->second.hash == entries[i].hash && it->second.parent == parent) {
+      m.erase(it);
+    }
+  }
+}
+
 }  // namespace wombatkv::sim

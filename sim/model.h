@@ -71,7 +71,10 @@ class Model {
   // `evictable`: the evict-gc scenario, where chains may become shorter (a prefix) or vanish, so
   // nothing a host once saw stays a lower bound — except right after its own publish (G1/G10),
   // which the publish checker verifies directly. set_evictable(false) once eviction has stopped.
-  Model(int hosts, bool evictable) : known_(static_cast<size_t>(hosts)), evictable_(evictable) {}
+  Model(int hosts, bool evictable)
+      : known_(static_cast<size_t>(hosts)),
+        pending_(static_cast<size_t>(hosts)),
+        evictable_(evictable) {}
   void set_evictable(bool on) { evictable_ = on; }
   bool evictable() const { return evictable_; }
   // Whether `keys` is a prefix of some publish attempted for chain `c` (what eviction may leave).
@@ -105,6 +108,30 @@ class Model {
   bool PayloadAllowed(const SwarmConfig& cfg, const Scope& s, const BlockKey& key,
                       ByteView bytes) const;
 
+  // Per host: the put of a key it acknowledged that no publish has taken yet. A publish of that
+  // key as its tip must take this put, not a block of the key already indexed (CollectChain walks
+  // the pending puts first). Forgotten whenever it is in doubt: a put that failed, a crash or
+  // restart (unsynced L1 records), a publish that took it.
+  struct PendingPut {
+    ContentHash hash;
+    BlockKey parent;
+    uint64_t put_us = 0;  // simulated wall clock
+  };
+  void OnPutAcked(int host, const Scope& s, const BlockKey& key, const PendingPut& put) {
+    pending_[static_cast<size_t>(host)][{s, key}] = put;
+  }
+  void OnPutInDoubt(int host, const Scope& s, const BlockKey& key) {
+    pending_[static_cast<size_t>(host)].erase({s, key});
+  }
+  // A head this host wrote: the puts it published (same bytes, same parent) are taken.
+  void OnPublishedBy(int host, const Scope& s, const std::vector<ChainEntry>& entries);
+  const PendingPut* PendingOf(int host, const Scope& s, const BlockKey& key) const {
+    const auto& m = pending_[static_cast<size_t>(host)];
+    auto it = m.find({s, key});
+    return it == m.end() ? nullptr : &it->second;
+  }
+  void ForgetPending(int host) { pending_[static_cast<size_t>(host)].clear(); }
+
   // --- publishes ---
   void OnPublishAttempt(const ChainRef& c, const std::vector<BlockKey>& keys);
   void OnPublishAcked(int host, const ChainRef& c, const std::vector<BlockKey>& keys,
@@ -117,7 +144,10 @@ class Model {
   // listed), and keeps what it knew of any other chain whose head `after` the call still has the
   // same keys (a refresh re-checks a chain it did not list before dropping it).
   void OnAutoRefreshed(int host, const L2Heads& settled, const L2Heads& after);
-  void OnCrash(int host) { known_[static_cast<size_t>(host)].clear(); }
+  void OnCrash(int host) {
+    known_[static_cast<size_t>(host)].clear();
+    ForgetPending(host);
+  }
 
   size_t LowerBound(int host, const Scope& s, const std::vector<BlockKey>& keys) const;
   size_t StretchLowerBound(int host, const Scope& s, const std::vector<BlockKey>& keys) const;
@@ -151,6 +181,7 @@ class Model {
   std::set<ChainRef> corrupted_heads_;  // ever damaged by the simulator
   // Per host: chains whose content this host's L0 is known to hold.
   std::vector<std::map<ChainRef, std::vector<BlockKey>>> known_;
+  std::vector<std::map<std::pair<Scope, BlockKey>, PendingPut>> pending_;
   bool evictable_ = false;
   struct SidecarState {
     std::set<uint32_t> attempted;

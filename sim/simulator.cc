@@ -212,6 +212,7 @@ void World::Crash(int host, L1CrashMode mode, const std::string& why) {
 
 void World::Restart(int host) {
   Host& h = *hosts_[static_cast<size_t>(host)];
+  model_.ForgetPending(host);  // the new process reloads puts from L1: not checked
   h.executor = std::make_unique<SimExecutor>(&sched_rng_);
   StoreOptions o;
   o.object_store = h.l2.get();
@@ -348,6 +349,15 @@ void World::DoPut(const Op& op) {
                std::to_string(puts.size()) + " blocks up to " + ShortKey(op.keys.back()) +
                " -> " + Code(r.status()));
     checkers_.Put(S(op.host), op, r);
+    for (size_t i = op.put_from; i < op.keys.size(); ++i) {
+      if (!r.ok()) {
+        model_.OnPutInDoubt(op.host, op.scope, op.keys[i]);
+        continue;
+      }
+      model_.OnPutAcked(op.host, op.scope, op.keys[i],
+                        Model::PendingPut{(*r)[i - op.put_from], i ? op.keys[i - 1] : BlockKey{},
+                                          clock_.WallMicros()});
+    }
     workload_.OnPut(op, r.ok());
   });
 }
@@ -370,6 +380,15 @@ void World::DoPublish(const Op& op) {
                (op.expected ? " cas v" + std::to_string(*op.expected) : std::string(" lww")) +
                " -> " + res);
     checkers_.Publish(S(op.host), op, r, before, current);
+    // The puts this publish took are no longer awaiting one. A publish refused (a lost CAS, a
+    // block not put) took none; after any other failure, any may have been taken.
+    const auto after = r.ok() ? ReadL2Head(bucket_.truth(), c) : std::nullopt;
+    const auto code = r.status().code();
+    if (after && after->version == *r && KeysOf(after->entries) == op.keys) {
+      model_.OnPublishedBy(op.host, op.scope, after->entries);
+    } else if (code != wombatkv::Code::kConflict && code != wombatkv::Code::kFailedPrecondition) {
+      for (const BlockKey& k : op.keys) model_.OnPutInDoubt(op.host, op.scope, k);
+    }
     if (r.ok()) {
       model_.OnPublishAcked(op.host, c, op.keys, *r);
       result_.acked_publishes++;

@@ -26,7 +26,10 @@ const char* OpName(OpKind k) {
 }
 
 Workload::Workload(const SwarmConfig& cfg, SimRandom* rng)
-    : cfg_(cfg), rng_(rng), writers_(static_cast<size_t>(cfg.hosts)) {}
+    : cfg_(cfg),
+      rng_(rng),
+      writers_(static_cast<size_t>(cfg.hosts)),
+      shelved_(static_cast<size_t>(cfg.hosts)) {}
 
 BlockKey Workload::NewKey() {
   // Unique per run, and a function of the seed only: a stand-in for hash(parent, tokens).
@@ -55,6 +58,7 @@ int Workload::RandomUpHost(const WorldView& world) {
 
 Workload::Plan Workload::NewPlan(int host, const WorldView& world) {
   Plan p;
+  std::vector<uint32_t> base_variants;  // of the earlier chain this one starts with, if any
   p.scope = RandomScope();
   p.session = rng_->Chance(cfg_.p_session);
   if (p.session) {
@@ -74,6 +78,7 @@ Workload::Plan Workload::NewPlan(int host, const WorldView& world) {
   } else if (!history_.empty() && rng_->Chance(0.7)) {
     // Extend or branch off an earlier chain; sometimes one of another scope (shared tokens).
     const Plan& base = history_[rng_->Uniform(history_.size())];
+    base_variants = base.variants;
     if (rng_->Chance(0.7)) p.scope = base.scope;
     p.keys = base.keys;
     p.keys.resize(rng_->Chance(0.6) ? base.keys.size() : rng_->Range(1, base.keys.size()));
@@ -84,12 +89,24 @@ Workload::Plan Workload::NewPlan(int host, const WorldView& world) {
   for (size_t i = 0; i < p.keys.size(); ++i) {
     p.variants.push_back(rng_->Chance(cfg_.p_variant) ? 1 : 0);
   }
+  // Buggify drew no new block: the tip is an earlier chain's key, put again with other bytes (an
+  // engine whose block for a key changed), to be published over the block already indexed.
+  if (p.base == p.keys.size() && p.keys.size() <= base_variants.size()) {
+    p.variants.back() = base_variants[p.keys.size() - 1] ^ 1;
+  }
   if (!p.session) p.id = p.keys.back();
   return p;
 }
 
 Op Workload::WriterStep(int host, const WorldView& world) {
   auto& slot = writers_[static_cast<size_t>(host)];
+  auto& shelf = shelved_[static_cast<size_t>(host)];
+  // Drawn only with a plan on the shelf (buggify seeds): other seeds replay as before.
+  if (!slot && !shelf.empty() && rng_->Chance(0.3)) {
+    const size_t i = rng_->Uniform(shelf.size());
+    slot = std::move(shelf[i]);  // put already: its next step is the publish
+    shelf.erase(shelf.begin() + static_cast<std::ptrdiff_t>(i));
+  }
   if (!slot) slot = NewPlan(host, world);
   Plan& p = *slot;
   Op op;
@@ -118,6 +135,15 @@ void Workload::OnPut(const Op& op, bool ok) {
     slot->put = true;
     history_.push_back(*slot);
     if (history_.size() > 64) history_.erase(history_.begin());
+    // Buggify: the engine gives the chain up without publishing it; its puts stay pending (and
+    // become abandoned). Chosen from the key's bytes rather than drawn: the draws stay as they
+    // were.
+    if (cfg_.p_buggify > 0 &&
+        (op.keys.back().bytes[9] % 16 == 0 || slot->base == slot->keys.size())) {
+      auto& shelf = shelved_[static_cast<size_t>(op.host)];
+      if (shelf.size() < 8) shelf.push_back(*slot);
+      slot.reset();
+    }
   } else if (rng_->Chance(0.5)) {
     slot.reset();  // the engine gives up on this save
   }
@@ -129,7 +155,10 @@ void Workload::OnPublished(const Op& op, bool acked) {
   if (acked || rng_->Chance(0.5)) slot.reset();  // else retry the publish later
 }
 
-void Workload::OnCrash(int host) { writers_[static_cast<size_t>(host)].reset(); }
+void Workload::OnCrash(int host) {
+  writers_[static_cast<size_t>(host)].reset();
+  shelved_[static_cast<size_t>(host)].clear();  // the engine process died with them
+}
 
 Op Workload::ReaderStep(int host, const Model& model) {
   Op op;

@@ -97,6 +97,9 @@ class Workload {
   SimRandom* rng_;
   uint64_t next_key_ = 0;
   std::vector<std::optional<Plan>> writers_;
+  // Per host: plans put and given up (buggify), which the engine may come back to and publish
+  // without putting again, as `wombatkv publish` does with blocks put earlier.
+  std::vector<std::vector<Plan>> shelved_;
   std::vector<Plan> history_;  // every plan ever put, for readers, sidecars and extensions
 };
 
