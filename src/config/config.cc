@@ -668,6 +668,18 @@ std::optional<uint64_t> ParseByteSize(std::string_view text) {
   return *n << shift;
 }
 
+std::string DurationText(uint64_t us) {
+  if (us == 0) return "0s";
+  if (us % 1000 != 0) return std::to_string(us / 1000) + "ms";  // below the settings' resolution
+  static constexpr std::pair<uint64_t, const char*> kUnits[] = {
+      {86400ull * 1000000, "d"}, {3600ull * 1000000, "h"}, {60ull * 1000000, "m"},
+      {1000000, "s"},            {1000, "ms"}};
+  for (const auto& [scale, unit] : kUnits) {
+    if (us % scale == 0) return std::to_string(us / scale) + unit;
+  }
+  return std::to_string(us / 1000) + "ms";
+}
+
 std::optional<uint64_t> ParseDurationMicros(std::string_view text) {
   size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
@@ -819,14 +831,16 @@ std::string Config::Describe() const {
   line("WMBT_KV_S3_PAYLOAD_SIGNING", s3_payload_signing);
   line("WMBT_KV_S3_CA_FILE", s3_ca_file);
   line("WMBT_KV_LOCAL_DEV", local_dev ? "1" : "0");
-  line("WMBT_KV_GC_GRACE", std::to_string(gc_grace_us / 1000000) + "s");
+  line("WMBT_KV_GC_GRACE", DurationText(gc_grace_us));
   line("WMBT_KV_NAMESPACE_MAX_BYTES", NamespaceValuesText(namespace_bytes_max, ""));
   line("WMBT_KV_NAMESPACE_TTL", NamespaceValuesText(namespace_ttl_seconds, "s"));
-  line("WMBT_KV_PUBLISH_GRACE", std::to_string(publish_grace_seconds) + "s");
-  line("WMBT_KV_GC_INTERVAL", std::to_string(gc_interval_us / 1000000) + "s");
-  line("WMBT_KV_REFRESH_INTERVAL", std::to_string(refresh_interval_us / 1000) + "ms");
+  line("WMBT_KV_PUBLISH_GRACE",
+       publish_grace_seconds > UINT64_MAX / 1000000 ? std::to_string(publish_grace_seconds) + "s"
+                                                    : DurationText(publish_grace_seconds * 1000000));
+  line("WMBT_KV_GC_INTERVAL", DurationText(gc_interval_us));
+  line("WMBT_KV_REFRESH_INTERVAL", DurationText(refresh_interval_us));
   line("WMBT_KV_S3_LIST_LAG",
-       s3_list_lag_us ? std::to_string(*s3_list_lag_us / 1000) + "ms" : std::string("auto"));
+       s3_list_lag_us ? DurationText(*s3_list_lag_us) : std::string("auto"));
   return out;
 }
 

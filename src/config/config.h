@@ -206,5 +206,7 @@ std::optional<uint64_t> ParseByteSize(std::string_view text);
 // Parses a duration into microseconds: digits with a unit ms, s, m, h or d (e.g. "90s", "30m",
 // "1h", "0s"); bare digits are seconds. nullopt on bad form or overflow.
 std::optional<uint64_t> ParseDurationMicros(std::string_view text);
+// The inverse, for settings lines: the largest unit that is exact ("1h", "90s", "500ms", "0s").
+std::string DurationText(uint64_t us);
 
 }  // namespace wombatkv

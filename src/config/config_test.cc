@@ -318,6 +318,25 @@ TEST(Config, GcGraceIsADurationDefaultingToAnHour) {
   EXPECT_NE(st.message().find("WMBT_KV_GC_GRACE"), std::string::npos) << st.message();
 }
 
+// Settings lines show a duration in the largest exact unit, in a form the variable takes back.
+TEST(Config, DurationsAreDescribedInTheirLargestExactUnit) {
+  for (const auto& [us, text] :
+       std::vector<std::pair<uint64_t, std::string>>{{0, "0s"},
+                                                     {500'000, "500ms"},
+                                                     {90'000'000, "90s"},
+                                                     {3'600'000'000, "1h"},
+                                                     {86'400'000'000, "1d"},
+                                                     {1'500'000, "1500ms"},
+                                                     {600'000'000, "10m"}}) {
+    EXPECT_EQ(DurationText(us), text);
+    EXPECT_EQ(ParseDurationMicros(text), us) << text;
+  }
+  Config c = Config::Defaults([](const char*) { return std::nullopt; });
+  EXPECT_NE(c.Describe().find("WMBT_KV_GC_GRACE=1h\n"), std::string::npos) << c.Describe();
+  EXPECT_NE(c.Describe().find("WMBT_KV_PUBLISH_GRACE=10m\n"), std::string::npos);
+  EXPECT_NE(c.Describe().find("WMBT_KV_REFRESH_INTERVAL=0s\n"), std::string::npos);
+}
+
 TEST(Config, ListLagIsAutoOrABoundedDuration) {
   Config c = Config::Defaults([](const char*) { return std::nullopt; });
   // auto: the local directory lists what it holds; an S3 bucket gets the default margin.
