@@ -834,9 +834,9 @@ std::string Config::Describe() const {
   line("WMBT_KV_GC_GRACE", DurationText(gc_grace_us));
   line("WMBT_KV_NAMESPACE_MAX_BYTES", NamespaceValuesText(namespace_bytes_max, ""));
   line("WMBT_KV_NAMESPACE_TTL", NamespaceValuesText(namespace_ttl_seconds, "s"));
-  line("WMBT_KV_PUBLISH_GRACE",
-       publish_grace_seconds > UINT64_MAX / 1000000 ? std::to_string(publish_grace_seconds) + "s"
-                                                    : DurationText(publish_grace_seconds * 1000000));
+  const bool grace_fits = publish_grace_seconds <= UINT64_MAX / 1000000;  // "for ever" may not
+  line("WMBT_KV_PUBLISH_GRACE", grace_fits ? DurationText(publish_grace_seconds * 1000000)
+                                           : std::to_string(publish_grace_seconds) + "s");
   line("WMBT_KV_GC_INTERVAL", DurationText(gc_interval_us));
   line("WMBT_KV_REFRESH_INTERVAL", DurationText(refresh_interval_us));
   line("WMBT_KV_S3_LIST_LAG",
