@@ -34,6 +34,15 @@ struct Acked {
 
 // Writers put and publish chains until the daemon goes away; `acked` gets every chain whose
 // publish returned OK. The stop signal is sent once `min_acked` publishes are in.
+// The daemon did not start: it exited with `code`, its stderr saying `says`, and it loaded no
+// store.
+void ExpectRefused(DaemonProcess& daemon, int code, const std::string& says) {
+  ASSERT_FALSE(daemon.running());
+  EXPECT_EQ(daemon.exit_code(), code);
+  EXPECT_NE(daemon.stderr_text().find(says), std::string::npos) << daemon.stderr_text();
+  EXPECT_EQ(daemon.output().find("store:"), std::string::npos) << daemon.output();
+}
+
 void RunStopUnderLoad(int sig, int expected_exit) {
   TempDir dir;
   auto daemon = StartDaemon(dir, {"--shutdown-timeout", "60000"});
@@ -127,10 +136,7 @@ TEST(DaemonLifecycle, AnUnknownShmGroupOrRunDirFailsBeforeTheStoreOpens) {
            {{"--prefix", "p", "--shm-group", "no-such-group-here"}, "no group named"},
            {{"--prefix", "p", "--run-dir", dir.path() + "/absent"}, "is not a directory"}}) {
     auto daemon = StartDaemon(dir, flags);
-    ASSERT_FALSE(daemon->running());
-    EXPECT_EQ(daemon->exit_code(), 2) << "a bad setting, like a bad flag";
-    EXPECT_NE(daemon->stderr_text().find(says), std::string::npos) << daemon->stderr_text();
-    EXPECT_EQ(daemon->output().find("store:"), std::string::npos) << daemon->output();
+    ExpectRefused(*daemon, 2, says);  // a bad setting, like a bad flag
     EXPECT_EQ(daemon->output().find("listening"), std::string::npos) << daemon->output();
   }
 }
@@ -151,10 +157,7 @@ TEST(DaemonLifecycle, AListenerInUseFailsBeforeTheStoreOpens) {
             {"--prefix", "in-use", "--run-dir", other.path()},
             "another wombatkvd already serves this prefix"}}) {
     auto daemon = StartDaemon(dir, flags, {}, tcp);
-    ASSERT_FALSE(daemon->running());
-    EXPECT_EQ(daemon->exit_code(), 1);
-    EXPECT_NE(daemon->stderr_text().find(says), std::string::npos) << daemon->stderr_text();
-    EXPECT_EQ(daemon->output().find("store:"), std::string::npos) << daemon->output();
+    ExpectRefused(*daemon, 1, says);
   }
   EXPECT_EQ(serving->Stop(SIGTERM), 0) << serving->stderr_text();
 }
@@ -201,9 +204,7 @@ TEST(DaemonLifecycle, AFlagOverridesAVariableWhoseValueWouldNotParse) {
                                       {"WMBT_KV_AUTH_TOKENS", "=ns"},
                                       {"AWS_ENDPOINT_URL", "minio:9000"}};  // no scheme
   auto refused = StartDaemon(dir, {}, bad_env);
-  ASSERT_FALSE(refused->running());
-  EXPECT_EQ(refused->exit_code(), 2);
-  EXPECT_NE(refused->stderr_text().find("WMBT_KV_"), std::string::npos) << refused->stderr_text();
+  ExpectRefused(*refused, 2, "WMBT_KV_");
 
   auto daemon = StartDaemon(
       dir,
@@ -231,10 +232,7 @@ TEST(DaemonLifecycle, ClientSettingsAreNeitherReadNorTaken) {
   for (const std::vector<std::string>& flags :
        {std::vector<std::string>{"-n", "x"}, {"--fingerprint", "00"}}) {
     auto refused = StartDaemon(dir, flags);
-    ASSERT_FALSE(refused->running());
-    EXPECT_EQ(refused->exit_code(), 2);
-    EXPECT_NE(refused->stderr_text().find("is a client setting"), std::string::npos)
-        << refused->stderr_text();
+    ExpectRefused(*refused, 2, "is a client setting");
   }
 }
 
@@ -248,10 +246,7 @@ TEST(DaemonLifecycle, AnAddressListedTwiceIsRefusedAsSuch) {
     free_port = (*probe)->listeners().at(0).address;
   }  // released: the daemon takes it (once)
   auto daemon = StartDaemon(dir, {}, {}, free_port + "," + free_port);
-  ASSERT_FALSE(daemon->running());
-  EXPECT_EQ(daemon->exit_code(), 2);
-  EXPECT_NE(daemon->stderr_text().find("is listed twice"), std::string::npos)
-      << daemon->stderr_text();
+  ExpectRefused(*daemon, 2, "is listed twice");
 }
 
 TEST(DaemonLifecycle, AClientReconnectsByItselfAfterADaemonRestart) {

@@ -51,7 +51,7 @@ Result<sockaddr_un> UnixAddress(const std::string& path) {
   if (path.size() >= sizeof a.sun_path)
     return Status::InvalidArgument("control socket path " + path + " is longer than " +
                                    std::to_string(sizeof a.sun_path - 1) +
-                                   " bytes: choose a shorter WMBT_KV_RUN_DIR");
+                                   " bytes: choose a shorter WMBT_KV_RUN_DIR (--run-dir)");
   std::memcpy(a.sun_path, path.data(), path.size());
   return a;
 }
@@ -207,12 +207,12 @@ Result<Listener> ListenControlSocket(const std::string& path, ShmGroup group) {
     l.lock = Fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!l.lock.valid()) {
       return Status::FailedPrecondition("cannot open " + lock_path + ": " + ErrnoText(errno) +
-                                        " (check WMBT_KV_RUN_DIR)");
+                                        " (check WMBT_KV_RUN_DIR, --run-dir)");
     }
     if (::fstat(l.lock.get(), &st) != 0 || st.st_uid != ::geteuid())
       return Status::FailedPrecondition(lock_path +
                                         " belongs to another user: choose another "
-                                        "prefix or WMBT_KV_RUN_DIR");
+                                        "prefix or WMBT_KV_RUN_DIR (--run-dir)");
     if (::flock(l.lock.get(), LOCK_EX | LOCK_NB) != 0)
       return Status::FailedPrecondition("another wombatkvd already serves this prefix (it holds " +
                                         lock_path + "): stop it or choose another --prefix");
@@ -229,9 +229,9 @@ Result<Listener> ListenControlSocket(const std::string& path, ShmGroup group) {
 
   if (::lstat(path.c_str(), &st) == 0) {
     if (st.st_uid != ::geteuid())
-      return Status::FailedPrecondition(path + " exists and belongs to uid " +
-                                        std::to_string(st.st_uid) +
-                                        ": remove it or choose another prefix or WMBT_KV_RUN_DIR");
+      return Status::FailedPrecondition(
+          path + " exists and belongs to uid " + std::to_string(st.st_uid) +
+          ": remove it or choose another prefix or WMBT_KV_RUN_DIR (--run-dir)");
     if (!S_ISSOCK(st.st_mode))
       return Status::FailedPrecondition(path + " exists and is not a socket: remove it");
   }
@@ -243,7 +243,7 @@ Result<Listener> ListenControlSocket(const std::string& path, ShmGroup group) {
   (void)::unlink(tmp.c_str());
   if (::bind(l.sock.get(), reinterpret_cast<sockaddr*>(&tmp_addr), sizeof tmp_addr) != 0)
     return Status::FailedPrecondition("cannot bind " + tmp + ": " + ErrnoText(errno) +
-                                      " (check WMBT_KV_RUN_DIR)");
+                                      " (check WMBT_KV_RUN_DIR, --run-dir)");
   // Not listening yet, so nobody can connect while the mode is still the umask's. The group is
   // given before the mode opens to it.
   if (group && ::chown(tmp.c_str(), static_cast<uid_t>(-1), *group) != 0) {

@@ -272,9 +272,10 @@ Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& 
     const std::string whom =
         group ? "neither this user, root, nor a member of group " + std::to_string(*group)
               : "neither this user nor root";
-    const std::string hint = group ? "check WMBT_KV_RUN_DIR"
-                                   : "check WMBT_KV_RUN_DIR, or set WMBT_KV_SHM_GROUP to a "
-                                     "group of the daemon's user";
+    const std::string hint =
+        group ? "check WMBT_KV_RUN_DIR (--run-dir)"
+              : "check WMBT_KV_RUN_DIR (--run-dir), or set WMBT_KV_SHM_GROUP to a "
+                "group of the daemon's user";
     return Status::PermissionDenied("the control socket " + path + " is served by uid " +
                                     std::to_string(peer.uid) + ", " + whom +
                                     ": refusing to attach (" + hint + ")");
