@@ -26,10 +26,10 @@
  * Conventions shared by every function:
  *   - Errors: functions return int32_t/int64_t (-1 = error) or a pointer (NULL = error). Every
  *     call first clears this thread's last error; a call that fails sets it (wmbt_kv_last_error,
- *     and its kind: wmbt_kv_last_error_code). Five functions that cannot fail leave it as it is:
- *     wmbt_kv_free, wmbt_kv_release_borrow (so a finalizer that releases a borrow between a failed
- *     call and the read of its error does not erase it), wmbt_kv_abi_version, wmbt_kv_last_error
- *     and wmbt_kv_last_error_code.
+ *     and its kind: wmbt_kv_last_error_code). Six functions that cannot fail leave it as it is:
+ *     wmbt_kv_free, wmbt_kv_release_borrow and wmbt_kv_payload_free (so a finalizer that releases
+ *     a borrow or a payload between a failed call and the read of its error does not erase it),
+ *     wmbt_kv_abi_version, wmbt_kv_last_error and wmbt_kv_last_error_code.
  *     Functions with err_buf/err_len also copy the message there, truncated and NUL-terminated
  *     (an empty string on success); err_buf may be NULL or err_len 0. A miss (return 0 from a
  *     get) or a CAS conflict (return 1 from publish) is not an error and leaves no message.
@@ -330,7 +330,8 @@ WMBT_KV_API int32_t wmbt_kv_get_kv_blocks_borrowed_ex(
  * handle's. Block i's bytes go to dsts[i], which has room for dst_caps[i] bytes, and its length
  * to out_lens[i]. Nothing stays held when it returns (no borrow to release), so it suits memory
  * the engine owns: a pinned staging buffer, a NumPy array. The buffers must not overlap each
- * other; dsts[i] may be NULL only when dst_caps[i] is 0.
+ * other (given their dst_caps: INVALID_ARGUMENT before anything is read, in every mode); dsts[i]
+ * may be NULL only when dst_caps[i] is 0.
  * Returns 1 when every key is present and every block was copied (out_lens set); 0 on a miss
  * (nothing written); -1 on error (out_lens not written), except that when a block is larger than
  * its buffer the error (INVALID_ARGUMENT, naming dst_caps[i]) comes with out_lens[i] set for every
@@ -425,9 +426,9 @@ WMBT_KV_API int32_t wmbt_kv_get_raw_tail_borrowed_ex(wmbt_kv_handle_t* handle,
 WMBT_KV_API int32_t wmbt_kv_refresh(wmbt_kv_handle_t* handle, char* err_buf, size_t err_len);
 
 /* Writes the store's statistics as one JSON object + NUL into buf. *out_needed (if non-NULL)
- * receives the bytes written including the NUL. Returns 0, or -1 if buf is too small (then
- * *out_needed tells the size to retry with, with room for the counters to grow meanwhile; buf
- * may be NULL with buf_len 0 to ask) or on error.
+ * receives the bytes written including the NUL. Returns 0, or -1 if buf is too small (then the
+ * last error's code is RESOURCE_EXHAUSTED and *out_needed tells the size to retry with, with room
+ * for the counters to grow meanwhile; buf may be NULL with buf_len 0 to ask) or on error.
  * Fields: "abi_version", "l2" (where the store keeps its blocks) and the store's counters by name
  * (puts, gets, hits and misses per plane, bytes, publishes, evictions, ...), each a number;
  * docs/stats.md lists them. New fields may appear in later versions; none disappears. */

@@ -2,9 +2,11 @@
 // an explicit fingerprint. Each entry point is a Status-returning implementation turned into the
 // C return by the status table (status_map.h), inside Guarded.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "capi/capi_internal.h"
@@ -73,6 +75,27 @@ Status GetBlocks(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex,
   return Status::Ok();
 }
 
+// The buffers' ranges [dsts[i], dsts[i] + caps[i]) do not overlap: overlapping ones would get
+// bytes that depend on the order of the copies, or the transport (TCP receives in place).
+Status CheckNoOverlap(uint8_t* const* dsts, const size_t* caps, size_t count) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < count; ++i) {
+    if (caps[i] > 0) order.push_back(i);
+  }
+  auto at = [&](size_t i) { return reinterpret_cast<uintptr_t>(dsts[i]); };
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return at(a) < at(b); });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const size_t a = order[k - 1], b = order[k];
+    if (at(b) - at(a) < caps[a]) {
+      return Status::InvalidArgument("dsts[" + std::to_string(std::min(a, b)) + "] and dsts[" +
+                                     std::to_string(std::max(a, b)) +
+                                     "] overlap (given their dst_caps): give each block its own "
+                                     "memory");
+    }
+  }
+  return Status::Ok();
+}
+
 // As GetBlocks, copying block i into dsts[i] (room for caps[i] bytes). A block larger than its
 // buffer is InvalidArgument before anything is copied, with every length in out_lens.
 Status GetBlocksInto(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_hex,
@@ -90,6 +113,7 @@ Status GetBlocksInto(wmbt_kv_handle* handle, const char* ns_arg, const char* fp_
       return Status::InvalidArgument("dsts[" + std::to_string(i) + "] is NULL with dst_caps[" +
                                      std::to_string(i) + "] = " + std::to_string(caps[i]));
   }
+  WMBT_RETURN_IF_ERROR(CheckNoOverlap(dsts, caps, count));
   WMBT_ASSIGN_OR_RETURN(std::string_view ns, ParseNamespace(handle, ns_arg));
   WMBT_ASSIGN_OR_RETURN(Fingerprint fp, ParseFingerprint(handle, fp_hex));
   WMBT_ASSIGN_OR_RETURN(std::vector<BlockKey> keys, ParseKeys(keys_hex, count, "block_hashes_hex"));

@@ -256,10 +256,9 @@ wmbt_kv_payload_t* wmbt_kv_payload_alloc(size_t len, uint8_t** out_data) {
 }
 
 void wmbt_kv_payload_free(wmbt_kv_payload_t* payload) {
-  Guarded("wmbt_kv_payload_free", -1, nullptr, 0, [&] {
-    delete payload;  // NULL is a no-op
-    return 0;
-  });
+  // Cannot fail, so it leaves the last error alone, as wmbt_kv_release_borrow does (a cleanup
+  // path between a failed call and the read of its error).
+  delete payload;  // NULL is a no-op
 }
 
 int32_t wmbt_kv_put_blocks_owned(wmbt_kv_handle_t* handle, const char* namespace_,

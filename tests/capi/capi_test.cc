@@ -244,7 +244,9 @@ TEST_F(CApi, NullArgumentsAreErrorsNotCrashes) {
   EXPECT_EQ(borrow, nullptr);
   wmbt_kv_free(nullptr);
   wmbt_kv_release_borrow(nullptr);
-  // No-ops that cannot fail: they leave the refresh's error to be read (ABI 1.3).
+  wmbt_kv_payload_free(nullptr);
+  // No-ops that cannot fail: they leave the refresh's error to be read (ABI 1.3; payload_free
+  // since 1.5's header says so).
   EXPECT_NE(LastError().find("wmbt_kv_refresh: INVALID_ARGUMENT: handle is NULL"),
             std::string::npos)
       << LastError();
@@ -583,6 +585,21 @@ TEST_F(CApi, GetIntoCopiesIntoTheCallersBuffersAndHoldsNothing) {
             -1);
   EXPECT_NE(std::string(err).find("dsts[1] is NULL with dst_caps[1] = 64"), std::string::npos)
       << err;
+  // Overlapping buffers: refused before anything is read, the same in every mode (over TCP the
+  // blocks would be received in place, in whatever order they arrive).
+  dsts[1] = reinterpret_cast<uint8_t*>(&bufs[3][0]);
+  dsts[2] = dsts[1] + 10;
+  bufs[3].assign(4096, '.');
+  caps[2] = 100;
+  EXPECT_EQ(wmbt_kv_get_kv_blocks_into(handle_, "default", nullptr, chain, 3, dsts.data(),
+                                       caps.data(), got.data(), err, sizeof err),
+            -1);
+  EXPECT_EQ(wmbt_kv_last_error_code(), WMBT_KV_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err).find("dsts[1] and dsts[2] overlap"), std::string::npos) << err;
+  EXPECT_EQ(bufs[3], std::string(4096, '.'));
+  dsts[1] = reinterpret_cast<uint8_t*>(&bufs[1][0]);
+  dsts[2] = reinterpret_cast<uint8_t*>(&bufs[2][0]);
+  caps[2] = large.size();
   EXPECT_EQ(wmbt_kv_get_kv_blocks_into(handle_, "default", nullptr, chain, 4, nullptr, caps.data(),
                                        got.data(), err, sizeof err),
             -1);
@@ -817,6 +834,7 @@ TEST_F(CApi, ThreadsShareOneHandle) {
 TEST_F(CApi, StatsJsonReportsTheNeededSize) {
   size_t needed = 0;
   EXPECT_EQ(wmbt_kv_stats_json(handle_, nullptr, 0, &needed), -1);
+  EXPECT_EQ(wmbt_kv_last_error_code(), WMBT_KV_ERR_RESOURCE_EXHAUSTED) << "as the header says";
   ASSERT_GT(needed, 2u);
   // Counters grow between the ask and the retry (here from 0 to hundreds of blocks and bytes in
   // many fields); the size the refusal gave still holds the JSON.

@@ -280,8 +280,9 @@ Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& 
                                     std::to_string(peer.uid) + ", " + whom +
                                     ": refusing to attach (" + hint + ")");
   }
-  timeval tv{static_cast<time_t>(options.attach_timeout_ms / 1000),
-             static_cast<suseconds_t>(options.attach_timeout_ms % 1000) * 1000};
+  const uint32_t attach_ms = AttachTimeoutMs(options);
+  timeval tv{static_cast<time_t>(attach_ms / 1000),
+             static_cast<suseconds_t>(attach_ms % 1000) * 1000};
   (void)::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 
   shm::AttachReply reply{};
@@ -311,7 +312,7 @@ Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& 
   if (!stop.valid()) return Status::ResourceExhausted("eventfd: " + shm::ErrnoText(errno));
   auto seg = std::make_shared<ClientSegment>(std::move(map), layout);
   auto a = std::make_shared<Attachment>(std::move(seg), std::move(sock), std::move(stop), path,
-                                        options.clock, options.poll, options.attach_timeout_ms);
+                                        options.clock, options.poll, attach_ms);
   a->monitor_ = StartNamedThread("wmbt-shm-watch", [p = a.get()] { p->Monitor(); });
 
   // The session's first message: checks that both sides speak the same op layouts.
@@ -813,6 +814,14 @@ class ShmChannel : public Channel {
 };
 
 }  // namespace
+
+uint32_t AttachTimeoutMs(const ShmClientOptions& options) {
+  // A stopped or wedged daemon may still accept the connection (the kernel's backlog): the
+  // attach waits no longer than a call would (WMBT_KV_REQUEST_TIMEOUT_MS), if that is shorter.
+  return options.request_timeout_ms > 0
+             ? std::min(options.attach_timeout_ms, options.request_timeout_ms)
+             : options.attach_timeout_ms;
+}
 
 Result<std::unique_ptr<Channel>> ConnectShm(const ShmClientOptions& options) {
   const std::string run_dir = options.run_dir.empty() ? shm::DefaultRunDir() : options.run_dir;

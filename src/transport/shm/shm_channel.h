@@ -40,7 +40,7 @@ struct ShmClientOptions {
   // not only to one run by this user or root. Empty = none.
   std::string group;
   // How long to wait for the daemon's answer to an attach and its Hello (a wedged daemon is
-  // Unavailable).
+  // Unavailable); at most request_timeout_ms, when that is set.
   uint32_t attach_timeout_ms = 5000;
   // How long a call waits for its answer (WMBT_KV_REQUEST_TIMEOUT_MS); then it and every other
   // call in flight fail with Unavailable, noticed within a quarter of this (at most a minute)
@@ -55,6 +55,9 @@ struct ShmClientOptions {
   // request deadline. Must outlive the channel.
   Clock* clock = nullptr;  // null = RealClock()
 };
+
+// How long an attach waits for the daemon: attach_timeout_ms, or request_timeout_ms if shorter.
+uint32_t AttachTimeoutMs(const ShmClientOptions& options);
 
 // Attaches now. Unavailable when no daemon serves the prefix (naming how to start one);
 // PermissionDenied when the daemon runs as a user this process may not share memory with, or

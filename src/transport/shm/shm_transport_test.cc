@@ -734,5 +734,16 @@ TEST(ShmServerWorkers, ABatchOfAnswersHandsItsClientsWakeUpsToAWorker) {
   EXPECT_EQ(server.Stats().wakes_handed, uint64_t{kClients});
 }
 
+// A stopped daemon may still accept the connection: a call that attaches again first must not
+// wait for it longer than the request timeout the engine chose (WMBT_KV_REQUEST_TIMEOUT_MS).
+TEST(ShmClientOptions, AnAttachWaitsNoLongerThanACall) {
+  ShmClientOptions o;
+  EXPECT_EQ(AttachTimeoutMs(o), 5000u);
+  o.request_timeout_ms = 100;
+  EXPECT_EQ(AttachTimeoutMs(o), 100u);
+  o.request_timeout_ms = 0;  // calls wait for ever; an attach still gives up
+  EXPECT_EQ(AttachTimeoutMs(o), 5000u);
+}
+
 }  // namespace
 }  // namespace wombatkv
