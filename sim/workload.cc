@@ -135,9 +135,9 @@ void Workload::OnPut(const Op& op, bool ok) {
     slot->put = true;
     history_.push_back(*slot);
     if (history_.size() > 64) history_.erase(history_.begin());
-    // Buggify: the engine gives the chain up without publishing it; its puts stay pending (and
-    // become abandoned). Chosen from the key's bytes rather than drawn: the draws stay as they
-    // were.
+    // Buggify: the engine gives the chain up without publishing it (1 in 16, and every chain
+    // grown by no block, whose tip re-put is the case a later bare publish must honour); its puts
+    // stay pending. Chosen from the key's bytes rather than drawn: the draws stay as they were.
     if (cfg_.p_buggify > 0 &&
         (op.keys.back().bytes[9] % 16 == 0 || slot->base == slot->keys.size())) {
       auto& shelf = shelved_[static_cast<size_t>(op.host)];

@@ -42,7 +42,7 @@ CLI::Validator WholeNumber() {
         if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) return "";
         return "expected a whole number (decimal digits), got \"" + text + "\"";
       },
-      "");  // the options' type names say N; a description would print as "N:N
+      "");  // the options' type names say N; a description would print as "N:N"
 }
 
 namespace {
