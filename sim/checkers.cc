@@ -148,7 +148,14 @@ void Checkers::Publish(Store& store, const Op& op, const Result<uint64_t>& r,
       return;
     }
     case Code::kFailedPrecondition:
-      if (!unchanged) return Fail("G4", what + " failed (" + s.ToString() + ") but changed L2");
+      // A publish learns only after its head write that a blob it relies on was collected (R4,
+      // and the check of the prefix it continues): its head stays. Allowed only when the blob is
+      // gone under R1's stated limit (AbandonedAndGone), as for the heads HeadWritten excuses.
+      if (!unchanged && !(after && std::ranges::any_of(after->entries, [&](const ChainEntry& e) {
+                            return AbandonedAndGone(op.scope.ns, e.hash);
+                          }))) {
+        return Fail("G4", what + " failed (" + s.ToString() + ") but changed L2");
+      }
       return;
     case Code::kCorruption:
       // G9: a CAS publish on a head the simulator damaged reports it (LWW replaces it).

@@ -24,6 +24,8 @@
 //       head, that the blob still exists, and re-uploads it from its own copy if not. This
 //       covers a head written after the collector's re-check in R3: the collector's delete
 //       happened before that re-check, so before the head write, so the publisher sees it.
+//       The published prefix a publish continues is checked too, through a head that names it
+//       throughout the head write or else blob by blob (store/store_indexed_prefix.cc).
 //   Together: for any head H naming blob B written while B was being deleted, either the
 //   collector's re-check (R3) sees H and restores B, or H was written after that re-check and
 //   the publisher's check (R4) sees B missing. The window in which B is absent is short

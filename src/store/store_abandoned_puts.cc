@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/check.h"
 #include "store/meta_records.h"
 #include "store/store_impl.h"
 
@@ -39,6 +40,17 @@ StoreImpl::PublishClaim::~PublishClaim() {
     auto it = store_->publishing_.find(k);
     if (--it->second == 0) store_->publishing_.erase(it);
   }
+  for (const CacheKey& ck : blobs_) {
+    auto it = store_->publishing_blobs_.find(ck);
+    if (--it->second == 0) store_->publishing_blobs_.erase(it);
+  }
+}
+
+void StoreImpl::PublishClaim::KeepBlobs(std::vector<CacheKey> blobs) {
+  WMBT_CHECK(blobs_.empty());
+  blobs_ = std::move(blobs);
+  std::lock_guard<std::mutex> g(store_->pending_mu_);
+  for (const CacheKey& ck : blobs_) ++store_->publishing_blobs_[ck];
 }
 
 uint64_t StoreImpl::AbandonedAfterUs() const {

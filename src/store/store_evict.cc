@@ -95,6 +95,7 @@ uint64_t StoreImpl::InstallChainLocked(std::string_view ns, const Fingerprint& f
     cold_installs_.fetch_add(1, std::memory_order_relaxed);  // ColdSet C2
   }
   index_.PutChain(ns, fp, info, entries, used);
+  CountHeadChange(info.chain_id);
   UsageLedger::Changes changes;
   ledger_.ChainSet(ns, fp, info.chain_id, entries, clock_->WallMicros(), &changes);
   RecordOrphans(ns, changes, batch);
@@ -110,6 +111,7 @@ uint64_t StoreImpl::ColdGeneration() const {
 
 uint64_t StoreImpl::DropChainLocked(std::string_view ns, const Fingerprint& fp,
                                     const ChainId& chain_id, MetaWriteBatch* batch) {
+  CountHeadChange(chain_id);  // also when absent: a refresh counts its own calls
   if (!index_.RemoveChain(ns, fp, chain_id)) return 0;
   UsageLedger::Changes changes;
   ledger_.ChainRemoved(ns, fp, chain_id, clock_->WallMicros(), &changes);

@@ -10,8 +10,9 @@ namespace wombatkv {
 bool StoreImpl::PendingBlob(const std::string& ns, const ContentHash& hash) {
   const auto ns_id = FindNamespaceId(ns);
   if (!ns_id) return false;  // this store never put anything in it
+  const CacheKey ck{*ns_id, hash};
   std::lock_guard<std::mutex> g(pending_mu_);
-  return pending_hashes_.count(CacheKey{*ns_id, hash}) > 0;
+  return pending_hashes_.count(ck) > 0 || publishing_blobs_.count(ck) > 0;
 }
 
 void StoreImpl::MaybeCollectOrphans() {

@@ -3,6 +3,8 @@
 // actually holds stay within the budget plus what the grace period lets wait. Failed deletes are
 // retried and never counted as freed (R5); blobs of puts awaiting their publish are kept.
 #include <atomic>
+#include <functional>
+#include <optional>
 
 #include "gc/gc_test_util.h"
 #include "gc/orphan_gc.h"
@@ -321,6 +323,185 @@ TEST_F(StoreGc, EvictionRewriteWithLostAnswerLeavesL0AsL2Has) {
   auto n = s.LookupPrefix("default", kFp, c.keys);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, head->entries.size());
+}
+
+// A publish continuing a published prefix (L0's) relies on a head in L2 naming that prefix's
+// blobs. Here the chain it came from is replaced (last writer wins) after the publish collected
+// it, so those old blobs lose their last reference, and this store's orphan GC passes before the
+// head is written (the buggify point "publish.collect_inside" is that moment): the publish keeps
+// them from it (PublishClaim::KeepBlobs), and the acknowledged chain is whole in L2 (G3).
+TEST_F(StoreGc, APublishKeepsThePrefixItContinuesWhenItsChainIsReplacedMeanwhile) {
+  StoreOptions o = Options();
+  o.namespace_bytes_max.clear();
+  o.background_gc = false;
+  o.gc_grace_us = kMinuteUs;
+  std::atomic<bool> armed{false};
+  Store* sp = nullptr;
+  const TestChain a = MakeChain(2, kBlockBytes, /*salt=*/1);  // a0 <- a1, chain id a1
+  const TestChain c = MakeChain(1, kBlockBytes, /*salt=*/2);  // another root for chain a1
+  const BlockKey b = Key(7, 3);
+  o.buggify = [&](const char* site) {
+    if (std::string_view(site) != "publish.collect_inside" || !armed.exchange(false)) return false;
+    // As another thread would: chain a1 is published again with other content.
+    EXPECT_TRUE(sp->PutBlocks("default", kFp, c.Puts()).ok());
+    auto v = sp->PublishChain("default", kFp, a.tip(), c.tip());
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    return true;  // and the store's orphan GC passes here
+  };
+  Store& s = Open(o);
+  sp = &s;
+  PutAndPublish(s, a);
+  clock_.Advance(2 * kMinuteUs);  // a's blobs are older than the grace
+  ASSERT_TRUE(
+      s.PutBlocks("default", kFp, std::vector<BlockPut>{{b, a.tip(), Payload(77, kBlockBytes)}})
+          .ok());
+  armed = true;
+  auto v = s.PublishChain("default", kFp, b, b);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_FALSE(armed.load()) << "the interleaving did not happen";
+  executor_->Drain();
+  EXPECT_EQ(s.Stats().gc_blobs_deleted, 0u);
+
+  // The chain a0 <- a1 <- b read through a new store (an empty RAM cache), as after a restart.
+  o.buggify = nullptr;
+  Store& again = Open(o);
+  const std::vector<BlockKey> keys = {a.keys[0], a.keys[1], b};
+  ASSERT_EQ(*again.LookupPrefix("default", kFp, keys), 3u);
+  auto got = again.GetBlocks("default", kFp, keys);
+  EXPECT_TRUE(got.ok()) << got.status().ToString();
+}
+
+// The same across hosts, with no race: host B replaces chain a1 and its orphan GC deletes a0's
+// and a1's blobs; host A, whose L0 still has the old chain (no refresh since), extends a1 with
+// block b. After its head write the publish finds the chain it continued changed and the two
+// blobs gone (VerifyIndexedPrefix): it puts them back from its RAM cache, or, with their bytes
+// no longer in memory, fails naming a blob — never an acknowledged head naming deleted blobs (G3).
+class StoreGcAcrossHosts : public StoreGc {
+ protected:
+  static constexpr uint64_t kB = 7;
+  // Host A (store_) extends chain a1 with block b, by `publish`, once host B has replaced a1 and
+  // collected its blobs.
+  Result<uint64_t> ExtendAPrefixHostBCollected(
+      uint64_t cache_bytes_max,
+      const std::function<Result<uint64_t>(Store&, const BlockPut&)>& publish = PublishB) {
+    StoreOptions o = Options();
+    o.namespace_bytes_max.clear();
+    o.background_gc = false;
+    o.gc_grace_us = kMinuteUs;
+    o.cache_bytes_max = cache_bytes_max;
+    Store& host_a = Open(o);
+    const TestChain a = MakeChain(2, kBlockBytes, /*salt=*/1);  // a0 <- a1, chain id a1
+    const TestChain c = MakeChain(1, kBlockBytes, /*salt=*/2);
+    PutAndPublish(host_a, a);
+
+    StoreOptions ob = o;
+    ob.meta_store = l1_b_.get();
+    auto opened_b = Store::Open(ob);
+    EXPECT_TRUE(opened_b.ok());
+    host_b_ = std::move(opened_b).value();
+    EXPECT_TRUE(host_b_->PutBlocks("default", kFp, c.Puts()).ok());
+    EXPECT_TRUE(host_b_->PublishChain("default", kFp, a.tip(), c.tip()).ok());  // replaces a1
+    clock_.Advance(2 * kMinuteUs);
+    auto gc = host_b_->CollectOrphans();
+    EXPECT_TRUE(gc.ok()) << gc.status().ToString();
+    EXPECT_EQ(gc->deleted, 2u);  // a0's and a1's blobs
+
+    const std::vector<uint8_t> b_bytes = Payload(77, kBlockBytes);
+    return publish(host_a, BlockPut{Key(kB, 3), a.tip(), b_bytes});
+  }
+  static Result<uint64_t> PublishB(Store& s, const BlockPut& b) {
+    if (auto put = s.PutBlocks("default", kFp, {&b, 1}); !put.ok()) return put.status();
+    return s.PublishChain("default", kFp, b.key, b.key);
+  }
+  std::unique_ptr<MetaStore> l1_b_ = NewMemMetaStore();
+  std::unique_ptr<Store> host_b_;
+};
+
+TEST_F(StoreGcAcrossHosts, APublishPutsThePrefixBlobsAnotherHostCollectedBack) {
+  auto v = ExtendAPrefixHostBCollected(64 << 20);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  auto chain = store_->GetChain("default", kFp, Key(kB, 3));
+  ASSERT_TRUE(chain.ok());
+  ASSERT_EQ(chain->size(), 3u);
+  for (const ChainBlock& blk : *chain) {
+    EXPECT_TRUE(mem_l2_->Head(layout::BlobKey("kv", "default", blk.hash)).ok())
+        << "the acknowledged head names a missing blob";
+  }
+}
+
+TEST_F(StoreGcAcrossHosts, ASaveAnsweredFromL2sCompletionChecksThePrefixToo) {
+  // SaveChainAsync writes the head through PutAsync; the check reads L2, so it runs on the
+  // executor, and the save is answered after it.
+  auto v = ExtendAPrefixHostBCollected(64 << 20, [this](Store& s, const BlockPut& b) {
+    std::optional<Result<uint64_t>> out;
+    s.SaveChainAsync("default", kFp, {&b, 1}, [&](Result<uint64_t> r) { out = std::move(r); });
+    EXPECT_FALSE(out) << "answered before the prefix was checked";
+    executor_->Drain();
+    return out ? *out : Status::Internal("the save was never answered");
+  });
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  auto chain = store_->GetChain("default", kFp, Key(kB, 3));
+  ASSERT_TRUE(chain.ok());
+  ASSERT_EQ(chain->size(), 3u);
+  for (const ChainBlock& blk : *chain) {
+    EXPECT_TRUE(mem_l2_->Head(layout::BlobKey("kv", "default", blk.hash)).ok())
+        << "the acknowledged head names a missing blob";
+  }
+}
+
+TEST_F(StoreGcAcrossHosts, APrefixCollectedBetweenTheCheckAndTheHeadWriteIsPutBack) {
+  // Host A's L0 is current when its publish checks the prefix; host B replaces chain a1 and
+  // collects its blobs right after that check, before A's head write ("publish.collect_inside").
+  // A learns it after the write (the witness's ETag changed) and puts the blobs back.
+  StoreOptions o = Options();
+  o.namespace_bytes_max.clear();
+  o.background_gc = false;
+  o.gc_grace_us = kMinuteUs;
+  const TestChain a = MakeChain(2, kBlockBytes, /*salt=*/1);  // a0 <- a1, chain id a1
+  const TestChain c = MakeChain(1, kBlockBytes, /*salt=*/2);
+  std::atomic<bool> armed{false};
+  o.buggify = [&](const char* site) {
+    if (std::string_view(site) != "publish.collect_inside" || !armed.exchange(false)) return false;
+    EXPECT_TRUE(host_b_->PutBlocks("default", kFp, c.Puts()).ok());
+    EXPECT_TRUE(host_b_->PublishChain("default", kFp, a.tip(), c.tip()).ok());
+    auto gc = host_b_->CollectOrphans();
+    EXPECT_TRUE(gc.ok() && gc->deleted == 2u);  // a0's and a1's blobs
+    return false;                               // A's own collector does not run here
+  };
+  Store& host_a = Open(o);
+  PutAndPublish(host_a, a);
+  StoreOptions ob = o;
+  ob.meta_store = l1_b_.get();
+  ob.buggify = nullptr;
+  host_b_ = std::move(Store::Open(ob)).value();
+  clock_.Advance(2 * kMinuteUs);
+  const BlockKey b = Key(kB, 3);
+  ASSERT_TRUE(
+      host_a
+          .PutBlocks("default", kFp, std::vector<BlockPut>{{b, a.tip(), Payload(77, kBlockBytes)}})
+          .ok());
+  armed = true;
+  auto v = host_a.PublishChain("default", kFp, b, b);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_FALSE(armed.load()) << "the interleaving did not happen";
+  auto chain = host_a.GetChain("default", kFp, b);
+  ASSERT_TRUE(chain.ok());
+  ASSERT_EQ(chain->size(), 3u);
+  for (const ChainBlock& blk : *chain) {
+    EXPECT_TRUE(mem_l2_->Head(layout::BlobKey("kv", "default", blk.hash)).ok())
+        << "the acknowledged head names a missing blob";
+  }
+}
+
+TEST_F(StoreGcAcrossHosts, APublishWhosePrefixBlobsAreGoneEverywhereFailsNamingOne) {
+  auto v = ExtendAPrefixHostBCollected(kBlockBytes);  // the cache holds b's bytes alone
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), Code::kFailedPrecondition) << v.status().ToString();
+  EXPECT_NE(v.status().message().find("put the block again"), std::string::npos)
+      << v.status().ToString();
+  // Found before the head write: L2 has no head naming the deleted blobs.
+  EXPECT_TRUE(
+      mem_l2_->Head(layout::ChainKey("kv", "default", kFp, Key(kB, 3))).status().IsNotFound());
 }
 
 }  // namespace

@@ -132,7 +132,8 @@ class StoreImpl final : public Store {
   };
   // The pending blocks a publish collected, claimed until it is done with them (its head written
   // and the blocks forgotten as published, or the publish failed): ForgetAbandonedPuts leaves a
-  // claimed block, its blob and its upload alone (store_abandoned_puts.cc).
+  // claimed block, its blob and its upload alone (store_abandoned_puts.cc). The blobs of the
+  // indexed prefix it continues are kept from this store's orphan GC as well.
   class PublishClaim {
    public:
     // REQUIRES: store->pending_mu_ held.
@@ -140,10 +141,12 @@ class StoreImpl final : public Store {
     ~PublishClaim();  // takes pending_mu_
     PublishClaim(const PublishClaim&) = delete;
     PublishClaim& operator=(const PublishClaim&) = delete;
+    void KeepBlobs(std::vector<CacheKey> blobs);  // takes pending_mu_; once
 
    private:
     StoreImpl* store_;
     std::vector<PendingKey> keys_;
+    std::vector<CacheKey> blobs_;
   };
   // One background upload of a blob to L2. Lives in uploads_ until a publish consumes it.
   struct Upload {
@@ -198,11 +201,19 @@ class StoreImpl final : public Store {
   Status UploadBlob(const std::string& ns, const ContentHash& hash, const BufferSlice& payload,
                     bool* reused = nullptr);
   Status EnsureDurable(std::string_view ns, const CacheKey& ck);
-  // The chain root→tip; `*indexed` gets how many leading entries came from L0 (published, hence
-  // already durable in L2).
+  // The leading entries a publish took from L0 (CollectChain), and a chain whose head L0 says
+  // names exactly those.
+  struct IndexedPrefix {
+    size_t length = 0;
+    std::optional<ChainId> witness;
+    std::string witness_etag;  // as read before the head write (CheckIndexedPrefix)
+  };
+  // The chain root→tip; `*indexed` gets how many leading entries came from L0 (published, so
+  // durable in L2 while some head in L2 still names them: CheckIndexedPrefix), and the chain
+  // L0 has whose head names exactly those entries, if it knows one.
   Result<std::vector<ChainEntry>> CollectChain(std::string_view ns, uint32_t ns_id,
                                                const Fingerprint& fp, const BlockKey& tip,
-                                               size_t* indexed,
+                                               IndexedPrefix* indexed,
                                                std::shared_ptr<PublishClaim>* claim);
   // Orphan-GC safety for publishers (R4 in gc/orphan_gc.h). Before the head is written: the new
   // entries' blobs this process did not write itself (found in L2, or put by another process).
@@ -222,12 +233,24 @@ class StoreImpl final : public Store {
   struct PublishPlan {
     uint32_t ns_id = 0;
     std::vector<ChainEntry> entries;
+    IndexedPrefix indexed;
     std::vector<ContentHash> reused;
     ReusedCopies copies;
     std::shared_ptr<PublishClaim> claim;  // of the entries that were pending
   };
   Result<PublishPlan> PreparePublish(std::string_view ns, const Fingerprint& fp,
-                                     const BlockKey& tip);
+                                     const ChainId& chain_id, const BlockKey& tip);
+  // The blobs of the indexed prefix (store_indexed_prefix.cc). Before the head write: a head in
+  // L2 names them (the witness, whose ETag is kept), else each blob is there or put back from
+  // memory; FailedPrecondition naming a blob that is gone with no copy left.
+  Status CheckIndexedPrefix(std::string_view ns, const Fingerprint& fp, uint32_t ns_id,
+                            const ChainId& written, const std::vector<ChainEntry>& entries,
+                            IndexedPrefix* indexed);
+  // After it: the witness is unchanged, else each blob again.
+  Status RecheckIndexedPrefix(std::string_view ns, const Fingerprint& fp, uint32_t ns_id,
+                              const std::vector<ChainEntry>& entries, const IndexedPrefix& indexed);
+  Status PrefixBlobsInL2(std::string_view ns, uint32_t ns_id,
+                         const std::vector<ChainEntry>& entries, const IndexedPrefix& indexed);
   // A last-writer-wins publish whose head write completes from L2 (PutAsync). Falls back to
   // PublishChain, in this thread, where that cannot be done without blocking in the completion:
   // reused blobs to re-check, a conflicting head write.
@@ -378,7 +401,7 @@ class StoreImpl final : public Store {
   // After a background eviction pass: a GC pass if background GC is on and its interval passed.
   void MaybeCollectOrphans();
   Result<OrphanGcReport> GcPass();
-  // GcOptions::keep: a put of this store awaiting publish names the blob.
+  // GcOptions::keep: a put of this store awaiting publish, or a publish under way, names the blob.
   bool PendingBlob(const std::string& ns, const ContentHash& hash);
   struct EvictBudget {
     size_t heads_left = 0;
@@ -414,8 +437,16 @@ class StoreImpl final : public Store {
   // --- shared ---
   uint32_t NamespaceId(std::string_view ns);  // creates the id on first use
   std::optional<uint32_t> FindNamespaceId(std::string_view ns);
-  std::mutex& StripeFor(const ChainId& chain_id) {
-    return publish_stripes_[chain_id.Prefix64() % publish_stripes_.size()];
+  static size_t StripeOf(const ChainId& chain_id) {
+    return chain_id.Prefix64() % limits::kPublishStripes;
+  }
+  std::mutex& StripeFor(const ChainId& chain_id) { return publish_stripes_[StripeOf(chain_id)]; }
+  // Counts every change of a chain in L0 (installed, replaced, trimmed or removed) per stripe,
+  // under index_mu_ held exclusively. A refresh compares them, under a chain's stripe, with what
+  // they were before it read the chain's head: if they moved by more than its own changes, the
+  // head it read may be older than L0's (docs/layout.md, "refresh").
+  void CountHeadChange(const ChainId& chain_id) {
+    head_changes_[StripeOf(chain_id)].fetch_add(1, std::memory_order_relaxed);
   }
   // The chain's stripe, once no completion-based save of the chain is in flight (its head may
   // be written but not yet in L0: whoever reads or changes the head under the stripe must not
@@ -485,6 +516,9 @@ class StoreImpl final : public Store {
   // How many pending blocks name each blob (orphan GC keeps those: GcOptions::keep).
   std::unordered_map<CacheKey, uint32_t, CacheKeyHash> pending_hashes_;  // GUARDED_BY(pending_mu_)
   std::unordered_map<PendingKey, uint32_t, PendingKeyHash> publishing_;  // GUARDED_BY(pending_mu_)
+  // Blobs of the indexed prefixes publishes continue (PublishClaim::KeepBlobs).
+  std::unordered_map<CacheKey, uint32_t, CacheKeyHash>
+      publishing_blobs_;  // GUARDED_BY(pending_mu_)
   // Abandoned puts (store_abandoned_puts.cc): puts hold it shared until their blocks are pending,
   // a pass exclusively. Blobs whose upload slots a pass could not drop yet (running, or retried
   // by a publisher) wait in forget_leftovers_ for the next pass.
@@ -496,6 +530,7 @@ class StoreImpl final : public Store {
   std::unordered_map<CacheKey, std::shared_ptr<Upload>, CacheKeyHash> uploads_;  // GUARDED_BY
 
   std::array<std::mutex, limits::kPublishStripes> publish_stripes_;
+  std::array<std::atomic<uint64_t>, limits::kPublishStripes> head_changes_{};  // CountHeadChange
   std::mutex async_mu_;
   std::condition_variable async_cv_;  // a chain left async_chains_, or async_pending_ fell
   std::unordered_set<ChainId, EngineKeyHash> async_chains_;  // GUARDED_BY(async_mu_)

@@ -1,5 +1,6 @@
 // Opening the store (directory lock, planes, L1 → L0) and reconciling with L2 (refresh).
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -498,6 +499,15 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
     // Read the changed heads in parallel (a bootstrap reads every head: one round trip each would
     // make opening on S3 take minutes), then install them one by one under their stripes.
     using HeadRead = Result<std::optional<std::pair<std::string, layout::ChainHead>>>;
+    // How often each stripe's chains changed in L0 before the reads (under the lock that changes
+    // take, so a change not counted here is in L0 after its head was written to L2: see below).
+    std::array<uint64_t, limits::kPublishStripes> changes_before;
+    {
+      std::shared_lock<std::shared_mutex> g(index_mu_);
+      for (size_t s = 0; s < changes_before.size(); ++s) {
+        changes_before[s] = head_changes_[s].load(std::memory_order_relaxed);
+      }
+    }
     std::vector<HeadRead> reads(changed.size(), Status::Internal("not read"));
     std::vector<Completion> read_done(changed.size());
     for (size_t i = 0; i < changed.size(); ++i) {
@@ -515,32 +525,35 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
     for (size_t i = 0; i < changed.size(); ++i) {
       const auto& [fp, chain_id] = changed[i];
       std::unique_lock<std::mutex> stripe = LockChain(chain_id);
+      const size_t s = StripeOf(chain_id);
       std::optional<ChainInfo> now;
+      bool moved = false;
       {
         std::shared_lock<std::shared_mutex> g(index_mu_);
         now = index_.GetChain(ns, fp, chain_id);
+        moved = head_changes_[s].load(std::memory_order_relaxed) != changes_before[s];
       }
       HeadRead& current = reads[i];
-      // A publish in this process since the read may have installed a newer head: then the read
-      // may be stale, so read again under the stripe (rare) instead of trusting it.
+      // This process changed a chain of the stripe since the reads began (a publish, a compacted
+      // or evicted head): L0 may hold a head newer than the one read — or none, deleted since —
+      // and versions cannot tell (they restart at 1 after a delete). So read again under the
+      // stripe, where every change of this chain is in L0. Otherwise every change L0 has was
+      // written to L2 before the read, which saw it or a newer head.
       // Buggify: read again anyway (a second read is never staler than the first).
-      if ((now && current.ok() && current->has_value() &&
-           now->etag_digest != index_.EtagDigest((*current)->first) &&
-           now->version >= (*current)->second.version) ||
-          Buggify("refresh.reread_head")) {
-        current = ReadHead(ns, fp, chain_id);
-      }
+      if (moved || Buggify("refresh.reread_head")) current = ReadHead(ns, fp, chain_id);
       if (!current.ok()) {
         if (current.status().code() != Code::kCorruption) return current.status();
         Log(LogLevel::kError, current.status().message() +
                                   " — the chain is ignored until it is published again");
         WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, fp, chain_id));
+        ++changes_before[s];  // this refresh's own change
         continue;
       }
       if (!current->has_value()) continue;  // deleted since the listing
       const auto& [etag, head] = **current;
       if (now && now->etag_digest == index_.EtagDigest(etag)) continue;
       WMBT_RETURN_IF_ERROR(ApplyHead(head, etag, layout::EncodeChainHead(head)));
+      ++changes_before[s];
       ++(now ? report->chains_updated : report->chains_added);
     }
     if (page.next_token.empty()) break;

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <future>
 #include <thread>
 
+#include "layout/object_keys.h"
 #include "meta/rocksdb_test_hooks.h"
 #include "store/data_dir_owner.h"
 #include "store/meta_records.h"
@@ -282,6 +284,98 @@ TEST(StoreRefresh, G11AnotherProcessPublishIsVisibleAfterRefresh) {
 }
 
 // An inline executor that counts the tasks submitted to it.
+// Runs `then` once, right after a read of `watch` has been answered (before the reader sees the
+// answer): what another thread does between a read and its use.
+class AfterGet final : public ObjectStoreWrapper {
+ public:
+  using ObjectStoreWrapper::ObjectStoreWrapper;
+  Result<ObjectData> Get(std::string_view key, uint64_t offset, uint64_t length) override {
+    auto r = ObjectStoreWrapper::Get(key, offset, length);
+    if (key == watch && then) {
+      auto f = std::move(then);
+      then = nullptr;
+      f();
+    }
+    return r;
+  }
+  std::string watch;
+  std::function<void()> then;
+};
+
+// A refresh reads changed heads outside their chains' stripes and installs them under the stripe.
+// Here, between its read of chain k1's v2 and the install, this process deletes that head
+// (compaction) and publishes chain k1 again — as v1, since versions restart after a delete. The
+// refresh must see that L0 changed meanwhile (it once compared versions: 1 < 2 looked older) and
+// not install the stale v2 over the acknowledged publish (G1).
+TEST(StoreRefresh, AHeadReadBeforeALocalDeleteAndRepublishIsNotInstalled) {
+  constexpr uint64_t kBlockBytes = 4096;
+  ManualClock clock;
+  auto l2 = NewMemObjectStore(&clock);
+  AfterGet hooked(l2.get());
+  auto l1a = NewMemMetaStore();
+  auto l1b = NewMemMetaStore();
+  auto exa = NewInlineExecutor();
+  auto exb = NewInlineExecutor();
+  auto opts = [&](MetaStore* l1, Executor* ex, ObjectStore* os) {
+    StoreOptions o;
+    o.object_store = os;
+    o.meta_store = l1;
+    o.clock = &clock;
+    o.executor = ex;
+    o.log = [](LogLevel, const std::string&) {};
+    return o;
+  };
+  auto a_open = Store::Open(opts(l1a.get(), exa.get(), &hooked));
+  ASSERT_TRUE(a_open.ok());
+  auto b_open = Store::Open(opts(l1b.get(), exb.get(), l2.get()));
+  ASSERT_TRUE(b_open.ok());
+  Store& a = **a_open;
+  Store& b = **b_open;
+  const TestChain c = MakeChain(2, kBlockBytes, /*salt=*/1);  // k0 <- k1, chain id k1
+  ASSERT_TRUE(a.PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_EQ(*a.PublishChain("default", kFp, c.tip(), c.tip()), 1u);
+  // Host B publishes the same chain again: v2 in L2, which A's L0 has not seen.
+  ASSERT_TRUE(b.Refresh().ok());
+  ASSERT_EQ(*b.PublishChain("default", kFp, c.tip(), c.tip()), 2u);
+
+  const BlockKey k2 = Key(2, 1);
+  const std::vector<uint8_t> k1_again = Payload(99, kBlockBytes);
+  uint64_t republished = 0;
+  hooked.watch = layout::ChainKey("kv", "default", kFp, c.tip());
+  hooked.then = [&] {
+    // A's refresh has read v2. Meanwhile on A: a save extends the chain, which compacts chain k1
+    // (its head is a strict prefix, id = tip: deleted in L2)...
+    ASSERT_TRUE(
+        a.PutBlocks("default", kFp, std::vector<BlockPut>{{k2, c.tip(), Payload(5, kBlockBytes)}})
+            .ok());
+    ASSERT_TRUE(a.PublishChain("default", kFp, k2, k2).ok());
+    ASSERT_EQ(a.Stats().heads_compacted, 1u);
+    // ...then k1 is put again as a root with other bytes and published as chain k1: v1 again.
+    ASSERT_TRUE(
+        a.PutBlocks("default", kFp, std::vector<BlockPut>{{c.tip(), BlockKey{}, k1_again}}).ok());
+    auto v = a.PublishChain("default", kFp, c.tip(), c.tip());
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    republished = *v;
+  };
+  ASSERT_TRUE(a.Refresh().ok());
+  ASSERT_EQ(republished, 1u) << "the interleaving did not happen";
+
+  // G1: the acknowledged publish (chain k1 = [k1 as a root, new bytes]) is what A serves.
+  const std::vector<BlockKey> root = {c.tip()};
+  EXPECT_EQ(*a.LookupPrefix("default", kFp, root), 1u);
+  auto got = a.GetBlocks("default", kFp, root);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(got->slices()[0].view(), k1_again));
+  auto chain = a.ListChains("default");
+  ASSERT_TRUE(chain.ok());
+  for (const ChainState& st : *chain) {
+    if (st.chain_id == c.tip()) {
+      EXPECT_EQ(st.version, 1u) << "L0 holds a head L2 no longer has";
+      EXPECT_EQ(st.length, 1u);
+    }
+  }
+}
+
 class CountingExecutor final : public Executor {
  public:
   std::atomic<int> submitted{0};

@@ -123,7 +123,7 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
                              const BlockKey& tip, SaveDone done) {
   auto blocking = [&] { done(PublishChain(ns, fp, chain_id, tip, std::nullopt, nullptr)); };
   if (!ValidateNamespace(ns).ok() || chain_id.IsZero() || tip.IsZero()) return blocking();
-  auto plan = PreparePublish(ns, fp, tip);
+  auto plan = PreparePublish(ns, fp, chain_id, tip);
   if (!plan.ok()) return done(plan.status());
   if (!plan->reused.empty()) return blocking();
 
@@ -152,13 +152,14 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
   const std::string key = layout::ChainKey(options_.l2_prefix, ns, fp, chain_id);
   counters_.l2_puts++;
   const uint32_t ns_id = plan->ns_id;
+  const IndexedPrefix indexed = plan->indexed;
   // Whether the completion runs inside PutAsync on this (the caller's) thread: only there may
   // the blocking path run.
   auto in_call = std::make_shared<std::atomic<bool>>(true);
   const std::thread::id caller = std::this_thread::get_id();
   l2_->PutAsync(
       key, {AsBytes(*encoded)}, opts,
-      [this, head, encoded, key, ns_id, in_call, caller, claim = plan->claim,
+      [this, head, encoded, key, ns_id, indexed, in_call, caller, claim = plan->claim,
        done = std::move(done)](Result<std::string> put) mutable {
         auto unmark = [this, head] {
           std::lock_guard<std::mutex> g(async_mu_);
@@ -187,7 +188,7 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
         if (Buggify("save.completion_late")) clock_->SleepMicros(2000);
         // The chain stays marked until its L1 record is written, so that no other publish of it
         // writes a newer record first.
-        auto finish = [this, head, key, ns_id, unmark, claim = std::move(claim),
+        auto finish = [this, head, key, ns_id, indexed, unmark, claim = std::move(claim),
                        done = std::move(done)](Status recorded) mutable {
           if (!recorded.ok()) {
             Log(LogLevel::kWarn,
@@ -200,15 +201,26 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
             Log(LogLevel::kWarn,
                 "published " + key + " but could not clear its pending records: " + s.ToString());
           }
-          // May delete heads in L2 (a durable write): not in the completion's thread. Queued before
-          // the answer, so a caller that drains the executor after it finds it done.
-          if (head->chain_id == head->tip() && head->entries.size() > 1) {
-            executor_->Submit(
-                [this, head] { CompactRedundantHeads(head->ns, head->fp, head->entries); });
-          }
-          claim.reset();  // before AsyncEnded: the store may be destroyed from then on
-          done(head->version);
-          AsyncEnded();
+          // Reads L2, and compaction deletes heads in it (a durable write): neither in the
+          // completion's thread. Compaction is queued before the answer, so a caller that drains
+          // the executor after it finds it done.
+          auto answer = [this, head, key, ns_id, indexed, claim = std::move(claim),
+                         done = std::move(done)]() mutable {
+            Status prefix = RecheckIndexedPrefix(head->ns, head->fp, ns_id, head->entries, indexed);
+            if (prefix.ok() && head->chain_id == head->tip() && head->entries.size() > 1) {
+              executor_->Submit(
+                  [this, head] { CompactRedundantHeads(head->ns, head->fp, head->entries); });
+            }
+            claim.reset();  // before AsyncEnded: the store may be destroyed from then on
+            if (prefix.ok()) {
+              done(head->version);
+            } else {
+              done(prefix.WithContext("published chain head " + key));
+            }
+            AsyncEnded();
+          };
+          if (indexed.length == 0) return answer();
+          executor_->Submit(std::move(answer));
         };
         MetaWriteBatch record;
         if (Status s = InstallHead(*head, *put, *encoded, &record); !s.ok()) {

@@ -295,7 +295,7 @@ Status StoreImpl::EnsureDurable(std::string_view ns, const CacheKey& ck) {
 
 Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uint32_t ns_id,
                                                         const Fingerprint& fp, const BlockKey& tip,
-                                                        size_t* indexed,
+                                                        IndexedPrefix* indexed,
                                                         std::shared_ptr<PublishClaim>* claim) {
   // Walk from the tip through blocks put in this process; the first key that is not pending must
   // already be indexed (a published prefix), or be the root's zero parent.
@@ -326,8 +326,16 @@ Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uin
   }
   std::vector<ChainEntry> entries;
   if (!cur.IsZero()) {
-    std::shared_lock<std::shared_mutex> g(index_mu_);
-    entries = index_.PathTo(ns, fp, cur);
+    {
+      std::shared_lock<std::shared_mutex> g(index_mu_);
+      entries = index_.PathTo(ns, fp, cur);
+      // The usual witness: the chain the prefix was published as (a chain's id is its tip's key
+      // when an engine extends its own saves). Its head in L2 is checked after the publish.
+      const std::optional<ChainInfo> as_chain = index_.GetChain(ns, fp, cur);
+      if (as_chain && as_chain->tip == cur && as_chain->length == entries.size()) {
+        indexed->witness = cur;
+      }
+    }
     if (entries.empty()) {
       const std::string which =
           cur == tip ? "the tip itself" : "an ancestor of tip " + ShortHex(tip);
@@ -336,12 +344,15 @@ Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uin
           ") is neither put-and-unpublished nor in a published chain of namespace " +
           std::string(ns) + " with this fingerprint: put it (and its ancestors) again");
     }
+    std::vector<CacheKey> blobs;
+    for (const ChainEntry& e : entries) blobs.push_back(CacheKey{ns_id, e.hash});
+    (*claim)->KeepBlobs(std::move(blobs));  // from this store's orphan GC, at least
   }
   if (entries.size() + reversed.size() > limits::kChainBlocksMax) {
     return Status::InvalidArgument("chain longer than " +
                                    std::to_string(limits::kChainBlocksMax) + " blocks");
   }
-  *indexed = entries.size();
+  indexed->length = entries.size();
   entries.insert(entries.end(), reversed.rbegin(), reversed.rend());
   return entries;
 }
@@ -414,17 +425,20 @@ Status StoreImpl::StaleConflict(std::string_view ns, const Fingerprint& fp, cons
                           std::to_string(expected_version) + ": rebase on its tip");
 }
 
-Result<StoreImpl::PublishPlan> StoreImpl::PreparePublish(std::string_view ns,
-                                                         const Fingerprint& fp,
+Result<StoreImpl::PublishPlan> StoreImpl::PreparePublish(std::string_view ns, const Fingerprint& fp,
+                                                         const ChainId& chain_id,
                                                          const BlockKey& tip) {
   PublishPlan plan;
   plan.ns_id = NamespaceId(ns);
-  size_t indexed = 0;
-  WMBT_ASSIGN_OR_RETURN(plan.entries, CollectChain(ns, plan.ns_id, fp, tip, &indexed, &plan.claim));
+  WMBT_ASSIGN_OR_RETURN(plan.entries,
+                        CollectChain(ns, plan.ns_id, fp, tip, &plan.indexed, &plan.claim));
+  const size_t indexed = plan.indexed.length;
 
   // The durability barrier: every blob of the chain is in L2 before the head names it. The
-  // indexed prefix was published before, so its blobs already are. Those of its uploads parked
-  // behind another put (upload_gate.h) start now, in parallel, rather than one by one here.
+  // indexed prefix was published before, so its blobs are while a head names them (checked
+  // below, and again after the head write: store_indexed_prefix.cc). Uploads of this chain's new
+  // blocks parked behind another put (upload_gate.h) start now, in parallel, rather than one by
+  // one here.
   std::vector<uint64_t> gate_ids;
   for (size_t i = indexed; i < plan.entries.size(); ++i) {
     gate_ids.push_back(CacheKeyHash{}(CacheKey{plan.ns_id, plan.entries[i].hash}));
@@ -434,6 +448,8 @@ Result<StoreImpl::PublishPlan> StoreImpl::PreparePublish(std::string_view ns,
     if (test_hooks::publish_skips_durability_barrier.load(std::memory_order_relaxed)) break;
     WMBT_RETURN_IF_ERROR(EnsureDurable(ns, CacheKey{plan.ns_id, plan.entries[i].hash}));
   }
+  WMBT_RETURN_IF_ERROR(
+      CheckIndexedPrefix(ns, fp, plan.ns_id, chain_id, plan.entries, &plan.indexed));
   // Buggify: a check for abandoned puts and an orphan GC pass land between the durability
   // barrier and the head write, as they may from another thread. The claim keeps this chain's
   // pending blocks, and so their blobs, until the head names them.
@@ -466,7 +482,7 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
       }
     }
   }
-  WMBT_ASSIGN_OR_RETURN(PublishPlan plan, PreparePublish(ns, fp, tip));
+  WMBT_ASSIGN_OR_RETURN(PublishPlan plan, PreparePublish(ns, fp, chain_id, tip));
   const uint32_t ns_id = plan.ns_id;
 
   layout::ChainHead head;
@@ -527,6 +543,9 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
         Log(LogLevel::kWarn, "published " + key + " but could not clear its pending records: " +
                                  s.ToString());
       }
+      // Before compaction, which may delete the witness.
+      WMBT_RETURN_IF_ERROR(RecheckIndexedPrefix(ns, fp, ns_id, head.entries, plan.indexed)
+                               .WithContext("published chain head " + key));
       if (chain_id == tip) CompactRedundantHeads(ns, fp, head.entries);
       WMBT_RETURN_IF_ERROR(ReverifyReusedBlobs(ns, ns_id, plan.reused, plan.copies)
                                .WithContext("published chain head " + key));
