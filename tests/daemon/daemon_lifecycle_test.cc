@@ -128,6 +128,28 @@ TEST(DaemonLifecycle, SighupIsIgnoredAndARepeatedSigtermStillStopsGracefully) {
       << daemon->stderr_text();
 }
 
+// A stop asked for while the store opens — here on an S3 endpoint that accepts connections and
+// never answers, which the open would wait out through every retry (minutes) — ends the process
+// at once, before it serves anything.
+TEST(DaemonLifecycle, SigtermWhileTheStoreOpensExitsWithoutWaitingForIt) {
+  TempDir dir;
+  auto silent = tcp::BoundListeners::Bind({"127.0.0.1:0"});  // listens; never answers
+  ASSERT_TRUE(silent.ok()) << silent.status().ToString();
+  const std::vector<std::string> args = {
+      "--data-dir",    dir.path() + "/data",
+      "--tcp",         "127.0.0.1:0",
+      "--http",        "127.0.0.1:0",
+      "--s3-endpoint", "http://" + (*silent)->listeners().at(0).address,
+      "--bucket",      "unanswered"};
+  DaemonProcess daemon(args, {}, dir.path() + "/stderr.log", "wombatkvd: http on");
+  ASSERT_TRUE(daemon.running()) << daemon.stderr_text();
+  EXPECT_EQ(daemon.Stop(SIGTERM), 0) << daemon.stderr_text();
+  EXPECT_NE(daemon.stderr_text().find("received SIGTERM while starting: exiting"),
+            std::string::npos)
+      << daemon.stderr_text();
+  EXPECT_EQ(daemon.output().find("wombatkvd: ready"), std::string::npos) << daemon.output();
+}
+
 // Mistakes in the shared-memory listener's settings are found before the store opens (which can
 // take minutes on S3) and before any listener accepts a client.
 TEST(DaemonLifecycle, AnUnknownShmGroupOrRunDirFailsBeforeTheStoreOpens) {

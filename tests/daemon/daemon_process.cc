@@ -29,7 +29,7 @@ TempDir::~TempDir() {
 }
 
 DaemonProcess::DaemonProcess(const std::vector<std::string>& args, const Env& env,
-                             const std::string& stderr_path)
+                             const std::string& stderr_path, const std::string& until)
     : stderr_path_(stderr_path) {
   // Everything the child needs is built before fork: after fork only exec-safe calls.
   std::vector<std::string> argv_s = {WOMBATKVD_BINARY};
@@ -72,7 +72,7 @@ DaemonProcess::DaemonProcess(const std::vector<std::string>& args, const Env& en
       std::string rest = line.substr(at + http_mark.size());
       http_ = rest.substr(0, rest.find(' '));
     }
-    if (line == "wombatkvd: ready") return;
+    if (line.starts_with(until)) return;
   }
   Reap();  // exited before ready
 }

@@ -28,10 +28,10 @@ class DaemonProcess {
  public:
   using Env = std::vector<std::pair<std::string, std::string>>;
 
-  // Starts wombatkvd with `args` and waits until it prints "ready" or exits. Check running():
-  // false means it exited (exit_code(), output(), stderr_text() tell why).
+  // Starts wombatkvd with `args` and waits until it prints the line `until` or exits. Check
+  // running(): false means it exited (exit_code(), output(), stderr_text() tell why).
   DaemonProcess(const std::vector<std::string>& args, const Env& env,
-                const std::string& stderr_path);
+                const std::string& stderr_path, const std::string& until = "wombatkvd: ready");
   ~DaemonProcess();
 
   bool running() const { return running_; }

@@ -347,7 +347,7 @@ run "$WKV" --data-dir "$TMP/s3flags" --bucket flagbucket --s3-endpoint http://12
   --s3-retries 0 stat
 check_rc "--bucket and --s3-endpoint select S3 as L2 (unavailable: exit 6)" 6 \
   "s3://flagbucket/ at http://127.0.0.1:9"
-check_rc "--s3-retries 0 makes one attempt" 6 "after 1 attempts"
+check_rc "--s3-retries 0 makes one attempt" 6 "after 1 attempt:"
 run "$WKV"
 check_rc "no command exits 2" 2
 run "$WKV" get
@@ -584,6 +584,9 @@ if [[ -n $WKVD ]]; then
     check_rc "no daemon at the prefix: exit 6 naming the setting" 6 "WMBT_KV_REMOTE_PREFIX"
     run "$WKV" --tcp-addr "not an address" lookup "$K1"
     check_rc "a malformed --tcp-addr exits 2 naming the flag" 2 "--tcp-addr"
+    run "${TCP[@]}" --bucket some-other-bucket ls
+    check_rc "a store setting's flag through a daemon exits 2 naming it (not silently ignored)" 2 \
+      "--bucket: invalid argument: not taken through wombatkvd"
   fi
   stop_daemon "wombatkvd stops gracefully after the CLI checks"
 else

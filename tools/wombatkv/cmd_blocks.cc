@@ -42,13 +42,8 @@ int RunPut(Context& ctx, const PutArgs& a) {
   std::optional<uint64_t> version;
   if (a.publish) {
     auto v = store->PublishChain(ctx.opts.ns, ctx.fp, *key, *key);
-    if (!v.ok()) {
-      std::string hint;
-      if (v.status().code() == Code::kFailedPrecondition) {
-        hint = "--publish needs the parent in a published chain (or no --parent)";
-      }
-      return Fail(ctx, "put --publish " + key->ToHex(), v.status(), hint);
-    }
+    // The store's error says what to put first when an ancestor is missing.
+    if (!v.ok()) return Fail(ctx, "put --publish " + key->ToHex(), v.status());
     version = *v;
   }
   if (ctx.out.json()) {

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <set>
+#include <string_view>
 #include <utility>
 
 #include "base/setting_text.h"
@@ -16,6 +18,7 @@
 #include "object/s3/l2_from_config.h"
 #include "store/data_dir_owner.h"
 #include "tools/wombatkv/exit_codes.h"
+#include "tools/wombatkv/setting_flags.h"
 #include "wombatkv/env.h"
 
 namespace wombatkv::cli {
@@ -121,6 +124,25 @@ Store* Context::OpenStore(int* exit_code, DataDir data_dir) {
       *exit_code =
           out.Usage(name == std::string_view("WMBT_KV_TCP_ADDR") ? "--tcp-addr" : "--remote-prefix",
                     SettingGivenAs(s, name, "").message(), "see `wombatkv --help`");
+      return nullptr;
+    }
+  }
+  // Through a daemon the store is the daemon's, with its own settings: a store setting given as a
+  // flag would be silently ignored (a --bucket would seem to list another bucket).
+  if (!config.remote_prefix.empty() || !config.tcp_addr.empty()) {
+    static const std::set<std::string_view> kClientSide = {
+        "WMBT_KV_DATA_DIR",  // ignored through a daemon (docs/cli.md), as the default may be
+        "WMBT_KV_NAMESPACE", "WMBT_KV_FINGERPRINT", "WMBT_KV_REMOTE_PREFIX",
+        "WMBT_KV_TCP_ADDR",  "WMBT_KV_CLIENT_POLL", "WMBT_KV_REQUEST_TIMEOUT_MS",
+        "WMBT_KV_LOG_LEVEL"};
+    for (const std::string& setting : opts.flag_settings) {
+      if (kClientSide.count(setting)) continue;
+      *exit_code = out.Usage(SettingFlagName(setting),
+                             "not taken through " + RemoteName() +
+                                 ": it is a setting of the store, which is the daemon's and runs "
+                                 "with the daemon's settings",
+                             "give it to wombatkvd, or leave out --tcp-addr/--remote-prefix (and "
+                             "their variables) to open a local data directory");
       return nullptr;
     }
   }

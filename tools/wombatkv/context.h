@@ -40,6 +40,8 @@ struct GlobalOptions {
   // Every setting: the environment, then the store-setting flags (tools/wombatkv/setting_flags.h)
   // as parsed; the options above override it when the store is opened.
   Config config;
+  // The settings given as flags on the command line (SettingsGivenAsFlags).
+  std::set<std::string> flag_settings;
 };
 
 class Context {

@@ -61,7 +61,10 @@ inline std::string_view DefaultHint(Code code, bool remote) {
     case Code::kResourceExhausted:
       return "free space or raise the limit (and restart the store if the error says so), then "
              "retry";
-    case Code::kUnavailable: return "retry; check that the object store (L2) is reachable";
+    case Code::kUnavailable:
+      return remote ? "retry (the client reconnects by itself); check that wombatkvd is running, "
+                      "and its log for errors of its object store (L2)"
+                    : "retry; check that the object store (L2) is reachable";
     case Code::kInternal: return "this is a bug: please report it with the command line";
     case Code::kPermissionDenied:
       return remote ? "set WMBT_KV_AUTH_TOKEN to a token the daemon grants for this namespace"

@@ -91,7 +91,8 @@ std::string FirstCommandWord(int argc, char** argv, const CLI::App& app) {
 
 int Main(int argc, char** argv) {
   Context ctx;
-  if (Status s = LoadEnvironmentDefaults(&ctx.opts, SettingsGivenAsFlags(argc, argv)); !s.ok()) {
+  ctx.opts.flag_settings = SettingsGivenAsFlags(argc, argv);
+  if (Status s = LoadEnvironmentDefaults(&ctx.opts, ctx.opts.flag_settings); !s.ok()) {
     ctx.out.Configure(ArgvHasJson(argc, argv), false);
     return ctx.out.Error("environment", s,
                          "fix or unset that variable, or give its flag (docs/configuration.md)");
@@ -148,6 +149,11 @@ int Main(int argc, char** argv) {
   app.footer(
       std::string(kExitCodesHelp) +
       "\nErrors are one line on stderr: \"wombatkv: <what>: <why>; <what to do>\".\n"
+      "\nS3 credentials are variables only (a command line is visible to every local user):\n"
+      "  WMBT_KV_S3_ACCESS_KEY and WMBT_KV_S3_SECRET_KEY (or AWS_ACCESS_KEY_ID, "
+      "AWS_SECRET_ACCESS_KEY).\n"
+      "Through a daemon (--tcp-addr, --remote-prefix) the store settings are the daemon's: their\n"
+      "flags are refused.\n"
       "\nExamples:\n"
       "  K1=$(printf '1%.0s' $(seq 64)); K2=$(printf '2%.0s' $(seq 64))\n"
       "  wombatkv put $K1 --value 'root block'\n"

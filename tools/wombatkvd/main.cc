@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cstdio>
+#include <ctime>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -305,7 +308,48 @@ int Main(int argc, char** argv) {
   options.log = log;
   std::fprintf(stdout, "wombatkvd: version %s, pid %d\n", WOMBATKV_VERSION,
                static_cast<int>(getpid()));
+  std::fflush(stdout);  // before any error line on stderr, also when stdout is not a terminal
+  // A stop asked for while the store opens (a bootstrap from S3 may take minutes, or wait out an
+  // unreachable endpoint's retries): nothing has been served yet, and whatever the open began
+  // writing is recovered by the next start as after a crash, so the process exits at once. Once
+  // the store is open (its "store:" line), signals are left to the main thread (below).
+  std::mutex start_mu;
+  bool opened = false;  // guarded by start_mu
+  std::thread starting([&stop_signals, &start_mu, &opened] {
+    for (;;) {
+      const timespec tick{0, 20'000'000};
+      const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+      std::lock_guard<std::mutex> g(start_mu);
+      if (opened) {
+        if (sig > 0) ::kill(::getpid(), sig);  // still pending for the main thread's sigwait
+        return;
+      }
+      if (sig == SIGHUP) {
+        std::fprintf(stderr, "wombatkvd: received SIGHUP while starting: ignored\n");
+      } else if (sig == SIGTERM || sig == SIGINT) {
+        std::fprintf(stderr,
+                     "wombatkvd: received %s while starting: exiting before serving anything\n",
+                     sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        std::fflush(stderr);
+        _exit(kExitOk);
+      }
+    }
+  });
+  auto store_opened = [&] {
+    {
+      std::lock_guard<std::mutex> g(start_mu);
+      if (opened) return;
+      opened = true;
+    }
+    starting.join();
+  };
+  options.announce = [&store_opened](const std::string& line) {
+    if (line.starts_with("store:")) store_opened();
+    std::fprintf(stdout, "wombatkvd: %s\n", line.c_str());
+    std::fflush(stdout);
+  };
   auto daemon = Daemon::Start(std::move(options));
+  store_opened();  // also when the start failed
   if (!daemon.ok()) {
     std::fprintf(stderr, "wombatkvd: cannot start: %s\n", daemon.status().ToString().c_str());
     // A bad address or no listener at all is the command line's fault, like a bad flag.

@@ -123,6 +123,10 @@ int Main(int argc, char** argv) {
       "  wombatkv-workload                        # again: everything is restored from disk\n"
       "  wombatkv-workload --fresh --conversations 32 --turns 10 --block-bytes 1M\n"
       "  wombatkv-workload --conversations 2 --turns 2 --block-bytes 4096 --json\n"
+      "\nThe store's other settings come from WMBT_KV_* variables (docs/configuration.md): e.g.\n"
+      "WMBT_KV_BUCKET, WMBT_KV_S3_ENDPOINT, WMBT_KV_S3_ACCESS_KEY and WMBT_KV_S3_SECRET_KEY run "
+      "it\n"
+      "on S3 (docs/s3.md); WMBT_KV_CACHE_BYTES sizes the RAM cache.\n"
       "\nExit codes: 0 ok, 2 usage, 4 a restored byte mismatched (corruption), 5 data directory\n"
       "locked by another process (or --fresh refused), 6 unavailable, 7 internal; a store error\n"
       "maps as in `wombatkv --help`. Reference: docs/workload.md\n");

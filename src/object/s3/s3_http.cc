@@ -528,8 +528,9 @@ Result<HttpResponse> Http::Execute(const HttpRequest& request, std::string_view 
     out.resp.ambiguous = ambiguous;
     return std::move(out.resp);
   }
-  return Status::Unavailable("s3 " + std::string(what) + ": " + last_error + ", still failing after " +
-                             std::to_string(attempt) + " attempts");
+  return Status::Unavailable("s3 " + std::string(what) + ": " + last_error +
+                             ", still failing after " + std::to_string(attempt) +
+                             (attempt == 1 ? " attempt" : " attempts"));
 }
 
 namespace {

@@ -47,32 +47,36 @@ struct Endpoint {
   std::string hostname;
 };
 
+// Names every way the endpoint is given: the message cannot tell which one was.
+constexpr std::string_view kEndpointSetting =
+    "the S3 endpoint (--s3-endpoint, WMBT_KV_S3_ENDPOINT or AWS_ENDPOINT_URL) \"";
+
 Result<Endpoint> ParseEndpoint(std::string_view url) {
   Endpoint e;
   size_t sep = url.find("://");
   if (sep == std::string_view::npos) {
-    return Status::InvalidArgument("WMBT_KV_S3_ENDPOINT (or AWS_ENDPOINT_URL) \"" +
-                                   std::string(url) + "\" is not an http:// or https:// URL");
+    return Status::InvalidArgument(std::string(kEndpointSetting) + std::string(url) +
+                                   "\" is not an http:// or https:// URL");
   }
   e.scheme = std::string(url.substr(0, sep));
   if (e.scheme != "http" && e.scheme != "https") {
-    return Status::InvalidArgument("WMBT_KV_S3_ENDPOINT (or AWS_ENDPOINT_URL) \"" +
-                                   std::string(url) + "\": the scheme must be http or https");
+    return Status::InvalidArgument(std::string(kEndpointSetting) + std::string(url) +
+                                   "\": the scheme must be http or https");
   }
   std::string_view rest = url.substr(sep + 3);
   while (rest.ends_with('/')) rest.remove_suffix(1);
   if (rest.empty() || rest.find('/') != std::string_view::npos ||
       rest.find('@') != std::string_view::npos || rest.find('?') != std::string_view::npos) {
     return Status::InvalidArgument(
-        "WMBT_KV_S3_ENDPOINT (or AWS_ENDPOINT_URL) \"" + std::string(url) +
+        std::string(kEndpointSetting) + std::string(url) +
         "\": expected scheme://host[:port] with no path (the bucket is WMBT_KV_BUCKET)");
   }
   for (char c : rest) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '.' || c == '-' || c == ':' || c == '[' || c == ']';
     if (!ok) {
-      return Status::InvalidArgument("WMBT_KV_S3_ENDPOINT (or AWS_ENDPOINT_URL) \"" +
-                                     std::string(url) + "\": unexpected character in the host");
+      return Status::InvalidArgument(std::string(kEndpointSetting) + std::string(url) +
+                                     "\": unexpected character in the host");
     }
   }
   e.host = std::string(rest);
@@ -260,10 +264,27 @@ Status MapErrorUnscrubbed(const HttpResponse& r, std::string_view op, std::strin
                             (key.empty() ? "s3://" + o.bucket : std::string(key)) + ": ";
   const std::string detail = Detail(r, code, message);
   switch (r.status) {
-    case 404:
+    case 404: {
+      // The start-up probe (and the creation it may make) meets a missing bucket; any other
+      // request found it gone after the probe saw it.
+      const bool probe = op == "head bucket" || op == "create bucket";
+      if (code == "NoSuchBucket" && !probe) {
+        return Status::FailedPrecondition(
+            where + detail + "; bucket " + o.bucket + " no longer exists at " + o.endpoint +
+            " (deleted while in use?): create it again" +
+            (o.create_bucket ? "" : ", or restart with WMBT_KV_S3_CREATE_BUCKET=1"));
+      }
       if (code == "NoSuchBucket" || (key.empty() && code.empty())) {
+        // A HEAD answer has no body: an S3 server still sends its request id.
+        const std::string or_not_s3 =
+            code.empty() && r.request_id.empty()
+                ? ", or " + o.endpoint +
+                      " is not an S3 server (its answer had no S3 request id): check "
+                      "WMBT_KV_S3_ENDPOINT"
+                : "";
         return Status::FailedPrecondition(
             where + detail + "; bucket " + o.bucket + " does not exist at " + o.endpoint +
+            or_not_s3 +
             (o.create_bucket
                  ? " even to a request that creates it: the server may not know itself by this "
                    "host name (try the one it is configured for) or want the other addressing "
@@ -271,6 +292,7 @@ Status MapErrorUnscrubbed(const HttpResponse& r, std::string_view op, std::strin
                  : " (create it, or set WMBT_KV_S3_CREATE_BUCKET=1)"));
       }
       return Status::NotFound(where + detail);
+    }
     case 409:
     case 412:
       return Status::Conflict(where + detail);
@@ -814,8 +836,12 @@ Status S3ObjectStore::Probe(std::string_view probe_prefix, std::string* warning)
   head.method = "HEAD";
   auto hr = http_->Execute(head, "head bucket " + options_.bucket);
   if (!hr.ok()) {
-    return Status(hr.status().code(), Scrub(hr.status().message()))
-        .WithContext("S3 probe of " + Describe());
+    std::string message = Scrub(hr.status().message());
+    if (hr.status().code() == Code::kUnavailable) {
+      message += ": is an S3 server running at " + options_.endpoint +
+                 " (the endpoint: --s3-endpoint or WMBT_KV_S3_ENDPOINT)?";
+    }
+    return Status(hr.status().code(), message).WithContext("S3 probe of " + Describe());
   }
   if (hr->status == 404 && options_.create_bucket) {
     WMBT_RETURN_IF_ERROR(CreateBucket());

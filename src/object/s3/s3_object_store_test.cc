@@ -211,6 +211,27 @@ TEST_F(S3Test, OpenL2FromConfigProbesAndCanCreateTheBucket) {
   EXPECT_TRUE((*store)->DeleteBucket().ok());
 }
 
+// A bucket deleted while in use: a request after the probe says so (not the probe's advice about
+// host names and addressing, which fits a bucket that was never found).
+TEST_F(S3Test, ABucketDeletedWhileInUseIsSaidToBeGone) {
+  Config c;
+  c.s3_endpoint = Server().endpoint;
+  c.s3_bucket = FreshBucketName("gone");
+  c.s3_region = Server().region;
+  c.s3_access_key = Server().access_key;
+  c.s3_secret_key = Server().secret_key;
+  ASSERT_TRUE(c.Set("WMBT_KV_S3_CREATE_BUCKET", "1").ok());
+  auto store = OpenL2FromConfig(c);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE((*store)->DeleteBucket().ok());
+  auto put = (*store)->Put("k", {AsBytes("v")}, {});
+  EXPECT_EQ(put.status().code(), Code::kFailedPrecondition) << put.status().ToString();
+  EXPECT_NE(put.status().message().find("no longer exists"), std::string::npos)
+      << put.status().ToString();
+  EXPECT_EQ(put.status().message().find("addressing"), std::string::npos)
+      << put.status().ToString();
+}
+
 TEST_F(S3Test, WrongCredentialsAreAClearFailedPreconditionThatHidesTheSecret) {
   if (Server().server == "moto") {
     GTEST_SKIP() << "moto checks no signatures; run against radosgw "
