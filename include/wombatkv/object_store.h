@@ -144,6 +144,10 @@ class ObjectStore {
   // opened again (a local directory whose journal could not write or sync, or whose checkpoint
   // failed). A remote store's transient errors do not count: they are reported per call.
   virtual Status Health() const { return Status::Ok(); }
+  // A remote store: OK while its last request was answered; Unavailable, saying for how long and
+  // why, while requests fail as against a server that is down, unreachable or refusing this
+  // client (credentials, a missing bucket). A local store: OK.
+  virtual Status Reachability() const { return Status::Ok(); }
 };
 
 // Forwards every call to a target store (not owned). Decorators — fault injection, tracing,
@@ -164,6 +168,7 @@ class ObjectStoreWrapper : public ObjectStore {
   Result<ObjectInfo> Head(std::string_view key) override { return target_->Head(key); }
   ObjectStoreCounters Counters() const override { return target_->Counters(); }
   Status Health() const override { return target_->Health(); }
+  Status Reachability() const override { return target_->Reachability(); }
   Status Delete(std::string_view key) override { return target_->Delete(key); }
   Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
                         std::string_view token, size_t max_keys) override {

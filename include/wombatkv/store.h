@@ -527,6 +527,12 @@ class Store {
   // I/O error) or whose checkpoint failed; reads go on. A daemon answers /healthz with it. The
   // client of a daemon (RemoteStore) always says OK: ask the daemon's /healthz.
   virtual Status Health() { return Status::Ok(); }
+  // OK unless L2 is a remote store whose requests have all failed lately (down, unreachable,
+  // credentials or bucket refused): then Unavailable, for how long and why. While it fails, each
+  // call (at most every 5 s) also sends L2 one small request in the background, so that the
+  // answer clears once L2 is back even when nothing else asks it. A daemon answers /readyz with
+  // it. RemoteStore: OK.
+  virtual Status L2Reachability() { return Status::Ok(); }
 
   // L2 usage per namespace (`ns` empty = every namespace this store knows), sorted by name; with
   // `by_fingerprint`, each with a breakdown per fingerprint (costs a walk of the namespace's

@@ -100,6 +100,19 @@ struct Daemon::Impl {
     std::lock_guard<std::mutex> g(state_mu);
     return not_ready;
   }
+  // What /readyz says: the start or the stop under way, else an L2 whose requests all fail
+  // (Store::L2Reachability). REQUIRES: components_mu held (shared is enough).
+  std::string ReadinessLocked() const {
+    std::string why = NotReadyReason();
+    if (!why.empty() || !store) return why;
+    const Status s = store->L2Reachability();
+    if (s.ok()) return "";
+    return "L2 " + store->DescribeL2() + " does not answer: " + s.message();
+  }
+  std::string Readiness() const {
+    std::shared_lock lock(components_mu);
+    return ReadinessLocked();
+  }
   // Empty while the store takes writes (or is not open yet); else why it cannot until restarted.
   std::string UnhealthyReason() const {
     std::shared_lock lock(components_mu);
@@ -239,7 +252,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
 
   if (!d.options.settings.http.empty()) {
     HttpEndpointCallbacks cb;
-    cb.not_ready_reason = [&d] { return d.NotReadyReason(); };
+    cb.not_ready_reason = [&d] { return d.Readiness(); };
     cb.unhealthy_reason = [&d] { return d.UnhealthyReason(); };
     Daemon* self = daemon.get();
     cb.metrics = [self] { return self->Metrics(); };
@@ -351,7 +364,7 @@ size_t Daemon::Shutdown() {
   return 0;
 }
 
-bool Daemon::ready() const { return impl_->NotReadyReason().empty(); }
+bool Daemon::ready() const { return impl_->Readiness().empty(); }
 
 std::string Daemon::Metrics() const {
   const Impl& d = *impl_;
@@ -360,8 +373,11 @@ std::string Daemon::Metrics() const {
   const std::string& v = d.options.version;  // "wombatkvd 1.5.0"
   src.version = v.substr(v.rfind(' ') + 1);
   src.start_unix_seconds = d.start_unix_seconds;
-  src.ready = ready();
-  if (d.store) src.healthy = d.store->Health().ok();
+  src.ready = d.ReadinessLocked().empty();
+  if (d.store) {
+    src.healthy = d.store->Health().ok();
+    src.l2_up = d.store->L2Reachability().ok();
+  }
   StoreStats stats;
   if (d.store) {
     stats = d.store->Stats();

@@ -378,6 +378,10 @@ std::string RenderMetrics(const MetricsSources& sources) {
   p.One("wombatkv_healthy", "gauge",
         "0 once the store cannot take writes until wombatkvd restarts (/healthz says why).",
         sources.healthy ? 1 : 0);
+  p.One("wombatkv_l2_up", "gauge",
+        "0 while every request to a remote L2 (S3) fails: down, unreachable, credentials or bucket "
+        "refused (/readyz says why); 1 otherwise.",
+        sources.l2_up ? 1 : 0);
   const bool any_service = std::any_of(sources.service.begin(), sources.service.end(),
                                        [](const ServiceMetrics* m) { return m != nullptr; });
   if (any_service) RenderService(p, sources.service);

@@ -27,6 +27,7 @@ struct MetricsSources {
   bool ready = false;
   const ShmServerStats* shm = nullptr;  // null: no shared-memory transport
   bool healthy = true;                  // Store::Health() is OK
+  bool l2_up = true;                    // Store::L2Reachability() is OK
   std::string version;                  // "1.5.0": wombatkv_build_info{version=...}
   uint64_t start_unix_seconds = 0;      // when the daemon started (wall clock)
 };

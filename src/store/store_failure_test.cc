@@ -334,6 +334,49 @@ TEST(StoreFailures, APublishOverAHeadAnotherHostReplacedLearnsItBeforeWriting) {
   EXPECT_EQ(b->ListChains("default").value().at(0).version, 4u);
 }
 
+// An L2 whose requests all fail (Reachability): the store says so, and while it does it sends L2
+// one listing at most every 5 s, in the background, so that the answer clears once L2 is back
+// even when nothing else asks it (a daemon's /readyz).
+class ComesBackWhenListed final : public ObjectStoreWrapper {
+ public:
+  using ObjectStoreWrapper::ObjectStoreWrapper;
+  Status Reachability() const override {
+    return down ? Status::Unavailable("every request has failed") : Status::Ok();
+  }
+  Result<ListPage> List(std::string_view prefix, std::string_view delimiter, std::string_view token,
+                        size_t max_keys) override {
+    ++lists;
+    if (back) down = false;
+    return ObjectStoreWrapper::List(prefix, delimiter, token, max_keys);
+  }
+  std::atomic<bool> down{false}, back{false};
+  std::atomic<int> lists{0};
+};
+
+TEST(StoreFailures, AnUnreachableL2IsReportedAndProbedUntilItAnswers) {
+  ManualClock clock;
+  auto mem = NewMemObjectStore(&clock);
+  ComesBackWhenListed l2(mem.get());
+  auto l1 = NewMemMetaStore();
+  auto executor = NewInlineExecutor();
+  auto store = OpenStoreOver(&l2, l1.get(), &clock, executor.get());
+  ASSERT_TRUE(store);
+  executor->Drain();
+  EXPECT_TRUE(store->L2Reachability().ok());
+  const int before = l2.lists.load();
+  l2.down = true;
+  EXPECT_EQ(store->L2Reachability().code(), Code::kUnavailable);
+  EXPECT_EQ(store->L2Reachability().code(), Code::kUnavailable);
+  executor->Drain();
+  EXPECT_EQ(l2.lists.load(), before + 1) << "one probe for two calls within 5 s";
+  clock.Advance(5'000'000);
+  l2.back = true;
+  EXPECT_EQ(store->L2Reachability().code(), Code::kUnavailable);  // as last seen
+  executor->Drain();
+  EXPECT_EQ(l2.lists.load(), before + 2);
+  EXPECT_TRUE(store->L2Reachability().ok());
+}
+
 TEST(StoreFailures, ParentLinksThatFormACycleAreRefused) {
   FlakyStore f;
   auto a = Payload(1, 64), b = Payload(2, 64);

@@ -96,6 +96,7 @@ class StoreImpl final : public Store {
                                            const ChainId& chain_id) override;
   StoreStats Stats() override;
   Status Health() override;
+  Status L2Reachability() override;
   std::vector<NamespaceUsage> Usage(std::string_view ns, bool by_fingerprint) override;
   Result<EvictionReport> Evict() override;
   Result<OrphanGcReport> CollectOrphans() override;
@@ -539,6 +540,7 @@ class StoreImpl final : public Store {
   // Automatic refresh (store_auto_refresh.cc). last_refresh_us_: when the last completed refresh
   // began (monotonic clock, at least 1; 0 = none yet).
   std::atomic<uint64_t> last_refresh_us_{0};
+  std::atomic<uint64_t> last_l2_probe_us_{0};  // L2Reachability's (monotonic clock)
   std::atomic<uint64_t> next_refresh_us_{0};
   std::atomic<bool> refresh_queued_{false};
   std::unique_ptr<Executor> refresh_thread_;  // only with an internal executor and clock

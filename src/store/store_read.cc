@@ -334,6 +334,22 @@ Result<std::vector<ChainBlock>> StoreImpl::GetChain(std::string_view ns, const F
 
 Status StoreImpl::Health() { return l2_->Health(); }
 
+Status StoreImpl::L2Reachability() {
+  Status s = l2_->Reachability();
+  if (s.ok()) return s;
+  constexpr uint64_t kProbeEveryUs = 5'000'000;
+  const uint64_t stamp = clock_->NowMicros() + 1;  // when this probe would be sent; 0 = never
+  uint64_t last = last_l2_probe_us_.load(std::memory_order_relaxed);
+  if ((last == 0 || stamp >= last + kProbeEveryUs) &&
+      last_l2_probe_us_.compare_exchange_strong(last, stamp)) {
+    // A listing of one key: its answer tells a missing bucket from a working one (a HEAD's has no
+    // body), and it records itself as the reachability's latest outcome.
+    executor_->Submit(
+        [this] { (void)l2_->List(layout::NamespacesPrefix(options_.l2_prefix), "/", "", 1); });
+  }
+  return s;
+}
+
 StoreStats StoreImpl::Stats() {
   StoreStats s;
   {

@@ -348,6 +348,8 @@ run "$WKV" --data-dir "$TMP/s3flags" --bucket flagbucket --s3-endpoint http://12
 check_rc "--bucket and --s3-endpoint select S3 as L2 (unavailable: exit 6)" 6 \
   "s3://flagbucket/ at http://127.0.0.1:9"
 check_rc "--s3-retries 0 makes one attempt" 6 "after 1 attempt:"
+check_rc "an S3 endpoint nothing answers at asks whether a server runs there" 6 \
+  "is an S3 server running at http://127.0.0.1:9"
 run "$WKV"
 check_rc "no command exits 2" 2
 run "$WKV" get

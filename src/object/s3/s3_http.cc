@@ -475,6 +475,40 @@ AttemptOutcome Attempt(const HttpConfig& c, CURL* h, const HttpRequest& r, std::
 }  // namespace
 
 Result<HttpResponse> Http::Execute(const HttpRequest& request, std::string_view what) {
+  Result<HttpResponse> r = ExecuteOnce(request, what);
+  RecordReachability(r);
+  return r;
+}
+
+void Http::RecordReachability(const Result<HttpResponse>& r) {
+  std::string failure;
+  if (!r.ok()) {
+    failure = r.status().message();
+  } else if (r->status >= 500 || r->status == 401 || r->status == 403) {
+    failure = "HTTP " + std::to_string(r->status);
+  } else if (r->status == 404 && ParseErrorBody(r->text()).first == "NoSuchBucket") {
+    failure = "HTTP 404 NoSuchBucket";
+  }
+  std::lock_guard<std::mutex> g(reach_mu_);
+  if (failure.empty()) {
+    failing_since_us_ = 0;
+    return;
+  }
+  if (failing_since_us_ == 0)
+    failing_since_us_ = std::max<uint64_t>(1, config_.clock->WallMicros());
+  last_failure_ = std::move(failure);
+}
+
+Status Http::Reachability() const {
+  std::lock_guard<std::mutex> g(reach_mu_);
+  if (failing_since_us_ == 0) return Status::Ok();
+  const uint64_t now = config_.clock->WallMicros();
+  const uint64_t seconds = now > failing_since_us_ ? (now - failing_since_us_) / 1'000'000 : 0;
+  return Status::Unavailable("every request has failed for " + std::to_string(seconds) +
+                             " s; the last: " + last_failure_);
+}
+
+Result<HttpResponse> Http::ExecuteOnce(const HttpRequest& request, std::string_view what) {
   // SHA-256 of the empty string: every GET, HEAD and DELETE, without hashing anything.
   static constexpr std::string_view kEmptySha =
       "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";

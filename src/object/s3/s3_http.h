@@ -22,6 +22,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -116,6 +117,12 @@ class Http {
   // libcurl setup failure. `what` names the operation and key in messages.
   Result<HttpResponse> Execute(const HttpRequest& request, std::string_view what);
 
+  // OK while the last request was answered as by a working S3 server; after a request that was
+  // not — no answer after the retries (Unavailable), a 5xx, credentials (401, 403) or the bucket
+  // (NoSuchBucket) refused — Unavailable, saying since when and what failed last. A later answer
+  // clears it.
+  Status Reachability() const;
+
   // The S3 error code of an XML error body ("" if none), and its <Message>.
   static std::pair<std::string, std::string> ParseErrorBody(std::string_view xml);
 
@@ -132,6 +139,12 @@ class Http {
   std::unique_ptr<Pool> pool_;
   HttpFaultHook fault_hook_;
   std::atomic<uint64_t> attempts_{0}, retries_{0}, throttled_{0};
+
+  Result<HttpResponse> ExecuteOnce(const HttpRequest& request, std::string_view what);
+  void RecordReachability(const Result<HttpResponse>& r);
+  mutable std::mutex reach_mu_;
+  uint64_t failing_since_us_ = 0;  // GUARDED_BY(reach_mu_): wall clock; 0 = answered
+  std::string last_failure_;       // GUARDED_BY(reach_mu_)
 };
 
 // Lowercase hex SHA-256 and MD5 of the concatenated parts (OpenSSL EVP).

@@ -223,6 +223,11 @@ void S3ObjectStore::SetFaultHookForTesting(
   http_->set_fault_hook(std::move(hook));
 }
 
+Status S3ObjectStore::Reachability() const {
+  Status s = http_->Reachability();
+  return s.ok() ? s : Status(s.code(), Scrub(s.message()));
+}
+
 std::string S3ObjectStore::Describe() const {
   return "s3://" + options_.bucket + "/" + options_.key_prefix + " at " + options_.endpoint;
 }

@@ -115,6 +115,7 @@ class S3ObjectStore final : public ObjectStore {
   Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
                         std::string_view token, size_t max_keys) override;
   ObjectStoreCounters Counters() const override;
+  Status Reachability() const override;
 
   // Deletes every key (absent ones are fine), up to 1000 per request.
   Status DeleteMany(const std::vector<std::string>& keys);

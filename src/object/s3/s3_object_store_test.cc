@@ -498,6 +498,36 @@ TEST_F(S3Test, ResetsAndTruncatedBodiesAreRetried) {
   EXPECT_TRUE(AsChars(got->bytes->view()) == v);
 }
 
+// A server that stops answering (every attempt of a request reset, or 503s past the retries)
+// makes the store unreachable, saying why; a missing key is an answer; the next answer clears it.
+TEST_F(S3Test, ReachabilityFollowsWhetherTheServerAnswers) {
+  auto store = Scratch();
+  EXPECT_TRUE(store->Reachability().ok());
+  EXPECT_EQ(store->Head("absent").status().code(), Code::kNotFound);
+  EXPECT_TRUE(store->Reachability().ok()) << "a 404 is an answer";
+  store->s3()->SetFaultHookForTesting([](const HttpRequest&, uint32_t) {
+    HttpFault f;
+    f.kind = HttpFault::Kind::kConnectionReset;
+    return f;
+  });
+  EXPECT_EQ(store->Head("absent").status().code(), Code::kUnavailable);
+  Status down = store->Reachability();
+  EXPECT_EQ(down.code(), Code::kUnavailable);
+  EXPECT_NE(down.message().find("every request has failed for"), std::string::npos)
+      << down.ToString();
+  store->s3()->SetFaultHookForTesting([](const HttpRequest&, uint32_t) {
+    HttpFault f;
+    f.kind = HttpFault::Kind::kStatus;  // 503 SlowDown on every attempt
+    return f;
+  });
+  EXPECT_EQ(store->Head("absent").status().code(), Code::kUnavailable);
+  EXPECT_NE(store->Reachability().message().find("503"), std::string::npos)
+      << store->Reachability().ToString();
+  store->s3()->SetFaultHookForTesting(nullptr);
+  EXPECT_EQ(store->Head("absent").status().code(), Code::kNotFound);
+  EXPECT_TRUE(store->Reachability().ok());
+}
+
 TEST_F(S3Test, AConditionalPutWhoseAnswerWasLostStillSucceeds) {
   auto store = Scratch();
   // The first attempt is applied but its answer lost; the retry then meets our own object (412).
