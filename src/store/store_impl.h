@@ -197,6 +197,7 @@ class StoreImpl final : public Store {
   // A failed upload that no publisher is retrying gives way to a new upload of the same bytes
   // (a later put): releases its pin and returns true. REQUIRES: upload_mu_ held.
   bool RetireFailedUpload(const CacheKey& ck, Upload& old);
+  void DropUploadPayload(Upload& up);  // takes upload_mu_
   // `*reused` (optional) is set when the blob was already in L2 and nothing was written. The
   // payload's owner lets a journaled local L2 write it without a copy (PutOptions::value_owner).
   Status UploadBlob(const std::string& ns, const ContentHash& hash, const BufferSlice& payload,

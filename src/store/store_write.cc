@@ -152,7 +152,7 @@ void StoreImpl::RunUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up)
     // Kept only to retry a failed upload — or, for a blob found already in L2, for the
     // publisher's re-check (R4): orphan GC may delete it before the head names it, and the RAM
     // cache may have dropped the bytes by then. Held until a publish consumes the upload.
-    if (!up->reused) up->payload = BufferSlice{};
+    if (!up->reused) DropUploadPayload(*up);
     cache_.Unpin(ck);  // durable: evictable from RAM now
   }
   up->done.Set(std::move(s));
@@ -243,6 +243,13 @@ Status StoreImpl::UploadBlob(const std::string& ns, const ContentHash& hash,
   return last.WithContext("uploading blob " + key);
 }
 
+void StoreImpl::DropUploadPayload(Upload& up) {
+  // Under upload_mu_: BlobsNotWrittenHere copies the payload of whatever upload of the hash the
+  // table holds, which may be a newer one still running.
+  std::lock_guard<std::mutex> g(upload_mu_);
+  up.payload = BufferSlice{};
+}
+
 bool StoreImpl::RetireFailedUpload(const CacheKey& ck, Upload& old) {
   if (!old.done.done() || old.done.status().ok()) return false;
   // try_lock: a publisher retrying it holds retry_mu and then takes upload_mu_ (held here).
@@ -276,7 +283,7 @@ Status StoreImpl::EnsureDurable(std::string_view ns, const CacheKey& ck) {
     if (up->superseded) continue;             // a later put of these bytes uploads them anew
     WMBT_RETURN_IF_ERROR(UploadBlob(std::string(ns), ck.hash, up->payload, &up->reused));
     up->retried_ok = true;
-    if (!up->reused) up->payload = BufferSlice{};  // as in StartUpload: R4 may need it
+    if (!up->reused) DropUploadPayload(*up);  // as in RunUpload: R4 may need it
     cache_.Unpin(ck);
     std::lock_guard<std::mutex> g(upload_mu_);
     auto it = uploads_.find(ck);
