@@ -409,6 +409,16 @@ class StoreGcAcrossHosts : public StoreGc {
     const std::vector<uint8_t> b_bytes = Payload(77, kBlockBytes);
     return publish(host_a, BlockPut{Key(kB, 3), a.tip(), b_bytes});
   }
+  // The 3-block chain whose tip is `tip`, as `s` has it, names only blobs L2 has (G3).
+  void ExpectWholeInL2(Store& s, const BlockKey& tip) {
+    auto chain = s.GetChain("default", kFp, tip);
+    ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+    ASSERT_EQ(chain->size(), 3u);
+    for (const ChainBlock& blk : *chain) {
+      EXPECT_TRUE(mem_l2_->Head(layout::BlobKey("kv", "default", blk.hash)).ok())
+          << "the acknowledged head names a missing blob";
+    }
+  }
   static Result<uint64_t> PublishB(Store& s, const BlockPut& b) {
     if (auto put = s.PutBlocks("default", kFp, {&b, 1}); !put.ok()) return put.status();
     return s.PublishChain("default", kFp, b.key, b.key);
@@ -420,13 +430,7 @@ class StoreGcAcrossHosts : public StoreGc {
 TEST_F(StoreGcAcrossHosts, APublishPutsThePrefixBlobsAnotherHostCollectedBack) {
   auto v = ExtendAPrefixHostBCollected(64 << 20);
   ASSERT_TRUE(v.ok()) << v.status().ToString();
-  auto chain = store_->GetChain("default", kFp, Key(kB, 3));
-  ASSERT_TRUE(chain.ok());
-  ASSERT_EQ(chain->size(), 3u);
-  for (const ChainBlock& blk : *chain) {
-    EXPECT_TRUE(mem_l2_->Head(layout::BlobKey("kv", "default", blk.hash)).ok())
-        << "the acknowledged head names a missing blob";
-  }
+  ExpectWholeInL2(*store_, Key(kB, 3));
 }
 
 TEST_F(StoreGcAcrossHosts, ASaveAnsweredFromL2sCompletionChecksThePrefixToo) {
@@ -440,13 +444,7 @@ TEST_F(StoreGcAcrossHosts, ASaveAnsweredFromL2sCompletionChecksThePrefixToo) {
     return out ? *out : Status::Internal("the save was never answered");
   });
   ASSERT_TRUE(v.ok()) << v.status().ToString();
-  auto chain = store_->GetChain("default", kFp, Key(kB, 3));
-  ASSERT_TRUE(chain.ok());
-  ASSERT_EQ(chain->size(), 3u);
-  for (const ChainBlock& blk : *chain) {
-    EXPECT_TRUE(mem_l2_->Head(layout::BlobKey("kv", "default", blk.hash)).ok())
-        << "the acknowledged head names a missing blob";
-  }
+  ExpectWholeInL2(*store_, Key(kB, 3));
 }
 
 TEST_F(StoreGcAcrossHosts, APrefixCollectedBetweenTheCheckAndTheHeadWriteIsPutBack) {
@@ -484,13 +482,7 @@ TEST_F(StoreGcAcrossHosts, APrefixCollectedBetweenTheCheckAndTheHeadWriteIsPutBa
   auto v = host_a.PublishChain("default", kFp, b, b);
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   ASSERT_FALSE(armed.load()) << "the interleaving did not happen";
-  auto chain = host_a.GetChain("default", kFp, b);
-  ASSERT_TRUE(chain.ok());
-  ASSERT_EQ(chain->size(), 3u);
-  for (const ChainBlock& blk : *chain) {
-    EXPECT_TRUE(mem_l2_->Head(layout::BlobKey("kv", "default", blk.hash)).ok())
-        << "the acknowledged head names a missing blob";
-  }
+  ExpectWholeInL2(host_a, b);
 }
 
 TEST_F(StoreGcAcrossHosts, APublishWhosePrefixBlobsAreGoneEverywhereFailsNamingOne) {

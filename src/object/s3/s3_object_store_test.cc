@@ -193,13 +193,19 @@ TEST_F(S3Test, TheProbePassesAndFindsConditionalWritesOnTheTestServer) {
   EXPECT_TRUE(page->objects.empty());
 }
 
-TEST_F(S3Test, OpenL2FromConfigProbesAndCanCreateTheBucket) {
+// The settings that reach the test server, with this bucket.
+Config ConfigFor(const std::string& bucket) {
   Config c;
   c.s3_endpoint = Server().endpoint;
-  c.s3_bucket = FreshBucketName("cfg");
+  c.s3_bucket = bucket;
   c.s3_region = Server().region;
   c.s3_access_key = Server().access_key;
   c.s3_secret_key = Server().secret_key;
+  return c;
+}
+
+TEST_F(S3Test, OpenL2FromConfigProbesAndCanCreateTheBucket) {
+  Config c = ConfigFor(FreshBucketName("cfg"));
   auto missing = OpenL2FromConfig(c);
   EXPECT_EQ(missing.status().code(), Code::kFailedPrecondition) << missing.status().ToString();
   EXPECT_NE(missing.status().message().find(c.s3_bucket), std::string::npos);
@@ -214,12 +220,7 @@ TEST_F(S3Test, OpenL2FromConfigProbesAndCanCreateTheBucket) {
 // A bucket deleted while in use: a request after the probe says so (not the probe's advice about
 // host names and addressing, which fits a bucket that was never found).
 TEST_F(S3Test, ABucketDeletedWhileInUseIsSaidToBeGone) {
-  Config c;
-  c.s3_endpoint = Server().endpoint;
-  c.s3_bucket = FreshBucketName("gone");
-  c.s3_region = Server().region;
-  c.s3_access_key = Server().access_key;
-  c.s3_secret_key = Server().secret_key;
+  Config c = ConfigFor(FreshBucketName("gone"));
   ASSERT_TRUE(c.Set("WMBT_KV_S3_CREATE_BUCKET", "1").ok());
   auto store = OpenL2FromConfig(c);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
