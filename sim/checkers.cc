@@ -47,6 +47,12 @@ bool Checkers::AbandonedAndGone(int ns, const ContentHash& hash) const {
   return bucket_->truth()->Head(layout::BlobKey(kL2Prefix, NsName(ns), hash)).status().IsNotFound();
 }
 
+bool Checkers::R1Excused(const Scope& scope, const ChainEntry& e) const {
+  if (!AbandonedAndGone(scope.ns, e.hash)) return false;
+  return (writer_host >= 0 && model_.MaybePending(writer_host, scope, e.key, e.hash)) ||
+         excused_blobs_.count({scope.ns, e.hash}) > 0;
+}
+
 void Checkers::Put(Store& store, const Op& op, const Result<std::vector<ContentHash>>& r) {
   if (!r.ok()) return Fail("G1", "PutBlocks failed: " + r.status().ToString());
   const size_t n = op.keys.size() - op.put_from;
@@ -150,9 +156,9 @@ void Checkers::Publish(Store& store, const Op& op, const Result<uint64_t>& r,
     case Code::kFailedPrecondition:
       // A publish learns only after its head write that a blob it relies on was collected (R4,
       // and the check of the prefix it continues): its head stays. Allowed only when the blob is
-      // gone under R1's stated limit (AbandonedAndGone), as for the heads HeadWritten excuses.
+      // gone under R1's stated limit (R1Excused), as for the heads HeadWritten excuses.
       if (!unchanged && !(after && std::ranges::any_of(after->entries, [&](const ChainEntry& e) {
-                            return AbandonedAndGone(op.scope.ns, e.hash);
+                            return R1Excused(op.scope, e);
                           }))) {
         return Fail("G4", what + " failed (" + s.ToString() + ") but changed L2");
       }
@@ -337,9 +343,9 @@ void Checkers::HeadWritten(const std::string& key, bool at_write) {
   for (const ChainEntry& e : head->entries) {
     const std::string blob = layout::BlobKey(kL2Prefix, head->ns, e.hash);
     auto b = bucket_->truth()->Get(blob, 0, kToEnd);
-    if (!b.ok() && at_write && ref && AbandonedAndGone(ref->scope.ns, e.hash) &&
-        !bucket_->DeletedThisStep(blob)) {
+    if (!b.ok() && at_write && ref && R1Excused(ref->scope, e) && !bucket_->DeletedThisStep(blob)) {
       excused_[key].insert(blob);
+      excused_blobs_.insert({ref->scope.ns, e.hash});
       continue;
     }
     // Later, only what was already gone at the write is excused: a blob present then and missing

@@ -60,6 +60,13 @@ class Checkers {
   // blob went during the very call that wrote the head (HeadWritten): the writer collected it
   // (claimed pending blocks and indexed chains are kept) or was gathering it at that moment.
   bool AbandonedAndGone(int ns, const ContentHash& hash) const;
+  // Whether a head being written may name this gone blob under R1's limit: abandoned and gone,
+  // and either put by the writing host and not published by it since (its put waited too long)
+  // or already excused in an earlier head (a chain continuing that one). A blob of the published
+  // prefix a publish continues is not: the publish must check it (store_indexed_prefix.cc).
+  bool R1Excused(const Scope& scope, const ChainEntry& e) const;
+  // The host whose step is running (the heads written are its), or -1.
+  int writer_host = -1;
   // Evict-gc: a put awaiting publish that the store may have forgotten as abandoned
   // (docs/capacity.md): old enough for one of the two graces (the store waits for both).
   bool MayBeForgotten(const Model::PendingPut& p) const;
@@ -76,6 +83,8 @@ class Checkers {
   SimBucket* bucket_;
   FailFn fail_;
   std::map<std::string, uint64_t> head_versions_;
+  // (namespace, blob): gone when a head named it, excused under R1's limit.
+  std::set<std::pair<int, ContentHash>> excused_blobs_;
 };
 
 }  // namespace wombatkv::sim

@@ -312,6 +312,8 @@ std::optional<HeadTruth> ReadL2Head(ObjectStore* truth, const ChainRef& c) {
   return HeadTruth{head->version, std::move(head->entries)};
 }
 void Model::OnPublishedBy(int host, const Scope& s, const std::vector<ChainEntry>& entries) {
+  for (const ChainEntry& e : entries)
+    maybe_pending_[static_cast<size_t>(host)].erase({s, e.key, e.hash});
   auto& m = pending_[static_cast<size_t>(host)];
   for (size_t i = 0; i < entries.size(); ++i) {
     auto it = m.find({s, entries[i].key});

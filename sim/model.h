@@ -74,6 +74,7 @@ class Model {
   Model(int hosts, bool evictable)
       : known_(static_cast<size_t>(hosts)),
         pending_(static_cast<size_t>(hosts)),
+        maybe_pending_(static_cast<size_t>(hosts)),
         evictable_(evictable) {}
   void set_evictable(bool on) { evictable_ = on; }
   bool evictable() const { return evictable_; }
@@ -131,6 +132,15 @@ class Model {
     return it == m.end() ? nullptr : &it->second;
   }
   void ForgetPending(int host) { pending_[static_cast<size_t>(host)].clear(); }
+  // Every put a host attempted (acknowledged or not, before a crash or not) of a key with these
+  // bytes that no publish of that host has taken since: what its store may still hold pending,
+  // an over-approximation of PendingOf that survives doubt.
+  void OnPutAttempted(int host, const Scope& s, const BlockKey& key, const ContentHash& hash) {
+    maybe_pending_[static_cast<size_t>(host)].insert({s, key, hash});
+  }
+  bool MaybePending(int host, const Scope& s, const BlockKey& key, const ContentHash& hash) const {
+    return maybe_pending_[static_cast<size_t>(host)].count({s, key, hash}) > 0;
+  }
 
   // --- publishes ---
   void OnPublishAttempt(const ChainRef& c, const std::vector<BlockKey>& keys);
@@ -182,6 +192,7 @@ class Model {
   // Per host: chains whose content this host's L0 is known to hold.
   std::vector<std::map<ChainRef, std::vector<BlockKey>>> known_;
   std::vector<std::map<std::pair<Scope, BlockKey>, PendingPut>> pending_;
+  std::vector<std::set<std::tuple<Scope, BlockKey, ContentHash>>> maybe_pending_;
   bool evictable_ = false;
   struct SidecarState {
     std::set<uint32_t> attempted;

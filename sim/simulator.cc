@@ -337,6 +337,7 @@ void World::DoPut(const Op& op) {
     model_.OnPut(op.scope, op.keys[i], op.variants[i], HashPayload(payloads.back()),
                  payloads.back());
     model_.OnPutAt(op.scope.ns, HashPayload(payloads.back()), clock_.WallMicros());
+    model_.OnPutAttempted(op.host, op.scope, op.keys[i], HashPayload(payloads.back()));
   }
   for (size_t i = op.put_from; i < op.keys.size(); ++i) {
     puts.push_back(BlockPut{op.keys[i], i ? op.keys[i - 1] : BlockKey{},
@@ -466,6 +467,7 @@ void World::DoCorruptHead(uint64_t n) {
 void World::Step(const Op& op) {
   const int h = op.host;
   bucket_.BeginStep();
+  checkers_.writer_host = h;
   switch (op.kind) {
     case OpKind::kRestart:
       return Restart(h);

@@ -165,6 +165,41 @@ TEST_P(Capacity, UsageIsExactObjectBytesAndEqualAfterRestart) {
   EXPECT_EQ(s->Stats().l2_unreferenced_bytes, stats_before.l2_unreferenced_bytes);
 }
 
+// A trim keeps the blobs the chain's own head names. Here another chain published the trimmed
+// chain's root key again with other bytes, so L0's block for that key (the newest publish's)
+// differs from the head's: the trimmed head must still name the head's blob (bug 13).
+TEST_P(Capacity, ATrimKeepsTheBlobsItsHeadNamesNotNewerBytesOfTheSameKeys) {
+  constexpr size_t kBytes = 1000;
+  const TestChain x = MakeChain(2, kBytes, /*salt=*/7);  // k0 <- k1, chain id k1
+  const std::vector<uint8_t> other = Payload(99, kBytes);
+  const uint64_t blob = layout::kEnvelopeHeaderBytes + kBytes;
+  StoreOptions o = Options();
+  // X's two blobs, Y's one, both heads, less one byte: one block must go, X's tail (the least
+  // recently used chain's).
+  o.namespace_bytes_max["default"] =
+      3 * blob + layout::ChainHeadBytes(7, 2) + layout::ChainHeadBytes(7, 1) - 1;
+  Store& s = Open(o);
+  PutAndPublish(s, x);
+  clock_.Advance(kHour);
+  // Chain Y: X's root key as a root again, with other bytes, published as chain k0.
+  ASSERT_TRUE(
+      s.PutBlocks("default", kFp, std::vector<BlockPut>{{x.keys[0], BlockKey{}, other}}).ok());
+  ASSERT_TRUE(s.PublishChain("default", kFp, x.keys[0], x.keys[0]).ok());
+  auto r = s.Evict();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::string key = layout::ChainKey("kv", "default", kFp, x.tip());
+  auto obj =
+      (GetParam() == Planes::kMemory ? *h_.mem_l2()
+                                     : *NewFsObjectStore(h_.dir() + "/data/l2", PosixFileSystem()))
+          .Get(key, 0, kToEnd);
+  ASSERT_TRUE(obj.ok()) << obj.status().ToString();
+  auto head = layout::DecodeChainHead(obj->bytes->view(), key);
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  ASSERT_EQ(head->entries.size(), 1u) << "X's tail was not trimmed";
+  EXPECT_EQ(head->entries[0].hash, HashPayload(x.payloads[0]))
+      << "the trimmed head names the newer bytes of its root key";
+}
+
 TEST_P(Capacity, AUnreferencedBlobIsFreedOnlyOnceOrphanGcHasDeletedIt) {
   StoreOptions o = Options();
   o.namespace_ttl_seconds[""] = 3600;

@@ -562,7 +562,6 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
   // A trimmed head carries its chain's last use as its time, so a restart that finds no "U"
   // record still orders it by use (docs/capacity.md).
   head.published_us = MicrosOfTick(chain_used);
-  head.entries.assign(entries.begin(), entries.begin() + static_cast<ptrdiff_t>(keep));
   // Buggify: the conditional write answered Conflict before it was sent, as when another host
   // replaced the head an instant earlier: nothing was written, and the chain is re-read.
   if (Buggify("evict.conflict")) {
@@ -573,18 +572,31 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
   // (L0 keeps a digest only). The ObjectStore has no conditional delete either, so a trim to
   // nothing deletes only after this read. (Another host replacing the head between the read and
   // the delete loses that head, as with compaction — docs/capacity.md.)
-  auto base_etag = L2EtagIfDigest(key, plan.chain.etag_digest);
-  if (!base_etag.ok()) return Trimmed::kFailed;
-  if (!*base_etag) {
+  // Read whole: the trimmed head keeps the blobs this head names. L0 keeps one hash per block,
+  // the newest publish's, and another chain may have published a block of this one with other
+  // bytes since (bug 13, docs/testing.md).
+  auto base = ReadHead(ns, fp, chain_id);
+  if (!base.ok()) return Trimmed::kFailed;
+  if (!*base || index_.EtagDigest((*base)->first) != plan.chain.etag_digest) {
     (void)SyncHeadFromL2(ns, fp, chain_id);
     return conflict("its head changed in L2");
   }
+  std::vector<ChainEntry>& named = (*base)->second.entries;
+  if (!std::ranges::equal(named, entries, [](const ChainEntry& a, const ChainEntry& b) {
+        return a.key == b.key;
+      })) {
+    (void)SyncHeadFromL2(ns, fp, chain_id);
+    return conflict("its head names other blocks than L0 has");
+  }
+  const std::string base_etag = (*base)->first;
+  entries = std::move(named);
+  head.entries.assign(entries.begin(), entries.begin() + static_cast<ptrdiff_t>(keep));
   std::string encoded;
   std::string etag;
   if (keep > 0) {
     encoded = layout::EncodeChainHead(head);
     counters_.l2_puts++;
-    auto put = l2_->Put(key, {AsBytes(encoded)}, PutOptions{PutMode::kIfMatch, **base_etag});
+    auto put = l2_->Put(key, {AsBytes(encoded)}, PutOptions{PutMode::kIfMatch, base_etag});
     if (!put.ok()) {
       if (!put.status().IsConflict()) {
         counters_.l2_errors++;
