@@ -337,7 +337,8 @@ Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uin
       std::shared_lock<std::shared_mutex> g(index_mu_);
       entries = index_.PathTo(ns, fp, cur);
       // The usual witness: the chain the prefix was published as (a chain's id is its tip's key
-      // when an engine extends its own saves). Its head in L2 is checked after the publish.
+      // when an engine extends its own saves). Its head in L2 is read before the head write and
+      // looked up after it (store_indexed_prefix.cc).
       const std::optional<ChainInfo> as_chain = index_.GetChain(ns, fp, cur);
       if (as_chain && as_chain->tip == cur && as_chain->length == entries.size()) {
         indexed->witness = cur;
