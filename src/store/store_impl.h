@@ -17,8 +17,9 @@
 //                        through LockChain, which also waits out the chain's completion-based
 //                        save (store_save_async.cc), whose head write runs without the stripe
 //   async_mu_            leaf: the chains with such a save in flight
-//   forget_mu_           puts (shared, until their blocks are pending) and a pass forgetting
-//                        abandoned puts (exclusive); held across L1 writes, never L2 I/O
+//   forget_mu_           puts (shared, until their blocks are pending); a pass forgetting
+//                        abandoned puts and a publish deleting its puts' L1 records
+//                        (exclusive); held across L1 writes, never L2 I/O
 //   index_mu_            the L0 index (shared for reads, exclusive for changes)
 //   upload_mu_ → the cache's mutex;  pending_mu_, ns_mu_, the ledger's mutex: leaf locks
 // Only evict_mu_, gc_mu_, refresh_mu_ and a publish stripe are ever held across L2 I/O.

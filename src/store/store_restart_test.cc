@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -112,6 +113,57 @@ TEST(StoreRestart, CorruptPendingRecordDoesNotKeepTheStoreFromOpening) {
   EXPECT_EQ(*s->LookupPrefix("default", kFp, a.keys), 2u);
   EXPECT_EQ(s->Stats().pending_blocks, 0u);
   EXPECT_TRUE(LogMentions(h, "pending records are unreadable"));
+}
+
+// A key put again with other bytes while a publish of its first put runs: both puts' L1 records
+// have the same key, and the new one is written before the put is pending. The publish, clearing
+// the record of the put it published, must not delete the new put's: after a restart the new put
+// is still pending, and a publish of the key takes its bytes.
+TEST(StoreRestart, APutOfAKeyRacingThePublishOfItsEarlierPutKeepsItsRecord) {
+  // Once armed, the next L1 write (the re-put's record) is applied, then `between` runs before
+  // the put goes on to make its block pending.
+  struct PausingL1 : MemMetaStoreWrapper {
+    std::atomic<bool> armed{false};
+    std::function<void()> between;
+    Status Write(const MetaWriteBatch& batch, bool sync) override {
+      Status s = MemMetaStoreWrapper::Write(batch, sync);
+      if (armed.exchange(false)) between();
+      return s;
+    }
+  } l1;
+  StoreHarness h(Planes::kMemory);
+  const TestChain a = MakeChain(1, 100, 1);
+  const std::vector<uint8_t> newer = Payload(99, 100);
+  Store* s = nullptr;
+  std::thread publisher;
+  l1.between = [&] {
+    // The first put is published now, on another thread (a store holding a lock here makes it
+    // wait, so it is given a while).
+    std::promise<void> published;
+    auto done = published.get_future();
+    publisher = std::thread([&, p = std::move(published)]() mutable {
+      EXPECT_TRUE(s->PublishChain("default", kFp, a.tip(), a.tip()).ok());
+      p.set_value();
+    });
+    done.wait_for(std::chrono::milliseconds(300));
+  };
+  StoreOptions o = h.Options();
+  o.meta_store = &l1;
+  s = &h.Open(o);
+  ASSERT_TRUE(s->PutBlocks("default", kFp, a.Puts()).ok());
+  l1.armed = true;
+  ASSERT_TRUE(
+      s->PutBlocks("default", kFp, std::vector<BlockPut>{{a.tip(), BlockKey{}, newer}}).ok());
+  ASSERT_FALSE(l1.armed.load()) << "the interleaving did not happen";
+  publisher.join();
+  EXPECT_EQ(s->Stats().pending_blocks, 1u) << "the re-put waits for a publish of its own";
+
+  s = &h.Open(o);
+  EXPECT_EQ(s->Stats().pending_blocks, 1u) << "the re-put's L1 record was deleted";
+  ASSERT_TRUE(s->PublishChain("default", kFp, a.tip(), a.tip()).ok());
+  auto got = s->GetBlocks("default", kFp, a.keys);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(got->payload(0), newer));
 }
 
 TEST(StoreRestart, ReopenLoadsFromL1WithoutChangingAnything) {

@@ -626,20 +626,39 @@ Status StoreImpl::ReverifyReusedBlobs(std::string_view ns, uint32_t ns_id,
 
 Status StoreImpl::ForgetPublished(std::string_view ns, uint32_t ns_id, const Fingerprint& fp,
                                   const std::vector<ChainEntry>& entries) {
+  // The put this head published matches the key, its bytes and its parent: the key may have been
+  // put again with other bytes or another parent (a publish through its indexed block, or a put
+  // racing this publish), and that put still waits for a publish of its own.
+  auto published = [&](size_t i, const PendingBlock& block) {
+    const BlockKey parent = i ? entries[i - 1].key : BlockKey{};
+    return block.hash == entries[i].hash && block.parent == parent;
+  };
+  // A put's L1 record shares its key with the put it replaces, and is written before the put is
+  // pending: deleting a published put's record may delete a newer put's. Puts write their records
+  // under forget_mu_ shared, so the deletes are decided and written under it held exclusively.
+  // A save writes no records (in_l1 false) and needs no lock.
+  bool any_in_l1 = false;
+  {
+    std::lock_guard<std::mutex> g(pending_mu_);
+    for (size_t i = 0; i < entries.size() && !any_in_l1; ++i) {
+      auto it = pending_.find(PendingKey{ns_id, fp, entries[i].key});
+      any_in_l1 = it != pending_.end() && it->second.in_l1 && published(i, it->second);
+    }
+  }
+  std::unique_lock<std::shared_mutex> no_puts(forget_mu_, std::defer_lock);
+  if (any_in_l1) no_puts.lock();
   MetaWriteBatch done;
   {
     std::lock_guard<std::mutex> g(pending_mu_);
     for (size_t i = 0; i < entries.size(); ++i) {
-      const ChainEntry& e = entries[i];
-      const PendingKey key{ns_id, fp, e.key};
+      const PendingKey key{ns_id, fp, entries[i].key};
       auto it = pending_.find(key);
-      if (it == pending_.end()) continue;
-      // Only the put this head published: the key may have been put again with other bytes or
-      // another parent (a publish through its indexed block, or a put racing this publish),
-      // and that put still waits for a publish of its own.
-      const BlockKey parent = i ? entries[i - 1].key : BlockKey{};
-      if (it->second.hash != e.hash || it->second.parent != parent) continue;
-      if (it->second.in_l1) done.Delete(meta_records::PendingKey(ns, fp, e.key));
+      if (it == pending_.end() || !published(i, it->second)) continue;
+      if (it->second.in_l1) {
+        // Put (again) since the first look: left pending, as if it came after this publish.
+        if (!no_puts.owns_lock()) continue;
+        done.Delete(meta_records::PendingKey(ns, fp, entries[i].key));
+      }
       ErasePendingLocked(key);
     }
   }
