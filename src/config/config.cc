@@ -435,10 +435,12 @@ const std::vector<Setting>& Table() {
         "Data directory: L1 metadata (l1/), the local-directory L2 (l2/) and the owner LOCK."},
        SetDataDir, false},
       {{"WMBT_KV_NAMESPACE", "default",
-        "Namespace used when a caller passes none; [A-Za-z0-9._-]{1,64}."},
+        "Namespace used when a caller passes none; [A-Za-z0-9._-]{1,64}.",
+        /*secret=*/false, /*client=*/true},
        SetNamespace, false},
       {{"WMBT_KV_FINGERPRINT", "000000000000000000000000",
-        "Model-identity fingerprint (24 hex) for calls that take none, e.g. the 1.0 C ABI."},
+        "Model-identity fingerprint (24 hex) for calls that take none, e.g. the 1.0 C ABI.",
+        /*secret=*/false, /*client=*/true},
        SetFingerprint, false},
       {{"WMBT_KV_S3_PREFIX", "kv",
         "Prefix of every L2 object key (S3 or the local directory)."},
@@ -466,10 +468,12 @@ const std::vector<Setting>& Table() {
        SetUploadThreads, false},
       {{"WMBT_KV_REMOTE_PREFIX", "(unset)",
         "Use the daemon over shared memory with this prefix (wombatkvd --prefix NAME). Highest "
-        "precedence in wmbt_kv_init_from_env."},
+        "precedence in wmbt_kv_init_from_env.",
+        /*secret=*/false, /*client=*/true},
        SetRemotePrefix, true},
       {{"WMBT_KV_TCP_ADDR", "(unset)",
-        "Use the daemon over TCP at HOST:PORT. Second precedence in wmbt_kv_init_from_env."},
+        "Use the daemon over TCP at HOST:PORT. Second precedence in wmbt_kv_init_from_env.",
+        /*secret=*/false, /*client=*/true},
        SetTcpAddr, true},
       {{"WMBT_KV_RUN_DIR", "/tmp",
         "Directory of the shared-memory control sockets (wombatkv-<prefix>.sock): where wombatkvd "
@@ -483,16 +487,19 @@ const std::vector<Setting>& Table() {
        SetShmGroup, true},
       {{"WMBT_KV_CLIENT_POLL", "1",
         "1: a client of wombatkvd polls for its answer (yielding its core) before it sleeps, up to "
-        "1 ms for a save or publish; 0: it sleeps at once (no busy core while a save syncs)."},
+        "1 ms for a save or publish; 0: it sleeps at once (no busy core while a save syncs).",
+        /*secret=*/false, /*client=*/true},
        SetClientPoll, false},
       {{"WMBT_KV_REQUEST_TIMEOUT_MS", "300000",
         "How long a client of wombatkvd (shared memory or TCP) waits for the answer to a call, in "
         "milliseconds; then the call fails with UNAVAILABLE (it may or may not have taken effect) "
         "and the next call attaches or connects again. 0 = wait for ever. A durable save to S3 "
-        "can take seconds."},
+        "can take seconds.",
+        /*secret=*/false, /*client=*/true},
        SetRequestTimeout, false},
       {{"WMBT_KV_HTTP_ADDR", "(unset)",
-        "Use the daemon over HTTP at HOST:PORT. Third precedence in wmbt_kv_init_from_env."},
+        "Use the daemon over HTTP at HOST:PORT. Third precedence in wmbt_kv_init_from_env.",
+        /*secret=*/false, /*client=*/true},
        SetHttpAddr, true},
       {{"WMBT_KV_AUTH_TOKEN", "(unset)",
         "Auth token a client sends to the daemon (wombatkvd --auth-token); required when the "

@@ -34,6 +34,10 @@ struct SettingDoc {
   std::string_view default_value;  // as a human reads it, e.g. "1/8 of physical RAM, at most 8 GiB"
   std::string_view meaning;
   bool secret = false;  // never echoed
+  // Read only by a client of wombatkvd (an engine, the wombatkv CLI): which daemon to use, how to
+  // wait for it, the namespace and fingerprint of calls that name none. The daemon neither reads
+  // nor takes them.
+  bool client = false;
 };
 
 // Every setting, in documentation order.

@@ -130,13 +130,16 @@ Store* Context::OpenStore(int* exit_code, DataDir data_dir) {
   // Through a daemon the store is the daemon's, with its own settings: a store setting given as a
   // flag would be silently ignored (a --bucket would seem to list another bucket).
   if (!config.remote_prefix.empty() || !config.tcp_addr.empty()) {
-    static const std::set<std::string_view> kClientSide = {
-        "WMBT_KV_DATA_DIR",  // ignored through a daemon (docs/cli.md), as the default may be
-        "WMBT_KV_NAMESPACE", "WMBT_KV_FINGERPRINT", "WMBT_KV_REMOTE_PREFIX",
-        "WMBT_KV_TCP_ADDR",  "WMBT_KV_CLIENT_POLL", "WMBT_KV_REQUEST_TIMEOUT_MS",
-        "WMBT_KV_LOG_LEVEL"};
+    // The client's own settings, the data directory (ignored through a daemon, docs/cli.md, as
+    // the default may be) and the log level (the CLI's own log).
+    auto client_side = [](std::string_view setting) {
+      if (setting == "WMBT_KV_DATA_DIR" || setting == "WMBT_KV_LOG_LEVEL") return true;
+      const auto& all = AllSettings();
+      return std::any_of(all.begin(), all.end(),
+                         [&](const SettingDoc& d) { return d.client && d.name == setting; });
+    };
     for (const std::string& setting : opts.flag_settings) {
-      if (kClientSide.count(setting)) continue;
+      if (client_side(setting)) continue;
       *exit_code = out.Usage(SettingFlagName(setting),
                              "not taken through " + RemoteName() +
                                  ": it is a setting of the store, which is the daemon's and runs "

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <ctime>
@@ -54,16 +55,16 @@ struct FlagSetting {
   CLI::Option* option = nullptr;
 };
 
-// Settings of a client (an engine, the wombatkv CLI) that the daemon has no use for: a flag of one
-// given to wombatkvd gets a message saying so rather than CLI11's "arguments were not expected".
-// Their variables are not read either, so a value only a client could parse never stops the
-// daemon.
-struct ClientOnly {
+// What the daemon has in place of a client's setting (SettingDoc::client), and the wombatkv
+// CLI's short flag for it: a flag of one given to wombatkvd gets a message saying so rather than
+// CLI11's "arguments were not expected". Their variables are not read either, so a value only a
+// client could parse never stops the daemon.
+struct ClientSetting {
   std::string_view setting;
   const char* short_flag;  // the wombatkv CLI's short form, or ""
   const char* instead;     // what the daemon has in its place
 };
-constexpr ClientOnly kClientOnly[] = {
+constexpr ClientSetting kInstead[] = {
     {"WMBT_KV_NAMESPACE", "-n", "the daemon serves every namespace its clients ask for"},
     {"WMBT_KV_FINGERPRINT", "-f", "the daemon serves every fingerprint its clients ask for"},
     {"WMBT_KV_TCP_ADDR", "", "the daemon listens where --tcp says"},
@@ -75,21 +76,41 @@ constexpr ClientOnly kClientOnly[] = {
      "/metrics over HTTP under --http"},
 };
 
+const std::vector<ClientSetting>& ClientSettings() {
+  static const std::vector<ClientSetting> kAll = [] {
+    std::vector<ClientSetting> out;
+    for (const SettingDoc& d : AllSettings()) {
+      if (!d.client) continue;
+      const auto* it = std::find_if(std::begin(kInstead), std::end(kInstead),
+                                    [&](const ClientSetting& c) { return c.setting == d.name; });
+      out.push_back(it != std::end(kInstead) ? *it
+                                             : ClientSetting{d.name, "", "only clients read it"});
+    }
+    return out;
+  }();
+  return kAll;
+}
+
+bool IsClientSetting(std::string_view name) {
+  return std::any_of(ClientSettings().begin(), ClientSettings().end(),
+                     [&](const ClientSetting& c) { return c.setting == name; });
+}
+
 // Config settings that get no store flag: those with a flag of their own below, and the
-// client-only ones.
+// client ones.
 std::set<std::string_view> NoStoreFlag() {
   std::set<std::string_view> out = {"WMBT_KV_DATA_DIR", "WMBT_KV_CACHE_BYTES", "WMBT_KV_LOG_LEVEL",
                                     "WMBT_KV_RUN_DIR"};
-  for (const ClientOnly& c : kClientOnly) out.insert(c.setting);
+  for (const ClientSetting& c : ClientSettings()) out.insert(c.setting);
   return out;
 }
 
-// The first argument that names a client-only setting's flag ("--namespace" or "--namespace=x"),
-// or nullptr.
-const ClientOnly* ClientOnlyFlag(int argc, char** argv) {
+// The first argument that names a client setting's flag ("--namespace" or "--namespace=x"), or
+// nullptr.
+const ClientSetting* ClientSettingFlag(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    for (const ClientOnly& c : kClientOnly) {
+    for (const ClientSetting& c : ClientSettings()) {
       const std::string flag = cli::SettingFlagName(c.setting);
       if (arg == flag || arg.starts_with(flag + "=") || (*c.short_flag && arg == c.short_flag)) {
         return &c;
@@ -222,7 +243,7 @@ int Main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (const ClientOnly* c = ClientOnlyFlag(argc, argv)) {
+    if (const ClientSetting* c = ClientSettingFlag(argc, argv)) {
       std::fprintf(stderr,
                    "wombatkvd: %s is a client setting (%.*s), not the daemon's: %s. Set it "
                    "where the client runs; see `wombatkvd --help`\n",
@@ -248,14 +269,14 @@ int Main(int argc, char** argv) {
   }
 
   // The environment, without the settings a flag gives (a flag overrides a variable, even one
-  // whose value would not parse) nor the client-only ones.
+  // whose value would not parse) nor the client ones.
   std::set<std::string> given;
   for (const FlagSetting& f : flags) {
     if (f.option->count() > 0) given.emplace(f.setting);
   }
   store_flags.AddGiven(&given);
   if (!tokens.empty()) given.emplace("WMBT_KV_AUTH_TOKENS");
-  for (const ClientOnly& c : kClientOnly) given.emplace(c.setting);  // not the daemon's to read
+  for (const ClientSetting& c : ClientSettings()) given.emplace(c.setting);  // not read here
   const EnvLookup env = Config::Without(ProcessEnv, std::move(given));
   auto config = Config::FromLookup(env);
   if (!config.ok()) return Usage("environment", config.status());
@@ -291,8 +312,7 @@ int Main(int argc, char** argv) {
   auto read_here = [](std::string_view line) {
     const std::string_view name = line.substr(0, line.find('='));
     if (name == "WMBT_KV_AUTH_TOKEN") return false;
-    return std::none_of(std::begin(kClientOnly), std::end(kClientOnly),
-                        [&](const ClientOnly& c) { return c.setting == name; });
+    return !IsClientSetting(name);
   };
   for (const std::string& text : {c.Describe(), s.Describe()}) {
     for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
