@@ -102,12 +102,13 @@ struct Daemon::Impl {
   }
   // What /readyz says: the start or the stop under way, else an L2 whose requests all fail
   // (Store::L2Reachability). REQUIRES: components_mu held (shared is enough).
-  std::string ReadinessLocked() const {
+  std::string ReadinessLocked(const Status& l2) const {
     std::string why = NotReadyReason();
-    if (!why.empty() || !store) return why;
-    const Status s = store->L2Reachability();
-    if (s.ok()) return "";
-    return "L2 " + store->DescribeL2() + " does not answer: " + s.message();
+    if (!why.empty() || !store || l2.ok()) return why;
+    return "L2 " + store->DescribeL2() + " does not answer: " + l2.message();
+  }
+  std::string ReadinessLocked() const {
+    return ReadinessLocked(store ? store->L2Reachability() : Status::Ok());
   }
   std::string Readiness() const {
     std::shared_lock lock(components_mu);
@@ -270,7 +271,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
     }
   }
 
-  d.SetNotReady("opening the store (loading chains from L1 and L2)");
+  d.SetNotReady("opening the store (reaching L2, then loading chains from L1 and L2)");
   const uint64_t open_start = d.clock->NowMicros();
   StoreSetup setup;
   setup.log = d.log;
@@ -373,10 +374,12 @@ std::string Daemon::Metrics() const {
   const std::string& v = d.options.version;  // "wombatkvd 1.5.0"
   src.version = v.substr(v.rfind(' ') + 1);
   src.start_unix_seconds = d.start_unix_seconds;
-  src.ready = d.ReadinessLocked().empty();
+  // One answer of L2's reachability for both, so that they agree.
+  const Status l2 = d.store ? d.store->L2Reachability() : Status::Ok();
+  src.ready = d.ReadinessLocked(l2).empty();
   if (d.store) {
     src.healthy = d.store->Health().ok();
-    src.l2_up = d.store->L2Reachability().ok();
+    src.l2_up = l2.ok();
   }
   StoreStats stats;
   if (d.store) {
