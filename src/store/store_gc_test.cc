@@ -4,6 +4,7 @@
 // retried and never counted as freed (R5); blobs of puts awaiting their publish are kept.
 #include <atomic>
 #include <functional>
+#include <map>
 #include <optional>
 
 #include "gc/gc_test_util.h"
@@ -19,10 +20,25 @@ const Fingerprint kFp = Fp(5);
 constexpr uint64_t kBlockBytes = 4096;
 constexpr uint64_t kBudget = 64 * 1024;
 
-// Fails every delete of a blob while failing() is set.
+// Fails every delete of a blob while failing() is set; counts HEADs of each key.
 class FailingBlobDeletes final : public ObjectStoreWrapper {
  public:
   using ObjectStoreWrapper::ObjectStoreWrapper;
+  Result<ObjectInfo> Head(std::string_view key) override {
+    {
+      std::lock_guard<std::mutex> g(heads_mu_);
+      ++heads_[std::string(key)];
+    }
+    return ObjectStoreWrapper::Head(key);
+  }
+  // HEADs of these keys since the last call.
+  size_t HeadsOf(const std::vector<std::string>& keys) {
+    std::lock_guard<std::mutex> g(heads_mu_);
+    size_t n = 0;
+    for (const std::string& k : keys) n += heads_[k];
+    heads_.clear();
+    return n;
+  }
   Status Delete(std::string_view key) override {
     if (fail_ && key.find("/blob/") != std::string_view::npos) {
       ++failed_;
@@ -44,6 +60,10 @@ class FailingBlobDeletes final : public ObjectStoreWrapper {
   std::atomic<bool> fail_{false};
   std::atomic<uint64_t> failed_{0};
   std::atomic<bool> lose_head_answer_{false};
+
+ private:
+  std::mutex heads_mu_;
+  std::map<std::string, size_t> heads_;
 };
 
 class StoreGc : public ::testing::Test {
@@ -369,6 +389,52 @@ TEST_F(StoreGc, APublishKeepsThePrefixItContinuesWhenItsChainIsReplacedMeanwhile
   ASSERT_EQ(*again.LookupPrefix("default", kFp, keys), 3u);
   auto got = again.GetBlocks("default", kFp, keys);
   EXPECT_TRUE(got.ok()) << got.status().ToString();
+}
+
+// A fork from the middle of a chain (conversations sharing a system prompt) has no chain of its
+// own to witness the prefix it continues: the first one checks each prefix blob, before and after
+// its head write. The next fork from the same block reads the first fork's head instead — once it
+// has checked in L2 that the head still starts with that prefix.
+TEST_F(StoreGc, AForkFromTheBlockOfAnEarlierForkTakesItsHeadAsWitness) {
+  StoreOptions o = Options();
+  o.namespace_bytes_max.clear();
+  Store& s = Open(o);
+  const TestChain sys = MakeChain(4, kBlockBytes, /*salt=*/1);
+  std::vector<std::string> prefix_blobs;
+  PutAndPublish(s, sys);  // chain id sys[3]: a publish extending it has a witness of its own
+  auto sys_chain = s.GetChain("default", kFp, sys.tip());
+  ASSERT_TRUE(sys_chain.ok());
+  for (const ChainBlock& b : *sys_chain) {
+    prefix_blobs.push_back(layout::BlobKey("kv", "default", b.hash));
+  }
+  auto fork = [&](uint64_t i) {
+    const BlockPut b{Key(i, 9), sys.tip(), Payload(i, kBlockBytes)};
+    ASSERT_TRUE(s.PutBlocks("default", kFp, {&b, 1}).ok());
+    auto v = s.PublishChain("default", kFp, b.key, b.key);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+  };
+  faulty_.HeadsOf({});
+  fork(1);  // sys[3]'s own chain witnesses
+  EXPECT_EQ(faulty_.HeadsOf(prefix_blobs), 0u);
+
+  // sys[3]'s chain goes (a longer one replaces it: compaction), so forks from sys[3] have none.
+  const BlockPut longer{Key(50, 9), sys.tip(), Payload(50, kBlockBytes)};
+  ASSERT_TRUE(s.PutBlocks("default", kFp, {&longer, 1}).ok());
+  ASSERT_TRUE(s.PublishChain("default", kFp, sys.tip(), longer.key).ok());
+  faulty_.HeadsOf({});
+  fork(2);
+  EXPECT_EQ(faulty_.HeadsOf(prefix_blobs), 2 * sys.keys.size()) << "each blob, before and after";
+  fork(3);
+  EXPECT_EQ(faulty_.HeadsOf(prefix_blobs), 0u) << "fork 2's head witnesses";
+
+  // Fork 2's chain (the hint) is replaced by one that does not start with the prefix: the next
+  // fork finds that in L2 and checks each blob again.
+  const TestChain other = MakeChain(1, kBlockBytes, /*salt=*/7);
+  ASSERT_TRUE(s.PutBlocks("default", kFp, other.Puts()).ok());
+  ASSERT_TRUE(s.PublishChain("default", kFp, Key(2, 9), other.tip()).ok());
+  faulty_.HeadsOf({});
+  fork(4);
+  EXPECT_EQ(faulty_.HeadsOf(prefix_blobs), 2 * sys.keys.size());
 }
 
 // The same across hosts, with no race: host B replaces chain a1 and its orphan GC deletes a0's

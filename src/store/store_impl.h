@@ -21,7 +21,8 @@
 //                        abandoned puts and a publish deleting its puts' L1 records
 //                        (exclusive); held across L1 writes, never L2 I/O
 //   index_mu_            the L0 index (shared for reads, exclusive for changes)
-//   upload_mu_ → the cache's mutex;  pending_mu_, ns_mu_, the ledger's mutex: leaf locks
+//   upload_mu_ → the cache's mutex;  pending_mu_, ns_mu_, fork_hints_mu_, the ledger's mutex:
+//                        leaf locks
 // Only evict_mu_, gc_mu_, refresh_mu_ and a publish stripe are ever held across L2 I/O.
 #pragma once
 
@@ -204,13 +205,28 @@ class StoreImpl final : public Store {
   Status UploadBlob(const std::string& ns, const ContentHash& hash, const BufferSlice& payload,
                     bool* reused = nullptr);
   Status EnsureDurable(std::string_view ns, const CacheKey& ck);
-  // The leading entries a publish took from L0 (CollectChain), and a chain whose head L0 says
-  // names exactly those.
+  // The leading entries a publish took from L0 (CollectChain), and a chain whose head may name
+  // them as its own leading entries (checked in L2 before use): the chain L0 has whose head is
+  // exactly those, else the one the last fork from that block wrote (RememberFork).
   struct IndexedPrefix {
     size_t length = 0;
     std::optional<ChainId> witness;
     std::string witness_etag;  // as read before the head write (CheckIndexedPrefix)
   };
+  // A chain this process wrote whose head starts with the `length` entries ending at `key`: the
+  // witness for the next publish continuing them (a fork from the middle of a chain has no chain
+  // of its own). Hints only, bounded: each is read from L2 before it is relied on.
+  struct ForkPoint {
+    PendingKey at;
+    size_t length;
+    bool operator==(const ForkPoint&) const = default;
+  };
+  struct ForkPointHash {
+    size_t operator()(const ForkPoint& f) const { return PendingKeyHash{}(f.at) ^ f.length; }
+  };
+  static constexpr size_t kForkHintsMax = 4096;
+  void RememberFork(uint32_t ns_id, const Fingerprint& fp, const std::vector<ChainEntry>& entries,
+                    const IndexedPrefix& indexed, const ChainId& written);
   // The chain root→tip; `*indexed` gets how many leading entries came from L0 (published, so
   // durable in L2 while some head in L2 still names them: CheckIndexedPrefix), and the chain
   // L0 has whose head names exactly those entries, if it knows one.
@@ -249,9 +265,11 @@ class StoreImpl final : public Store {
   Status CheckIndexedPrefix(std::string_view ns, const Fingerprint& fp, uint32_t ns_id,
                             const ChainId& written, const std::vector<ChainEntry>& entries,
                             IndexedPrefix* indexed);
-  // After it: the witness is unchanged, else each blob again.
+  // After it: the witness is unchanged, else each blob again. Then, for a chain `written` without
+  // a witness, remembers it as the next one's (RememberFork).
   Status RecheckIndexedPrefix(std::string_view ns, const Fingerprint& fp, uint32_t ns_id,
-                              const std::vector<ChainEntry>& entries, const IndexedPrefix& indexed);
+                              const ChainId& written, const std::vector<ChainEntry>& entries,
+                              const IndexedPrefix& indexed);
   Status PrefixBlobsInL2(std::string_view ns, uint32_t ns_id,
                          const std::vector<ChainEntry>& entries, const IndexedPrefix& indexed);
   // A last-writer-wins publish whose head write completes from L2 (PutAsync). Falls back to
@@ -531,6 +549,9 @@ class StoreImpl final : public Store {
 
   std::mutex upload_mu_;
   std::unordered_map<CacheKey, std::shared_ptr<Upload>, CacheKeyHash> uploads_;  // GUARDED_BY
+
+  std::mutex fork_hints_mu_;                                          // leaf
+  std::unordered_map<ForkPoint, ChainId, ForkPointHash> fork_hints_;  // GUARDED_BY(fork_hints_mu_)
 
   std::array<std::mutex, limits::kPublishStripes> publish_stripes_;
   std::array<std::atomic<uint64_t>, limits::kPublishStripes> head_changes_{};  // CountHeadChange

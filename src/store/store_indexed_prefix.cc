@@ -2,9 +2,11 @@
 // before, whose blobs it does not upload. They are in L2 only while some head there names them:
 // L0 may be stale (another host replaced the chain they came from, and orphan GC collected them),
 // or that chain may be replaced while the publish runs. So a publish checks them twice:
-//   before its head write (CheckIndexedPrefix): a head that names them — the witness, a chain L0
-//     has whose head L0 says is exactly that prefix, read from L2 — or else each blob, put back
-//     from memory if it is gone; without the bytes the publish fails and L2 is unchanged;
+//   before its head write (CheckIndexedPrefix): a head that names them as its leading entries,
+//     read from L2 — the witness: a chain L0 has whose head L0 says is exactly that prefix, else
+//     the chain an earlier fork from the prefix's last block wrote here (fork_hints_: a fork
+//     from the middle of a chain has no chain of its own) — or else each blob, put back from
+//     memory if it is gone; without the bytes the publish fails and L2 is unchanged;
 //   after it (RecheckIndexedPrefix): the witness's ETag is the one read before (so that head
 //     named the blobs from before the write until after it), or else each blob again.
 // Why a head that names a blob throughout the write protects it: a collector deletes a blob only
@@ -29,7 +31,8 @@ Status StoreImpl::CheckIndexedPrefix(std::string_view ns, const Fingerprint& fp,
   if (indexed->witness) {
     auto now = ReadHead(ns, fp, *indexed->witness);
     const std::span<const ChainEntry> prefix(entries.data(), indexed->length);
-    if (now.ok() && now->has_value() && std::ranges::equal((*now)->second.entries, prefix)) {
+    if (now.ok() && now->has_value() && (*now)->second.entries.size() >= prefix.size() &&
+        std::equal(prefix.begin(), prefix.end(), (*now)->second.entries.begin())) {
       indexed->witness_etag = (*now)->first;
       return Status::Ok();
     }
@@ -39,6 +42,7 @@ Status StoreImpl::CheckIndexedPrefix(std::string_view ns, const Fingerprint& fp,
 }
 
 Status StoreImpl::RecheckIndexedPrefix(std::string_view ns, const Fingerprint& fp, uint32_t ns_id,
+                                       const ChainId& written,
                                        const std::vector<ChainEntry>& entries,
                                        const IndexedPrefix& indexed) {
   if (indexed.length == 0) return Status::Ok();
@@ -48,7 +52,20 @@ Status StoreImpl::RecheckIndexedPrefix(std::string_view ns, const Fingerprint& f
     // its publish time, are hashed; a local file or packed record gets a new one).
     if (now.ok() && now->etag == indexed.witness_etag) return Status::Ok();
   }
-  return PrefixBlobsInL2(ns, ns_id, entries, indexed);
+  WMBT_RETURN_IF_ERROR(PrefixBlobsInL2(ns, ns_id, entries, indexed));
+  RememberFork(ns_id, fp, entries, indexed, written);
+  return Status::Ok();
+}
+
+void StoreImpl::RememberFork(uint32_t ns_id, const Fingerprint& fp,
+                             const std::vector<ChainEntry>& entries, const IndexedPrefix& indexed,
+                             const ChainId& written) {
+  // The prefix's own chain, when L0 has one, is found without a hint.
+  const BlockKey& at = entries[indexed.length - 1].key;
+  if (at == written) return;
+  std::lock_guard<std::mutex> g(fork_hints_mu_);
+  if (fork_hints_.size() >= kForkHintsMax) fork_hints_.clear();  // hints: start over
+  fork_hints_[ForkPoint{PendingKey{ns_id, fp, at}, indexed.length}] = written;
 }
 
 Status StoreImpl::PrefixBlobsInL2(std::string_view ns, uint32_t ns_id,

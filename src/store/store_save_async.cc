@@ -206,7 +206,8 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
           // the executor after it finds it done.
           auto answer = [this, head, key, ns_id, indexed, claim = std::move(claim),
                          done = std::move(done)]() mutable {
-            Status prefix = RecheckIndexedPrefix(head->ns, head->fp, ns_id, head->entries, indexed);
+            Status prefix = RecheckIndexedPrefix(head->ns, head->fp, ns_id, head->chain_id,
+                                                 head->entries, indexed);
             if (prefix.ok() && head->chain_id == head->tip() && head->entries.size() > 1) {
               executor_->Submit(
                   [this, head] { CompactRedundantHeads(head->ns, head->fp, head->entries); });

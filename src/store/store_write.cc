@@ -344,6 +344,11 @@ Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uin
         indexed->witness = cur;
       }
     }
+    if (!indexed->witness && !entries.empty()) {  // a fork from the middle of a chain
+      std::lock_guard<std::mutex> g(fork_hints_mu_);
+      auto hint = fork_hints_.find(ForkPoint{PendingKey{ns_id, fp, cur}, entries.size()});
+      if (hint != fork_hints_.end()) indexed->witness = hint->second;
+    }
     if (entries.empty()) {
       const std::string which =
           cur == tip ? "the tip itself" : "an ancestor of tip " + ShortHex(tip);
@@ -552,7 +557,7 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
                                  s.ToString());
       }
       // Before compaction, which may delete the witness.
-      WMBT_RETURN_IF_ERROR(RecheckIndexedPrefix(ns, fp, ns_id, head.entries, plan.indexed)
+      WMBT_RETURN_IF_ERROR(RecheckIndexedPrefix(ns, fp, ns_id, chain_id, head.entries, plan.indexed)
                                .WithContext("published chain head " + key));
       if (chain_id == tip) CompactRedundantHeads(ns, fp, head.entries);
       WMBT_RETURN_IF_ERROR(ReverifyReusedBlobs(ns, ns_id, plan.reused, plan.copies)
