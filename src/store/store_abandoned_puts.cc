@@ -103,6 +103,9 @@ Status StoreImpl::ForgetAbandonedPuts(uint64_t now_us) {
       it = pending_.erase(it);
       ++forgotten;
     }
+    // Uploads of puts replaced by other bytes of their key (AddPendingLocked).
+    unneeded.insert(unneeded.end(), replaced_uploads_.begin(), replaced_uploads_.end());
+    replaced_uploads_.clear();
     // A leftover whose bytes a later put named again is that put's now.
     std::erase_if(unneeded, [&](const CacheKey& ck) { return pending_hashes_.count(ck) > 0; });
   }

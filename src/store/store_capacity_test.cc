@@ -611,6 +611,70 @@ TEST_F(AbandonedPuts, AForgottenPutsFailedUploadReleasesItsPayload) {
   EXPECT_EQ(store_->Stats().cache_pinned_bytes, 0u);
 }
 
+// A put whose upload failed, replaced by a put of the same key with other bytes (a
+// nondeterministic engine saving a block again) before any publish: the first put is no longer
+// pending, so nothing ever retries, retires or forgets its upload. Its payload must not stay
+// pinned in RAM for ever.
+TEST_F(AbandonedPuts, AFailedUploadOfAPutReplacedByOtherBytesReleasesItsPayload) {
+  auto x = MakeChain(1, 4000, 85);
+  l2_.fail_blobs = true;
+  ASSERT_TRUE(store_->PutBlocks("default", kFp, x.Puts()).ok());
+  executor_->Drain();
+  EXPECT_EQ(store_->Stats().cache_pinned_bytes, 4000u) << "the failed upload's payload";
+  l2_.fail_blobs = false;
+  TestChain again = x;
+  again.payloads[0] = Payload(8500, 4000);  // the same key, other bytes
+  ASSERT_TRUE(store_->PutBlocks("default", kFp, again.Puts()).ok());
+  ASSERT_TRUE(store_->PublishChain("default", kFp, again.tip(), again.tip()).ok());
+  // Long past both graces, and a put to run the abandoned-put check.
+  clock_.Advance(10'000'000);
+  ASSERT_TRUE(store_->PutBlocks("default", kFp, MakeChain(1, 4000, 86).Puts()).ok());
+  executor_->Drain();
+  clock_.Advance(120'000'000);
+  ASSERT_TRUE(store_->PutBlocks("default", kFp, MakeChain(1, 4000, 87).Puts()).ok());
+  executor_->Drain();
+  EXPECT_EQ(store_->Stats().pending_blocks, 1u);  // the last put's, young
+  EXPECT_EQ(store_->Stats().cache_pinned_bytes, 0u)
+      << "the replaced put's failed upload keeps its payload pinned for ever";
+}
+
+// A put of bytes already in L2 keeps them (for the publisher's R4 re-check) until a publish
+// consumes its upload; replaced by a put of the same key with other bytes, nobody ever does.
+// The kept bytes make the RAM cache count the blob as borrowed, and G10 then keeps every chain
+// whose tail names it from eviction — for ever, with nothing borrowed or in flight.
+TEST_P(Capacity, AReplacedPutOfBytesAlreadyInL2DoesNotKeepTheirChainFromEvictionForEver) {
+  StoreOptions o = Options();
+  o.namespace_bytes_max["default"] = 1;  // passes run only when the test calls Evict
+  o.publish_grace_seconds = 600;
+  o.gc_grace_us = 1200ull * 1000000;
+  Store& s = Open(o);
+  auto p = MakeChain(2, 4000, 61);
+  PutAndPublish(s, p);
+  executor_->Drain();
+  // Another key with p's tip's bytes (already in L2: its upload finds them there), then that key
+  // put again with other bytes, and published.
+  BlockPut reuse{Key(6100), BlockKey{}, p.payloads[1]};
+  ASSERT_TRUE(s.PutBlocks("default", kFp, {&reuse, 1}).ok());
+  executor_->Drain();
+  const std::vector<uint8_t> other = Payload(6101, 4000);
+  BlockPut replaced{Key(6100), BlockKey{}, other};
+  ASSERT_TRUE(s.PutBlocks("default", kFp, {&replaced, 1}).ok());
+  ASSERT_TRUE(s.PublishChain("default", kFp, Key(6100), Key(6100)).ok());
+  executor_->Drain();
+  // Long past both graces; a put runs the abandoned-put check.
+  clock_.Advance(2 * kHour);
+  ASSERT_TRUE(s.PutBlocks("default", kFp, MakeChain(1, 100, 62).Puts()).ok());
+  executor_->Drain();
+  clock_.Advance(2 * kHour);
+  ASSERT_TRUE(s.PutBlocks("default", kFp, MakeChain(1, 100, 63).Puts()).ok());
+  executor_->Drain();
+  clock_.Advance(2 * kHour);  // these two are past the publish grace as well
+  EvictUntilDone(s);
+  EXPECT_EQ(CheckPrefix(s, p), 0u)
+      << "p's tail is held as borrowed by the bytes a replaced put's upload keeps";
+  EXPECT_LE(UsageOf(s).referenced_bytes(), 1u);
+}
+
 TEST_P(Capacity, G10ABorrowedBlockIsNeverEvictedAndItsBytesStayValid) {
   StoreOptions o = Options();
   o.namespace_bytes_max["default"] = 1;

@@ -128,6 +128,13 @@ void StoreImpl::AddPendingLocked(const PendingKey& key, const PendingBlock& bloc
   if (!inserted) {
     const bool in_l1 = it->second.in_l1 || block.in_l1;  // a record written earlier stays
     ReleasePendingRefsLocked(key, it->second);
+    // The replaced put's upload is nobody's now (a publish that collected it, holding a claim,
+    // consumes it itself): its slot goes at the next check, unless a put names the bytes again.
+    const CacheKey old_ck{key.ns_id, it->second.hash};
+    if (it->second.hash != block.hash && !pending_hashes_.count(old_ck) &&
+        !publishing_.count(key)) {
+      replaced_uploads_.push_back(old_ck);
+    }
     it->second = block;
     it->second.in_l1 = in_l1;
   }

@@ -540,6 +540,10 @@ class StoreImpl final : public Store {
   // Blobs of the indexed prefixes publishes continue (PublishClaim::KeepBlobs).
   std::unordered_map<CacheKey, uint32_t, CacheKeyHash>
       publishing_blobs_;  // GUARDED_BY(pending_mu_)
+  // Blobs of pending puts replaced by a put of the same key with other bytes, no longer named by
+  // any pending put: their upload slots (and the payload a failed or reused upload keeps) are
+  // dropped by the next ForgetAbandonedPuts, as a forgotten put's are.
+  std::vector<CacheKey> replaced_uploads_;  // GUARDED_BY(pending_mu_)
   // Abandoned puts (store_abandoned_puts.cc): puts hold it shared until their blocks are pending,
   // a pass exclusively. Blobs whose upload slots a pass could not drop yet (running, or retried
   // by a publisher) wait in forget_leftovers_ for the next pass.
