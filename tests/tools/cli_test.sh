@@ -453,9 +453,17 @@ if [[ $RC == 5 && -f $TMP/precious/notes.txt ]]; then
 else
   fail "--fresh refuses a directory that is not a WombatKV data directory (exit 5)" "rc=$RC"
 fi
+mkdir -p "$WLDIR/cache/default"  # the disk cache an S3 L2 has
 run "$WL" "${WL_ARGS[@]}" --fresh --json
 check_json "--fresh starts from an empty data directory" "$TMP/out" \
   "(d['at_start']['chains'], d['blocks_from_earlier_run'], d['fresh'])" "(0, 0, True)"
+if [[ ! -e $WLDIR/cache ]]; then
+  pass "--fresh wipes the disk cache directory too"
+else
+  fail "--fresh wipes the disk cache directory too" "$(ls "$WLDIR")"
+fi
+WMBT_KV_BUCKET=some-bucket run "$WL" "${WL_ARGS[@]}" --fresh
+check_rc "--fresh with an S3 L2 is refused (the bucket keeps earlier runs)" 2 "WMBT_KV_S3_PREFIX"
 run "$WL" --conversations 0
 check_rc "workload: bad --conversations exits 2" 2 "conversations"
 run "$WL" --block-bytes lots

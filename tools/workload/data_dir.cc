@@ -9,7 +9,8 @@
 namespace wombatkv::workload {
 
 Status WipeDataDir(FileSystem* fs, const std::string& dir) {
-  static constexpr std::array<std::string_view, 3> kStoreEntries = {"LOCK", "l1", "l2"};
+  // cache/: the disk cache in front of an S3 L2 (not wiped with one: --fresh is refused then).
+  static constexpr std::array<std::string_view, 4> kStoreEntries = {"LOCK", "l1", "l2", "cache"};
   auto names = fs->ListDir(dir);
   if (!names.ok()) {
     if (names.status().IsNotFound()) return Status::Ok();
@@ -20,14 +21,15 @@ Status WipeDataDir(FileSystem* fs, const std::string& dir) {
     if (std::find(kStoreEntries.begin(), kStoreEntries.end(), name) == kStoreEntries.end()) {
       return Status::FailedPrecondition(
           dir + " does not look like a WombatKV data directory (it holds \"" + name +
-          "\"; a data directory holds only LOCK, l1/ and l2/), so --fresh will not wipe it");
+          "\"; a data directory holds only LOCK, l1/, l2/ and cache/), so --fresh will not wipe "
+          "it");
     }
   }
   if (names->empty()) return Status::Ok();
   auto lock = fs->LockFile(dir + "/LOCK", "wombatkv-workload --fresh, pid " +
                                               std::to_string(getpid()));
   if (!lock.ok()) return lock.status();
-  for (std::string_view sub : {"l1", "l2"}) {
+  for (std::string_view sub : {"l1", "l2", "cache"}) {
     if (Status s = fs->DeleteTree(dir + "/" + std::string(sub)); !s.ok()) {
       return s.WithContext("wiping " + dir);
     }

@@ -153,6 +153,14 @@ int Main(int argc, char** argv) {
     return out.Usage("--data-dir", "the data directory is empty", "pass --data-dir DIR");
   }
 
+  if (f.fresh && !config->s3_bucket.empty()) {
+    // What earlier runs stored is in the bucket: wiping the local directory would not make the
+    // run fresh (L1 is rebuilt from L2), and a workload deletes nothing in a bucket.
+    return out.Usage("--fresh",
+                     "with an S3 L2 (WMBT_KV_BUCKET " + config->s3_bucket +
+                         ") earlier runs' chains are in the bucket, which --fresh does not wipe",
+                     "leave out --fresh and give WMBT_KV_S3_PREFIX a prefix no run has used");
+  }
   if (f.fresh) {
     if (Status s = WipeDataDir(PosixFileSystem(), f.data_dir); !s.ok()) {
       return out.Error("--fresh " + f.data_dir, s,
