@@ -243,7 +243,9 @@ class StoreImpl final : public Store {
                                                ReusedCopies* copies);
   // After the head is written: each of those blobs still exists, else it is put back from this
   // process's copy of its bytes. FailedPrecondition (naming the blob) if it is gone and no copy
-  // is left.
+  // is left. Up to kParallelHeads HEADs at once once one took kRoundTripUs (a remote L2).
+  static constexpr size_t kParallelHeads = 8;
+  static constexpr uint64_t kRoundTripUs = 200;
   Status ReverifyReusedBlobs(std::string_view ns, uint32_t ns_id,
                              const std::vector<ContentHash>& hashes, const ReusedCopies& copies);
   // What a publish learns before it writes the head, durability barrier passed: the chain's

@@ -6,6 +6,7 @@
 #include "base/check.h"
 #include "base/limits.h"
 #include "base/store_args.h"
+#include "env/parallel_for.h"
 #include "layout/blob_object.h"
 #include "layout/block_codec.h"
 #include "layout/envelope.h"
@@ -607,9 +608,23 @@ Status StoreImpl::ReverifyReusedBlobs(std::string_view ns, uint32_t ns_id,
   // R4 (gc/orphan_gc.h): an orphan collector may have deleted a blob between our finding it in L2
   // and our head naming it, after its own re-check of the heads. Only a check after the head
   // write can see that; the bytes usually still sit in the RAM cache.
-  for (const ContentHash& hash : hashes) {
+  // One HEAD each: in parallel when the first took a round trip's time (S3), else one after the
+  // other (a local L2 answers from memory; tasks would cost more than they save).
+  std::vector<Result<ObjectInfo>> heads(hashes.size(), Status::Internal("not asked"));
+  auto head_of = [&](size_t i) {
+    heads[i] = l2_->Head(layout::BlobKey(options_.l2_prefix, ns, hashes[i]));
+  };
+  if (!hashes.empty()) {
+    const uint64_t start_us = clock_->NowMicros();
+    head_of(0);
+    const bool remote = clock_->NowMicros() - start_us >= kRoundTripUs;
+    WMBT_RETURN_IF_ERROR(ParallelFor(executor_, hashes.size() - 1, remote ? kParallelHeads : 0,
+                                     [&](size_t i) { head_of(i + 1); }));
+  }
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    const ContentHash& hash = hashes[i];
     const std::string key = layout::BlobKey(options_.l2_prefix, ns, hash);
-    auto head = l2_->Head(key);
+    const Result<ObjectInfo>& head = heads[i];
     if (head.ok()) continue;
     if (!head.status().IsNotFound()) return head.status().WithContext("re-checking blob " + key);
     std::optional<BufferSlice> bytes = cache_.Lookup(CacheKey{ns_id, hash});
