@@ -29,16 +29,26 @@
 
 namespace wombatkv {
 
-StoreImpl::PublishClaim::PublishClaim(StoreImpl* store, std::vector<PendingKey> keys)
-    : store_(store), keys_(std::move(keys)) {
-  for (const PendingKey& k : keys_) ++store_->publishing_[k];
+StoreImpl::PublishClaim::PublishClaim(StoreImpl* store, std::vector<Claimed> claimed)
+    : store_(store), claimed_(std::move(claimed)) {
+  for (const Claimed& c : claimed_) ++store_->publishing_[c.key];
 }
 
 StoreImpl::PublishClaim::~PublishClaim() {
   std::lock_guard<std::mutex> g(store_->pending_mu_);
-  for (const PendingKey& k : keys_) {
-    auto it = store_->publishing_.find(k);
-    if (--it->second == 0) store_->publishing_.erase(it);
+  for (const Claimed& c : claimed_) {
+    auto it = store_->publishing_.find(c.key);
+    if (--it->second > 0) continue;
+    store_->publishing_.erase(it);
+    // A put replaced by other bytes while claimed (AddPendingLocked left its upload to the
+    // publish), and the publish failed: its upload is nobody's now. (A publish that succeeded
+    // forgot its puts: none is pending under the key, unless put again since.)
+    auto now = store_->pending_.find(c.key);
+    const CacheKey ck{c.key.ns_id, c.hash};
+    if (now != store_->pending_.end() && now->second.hash != c.hash &&
+        !store_->pending_hashes_.count(ck)) {
+      store_->replaced_uploads_.push_back(ck);
+    }
   }
   for (const CacheKey& ck : blobs_) {
     auto it = store_->publishing_blobs_.find(ck);

@@ -537,11 +537,13 @@ class AbandonedPuts : public ::testing::Test {
    public:
     explicit HookedL2(ObjectStore* target) : ObjectStoreWrapper(target) {}
     std::function<void()> before_head;
+    std::function<void()> before_blob;
     bool fail_blobs = false;
     Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
                             const PutOptions& options) override {
       const bool head = key.find("/chain/") != std::string_view::npos;
       if (head && before_head) std::exchange(before_head, nullptr)();
+      if (!head && before_blob) std::exchange(before_blob, nullptr)();
       if (!head && fail_blobs) return Status::Unavailable("injected: blob writes fail");
       return ObjectStoreWrapper::Put(key, parts, options);
     }
@@ -634,6 +636,35 @@ TEST_F(AbandonedPuts, AFailedUploadOfAPutReplacedByOtherBytesReleasesItsPayload)
   ASSERT_TRUE(store_->PutBlocks("default", kFp, MakeChain(1, 4000, 87).Puts()).ok());
   executor_->Drain();
   EXPECT_EQ(store_->Stats().pending_blocks, 1u);  // the last put's, young
+  EXPECT_EQ(store_->Stats().cache_pinned_bytes, 0u)
+      << "the replaced put's failed upload keeps its payload pinned for ever";
+}
+
+// The same, with the put replaced while a publish had collected it, and that publish failing (its
+// retry of the failed upload fails again): the publish's claim kept the replaced put's upload
+// from the check; when the claim goes, the upload is nobody's.
+TEST_F(AbandonedPuts, AFailedUploadOfAPutReplacedDuringAFailingPublishReleasesItsPayload) {
+  auto x = MakeChain(1, 4000, 88);
+  l2_.fail_blobs = true;
+  ASSERT_TRUE(store_->PutBlocks("default", kFp, x.Puts()).ok());
+  executor_->Drain();
+  TestChain again = x;
+  again.payloads[0] = Payload(8800, 4000);  // the same key, other bytes
+  l2_.before_blob = [&] {  // the publish retries x's upload: the key is put again meanwhile
+    l2_.fail_blobs = false;
+    EXPECT_TRUE(store_->PutBlocks("default", kFp, again.Puts()).ok());
+    l2_.fail_blobs = true;
+  };
+  EXPECT_FALSE(store_->PublishChain("default", kFp, x.tip(), x.tip()).ok());
+  ASSERT_FALSE(l2_.before_blob) << "the interleaving did not happen";
+  l2_.fail_blobs = false;
+  executor_->Drain();  // the new put's upload
+  clock_.Advance(10'000'000);
+  ASSERT_TRUE(store_->PutBlocks("default", kFp, MakeChain(1, 4000, 89).Puts()).ok());
+  executor_->Drain();
+  clock_.Advance(120'000'000);
+  ASSERT_TRUE(store_->PutBlocks("default", kFp, MakeChain(1, 4000, 90).Puts()).ok());
+  executor_->Drain();
   EXPECT_EQ(store_->Stats().cache_pinned_bytes, 0u)
       << "the replaced put's failed upload keeps its payload pinned for ever";
 }

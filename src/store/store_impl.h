@@ -139,8 +139,13 @@ class StoreImpl final : public Store {
   // indexed prefix it continues are kept from this store's orphan GC as well.
   class PublishClaim {
    public:
+    // The pending puts a publish collected: each key, and the blob it named then.
+    struct Claimed {
+      PendingKey key;
+      ContentHash hash;
+    };
     // REQUIRES: store->pending_mu_ held.
-    PublishClaim(StoreImpl* store, std::vector<PendingKey> keys);
+    PublishClaim(StoreImpl* store, std::vector<Claimed> claimed);
     ~PublishClaim();  // takes pending_mu_
     PublishClaim(const PublishClaim&) = delete;
     PublishClaim& operator=(const PublishClaim&) = delete;
@@ -148,7 +153,7 @@ class StoreImpl final : public Store {
 
    private:
     StoreImpl* store_;
-    std::vector<PendingKey> keys_;
+    std::vector<Claimed> claimed_;
     std::vector<CacheKey> blobs_;
   };
   // One background upload of a blob to L2. Lives in uploads_ until a publish consumes it.

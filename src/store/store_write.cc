@@ -328,9 +328,9 @@ Result<std::vector<ChainEntry>> StoreImpl::CollectChain(std::string_view ns, uin
       cur = it->second.parent;
     }
     // Claimed while still under the lock: no forgetting in between (store_abandoned_puts.cc).
-    std::vector<PendingKey> keys;
-    for (const ChainEntry& e : reversed) keys.push_back(PendingKey{ns_id, fp, e.key});
-    *claim = std::make_shared<PublishClaim>(this, std::move(keys));
+    std::vector<PublishClaim::Claimed> claimed;
+    for (const ChainEntry& e : reversed) claimed.push_back({PendingKey{ns_id, fp, e.key}, e.hash});
+    *claim = std::make_shared<PublishClaim>(this, std::move(claimed));
   }
   std::vector<ChainEntry> entries;
   if (!cur.IsZero()) {
