@@ -737,7 +737,13 @@ Status StoreImpl::DeleteRedundantHead(std::string_view ns, const Fingerprint& fp
 Status StoreImpl::PutSidecar(std::string_view ns, const Fingerprint& fp, const BlockKey& tip,
                              ByteView bytes) {
   WMBT_RETURN_IF_ERROR(CheckPutSidecarArgs(ns, bytes.size()));
-  const ContentHash hash = HashPayload(bytes);
+  // The bytes written are the bytes hashed: a private copy, hashed as it is made (as PutBlocks
+  // does, store/put_copy.h). The caller's may change meanwhile — a shared-memory client's
+  // request area, which the daemon reads in place and the client can rewrite at any moment —
+  // and hashing them and then writing them would store a sidecar that fails its own check.
+  const std::shared_ptr<Buffer> copy = Buffer::Allocate(bytes.size());
+  const ContentHash hash = CopyAndHashPayload(bytes, copy->data());
+  bytes = copy->view();
   const auto header = layout::EncodeEnvelopeHeader(layout::EnvelopeKind::kSidecar, bytes.size(), hash);
   const std::string key = layout::SidecarKey(options_.l2_prefix, ns, fp, tip);
   counters_.l2_puts++;

@@ -562,9 +562,19 @@ ShmServer::Impl::Rang ShmServer::Impl::DrainDoorbell(uint64_t id) {
     // Their number does not matter, only that the client found the workers asleep. Under the
     // connection's mutex: Detach closes the socket under it.
     std::lock_guard<std::mutex> lk(c->mu);
+    // At most a burst's worth of datagrams (one per doorbell: a client rings once per arming).
+    // Reading until none is left let a client that sends without pause from enough threads —
+    // faster than one thread reads — keep this worker here for as long as it liked, holding the
+    // client's mutex that every worker about to sleep waits for (DrainIdleReleases), while each
+    // datagram woke another sleeping worker into the same wait: no client was served
+    // (HostileShmClient.FloodingItsDoorbellDoesNotStarveOtherClients). Bytes left unread do no
+    // harm: the next datagram is a new edge, and only a client that rang without cause has them.
+    constexpr int kDoorbellDatagramsMax = 64;
     bool rang = false;
     char buf[64];
-    while (c->sock.valid() && ::recv(c->sock.get(), buf, sizeof buf, MSG_DONTWAIT) > 0)
+    for (int i = 0; i < kDoorbellDatagramsMax && c->sock.valid() &&
+                    ::recv(c->sock.get(), buf, sizeof buf, MSG_DONTWAIT) > 0;
+         ++i)
       rang = true;
     if (!rang) return Rang::kNone;
     auto waiting = [&] { return c->req.tail().load(std::memory_order_acquire) != c->req_head; };
