@@ -351,8 +351,9 @@ void Checkers::HeadWritten(const std::string& key, bool at_write) {
     // Later, only what was already gone at the write is excused: a blob present then and missing
     // now was deleted while a head named it (orphan GC must restore it, R3/R4).
     // A blob the simulator damaged may be deleted by orphan GC, which never puts corrupt bytes
-    // back (R3): the chain was damaged already (G9).
-    if (!b.ok() && !at_write && (excused_[key].count(blob) || bucket_->EverCorrupted(blob))) {
+    // back (R3): the chain was damaged already (G9) — and so is one a publish continues through
+    // it, at its write too: the head it continues vouches for its blobs (docs/layout.md §7).
+    if (!b.ok() && ((!at_write && excused_[key].count(blob)) || bucket_->EverCorrupted(blob))) {
       continue;
     }
     if (!b.ok()) {
