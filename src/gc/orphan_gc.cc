@@ -77,6 +77,7 @@ Result<GcReport> OrphanCollector::RunPass(const ScanProgressFn& progress) {
 }
 
 Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcReport* report) {
+  if (options_.stop && options_.stop()) return Status::Ok();
   const std::string& ns = listing.ns;
   ++report->namespaces;
   report->blobs += listing.blobs.size();
@@ -153,6 +154,7 @@ Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcRepo
   std::vector<Held> batch;
   uint64_t batch_bytes = 0;
   for (const OrphanBlob& o : expired) {
+    if (options_.stop && options_.stop()) break;
     const uint64_t attempted = report->deleted + report->restored + report->delete_failures;
     if (options_.deletes_per_pass_max > 0 &&
         attempted + batch.size() >= options_.deletes_per_pass_max) {

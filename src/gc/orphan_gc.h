@@ -79,6 +79,9 @@ struct GcOptions {
   // a lagging listing does not show yet (R3 would restore it, but not across a crash between the
   // delete and the re-check). Must not do L2 I/O.
   std::function<bool(const std::string& ns, const ContentHash& hash)> keep;
+  // Asked before each delete and each namespace (optional): true ends the pass early — after the
+  // re-check of the deletes already made (R3), which is never skipped. A store closing.
+  std::function<bool()> stop;
 };
 
 struct OrphanBlob {

@@ -251,6 +251,21 @@ TEST(OrphanGc, DeletesPerPassAreBounded) {
   EXPECT_EQ(p.Pass(collector).orphans, 0u);
 }
 
+// A store closing stops a pass under way (GcOptions::stop): no delete after the stop is asked.
+TEST(OrphanGc, AStoppedPassDeletesNothingMore) {
+  Planes p;
+  p.PutOrphans(MakeChain(5, kBlockBytes, 3));
+  p.clock.Advance(2 * kHourUs);
+  gc::GcOptions o = Grace(kHourUs);
+  int asked = 0;
+  o.stop = [&] { return ++asked > 3; };  // one namespace, then two deletes
+  gc::OrphanCollector collector(p.l2.get(), &p.clock, o);
+  EXPECT_EQ(p.Pass(collector).deleted, 2u);
+  o.stop = nullptr;
+  gc::OrphanCollector again(p.l2.get(), &p.clock, o);
+  EXPECT_EQ(p.Pass(again).deleted, 3u) << "the rest were left for a later pass";
+}
+
 // ---- the race with a publisher that reuses an orphan (docs/layout.md §7) -------------------
 
 // Runs `hook` once, just before the first call that matches.
@@ -368,6 +383,40 @@ struct DeleteRace {
     EXPECT_TRUE(got.ok()) << got.status().ToString();
   }
 };
+
+// A pass stopped right after a delete still re-checks it (R3): a head published meanwhile gets
+// its blob back, and the other orphan is left for a later pass.
+TEST(OrphanGcRace, AStoppedPassStillRechecksWhatItDeleted) {
+  Planes p;
+  const TestChain a = MakeChain(1, kBlockBytes, 21), b = MakeChain(1, kBlockBytes, 22);
+  p.PutOrphans(a);
+  p.PutOrphans(b);
+  p.clock.Advance(2 * kHourUs);
+  auto publisher = p.Open();
+  ASSERT_TRUE(publisher->PutBlocks("default", kFp, a.Puts()).ok());
+  ASSERT_TRUE(publisher->PutBlocks("default", kFp, b.Puts()).ok());
+  Interposer l2(p.l2.get());
+  std::string first;  // the first blob the pass deletes: published just before, then the stop
+  l2.before_delete = [&](std::string_view key) {
+    if (!first.empty()) return false;
+    first = std::string(key);
+    return true;
+  };
+  bool stop = false;
+  l2.hook = [&] {
+    const TestChain& c = first == p.BlobKey(a.payloads[0]) ? a : b;
+    auto v = publisher->PublishChain("default", kFp, c.tip(), c.tip(), std::nullopt, nullptr);
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    stop = true;
+  };
+  gc::GcOptions o = Grace(kHourUs);
+  o.stop = [&] { return stop; };
+  gc::OrphanCollector collector(&l2, &p.clock, o);
+  gc::GcReport r = p.Pass(collector);
+  EXPECT_EQ(r.restored, 1u);
+  EXPECT_EQ(r.deleted, 0u) << "a delete after the stop";
+  EXPECT_TRUE(p.Exists(first));
+}
 
 // Every delete is applied but answered with an error (the connection reset after the server
 // committed).

@@ -138,6 +138,9 @@ Status StoreImpl::Init() {
     gc_options.keep = [this](const std::string& ns, const ContentHash& hash) {
       return PendingBlob(ns, hash) || ledger_.IsReferenced(ns, hash) || Buggify("gc.keep");
     };
+    // A store closing ends a pass under way early (a stop of wombatkvd waited out whole passes,
+    // minutes of deletes against S3); what was deleted is still re-checked.
+    gc_options.stop = [this] { return evict_stopped_.load(std::memory_order_relaxed); };
     gc_ = std::make_unique<gc::OrphanCollector>(l2_, clock_, std::move(gc_options));
     // The first background pass waits one interval: a store just opened has evicted nothing yet.
     next_gc_us_ = clock_->NowMicros() + options_.gc_interval_ms * 1000;
