@@ -428,15 +428,16 @@ TEST_F(HostileShmClient, FloodingItsDoorbellDoesNotStarveOtherClients) {
   std::atomic<bool> calls_done{false};
   std::thread bound([&] {
     const uint64_t deadline = RealClock()->NowMicros() + kWaitMicros;
-    while (!calls_done.load() && RealClock()->NowMicros() < deadline) ::usleep(1000);
+    while (!calls_done.load() && RealClock()->NowMicros() < deadline)
+      RealClock()->SleepMicros(1000);
     stop.store(true);
   });
   // Every worker has been woken by the flood by now, and has drained some of it.
-  while (sent.load() < 100 && !stop.load()) ::usleep(1000);
+  while (sent.load() < 100 && !stop.load()) RealClock()->SleepMicros(1000);
   int answered_during_flood = 0;
   for (int i = 0; i < 20; ++i) {
     // Idle between calls, so that a call needs a worker to wake for it.
-    ::usleep(2000);
+    RealClock()->SleepMicros(2000);
     auto n = good.LookupPrefix("tenant", fp_, std::vector<BlockKey>{Key(1)});
     ASSERT_TRUE(n.ok()) << n.status().ToString();
     if (!stop.load()) answered_during_flood++;
