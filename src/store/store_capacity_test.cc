@@ -564,6 +564,16 @@ class AbandonedPuts : public ::testing::Test {
   bool InL2(const ContentHash& hash) {
     return mem_->Head(layout::BlobKey("kv", "default", hash)).ok();
   }
+  // Two puts (salts `salt` and salt + 1), the first long past both graces and the second two
+  // minutes later: each runs the abandoned-put check once due.
+  void PutsLongAfter(uint64_t salt) {
+    clock_.Advance(10'000'000);
+    ASSERT_TRUE(store_->PutBlocks("default", kFp, MakeChain(1, 4000, salt).Puts()).ok());
+    executor_->Drain();
+    clock_.Advance(120'000'000);
+    ASSERT_TRUE(store_->PutBlocks("default", kFp, MakeChain(1, 4000, salt + 1).Puts()).ok());
+    executor_->Drain();
+  }
 
   FakeClock clock_;
   std::unique_ptr<ObjectStore> mem_ = NewMemObjectStore(&clock_);
@@ -628,13 +638,7 @@ TEST_F(AbandonedPuts, AFailedUploadOfAPutReplacedByOtherBytesReleasesItsPayload)
   again.payloads[0] = Payload(8500, 4000);  // the same key, other bytes
   ASSERT_TRUE(store_->PutBlocks("default", kFp, again.Puts()).ok());
   ASSERT_TRUE(store_->PublishChain("default", kFp, again.tip(), again.tip()).ok());
-  // Long past both graces, and a put to run the abandoned-put check.
-  clock_.Advance(10'000'000);
-  ASSERT_TRUE(store_->PutBlocks("default", kFp, MakeChain(1, 4000, 86).Puts()).ok());
-  executor_->Drain();
-  clock_.Advance(120'000'000);
-  ASSERT_TRUE(store_->PutBlocks("default", kFp, MakeChain(1, 4000, 87).Puts()).ok());
-  executor_->Drain();
+  PutsLongAfter(86);
   EXPECT_EQ(store_->Stats().pending_blocks, 1u);  // the last put's, young
   EXPECT_EQ(store_->Stats().cache_pinned_bytes, 0u)
       << "the replaced put's failed upload keeps its payload pinned for ever";
@@ -659,12 +663,7 @@ TEST_F(AbandonedPuts, AFailedUploadOfAPutReplacedDuringAFailingPublishReleasesIt
   ASSERT_FALSE(l2_.before_blob) << "the interleaving did not happen";
   l2_.fail_blobs = false;
   executor_->Drain();  // the new put's upload
-  clock_.Advance(10'000'000);
-  ASSERT_TRUE(store_->PutBlocks("default", kFp, MakeChain(1, 4000, 89).Puts()).ok());
-  executor_->Drain();
-  clock_.Advance(120'000'000);
-  ASSERT_TRUE(store_->PutBlocks("default", kFp, MakeChain(1, 4000, 90).Puts()).ok());
-  executor_->Drain();
+  PutsLongAfter(89);
   EXPECT_EQ(store_->Stats().cache_pinned_bytes, 0u)
       << "the replaced put's failed upload keeps its payload pinned for ever";
 }

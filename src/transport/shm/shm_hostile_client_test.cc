@@ -17,16 +17,10 @@
 #include <thread>
 #include <vector>
 
-#include "client/remote_store.h"
-#include "daemon/service.h"
-#include "store/store_test_util.h"
 #include "transport/shm/os.h"
-#include "transport/shm/payload_arenas.h"
 #include "transport/shm/ring.h"
 #include "transport/shm/segment_layout.h"
-#include "transport/shm/shm_channel.h"
-#include "transport/shm/shm_server.h"
-#include "transport/shm/shm_test_util.h"
+#include "transport/shm/shm_served_store.h"
 #include "wire/codec.h"
 
 namespace wombatkv::testing {
@@ -137,46 +131,19 @@ class RawClient {
   uint64_t next_id_ = 1;
 };
 
-class HostileShmClient : public ::testing::Test {
+class HostileShmClient : public ServedShmStore {
  protected:
   void SetUp() override {
     l2_.set(h_.mem_l2());
-    shm::PayloadArenasOptions ao;
-    ao.arena_bytes = 16 << 20;
-    ao.warm_ahead_bytes = 2 << 20;
-    auto a = shm::PayloadArenas::Create(ao);
-    ASSERT_TRUE(a.ok()) << a.status().ToString();
-    arenas_ = *a;
-    StoreOptions o = h_.Options();
-    o.object_store = &l2_;
-    o.payload_allocator = arenas_.get();
-    store_ = &h_.Open(o);
-    service_ = std::make_unique<Service>(*store_, *RealClock(), ServiceOptions{});
-    ShmServerOptions so;
-    so.run_dir = dir_.path();
-    so.prefix = "hostile";
-    so.workers = 2;
-    so.layout.request_area_bytes = so.layout.response_area_bytes = 4 << 20;
-    so.arenas = arenas_;
-    server_ = std::make_unique<ShmServer>(*service_, so);
-    ASSERT_TRUE(server_->Start().ok());
-  }
-  void TearDown() override {
-    server_.reset();
-    service_.reset();
+    Serve({"hostile", 16 << 20, 2 << 20, 4 << 20, 2,
+           [this](StoreOptions& o) { o.object_store = &l2_; }});
   }
 
   struct Wrapper : HookedObjectStore {
     void set(ObjectStore* t) { set_target(t); }
   };
 
-  StoreHarness h_{Planes::kMemory};
   Wrapper l2_;
-  std::shared_ptr<shm::PayloadArenas> arenas_;
-  Store* store_ = nullptr;
-  shm_test::TempRunDir dir_;
-  std::unique_ptr<Service> service_;
-  std::unique_ptr<ShmServer> server_;
   Fingerprint fp_ = Fp(7);
 };
 
@@ -219,20 +186,16 @@ TEST_F(HostileShmClient, RewritingASidecarDuringItsPutCannotStoreACorruptSidecar
 // own requests (it is re-attached whenever the daemon hangs up on it), while another client saves
 // and reads blocks. The daemon must stay up and serve the other client exactly its bytes.
 TEST_F(HostileShmClient, ScribblingOverItsOwnSegmentNeverHarmsAnotherClient) {
-  ShmClientOptions co;
-  co.run_dir = dir_.path();
-  co.prefix = "hostile";
-  auto ch = ConnectShm(co);
-  ASSERT_TRUE(ch.ok()) << ch.status().ToString();
-  RemoteStore good(std::move(*ch));
+  const std::unique_ptr<Store> good = Client();
+  ASSERT_TRUE(good);
   const TestChain chain = MakeChain(4, 80 << 10);
-  ASSERT_TRUE(good.SaveChain("good", fp_, chain.Puts()).ok());
+  ASSERT_TRUE(good->SaveChain("good", fp_, chain.Puts()).ok());
 
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> reads{0};
   std::thread reader([&] {
     while (!stop.load() || reads.load() == 0) {
-      auto got = good.GetBlocks("good", fp_, chain.keys);
+      auto got = good->GetBlocks("good", fp_, chain.keys);
       ASSERT_TRUE(got.ok()) << got.status().ToString();
       ASSERT_EQ(got->size(), chain.keys.size());
       for (size_t i = 0; i < chain.keys.size(); ++i) {
@@ -350,7 +313,7 @@ TEST_F(HostileShmClient, ScribblingOverItsOwnSegmentNeverHarmsAnotherClient) {
   reader.join();
   raw.reset();
   // The other client is still served, and the hostile one left nothing behind.
-  auto got = good.GetBlocks("good", fp_, chain.keys);
+  auto got = good->GetBlocks("good", fp_, chain.keys);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_TRUE(
       server_->WaitFor([](const ShmServerStats& s) { return s.segments_live == 1; }, kWaitMicros));
@@ -403,12 +366,8 @@ TEST_F(HostileShmClient, AClientDyingMidRequestWithBorrowsLeavesNothingPinned) {
 TEST_F(HostileShmClient, FloodingItsDoorbellDoesNotStarveOtherClients) {
   RawClient raw(server_->socket_path());
   ASSERT_TRUE(raw.ok());
-  ShmClientOptions co;
-  co.run_dir = dir_.path();
-  co.prefix = "hostile";
-  auto ch = ConnectShm(co);
-  ASSERT_TRUE(ch.ok()) << ch.status().ToString();
-  RemoteStore good(std::move(*ch));
+  const std::unique_ptr<Store> good = Client();
+  ASSERT_TRUE(good);
 
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> sent{0};
@@ -438,7 +397,7 @@ TEST_F(HostileShmClient, FloodingItsDoorbellDoesNotStarveOtherClients) {
   for (int i = 0; i < 20; ++i) {
     // Idle between calls, so that a call needs a worker to wake for it.
     RealClock()->SleepMicros(2000);
-    auto n = good.LookupPrefix("tenant", fp_, std::vector<BlockKey>{Key(1)});
+    auto n = good->LookupPrefix("tenant", fp_, std::vector<BlockKey>{Key(1)});
     ASSERT_TRUE(n.ok()) << n.status().ToString();
     if (!stop.load()) answered_during_flood++;
   }

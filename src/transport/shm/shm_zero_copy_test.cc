@@ -6,13 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "client/remote_store.h"
-#include "daemon/service.h"
-#include "store/store_test_util.h"
-#include "transport/shm/payload_arenas.h"
-#include "transport/shm/shm_channel.h"
-#include "transport/shm/shm_server.h"
-#include "transport/shm/shm_test_util.h"
+#include "transport/shm/shm_served_store.h"
 
 namespace wombatkv::testing {
 namespace {
@@ -21,41 +15,12 @@ constexpr uint64_t kWaitMicros = 20'000'000;
 constexpr size_t kWorkers = 2;
 constexpr uint64_t kArenaBytes = 16 << 20;
 
-class ZeroCopyGets : public ::testing::Test {
+class ZeroCopyGets : public ServedShmStore {
  protected:
   void SetUp() override {
-    shm::PayloadArenasOptions ao;
-    ao.arena_bytes = kArenaBytes;
-    ao.warm_ahead_bytes = 4 << 20;
-    auto a = shm::PayloadArenas::Create(ao);
-    ASSERT_TRUE(a.ok()) << a.status().ToString();
-    arenas_ = *a;
-    StoreOptions o = h_.Options();
-    o.payload_allocator = arenas_.get();
-    o.cache_bytes_max = kArenaBytes / 2;  // puts of twice the arena evict all that is not held
-    store_ = &h_.Open(o);
-    service_ = std::make_unique<Service>(*store_, *RealClock(), ServiceOptions{});
-    ShmServerOptions so;
-    so.run_dir = dir_.path();
-    so.prefix = "zc";
-    so.workers = kWorkers;
-    so.layout.request_area_bytes = so.layout.response_area_bytes = 16 << 20;
-    so.arenas = arenas_;
-    server_ = std::make_unique<ShmServer>(*service_, so);
-    ASSERT_TRUE(server_->Start().ok());
-  }
-  void TearDown() override {
-    server_.reset();
-    service_.reset();
-  }
-
-  std::unique_ptr<Store> Client() {
-    ShmClientOptions co;
-    co.run_dir = dir_.path();
-    co.prefix = "zc";
-    auto c = ConnectShm(co);
-    EXPECT_TRUE(c.ok()) << c.status().ToString();
-    return c.ok() ? std::make_unique<RemoteStore>(std::move(*c)) : nullptr;
+    // Puts of twice the arena evict all that is not held.
+    Serve({"zc", kArenaBytes, 4 << 20, 16 << 20, kWorkers,
+           [](StoreOptions& o) { o.cache_bytes_max = kArenaBytes / 2; }});
   }
 
   TestChain Save(std::string_view ns, size_t blocks, size_t bytes, uint64_t salt = 0) {
@@ -66,12 +31,6 @@ class ZeroCopyGets : public ::testing::Test {
     return c;
   }
 
-  StoreHarness h_{Planes::kMemory};
-  std::shared_ptr<shm::PayloadArenas> arenas_;
-  Store* store_ = nullptr;
-  shm_test::TempRunDir dir_;
-  std::unique_ptr<Service> service_;
-  std::unique_ptr<ShmServer> server_;
   Fingerprint fp_ = Fp(3);
 };
 
