@@ -400,31 +400,28 @@ TEST_F(StoreGc, AForkFromTheBlockOfAnEarlierForkTakesItsHeadAsWitness) {
   o.namespace_bytes_max.clear();
   Store& s = Open(o);
   const TestChain sys = MakeChain(4, kBlockBytes, /*salt=*/1);
-  std::vector<std::string> prefix_blobs;
   PutAndPublish(s, sys);  // chain id sys[3]: a publish extending it has a witness of its own
   auto sys_chain = s.GetChain("default", kFp, sys.tip());
   ASSERT_TRUE(sys_chain.ok());
-  for (const ChainBlock& b : *sys_chain) {
-    prefix_blobs.push_back(layout::BlobKey("kv", "default", b.hash));
+  std::vector<std::string> prefix_blobs;  // of the forks from sys[2], below
+  for (size_t i = 0; i < 3; ++i) {
+    prefix_blobs.push_back(layout::BlobKey("kv", "default", (*sys_chain)[i].hash));
   }
-  auto fork = [&](uint64_t i) {
-    const BlockPut b{Key(i, 9), sys.tip(), Payload(i, kBlockBytes)};
+  auto fork = [&](uint64_t i, const BlockKey& from) {
+    const BlockPut b{Key(i, 9), from, Payload(i, kBlockBytes)};
     ASSERT_TRUE(s.PutBlocks("default", kFp, {&b, 1}).ok());
     auto v = s.PublishChain("default", kFp, b.key, b.key);
     ASSERT_TRUE(v.ok()) << v.status().ToString();
   };
   faulty_.HeadsOf({});
-  fork(1);  // sys[3]'s own chain witnesses
+  fork(1, sys.tip());  // sys[3]'s own chain witnesses
   EXPECT_EQ(faulty_.HeadsOf(prefix_blobs), 0u);
 
-  // sys[3]'s chain goes (a longer one replaces it: compaction), so forks from sys[3] have none.
-  const BlockPut longer{Key(50, 9), sys.tip(), Payload(50, kBlockBytes)};
-  ASSERT_TRUE(s.PutBlocks("default", kFp, {&longer, 1}).ok());
-  ASSERT_TRUE(s.PublishChain("default", kFp, sys.tip(), longer.key).ok());
-  faulty_.HeadsOf({});
-  fork(2);
-  EXPECT_EQ(faulty_.HeadsOf(prefix_blobs), 2 * sys.keys.size()) << "each blob, before and after";
-  fork(3);
+  // No chain ends at sys[2]: the first fork from it checks each blob, the next takes its head.
+  fork(2, sys.keys[2]);
+  EXPECT_EQ(faulty_.HeadsOf(prefix_blobs), 2 * prefix_blobs.size())
+      << "each blob, before and after";
+  fork(3, sys.keys[2]);
   EXPECT_EQ(faulty_.HeadsOf(prefix_blobs), 0u) << "fork 2's head witnesses";
 
   // Fork 2's chain (the hint) is replaced by one that does not start with the prefix: the next
@@ -433,8 +430,8 @@ TEST_F(StoreGc, AForkFromTheBlockOfAnEarlierForkTakesItsHeadAsWitness) {
   ASSERT_TRUE(s.PutBlocks("default", kFp, other.Puts()).ok());
   ASSERT_TRUE(s.PublishChain("default", kFp, Key(2, 9), other.tip()).ok());
   faulty_.HeadsOf({});
-  fork(4);
-  EXPECT_EQ(faulty_.HeadsOf(prefix_blobs), 2 * sys.keys.size());
+  fork(4, sys.keys[2]);
+  EXPECT_EQ(faulty_.HeadsOf(prefix_blobs), 2 * prefix_blobs.size());
 }
 
 // The same across hosts, with no race: host B replaces chain a1 and its orphan GC deletes a0's

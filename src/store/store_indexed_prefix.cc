@@ -60,9 +60,9 @@ Status StoreImpl::RecheckIndexedPrefix(std::string_view ns, const Fingerprint& f
 void StoreImpl::RememberFork(uint32_t ns_id, const Fingerprint& fp,
                              const std::vector<ChainEntry>& entries, const IndexedPrefix& indexed,
                              const ChainId& written) {
-  // The prefix's own chain, when L0 has one, is found without a hint.
+  // `written` starts with the prefix: a witness for the next publish continuing it (a publish
+  // rewriting `written` itself does not take it: CheckIndexedPrefix).
   const BlockKey& at = entries[indexed.length - 1].key;
-  if (at == written) return;
   std::lock_guard<std::mutex> g(fork_hints_mu_);
   if (fork_hints_.size() >= kForkHintsMax) fork_hints_.clear();  // hints: start over
   fork_hints_[ForkPoint{PendingKey{ns_id, fp, at}, indexed.length}] = written;
