@@ -307,6 +307,9 @@ struct StoreStats {
   // Blocks put but never published that were forgotten once older than both graces (publish and
   // GC; docs/capacity.md, "Abandoned puts")
   uint64_t pending_blocks_forgotten = 0;
+  // L0 blocks that named bytes only a departed chain named and took the newest remaining chain's
+  // (RadixIndex I8; a key published with different bytes by chains that then left)
+  uint64_t l0_blocks_reassigned = 0;
 };
 
 // L2 bytes one fingerprint's heads reference (part of NamespaceUsage).

@@ -146,6 +146,10 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_l0_blocks", "gauge", "Blocks indexed in L0 (published chains).", s.l0_blocks);
   p.One("wombatkv_l0_chains", "gauge", "Published chains indexed in L0.", s.l0_chains);
   p.One("wombatkv_l0_memory_bytes", "gauge", "RAM used by the L0 index.", s.l0_memory_bytes);
+  p.One("wombatkv_l0_blocks_reassigned_total", "counter",
+        "L0 blocks that named bytes only a departed chain named and took the newest remaining "
+        "chain's.",
+        s.l0_blocks_reassigned);
   p.Family("wombatkv_plane_hits_total", "counter",
            "Hits per plane: l0 = lookup keys found, ram = payloads served from the RAM cache, "
            "disk = from the local disk cache after a RAM miss, l2 = payloads read from L2.");

@@ -66,18 +66,18 @@ inline size_t StringHeapBytes(const std::string& s) {
 
 // Fields are ordered so that a lookup step reads bytes [0, 36) (parent, key) and Resolve [0, 60).
 struct Node {
+  uint64_t order = 0;   // order of the chain whose meta this is (I8; also PathTo's "newest")
   uint32_t parent = 0;  // node index, or kRootBit | scope for a root (I3); next free if free
   BlockKey key;
-  ContentHash hash;  // meta of the newest PutChain through this node
+  ContentHash hash;  // meta of the chain of the newest order through this node (I8)
   uint32_t length = 0;
-  uint32_t refs = 0;       // chains through this node (I1, I2); 0 = on the free list
-  uint32_t children = 0;   // live nodes whose parent is this one (I5)
-  uint32_t last_used = 0;  // logical time of the newest PutChain through it (PathTo)
+  uint32_t refs = 0;      // chains through this node (I1, I2); 0 = on the free list
+  uint32_t children = 0;  // live nodes whose parent is this one (I5)
   // Use stamp (I7). Written by shared-lock readers through UseOf() (relaxed atomics); plain
   // accesses only under the exclusive lock.
   mutable uint32_t used = 0;
 };
-static_assert(sizeof(Node) == 76, "the memory budget in radix_index.h assumes 76-byte nodes");
+static_assert(sizeof(Node) == 80, "the memory budget in radix_index.h assumes 80-byte nodes");
 static_assert(alignof(Node) >= std::atomic_ref<uint32_t>::required_alignment);
 
 inline std::atomic_ref<uint32_t> UseOf(const Node& n) { return std::atomic_ref<uint32_t>(n.used); }
@@ -159,7 +159,6 @@ struct RadixIndex::Impl final : NodeKeys {
   std::vector<uint32_t> free_scope_ids;
   size_t chains = 0;
   uint64_t tips_exposed = 0;
-  uint32_t clock = 0;  // logical time, one tick per PutChain
 
   explicit Impl(uint64_t hash_seed) : seed(hash_seed) { ResetTable(kSlotsMin); }
   const uint64_t seed;  // mixed into every key hash (crafted keys cannot aim at one probe run)
@@ -336,14 +335,13 @@ struct RadixIndex::Impl final : NodeKeys {
   }
 
   void Put(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,
-           std::span<const ChainEntry> entries, uint32_t used) {
+           std::span<const ChainEntry> entries, uint32_t used, uint64_t order) {
     WMBT_CHECK(!entries.empty());
     WMBT_CHECK(entries.size() <= limits::kChainBlocksMax);
     WMBT_CHECK(info.length == entries.size());
     WMBT_CHECK(info.tip == entries.back().key);
     const uint32_t scope = FindOrAddScope(ns, fp);
     Scope& sc = *scopes[scope];
-    ++clock;
     // Take the new path first so nodes shared with the replaced chain never drop to zero refs.
     uint32_t parent = RootOf(scope);
     for (const ChainEntry& e : entries) {
@@ -357,16 +355,19 @@ struct RadixIndex::Impl final : NodeKeys {
         x.refs = 0;
         x.children = 0;
         x.used = 0;
+        x.order = 0;
         if (!IsRoot(parent)) ++N(parent).children;  // I5
         InsertSlot(hash, n);                        // I6
         ++sc.nodes;
       }
       Node& x = N(n);
       WMBT_CHECK(x.refs < UINT32_MAX);
-      ++x.refs;         // I1, I2: every node of the path gains the same one reference
-      x.hash = e.hash;  // the newest publish wins
-      x.length = e.length;
-      x.last_used = clock;
+      ++x.refs;                // I1, I2: every node of the path gains the same one reference
+      if (order >= x.order) {  // I8: the newest publish wins (a tie: the later put)
+        x.hash = e.hash;
+        x.length = e.length;
+        x.order = order;
+      }
       x.used = std::max(x.used, used);  // I7 (exclusive lock: a plain access)
       parent = n;
     }
@@ -558,9 +559,53 @@ struct RadixIndex::Impl final : NodeKeys {
     return {best, best_depth};
   }
 
-  // Wrap-aware "a PutChain went through a after b": logical times within 2^31 ticks compare right.
-  bool Newer(uint32_t a, uint32_t b) const {
-    return static_cast<int32_t>(N(a).last_used - N(b).last_used) > 0;
+  // Whether a's meta is of a newer order than b's (I8).
+  bool Newer(uint32_t a, uint32_t b) const { return N(a).order > N(b).order; }
+
+  // I8 after a change: see RadixIndex::ReassignStaleMeta.
+  size_t Reassign(uint32_t scope, std::span<const BlockKey> keys,
+                  const std::function<bool(const ContentHash&)>& stale,
+                  const RadixIndex::OwnEntryFn& own) {
+    std::vector<uint32_t> path;  // the nodes of `keys` from the root, as far as they exist
+    uint32_t parent = RootOf(scope);
+    for (const BlockKey& k : keys) {
+      const uint32_t n = Find(KeyHash(seed, scope, k), parent, k);
+      if (n == kNone) break;
+      path.push_back(n);
+      parent = n;
+    }
+    std::vector<uint32_t> targets;  // positions on the path
+    for (uint32_t i = 0; i < path.size(); ++i) {
+      if (stale(N(path[i]).hash)) targets.push_back(i);
+    }
+    if (targets.empty()) return 0;
+    std::vector<std::optional<RadixIndex::OwnEntry>> best(path.size());
+    scopes[scope]->chains.ForEach([&](const ChainId& id, const ChainRecord& rec) {
+      // The deepest node of the path this chain passes through (a node is its whole path, I3):
+      // walking up from its tip, the first node at a depth the path reaches that is the path's.
+      uint32_t n = rec.tip;
+      for (uint32_t depth = rec.length; depth > targets.front(); --depth) {
+        if (depth <= path.size() && n == path[depth - 1]) {
+          for (const uint32_t t : targets) {
+            if (t >= depth) break;
+            auto e = own(id, t);
+            if (e && (!best[t] || e->order >= best[t]->order)) best[t] = e;
+          }
+          return;
+        }
+        n = N(n).parent;
+      }
+    });
+    size_t changed = 0;
+    for (const uint32_t t : targets) {
+      if (!best[t]) continue;  // no chain through it told: left as it was
+      Node& x = N(path[t]);
+      x.hash = best[t]->meta.hash;
+      x.length = best[t]->meta.length;
+      x.order = best[t]->order;
+      ++changed;
+    }
+    return changed;
   }
 
   // Calls fn(node) for every node with key `key` whose slot hash matches this scope's: the
@@ -720,8 +765,17 @@ RadixIndex::RadixIndex(uint64_t hash_seed) : impl_(new Impl(hash_seed)) {}
 RadixIndex::~RadixIndex() { delete impl_; }
 
 void RadixIndex::PutChain(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,
-                          std::span<const ChainEntry> entries, uint32_t used) {
-  impl_->Put(ns, fp, info, entries, used);
+                          std::span<const ChainEntry> entries, uint32_t used, uint64_t order) {
+  impl_->Put(ns, fp, info, entries, used, order);
+}
+
+size_t RadixIndex::ReassignStaleMeta(std::string_view ns, const Fingerprint& fp,
+                                     std::span<const BlockKey> keys,
+                                     const std::function<bool(const ContentHash&)>& stale,
+                                     const OwnEntryFn& own) {
+  const uint32_t scope = impl_->FindScope(ns, fp);
+  if (scope == kNone) return 0;
+  return impl_->Reassign(scope, keys, stale, own);
 }
 
 bool RadixIndex::RemoveChain(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id) {

@@ -16,6 +16,11 @@
 //       Using a node uses its ancestors too, so the use of a tail is the running maximum of the
 //       stamps from the tip; eviction reads it that way, and a trim carries the trimmed nodes'
 //       stamp onto the new tip (PutChain with `used`).
+//   I8. A node's meta (content hash, length) is that of the chain of the newest order through
+//       it, as far as PutChain and ReassignStaleMeta have been told: a chain put with an older
+//       order than the node's does not replace it (heads learned late from L2 stay behind the
+//       newer publishes), and a node whose bytes no chain names any more is given those of the
+//       newest chain left (the store asks after every change that unreferences bytes).
 //   I6. The hash table holds exactly one slot per live node, reached by probing linearly from the
 //       home slot of hash(scope, key) with no empty slot in between (deletion shifts back).
 //
@@ -25,12 +30,13 @@
 // lookup computes and prefetches the slots of the next keys while it verifies the current one.
 //
 // Memory: ≤ 128 bytes per indexed block (asserted by a test via MemoryBytes(), with 64-, 2- and
-// 1-block chains): a 76-byte node, one 8-byte slot in a table kept 3/16..3/4 full (3/8 right
+// 1-block chains): an 80-byte node, one 8-byte slot in a table kept 3/16..3/4 full (3/8 right
 // after it grows), and ~28 bytes per chain (ChainTable: a 20-byte record and its slot; +40 when
 // the chain id is not its tip's key, as after an eviction trim). A head's ETag, which the store
 // needs only to write that head again, is not kept: a 64-bit digest of it is (EtagDigest).
-// 1M blocks: 64-block chains 94 B per block, 2-block chains 109 B, 1-block chains, whose one
-// block pays a whole record, 124 B. Freed nodes are reused, not returned.
+// 1M blocks: 64-block chains 98 B per block, 2-block chains 113 B, 1-block chains, whose one
+// block pays a whole record, 128 B (the 8-byte order of I8 took the last 4 bytes of headroom).
+// Freed nodes are reused, not returned.
 //
 // Thread-safety: none. The store guards it with a reader/writer lock: const methods may run
 // concurrently with each other, mutators need exclusive access. LookupPrefix and Resolve never
@@ -85,11 +91,29 @@ class RadixIndex {
 
   // Inserts chain `info.chain_id` of scope (ns, fp) with `entries` root→tip, replacing any chain
   // of that id (its nodes no other chain uses are removed, I1). Nodes shared with other chains are
-  // shared; an existing node's meta is replaced by the entry's (the newest publish wins). Every
-  // node of the path gets used = max(its stamp, `used`) (I7).
+  // shared; an existing node takes the entry's meta unless a chain of a newer `order` (the store
+  // passes the head's publish time) gave it its meta (I8). Every node of the path gets
+  // used = max(its stamp, `used`) (I7).
   // REQUIRES: entries non-empty; info.tip == entries.back().key; info.length == entries.size().
   void PutChain(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,
-                std::span<const ChainEntry> entries, uint32_t used = 0);
+                std::span<const ChainEntry> entries, uint32_t used = 0, uint64_t order = 0);
+
+  // A chain's own entry at a position, as its head names it, and the order it was put with.
+  struct OwnEntry {
+    BlockMeta meta;
+    uint64_t order = 0;
+  };
+  using OwnEntryFn =
+      std::function<std::optional<OwnEntry>(const ChainId& chain_id, uint32_t position)>;
+  // After a chain left or changed: the nodes on the path `keys` from a root of scope (ns, fp) (as
+  // far as it exists) whose content hash `stale` says no chain names any more take the meta of
+  // the chain with the newest order among those passing through each, as `own` gives it (I8).
+  // Returns how many nodes changed. Walks every chain of the scope when a node is stale:
+  // O(Σ their lengths), paid only when a departing chain held bytes no other chain names.
+  size_t ReassignStaleMeta(std::string_view ns, const Fingerprint& fp,
+                           std::span<const BlockKey> keys,
+                           const std::function<bool(const ContentHash&)>& stale,
+                           const OwnEntryFn& own);
 
   // What L0 keeps of a head's ETag: 64 bits of a BLAKE3 hash of it keyed with this index's seed,
   // so equal digests mean equal ETags but for a 2^-64 chance that no ETag can be crafted to hit.
@@ -105,8 +129,8 @@ class RadixIndex {
 
   // Number of leading keys that form a path in the scope starting at any node with key keys[0]
   // (what GetBlocks serves: a get may ask for blocks in the middle of a chain): the longest such
-  // path, from the root's child with that key if it matches as many, else from the node a chain
-  // wrote most recently among the longest. Fills out[i] for each matched key; touches as
+  // path, from the root's child with that key if it matches as many, else from the node whose meta
+  // has the newest order among the longest (I8). Fills out[i] for each matched key; touches as
   // LookupPrefix. When the path from the root falls short, each other node with key keys[0]
   // costs a walk to its root. REQUIRES: out.size() >= keys.size().
   size_t Resolve(std::string_view ns, const Fingerprint& fp, std::span<const BlockKey> keys,
@@ -120,7 +144,7 @@ class RadixIndex {
                                        const ChainId& chain_id) const;
 
   // The entries root→`key` of the path ending at a node with key `key` (if several nodes of the
-  // scope carry this key under different parents, the one most recently written by a PutChain;
+  // scope carry this key under different parents, the one whose meta has the newest order, I8;
   // ties broken arbitrarily); empty if no node has it. Used by publish to continue a chain whose
   // earlier blocks are already indexed.
   std::vector<ChainEntry> PathTo(std::string_view ns, const Fingerprint& fp,

@@ -92,8 +92,8 @@ ChainInfo Info(const ChainId& id, const std::vector<ChainEntry>& entries, uint64
 }
 
 void Put(RadixIndex& index, std::string_view ns, const Fingerprint& fp, const ChainId& id,
-         const std::vector<ChainEntry>& entries, uint64_t version = 1) {
-  index.PutChain(ns, fp, Info(id, entries, version), entries);
+         const std::vector<ChainEntry>& entries, uint64_t version = 1, uint64_t order = 0) {
+  index.PutChain(ns, fp, Info(id, entries, version), entries, 0, order);
 }
 
 size_t Lookup(const RadixIndex& index, std::string_view ns, const Fingerprint& fp,
@@ -280,6 +280,53 @@ TEST(RadixIndex, NewestPublishWinsNodeMeta) {
   EXPECT_EQ(index.ChainEntries("ns", kFp, Id(2))[0].hash, Hash(3000));
 }
 
+// I8: a chain put with an older order (a head learned late) does not replace the meta of a newer
+// one, and nodes left naming a departed chain's bytes take the newest remaining chain's.
+TEST(RadixIndex, NodeMetaFollowsTheNewestOrderAndStaleNodesTakeTheNewestRemainingChains) {
+  RadixIndex index;
+  std::map<ChainId, std::pair<uint64_t, std::vector<ChainEntry>>> own;
+  auto put = [&](uint64_t id, const std::vector<BlockKey>& keys, uint64_t order) {
+    own[Id(id)] = {order, Entries(keys, id)};
+    Put(index, "ns", kFp, Id(id), own[Id(id)].second, 1, order);
+  };
+  auto remove = [&](uint64_t id) {
+    const auto gone = own.at(Id(id)).second;
+    own.erase(Id(id));
+    EXPECT_TRUE(index.RemoveChain("ns", kFp, Id(id)));
+    std::set<ContentHash> named;
+    for (const auto& [cid, c] : own) {
+      for (const auto& e : c.second) named.insert(e.hash);
+    }
+    return index.ReassignStaleMeta(
+        "ns", kFp, KeysOf(gone), [&](const ContentHash& h) { return !named.count(h); },
+        [&](const ChainId& cid, uint32_t position) -> std::optional<RadixIndex::OwnEntry> {
+          const auto& [order, entries] = own.at(cid);
+          return RadixIndex::OwnEntry{{entries[position].hash, entries[position].length}, order};
+        });
+  };
+  const std::vector<BlockKey> keys = {Key(1), Key(2), Key(3)};
+  std::vector<BlockMeta> metas(3);
+  put(1, {Key(1), Key(2)}, 20);
+  put(2, keys, 10);  // older
+  ASSERT_EQ(index.Resolve("ns", kFp, keys, metas), 3u);
+  EXPECT_EQ(metas[0].hash, Hash(1000));
+  EXPECT_EQ(metas[1].hash, Hash(1001));
+  EXPECT_EQ(metas[2].hash, Hash(2002));
+  put(3, {Key(1), Key(2), Key(4)}, 15);
+  EXPECT_EQ(metas[0].hash, Hash(1000));
+  EXPECT_EQ(remove(1), 2u);  // chains 2 and 3 pass through Key(1), Key(2): 3 is newer
+  ASSERT_EQ(index.Resolve("ns", kFp, keys, metas), 3u);
+  EXPECT_EQ(metas[0].hash, Hash(3000));
+  EXPECT_EQ(metas[1].hash, Hash(3001));
+  EXPECT_EQ(metas[2].hash, Hash(2002));
+  EXPECT_EQ(remove(3), 2u);
+  ASSERT_EQ(index.Resolve("ns", kFp, keys, metas), 3u);
+  EXPECT_EQ(metas[0].hash, Hash(2000));
+  EXPECT_EQ(metas[1].hash, Hash(2001));
+  EXPECT_EQ(index.ChainEntries("ns", kFp, Id(2)), own.at(Id(2)).second);
+  EXPECT_INVARIANTS(index);
+}
+
 TEST(RadixIndex, PathToReturnsRootToKey) {
   RadixIndex index;
   auto entries = Entries({Key(1), Key(2), Key(3)}, 5);
@@ -289,11 +336,11 @@ TEST(RadixIndex, PathToReturnsRootToKey) {
   EXPECT_EQ(index.PathTo("ns", kFp, Key(3)), entries);
   EXPECT_TRUE(index.PathTo("ns", kFp, Key(9)).empty());
 
-  // Key(4) under two parents: the one most recently written by a PutChain wins.
-  Put(index, "ns", kFp, Id(2), Entries({Key(1), Key(4)}, 6));
-  Put(index, "ns", kFp, Id(3), Entries({Key(7), Key(4)}, 7));
+  // Key(4) under two parents: the one a chain of the newest order wrote wins (I8).
+  Put(index, "ns", kFp, Id(2), Entries({Key(1), Key(4)}, 6), 1, 10);
+  Put(index, "ns", kFp, Id(3), Entries({Key(7), Key(4)}, 7), 1, 20);
   EXPECT_EQ(KeysOf(index.PathTo("ns", kFp, Key(4))), (std::vector<BlockKey>{Key(7), Key(4)}));
-  Put(index, "ns", kFp, Id(2), Entries({Key(1), Key(4)}, 8));
+  Put(index, "ns", kFp, Id(2), Entries({Key(1), Key(4)}, 8), 2, 30);
   EXPECT_EQ(index.PathTo("ns", kFp, Key(4)), Entries({Key(1), Key(4)}, 8));
   EXPECT_TRUE(index.RemoveChain("ns", kFp, Id(2)));
   EXPECT_EQ(KeysOf(index.PathTo("ns", kFp, Key(4))), (std::vector<BlockKey>{Key(7), Key(4)}));
@@ -547,20 +594,20 @@ TEST(RadixIndex, HasKeyFindsAKeyUnderAnyParentOfItsScopeOnly) {
 
 // ------------------------------------------------------------------ randomized model test
 
-// The reference: chains as plain vectors; nodes as a map from key path to (refs, meta, last
-// write), maintained independently of the index's tree.
+// The reference: chains as plain vectors; nodes as a map from key path to (refs, meta, the order
+// of the meta), maintained independently of the index's tree.
 struct Model {
   struct NodeState {
     int refs = 0;
     BlockMeta meta;
-    uint64_t written = 0;
+    uint64_t order = 0;
   };
   struct ScopeState {
     std::map<ChainId, std::pair<ChainInfo, std::vector<ChainEntry>>> chains;
+    std::map<ChainId, uint64_t> orders;
     std::map<std::vector<BlockKey>, NodeState> nodes;
   };
   std::map<std::pair<std::string, Fingerprint>, ScopeState> scopes;
-  uint64_t clock = 0;
 
   void Release(ScopeState& s, const std::vector<ChainEntry>& entries) {
     std::vector<BlockKey> path;
@@ -572,20 +619,51 @@ struct Model {
     }
   }
   void Put(const std::string& ns, const Fingerprint& fp, const ChainInfo& info,
-           const std::vector<ChainEntry>& entries) {
+           const std::vector<ChainEntry>& entries, uint64_t order) {
     ScopeState& s = scopes[{ns, fp}];
-    ++clock;
     std::vector<BlockKey> path;
     for (const auto& e : entries) {
       path.push_back(e.key);
       NodeState& n = s.nodes[path];
       ++n.refs;
-      n.meta = BlockMeta{e.hash, e.length};
-      n.written = clock;
+      if (order >= n.order) {
+        n.meta = BlockMeta{e.hash, e.length};
+        n.order = order;
+      }
     }
     auto it = s.chains.find(info.chain_id);
     if (it != s.chains.end()) Release(s, it->second.second);
     s.chains[info.chain_id] = {info, entries};
+    s.orders[info.chain_id] = order;
+  }
+  // Naive ReassignStaleMeta: each stale node on the path takes the meta of the newest chain whose
+  // keys start with the node's path.
+  void Reassign(const std::string& ns, const Fingerprint& fp, const std::vector<BlockKey>& keys,
+                const std::function<bool(const ContentHash&)>& stale) {
+    auto sit = scopes.find({ns, fp});
+    if (sit == scopes.end()) return;
+    ScopeState& s = sit->second;
+    std::vector<BlockKey> path;
+    for (const BlockKey& k : keys) {
+      path.push_back(k);
+      auto nit = s.nodes.find(path);
+      if (nit == s.nodes.end()) return;
+      if (!stale(nit->second.meta.hash)) continue;
+      std::optional<std::pair<uint64_t, ChainEntry>> best;
+      for (const auto& [id, chain] : s.chains) {
+        const auto& e = chain.second;
+        if (e.size() < path.size() ||
+            !std::equal(path.begin(), path.end(), e.begin(),
+                        [](const BlockKey& a, const ChainEntry& b) { return a == b.key; })) {
+          continue;
+        }
+        const uint64_t order = s.orders.at(id);
+        if (!best || order >= best->first) best.emplace(order, e[path.size() - 1]);
+      }
+      if (!best) continue;
+      nit->second.meta = BlockMeta{best->second.hash, best->second.length};
+      nit->second.order = best->first;
+    }
   }
   bool Remove(const std::string& ns, const Fingerprint& fp, const ChainId& id) {
     auto sit = scopes.find({ns, fp});
@@ -594,6 +672,7 @@ struct Model {
     if (it == sit->second.chains.end()) return false;
     Release(sit->second, it->second.second);
     sit->second.chains.erase(it);
+    sit->second.orders.erase(id);
     if (sit->second.chains.empty()) scopes.erase(sit);
     return true;
   }
@@ -656,10 +735,22 @@ class RandomOps {
     if (dice < 62) {
       std::vector<ChainEntry> entries = NewChain(ns, fp);
       ChainInfo info = Info(id, entries, Uniform(1000), rng_());
-      index_.PutChain(ns, fp, info, entries);
-      model_.Put(ns, fp, info, entries);
+      // Mostly newer than every chain so far; sometimes older, as a head learned late from L2.
+      // Distinct, so the newest chain through a node is one (the model and the index may break
+      // ties differently).
+      uint64_t order = next_order_;
+      while (Uniform(4) == 0 && !orders_.count(order - 1 - Uniform(3))) order -= 1 + Uniform(3);
+      if (orders_.count(order)) order = next_order_;
+      orders_.insert(order);
+      next_order_ += 4;
+      const auto gone = OwnKeys(ns, fp, id);
+      index_.PutChain(ns, fp, info, entries, 0, order);
+      model_.Put(ns, fp, info, entries, order);
+      Reassign(ns, fp, gone);
     } else if (dice < 98) {
+      const auto gone = OwnKeys(ns, fp, id);
       EXPECT_EQ(index_.RemoveChain(ns, fp, id), model_.Remove(ns, fp, id));
+      Reassign(ns, fp, gone);
     } else {  // drop a whole scope, so the table shrinks and scope ids are reused
       auto sit = model_.scopes.find({ns, fp});
       if (sit != model_.scopes.end()) {
@@ -677,6 +768,34 @@ class RandomOps {
     ASSERT_EQ(index_.chain_count(), model_.chains());
     CheckScope(ns, fp, id);
     if (op % 64 == 0) CheckEverything();
+  }
+
+  // The keys of chain `id` as the model has it (empty if absent).
+  std::vector<BlockKey> OwnKeys(const std::string& ns, const Fingerprint& fp, const ChainId& id) {
+    auto sit = model_.scopes.find({ns, fp});
+    if (sit == model_.scopes.end() || !sit->second.chains.count(id)) return {};
+    return KeysOf(sit->second.chains.at(id).second);
+  }
+
+  // What the store does after a chain left or changed: nodes on its old path naming bytes no
+  // chain of the scope names any more take the newest remaining chain's (I8).
+  void Reassign(const std::string& ns, const Fingerprint& fp, const std::vector<BlockKey>& keys) {
+    std::set<ContentHash> named;
+    auto sit = model_.scopes.find({ns, fp});
+    if (sit != model_.scopes.end()) {
+      for (const auto& [cid, c] : sit->second.chains) {
+        for (const auto& e : c.second) named.insert(e.hash);
+      }
+    }
+    auto stale = [&](const ContentHash& h) { return !named.count(h); };
+    index_.ReassignStaleMeta(
+        ns, fp, keys, stale,
+        [&](const ChainId& cid, uint32_t position) -> std::optional<RadixIndex::OwnEntry> {
+          const auto& s = model_.scopes.at({ns, fp});
+          const auto& e = s.chains.at(cid).second.at(position);
+          return RadixIndex::OwnEntry{BlockMeta{e.hash, e.length}, s.orders.at(cid)};
+        });
+    model_.Reassign(ns, fp, keys, stale);
   }
 
   std::vector<ChainEntry> NewChain(const std::string& ns, const Fingerprint& fp) {
@@ -817,7 +936,7 @@ class RandomOps {
     uint64_t newest = 0;
     if (sit != model_.scopes.end()) {
       for (const auto& [path, n] : sit->second.nodes) {
-        if (path.back() == key) newest = std::max(newest, n.written);
+        if (path.back() == key) newest = std::max(newest, n.order + 1);
       }
     }
     if (newest == 0) {
@@ -829,7 +948,7 @@ class RandomOps {
     EXPECT_EQ(path.back(), key);
     const Model::NodeState* n = model_.Node(ns, fp, path);
     ASSERT_NE(n, nullptr);
-    EXPECT_EQ(n->written, newest);
+    EXPECT_EQ(n->order + 1, newest);
     std::vector<BlockKey> prefix;
     for (const auto& e : got) {
       prefix.push_back(e.key);
@@ -868,6 +987,8 @@ class RandomOps {
   static constexpr const char* kNamespaces[2] = {"alpha", "beta"};
   std::mt19937_64 rng_;
   std::vector<BlockKey> key_pool_;
+  uint64_t next_order_ = 4;
+  std::set<uint64_t> orders_;
   RadixIndex index_;
   Model model_;
 };

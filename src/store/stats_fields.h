@@ -85,6 +85,7 @@ inline constexpr StoreStatsField kStoreStatsFields[] = {
     {"refresh_failures", &StoreStats::refresh_failures},
     {"refresh_staleness_us", &StoreStats::refresh_staleness_us},
     {"pending_blocks_forgotten", &StoreStats::pending_blocks_forgotten},
+    {"l0_blocks_reassigned", &StoreStats::l0_blocks_reassigned},
 };
 
 static_assert(sizeof(kStoreStatsFields) / sizeof(kStoreStatsFields[0]) * sizeof(uint64_t) ==

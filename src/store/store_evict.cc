@@ -77,6 +77,16 @@ uint32_t StoreImpl::RefreshUseTick() {
   return std::max(cur, t);
 }
 
+uint64_t StoreImpl::NextPublishMicros() {
+  const uint64_t now = clock_->WallMicros();
+  uint64_t last = last_publish_us_.load(std::memory_order_relaxed);
+  uint64_t next;
+  do {
+    next = std::max(now, last + 1);
+  } while (!last_publish_us_.compare_exchange_weak(last, next, std::memory_order_relaxed));
+  return next;
+}
+
 // ------------------------------------------------------------------- L0 and the ledger in step
 
 void StoreImpl::RecordOrphans(std::string_view ns, const UsageLedger::Changes& changes,
@@ -90,18 +100,57 @@ void StoreImpl::RecordOrphans(std::string_view ns, const UsageLedger::Changes& c
 
 uint64_t StoreImpl::InstallChainLocked(std::string_view ns, const Fingerprint& fp,
                                        const ChainInfo& info, std::span<const ChainEntry> entries,
-                                       uint32_t used, MetaWriteBatch* batch, bool trim) {
+                                       uint32_t used, uint64_t order, MetaWriteBatch* batch,
+                                       bool trim) {
   if (!trim && used < cold_scan_tick_.load(std::memory_order_relaxed)) {
     cold_installs_.fetch_add(1, std::memory_order_relaxed);  // ColdSet C2
   }
-  index_.PutChain(ns, fp, info, entries, used);
+  // The path it replaces, if any: its nodes may be left naming bytes only it named.
+  std::vector<BlockKey> replaced;
+  if (index_.GetChain(ns, fp, info.chain_id)) {
+    for (const ChainEntry& e : index_.ChainEntries(ns, fp, info.chain_id)) {
+      replaced.push_back(e.key);
+    }
+  }
+  index_.PutChain(ns, fp, info, entries, used, order);
   CountHeadChange(info.chain_id);
   UsageLedger::Changes changes;
-  ledger_.ChainSet(ns, fp, info.chain_id, entries, clock_->WallMicros(), &changes);
+  ledger_.ChainSet(ns, fp, info.chain_id, entries, order, clock_->WallMicros(), &changes);
+  ReassignStaleLocked(ns, fp, replaced, changes);
   RecordOrphans(ns, changes, batch);
   uint64_t bytes = 0;
   for (const auto& u : changes.unreferenced) bytes += u.bytes;
   return bytes;
+}
+
+std::vector<ChainEntry> StoreImpl::OwnEntriesLocked(std::string_view ns, const Fingerprint& fp,
+                                                    const ChainId& chain_id) const {
+  std::vector<ChainEntry> entries = index_.ChainEntries(ns, fp, chain_id);
+  for (uint32_t i = 0; i < entries.size(); ++i) {
+    if (auto own = ledger_.OwnEntry(ns, fp, chain_id, i)) {
+      entries[i].hash = own->meta.hash;
+      entries[i].length = own->meta.length;
+    }
+  }
+  return entries;
+}
+
+// RadixIndex I8: a node names the bytes of the newest chain through it. When a change leaves
+// bytes no head of the namespace names (the ledger unreferenced them), a node on the old path
+// may still name them — served until a restart, and gone from L2 once orphan GC runs (bug 17,
+// docs/testing.md) — so such nodes take the newest remaining chain's bytes.
+void StoreImpl::ReassignStaleLocked(std::string_view ns, const Fingerprint& fp,
+                                    std::span<const BlockKey> old_path,
+                                    const UsageLedger::Changes& changes) {
+  if (changes.unreferenced.empty() || old_path.empty()) return;
+  auto stale = [&](const ContentHash& h) {
+    return std::ranges::any_of(changes.unreferenced,
+                               [&](const UsageLedger::UnrefBlob& u) { return u.hash == h; });
+  };
+  const size_t changed = index_.ReassignStaleMeta(
+      ns, fp, old_path, stale,
+      [&](const ChainId& id, uint32_t position) { return ledger_.OwnEntry(ns, fp, id, position); });
+  counters_.l0_blocks_reassigned.fetch_add(changed, std::memory_order_relaxed);
 }
 
 uint64_t StoreImpl::ColdGeneration() const {
@@ -112,9 +161,12 @@ uint64_t StoreImpl::ColdGeneration() const {
 uint64_t StoreImpl::DropChainLocked(std::string_view ns, const Fingerprint& fp,
                                     const ChainId& chain_id, MetaWriteBatch* batch) {
   CountHeadChange(chain_id);  // also when absent: a refresh counts its own calls
+  std::vector<BlockKey> path;
+  for (const ChainEntry& e : index_.ChainEntries(ns, fp, chain_id)) path.push_back(e.key);
   if (!index_.RemoveChain(ns, fp, chain_id)) return 0;
   UsageLedger::Changes changes;
   ledger_.ChainRemoved(ns, fp, chain_id, clock_->WallMicros(), &changes);
+  ReassignStaleLocked(ns, fp, path, changes);
   RecordOrphans(ns, changes, batch);
   uint64_t bytes = 0;
   for (const auto& u : changes.unreferenced) bytes += u.bytes;
@@ -640,7 +692,8 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
           keep > 0 ? InstallChainLocked(ns, fp,
                                         ChainInfo{chain_id, head.version, index_.EtagDigest(etag),
                                                   head.tip(), static_cast<uint32_t>(keep)},
-                                        head.entries, plan.cut_used, &batch, /*trim=*/true)
+                                        head.entries, plan.cut_used, head.published_us, &batch,
+                                        /*trim=*/true)
                    : DropChainLocked(ns, fp, chain_id, &batch);
     }
   }

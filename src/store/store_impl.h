@@ -375,11 +375,18 @@ class StoreImpl final : public Store {
   // referenced again, to `batch`. Install stamps the chain's nodes with `used` (I7); an
   // eviction pass's own trim says so (`trim`: its pass puts the chain back in its cold set).
   // Both return the bytes of blobs that became unreferenced.
+  // `order` is the head's publish time (RadixIndex I8: the newest publish's bytes win a node).
   uint64_t InstallChainLocked(std::string_view ns, const Fingerprint& fp, const ChainInfo& info,
-                              std::span<const ChainEntry> entries, uint32_t used,
+                              std::span<const ChainEntry> entries, uint32_t used, uint64_t order,
                               MetaWriteBatch* batch, bool trim = false);
   uint64_t DropChainLocked(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
                            MetaWriteBatch* batch);
+  // A chain's entries as its head names them: L0's keys, the ledger's hashes (L0 keeps the
+  // newest publish's bytes per block, I8). REQUIRES: index_mu_ held (shared is enough).
+  std::vector<ChainEntry> OwnEntriesLocked(std::string_view ns, const Fingerprint& fp,
+                                           const ChainId& chain_id) const;
+  void ReassignStaleLocked(std::string_view ns, const Fingerprint& fp,
+                           std::span<const BlockKey> old_path, const UsageLedger::Changes& changes);
   void RecordOrphans(std::string_view ns, const UsageLedger::Changes& changes,
                      MetaWriteBatch* batch);
   // The pending map and its G10 references change only through these (REQUIRES: pending_mu_).
@@ -393,6 +400,9 @@ class StoreImpl final : public Store {
   static uint32_t TickOf(uint64_t wall_us);
   static uint64_t MicrosOfTick(uint32_t tick);
   uint32_t RefreshUseTick();  // reads the clock; the tick never goes back
+  // A head's publish time: the wall clock, strictly after every earlier one of this process, so
+  // two publishes of one process never tie for a node's bytes (RadixIndex I8).
+  uint64_t NextPublishMicros();
   bool EvictionConfigured() const { return evict_configured_; }
   // Starts a background pass on the executor unless one is queued: at once when `urgent`, else
   // only if the interval has passed since the last one.
@@ -583,6 +593,7 @@ class StoreImpl final : public Store {
   // Capacity.
   UsageLedger ledger_;  // in step with index_ (changed under index_mu_ held exclusively)
   std::atomic<uint32_t> use_tick_{1};
+  std::atomic<uint64_t> last_publish_us_{0};
   bool evict_configured_ = false;  // any budget or TTL
   std::mutex evict_mu_;            // one pass at a time
   uint64_t use_sweeps_ = 0;        // GUARDED_BY(evict_mu_): PersistUse slices done
@@ -629,6 +640,7 @@ class StoreImpl final : public Store {
     std::atomic<uint64_t> put_blocks_helped{0};
     std::atomic<uint64_t> refreshes{0}, refresh_failures{0};
     std::atomic<uint64_t> pending_blocks_forgotten{0};
+    std::atomic<uint64_t> l0_blocks_reassigned{0};
   };
   mutable Counters counters_;
 };

@@ -310,7 +310,7 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
       if (auto it = used.find({h.ns, h.fp, h.chain_id}); it != used.end()) {
         tick = std::max(tick, it->second);
       }
-      InstallChainLocked(h.ns, h.fp, info, h.entries, tick, &ignored);
+      InstallChainLocked(h.ns, h.fp, info, h.entries, tick, h.published_us, &ignored);
       ++heads;
       return true;
     });
@@ -440,7 +440,8 @@ Status StoreImpl::InstallHead(const layout::ChainHead& head, const std::string& 
     std::unique_lock<std::shared_mutex> g(index_mu_);
     // A publish stamps its chain as used now (published_us is now); a head learned from L2 as
     // used when it was published.
-    InstallChainLocked(head.ns, head.fp, info, head.entries, TickOf(head.published_us), b);
+    InstallChainLocked(head.ns, head.fp, info, head.entries, TickOf(head.published_us),
+                       head.published_us, b);
   }
   b->Put(meta_records::HeadKey(head.ns, head.fp, head.chain_id),
          meta_records::EncodeHeadValue(etag, encoded));

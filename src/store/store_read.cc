@@ -408,6 +408,7 @@ StoreStats StoreImpl::Stats() {
   s.refreshes = k.refreshes;
   s.refresh_failures = k.refresh_failures;
   s.pending_blocks_forgotten = k.pending_blocks_forgotten;
+  s.l0_blocks_reassigned = k.l0_blocks_reassigned;
   if (const uint64_t began = last_refresh_us_.load(std::memory_order_relaxed); began > 0) {
     const uint64_t now = clock_->NowMicros();
     s.refresh_staleness_us = now > began ? now - began : 0;

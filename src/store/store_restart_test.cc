@@ -291,22 +291,6 @@ TEST(StoreRestart, ALockHeldUnderAStaleNoteSaysTheNoteIsStale) {
   EXPECT_TRUE(Store::Open(h.Options()).ok()) << "free again once the holder let go";
 }
 
-// Two hosts: stores with data directories of their own on one L2 directory (a shared bucket).
-struct TwoHosts {
-  TempDir shared;
-  std::unique_ptr<ObjectStore> l2_a =
-      NewFsObjectStore(shared.path() + "/bucket", PosixFileSystem());
-  std::unique_ptr<ObjectStore> l2_b =
-      NewFsObjectStore(shared.path() + "/bucket", PosixFileSystem());
-  // Host 'a' or 'b'.
-  StoreOptions Options(char host) {
-    StoreOptions o;
-    o.data_dir = shared.path() + "/host-" + host;
-    o.object_store = host == 'a' ? l2_a.get() : l2_b.get();
-    return o;
-  }
-};
-
 TEST(StoreRefresh, G11AnotherProcessPublishIsVisibleAfterRefresh) {
   TwoHosts hosts;
   StoreOptions oa = hosts.Options('a'), ob = hosts.Options('b');

@@ -141,7 +141,7 @@ void StoreImpl::PublishAsync(std::string_view ns, const Fingerprint& fp, const C
       return blocking();
     }
     head->version = VersionOf(*base) + 1;
-    head->published_us = clock_->WallMicros();
+    head->published_us = NextPublishMicros();
     opts =
         *base ? PutOptions{PutMode::kIfMatch, (*base)->etag} : PutOptions{PutMode::kIfAbsent, {}};
     std::lock_guard<std::mutex> g(async_mu_);

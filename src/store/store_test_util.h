@@ -18,6 +18,7 @@
 #include "env/manual_executor.h"
 #include "gc/gc_test_util.h"
 #include "meta/meta_store.h"
+#include "wombatkv/env.h"
 #include "wombatkv/object_store.h"
 #include "wombatkv/store.h"
 
@@ -209,6 +210,22 @@ class StoreHarness {
   std::unique_ptr<Store> front_;  // wraps *store_: destroyed first
   mutable std::mutex log_mu_;     // the store logs from its upload threads too
   std::vector<std::string> log_;
+};
+
+// Two hosts: stores with data directories of their own on one L2 directory (a shared bucket).
+struct TwoHosts {
+  TempDir shared;
+  std::unique_ptr<ObjectStore> l2_a =
+      NewFsObjectStore(shared.path() + "/bucket", PosixFileSystem());
+  std::unique_ptr<ObjectStore> l2_b =
+      NewFsObjectStore(shared.path() + "/bucket", PosixFileSystem());
+  // Host 'a' or 'b'.
+  StoreOptions Options(char host) {
+    StoreOptions o;
+    o.data_dir = shared.path() + "/host-" + host;
+    o.object_store = host == 'a' ? l2_a.get() : l2_b.get();
+    return o;
+  }
 };
 
 inline std::string PlanesName(const ::testing::TestParamInfo<Planes>& info) {

@@ -537,7 +537,7 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
       continue;
     }
     head.version = VersionOf(base) + 1;
-    head.published_us = clock_->WallMicros();
+    head.published_us = NextPublishMicros();
     const std::string encoded = layout::EncodeChainHead(head);
     PutOptions opts = base ? PutOptions{PutMode::kIfMatch, base->etag}
                            : PutOptions{PutMode::kIfAbsent, {}};
@@ -705,8 +705,10 @@ void StoreImpl::CompactRedundantHeads(std::string_view ns, const Fingerprint& fp
       std::shared_lock<std::shared_mutex> g(index_mu_);
       auto info = index_.GetChain(ns, fp, older);
       if (!info || info->tip != older || info->length != i + 1) continue;
-      old_entries = index_.ChainEntries(ns, fp, older);
+      old_entries = OwnEntriesLocked(ns, fp, older);
     }
+    // Its own bytes, not L0's (which are the newest publish's, I8): a head naming other bytes
+    // for a key than this chain is no prefix of it.
     if (!std::equal(old_entries.begin(), old_entries.end(), entries.begin())) continue;
     Status s = DeleteRedundantHead(ns, fp, older, old_entries);
     if (!s.ok()) {

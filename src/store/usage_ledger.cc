@@ -60,7 +60,7 @@ void UsageLedger::DropRefs(const std::string& ns, Ns& n, std::span<const Content
 }
 
 void UsageLedger::ChainSet(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
-                           std::span<const ChainEntry> entries, uint64_t now_us,
+                           std::span<const ChainEntry> entries, uint64_t order, uint64_t now_us,
                            Changes* changes) {
   std::lock_guard<std::mutex> g(mu_);
   auto nit = ns_.find(ns);
@@ -74,13 +74,26 @@ void UsageLedger::ChainSet(std::string_view ns, const Fingerprint& fp, const Cha
   // The new entries first: blobs both heads name never drop to zero references (U2).
   AddRefs(n, entries, changes);
   if (!inserted) {
-    sc.head_bytes -= layout::ChainHeadBytes(ns.size(), cit->second.size());
-    DropRefs(nit->first, n, cit->second, now_us, changes);
+    sc.head_bytes -= layout::ChainHeadBytes(ns.size(), cit->second.hashes.size());
+    DropRefs(nit->first, n, cit->second.hashes, now_us, changes);
   } else {
     ++sc.chains;
   }
   sc.head_bytes += layout::ChainHeadBytes(ns.size(), entries.size());
-  cit->second = std::move(hashes);
+  cit->second = ChainHashes{order, std::move(hashes)};
+}
+
+std::optional<RadixIndex::OwnEntry> UsageLedger::OwnEntry(std::string_view ns,
+                                                          const Fingerprint& fp,
+                                                          const ChainId& chain_id,
+                                                          uint32_t position) const {
+  std::lock_guard<std::mutex> g(mu_);
+  const Ns* n = FindNs(ns);
+  if (n == nullptr) return std::nullopt;
+  auto cit = n->chains.find({fp, chain_id});
+  if (cit == n->chains.end() || position >= cit->second.hashes.size()) return std::nullopt;
+  const ContentHash& h = cit->second.hashes[position];
+  return RadixIndex::OwnEntry{BlockMeta{h, n->blobs.at(h).length}, cit->second.order};
 }
 
 bool UsageLedger::ChainRemoved(std::string_view ns, const Fingerprint& fp,
@@ -95,12 +108,12 @@ bool UsageLedger::ChainRemoved(std::string_view ns, const Fingerprint& fp,
   WMBT_CHECK(sit != n.scopes.end() && sit->second.chains > 0);  // U3
   ScopeTotals& sc = sit->second;
   --sc.chains;
-  sc.head_bytes -= layout::ChainHeadBytes(ns.size(), cit->second.size());
+  sc.head_bytes -= layout::ChainHeadBytes(ns.size(), cit->second.hashes.size());
   if (sc.chains == 0) {
     WMBT_CHECK(sc.head_bytes == 0);  // U3
     n.scopes.erase(sit);
   }
-  DropRefs(nit->first, n, cit->second, now_us, changes);
+  DropRefs(nit->first, n, cit->second.hashes, now_us, changes);
   n.chains.erase(cit);
   return true;
 }
@@ -264,10 +277,10 @@ std::map<Fingerprint, UsageLedger::Totals> UsageLedger::FingerprintTotals(
   // Distinct blobs per fingerprint. The chains are hashed, so fingerprints come interleaved: a
   // set of the blobs seen for each.
   std::map<Fingerprint, std::unordered_set<ContentHash, FixedBytesHash>> seen;
-  for (const auto& [id, hashes] : n->chains) {
+  for (const auto& [id, chain] : n->chains) {
     Totals& t = out[id.first];
     auto& seen_here = seen[id.first];
-    for (const ContentHash& h : hashes) {
+    for (const ContentHash& h : chain.hashes) {
       if (!seen_here.insert(h).second) continue;
       ++t.blobs;
       t.blob_bytes += BlobObjectBytes(n->blobs.at(h).length);

@@ -33,6 +33,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -59,9 +60,15 @@ class UsageLedger {
   };
 
   // Chain `chain_id` of (ns, fp) now has the head with `entries` (new, or replacing its previous
-  // head: blobs both name are never unreferenced in between).
+  // head: blobs both name are never unreferenced in between), put in L0 with `order` (its
+  // publish time: RadixIndex I8).
   void ChainSet(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
-                std::span<const ChainEntry> entries, uint64_t now_us, Changes* changes);
+                std::span<const ChainEntry> entries, uint64_t order, uint64_t now_us,
+                Changes* changes);
+  // The chain's own entry at `position` (as its head names it) and its order; nullopt if the
+  // ledger has no such chain or position. What RadixIndex::ReassignStaleMeta asks.
+  std::optional<RadixIndex::OwnEntry> OwnEntry(std::string_view ns, const Fingerprint& fp,
+                                               const ChainId& chain_id, uint32_t position) const;
   // The chain's head is gone. False if the ledger did not have it.
   bool ChainRemoved(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
                     uint64_t now_us, Changes* changes);
@@ -137,6 +144,10 @@ class UsageLedger {
     uint64_t since_us = 0;
     uint64_t probed_us = 0;  // 0 = never
   };
+  struct ChainHashes {
+    uint64_t order = 0;
+    std::vector<ContentHash> hashes;
+  };
   struct ScopeTotals {
     uint64_t chains = 0, head_bytes = 0;
   };
@@ -150,7 +161,7 @@ class UsageLedger {
     // the thread that completes saves. The maps are flat (open addressing): a key not held,
     // what every save looks for, is told absent from one group of control bytes, where
     // std::unordered_map reads a bucket and the node before it (BENCHMARKS.md, "Session 35").
-    absl::flat_hash_map<ChainName, std::vector<ContentHash>, ChainNameHash> chains;
+    absl::flat_hash_map<ChainName, ChainHashes, ChainNameHash> chains;
     absl::flat_hash_map<ContentHash, BlobRef, FixedBytesHash> blobs;
     uint64_t blob_bytes = 0;
     std::map<Fingerprint, ScopeTotals> scopes;

@@ -39,8 +39,8 @@ TEST(UsageLedger, BlobsAreCountedOncePerNamespaceAtTheirObjectSize) {
   // Two chains share hash 1; chain b names hash 2 twice (identical payloads under two keys).
   std::vector<ChainEntry> a = {E(1, 1, 100), E(2, 3, 300)};
   std::vector<ChainEntry> b = {E(1, 1, 100), E(4, 2, 200), E(5, 2, 200)};
-  l.ChainSet("ns", Fp(1), Id(1), a, 0, &ch);
-  l.ChainSet("ns", Fp(1), Id(2), b, 0, &ch);
+  l.ChainSet("ns", Fp(1), Id(1), a, 0, 0, &ch);
+  l.ChainSet("ns", Fp(1), Id(2), b, 0, 0, &ch);
   auto t = l.NamespaceTotals("ns", kAllIndexed);
   EXPECT_EQ(t.blobs, 3u);
   EXPECT_EQ(t.blob_bytes, BlobObjectBytes(100) + BlobObjectBytes(200) + BlobObjectBytes(300));
@@ -62,7 +62,7 @@ TEST(UsageLedger, BlobsAreCountedOncePerNamespaceAtTheirObjectSize) {
 
   // Naming it again takes it off the unreferenced list (U2).
   UsageLedger::Changes again;
-  l.ChainSet("ns", Fp(2), Id(1), a, 0, &again);
+  l.ChainSet("ns", Fp(2), Id(1), a, 0, 0, &again);
   ASSERT_EQ(again.rereferenced.size(), 1u);
   t = l.NamespaceTotals("ns", kAllIndexed);
   EXPECT_EQ(t.unreferenced_blobs, 0u);
@@ -81,7 +81,7 @@ TEST(UsageLedger, FingerprintTotalsCountABlobSharedByManyChainsOnce) {
   for (uint8_t c = 0; c < 100; ++c) {
     const uint8_t fp = 1 + c % 2;
     const std::vector<ChainEntry> chain = {E(1, fp, 100), E(c + 2, 100 + c, 10)};
-    l.ChainSet("ns", Fp(fp), Id(c), chain, 0, nullptr);
+    l.ChainSet("ns", Fp(fp), Id(c), chain, 0, 0, nullptr);
   }
   auto per_fp = l.FingerprintTotals("ns", kAllIndexed);
   for (uint8_t fp : {1, 2}) {
@@ -110,12 +110,12 @@ TEST(UsageLedger, TwoHeadsNamingDifferentBytesUnderOneKeyKeepBothBlobs) {
   UsageLedger l;
   std::vector<ChainEntry> a = {E(1, 1, 100)};
   std::vector<ChainEntry> b = {E(1, 2, 100), E(2, 3, 100)};
-  l.ChainSet("ns", Fp(1), Id(1), a, 0, nullptr);
-  l.ChainSet("ns", Fp(1), Id(2), b, 0, nullptr);
+  l.ChainSet("ns", Fp(1), Id(1), a, 0, 0, nullptr);
+  l.ChainSet("ns", Fp(1), Id(2), b, 0, 0, nullptr);
   EXPECT_EQ(l.NamespaceTotals("ns", kAllIndexed).blobs, 3u);
   // Replacing a chain's head drops exactly what the old head named.
   UsageLedger::Changes ch;
-  l.ChainSet("ns", Fp(1), Id(2), a, 5, &ch);
+  l.ChainSet("ns", Fp(1), Id(2), a, 0, 5, &ch);
   ASSERT_EQ(ch.unreferenced.size(), 2u);
   EXPECT_EQ(l.NamespaceTotals("ns", kAllIndexed).blobs, 1u);
   EXPECT_EQ(l.NamespaceTotals("ns", kAllIndexed).chains, 2u);
@@ -158,7 +158,7 @@ TEST(UsageLedger, UnreferencedBlobsAreProbedAfterAnIntervalAndFreedOnlyWhenGone)
   UsageLedger l;
   UsageLedger::Changes ch;
   std::vector<ChainEntry> a = {E(1, 1, 10), E(2, 2, 20)};
-  l.ChainSet("ns", Fp(1), Id(1), a, 0, &ch);
+  l.ChainSet("ns", Fp(1), Id(1), a, 0, 0, &ch);
   l.ChainRemoved("ns", Fp(1), Id(1), /*now_us=*/1000, &ch);
   EXPECT_TRUE(l.DueForProbe(1500, 1000, 10).empty());  // too young
   auto due = l.DueForProbe(2000, 1000, 10);
@@ -168,7 +168,7 @@ TEST(UsageLedger, UnreferencedBlobsAreProbedAfterAnIntervalAndFreedOnlyWhenGone)
   EXPECT_EQ(l.UnrefDeleted("ns", due[0].second.hash), 0u);  // counted once
   EXPECT_EQ(l.DueForProbe(3000, 1000, 10).size(), 1u);
   // A loaded record of a referenced blob is refused (U2).
-  l.ChainSet("ns", Fp(1), Id(2), a, 0, &ch);
+  l.ChainSet("ns", Fp(1), Id(2), a, 0, 0, &ch);
   EXPECT_FALSE(l.UnrefLoaded("ns", {a[0].hash, 58, 5}));
   EXPECT_EQ(l.AllUnreferencedBytes(), 0u);
 }
