@@ -40,6 +40,10 @@ class Checkers {
   void Sidecar(const Op& op, const Result<BufferSlice>& r);
   // G11 (and G3 after an "open"): the host's chains are exactly the bucket's.
   void SameAsL2(Store& store, int host, const L2Heads& heads, const char* after);
+  // Part of SameAsL2 once the chains match: every block of every chain names bytes a head in L2
+  // names (bug 17: a node kept a departed chain's bytes, which orphan GC then deleted). Which of
+  // several heads' bytes a block has (the newest publish's) is not checked.
+  void BytesFollowL2(Store& store, int host, const L2Heads& heads, const char* after);
   // G3 + G9 at the instant a head is written: every blob it names is durable and intact.
   // `at_write`: called at the instant the head was written (else by the final audit, which
   // excuses only the blobs that were already missing then: R1's stated limit).

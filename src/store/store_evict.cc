@@ -107,11 +107,7 @@ uint64_t StoreImpl::InstallChainLocked(std::string_view ns, const Fingerprint& f
   }
   // The path it replaces, if any: its nodes may be left naming bytes only it named.
   std::vector<BlockKey> replaced;
-  if (index_.GetChain(ns, fp, info.chain_id)) {
-    for (const ChainEntry& e : index_.ChainEntries(ns, fp, info.chain_id)) {
-      replaced.push_back(e.key);
-    }
-  }
+  for (const ChainEntry& e : index_.ChainEntries(ns, fp, info.chain_id)) replaced.push_back(e.key);
   index_.PutChain(ns, fp, info, entries, used, order);
   CountHeadChange(info.chain_id);
   UsageLedger::Changes changes;
