@@ -40,9 +40,9 @@ class Checkers {
   void Sidecar(const Op& op, const Result<BufferSlice>& r);
   // G11 (and G3 after an "open"): the host's chains are exactly the bucket's.
   void SameAsL2(Store& store, int host, const L2Heads& heads, const char* after);
-  // Part of SameAsL2 once the chains match: every block of every chain names bytes a head in L2
-  // names (bug 17: a node kept a departed chain's bytes, which orphan GC then deleted). Which of
-  // several heads' bytes a block has (the newest publish's) is not checked.
+  // Part of SameAsL2 once the chains match: every block of every chain has the bytes of the
+  // newest publish through it among the heads in L2 (RadixIndex I8; bug 17: a node kept a
+  // departed chain's bytes, which orphan GC then deleted, or took an older head's).
   void BytesFollowL2(Store& store, int host, const L2Heads& heads, const char* after);
   // G3 + G9 at the instant a head is written: every blob it names is durable and intact.
   // `at_write`: called at the instant the head was written (else by the final audit, which

@@ -106,7 +106,7 @@ L2Heads ReadL2Heads(ObjectStore* truth, const SwarmConfig& cfg) {
         }
         if (fp < 0) continue;
         out[ChainRef{Scope{ns, fp}, name->chain_id}] =
-            HeadTruth{head->version, std::move(head->entries)};
+            HeadTruth{head->version, std::move(head->entries), head->published_us};
       }
       if (page->next_token.empty()) break;
       token = page->next_token;
@@ -309,7 +309,7 @@ std::optional<HeadTruth> ReadL2Head(ObjectStore* truth, const ChainRef& c) {
   if (!obj.ok()) return std::nullopt;
   auto head = layout::DecodeChainHead(obj->bytes->view(), key);
   if (!head.ok()) return std::nullopt;
-  return HeadTruth{head->version, std::move(head->entries)};
+  return HeadTruth{head->version, std::move(head->entries), head->published_us};
 }
 void Model::OnPublishedBy(int host, const Scope& s, const std::vector<ChainEntry>& entries) {
   for (const ChainEntry& e : entries)

@@ -59,6 +59,7 @@ std::vector<uint8_t> SidecarBytes(const Scope& s, const BlockKey& tip, uint32_t 
 struct HeadTruth {
   uint64_t version = 0;
   std::vector<ChainEntry> entries;
+  uint64_t published_us = 0;
 };
 using L2Heads = std::map<ChainRef, HeadTruth>;
 // Reads every head of the bucket (no faults). Undecodable heads (the simulator's corrupt-head

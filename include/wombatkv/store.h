@@ -307,8 +307,8 @@ struct StoreStats {
   // Blocks put but never published that were forgotten once older than both graces (publish and
   // GC; docs/capacity.md, "Abandoned puts")
   uint64_t pending_blocks_forgotten = 0;
-  // L0 blocks that named bytes only a departed chain named and took the newest remaining chain's
-  // (RadixIndex I8; a key published with different bytes by chains that then left)
+  // L0 blocks whose bytes a departed chain had given and that took the newest remaining chain's,
+  // other bytes (RadixIndex I8: a key published with different bytes by several chains)
   uint64_t l0_blocks_reassigned = 0;
 };
 

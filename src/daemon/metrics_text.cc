@@ -147,8 +147,8 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_l0_chains", "gauge", "Published chains indexed in L0.", s.l0_chains);
   p.One("wombatkv_l0_memory_bytes", "gauge", "RAM used by the L0 index.", s.l0_memory_bytes);
   p.One("wombatkv_l0_blocks_reassigned_total", "counter",
-        "L0 blocks that named bytes only a departed chain named and took the newest remaining "
-        "chain's.",
+        "L0 blocks whose bytes a departed chain had given that took the newest remaining "
+        "chain's, other bytes.",
         s.l0_blocks_reassigned);
   p.Family("wombatkv_plane_hits_total", "counter",
            "Hits per plane: l0 = lookup keys found, ram = payloads served from the RAM cache, "

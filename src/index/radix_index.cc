@@ -563,7 +563,7 @@ struct RadixIndex::Impl final : NodeKeys {
   bool Newer(uint32_t a, uint32_t b) const { return N(a).order > N(b).order; }
 
   // I8 after a change: see RadixIndex::ReassignStaleMeta.
-  size_t Reassign(uint32_t scope, std::span<const BlockKey> keys,
+  size_t Reassign(uint32_t scope, std::span<const BlockKey> keys, uint64_t departed_order,
                   const std::function<bool(const ContentHash&)>& stale,
                   const RadixIndex::OwnEntryFn& own) {
     std::vector<uint32_t> path;  // the nodes of `keys` from the root, as far as they exist
@@ -576,7 +576,8 @@ struct RadixIndex::Impl final : NodeKeys {
     }
     std::vector<uint32_t> targets;  // positions on the path
     for (uint32_t i = 0; i < path.size(); ++i) {
-      if (stale(N(path[i]).hash)) targets.push_back(i);
+      const Node& x = N(path[i]);
+      if (x.order == departed_order || stale(x.hash)) targets.push_back(i);
     }
     if (targets.empty()) return 0;
     std::vector<std::optional<RadixIndex::OwnEntry>> best(path.size());
@@ -600,10 +601,10 @@ struct RadixIndex::Impl final : NodeKeys {
     for (const uint32_t t : targets) {
       if (!best[t]) continue;  // no chain through it told: left as it was
       Node& x = N(path[t]);
+      if (x.hash != best[t]->meta.hash) ++changed;
       x.hash = best[t]->meta.hash;
       x.length = best[t]->meta.length;
       x.order = best[t]->order;
-      ++changed;
     }
     return changed;
   }
@@ -770,12 +771,12 @@ void RadixIndex::PutChain(std::string_view ns, const Fingerprint& fp, const Chai
 }
 
 size_t RadixIndex::ReassignStaleMeta(std::string_view ns, const Fingerprint& fp,
-                                     std::span<const BlockKey> keys,
+                                     std::span<const BlockKey> keys, uint64_t departed_order,
                                      const std::function<bool(const ContentHash&)>& stale,
                                      const OwnEntryFn& own) {
   const uint32_t scope = impl_->FindScope(ns, fp);
   if (scope == kNone) return 0;
-  return impl_->Reassign(scope, keys, stale, own);
+  return impl_->Reassign(scope, keys, departed_order, stale, own);
 }
 
 bool RadixIndex::RemoveChain(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id) {

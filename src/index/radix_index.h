@@ -19,8 +19,8 @@
 //   I8. A node's meta (content hash, length) is that of the chain of the newest order through
 //       it, as far as PutChain and ReassignStaleMeta have been told: a chain put with an older
 //       order than the node's does not replace it (heads learned late from L2 stay behind the
-//       newer publishes), and a node whose bytes no chain names any more is given those of the
-//       newest chain left (the store asks after every change that unreferences bytes).
+//       newer publishes), and a node whose meta a departing chain gave it is given that of the
+//       newest chain left (the store asks ReassignStaleMeta after every change).
 //   I6. The hash table holds exactly one slot per live node, reached by probing linearly from the
 //       home slot of hash(scope, key) with no empty slot in between (deletion shifts back).
 //
@@ -105,13 +105,15 @@ class RadixIndex {
   };
   using OwnEntryFn =
       std::function<std::optional<OwnEntry>(const ChainId& chain_id, uint32_t position)>;
-  // After a chain left or changed: the nodes on the path `keys` from a root of scope (ns, fp) (as
-  // far as it exists) whose content hash `stale` says no chain names any more take the meta of
-  // the chain with the newest order among those passing through each, as `own` gives it (I8).
-  // Returns how many nodes changed. Walks every chain of the scope when a node is stale:
-  // O(Σ their lengths), paid only when a departing chain held bytes no other chain names.
+  // After a chain put with `departed_order` left or changed: the nodes on its old path `keys`
+  // from a root of scope (ns, fp) (as far as it exists) whose meta may have been its — the node
+  // has its order, or a content hash `stale` says no chain names any more — take the meta of the
+  // chain with the newest order among those passing through each, as `own` gives it (I8).
+  // Returns how many nodes changed bytes. Walks every chain of the scope when such a node exists:
+  // O(Σ their lengths), paid only when the departing chain was the newest through a node another
+  // chain keeps, or held bytes no other chain names.
   size_t ReassignStaleMeta(std::string_view ns, const Fingerprint& fp,
-                           std::span<const BlockKey> keys,
+                           std::span<const BlockKey> keys, uint64_t departed_order,
                            const std::function<bool(const ContentHash&)>& stale,
                            const OwnEntryFn& own);
 

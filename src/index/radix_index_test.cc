@@ -290,7 +290,7 @@ TEST(RadixIndex, NodeMetaFollowsTheNewestOrderAndStaleNodesTakeTheNewestRemainin
     Put(index, "ns", kFp, Id(id), own[Id(id)].second, 1, order);
   };
   auto remove = [&](uint64_t id) {
-    const auto gone = own.at(Id(id)).second;
+    const auto [departed_order, gone] = own.at(Id(id));
     own.erase(Id(id));
     EXPECT_TRUE(index.RemoveChain("ns", kFp, Id(id)));
     std::set<ContentHash> named;
@@ -298,7 +298,8 @@ TEST(RadixIndex, NodeMetaFollowsTheNewestOrderAndStaleNodesTakeTheNewestRemainin
       for (const auto& e : c.second) named.insert(e.hash);
     }
     return index.ReassignStaleMeta(
-        "ns", kFp, KeysOf(gone), [&](const ContentHash& h) { return !named.count(h); },
+        "ns", kFp, KeysOf(gone), departed_order,
+        [&](const ContentHash& h) { return !named.count(h); },
         [&](const ChainId& cid, uint32_t position) -> std::optional<RadixIndex::OwnEntry> {
           const auto& [order, entries] = own.at(cid);
           return RadixIndex::OwnEntry{{entries[position].hash, entries[position].length}, order};
@@ -636,10 +637,10 @@ struct Model {
     s.chains[info.chain_id] = {info, entries};
     s.orders[info.chain_id] = order;
   }
-  // Naive ReassignStaleMeta: each stale node on the path takes the meta of the newest chain whose
-  // keys start with the node's path.
+  // Naive ReassignStaleMeta: each node on the path with the departed order or stale bytes takes
+  // the meta of the newest chain whose keys start with the node's path.
   void Reassign(const std::string& ns, const Fingerprint& fp, const std::vector<BlockKey>& keys,
-                const std::function<bool(const ContentHash&)>& stale) {
+                uint64_t departed_order, const std::function<bool(const ContentHash&)>& stale) {
     auto sit = scopes.find({ns, fp});
     if (sit == scopes.end()) return;
     ScopeState& s = sit->second;
@@ -648,7 +649,7 @@ struct Model {
       path.push_back(k);
       auto nit = s.nodes.find(path);
       if (nit == s.nodes.end()) return;
-      if (!stale(nit->second.meta.hash)) continue;
+      if (nit->second.order != departed_order && !stale(nit->second.meta.hash)) continue;
       std::optional<std::pair<uint64_t, ChainEntry>> best;
       for (const auto& [id, chain] : s.chains) {
         const auto& e = chain.second;
@@ -743,14 +744,14 @@ class RandomOps {
       if (orders_.count(order)) order = next_order_;
       orders_.insert(order);
       next_order_ += 4;
-      const auto gone = OwnKeys(ns, fp, id);
+      const auto [gone, gone_order] = Own(ns, fp, id);
       index_.PutChain(ns, fp, info, entries, 0, order);
       model_.Put(ns, fp, info, entries, order);
-      Reassign(ns, fp, gone);
+      Reassign(ns, fp, gone, gone_order);
     } else if (dice < 98) {
-      const auto gone = OwnKeys(ns, fp, id);
+      const auto [gone, gone_order] = Own(ns, fp, id);
       EXPECT_EQ(index_.RemoveChain(ns, fp, id), model_.Remove(ns, fp, id));
-      Reassign(ns, fp, gone);
+      Reassign(ns, fp, gone, gone_order);
     } else {  // drop a whole scope, so the table shrinks and scope ids are reused
       auto sit = model_.scopes.find({ns, fp});
       if (sit != model_.scopes.end()) {
@@ -770,16 +771,18 @@ class RandomOps {
     if (op % 64 == 0) CheckEverything();
   }
 
-  // The keys of chain `id` as the model has it (empty if absent).
-  std::vector<BlockKey> OwnKeys(const std::string& ns, const Fingerprint& fp, const ChainId& id) {
+  // The keys and order of chain `id` as the model has it (none if absent).
+  std::pair<std::vector<BlockKey>, uint64_t> Own(const std::string& ns, const Fingerprint& fp,
+                                                 const ChainId& id) {
     auto sit = model_.scopes.find({ns, fp});
     if (sit == model_.scopes.end() || !sit->second.chains.count(id)) return {};
-    return KeysOf(sit->second.chains.at(id).second);
+    return {KeysOf(sit->second.chains.at(id).second), sit->second.orders.at(id)};
   }
 
-  // What the store does after a chain left or changed: nodes on its old path naming bytes no
-  // chain of the scope names any more take the newest remaining chain's (I8).
-  void Reassign(const std::string& ns, const Fingerprint& fp, const std::vector<BlockKey>& keys) {
+  // What the store does after a chain left or changed: nodes on its old path with its order or
+  // naming bytes no chain of the scope names any more take the newest remaining chain's (I8).
+  void Reassign(const std::string& ns, const Fingerprint& fp, const std::vector<BlockKey>& keys,
+                uint64_t departed_order) {
     std::set<ContentHash> named;
     auto sit = model_.scopes.find({ns, fp});
     if (sit != model_.scopes.end()) {
@@ -789,31 +792,33 @@ class RandomOps {
     }
     auto stale = [&](const ContentHash& h) { return !named.count(h); };
     index_.ReassignStaleMeta(
-        ns, fp, keys, stale,
+        ns, fp, keys, departed_order, stale,
         [&](const ChainId& cid, uint32_t position) -> std::optional<RadixIndex::OwnEntry> {
           const auto& s = model_.scopes.at({ns, fp});
           const auto& e = s.chains.at(cid).second.at(position);
           return RadixIndex::OwnEntry{BlockMeta{e.hash, e.length}, s.orders.at(cid)};
         });
-    model_.Reassign(ns, fp, keys, stale);
+    model_.Reassign(ns, fp, keys, departed_order, stale);
   }
 
   std::vector<ChainEntry> NewChain(const std::string& ns, const Fingerprint& fp) {
-    std::vector<BlockKey> keys;
+    std::vector<ChainEntry> out;
+    auto fresh = [&](const BlockKey& k) {
+      return ChainEntry{k, Hash(rng_()), static_cast<uint32_t>(1 + Uniform(1 << 20))};
+    };
     auto sit = model_.scopes.find({ns, fp});
     if (sit != model_.scopes.end() && Uniform(2) == 0) {  // extend a prefix of an existing chain
       auto it = sit->second.chains.begin();
       std::advance(it, Uniform(sit->second.chains.size()));
       const auto& entries = it->second.second;
       size_t take = Uniform(entries.size() + 1);
-      for (size_t i = 0; i < take; ++i) keys.push_back(entries[i].key);
+      // Mostly its bytes (a deterministic kernel), sometimes others for the same key (I8).
+      for (size_t i = 0; i < take; ++i) {
+        out.push_back(Uniform(4) == 0 ? fresh(entries[i].key) : entries[i]);
+      }
     }
-    size_t extra = (keys.empty() ? 1 : 0) + Uniform(Uniform(20) == 0 ? 60 : 6);
-    for (size_t i = 0; i < extra; ++i) keys.push_back(AnyKey());
-    std::vector<ChainEntry> out;
-    for (const auto& k : keys) {
-      out.push_back(ChainEntry{k, Hash(rng_()), static_cast<uint32_t>(1 + Uniform(1 << 20))});
-    }
+    size_t extra = (out.empty() ? 1 : 0) + Uniform(Uniform(20) == 0 ? 60 : 6);
+    for (size_t i = 0; i < extra; ++i) out.push_back(fresh(AnyKey()));
     return out;
   }
 

@@ -108,11 +108,12 @@ uint64_t StoreImpl::InstallChainLocked(std::string_view ns, const Fingerprint& f
   // The path it replaces, if any: its nodes may be left naming bytes only it named.
   std::vector<BlockKey> replaced;
   for (const ChainEntry& e : index_.ChainEntries(ns, fp, info.chain_id)) replaced.push_back(e.key);
+  const uint64_t replaced_order = ledger_.ChainOrder(ns, fp, info.chain_id).value_or(0);
   index_.PutChain(ns, fp, info, entries, used, order);
   CountHeadChange(info.chain_id);
   UsageLedger::Changes changes;
   ledger_.ChainSet(ns, fp, info.chain_id, entries, order, clock_->WallMicros(), &changes);
-  ReassignStaleLocked(ns, fp, replaced, changes);
+  ReassignStaleLocked(ns, fp, replaced, replaced_order, changes);
   RecordOrphans(ns, changes, batch);
   uint64_t bytes = 0;
   for (const auto& u : changes.unreferenced) bytes += u.bytes;
@@ -131,20 +132,22 @@ std::vector<ChainEntry> StoreImpl::OwnEntriesLocked(std::string_view ns, const F
   return entries;
 }
 
-// RadixIndex I8: a node names the bytes of the newest chain through it. When a change leaves
-// bytes no head of the namespace names (the ledger unreferenced them), a node on the old path
-// may still name them — served until a restart, and gone from L2 once orphan GC runs (bug 17,
-// docs/testing.md) — so such nodes take the newest remaining chain's bytes.
+// RadixIndex I8: a node names the bytes of the newest chain through it. A node on a departed
+// chain's old path may still have that chain's meta: its order (it was the newest there; a
+// restart would give the node the newest remaining chain's bytes), or bytes no head of the
+// namespace names any more (the ledger unreferenced them: served until a restart, and gone from
+// L2 once orphan GC runs — bug 17, docs/testing.md). Such nodes take the newest remaining
+// chain's meta.
 void StoreImpl::ReassignStaleLocked(std::string_view ns, const Fingerprint& fp,
-                                    std::span<const BlockKey> old_path,
+                                    std::span<const BlockKey> old_path, uint64_t departed_order,
                                     const UsageLedger::Changes& changes) {
-  if (changes.unreferenced.empty() || old_path.empty()) return;
+  if (old_path.empty()) return;
   auto stale = [&](const ContentHash& h) {
     return std::ranges::any_of(changes.unreferenced,
                                [&](const UsageLedger::UnrefBlob& u) { return u.hash == h; });
   };
   const size_t changed = index_.ReassignStaleMeta(
-      ns, fp, old_path, stale,
+      ns, fp, old_path, departed_order, stale,
       [&](const ChainId& id, uint32_t position) { return ledger_.OwnEntry(ns, fp, id, position); });
   counters_.l0_blocks_reassigned.fetch_add(changed, std::memory_order_relaxed);
 }
@@ -159,10 +162,11 @@ uint64_t StoreImpl::DropChainLocked(std::string_view ns, const Fingerprint& fp,
   CountHeadChange(chain_id);  // also when absent: a refresh counts its own calls
   std::vector<BlockKey> path;
   for (const ChainEntry& e : index_.ChainEntries(ns, fp, chain_id)) path.push_back(e.key);
+  const uint64_t order = ledger_.ChainOrder(ns, fp, chain_id).value_or(0);
   if (!index_.RemoveChain(ns, fp, chain_id)) return 0;
   UsageLedger::Changes changes;
   ledger_.ChainRemoved(ns, fp, chain_id, clock_->WallMicros(), &changes);
-  ReassignStaleLocked(ns, fp, path, changes);
+  ReassignStaleLocked(ns, fp, path, order, changes);
   RecordOrphans(ns, changes, batch);
   uint64_t bytes = 0;
   for (const auto& u : changes.unreferenced) bytes += u.bytes;

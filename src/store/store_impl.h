@@ -386,7 +386,8 @@ class StoreImpl final : public Store {
   std::vector<ChainEntry> OwnEntriesLocked(std::string_view ns, const Fingerprint& fp,
                                            const ChainId& chain_id) const;
   void ReassignStaleLocked(std::string_view ns, const Fingerprint& fp,
-                           std::span<const BlockKey> old_path, const UsageLedger::Changes& changes);
+                           std::span<const BlockKey> old_path, uint64_t departed_order,
+                           const UsageLedger::Changes& changes);
   void RecordOrphans(std::string_view ns, const UsageLedger::Changes& changes,
                      MetaWriteBatch* batch);
   // The pending map and its G10 references change only through these (REQUIRES: pending_mu_).

@@ -115,5 +115,37 @@ TEST(SharedKey, AChainLeavingGivesItsBytesBackToTheNewestRemainingChain) {
   ExpectBlock(**b, {c.r, c.k, c.t, u}, 1, c.k2);
 }
 
+// X = [R, K(b1)], then Y = [R, K(b2), T], then Z = [R, K(b1), U]: K has Z's bytes, b1. Z leaves
+// (another host deleted its head): K must take Y's bytes, the newest left, although X still
+// names b1 — what a restart would give it (I8: a node with the departed chain's order). X is
+// named by another id than its tip, so Z's publish does not compact it away.
+TEST(SharedKey, WhenTheNewestChainLeavesANodeTakesTheNewestRemainingChainsBytes) {
+  TwoHosts hosts;
+  StoreOptions oa = hosts.Options('a');
+  auto a = Store::Open(oa);
+  ASSERT_TRUE(a.ok());
+  SharedKey c(5);
+  const BlockKey u = Key(4, 77);
+  const std::vector<uint8_t> u_bytes = Payload(5, 300);
+  std::vector<BlockPut> z = c.X();
+  z.push_back({u, c.k, u_bytes});
+  ASSERT_TRUE((*a)->PutBlocks(kNs, kFp, c.X()).ok());
+  ASSERT_TRUE((*a)->PublishChain(kNs, kFp, Key(9, 77), c.k).ok());
+  ASSERT_TRUE((*a)->SaveChain(kNs, kFp, c.Y()).ok());
+  ASSERT_TRUE((*a)->SaveChain(kNs, kFp, z).ok());
+  ExpectBlock(**a, c.YKeys(), 1, c.k1);
+
+  ASSERT_TRUE(hosts.l2_b->Delete(layout::ChainKey(oa.l2_prefix, kNs, kFp, u)).ok());
+  auto report = (*a)->Refresh();
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->chains_removed, 1u);
+  ExpectBlock(**a, c.YKeys(), 1, c.k2);
+  EXPECT_EQ((*a)->Stats().l0_blocks_reassigned, 1u);
+  a->reset();
+  auto again = Store::Open(oa);
+  ASSERT_TRUE(again.ok());
+  ExpectBlock(**again, c.YKeys(), 1, c.k2);
+}
+
 }  // namespace
 }  // namespace wombatkv::testing

@@ -96,6 +96,16 @@ std::optional<RadixIndex::OwnEntry> UsageLedger::OwnEntry(std::string_view ns,
   return RadixIndex::OwnEntry{BlockMeta{h, n->blobs.at(h).length}, cit->second.order};
 }
 
+std::optional<uint64_t> UsageLedger::ChainOrder(std::string_view ns, const Fingerprint& fp,
+                                                const ChainId& chain_id) const {
+  std::lock_guard<std::mutex> g(mu_);
+  const Ns* n = FindNs(ns);
+  if (n == nullptr) return std::nullopt;
+  auto cit = n->chains.find({fp, chain_id});
+  if (cit == n->chains.end()) return std::nullopt;
+  return cit->second.order;
+}
+
 bool UsageLedger::ChainRemoved(std::string_view ns, const Fingerprint& fp,
                                const ChainId& chain_id, uint64_t now_us, Changes* changes) {
   std::lock_guard<std::mutex> g(mu_);

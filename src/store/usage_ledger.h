@@ -69,6 +69,9 @@ class UsageLedger {
   // ledger has no such chain or position. What RadixIndex::ReassignStaleMeta asks.
   std::optional<RadixIndex::OwnEntry> OwnEntry(std::string_view ns, const Fingerprint& fp,
                                                const ChainId& chain_id, uint32_t position) const;
+  // The order the chain was set with; nullopt if the ledger has no such chain.
+  std::optional<uint64_t> ChainOrder(std::string_view ns, const Fingerprint& fp,
+                                     const ChainId& chain_id) const;
   // The chain's head is gone. False if the ledger did not have it.
   bool ChainRemoved(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id,
                     uint64_t now_us, Changes* changes);
