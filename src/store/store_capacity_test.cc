@@ -200,6 +200,37 @@ TEST_P(Capacity, ATrimKeepsTheBlobsItsHeadNamesNotNewerBytesOfTheSameKeys) {
       << "the trimmed head names the newer bytes of its root key";
 }
 
+// A trimmed head carries its chain's last use as its time, a stamp in whole seconds: never older
+// than the head it replaces, or the bytes it keeps would count as older than they are (a key
+// other chains share could change bytes on the next open, docs/layout.md §6), and the trim would
+// leave its kept blocks to be reassigned, a walk of every chain of the scope.
+TEST_P(Capacity, ATrimmedHeadIsNeverOlderThanTheHeadItReplaces) {
+  constexpr size_t kBytes = 1000;
+  const TestChain x = MakeChain(2, kBytes, /*salt=*/8);
+  StoreOptions o = Options();
+  o.namespace_bytes_max["default"] =
+      2 * (layout::kEnvelopeHeaderBytes + kBytes) + layout::ChainHeadBytes(7, 2) - 1;
+  Store& s = Open(o);
+  clock_.Advance(500'000);  // published in the middle of a second, and never used since
+  PutAndPublish(s, x);
+  std::unique_ptr<ObjectStore> fs;
+  if (GetParam() == Planes::kDisk) fs = NewFsObjectStore(h_.dir() + "/data/l2", PosixFileSystem());
+  ObjectStore& l2 = fs ? *fs : *h_.mem_l2();
+  const std::string key = layout::ChainKey("kv", "default", kFp, x.tip());
+  auto published_us = [&]() -> uint64_t {
+    auto obj = l2.Get(key, 0, kToEnd);
+    EXPECT_TRUE(obj.ok()) << obj.status().ToString();
+    if (!obj.ok()) return 0;
+    auto head = layout::DecodeChainHead(obj->bytes->view(), key);
+    EXPECT_TRUE(head.ok());
+    return head.ok() ? head->published_us : 0;
+  };
+  const uint64_t before = published_us();
+  ASSERT_TRUE(s.Evict().ok());
+  ASSERT_EQ(*s.LookupPrefix("default", kFp, x.keys), 1u) << "X's tail was not trimmed";
+  EXPECT_GE(published_us(), before);
+}
+
 TEST_P(Capacity, AUnreferencedBlobIsFreedOnlyOnceOrphanGcHasDeletedIt) {
   StoreOptions o = Options();
   o.namespace_ttl_seconds[""] = 3600;

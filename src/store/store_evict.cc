@@ -619,7 +619,10 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
   head.chain_id = chain_id;
   head.version = plan.chain.version + 1;
   // A trimmed head carries its chain's last use as its time, so a restart that finds no "U"
-  // record still orders it by use (docs/capacity.md).
+  // record still orders it by use (docs/capacity.md) — or its publish time if later (a use
+  // stamp is whole seconds): never older than the head it replaces, whose bytes it keeps as
+  // the newest publish where they were (RadixIndex I8; an older time would leave its nodes to
+  // be reassigned, a walk of the whole scope).
   head.published_us = MicrosOfTick(chain_used);
   // Buggify: the conditional write answered Conflict before it was sent, as when another host
   // replaced the head an instant earlier: nothing was written, and the chain is re-read.
@@ -648,6 +651,7 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
     return conflict("its head names other blocks than L0 has");
   }
   const std::string base_etag = (*base)->first;
+  head.published_us = std::max(head.published_us, (*base)->second.published_us);
   entries = std::move(named);
   head.entries.assign(entries.begin(), entries.begin() + static_cast<ptrdiff_t>(keep));
   std::string encoded;

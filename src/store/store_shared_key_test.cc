@@ -147,5 +147,35 @@ TEST(SharedKey, WhenTheNewestChainLeavesANodeTakesTheNewestRemainingChainsBytes)
   ExpectBlock(**again, c.YKeys(), 1, c.k2);
 }
 
+// Y's bytes for K are also Z's under another key Q. Y leaves: K must take X's bytes although Z
+// still names Y's (found by review: a first fix reassigned only bytes no head named, so K kept
+// them, and when Z left and orphan GC deleted them only Z's path was looked at).
+TEST(SharedKey, BytesAnotherKeyStillNamesDoNotStayOnANodeItsChainLeft) {
+  TwoHosts hosts;
+  StoreOptions oa = hosts.Options('a');
+  auto a = Store::Open(oa);
+  auto b = Store::Open(hosts.Options('b'));
+  ASSERT_TRUE(a.ok() && b.ok());
+  SharedKey c(5);
+  const BlockKey q = Key(9, 77);
+  ASSERT_TRUE((*b)->SaveChain(kNs, kFp, c.X()).ok());  // X = [R, K(k1)], the oldest
+  ASSERT_TRUE((*a)->SaveChain(kNs, kFp, c.Y()).ok());  // Y = [R, K(k2), T]
+  const std::vector<BlockPut> z = {{q, {}, c.k2}};     // Z = [Q(k2)]: the same bytes
+  ASSERT_TRUE((*a)->SaveChain(kNs, kFp, z).ok());
+  ASSERT_TRUE((*b)->Refresh().ok());
+  ExpectBlock(**b, {c.r, c.k}, 1, c.k2);
+  auto x = (*b)->GetChain(kNs, kFp, c.k);
+  ASSERT_TRUE(x.ok());
+  const ContentHash k2 = (*x)[1].hash;
+  // A evicts Y; later Z, and A's orphan GC deletes k2 (no head names it then).
+  ASSERT_TRUE(hosts.l2_a->Delete(layout::ChainKey(oa.l2_prefix, kNs, kFp, c.t)).ok());
+  ASSERT_TRUE((*b)->Refresh().ok());
+  ExpectBlock(**b, {c.r, c.k}, 1, c.k1);
+  ASSERT_TRUE(hosts.l2_a->Delete(layout::ChainKey(oa.l2_prefix, kNs, kFp, q)).ok());
+  ASSERT_TRUE(hosts.l2_a->Delete(layout::BlobKey(oa.l2_prefix, kNs, k2)).ok());
+  ASSERT_TRUE((*b)->Refresh().ok());
+  ExpectBlock(**b, {c.r, c.k}, 1, c.k1);
+}
+
 }  // namespace
 }  // namespace wombatkv::testing
