@@ -132,6 +132,7 @@ class World {
     try {
       fn();
     } catch (const HostCrash& c) {
+      checkers_.CrashedMidCall(bucket_.deleted_this_step());
       Crash(c.host, RandomCrashMode(), "mid-operation");
     }
     (void)host;
