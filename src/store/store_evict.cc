@@ -105,15 +105,13 @@ uint64_t StoreImpl::InstallChainLocked(std::string_view ns, const Fingerprint& f
   if (!trim && used < cold_scan_tick_.load(std::memory_order_relaxed)) {
     cold_installs_.fetch_add(1, std::memory_order_relaxed);  // ColdSet C2
   }
-  // The path it replaces, if any: its nodes may be left naming bytes only it named.
-  std::vector<BlockKey> replaced;
-  for (const ChainEntry& e : index_.ChainEntries(ns, fp, info.chain_id)) replaced.push_back(e.key);
-  const uint64_t replaced_order = ledger_.ChainOrder(ns, fp, info.chain_id).value_or(0);
+  // The chain it replaces, if any: nodes of its path may keep its bytes (ReassignStaleLocked).
+  const DepartingChain replaced = DepartingLocked(ns, fp, info.chain_id);
   index_.PutChain(ns, fp, info, entries, used, order);
   CountHeadChange(info.chain_id);
   UsageLedger::Changes changes;
   ledger_.ChainSet(ns, fp, info.chain_id, entries, order, clock_->WallMicros(), &changes);
-  ReassignStaleLocked(ns, fp, replaced, replaced_order, changes);
+  ReassignStaleLocked(ns, fp, replaced, changes);
   RecordOrphans(ns, changes, batch);
   uint64_t bytes = 0;
   for (const auto& u : changes.unreferenced) bytes += u.bytes;
@@ -138,16 +136,24 @@ std::vector<ChainEntry> StoreImpl::OwnEntriesLocked(std::string_view ns, const F
 // namespace names any more (the ledger unreferenced them: served until a restart, and gone from
 // L2 once orphan GC runs — bug 17, docs/testing.md). Such nodes take the newest remaining
 // chain's meta.
+StoreImpl::DepartingChain StoreImpl::DepartingLocked(std::string_view ns, const Fingerprint& fp,
+                                                     const ChainId& chain_id) const {
+  DepartingChain d;
+  for (const ChainEntry& e : index_.ChainEntries(ns, fp, chain_id)) d.path.push_back(e.key);
+  d.order = ledger_.ChainOrder(ns, fp, chain_id).value_or(0);
+  return d;
+}
+
 void StoreImpl::ReassignStaleLocked(std::string_view ns, const Fingerprint& fp,
-                                    std::span<const BlockKey> old_path, uint64_t departed_order,
+                                    const DepartingChain& departed,
                                     const UsageLedger::Changes& changes) {
-  if (old_path.empty()) return;
+  if (departed.path.empty()) return;
   auto stale = [&](const ContentHash& h) {
     return std::ranges::any_of(changes.unreferenced,
                                [&](const UsageLedger::UnrefBlob& u) { return u.hash == h; });
   };
   const size_t changed = index_.ReassignStaleMeta(
-      ns, fp, old_path, departed_order, stale,
+      ns, fp, departed.path, departed.order, stale,
       [&](const ChainId& id, uint32_t position) { return ledger_.OwnEntry(ns, fp, id, position); });
   counters_.l0_blocks_reassigned.fetch_add(changed, std::memory_order_relaxed);
 }
@@ -160,13 +166,11 @@ uint64_t StoreImpl::ColdGeneration() const {
 uint64_t StoreImpl::DropChainLocked(std::string_view ns, const Fingerprint& fp,
                                     const ChainId& chain_id, MetaWriteBatch* batch) {
   CountHeadChange(chain_id);  // also when absent: a refresh counts its own calls
-  std::vector<BlockKey> path;
-  for (const ChainEntry& e : index_.ChainEntries(ns, fp, chain_id)) path.push_back(e.key);
-  const uint64_t order = ledger_.ChainOrder(ns, fp, chain_id).value_or(0);
+  const DepartingChain departing = DepartingLocked(ns, fp, chain_id);
   if (!index_.RemoveChain(ns, fp, chain_id)) return 0;
   UsageLedger::Changes changes;
   ledger_.ChainRemoved(ns, fp, chain_id, clock_->WallMicros(), &changes);
-  ReassignStaleLocked(ns, fp, path, order, changes);
+  ReassignStaleLocked(ns, fp, departing, changes);
   RecordOrphans(ns, changes, batch);
   uint64_t bytes = 0;
   for (const auto& u : changes.unreferenced) bytes += u.bytes;

@@ -385,9 +385,15 @@ class StoreImpl final : public Store {
   // newest publish's bytes per block, I8). REQUIRES: index_mu_ held (shared is enough).
   std::vector<ChainEntry> OwnEntriesLocked(std::string_view ns, const Fingerprint& fp,
                                            const ChainId& chain_id) const;
+  // A chain about to leave L0 or be replaced: its path's keys and the order it was put with.
+  struct DepartingChain {
+    std::vector<BlockKey> path;  // empty if L0 has no such chain
+    uint64_t order = 0;
+  };
+  DepartingChain DepartingLocked(std::string_view ns, const Fingerprint& fp,
+                                 const ChainId& chain_id) const;
   void ReassignStaleLocked(std::string_view ns, const Fingerprint& fp,
-                           std::span<const BlockKey> old_path, uint64_t departed_order,
-                           const UsageLedger::Changes& changes);
+                           const DepartingChain& departed, const UsageLedger::Changes& changes);
   void RecordOrphans(std::string_view ns, const UsageLedger::Changes& changes,
                      MetaWriteBatch* batch);
   // The pending map and its G10 references change only through these (REQUIRES: pending_mu_).
