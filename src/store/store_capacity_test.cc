@@ -821,6 +821,56 @@ TEST(CapacityRaces, AHeadChangedUnderTheEvictorIsReReadAndReplanned) {
   EXPECT_EQ(s.Stats().evict_conflicts, 1u);
 }
 
+// Two hosts with one budget on one namespace, the second not refreshed since the first evicted:
+// both see the same least recently used chains first, so the second's trims meet the first's and
+// answer Conflict. It counts the namespace again after each and stops once within the budget
+// (found by tests/chaos/chaos.py: three daemons restarted together each evicted the whole excess,
+// leaving the namespace at a third of its budget).
+TEST(CapacityRaces, AHostWhoseTrimsMeetAnotherHostsEvictsOnlyWhatIsStillOver) {
+  FakeClock clock;
+  std::unique_ptr<ObjectStore> l2 = NewMemObjectStore(&clock);
+  std::unique_ptr<MetaStore> l1_a = NewMemMetaStore(), l1_b = NewMemMetaStore();
+  std::unique_ptr<Executor> ex = NewInlineExecutor();
+  auto options = [&](MetaStore* l1, uint64_t budget) {
+    StoreOptions o;
+    o.object_store = l2.get();
+    o.meta_store = l1;
+    o.clock = &clock;
+    o.executor = ex.get();
+    o.eviction_interval_ms = 0;
+    if (budget > 0) o.namespace_bytes_max = {{"default", budget}};
+    o.log = [](LogLevel, const std::string&) {};
+    return o;
+  };
+  constexpr size_t kChains = 8;
+  uint64_t per_chain = 0;
+  {
+    auto a = Store::Open(options(l1_a.get(), 0));
+    ASSERT_TRUE(a.ok());
+    for (size_t i = 0; i < kChains; ++i) {
+      const TestChain c = MakeChain(1, 1000, 300 + i);
+      ASSERT_TRUE((*a)->PutBlocks("default", kFp, c.Puts()).ok());
+      ASSERT_TRUE((*a)->PublishChain("default", kFp, c.tip(), c.tip()).ok());
+      clock.Advance(kHour / 60);  // oldest first, on both hosts (a head's time is its use)
+    }
+    per_chain = (*a)->Usage("default", false)[0].referenced_bytes() / kChains;
+  }
+  // Six and a half chains: two must go.
+  const uint64_t budget = 6 * per_chain + per_chain / 2;
+  auto a = Store::Open(options(l1_a.get(), budget));
+  auto b = Store::Open(options(l1_b.get(), budget));
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto ra = (*a)->Evict();
+  ASSERT_TRUE(ra.ok());
+  EXPECT_EQ(ra->chains, 2u);
+  auto rb = (*b)->Evict();  // b's view still has all eight
+  ASSERT_TRUE(rb.ok());
+  EXPECT_GE(rb->conflicts, 1u);
+  EXPECT_EQ(rb->chains, 0u) << "b evicted a share a had evicted already";
+  ASSERT_TRUE((*b)->Refresh().ok());
+  EXPECT_EQ((*b)->Usage("default", false)[0].referenced_bytes(), 6 * per_chain);
+}
+
 // Runs a callback inside the evictor's head write (a conditional put or a delete of a chain
 // key), as if another thread's call landed exactly while the head was being written.
 class HookedL2 final : public ObjectStoreWrapper {

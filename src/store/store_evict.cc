@@ -354,8 +354,8 @@ void StoreImpl::BackgroundPass() {
     return;
   }
   const EvictionReport r = EvictPass();
-  // Eviction only stops referencing blobs; GC deletes them (with evict_mu_ released).
-  MaybeCollectOrphans();
+  // Eviction only stops referencing blobs; GC deletes them, on a thread of its own.
+  MaybeScheduleGc();
   next_pass_us_.store(clock_->NowMicros() + options_.eviction_interval_ms * 1000,
                       std::memory_order_relaxed);
   pass_queued_ = false;
@@ -507,8 +507,15 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
       const uint64_t unreferenced_before = report->bytes;
       const Trimmed outcome = TrimChain(ns, ns_id, c.fp, plan, now_us, report);
       work->heads_left--;
+      if (outcome == Trimmed::kConflict) {
+        // The head changed under us and TrimChain installed what L2 has. Another host's evictor
+        // may have trimmed it (hosts sharing a namespace see the same least recently used chains
+        // first): count again, so this pass evicts only what is still over the budget, not that
+        // host's share a second time.
+        excess = excess_now();
+      }
       if (outcome == Trimmed::kConflict && replanned.insert(c.chain_id).second) {
-        // The head changed under us (TrimChain re-read it): plan it again from its new state.
+        // Plan it again from its new state.
         std::shared_lock<std::shared_mutex> g(index_mu_);
         auto tail = index_.TrimmableTail(ns, c.fp, c.chain_id, 1);
         if (!tail.empty()) cold.Push(EvictCandidate{tail[0].used, c.fp, c.chain_id});

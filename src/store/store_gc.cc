@@ -15,14 +15,19 @@ bool StoreImpl::PendingBlob(const std::string& ns, const ContentHash& hash) {
   return pending_hashes_.count(ck) > 0 || publishing_blobs_.count(ck) > 0;
 }
 
-void StoreImpl::MaybeCollectOrphans() {
+void StoreImpl::MaybeScheduleGc() {
   if (!options_.background_gc || evict_stopped_.load(std::memory_order_relaxed)) return;
   const uint64_t now = clock_->NowMicros();
   // Buggify: a pass before its interval (CollectOrphans may come at any moment anyway).
   if (now < next_gc_us_.load(std::memory_order_relaxed) && !Buggify("gc.early")) return;
+  if (gc_queued_.exchange(true)) return;
   next_gc_us_.store(now + options_.gc_interval_ms * 1000, std::memory_order_relaxed);
-  // Errors are logged and counted by the pass; the next interval tries again.
-  (void)GcPass();
+  Executor* on = gc_thread_ ? gc_thread_.get() : executor_;
+  on->Submit([this] {
+    // Errors are logged and counted by the pass; the next interval tries again.
+    if (!evict_stopped_.load()) (void)GcPass();
+    gc_queued_ = false;
+  });
 }
 
 Result<OrphanGcReport> StoreImpl::CollectOrphans() { return GcPass(); }
@@ -33,7 +38,9 @@ Result<OrphanGcReport> StoreImpl::GcPass() {
   std::lock_guard<std::mutex> pass(gc_mu_);
   WMBT_CHECK(gc_ != nullptr);
   counters_.gc_passes++;
+  const uint64_t started_us = clock_->NowMicros();
   auto run = gc_->RunPass();
+  const uint64_t took_ms = (clock_->NowMicros() - started_us) / 1000;
   if (!run.ok()) {
     counters_.l2_errors++;
     Log(LogLevel::kWarn, "orphan GC pass failed: " + run.status().ToString() +
@@ -67,7 +74,9 @@ Result<OrphanGcReport> StoreImpl::GcPass() {
     Log(LogLevel::kInfo, "orphan GC: " + std::to_string(r.deleted) + " blobs deleted (" +
                              std::to_string(r.freed_bytes) + " bytes freed), " +
                              std::to_string(r.restored) + " put back for a new head, " +
-                             std::to_string(r.delete_failures) + " deletes failed (retried)");
+                             std::to_string(r.delete_failures) + " deletes failed (retried); " +
+                             std::to_string(r.orphans) + " orphans found, pass took " +
+                             std::to_string(took_ms) + " ms");
   }
   OrphanGcReport out;
   out.orphans = r.orphans;

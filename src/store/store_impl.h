@@ -443,8 +443,11 @@ class StoreImpl final : public Store {
   void MaybeForgetAbandonedPuts();
   Status ForgetAbandonedPuts(uint64_t now_us);  // wall clock
   // --- orphan GC (store_gc.cc) ---
-  // After a background eviction pass: a GC pass if background GC is on and its interval passed.
-  void MaybeCollectOrphans();
+  // After a background eviction pass: starts a GC pass if background GC is on, its interval
+  // passed and none is under way — on the GC thread (or the injected executor), never on the
+  // evictor's: a pass against S3 takes seconds (the listing lag alone), and eviction must keep
+  // holding namespaces to their budgets meanwhile.
+  void MaybeScheduleGc();
   Result<OrphanGcReport> GcPass();
   // GcOptions::keep: a put of this store awaiting publish, or a publish under way, names the blob.
   bool PendingBlob(const std::string& ns, const ContentHash& hash);
@@ -630,6 +633,8 @@ class StoreImpl final : public Store {
   std::mutex gc_mu_;
   std::unique_ptr<gc::OrphanCollector> gc_;  // GUARDED_BY(gc_mu_); made at Init
   std::atomic<uint64_t> next_gc_us_{0};       // monotonic clock
+  std::atomic<bool> gc_queued_{false};        // a background pass is queued or running
+  std::unique_ptr<Executor> gc_thread_;       // only with an internal executor and clock, GC on
 
   struct Counters {
     std::atomic<uint64_t> lookups{0}, lookup_keys{0}, lookup_hit_keys{0};

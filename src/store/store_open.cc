@@ -52,6 +52,7 @@ StoreImpl::~StoreImpl() {
     evict_wait_cv_.notify_all();
   }
   if (evict_thread_) evict_thread_->Drain();
+  if (gc_thread_) gc_thread_->Drain();  // a pass under way ends early (GcOptions::stop)
   if (refresh_thread_) refresh_thread_->Drain();
   // Background uploads reference this object: let them finish before the planes go away.
   upload_gate_.ReleaseAll();
@@ -130,7 +131,14 @@ Status StoreImpl::Init() {
     gc_options.grace_us = options_.gc_grace_us;
     gc_options.list_lag_us = options_.l2_list_lag_us;
     gc_options.deletes_per_pass_max = options_.gc_deletes_per_pass;
-    // Heads are read on the calling thread: a pass may itself run on the executor's workers.
+    // With the store's own threads, background passes run on a GC thread and read heads in
+    // parallel on the executor; with an injected executor (tests, the simulator) a pass is one of
+    // its tasks and reads heads on its own thread.
+    const bool own_threads = options_.executor == nullptr && options_.clock == nullptr;
+    if (own_threads && evict_configured_ && options_.background_gc) {
+      gc_thread_ = NewThreadPoolExecutor(1, "wmbt-gc");
+      gc_options.executor = executor_;
+    }
     // Kept: blobs a put of ours awaits a publish for, and blobs a chain in our L0 names — its
     // head may not be listed yet (a listing that lags), and a crash between the delete and the
     // collector's re-check (R3) would leave that head naming a deleted blob.
