@@ -4,6 +4,7 @@
 
 #include "base/check.h"
 #include "base/limits.h"
+#include "env/parallel_for.h"
 #include "layout/envelope.h"
 #include "layout/object_keys.h"
 
@@ -151,54 +152,90 @@ Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcRepo
     return Status::Ok();
   }
 
+  // Candidates go in chunks: each is read whole and deleted by its own task (ParallelFor on the
+  // executor, when there is one: two round trips per blob, which against S3 made a pass of a few
+  // thousand orphans take minutes one at a time), then handled in order on this thread. `keep`
+  // and `stop` are asked as each chunk is formed; a chunk ends where the batch's bytes would
+  // pass batch_bytes_max, and every delete of a batch is done before its re-check (R3).
   std::vector<Held> batch;
   uint64_t batch_bytes = 0;
-  for (const OrphanBlob& o : expired) {
+  size_t next = 0;
+  bool bound_reached = false;
+  const size_t width = options_.executor ? kParallelDeletes : 1;
+  while (next < expired.size() && !bound_reached) {
     if (options_.stop && options_.stop()) break;
-    const uint64_t attempted = report->deleted + report->restored + report->delete_failures;
-    if (options_.deletes_per_pass_max > 0 &&
-        attempted + batch.size() >= options_.deletes_per_pass_max) {
-      break;
+    std::vector<const OrphanBlob*> chunk;
+    uint64_t chunk_bytes = 0;
+    while (next < expired.size() && chunk.size() < width &&
+           (chunk.empty() || batch_bytes + chunk_bytes < options_.batch_bytes_max)) {
+      const uint64_t attempted = report->deleted + report->restored + report->delete_failures;
+      if (options_.deletes_per_pass_max > 0 &&
+          attempted + batch.size() + chunk.size() >= options_.deletes_per_pass_max) {
+        bound_reached = true;
+        break;
+      }
+      const OrphanBlob& o = expired[next++];
+      if (options_.keep && options_.keep(ns, o.hash)) {
+        report->kept++;
+        continue;
+      }
+      if (failed_.erase(o.key)) report->retried++;
+      chunk.push_back(&o);
+      chunk_bytes += o.bytes;
     }
-    if (options_.keep && options_.keep(ns, o.hash)) {
-      report->kept++;
-      continue;
+    std::vector<Taken> taken(chunk.size());
+    auto take = [&](size_t i) { taken[i] = Take(*chunk[i]); };
+    if (options_.executor) {
+      WMBT_RETURN_IF_ERROR(ParallelFor(options_.executor, chunk.size(), width - 1, take));
+    } else {
+      for (size_t i = 0; i < chunk.size(); ++i) take(i);
     }
-    if (failed_.erase(o.key)) report->retried++;
-    // R3: keep the bytes until the re-check has shown that no new head names the blob.
-    auto obj = l2_->Get(o.key, 0, layout::kEnvelopeHeaderBytes + limits::kBlockBytesMax + 1);
-    if (!obj.ok()) {
-      if (obj.status().IsNotFound()) continue;  // deleted by someone else meanwhile
-      report->delete_failures++;
-      failed_.insert(o.key);
-      report->problems.push_back("reading " + o.key + " before deleting it: " +
-                                 obj.status().ToString() + " (retried at the next pass)");
-      continue;
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      const OrphanBlob& o = *chunk[i];
+      Taken& t = taken[i];
+      if (!t.object.ok()) {
+        if (t.object.status().IsNotFound()) continue;  // deleted by someone else meanwhile
+        report->delete_failures++;
+        failed_.insert(o.key);
+        report->problems.push_back("reading " + o.key + " before deleting it: " +
+                                   t.object.status().ToString() + " (retried at the next pass)");
+        continue;
+      }
+      if (t.oversized) {
+        // Larger than any blob: the bytes we could hold would not restore it whole (R3).
+        report->problems.push_back(o.key + " is " + std::to_string(t.object->object_size) +
+                                   " bytes, more than a blob can be: not deleted; see `wombatkv "
+                                   "audit`");
+        continue;
+      }
+      if (!t.deleted.ok()) {
+        report->delete_failures++;
+        failed_.insert(o.key);
+        report->problems.push_back("deleting " + o.key + ": " + t.deleted.ToString() +
+                                   " (retried at the next pass)");
+      }
+      batch_bytes += t.object->bytes->size();
+      batch.push_back(Held{o, std::move(t.object->bytes), t.intact, !t.deleted.ok()});
     }
-    if (obj->bytes->size() != obj->object_size) {
-      // Larger than any blob: the bytes we could hold would not restore it whole (R3).
-      report->problems.push_back(o.key + " is " + std::to_string(obj->object_size) +
-                                 " bytes, more than a blob can be: not deleted; see `wombatkv "
-                                 "audit`");
-      continue;
-    }
-    Status deleted = l2_->Delete(o.key);
-    if (!deleted.ok()) {
-      report->delete_failures++;
-      failed_.insert(o.key);
-      report->problems.push_back("deleting " + o.key + ": " + deleted.ToString() +
-                                 " (retried at the next pass)");
-    }
-    batch_bytes += obj->bytes->size();
-    const bool intact =
-        layout::DecodeVerified(layout::EnvelopeKind::kBlob, obj->bytes, o.hash, o.key).ok();
-    batch.push_back(Held{o, std::move(obj->bytes), intact, !deleted.ok()});
     if (batch_bytes >= options_.batch_bytes_max) {
       WMBT_RETURN_IF_ERROR(RecheckAndRestore(ns, &known, &batch, report));
       batch_bytes = 0;
     }
   }
   return RecheckAndRestore(ns, &known, &batch, report);
+}
+
+OrphanCollector::Taken OrphanCollector::Take(const OrphanBlob& o) const {
+  Taken t;
+  // R3: keep the bytes until the re-check has shown that no new head names the blob.
+  t.object = l2_->Get(o.key, 0, layout::kEnvelopeHeaderBytes + limits::kBlockBytesMax + 1);
+  if (!t.object.ok()) return t;
+  t.oversized = t.object->bytes->size() != t.object->object_size;
+  if (t.oversized) return t;
+  t.deleted = l2_->Delete(o.key);
+  t.intact =
+      layout::DecodeVerified(layout::EnvelopeKind::kBlob, t.object->bytes, o.hash, o.key).ok();
+  return t;
 }
 
 Status OrphanCollector::RecheckAndRestore(const std::string& ns,

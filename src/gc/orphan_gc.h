@@ -70,17 +70,18 @@ struct GcOptions {
   uint64_t list_lag_us = 0;
   // Called just before each such wait (optional): a tool says why it is quiet.
   std::function<void(uint64_t wait_us)> on_list_lag_wait;
-  // Reads heads in parallel when set (not owned).
+  // Reads heads, and reads and deletes orphans, in parallel when set (not owned).
   Executor* executor = nullptr;
   // Blobs the caller knows are, or are about to be, named by a head (a store's puts awaiting
-  // publish, and the blobs its own index references): asked just before each delete, and a blob
-  // it returns true for is left alone this pass. Lets a store collect with a grace shorter than
+  // publish, and the blobs its own index references): asked as each chunk of deletes is formed,
+  // just before the chunk's reads and deletes, and a blob it returns true for is left alone this
+  // pass. Lets a store collect with a grace shorter than
   // its own publishes take, and keeps it from deleting a blob of a head it published itself but
   // a lagging listing does not show yet (R3 would restore it, but not across a crash between the
   // delete and the re-check). Must not do L2 I/O.
   std::function<bool(const std::string& ns, const ContentHash& hash)> keep;
-  // Asked before each delete and each namespace (optional): true ends the pass early — after the
-  // re-check of the deletes already made (R3), which is never skipped. A store closing.
+  // Asked before each chunk of deletes and each namespace (optional): true ends the pass early —
+  // after the re-check of the deletes already made (R3), which is never skipped. A store closing.
   std::function<bool()> stop;
 };
 
@@ -136,6 +137,16 @@ class OrphanCollector {
   const GcOptions& options() const { return options_; }
 
  private:
+  // Candidates read and deleted at once, per namespace, with an executor.
+  static constexpr size_t kParallelDeletes = 32;
+  // One candidate: read whole (its bytes kept for R3), then deleted unless larger than any blob.
+  struct Taken {
+    Result<ObjectData> object = Status::Internal("not read");
+    bool oversized = false;
+    Status deleted;
+    bool intact = false;  // the bytes decode to the blob's name
+  };
+  Taken Take(const OrphanBlob& o) const;  // L2 I/O only: safe on several threads at once
   Status CollectNamespace(const NamespaceListing& listing, GcReport* report);
   // R3 for one batch: re-lists the heads, restores what a new or changed head names, and
   // accounts the rest as freed. `known` maps head keys to the ETag already read (updated).
