@@ -59,20 +59,25 @@ void OrphanCollector::RetryRestores(GcReport* report) {
 Result<GcReport> OrphanCollector::RunPass(const ScanProgressFn& progress) {
   GcReport report;
   RetryRestores(&report);
+  WMBT_CHECK(deferred_.empty());
+  Status scanned;
   if (!options_.only_ns.empty()) {
     WMBT_RETURN_IF_ERROR(ValidateNamespace(options_.only_ns));
-    WMBT_ASSIGN_OR_RETURN(NamespaceListing listing,
-                          ListNamespace(l2_, options_.l2_prefix, options_.only_ns, progress));
-    WMBT_RETURN_IF_ERROR(CollectNamespace(listing, &report));
+    auto listing = ListNamespace(l2_, options_.l2_prefix, options_.only_ns, progress);
+    scanned = listing.ok() ? CollectNamespace(*listing, &report) : listing.status();
   } else {
-    WMBT_RETURN_IF_ERROR(ScanL2(
+    scanned = ScanL2(
         l2_, options_.l2_prefix,
         [&](NamespaceListing&& listing) -> Status {
           if (!listing.ns_valid) return Status::Ok();  // strays only: never ours to delete
           return CollectNamespace(listing, &report);
         },
-        nullptr, progress));
+        nullptr, progress);
   }
+  // R3: every delete made is re-checked, whatever failed after it.
+  const Status rechecked = RecheckDeferred(&report);
+  WMBT_RETURN_IF_ERROR(scanned);
+  WMBT_RETURN_IF_ERROR(rechecked);
   std::sort(report.removed.begin(), report.removed.end(), OlderFirst);
   return report;
 }
@@ -86,13 +91,14 @@ Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcRepo
                         ReadHeads(l2_, ns, listing.heads, options_.executor));
   report->heads += reads.size();
   HashSet refs;
-  std::map<std::string, std::string> known;  // head key → ETag read (R3 re-reads only changes)
+  // Head key → ETag read (R3 re-reads only changes).
+  auto known = std::make_shared<KnownHeads>();
   const HeadRead* unreadable = nullptr;
   const ListedHead* unreadable_at = nullptr;
   for (size_t i = 0; i < reads.size(); ++i) {
     const HeadRead& r = reads[i];
     if (r.state == HeadRead::State::kGone) continue;
-    known[listing.heads[i].info.key] = r.etag;
+    (*known)[listing.heads[i].info.key] = r.etag;
     if (r.state == HeadRead::State::kUnreadable && !unreadable) {
       unreadable = &r;
       unreadable_at = &listing.heads[i];
@@ -185,8 +191,9 @@ Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcRepo
     }
     std::vector<Taken> taken(chunk.size());
     auto take = [&](size_t i) { taken[i] = Take(*chunk[i]); };
+    Status took;  // an executor that could not run them: what was not read counts as failed
     if (options_.executor) {
-      WMBT_RETURN_IF_ERROR(ParallelFor(options_.executor, chunk.size(), width - 1, take));
+      took = ParallelFor(options_.executor, chunk.size(), width - 1, take);
     } else {
       for (size_t i = 0; i < chunk.size(); ++i) take(i);
     }
@@ -217,12 +224,47 @@ Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcRepo
       batch_bytes += t.object->bytes->size();
       batch.push_back(Held{o, std::move(t.object->bytes), t.intact, !t.deleted.ok()});
     }
-    if (batch_bytes >= options_.batch_bytes_max) {
-      WMBT_RETURN_IF_ERROR(RecheckAndRestore(ns, &known, &batch, report));
+    if (!took.ok()) {
+      (void)Defer(ns, known, &batch, batch_bytes, /*now=*/false, report);  // re-checked anyway
+      return took;
+    }
+    if (deferred_bytes_ + batch_bytes >= options_.batch_bytes_max) {
+      WMBT_RETURN_IF_ERROR(Defer(ns, known, &batch, batch_bytes, /*now=*/true, report));
       batch_bytes = 0;
     }
   }
-  return RecheckAndRestore(ns, &known, &batch, report);
+  return Defer(ns, known, &batch, batch_bytes, /*now=*/false, report);
+}
+
+Status OrphanCollector::Defer(const std::string& ns, const std::shared_ptr<KnownHeads>& known,
+                              std::vector<Held>* held, uint64_t bytes, bool now, GcReport* report) {
+  if (!held->empty()) {
+    deferred_.push_back(Deferred{ns, known, std::move(*held)});
+    deferred_bytes_ += bytes;
+    held->clear();
+  }
+  if (now || deferred_bytes_ >= options_.batch_bytes_max) return RecheckDeferred(report);
+  return Status::Ok();
+}
+
+Status OrphanCollector::RecheckDeferred(GcReport* report) {
+  if (deferred_.empty()) return Status::Ok();
+  // A head written before the deletes but not yet listed would escape the re-check (and its
+  // publisher's R4 check ran before the deletes): wait until every such head is listed.
+  if (options_.list_lag_us > 0) {
+    if (options_.on_list_lag_wait) options_.on_list_lag_wait(options_.list_lag_us);
+    clock_->SleepMicros(options_.list_lag_us);
+    report->list_lag_waited_us += options_.list_lag_us;
+  }
+  std::vector<Deferred> batches = std::move(deferred_);
+  deferred_.clear();
+  deferred_bytes_ = 0;
+  Status first;
+  for (Deferred& d : batches) {
+    Status s = RecheckAndRestore(d.ns, d.known.get(), &d.held, report);
+    if (first.ok() && !s.ok()) first = s;
+  }
+  return first;
 }
 
 OrphanCollector::Taken OrphanCollector::Take(const OrphanBlob& o) const {
@@ -238,20 +280,12 @@ OrphanCollector::Taken OrphanCollector::Take(const OrphanBlob& o) const {
   return t;
 }
 
-Status OrphanCollector::RecheckAndRestore(const std::string& ns,
-                                          std::map<std::string, std::string>* known,
+Status OrphanCollector::RecheckAndRestore(const std::string& ns, KnownHeads* known,
                                           std::vector<Held>* held, GcReport* report) {
   if (held->empty()) return Status::Ok();
   HashSet refs;
   bool restore_all = false;  // the re-check failed or found a head it cannot read: keep them all
   Status failed;
-  // A head written before the deletes but not yet listed would escape the re-check (and its
-  // publisher's R4 check ran before the deletes): wait until every such head is listed.
-  if (options_.list_lag_us > 0) {
-    if (options_.on_list_lag_wait) options_.on_list_lag_wait(options_.list_lag_us);
-    clock_->SleepMicros(options_.list_lag_us);
-    report->list_lag_waited_us += options_.list_lag_us;
-  }
   auto heads = ListHeads(l2_, options_.l2_prefix, ns);
   if (!heads.ok()) {
     restore_all = true;

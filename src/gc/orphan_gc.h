@@ -160,8 +160,26 @@ class OrphanCollector {
     // re-check still puts it back if a new head names it. Never counted as deleted (R5).
     bool delete_failed = false;
   };
-  Status RecheckAndRestore(const std::string& ns, std::map<std::string, std::string>* known,
-                           std::vector<Held>* held, GcReport* report);
+  using KnownHeads = std::map<std::string, std::string>;  // head key → ETag read
+  Status RecheckAndRestore(const std::string& ns, KnownHeads* known, std::vector<Held>* held,
+                           GcReport* report);
+  // Deletes whose re-check (R3) is still to come, across the namespaces of a pass, so that one
+  // wait for the listing lag serves them all (a wait per namespace made a pass over N namespaces
+  // take at least N lags). Their bytes count against batch_bytes_max together.
+  struct Deferred {
+    std::string ns;
+    std::shared_ptr<KnownHeads> known;  // the namespace's, shared by its batches
+    std::vector<Held> held;
+  };
+  std::vector<Deferred> deferred_;
+  uint64_t deferred_bytes_ = 0;
+  // Adds a namespace's batch; re-checks everything deferred once it reaches batch_bytes_max or
+  // when `now` is set.
+  Status Defer(const std::string& ns, const std::shared_ptr<KnownHeads>& known,
+               std::vector<Held>* held, uint64_t bytes, bool now, GcReport* report);
+  // Waits out the listing lag once, then re-checks every deferred batch — each of them, even
+  // after one fails (the first error is returned).
+  Status RecheckDeferred(GcReport* report);
 
   ObjectStore* const l2_;
   Clock* const clock_;

@@ -491,6 +491,61 @@ TEST(OrphanGcRace, AStoppedPassStillRechecksWhatItDeleted) {
   EXPECT_TRUE(p.Exists(first));
 }
 
+// Fails every listing under one prefix.
+class FailingListing final : public ObjectStoreWrapper {
+ public:
+  FailingListing(ObjectStore* target, std::string prefix)
+      : ObjectStoreWrapper(target), prefix_(std::move(prefix)) {}
+  Result<ListPage> List(std::string_view prefix, std::string_view delimiter, std::string_view token,
+                        size_t limit) override {
+    if (prefix.starts_with(prefix_)) return Status::Unavailable("test: listing failed");
+    return ObjectStoreWrapper::List(prefix, delimiter, token, limit);
+  }
+
+ private:
+  std::string prefix_;
+};
+
+// The re-checks of a pass's namespaces come together, after one wait for the listing lag (a wait
+// per namespace made a pass over N namespaces take N lags) — and a namespace that fails later in
+// the pass never skips the re-check of one whose blobs were already deleted (R3): a head
+// published in "a" while its orphan was deleted gets the blob back though "b" cannot be listed.
+TEST(OrphanGcRace, ThePassesReChecksShareOneWaitAndNoneIsSkippedByALaterFailure) {
+  Planes p;
+  const TestChain a = MakeChain(1, kBlockBytes, 31), b = MakeChain(2, kBlockBytes, 32);
+  p.PutOrphans(a, "a");
+  p.PutOrphans(b, "b");
+  p.clock.Advance(2 * kHourUs);
+  gc::GcOptions o = Grace(kHourUs);
+  o.list_lag_us = 1;  // counts the waits (list_lag_waited_us)
+  {
+    gc::OrphanCollector collector(p.l2.get(), &p.clock, o);
+    gc::GcReport r = p.Pass(collector);
+    EXPECT_EQ(r.namespaces, 2u);
+    EXPECT_EQ(r.deleted, 3u);
+    EXPECT_EQ(r.list_lag_waited_us, 1u) << "one wait per namespace";
+  }
+  p.PutOrphans(a, "a");
+  p.PutOrphans(b, "b");
+  p.clock.Advance(2 * kHourUs);
+  auto publisher = p.Open();
+  ASSERT_TRUE(publisher->PutBlocks("a", kFp, a.Puts()).ok());
+  Interposer interposer(p.l2.get());
+  const std::string blob = p.BlobKey(a.payloads[0], "a");
+  interposer.before_delete = [&](std::string_view key) { return key == blob; };
+  interposer.hook = [&] {
+    auto v = publisher->PublishChain("a", kFp, a.tip(), a.tip(), std::nullopt, nullptr);
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+  };
+  FailingListing failing(&interposer, layout::NamespacesPrefix("kv") + "b/");
+  gc::OrphanCollector collector(&failing, &p.clock, o);
+  auto r = collector.RunPass();
+  ASSERT_FALSE(r.ok()) << "b could not be listed";
+  EXPECT_TRUE(p.Exists(blob)) << "a's deleted blob was never re-checked";
+  auto got = p.Open()->GetBlocks("a", kFp, a.keys);
+  EXPECT_TRUE(got.ok()) << got.status().ToString();
+}
+
 // Every delete is applied but answered with an error (the connection reset after the server
 // committed).
 class LosesDeleteAnswers final : public ObjectStoreWrapper {
