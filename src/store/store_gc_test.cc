@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <thread>
 
 #include "gc/gc_test_util.h"
 #include "gc/orphan_gc.h"
@@ -243,10 +242,11 @@ TEST_F(StoreGc, EvictionGoesOnWhileAnOrphanGcPassIsUnderWay) {
   for (uint64_t b = 0; b < 4 * kBudget; b += chain_bytes) publish();
   // Eviction brings the namespace back within its budget (a generous wait, not a timing: the
   // old code never got there while the GC pass was held).
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  Clock* real = RealClock();
+  const uint64_t give_up = real->NowMicros() + 60ull * 1000000;
   uint64_t referenced = UsageOf(s).referenced_bytes();
-  while (referenced > kBudget && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  while (referenced > kBudget && real->NowMicros() < give_up) {
+    real->SleepMicros(10'000);
     referenced = UsageOf(s).referenced_bytes();
   }
   EXPECT_LE(referenced, kBudget) << "eviction waited for the orphan-GC pass";
