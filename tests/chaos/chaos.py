@@ -430,7 +430,22 @@ def audit(args, daemons, s3, prefix):
                                               l2["blob_bytes"] - l2["orphan_bytes"],
                                               args.budget or "none", l2["orphans"],
                                               l2["orphan_bytes"]))
+            # Every daemon was restarted with the whole bucket in view and evicted at open: a
+            # namespace still over its budget means eviction did not hold it.
+            if args.budget and ref > budget_bytes(args.budget):
+                log("namespace %s is over its budget at the end: %d B > %d B" % (
+                    row["namespace"], ref, budget_bytes(args.budget)))
+                clean = False
     return clean
+
+
+def budget_bytes(text):
+    """--budget as the daemons read a size: digits, then K, M, G or T (binary), optionally with
+    B or iB; None if it is not one."""
+    m = re.fullmatch(r"(\d+)(?:([KMGT])(?:B|IB)?)?", text.strip().upper())
+    if not m:
+        return None
+    return int(m.group(1)) << (10 * ("KMGT".index(m.group(2)) + 1) if m.group(2) else 0)
 
 
 def main():
@@ -469,6 +484,9 @@ def main():
     args = ap.parse_args()
     if args.writer_spec:
         return writer_main(json.loads(args.writer_spec))
+    if args.budget and budget_bytes(args.budget) is None:
+        ap.error("--budget %r: give one size for every namespace: bytes, or a number with K, M, "
+                 "G or T (e.g. 4M)" % args.budget)
 
     rng = random.Random(args.seed)
     run = time.strftime("%Y%m%d-%H%M%S") + "-s%d" % args.seed
