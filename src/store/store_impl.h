@@ -635,6 +635,8 @@ class StoreImpl final : public Store {
   std::atomic<uint64_t> next_gc_us_{0};       // monotonic clock
   std::atomic<bool> gc_queued_{false};        // a background pass is queued or running
   std::unique_ptr<Executor> gc_thread_;       // only with an internal executor and clock, GC on
+  static constexpr size_t kGcIoThreads = 8;
+  std::unique_ptr<Executor> gc_io_;  // with gc_thread_: the pass's reads and deletes
 
   struct Counters {
     std::atomic<uint64_t> lookups{0}, lookup_keys{0}, lookup_hit_keys{0};

@@ -53,6 +53,7 @@ StoreImpl::~StoreImpl() {
   }
   if (evict_thread_) evict_thread_->Drain();
   if (gc_thread_) gc_thread_->Drain();  // a pass under way ends early (GcOptions::stop)
+  if (gc_io_) gc_io_->Drain();
   if (refresh_thread_) refresh_thread_->Drain();
   // Background uploads reference this object: let them finish before the planes go away.
   upload_gate_.ReleaseAll();
@@ -131,13 +132,15 @@ Status StoreImpl::Init() {
     gc_options.grace_us = options_.gc_grace_us;
     gc_options.list_lag_us = options_.l2_list_lag_us;
     gc_options.deletes_per_pass_max = options_.gc_deletes_per_pass;
-    // With the store's own threads, background passes run on a GC thread and read heads in
-    // parallel on the executor; with an injected executor (tests, the simulator) a pass is one of
-    // its tasks and reads heads on its own thread.
+    // With the store's own threads, background passes run on a GC thread and read heads and
+    // delete orphans several at a time on GC I/O threads of their own (on the upload workers they
+    // would queue saves' uploads behind a pass's); with an injected executor (tests, the
+    // simulator) a pass is one of its tasks and does its I/O on its own thread.
     const bool own_threads = options_.executor == nullptr && options_.clock == nullptr;
     if (own_threads && evict_configured_ && options_.background_gc) {
       gc_thread_ = NewThreadPoolExecutor(1, "wmbt-gc");
-      gc_options.executor = executor_;
+      gc_io_ = NewThreadPoolExecutor(kGcIoThreads, "wmbt-gc-io");
+      gc_options.executor = gc_io_.get();
     }
     // Kept: blobs a put of ours awaits a publish for, and blobs a chain in our L0 names — its
     // head may not be listed yet (a listing that lags), and a crash between the delete and the
