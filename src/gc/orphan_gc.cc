@@ -60,6 +60,7 @@ Result<GcReport> OrphanCollector::RunPass(const ScanProgressFn& progress) {
   GcReport report;
   RetryRestores(&report);
   WMBT_CHECK(deferred_.empty());
+  pass_roots_.clear();
   Status scanned;
   if (!options_.only_ns.empty()) {
     WMBT_RETURN_IF_ERROR(ValidateNamespace(options_.only_ns));
@@ -78,6 +79,13 @@ Result<GcReport> OrphanCollector::RunPass(const ScanProgressFn& progress) {
   const Status rechecked = RecheckDeferred(&report);
   WMBT_RETURN_IF_ERROR(scanned);
   WMBT_RETURN_IF_ERROR(rechecked);
+  if (options_.only_ns.empty() && !(options_.stop && options_.stop())) {
+    // A whole scan: heads of namespaces that are gone leave the cache.
+    std::erase_if(head_cache_, [&](const auto& entry) {
+      auto it = pass_roots_.upper_bound(entry.first);
+      return it == pass_roots_.begin() || !entry.first.starts_with(*std::prev(it));
+    });
+  }
   std::sort(report.removed.begin(), report.removed.end(), OlderFirst);
   return report;
 }
@@ -87,30 +95,55 @@ Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcRepo
   const std::string& ns = listing.ns;
   ++report->namespaces;
   report->blobs += listing.blobs.size();
-  WMBT_ASSIGN_OR_RETURN(std::vector<HeadRead> reads,
-                        ReadHeads(l2_, ns, listing.heads, options_.executor));
-  report->heads += reads.size();
   HashSet refs;
   // Head key → ETag read (R3 re-reads only changes).
   auto known = std::make_shared<KnownHeads>();
+  // With cache_heads, a head listed with the ETag it had when an earlier pass read it names the
+  // same blobs: only the others are read.
+  const std::string root = layout::NamespaceRoot(options_.l2_prefix, ns);
+  pass_roots_.insert(root);
+  std::map<std::string, CachedHead> cached;  // this namespace's heads, as of this pass
+  std::vector<ListedHead> to_read;
+  for (const ListedHead& h : listing.heads) {
+    auto it = options_.cache_heads ? head_cache_.find(h.info.key) : head_cache_.end();
+    if (it == head_cache_.end() || it->second.etag != h.info.etag) {
+      to_read.push_back(h);
+      continue;
+    }
+    (*known)[h.info.key] = it->second.etag;
+    refs.insert(it->second.hashes.begin(), it->second.hashes.end());
+    cached.insert(head_cache_.extract(it));
+    report->heads_unchanged++;
+  }
+  WMBT_ASSIGN_OR_RETURN(std::vector<HeadRead> reads,
+                        ReadHeads(l2_, ns, to_read, options_.executor));
+  report->heads += reads.size();
   const HeadRead* unreadable = nullptr;
   const ListedHead* unreadable_at = nullptr;
   for (size_t i = 0; i < reads.size(); ++i) {
     const HeadRead& r = reads[i];
     if (r.state == HeadRead::State::kGone) continue;
-    (*known)[listing.heads[i].info.key] = r.etag;
+    (*known)[to_read[i].info.key] = r.etag;
     if (r.state == HeadRead::State::kUnreadable && !unreadable) {
       unreadable = &r;
-      unreadable_at = &listing.heads[i];
+      unreadable_at = &to_read[i];
     }
     AddReferences(r, &refs);
+    if (options_.cache_heads && r.head) {
+      CachedHead& c = cached[to_read[i].info.key];
+      c.etag = r.etag;
+      for (const ChainEntry& e : r.head->entries) c.hashes.push_back(e.hash);
+    }
+  }
+  if (options_.cache_heads) {  // heads no longer listed leave the cache
+    head_cache_.erase(head_cache_.lower_bound(root), head_cache_.lower_bound(root + '~'));
+    head_cache_.merge(cached);
   }
 
   const uint64_t now_us = clock_->WallMicros();
   std::vector<OrphanBlob> orphans = FindOrphans(listing, refs, now_us);
   // R1 without modification times: age since this collector first saw the blob unreferenced.
   // Sightings of this namespace are replaced by this pass's (a blob referenced again starts over).
-  const std::string root = layout::NamespaceRoot(options_.l2_prefix, ns);
   std::map<std::string, uint64_t> seen;
   for (OrphanBlob& o : orphans) {
     if (o.age_known) continue;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <set>
+#include <utility>
 
 #include "gc/gc_test_util.h"
 #include "layout/chain_head.h"
@@ -322,6 +323,70 @@ TEST(OrphanGc, WithAnExecutorCandidatesAreReadAndDeletedSeveralAtATime) {
   auto store = p.Open();
   auto got = store->GetBlocks("default", kFp, published.keys);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
+}
+
+// Counts GETs of chain heads.
+class CountingHeadReads final : public ObjectStoreWrapper {
+ public:
+  using ObjectStoreWrapper::ObjectStoreWrapper;
+  Result<ObjectData> Get(std::string_view key, uint64_t offset, uint64_t length) override {
+    if (key.find("/chain/") != std::string_view::npos) ++reads_;
+    return ObjectStoreWrapper::Get(key, offset, length);
+  }
+  size_t Take() { return std::exchange(reads_, 0); }
+
+ private:
+  size_t reads_ = 0;
+};
+
+// cache_heads: a pass reads only heads listed with another ETag than the one an earlier pass read
+// (a GET per head per pass, every interval, was the collector's main S3 cost) — and a head that
+// changed to name an orphan is read again, so the orphan stays.
+TEST(OrphanGc, WithCachedHeadsAPassReadsOnlyTheHeadsThatChanged) {
+  Planes p;
+  CountingHeadReads counting(p.l2.get());
+  std::vector<TestChain> chains;
+  for (size_t i = 0; i < 5; ++i) {
+    chains.push_back(MakeChain(2, kBlockBytes, 40 + i));
+    p.Publish(chains.back());
+  }
+  const TestChain extension = MakeChain(3, kBlockBytes, 40);  // chains[0] and one block more
+  ASSERT_EQ(extension.keys[1], chains[0].keys[1]);
+  p.PutOrphans(extension);
+  p.clock.Advance(2 * kHourUs);
+  gc::GcOptions o = Grace(kHourUs);
+  o.cache_heads = true;
+  o.dry_run = true;  // first: nothing goes, the heads are learned
+  {
+    gc::OrphanCollector learn(&counting, &p.clock, o);
+    gc::GcReport r = p.Pass(learn);
+    EXPECT_EQ(r.heads, 5u);
+    EXPECT_EQ(counting.Take(), 5u);
+    r = p.Pass(learn);
+    EXPECT_EQ(r.heads, 0u);
+    EXPECT_EQ(r.heads_unchanged, 5u);
+    EXPECT_EQ(counting.Take(), 0u) << "unchanged heads were read again";
+    EXPECT_EQ(r.expired, 1u) << "the extension's third block, from the cached heads' names";
+  }
+  o.dry_run = false;
+  gc::OrphanCollector collector(&counting, &p.clock, o);
+  EXPECT_EQ(p.Pass(collector).heads, 5u);
+  counting.Take();
+  // chains[0]'s head is replaced by the extension, which names the orphan: read again, kept.
+  p.PutOrphans(extension);
+  auto publisher = p.Open();
+  ASSERT_TRUE(publisher->PutBlocks("default", kFp, extension.Puts()).ok());
+  ASSERT_TRUE(
+      publisher
+          ->PublishChain("default", kFp, chains[0].tip(), extension.tip(), std::nullopt, nullptr)
+          .ok());
+  p.clock.Advance(2 * kHourUs);
+  gc::GcReport r = p.Pass(collector);
+  EXPECT_EQ(r.heads, 1u);
+  EXPECT_EQ(r.heads_unchanged, 4u);
+  EXPECT_EQ(r.orphans, 0u);
+  EXPECT_EQ(r.deleted, 0u);
+  EXPECT_TRUE(p.Exists(p.BlobKey(extension.payloads[2])));
 }
 
 // A store closing stops a pass under way (GcOptions::stop): no delete after the stop is asked.

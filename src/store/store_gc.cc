@@ -71,12 +71,14 @@ Result<OrphanGcReport> StoreImpl::GcPass() {
   }
   for (const std::string& p : r.problems) Log(LogLevel::kWarn, "orphan GC: " + p);
   if (r.deleted + r.restored + r.delete_failures > 0) {
-    Log(LogLevel::kInfo, "orphan GC: " + std::to_string(r.deleted) + " blobs deleted (" +
-                             std::to_string(r.freed_bytes) + " bytes freed), " +
-                             std::to_string(r.restored) + " put back for a new head, " +
-                             std::to_string(r.delete_failures) + " deletes failed (retried); " +
-                             std::to_string(r.orphans) + " orphans found, pass took " +
-                             std::to_string(took_ms) + " ms");
+    Log(LogLevel::kInfo,
+        "orphan GC: " + std::to_string(r.deleted) + " blobs deleted (" +
+            std::to_string(r.freed_bytes) + " bytes freed), " + std::to_string(r.restored) +
+            " put back for a new head, " + std::to_string(r.delete_failures) +
+            " deletes failed (retried); " + std::to_string(r.orphans) + " orphans found, " +
+            std::to_string(r.heads) + " heads read (" + std::to_string(r.heads_unchanged) +
+            " unchanged since the last pass, not read), pass took " + std::to_string(took_ms) +
+            " ms");
   }
   OrphanGcReport out;
   out.orphans = r.orphans;

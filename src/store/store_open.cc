@@ -132,6 +132,7 @@ Status StoreImpl::Init() {
     gc_options.grace_us = options_.gc_grace_us;
     gc_options.list_lag_us = options_.l2_list_lag_us;
     gc_options.deletes_per_pass_max = options_.gc_deletes_per_pass;
+    gc_options.cache_heads = true;  // a pass every interval: re-read only changed heads
     // With the store's own threads, background passes run on a GC thread and read heads and
     // delete orphans several at a time on GC I/O threads of their own (on the upload workers they
     // would queue saves' uploads behind a pass's); with an injected executor (tests, the
