@@ -3,8 +3,6 @@
 // actually holds stay within the budget plus what the grace period lets wait. Failed deletes are
 // retried and never counted as freed (R5); blobs of puts awaiting their publish are kept.
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <optional>
@@ -13,6 +11,7 @@
 #include "gc/orphan_gc.h"
 #include "layout/chain_head.h"
 #include "layout/object_keys.h"
+#include "object/pause_once.h"
 #include "store/store_test_util.h"
 
 namespace wombatkv::testing {
@@ -177,42 +176,19 @@ TEST_F(StoreGc, BackgroundGcHoldsStoredBlobBytesNearTheBudget) {
               static_cast<unsigned long long>(kChains * chain_bytes));
 }
 
-// Holds the collector's listing of the namespaces (the first call of every orphan-GC pass) while
+// Holds the collector's listing of the namespaces (the first call of every orphan-GC pass) once
 // armed, until released: a GC pass that takes long, as one against S3 does (it waits out the
-// listing lag before each re-check).
+// listing lag before its re-check).
 class HeldGcListing final : public ObjectStoreWrapper {
  public:
   using ObjectStoreWrapper::ObjectStoreWrapper;
   Result<ListPage> List(std::string_view prefix, std::string_view delimiter, std::string_view token,
                         size_t limit) override {
-    if (delimiter == "/" && prefix == layout::NamespacesPrefix("kv")) {
-      std::unique_lock<std::mutex> g(mu_);
-      if (armed_) {
-        held_ = true;
-        cv_.notify_all();
-        cv_.wait(g, [&] { return !armed_; });
-      }
-    }
+    if (armed_ && delimiter == "/" && prefix == layout::NamespacesPrefix("kv")) pause_.Hold();
     return ObjectStoreWrapper::List(prefix, delimiter, token, limit);
   }
-  void Arm() {
-    std::lock_guard<std::mutex> g(mu_);
-    armed_ = true;
-  }
-  bool WaitHeld() {
-    std::unique_lock<std::mutex> g(mu_);
-    return cv_.wait_for(g, std::chrono::seconds(60), [&] { return held_; });
-  }
-  void Release() {
-    std::lock_guard<std::mutex> g(mu_);
-    armed_ = false;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool armed_ = false, held_ = false;
+  std::atomic<bool> armed_{false};
+  PauseOnce pause_;
 };
 
 // Found by tests/chaos/chaos.py (3 daemons on radosgw, a 3 MiB budget): the orphan-GC pass ran
@@ -226,7 +202,7 @@ TEST_F(StoreGc, EvictionGoesOnWhileAnOrphanGcPassIsUnderWay) {
   o.object_store = &held;
   o.executor = pool.get();
   Store& s = Open(o);
-  held.Arm();
+  held.armed_ = true;
   clock_.Advance(o.gc_interval_ms * 1000 + 1);  // the first GC pass is due
   const uint64_t chain_bytes = 8 * (kBlockBytes + 48);
   size_t salt = 1;
@@ -237,7 +213,7 @@ TEST_F(StoreGc, EvictionGoesOnWhileAnOrphanGcPassIsUnderWay) {
   };
   // Over the budget: an eviction pass, then a GC pass, which the listing holds.
   while (UsageOf(s).referenced_bytes() <= kBudget) publish();
-  ASSERT_TRUE(held.WaitHeld()) << "no orphan-GC pass started";
+  held.pause_.AwaitHeld();  // an orphan-GC pass started, and waits
   // Four budgets' worth more while the GC pass is held.
   for (uint64_t b = 0; b < 4 * kBudget; b += chain_bytes) publish();
   // Eviction brings the namespace back within its budget (a generous wait, not a timing: the
@@ -251,7 +227,7 @@ TEST_F(StoreGc, EvictionGoesOnWhileAnOrphanGcPassIsUnderWay) {
   }
   EXPECT_LE(referenced, kBudget) << "eviction waited for the orphan-GC pass";
   EXPECT_EQ(s.Stats().gc_passes, 1u);  // the held one; none overlaps it
-  held.Release();
+  held.pause_.Release();
   store_.reset();  // before the executor it uses; ends the GC pass
 }
 
