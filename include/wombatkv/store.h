@@ -310,6 +310,11 @@ struct StoreStats {
   // L0 blocks whose bytes a departed chain had given and that took the newest remaining chain's,
   // other bytes (RadixIndex I8: a key published with different bytes by several chains)
   uint64_t l0_blocks_reassigned = 0;
+  // Orphan GC passes: chain heads read, heads not read because listed with the ETag an earlier
+  // pass read (docs/layout.md §7), and the time spent in passes (µs)
+  uint64_t gc_heads_read = 0;
+  uint64_t gc_heads_unchanged = 0;
+  uint64_t gc_pass_micros = 0;
 };
 
 // L2 bytes one fingerprint's heads reference (part of NamespaceUsage).

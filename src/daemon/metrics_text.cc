@@ -287,6 +287,13 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_gc_delete_failures_total", "counter",
         "Orphan GC deletes that failed (left in L2, retried at the next pass).",
         s.gc_delete_failures);
+  p.One("wombatkv_gc_heads_read_total", "counter", "Chain heads orphan GC passes read from L2.",
+        s.gc_heads_read);
+  p.One("wombatkv_gc_heads_unchanged_total", "counter",
+        "Chain heads orphan GC passes did not read: listed with the ETag an earlier pass read.",
+        s.gc_heads_unchanged);
+  p.OneSeconds("wombatkv_gc_pass_seconds_total", "Time spent in orphan GC passes.",
+               s.gc_pass_micros);
 }
 
 void RenderTcp(Page& p, const tcp::TcpServerStats& t) {

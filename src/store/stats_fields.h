@@ -86,6 +86,9 @@ inline constexpr StoreStatsField kStoreStatsFields[] = {
     {"refresh_staleness_us", &StoreStats::refresh_staleness_us},
     {"pending_blocks_forgotten", &StoreStats::pending_blocks_forgotten},
     {"l0_blocks_reassigned", &StoreStats::l0_blocks_reassigned},
+    {"gc_heads_read", &StoreStats::gc_heads_read},
+    {"gc_heads_unchanged", &StoreStats::gc_heads_unchanged},
+    {"gc_pass_micros", &StoreStats::gc_pass_micros},
 };
 
 static_assert(sizeof(kStoreStatsFields) / sizeof(kStoreStatsFields[0]) * sizeof(uint64_t) ==

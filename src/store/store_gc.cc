@@ -40,7 +40,9 @@ Result<OrphanGcReport> StoreImpl::GcPass() {
   counters_.gc_passes++;
   const uint64_t started_us = clock_->NowMicros();
   auto run = gc_->RunPass();
-  const uint64_t took_ms = (clock_->NowMicros() - started_us) / 1000;
+  const uint64_t took_us = clock_->NowMicros() - started_us;
+  const uint64_t took_ms = took_us / 1000;
+  counters_.gc_pass_micros += took_us;
   if (!run.ok()) {
     counters_.l2_errors++;
     Log(LogLevel::kWarn, "orphan GC pass failed: " + run.status().ToString() +
@@ -51,6 +53,8 @@ Result<OrphanGcReport> StoreImpl::GcPass() {
   counters_.gc_blobs_deleted += r.deleted;
   counters_.gc_bytes_freed += r.freed_bytes;
   counters_.gc_delete_failures += r.delete_failures;
+  counters_.gc_heads_read += r.heads;
+  counters_.gc_heads_unchanged += r.heads_unchanged;
 
   // Blobs this store had unreferenced leave the ledger's unreferenced count; their L1 orphan
   // records go. (Blobs of other hosts are not on the ledger: UnrefDeleted returns 0.)

@@ -169,6 +169,8 @@ TEST_F(StoreGc, BackgroundGcHoldsStoredBlobBytesNearTheBudget) {
   EXPECT_GT(st.gc_blobs_deleted, 0u);
   EXPECT_EQ(st.gc_bytes_freed, kChains * chain_bytes - stored);
   EXPECT_EQ(st.gc_delete_failures, 0u);
+  EXPECT_GT(st.gc_heads_read, 0u);
+  EXPECT_GT(st.gc_heads_unchanged, 0u) << "every pass read every head again";
   EXPECT_EQ(st.l2_unreferenced_bytes, 0u);
   std::printf("budget %llu B, bound %llu B, peak stored %llu B, written %llu B\n",
               static_cast<unsigned long long>(kBudget), static_cast<unsigned long long>(bound),

@@ -409,6 +409,9 @@ StoreStats StoreImpl::Stats() {
   s.refresh_failures = k.refresh_failures;
   s.pending_blocks_forgotten = k.pending_blocks_forgotten;
   s.l0_blocks_reassigned = k.l0_blocks_reassigned;
+  s.gc_heads_read = k.gc_heads_read;
+  s.gc_heads_unchanged = k.gc_heads_unchanged;
+  s.gc_pass_micros = k.gc_pass_micros;
   if (const uint64_t began = last_refresh_us_.load(std::memory_order_relaxed); began > 0) {
     const uint64_t now = clock_->NowMicros();
     s.refresh_staleness_us = now > began ? now - began : 0;
