@@ -41,12 +41,47 @@ std::vector<OrphanBlob> FindOrphans(const NamespaceListing& listing, const HashS
 OrphanCollector::OrphanCollector(ObjectStore* l2, Clock* clock, GcOptions options)
     : l2_(l2), clock_(clock), options_(std::move(options)) {
   WMBT_CHECK(l2_ != nullptr && clock_ != nullptr);
+  if (!options_.hold_dir.empty()) {
+    WMBT_CHECK(options_.hold_fs != nullptr);
+    holds_ = std::make_unique<HoldFiles>(options_.hold_fs, options_.hold_dir);
+  }
+}
+
+OrphanCollector::~OrphanCollector() {
+  if (holds_) holds_->Close();
+}
+
+Status OrphanCollector::TakeLeftovers(GcReport* report) {
+  if (!holds_ || leftovers_taken_) return Status::Ok();
+  WMBT_ASSIGN_OR_RETURN(std::vector<HoldFiles::Leftover> leftovers,
+                        holds_->TakeLeftovers(&report->problems));
+  leftovers_taken_ = true;
+  // Re-checked at the end of this pass as this pass's own deletes are, against every head of
+  // their namespace (none has been read for them).
+  std::map<std::string, std::vector<Held>> by_ns;
+  uint64_t bytes = 0;
+  for (HoldFiles::Leftover& l : leftovers) {
+    const std::string& key = l.blob.orphan.key;
+    const bool intact =
+        layout::DecodeVerified(layout::EnvelopeKind::kBlob, l.blob.object, l.blob.orphan.hash, key)
+            .ok();
+    bytes += l.blob.object->size();
+    std::string ns = l.blob.orphan.ns;
+    by_ns[ns].push_back(Held{std::move(l.blob), std::move(l.file), intact});
+  }
+  report->recovered += leftovers.size();
+  for (auto& [ns, held] : by_ns) {
+    deferred_.push_back(Deferred{ns, std::make_shared<KnownHeads>(), std::move(held)});
+  }
+  deferred_bytes_ += bytes;
+  return Status::Ok();
 }
 
 void OrphanCollector::RetryRestores(GcReport* report) {
   std::vector<Held> still;
   for (Held& h : unrestored_) {
-    auto put = l2_->Put(h.orphan.key, {h.object->view()}, PutOptions{PutMode::kIfAbsent, {}});
+    auto put =
+        l2_->Put(h.blob.orphan.key, {h.blob.object->view()}, PutOptions{PutMode::kIfAbsent, {}});
     if (put.ok()) {
       report->restored++;
     } else if (!put.status().IsConflict()) {
@@ -60,6 +95,7 @@ Result<GcReport> OrphanCollector::RunPass(const ScanProgressFn& progress) {
   GcReport report;
   RetryRestores(&report);
   WMBT_CHECK(deferred_.empty());
+  if (Status s = TakeLeftovers(&report); !s.ok()) return s;
   pass_roots_.clear();
   Status scanned;
   if (!options_.only_ns.empty()) {
@@ -191,11 +227,11 @@ Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcRepo
     return Status::Ok();
   }
 
-  // Candidates go in chunks: each is read whole and deleted by its own task (ParallelFor on the
-  // executor, when there is one: two round trips per blob, which against S3 made a pass of a few
-  // thousand orphans take minutes one at a time), then handled in order on this thread. `keep`
-  // and `stop` are asked as each chunk is formed; a chunk ends where the batch's bytes would
-  // pass batch_bytes_max, and every delete of a batch is done before its re-check (R3).
+  // Candidates go in chunks (TakeChunk): read whole, kept in the hold directory if there is one,
+  // deleted — each read and delete on its own task when there is an executor — then handled in
+  // order on this thread. `keep` and `stop` are asked as each chunk is formed; a chunk ends where
+  // the batch's bytes would pass batch_bytes_max, and every delete of a batch is done before its
+  // re-check (R3).
   std::vector<Held> batch;
   uint64_t batch_bytes = 0;
   size_t next = 0;
@@ -223,13 +259,9 @@ Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcRepo
       chunk_bytes += o.bytes;
     }
     std::vector<Taken> taken(chunk.size());
-    auto take = [&](size_t i) { taken[i] = Take(*chunk[i]); };
-    Status took;  // an executor that could not run them: what was not read counts as failed
-    if (options_.executor) {
-      took = ParallelFor(options_.executor, chunk.size(), width - 1, take);
-    } else {
-      for (size_t i = 0; i < chunk.size(); ++i) take(i);
-    }
+    std::shared_ptr<HoldFiles::File> hold;
+    // Not taken on error: what was not read, or not deleted, counts as failed below.
+    const Status took = TakeChunk(chunk, &taken, &hold);
     for (size_t i = 0; i < chunk.size(); ++i) {
       const OrphanBlob& o = *chunk[i];
       Taken& t = taken[i];
@@ -255,7 +287,8 @@ Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcRepo
                                    " (retried at the next pass)");
       }
       batch_bytes += t.object->bytes->size();
-      batch.push_back(Held{o, std::move(t.object->bytes), t.intact, !t.deleted.ok()});
+      batch.push_back(
+          Held{HeldBlob{o, std::move(t.object->bytes)}, hold, t.intact, !t.deleted.ok()});
     }
     if (!took.ok()) {
       (void)Defer(ns, known, &batch, batch_bytes, /*now=*/false, report);  // re-checked anyway
@@ -300,17 +333,55 @@ Status OrphanCollector::RecheckDeferred(GcReport* report) {
   return first;
 }
 
-OrphanCollector::Taken OrphanCollector::Take(const OrphanBlob& o) const {
+OrphanCollector::Taken OrphanCollector::Read(const OrphanBlob& o) const {
   Taken t;
   // R3: keep the bytes until the re-check has shown that no new head names the blob.
   t.object = l2_->Get(o.key, 0, layout::kEnvelopeHeaderBytes + limits::kBlockBytesMax + 1);
   if (!t.object.ok()) return t;
   t.oversized = t.object->bytes->size() != t.object->object_size;
   if (t.oversized) return t;
-  t.deleted = l2_->Delete(o.key);
   t.intact =
       layout::DecodeVerified(layout::EnvelopeKind::kBlob, t.object->bytes, o.hash, o.key).ok();
   return t;
+}
+
+Status OrphanCollector::TakeChunk(const std::vector<const OrphanBlob*>& chunk,
+                                  std::vector<Taken>* taken,
+                                  std::shared_ptr<HoldFiles::File>* hold) {
+  // Each phase on the executor's tasks when there is one (two round trips per blob, which
+  // against S3 made a pass of a few thousand orphans take minutes one at a time).
+  auto each = [&](const std::function<void(size_t)>& fn) -> Status {
+    if (!options_.executor) {
+      for (size_t i = 0; i < chunk.size(); ++i) fn(i);
+      return Status::Ok();
+    }
+    return ParallelFor(options_.executor, chunk.size(), kParallelDeletes - 1, fn);
+  };
+  WMBT_RETURN_IF_ERROR(each([&](size_t i) { (*taken)[i] = Read(*chunk[i]); }));
+  if (holds_) {
+    // On disk before the first delete: a crash from here on leaves them to the next collector.
+    std::vector<HeldBlob> blobs;
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      if ((*taken)[i].to_delete()) blobs.push_back(HeldBlob{*chunk[i], (*taken)[i].object->bytes});
+    }
+    if (!blobs.empty()) {
+      std::vector<const HeldBlob*> refs;
+      for (const HeldBlob& b : blobs) refs.push_back(&b);
+      auto written = holds_->Write(refs);
+      if (!written.ok()) {
+        const Status kept =
+            written.status().WithContext("keeping the bytes of orphans to delete in " +
+                                         holds_->dir() + " (nothing is deleted until they can be)");
+        for (Taken& t : *taken) t.deleted = kept;
+        return kept;
+      }
+      *hold = std::move(written).value();
+    }
+  }
+  return each([&](size_t i) {
+    Taken& t = (*taken)[i];
+    if (t.to_delete()) t.deleted = l2_->Delete(chunk[i]->key);
+  });
 }
 
 Status OrphanCollector::RecheckAndRestore(const std::string& ns, KnownHeads* known,
@@ -344,33 +415,36 @@ Status OrphanCollector::RecheckAndRestore(const std::string& ns, KnownHeads* kno
     }
   }
   for (Held& h : *held) {
-    if (!restore_all && !refs.count(h.orphan.hash)) {
+    const OrphanBlob& o = h.blob.orphan;
+    if (!restore_all && !refs.count(o.hash)) {
       if (h.delete_failed) continue;  // counted as a failure; retried at the next pass
       report->deleted++;
-      report->freed_bytes += h.orphan.bytes;
-      report->removed.push_back(std::move(h.orphan));
+      report->freed_bytes += o.bytes;
+      report->removed.push_back(o);
       continue;
     }
     if (!h.intact) {
-      report->problems.push_back(h.orphan.key + " was corrupt when deleted and a new chain head "
+      report->problems.push_back(o.key +
+                                 " was corrupt when deleted and a new chain head "
                                  "names it: not put back (its publisher re-uploads it, R4; "
                                  "run `wombatkv audit`)");
       continue;
     }
     // Conflict: the publisher (R4) or another writer put it back first; same name, same bytes.
-    // A head names it: worth a few tries now (bytes kept for a later pass die with the process).
-    auto put = l2_->Put(h.orphan.key, {h.object->view()}, PutOptions{PutMode::kIfAbsent, {}});
+    // A head names it: worth a few tries now (bytes kept for a later pass die with the process
+    // unless they are in a hold directory).
+    auto put = l2_->Put(o.key, {h.blob.object->view()}, PutOptions{PutMode::kIfAbsent, {}});
     for (uint64_t backoff_us = 50'000; backoff_us <= 400'000 &&
                                        put.status().code() == Code::kUnavailable;
          backoff_us *= 2) {
       clock_->SleepMicros(backoff_us);
-      put = l2_->Put(h.orphan.key, {h.object->view()}, PutOptions{PutMode::kIfAbsent, {}});
+      put = l2_->Put(o.key, {h.blob.object->view()}, PutOptions{PutMode::kIfAbsent, {}});
     }
     if (h.delete_failed && put.status().IsConflict()) continue;  // the delete was not applied
     if (put.ok() || put.status().IsConflict()) {
       report->restored++;
     } else {
-      report->problems.push_back("restoring " + h.orphan.key +
+      report->problems.push_back("restoring " + o.key +
                                  " (a chain head published during this pass may name it): " +
                                  put.status().ToString() + "; retried at the next pass");
       unrestored_.push_back(std::move(h));

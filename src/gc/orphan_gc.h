@@ -18,7 +18,9 @@
 //       whose head was written after the collector's first listing and before its re-check.
 //       A delete that failed is re-checked too (its answer may have been lost after it was
 //       applied); a restore that fails is retried at every later pass; with listings that lag
-//       (GcOptions::list_lag_us) the re-check first waits out the lag.
+//       (GcOptions::list_lag_us) the re-check first waits out the lag. With a hold directory
+//       (GcOptions::hold_dir) the kept bytes are on disk before the deletes, so a collector that
+//       dies before its re-check leaves it to the next one.
 //   R4. Publisher re-check (StoreImpl::ReverifyReusedBlobs). A publisher that relied on a blob
 //       it did not upload itself (it found the blob already in L2) checks, after writing its
 //       head, that the blob still exists, and re-uploads it from its own copy if not. This
@@ -45,7 +47,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "gc/hold_files.h"
 #include "gc/l2_scan.h"
+#include "gc/orphan_blob.h"
 #include "wombatkv/env.h"
 #include "wombatkv/object_store.h"
 #include "wombatkv/status.h"
@@ -86,18 +90,17 @@ struct GcOptions {
   // a lagging listing does not show yet (R3 would restore it, but not across a crash between the
   // delete and the re-check). Must not do L2 I/O.
   std::function<bool(const std::string& ns, const ContentHash& hash)> keep;
+  // R3 across a crash: where the bytes kept for the re-check are also written, and synced,
+  // before the deletes they cover (optional; the collector's own directory, not shared with
+  // another collector while it runs). A collector that dies between its deletes and its re-check
+  // leaves them there, and the next collector given the same directory does that re-check at
+  // its first pass (and puts back what a head names). Needed wherever other processes may
+  // publish heads naming what this collector deletes: a shared L2.
+  FileSystem* hold_fs = nullptr;
+  std::string hold_dir;
   // Asked before each chunk of deletes and each namespace (optional): true ends the pass early —
   // after the re-check of the deletes already made (R3), which is never skipped. A store closing.
   std::function<bool()> stop;
-};
-
-struct OrphanBlob {
-  std::string ns;
-  std::string key;
-  ContentHash hash;
-  uint64_t bytes = 0;       // object size in L2 (envelope included)
-  uint64_t age_us = 0;      // meaningful when age_known
-  bool age_known = false;   // false: L2 reports no modification time (and no earlier sighting)
 };
 
 using HashSet = std::unordered_set<ContentHash, FixedBytesHash>;
@@ -125,6 +128,9 @@ struct GcReport {
   uint64_t namespaces_skipped = 0;  // R2
   uint64_t kept = 0;            // expired, but GcOptions::keep held them
   uint64_t list_lag_waited_us = 0;  // R3: waited for lagging listings (list_lag_us per re-check)
+  // Blobs an earlier collector deleted and died (or closed) before re-checking or putting back,
+  // found in the hold directory and re-checked by this pass (their outcome is counted above).
+  uint64_t recovered = 0;
   std::vector<OrphanBlob> removed;  // deleted (or, with dry_run, that would be), oldest first
   std::vector<std::string> problems;  // one line each: skipped namespaces, failed deletes
 };
@@ -134,6 +140,10 @@ class OrphanCollector {
   // `l2` and `clock` are not owned and must outlive the collector. `clock` gives "now" (wall
   // time) to age blobs against their modification times.
   OrphanCollector(ObjectStore* l2, Clock* clock, GcOptions options);
+  // Blobs not yet re-checked or put back stay in the hold directory (GcOptions::hold_dir).
+  ~OrphanCollector();
+  OrphanCollector(const OrphanCollector&) = delete;
+  OrphanCollector& operator=(const OrphanCollector&) = delete;
 
   // One pass over L2 (or options.only_ns). An error means L2 could not be listed or read; what
   // was deleted before it is in neither the error nor a report, but every rule above still held.
@@ -147,20 +157,27 @@ class OrphanCollector {
  private:
   // Candidates read and deleted at once, per namespace, with an executor.
   static constexpr size_t kParallelDeletes = 32;
-  // One candidate: read whole (its bytes kept for R3), then deleted unless larger than any blob.
+  // One candidate: read whole (its bytes kept for R3), then deleted unless larger than any blob
+  // (or its bytes could not be written to the hold directory).
   struct Taken {
     Result<ObjectData> object = Status::Internal("not read");
     bool oversized = false;
-    Status deleted;
+    Status deleted = Status::Internal("not deleted");
     bool intact = false;  // the bytes decode to the blob's name
+    bool to_delete() const { return object.ok() && !oversized; }
   };
-  Taken Take(const OrphanBlob& o) const;  // L2 I/O only: safe on several threads at once
+  // L2 I/O only: safe on several threads at once.
+  Taken Read(const OrphanBlob& o) const;
+  // Reads a chunk of candidates, writes their bytes to the hold directory (if any), deletes them.
+  Status TakeChunk(const std::vector<const OrphanBlob*>& chunk, std::vector<Taken>* taken,
+                   std::shared_ptr<HoldFiles::File>* hold);
   Status CollectNamespace(const NamespaceListing& listing, GcReport* report);
   // R3 for one batch: re-lists the heads, restores what a new or changed head names, and
   // accounts the rest as freed. `known` maps head keys to the ETag already read (updated).
   struct Held {
-    OrphanBlob orphan;
-    std::shared_ptr<Buffer> object;
+    HeldBlob blob;
+    // The hold file with these bytes (GcOptions::hold_dir): removed once every blob in it is done.
+    std::shared_ptr<HoldFiles::File> hold;
     // The kept bytes decode to the blob's name. Corrupt bytes are never put back: a restore
     // would only hide the damage; the publisher's re-check (R4) re-uploads good bytes instead.
     bool intact = true;
@@ -179,6 +196,10 @@ class OrphanCollector {
     std::shared_ptr<KnownHeads> known;  // the namespace's, shared by its batches
     std::vector<Held> held;
   };
+  // GcOptions::hold_dir; what an earlier collector left there is re-checked by the first pass.
+  // Declared before every Held it outlives (their files are removed through it).
+  std::unique_ptr<HoldFiles> holds_;
+  bool leftovers_taken_ = false;
   std::vector<Deferred> deferred_;
   uint64_t deferred_bytes_ = 0;
   // Adds a namespace's batch; re-checks everything deferred once it reaches batch_bytes_max or
@@ -208,6 +229,7 @@ class OrphanCollector {
   // L2 takes them. Putting back an orphan is harmless: a later pass collects it again.
   std::vector<Held> unrestored_;
   void RetryRestores(GcReport* report);
+  Status TakeLeftovers(GcReport* report);
 };
 
 }  // namespace wombatkv::gc

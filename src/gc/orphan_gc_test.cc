@@ -678,6 +678,33 @@ TEST(OrphanGcRace, ARestoreThatFailsIsRetriedAtTheNextPass) {
   race.ExpectReadable();
 }
 
+// With a hold directory the kept bytes of a failed restore outlive their collector: the next
+// one (a restarted process) puts them back.
+TEST(OrphanGcRace, ARestoreThatFailsOutlivesItsCollectorWithAHoldDirectory) {
+  DeleteRace race;
+  Planes& p = race.p;
+  TempDir dir;
+  BreaksAfterDelete collector_l2(&race.interposer);
+  gc::GcOptions o = Grace(kHourUs);
+  o.hold_fs = PosixFileSystem();
+  o.hold_dir = dir.path() + "/held";
+  {
+    gc::OrphanCollector collector(&collector_l2, &p.clock, o);
+    EXPECT_FALSE(collector.RunPass().ok());  // the re-check and the restore failed
+    EXPECT_FALSE(p.Exists(race.blob));
+  }
+  collector_l2.broken = false;
+  gc::OrphanCollector next(p.l2.get(), &p.clock, o);
+  gc::GcReport r = p.Pass(next);
+  EXPECT_EQ(r.recovered, 1u);
+  EXPECT_EQ(r.restored, 1u);
+  EXPECT_EQ(r.deleted, 0u);
+  race.ExpectReadable();
+  auto left = PosixFileSystem()->ListDir(o.hold_dir);
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->empty());
+}
+
 // Eventual listing (wombatkv-sim's list-lag fault): a head written — and its publisher's R4 check
 // passed — before the collector's first listing, but still missing from both its listings. R3's
 // argument ("a head the re-check does not see was written after it") assumed listings are

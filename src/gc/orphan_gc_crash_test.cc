@@ -1,0 +1,234 @@
+// R3 across a crash (GcOptions::hold_dir): a collector killed between its deletes and its
+// re-check leaves the bytes it kept on disk, and the next collector with the same directory does
+// the re-check and puts back what a head names. Real files and a real SIGKILL of a child process.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gc/gc_test_util.h"
+#include "gc/orphan_gc.h"
+#include "layout/envelope.h"
+#include "layout/object_keys.h"
+#include "store/store_test_util.h"
+
+namespace wombatkv::testing {
+namespace {
+
+const Fingerprint kFp = Fp(7);
+constexpr size_t kBlockBytes = 1000;
+constexpr uint64_t kLagUs = 5 * kMinuteUs;
+
+// An L2 of real files that a forked collector shares with the test, a store on it for the
+// publisher and the reader, and the hold directory.
+struct FilePlanes {
+  TempDir dir;
+  // File modification times are real: the test's wall clock starts at the real time.
+  ManualClock clock{RealClock()->WallMicros()};
+  std::unique_ptr<ObjectStore> l2 = NewFsObjectStore(dir.path() + "/bucket", PosixFileSystem());
+  std::vector<std::unique_ptr<MetaStore>> l1s;
+  std::unique_ptr<Executor> inline_executor = NewInlineExecutor();
+  const std::string hold_dir = dir.path() + "/held";
+
+  std::unique_ptr<Store> Open() {
+    l1s.push_back(NewMemMetaStore());
+    StoreOptions o;
+    o.object_store = l2.get();
+    o.meta_store = l1s.back().get();
+    o.clock = &clock;
+    o.executor = inline_executor.get();
+    o.log = [](LogLevel, const std::string&) {};
+    auto s = Store::Open(o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+  gc::GcOptions Options() {
+    gc::GcOptions o;
+    o.grace_us = kHourUs;
+    o.list_lag_us = kLagUs;
+    o.hold_fs = PosixFileSystem();
+    o.hold_dir = hold_dir;
+    return o;
+  }
+  size_t HoldFiles() {
+    auto names = PosixFileSystem()->ListDir(hold_dir);
+    return names.ok() ? names->size() : 0;
+  }
+};
+
+// The crash window R3 leaves without a hold directory: an orphan older than the grace is reused
+// by a publisher on another host (its upload finds the blob and skips it), whose head a lagging
+// listing does not show yet. The collector deletes the blob; its re-check, after waiting out the
+// lag, would put it back — but it is killed first. The chain's publish was acknowledged (its
+// check after the head write found the blob, then not yet deleted), so only the collector can
+// repair it.
+TEST(OrphanGcCrash, ACollectorKilledBeforeItsRecheckLeavesItToTheNext) {
+  FilePlanes p;
+  const TestChain chain = MakeChain(1, kBlockBytes, 9);
+  {
+    auto writer = p.Open();
+    ASSERT_TRUE(writer->PutBlocks("default", kFp, chain.Puts()).ok());
+  }  // closed unpublished: an orphan
+  p.clock.Advance(2 * kHourUs);
+  const std::string blob = layout::BlobKey("kv", "default", HashPayload(chain.payloads[0]));
+  {
+    auto publisher = p.Open();
+    ASSERT_TRUE(publisher->PutBlocks("default", kFp, chain.Puts()).ok());
+    auto v =
+        publisher->PublishChain("default", kFp, chain.tip(), chain.tip(), std::nullopt, nullptr);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+  }
+  LaggingListing lagging(p.l2.get(), &p.clock);
+  lagging.hidden = layout::ChainKey("kv", "default", kFp, chain.tip());
+  lagging.until_us = p.clock.NowMicros() + kLagUs;
+
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The collector: says when it has deleted and is about to wait for the listing, then waits
+    // to be killed.
+    gc::GcOptions o = p.Options();
+    o.on_list_lag_wait = [&](uint64_t) {
+      const char c = 'd';
+      (void)!::write(ready[1], &c, 1);
+      for (;;) ::pause();
+    };
+    gc::OrphanCollector collector(&lagging, &p.clock, o);
+    (void)collector.RunPass();
+    ::_exit(3);  // it re-checked: the test's premise failed
+  }
+  ::close(ready[1]);
+  char c = 0;
+  const ssize_t got = ::read(ready[0], &c, 1);
+  ::close(ready[0]);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_EQ(got, 1) << "the collector ended without deleting (exit status " << status << ")";
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  // The damage the crash left: an acknowledged chain naming a deleted blob.
+  EXPECT_TRUE(p.l2->Head(blob).status().IsNotFound());
+  EXPECT_EQ(p.HoldFiles(), 1u);
+
+  // The next collector with the same hold directory (a restarted process) finishes the re-check.
+  gc::OrphanCollector next(p.l2.get(), &p.clock, p.Options());
+  auto r = next.RunPass();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->recovered, 1u);
+  EXPECT_EQ(r->restored, 1u);
+  EXPECT_EQ(r->deleted, 0u);
+  EXPECT_EQ(r->list_lag_waited_us, kLagUs);
+  EXPECT_TRUE(p.l2->Head(blob).ok());
+  EXPECT_EQ(p.HoldFiles(), 0u);
+  auto reader = p.Open();
+  auto read = reader->GetBlocks("default", kFp, chain.keys);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->total_bytes(), kBlockBytes);
+}
+
+// What an earlier collector left and no head names stays deleted, and its file goes.
+TEST(OrphanGcCrash, ALeftoverBlobNoHeadNamesStaysDeleted) {
+  FilePlanes p;
+  const TestChain chain = MakeChain(2, kBlockBytes, 4);
+  {
+    auto writer = p.Open();
+    ASSERT_TRUE(writer->PutBlocks("default", kFp, chain.Puts()).ok());
+  }
+  p.clock.Advance(2 * kHourUs);
+  gc::HoldFiles holds(PosixFileSystem(), p.hold_dir);
+  std::vector<gc::HeldBlob> blobs;
+  for (const auto& payload : chain.payloads) {
+    const ContentHash hash = HashPayload(payload);
+    const std::string key = layout::BlobKey("kv", "default", hash);
+    auto obj = p.l2->Get(key, 0, kToEnd);
+    ASSERT_TRUE(obj.ok());
+    blobs.push_back(
+        gc::HeldBlob{gc::OrphanBlob{"default", key, hash, obj->object_size}, obj->bytes});
+    ASSERT_TRUE(p.l2->Delete(key).ok());
+  }
+  {
+    std::vector<const gc::HeldBlob*> refs{&blobs[0], &blobs[1]};
+    auto file = holds.Write(refs);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    holds.Close();  // the writer "dies": its file stays
+  }
+  ASSERT_EQ(p.HoldFiles(), 1u);
+  gc::OrphanCollector next(p.l2.get(), &p.clock, p.Options());
+  auto r = next.RunPass();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->recovered, 2u);
+  EXPECT_EQ(r->restored, 0u);
+  EXPECT_EQ(r->deleted, 2u);
+  for (const gc::HeldBlob& b : blobs) EXPECT_FALSE(p.l2->Head(b.orphan.key).ok());
+  EXPECT_EQ(p.HoldFiles(), 0u);
+}
+
+// A hold file that does not decode is reported and set aside, never read as blobs; the pass goes
+// on.
+TEST(OrphanGcCrash, ADamagedHoldFileIsReportedAndSetAside) {
+  FilePlanes p;
+  const TestChain chain = MakeChain(1, kBlockBytes, 5);
+  {
+    auto writer = p.Open();
+    ASSERT_TRUE(writer->PutBlocks("default", kFp, chain.Puts()).ok());
+  }
+  const ContentHash hash = HashPayload(chain.payloads[0]);
+  const std::string key = layout::BlobKey("kv", "default", hash);
+  auto obj = p.l2->Get(key, 0, kToEnd);
+  ASSERT_TRUE(obj.ok());
+  gc::HeldBlob blob{gc::OrphanBlob{"default", key, hash, obj->object_size}, obj->bytes};
+  std::string path;
+  {
+    gc::HoldFiles holds(PosixFileSystem(), p.hold_dir);
+    auto file = holds.Write({&blob});
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    path = (*file)->path();
+    holds.Close();
+  }
+  auto bytes = PosixFileSystem()->ReadFile(path, 0, kToEnd);
+  ASSERT_TRUE(bytes.ok());
+  std::vector<uint8_t> damaged((*bytes)->data(), (*bytes)->data() + (*bytes)->size());
+  damaged[damaged.size() / 2] ^= 0x40;
+  ASSERT_TRUE(PosixFileSystem()
+                  ->WriteFileAtomic(path, {ByteView(damaged.data(), damaged.size())}, true)
+                  .ok());
+
+  gc::OrphanCollector next(p.l2.get(), &p.clock, p.Options());
+  auto r = next.RunPass();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->recovered, 0u);
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_NE(r->problems[0].find("CRC32C"), std::string::npos) << r->problems[0];
+  EXPECT_TRUE(PosixFileSystem()->Stat(path + ".unreadable").ok());
+  EXPECT_FALSE(PosixFileSystem()->Stat(path).ok());
+  EXPECT_TRUE(p.l2->Head(key).ok());  // young orphan: nothing deleted
+  // Read once: the next pass does not report it again.
+  auto again = next.RunPass();
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->problems.empty());
+}
+
+TEST(OrphanGcCrash, APassThatEndsLeavesNoHoldFile) {
+  FilePlanes p;
+  const TestChain chain = MakeChain(3, kBlockBytes, 6);
+  {
+    auto writer = p.Open();
+    ASSERT_TRUE(writer->PutBlocks("default", kFp, chain.Puts()).ok());
+  }
+  p.clock.Advance(2 * kHourUs);
+  gc::OrphanCollector collector(p.l2.get(), &p.clock, p.Options());
+  auto r = collector.RunPass();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->deleted, 3u);
+  EXPECT_EQ(r->recovered, 0u);
+  EXPECT_EQ(p.HoldFiles(), 0u);
+  for (const auto& payload : chain.payloads) {
+    EXPECT_FALSE(p.l2->Head(layout::BlobKey("kv", "default", HashPayload(payload))).ok());
+  }
+}
+
+}  // namespace
+}  // namespace wombatkv::testing
