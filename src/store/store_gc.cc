@@ -7,6 +7,11 @@
 
 namespace wombatkv {
 
+bool StoreImpl::HasGcLeftovers() {
+  if (!options_.object_store || options_.data_dir.empty()) return false;
+  return gc::HoldFiles::Count(fs_, GcHoldDir()) > 0;
+}
+
 bool StoreImpl::PendingBlob(const std::string& ns, const ContentHash& hash) {
   const auto ns_id = FindNamespaceId(ns);
   if (!ns_id) return false;  // this store never put anything in it
@@ -74,6 +79,11 @@ Result<OrphanGcReport> StoreImpl::GcPass() {
     }
   }
   for (const std::string& p : r.problems) Log(LogLevel::kWarn, "orphan GC: " + p);
+  if (r.recovered > 0) {
+    Log(LogLevel::kWarn, "orphan GC: re-checked " + std::to_string(r.recovered) +
+                             " blobs an earlier process deleted and ended before re-checking (" +
+                             GcHoldDir() + "); what a chain names was put back");
+  }
   if (r.deleted + r.restored + r.delete_failures > 0) {
     Log(LogLevel::kInfo,
         "orphan GC: " + std::to_string(r.deleted) + " blobs deleted (" +

@@ -235,6 +235,43 @@ TEST_F(StoreGc, EvictionGoesOnWhileAnOrphanGcPassIsUnderWay) {
 
 // With background GC off, eviction still runs but no blob is deleted (the old behaviour, kept for
 // deployments that run `wombatkv gc` themselves).
+// On a shared L2 the store's collector keeps the bytes of its deletes under the data directory
+// until their re-check (GcOptions::hold_dir, docs/layout.md §7). What an earlier process deleted
+// and did not re-check (it was killed mid-pass: OrphanGcCrash) is re-checked by the first pass
+// after the next open — with the first operation, not a GC interval later — and a blob a chain
+// names is put back.
+TEST_F(StoreGc, AnOpenFinishesTheRecheckAnEarlierProcessLeftInTheDataDirectory) {
+  TempDir dir;
+  StoreOptions o = Options();
+  o.data_dir = dir.path();
+  o.gc_interval_ms = 3600 * 1000;
+  const std::string hold_dir = dir.path() + "/gc-held";
+  const TestChain c = MakeChain(2, kBlockBytes, 77);
+  PutAndPublish(Open(o), c);
+  store_.reset();
+  // What a collector killed before its re-check leaves: the blob deleted, its bytes held.
+  const ContentHash hash = HashPayload(c.payloads[1]);
+  const std::string key = layout::BlobKey("kv", "default", hash);
+  {
+    auto obj = mem_l2_->Get(key, 0, kToEnd);
+    ASSERT_TRUE(obj.ok());
+    gc::HoldFiles holds(PosixFileSystem(), hold_dir);
+    gc::HeldBlob blob{gc::OrphanBlob{"default", key, hash, obj->object_size}, obj->bytes};
+    auto file = holds.Write({&blob});
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    holds.Close();  // the process "dies" with the file written
+    ASSERT_TRUE(mem_l2_->Delete(key).ok());
+  }
+  Store& s = Open(o);
+  ASSERT_TRUE(s.PutBlocks("default", kFp, MakeChain(1, kBlockBytes, 78).Puts()).ok());
+  executor_->Drain();
+  EXPECT_TRUE(mem_l2_->Head(key).ok()) << "the blob a chain names was not put back";
+  EXPECT_EQ(gc::HoldFiles::Count(PosixFileSystem(), hold_dir), 0u);
+  auto got = s.GetBlocks("default", kFp, c.keys);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->total_bytes(), 2 * kBlockBytes);
+}
+
 TEST_F(StoreGc, BackgroundGcOffDeletesNothing) {
   StoreOptions o = Options();
   o.background_gc = false;

@@ -448,6 +448,10 @@ class StoreImpl final : public Store {
   // evictor's: a pass against S3 takes seconds (the listing lag alone), and eviction must keep
   // holding namespaces to their budgets meanwhile.
   void MaybeScheduleGc();
+  // Where the collector keeps the bytes of its deletes until their re-check (GcOptions::hold_dir),
+  // used with a shared L2 only; and whether an earlier process left some there.
+  std::string GcHoldDir() const { return options_.data_dir + "/gc-held"; }
+  bool HasGcLeftovers();
   Result<OrphanGcReport> GcPass();
   // GcOptions::keep: a put of this store awaiting publish, or a publish under way, names the blob.
   bool PendingBlob(const std::string& ns, const ContentHash& hash);

@@ -153,9 +153,30 @@ Status StoreImpl::Init() {
     // A store closing ends a pass under way early (a stop of wombatkvd waited out whole passes,
     // minutes of deletes against S3); what was deleted is still re-checked.
     gc_options.stop = [this] { return evict_stopped_.load(std::memory_order_relaxed); };
+    // A shared L2 (S3, or a directory other processes publish to): the bytes a pass keeps for
+    // its re-check (R3) are also written to the data directory before its deletes, so that a
+    // crash between the deletes and the re-check is finished by the next open's first pass. The
+    // data directory's own L2 needs none: every head in it is this process's, and `keep` spares
+    // the blobs they name.
+    const bool leftovers = HasGcLeftovers();
+    if (options_.object_store && !options_.data_dir.empty()) {
+      gc_options.hold_fs = fs_;
+      gc_options.hold_dir = GcHoldDir();
+    }
     gc_ = std::make_unique<gc::OrphanCollector>(l2_, clock_, std::move(gc_options));
-    // The first background pass waits one interval: a store just opened has evicted nothing yet.
-    next_gc_us_ = clock_->NowMicros() + options_.gc_interval_ms * 1000;
+    // The first background pass waits one interval: a store just opened has evicted nothing yet
+    // — unless an earlier process left a pass unfinished.
+    next_gc_us_ = clock_->NowMicros() + (leftovers ? 0 : options_.gc_interval_ms * 1000);
+    if (leftovers && !(evict_configured_ && options_.background_gc)) {
+      Log(LogLevel::kWarn,
+          "orphan GC: " + GcHoldDir() +
+              " holds blobs an earlier pass deleted and did not "
+              "re-check (the process ended mid-pass); they are re-checked, and put back if a chain "
+              "names them, at the next orphan-GC pass, which runs only with a namespace budget or "
+              "TTL "
+              "(WMBT_KV_NAMESPACE_MAX_BYTES, WMBT_KV_NAMESPACE_TTL): set one, or run "
+              "`wombatkv audit` to find chains that name a missing blob");
+    }
   }
   evict_stopped_ = false;
   if (evict_configured_ && options_.eviction_interval_ms > 0 && options_.executor == nullptr &&
