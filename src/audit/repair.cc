@@ -180,6 +180,8 @@ Result<RepairReport> Repair(ObjectStore* l2, MetaStore* l1, Clock* clock, const 
     gc_options.grace_us = options.grace_us;
     gc_options.list_lag_us = options.list_lag_us;
     gc_options.executor = options.executor;
+    gc_options.hold_fs = options.hold_fs;
+    gc_options.hold_dir = options.hold_dir;
     gc::OrphanCollector collector(l2, clock, gc_options);
     WMBT_ASSIGN_OR_RETURN(report.gc, collector.RunPass());
     report.gc_ran = true;

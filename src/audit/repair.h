@@ -40,6 +40,9 @@ struct RepairOptions {
   uint64_t list_lag_us = 0;               // its re-check waits this out (gc::GcOptions)
   bool collect_orphans = true;
   Executor* executor = nullptr;           // parallel head reads (not owned)
+  // The GC pass's hold directory (gc::GcOptions::hold_dir; empty: none).
+  FileSystem* hold_fs = nullptr;
+  std::string hold_dir;
 };
 
 struct RepairAction {

@@ -89,6 +89,27 @@ check_json "gc --grace 0 deletes it and counts the bytes" "$TMP/out" \
 check_json "gc on the local directory waits for no listing lag unless told" "$TMP/out" \
   "d['list_lag_waited_ms']" "0"
 [[ ! -e $ORPHAN ]] && pass "the orphan's file is gone" || fail "the orphan's file is gone"
+# The bytes it deleted were kept in gc-held-cli/ until the re-check (docs/layout.md §7), then let go.
+HELD=$WMBT_KV_DATA_DIR/gc-held-cli
+if [[ -d $HELD ]] && ! compgen -G "$HELD/held-*" >/dev/null; then
+  pass "gc leaves no hold file once its re-check is done"
+else
+  fail "gc leaves no hold file once its re-check is done"
+fi
+# Two collecting commands at once would share that directory: the second is refused.
+run "$WKV" put "$K9" --value "$(head -c 700 /dev/zero | tr '\0' h)"
+flock -o "$HELD/LOCK" sleep 30 &  # -o: flock holds it, not its sleep: killing flock frees it
+HOLDER=$!
+for _ in $(seq 100); do flock -n "$HELD/LOCK" true || break; sleep 0.05; done
+run "$WKV" gc --grace 0
+check_rc "a second collecting command is refused (exit 5)" 5 "another command is collecting orphans"
+run "$WKV" gc --dry-run --grace 0
+check_out "gc --dry-run keeps no bytes and needs no lock" 0 "would delete 1 orphans"
+pkill -P "$HOLDER" sleep 2>/dev/null
+kill "$HOLDER" 2>/dev/null
+wait "$HOLDER" 2>/dev/null
+run "$WKV" --json gc --grace 0
+check_json "once it ended, gc runs" "$TMP/out" "d['deleted']" "1"
 
 # WMBT_KV_S3_LIST_LAG: the re-check after deleting waits out a lagging listing (gc/orphan_gc.h R3),
 # in gc and in audit --repair alike; a bad value stops the CLI naming the variable.

@@ -11,6 +11,7 @@
 #include "cache/disk_cache.h"
 #include "config/config.h"
 #include "gc/orphan_gc.h"
+#include "store/data_dir_owner.h"
 #include "tools/wombatkv/audit_render.h"
 #include "tools/wombatkv/commands.h"
 #include "tools/wombatkv/exit_codes.h"
@@ -67,6 +68,36 @@ int Prepare(Context& ctx, std::string_view command, const std::string& grace_tex
   if ((code = OpenOfflinePlanes(ctx, want_l1, writes, &out->planes)) != kExitOk) return code;
   out->executor = NewThreadPoolExecutor(kReadThreads, "wombatkv-audit");
   return kExitOk;
+}
+
+// Where `gc` and `audit --repair` keep the bytes of the orphans they delete until their re-check
+// (gc::GcOptions::hold_dir): a command stopped between its deletes and its re-check (^C, a crash)
+// leaves them there, and the next one does that re-check. Its own LOCK keeps two commands from
+// sharing it; a running store on the data directory has its own (gc-held).
+struct HoldDir {
+  std::string path;
+  std::unique_ptr<FileLock> lock;
+};
+
+int LockHoldDir(Context& ctx, std::string_view command, HoldDir* out) {
+  FileSystem* fs = PosixFileSystem();
+  out->path = ctx.opts.data_dir + "/gc-held-cli";
+  Status made = fs->CreateDirs(out->path);
+  auto lock = made.ok() ? fs->LockFile(out->path + "/LOCK", DataDirOwnerNote())
+                        : Result<std::unique_ptr<FileLock>>(made);
+  if (lock.ok()) {
+    out->lock = std::move(lock).value();
+    return kExitOk;
+  }
+  if (lock.status().code() == Code::kFailedPrecondition) {
+    return ctx.out.Error(command,
+                         Status::FailedPrecondition("another command is collecting orphans with "
+                                                    "this data directory: " +
+                                                    lock.status().message()),
+                         "wait for it to end, then run this again");
+  }
+  return ctx.out.Error(std::string(command) + ": open " + out->path, lock.status(),
+                       "check that this user may write --data-dir (or WMBT_KV_DATA_DIR)");
 }
 
 audit::AuditOptions AuditOptionsFor(const Context& ctx, const Setup& setup, bool quick) {
@@ -184,7 +215,11 @@ int RunAudit(Context& ctx, const AuditArgs& a) {
       planes.owned_l1 = std::move(l1).value();
       planes.l1 = planes.owned_l1.get();
     }
+    HoldDir hold;
+    if (int code = LockHoldDir(ctx, "audit --repair", &hold); code != kExitOk) return code;
     audit::RepairOptions ro;
+    ro.hold_fs = PosixFileSystem();
+    ro.hold_dir = hold.path;
     ro.l2_prefix = options.l2_prefix;
     ro.grace_us = grace_us;
     ro.list_lag_us = ListLagMicros(ctx.opts.config);  // WMBT_KV_S3_LIST_LAG
@@ -390,6 +425,12 @@ int RunGc(Context& ctx, const GcArgs& a) {
   };
   options.executor = setup.executor.get();
   if (ctx.ns_given) options.only_ns = ctx.opts.ns;
+  HoldDir hold;
+  if (!a.dry_run) {
+    if (int code = LockHoldDir(ctx, "gc", &hold); code != kExitOk) return code;
+    options.hold_fs = PosixFileSystem();
+    options.hold_dir = hold.path;
+  }
   gc::OrphanCollector collector(setup.planes.l2, RealClock(), options);
   ProgressLine progress(RealClock(), stderr, ShowProgress(ctx));
   auto report = collector.RunPass([&](const gc::ScanProgress& p) {
@@ -420,6 +461,10 @@ int RunGc(Context& ctx, const GcArgs& a) {
                    HumanBytes(r.freed_bytes) + " freed; " + std::to_string(r.restored) +
                    " restored (a head published meanwhile names them); " +
                    std::to_string(r.delete_failures) + " failed (retried by the next run)");
+    }
+    if (r.recovered > 0) {
+      ctx.out.Line("re-checked " + std::to_string(r.recovered) + " orphans an earlier run " +
+                   "deleted and was stopped before re-checking (" + hold.path + ")");
     }
     for (const std::string& p : r.problems) ctx.out.Warn(p);
   }
@@ -493,7 +538,9 @@ void AddAuditCommands(CLI::App& root, CommandTable& table) {
       "`wombatkv audit --repair`); a failed delete is retried by the next run (exit 6).\n"
       "With listings that lag writes (WMBT_KV_S3_LIST_LAG; default 10s on S3, 0 on the local\n"
       "directory) the re-check after each batch of deletes first waits that long.\n"
-      "Does not need the data directory's LOCK.\n\n" +
+      "The bytes it deletes are kept in DATA_DIR/gc-held-cli/ until that re-check: a run\n"
+      "stopped in between (^C, a crash) is finished by the next one. One run at a time per\n"
+      "data directory (exit 5 for a second); does not need the data directory's LOCK.\n\n" +
       HelpFooter({
           "wombatkv gc --dry-run",
           "wombatkv gc --grace 30m",

@@ -10,7 +10,9 @@ namespace wombatkv::workload {
 
 Status WipeDataDir(FileSystem* fs, const std::string& dir) {
   // cache/: the disk cache in front of an S3 L2 (not wiped with one: --fresh is refused then).
-  static constexpr std::array<std::string_view, 4> kStoreEntries = {"LOCK", "l1", "l2", "cache"};
+  // gc-held*/: orphan GC's hold files (bytes of blobs of the L2 wiped with them).
+  static constexpr std::array<std::string_view, 6> kStoreEntries = {
+      "LOCK", "l1", "l2", "cache", "gc-held", "gc-held-cli"};
   auto names = fs->ListDir(dir);
   if (!names.ok()) {
     if (names.status().IsNotFound()) return Status::Ok();
@@ -21,7 +23,8 @@ Status WipeDataDir(FileSystem* fs, const std::string& dir) {
     if (std::find(kStoreEntries.begin(), kStoreEntries.end(), name) == kStoreEntries.end()) {
       return Status::FailedPrecondition(
           dir + " does not look like a WombatKV data directory (it holds \"" + name +
-          "\"; a data directory holds only LOCK, l1/, l2/ and cache/), so --fresh will not wipe "
+          "\"; a data directory holds only LOCK, l1/, l2/, cache/ and gc-held*/), so --fresh will "
+          "not wipe "
           "it");
     }
   }
@@ -29,7 +32,7 @@ Status WipeDataDir(FileSystem* fs, const std::string& dir) {
   auto lock = fs->LockFile(dir + "/LOCK", "wombatkv-workload --fresh, pid " +
                                               std::to_string(getpid()));
   if (!lock.ok()) return lock.status();
-  for (std::string_view sub : {"l1", "l2", "cache"}) {
+  for (std::string_view sub : {"l1", "l2", "cache", "gc-held", "gc-held-cli"}) {
     if (Status s = fs->DeleteTree(dir + "/" + std::string(sub)); !s.ok()) {
       return s.WithContext("wiping " + dir);
     }
