@@ -376,11 +376,6 @@ void Checkers::SameAsL2(Store& store, int host, const L2Heads& heads, const char
        "h" + std::to_string(host) + " after " + after + " differs from L2:" + diff);
 }
 
-void Checkers::CrashedMidCall(const std::set<std::string>& deleted_in_call) {
-  if (!cfg_.capacity || cfg_.gc_grace_us >= cfg_.faults.list_lag_us) return;
-  lost_to_crashed_gc_.insert(deleted_in_call.begin(), deleted_in_call.end());
-}
-
 void Checkers::HeadWritten(const std::string& key, bool at_write) {
   if (!l2_invariants) return;
   auto obj = bucket_->truth()->Get(key, 0, kToEnd);
@@ -414,8 +409,7 @@ void Checkers::HeadWritten(const std::string& key, bool at_write) {
     // A blob the simulator damaged may be deleted by orphan GC, which never puts corrupt bytes
     // back (R3): the chain was damaged already (G9) — and so is one a publish continues through
     // it, at its write too: the head it continues vouches for its blobs (docs/layout.md §7).
-    if (!b.ok() && ((!at_write && (excused_[key].count(blob) || lost_to_crashed_gc_.count(blob))) ||
-                    bucket_->EverCorrupted(blob))) {
+    if (!b.ok() && ((!at_write && excused_[key].count(blob)) || bucket_->EverCorrupted(blob))) {
       continue;
     }
     if (!b.ok()) {

@@ -76,11 +76,6 @@ class Checkers {
   bool MayBeForgotten(const Model::PendingPut& p) const;
   // Head key → blobs it named that were abandoned and gone when it was written.
   std::map<std::string, std::set<std::string>> excused_;
-  // A host crashed in the middle of a call: the blobs it deleted in that call may be those of an
-  // orphan-GC pass that never reached its re-check (step 4). With a grace shorter than the
-  // listing lag, that loses a blob a head written within the lag names: docs/layout.md §7's
-  // stated limit ("still has that crash window"), not a store bug.
-  void CrashedMidCall(const std::set<std::string>& deleted_in_call);
 
  private:
   bool BlobCorrupted(int ns, const ContentHash& hash) const;
@@ -94,8 +89,6 @@ class Checkers {
   std::map<std::string, uint64_t> head_versions_;
   // (namespace, blob): gone when a head named it, excused under R1's limit.
   std::set<std::pair<int, ContentHash>> excused_blobs_;
-  // Blob keys deleted by a call its host crashed in (CrashedMidCall), grace below the lag.
-  std::set<std::string> lost_to_crashed_gc_;
 };
 
 }  // namespace wombatkv::sim

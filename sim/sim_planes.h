@@ -73,7 +73,6 @@ class SimBucket {
   }
   // Deleted by a host since the current step began (one host's call and its tasks).
   bool DeletedThisStep(const std::string& key) const { return deleted_this_step_.count(key) > 0; }
-  const std::set<std::string>& deleted_this_step() const { return deleted_this_step_; }
   // Called after every applied head write with the key: lets the simulator check invariants at
   // the instant a head becomes visible in L2.
   std::function<void(const std::string& key)> on_head_written;

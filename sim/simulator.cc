@@ -1,11 +1,15 @@
 #include "sim/simulator.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iterator>
 #include <memory>
 
 #include "layout/object_keys.h"
+#include "object/crash_model_fs.h"
 #include "sim/checkers.h"
 #include "sim/model.h"
 #include "sim/sim_env.h"
@@ -29,6 +33,7 @@ class World {
         fault_rng_(seed ^ 0xfa017),
         sched_rng_(seed ^ 0x5c4ed),
         buggify_rng_(seed ^ 0xb066f),
+        disk_rng_(seed ^ 0xd15c),
         trace_(&clock_),
         model_(cfg_.hosts, cfg_.capacity),
         workload_(cfg_, &workload_rng_),
@@ -63,7 +68,15 @@ class World {
       host->random = std::make_unique<SimRandom>(seed * 31 + static_cast<uint64_t>(h));
       hosts_.push_back(std::move(host));
     }
+    if (cfg_.capacity) MakeDataDirs();
   }
+  ~World() {
+    hosts_.clear();  // stores first: they hold their data directories' locks
+    std::error_code ec;
+    if (!data_root_.empty()) std::filesystem::remove_all(data_root_, ec);
+  }
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
 
   SimResult Run();
 
@@ -74,6 +87,12 @@ class World {
     std::unique_ptr<SimRandom> random;
     std::unique_ptr<SimExecutor> executor;  // one per process lifetime
     std::unique_ptr<Store> store;           // null while the host is down
+    // With --capacity, a data directory on a disk that crashes with the host: it holds the
+    // orphan collector's hold files (GcOptions::hold_dir), the state a collector killed mid-pass
+    // leaves for the next process. Real files (in /dev/shm when there is one: cheap syncs).
+    std::string data_dir;
+    std::unique_ptr<CrashModelFs> disk;
+    bool disk_crashed = false;
     int crash_countdown = -1;               // plane calls until a mid-operation crash
     // The store's refresh counters as the simulator last saw them (automatic refresh).
     uint64_t refreshes = 0, refresh_failures = 0;
@@ -91,8 +110,16 @@ class World {
     if (h.crash_countdown < 0) return false;
     if (h.crash_countdown-- > 0) return false;
     h.executor->DropAll();  // the process dies: nothing queued ever runs, not even in ~Store
+    // Nor does any file-system call it makes while it unwinds (a destructor removing a file).
+    CrashDisk(h);
     return true;
   }
+  void CrashDisk(Host& h) {
+    if (!h.disk) return;
+    h.disk->Crash();
+    h.disk_crashed = true;
+  }
+  void MakeDataDirs();
   // See Checkers::head_in_doubt. A listing made since `lag_from_us_` may still show a head as it
   // was before a create or delete in the lag window.
   bool HeadInDoubt(const std::string& key) const {
@@ -132,7 +159,6 @@ class World {
     try {
       fn();
     } catch (const HostCrash& c) {
-      checkers_.CrashedMidCall(bucket_.deleted_this_step());
       Crash(c.host, RandomCrashMode(), "mid-operation");
     }
     (void)host;
@@ -160,9 +186,9 @@ class World {
 
   SimOptions options_;
   SwarmConfig cfg_;
-  // buggify_rng_ answers the store's buggify points: a stream of its own, so that how often the
-  // store asks changes no other draw.
-  SimRandom workload_rng_, fault_rng_, sched_rng_, buggify_rng_;
+  // buggify_rng_ answers the store's buggify points, disk_rng_ picks what a crashed data
+  // directory holds: streams of their own, so that neither changes another draw.
+  SimRandom workload_rng_, fault_rng_, sched_rng_, buggify_rng_, disk_rng_;
   SimClock clock_;
   Trace trace_;
   SimBucket bucket_;
@@ -171,6 +197,7 @@ class World {
   Checkers checkers_;
   FaultRates rates_;
   std::vector<std::unique_ptr<Host>> hosts_;
+  std::string data_root_;  // the hosts' data directories (MakeDataDirs)
   SimResult result_;
   bool no_capacity_ = false;  // the liveness phase reopens stores without budgets
   uint64_t lag_from_us_ = 0;
@@ -203,6 +230,7 @@ void World::Crash(int host, L1CrashMode mode, const std::string& why) {
   Host& h = *hosts_[static_cast<size_t>(host)];
   h.crash_countdown = -1;
   if (h.executor) h.executor->DropAll();
+  CrashDisk(h);
   h.store.reset();  // ~Store drains the executor, which drops everything after DropAll
   h.l1->Crash(mode, &fault_rng_);
   model_.OnCrash(host);
@@ -211,11 +239,38 @@ void World::Crash(int host, L1CrashMode mode, const std::string& why) {
   trace_.Add("h" + std::to_string(host) + " CRASH " + why + " L1=" + L1CrashModeName(mode));
 }
 
+void World::MakeDataDirs() {
+  const char* shm = "/dev/shm";
+  const std::filesystem::path base = std::filesystem::is_directory(shm)
+                                         ? std::filesystem::path(shm)
+                                         : std::filesystem::temp_directory_path();
+  std::string pattern = (base / "wombatkv-sim-XXXXXX").string();
+  if (!::mkdtemp(pattern.data()))
+    return Fail("setup", "cannot make a data directory in " + base.string());
+  data_root_ = pattern;
+  for (int i = 0; i < cfg_.hosts; ++i) {
+    Host& h = *hosts_[static_cast<size_t>(i)];
+    h.data_dir = data_root_ + "/h" + std::to_string(i);
+    if (Status s = PosixFileSystem()->CreateDirs(h.data_dir); !s.ok()) {
+      return Fail("setup", s.ToString());
+    }
+    h.disk = std::make_unique<CrashModelFs>(PosixFileSystem(), h.data_dir);
+  }
+}
+
 void World::Restart(int host) {
   Host& h = *hosts_[static_cast<size_t>(host)];
   model_.ForgetPending(host);  // the new process reloads puts from L1: not checked
   h.executor = std::make_unique<SimExecutor>(&sched_rng_);
   StoreOptions o;
+  if (h.disk) {
+    if (std::exchange(h.disk_crashed, false)) {
+      h.disk->ApplyCrash(disk_rng_);  // what the disk holds after the crash, then a new process
+      h.disk->Revive();
+    }
+    o.data_dir = h.data_dir;
+    o.fs = h.disk.get();
+  }
   o.object_store = h.l2.get();
   o.meta_store = h.l1.get();
   o.clock = &clock_;
