@@ -54,6 +54,42 @@ struct FilePlanes {
     auto names = PosixFileSystem()->ListDir(hold_dir);
     return names.ok() ? names->size() : 0;
   }
+  // Puts `chain` and closes without publishing: its blobs are orphans.
+  void PutOrphans(const TestChain& chain) {
+    auto writer = Open();
+    ASSERT_TRUE(writer->PutBlocks("default", kFp, chain.Puts()).ok());
+  }
+  // Each payload's blob as L2 holds it, as a collector keeps it.
+  std::vector<gc::HeldBlob> Held(const TestChain& chain) {
+    std::vector<gc::HeldBlob> out;
+    for (const auto& payload : chain.payloads) {
+      const ContentHash hash = HashPayload(payload);
+      const std::string key = layout::BlobKey("kv", "default", hash);
+      auto obj = l2->Get(key, 0, kToEnd);
+      EXPECT_TRUE(obj.ok()) << obj.status().ToString();
+      if (obj.ok()) {
+        out.push_back(
+            gc::HeldBlob{gc::OrphanBlob{"default", key, hash, obj->object_size}, obj->bytes});
+      }
+    }
+    return out;
+  }
+  // What a collector that dies after writing its hold file leaves: the file (its path).
+  std::string LeaveHoldFile(const std::vector<gc::HeldBlob>& blobs) {
+    gc::HoldFiles holds(PosixFileSystem(), hold_dir);
+    std::vector<const gc::HeldBlob*> refs;
+    for (const gc::HeldBlob& b : blobs) refs.push_back(&b);
+    auto file = holds.Write(refs);
+    EXPECT_TRUE(file.ok()) << file.status().ToString();
+    holds.Close();  // the writer "dies": its file stays
+    return file.ok() ? (*file)->path() : std::string();
+  }
+  // One pass of a collector with the hold directory (a new process's first).
+  gc::GcReport Pass(gc::OrphanCollector& collector) {
+    auto r = collector.RunPass();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : gc::GcReport{};
+  }
 };
 
 // The crash window R3 leaves without a hold directory: an orphan older than the grace is reused
@@ -65,10 +101,7 @@ struct FilePlanes {
 TEST(OrphanGcCrash, ACollectorKilledBeforeItsRecheckLeavesItToTheNext) {
   FilePlanes p;
   const TestChain chain = MakeChain(1, kBlockBytes, 9);
-  {
-    auto writer = p.Open();
-    ASSERT_TRUE(writer->PutBlocks("default", kFp, chain.Puts()).ok());
-  }  // closed unpublished: an orphan
+  p.PutOrphans(chain);
   p.clock.Advance(2 * kHourUs);
   const std::string blob = layout::BlobKey("kv", "default", HashPayload(chain.payloads[0]));
   {
@@ -115,12 +148,11 @@ TEST(OrphanGcCrash, ACollectorKilledBeforeItsRecheckLeavesItToTheNext) {
 
   // The next collector with the same hold directory (a restarted process) finishes the re-check.
   gc::OrphanCollector next(p.l2.get(), &p.clock, p.Options());
-  auto r = next.RunPass();
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->recovered, 1u);
-  EXPECT_EQ(r->restored, 1u);
-  EXPECT_EQ(r->deleted, 0u);
-  EXPECT_EQ(r->list_lag_waited_us, kLagUs);
+  const gc::GcReport r = p.Pass(next);
+  EXPECT_EQ(r.recovered, 1u);
+  EXPECT_EQ(r.restored, 1u);
+  EXPECT_EQ(r.deleted, 0u);
+  EXPECT_EQ(r.list_lag_waited_us, kLagUs);
   EXPECT_TRUE(p.l2->Head(blob).ok());
   EXPECT_EQ(p.HoldFiles(), 0u);
   auto reader = p.Open();
@@ -133,35 +165,18 @@ TEST(OrphanGcCrash, ACollectorKilledBeforeItsRecheckLeavesItToTheNext) {
 TEST(OrphanGcCrash, ALeftoverBlobNoHeadNamesStaysDeleted) {
   FilePlanes p;
   const TestChain chain = MakeChain(2, kBlockBytes, 4);
-  {
-    auto writer = p.Open();
-    ASSERT_TRUE(writer->PutBlocks("default", kFp, chain.Puts()).ok());
-  }
+  p.PutOrphans(chain);
   p.clock.Advance(2 * kHourUs);
-  gc::HoldFiles holds(PosixFileSystem(), p.hold_dir);
-  std::vector<gc::HeldBlob> blobs;
-  for (const auto& payload : chain.payloads) {
-    const ContentHash hash = HashPayload(payload);
-    const std::string key = layout::BlobKey("kv", "default", hash);
-    auto obj = p.l2->Get(key, 0, kToEnd);
-    ASSERT_TRUE(obj.ok());
-    blobs.push_back(
-        gc::HeldBlob{gc::OrphanBlob{"default", key, hash, obj->object_size}, obj->bytes});
-    ASSERT_TRUE(p.l2->Delete(key).ok());
-  }
-  {
-    std::vector<const gc::HeldBlob*> refs{&blobs[0], &blobs[1]};
-    auto file = holds.Write(refs);
-    ASSERT_TRUE(file.ok()) << file.status().ToString();
-    holds.Close();  // the writer "dies": its file stays
-  }
+  const std::vector<gc::HeldBlob> blobs = p.Held(chain);
+  ASSERT_EQ(blobs.size(), 2u);
+  p.LeaveHoldFile(blobs);
+  for (const gc::HeldBlob& b : blobs) ASSERT_TRUE(p.l2->Delete(b.orphan.key).ok());
   ASSERT_EQ(p.HoldFiles(), 1u);
   gc::OrphanCollector next(p.l2.get(), &p.clock, p.Options());
-  auto r = next.RunPass();
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->recovered, 2u);
-  EXPECT_EQ(r->restored, 0u);
-  EXPECT_EQ(r->deleted, 2u);
+  const gc::GcReport r = p.Pass(next);
+  EXPECT_EQ(r.recovered, 2u);
+  EXPECT_EQ(r.restored, 0u);
+  EXPECT_EQ(r.deleted, 2u);
   for (const gc::HeldBlob& b : blobs) EXPECT_FALSE(p.l2->Head(b.orphan.key).ok());
   EXPECT_EQ(p.HoldFiles(), 0u);
 }
@@ -171,23 +186,10 @@ TEST(OrphanGcCrash, ALeftoverBlobNoHeadNamesStaysDeleted) {
 TEST(OrphanGcCrash, ADamagedHoldFileIsReportedAndSetAside) {
   FilePlanes p;
   const TestChain chain = MakeChain(1, kBlockBytes, 5);
-  {
-    auto writer = p.Open();
-    ASSERT_TRUE(writer->PutBlocks("default", kFp, chain.Puts()).ok());
-  }
-  const ContentHash hash = HashPayload(chain.payloads[0]);
-  const std::string key = layout::BlobKey("kv", "default", hash);
-  auto obj = p.l2->Get(key, 0, kToEnd);
-  ASSERT_TRUE(obj.ok());
-  gc::HeldBlob blob{gc::OrphanBlob{"default", key, hash, obj->object_size}, obj->bytes};
-  std::string path;
-  {
-    gc::HoldFiles holds(PosixFileSystem(), p.hold_dir);
-    auto file = holds.Write({&blob});
-    ASSERT_TRUE(file.ok()) << file.status().ToString();
-    path = (*file)->path();
-    holds.Close();
-  }
+  p.PutOrphans(chain);
+  const std::vector<gc::HeldBlob> blobs = p.Held(chain);
+  ASSERT_EQ(blobs.size(), 1u);
+  const std::string path = p.LeaveHoldFile(blobs);
   auto bytes = PosixFileSystem()->ReadFile(path, 0, kToEnd);
   ASSERT_TRUE(bytes.ok());
   std::vector<uint8_t> damaged((*bytes)->data(), (*bytes)->data() + (*bytes)->size());
@@ -197,33 +199,26 @@ TEST(OrphanGcCrash, ADamagedHoldFileIsReportedAndSetAside) {
                   .ok());
 
   gc::OrphanCollector next(p.l2.get(), &p.clock, p.Options());
-  auto r = next.RunPass();
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->recovered, 0u);
-  ASSERT_EQ(r->problems.size(), 1u);
-  EXPECT_NE(r->problems[0].find("CRC32C"), std::string::npos) << r->problems[0];
+  const gc::GcReport r = p.Pass(next);
+  EXPECT_EQ(r.recovered, 0u);
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_NE(r.problems[0].find("CRC32C"), std::string::npos) << r.problems[0];
   EXPECT_TRUE(PosixFileSystem()->Stat(path + ".unreadable").ok());
   EXPECT_FALSE(PosixFileSystem()->Stat(path).ok());
-  EXPECT_TRUE(p.l2->Head(key).ok());  // young orphan: nothing deleted
+  EXPECT_TRUE(p.l2->Head(blobs[0].orphan.key).ok());  // young orphan: nothing deleted
   // Read once: the next pass does not report it again.
-  auto again = next.RunPass();
-  ASSERT_TRUE(again.ok());
-  EXPECT_TRUE(again->problems.empty());
+  EXPECT_TRUE(p.Pass(next).problems.empty());
 }
 
 TEST(OrphanGcCrash, APassThatEndsLeavesNoHoldFile) {
   FilePlanes p;
   const TestChain chain = MakeChain(3, kBlockBytes, 6);
-  {
-    auto writer = p.Open();
-    ASSERT_TRUE(writer->PutBlocks("default", kFp, chain.Puts()).ok());
-  }
+  p.PutOrphans(chain);
   p.clock.Advance(2 * kHourUs);
   gc::OrphanCollector collector(p.l2.get(), &p.clock, p.Options());
-  auto r = collector.RunPass();
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->deleted, 3u);
-  EXPECT_EQ(r->recovered, 0u);
+  const gc::GcReport r = p.Pass(collector);
+  EXPECT_EQ(r.deleted, 3u);
+  EXPECT_EQ(r.recovered, 0u);
   EXPECT_EQ(p.HoldFiles(), 0u);
   for (const auto& payload : chain.payloads) {
     EXPECT_FALSE(p.l2->Head(layout::BlobKey("kv", "default", HashPayload(payload))).ok());
