@@ -225,5 +225,26 @@ TEST(OrphanGcCrash, APassThatEndsLeavesNoHoldFile) {
   }
 }
 
+// Bytes that cannot be kept on disk are not deleted: the pass stops with the error and the
+// orphans stay for a later pass.
+TEST(OrphanGcCrash, NothingIsDeletedWhileTheHoldFileCannotBeWritten) {
+  FilePlanes p;
+  const TestChain chain = MakeChain(2, kBlockBytes, 7);
+  p.PutOrphans(chain);
+  p.clock.Advance(2 * kHourUs);
+  // The hold directory's place is taken by a file: it cannot be made.
+  ASSERT_TRUE(PosixFileSystem()->WriteFileAtomic(p.hold_dir, {}, true).ok());
+  gc::OrphanCollector collector(p.l2.get(), &p.clock, p.Options());
+  auto r = collector.RunPass();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nothing is deleted until they can be"), std::string::npos)
+      << r.status().ToString();
+  for (const gc::HeldBlob& b : p.Held(chain)) EXPECT_TRUE(p.l2->Head(b.orphan.key).ok());
+  // Once it can be, they go.
+  ASSERT_TRUE(PosixFileSystem()->DeleteFile(p.hold_dir).ok());
+  const gc::GcReport again = p.Pass(collector);
+  EXPECT_EQ(again.deleted, 2u);
+}
+
 }  // namespace
 }  // namespace wombatkv::testing
