@@ -233,8 +233,6 @@ TEST_F(StoreGc, EvictionGoesOnWhileAnOrphanGcPassIsUnderWay) {
   store_.reset();  // before the executor it uses; ends the GC pass
 }
 
-// With background GC off, eviction still runs but no blob is deleted (the old behaviour, kept for
-// deployments that run `wombatkv gc` themselves).
 // On a shared L2 the store's collector keeps the bytes of its deletes under the data directory
 // until their re-check (GcOptions::hold_dir, docs/layout.md §7). What an earlier process deleted
 // and did not re-check (it was killed mid-pass: OrphanGcCrash) is re-checked by the first pass
@@ -272,6 +270,41 @@ TEST_F(StoreGc, AnOpenFinishesTheRecheckAnEarlierProcessLeftInTheDataDirectory) 
   EXPECT_EQ(got->total_bytes(), 2 * kBlockBytes);
 }
 
+// A store that runs no orphan GC (no budget or TTL) says that leftovers wait, and what to do.
+TEST_F(StoreGc, AnOpenThatRunsNoGcWarnsOfLeftovers) {
+  TempDir dir;
+  const std::string hold_dir = dir.path() + "/gc-held";
+  const TestChain c = MakeChain(1, kBlockBytes, 79);
+  PutAndPublish(Open(Options()), c);
+  store_.reset();
+  {
+    const ContentHash hash = HashPayload(c.payloads[0]);
+    const std::string key = layout::BlobKey("kv", "default", hash);
+    auto obj = mem_l2_->Get(key, 0, kToEnd);
+    ASSERT_TRUE(obj.ok());
+    gc::HoldFiles holds(PosixFileSystem(), hold_dir);
+    gc::HeldBlob blob{gc::OrphanBlob{"default", key, hash, obj->object_size}, obj->bytes};
+    auto file = holds.Write({&blob});
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    holds.Close();
+  }
+  std::vector<std::string> warnings;
+  StoreOptions o = Options();
+  o.data_dir = dir.path();
+  o.namespace_bytes_max.clear();
+  o.log = [&](LogLevel level, const std::string& m) {
+    if (level == LogLevel::kWarn) warnings.push_back(m);
+  };
+  Open(o);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find(hold_dir + " holds blobs an earlier pass deleted"), std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[0].find("WMBT_KV_NAMESPACE_MAX_BYTES"), std::string::npos) << warnings[0];
+  EXPECT_EQ(gc::HoldFiles::Count(PosixFileSystem(), hold_dir), 1u);  // kept for a later pass
+}
+
+// With background GC off, eviction still runs but no blob is deleted (the old behaviour, kept for
+// deployments that run `wombatkv gc` themselves).
 TEST_F(StoreGc, BackgroundGcOffDeletesNothing) {
   StoreOptions o = Options();
   o.background_gc = false;

@@ -168,14 +168,13 @@ Status StoreImpl::Init() {
     // — unless an earlier process left a pass unfinished.
     next_gc_us_ = clock_->NowMicros() + (leftovers ? 0 : options_.gc_interval_ms * 1000);
     if (leftovers && !(evict_configured_ && options_.background_gc)) {
-      Log(LogLevel::kWarn,
-          "orphan GC: " + GcHoldDir() +
-              " holds blobs an earlier pass deleted and did not "
-              "re-check (the process ended mid-pass); they are re-checked, and put back if a chain "
-              "names them, at the next orphan-GC pass, which runs only with a namespace budget or "
-              "TTL "
-              "(WMBT_KV_NAMESPACE_MAX_BYTES, WMBT_KV_NAMESPACE_TTL): set one, or run "
-              "`wombatkv audit` to find chains that name a missing blob");
+      Log(LogLevel::kWarn, "orphan GC: " + GcHoldDir() +
+                               " holds blobs an earlier pass deleted and did not re-check (the "
+                               "process ended mid-pass); the next orphan-GC pass re-checks them "
+                               "and puts back what a chain names, but passes run only with a "
+                               "namespace budget or TTL (WMBT_KV_NAMESPACE_MAX_BYTES, "
+                               "WMBT_KV_NAMESPACE_TTL): set one, or run `wombatkv audit` to find "
+                               "chains that name a missing blob");
     }
   }
   evict_stopped_ = false;
