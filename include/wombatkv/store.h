@@ -109,6 +109,12 @@ struct StoreOptions {
   // Work bound of one pass: chain heads rewritten or deleted (one L2 write each), and blocks.
   size_t eviction_heads_per_pass = 64;
   size_t eviction_blocks_per_pass = 65536;
+  // With a shared L2 (object_store set): only the holder of a namespace's eviction lease, an
+  // object in L2, evicts in it, so that hosts sharing a budget remove its excess once, not once
+  // each (docs/capacity.md, "Several hosts with one budget"). Its duration: a holder that stops
+  // keeps the others from evicting for at most this long. 0 = no lease (every host evicts what
+  // it sees over).
+  uint64_t eviction_lease_ms = 30'000;
   // Orphan GC in the background work (docs/layout.md §7, rules R1–R5): eviction leaves the blobs
   // it stops referencing in L2; only orphan GC deletes them and so frees their bytes. When set,
   // a store whose eviction is configured (a budget or TTL) runs a GC pass after an eviction pass,

@@ -31,6 +31,8 @@ void Classify(std::string_view prefix, ObjectInfo info, NamespaceListing* out) {
         out->sidecars.push_back(ListedSidecar{std::move(info), sc->fp, sc->tip});
         return;
       }
+    } else if (key == layout::EvictLeaseKey(prefix, ns)) {
+      return;  // the namespace's eviction lease: small, rewritten in place, no one's data
     }
   }
   out->strays.push_back(std::move(info));

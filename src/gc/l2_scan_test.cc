@@ -43,14 +43,19 @@ TEST(L2Scan, SortsEveryKeyByTheLayout) {
   const std::string blob = layout::BlobKey("kv", "default", H(1));
   const std::string head = layout::ChainKey("kv", "default", kFp, Key(2));
   const std::string sidecar = layout::SidecarKey("kv", "default", kFp, Key(2));
-  for (const std::string& k : {blob, head, sidecar}) PutRaw(l2.get(), k);
+  const std::string lease = layout::EvictLeaseKey("kv", "default");  // no one's data: not a stray
+  for (const std::string& k : {blob, head, sidecar, lease}) PutRaw(l2.get(), k);
   std::string upper = layout::BlobKey("kv", "default", H(2));
   for (size_t i = upper.size() - 40; i < upper.size(); ++i) {
     upper[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(upper[i])));
   }
   const std::vector<std::string> strays_in_ns = {
-      "kv/default/wombatkv/v1/junk", "kv/default/wombatkv/v2/blob/x", "kv/default/other",
-      upper, "kv/default/wombatkv/v1/chain/" + kFp.ToHex() + "/short"};
+      "kv/default/wombatkv/v1/junk",
+      "kv/default/wombatkv/v2/blob/x",
+      "kv/default/other",
+      "kv/default/wombatkv/v1/lease/other",
+      upper,
+      "kv/default/wombatkv/v1/chain/" + kFp.ToHex() + "/short"};
   for (const std::string& k : strays_in_ns) PutRaw(l2.get(), k);
   const std::string top = "kv/loose-object";
   const std::string bad_ns = "kv/" + std::string(65, 'n') + "/wombatkv/v1/blob/" + H(1).ToHex();

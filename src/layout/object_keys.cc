@@ -64,6 +64,10 @@ std::string SidecarsPrefix(std::string_view prefix, std::string_view ns) {
   return NamespaceRoot(prefix, ns) + "sidecar/";
 }
 
+std::string EvictLeaseKey(std::string_view prefix, std::string_view ns) {
+  return NamespaceRoot(prefix, ns) + "lease/evict";
+}
+
 namespace {
 // "<dir><fp hex>/<64 hex>" after `dir`, as heads and sidecars are named.
 std::optional<std::pair<Fingerprint, BlockKey>> ParseFpAndKey(std::string_view dir,

@@ -2,6 +2,7 @@
 //   <prefix>/<ns>/wombatkv/v1/blob/<40-hex content hash>
 //   <prefix>/<ns>/wombatkv/v1/chain/<24-hex fingerprint>/<64-hex chain id>
 //   <prefix>/<ns>/wombatkv/v1/sidecar/<24-hex fingerprint>/<64-hex tip key>
+//   <prefix>/<ns>/wombatkv/v1/lease/evict    (the namespace's eviction lease, docs/capacity.md)
 // REQUIRES for builders: the namespace has been validated (ValidateNamespace) and the prefix by
 // ValidateL2Prefix, so a name can never escape its directory.
 #pragma once
@@ -28,6 +29,7 @@ std::string SidecarKey(std::string_view prefix, std::string_view ns, const Finge
                        const BlockKey& tip);
 std::string BlobsPrefix(std::string_view prefix, std::string_view ns);     // ".../v1/blob/"
 std::string SidecarsPrefix(std::string_view prefix, std::string_view ns);  // ".../v1/sidecar/"
+std::string EvictLeaseKey(std::string_view prefix, std::string_view ns);   // ".../v1/lease/evict"
 
 // Parses "<chains prefix><fp hex>/<chain hex>"; nullopt for anything else.
 struct ChainName {

@@ -419,6 +419,22 @@ EvictionReport StoreImpl::EvictPass() {
   return report;
 }
 
+bool StoreImpl::HoldsEvictLease(const std::string& ns) {
+  if (!options_.object_store || options_.eviction_lease_ms == 0) return true;  // our own L2
+  auto& lease = evict_leases_[ns];
+  if (!lease) {
+    lease = std::make_unique<EvictLease>(l2_, clock_, layout::EvictLeaseKey(options_.l2_prefix, ns),
+                                         evict_lease_holder_, options_.eviction_lease_ms * 1000);
+  }
+  const std::string before = lease->other_holder();
+  const bool held = lease->Hold();
+  if (!held && !lease->other_holder().empty() && lease->other_holder() != before) {
+    Log(LogLevel::kInfo, "eviction in namespace " + ns + " is left to " + lease->other_holder() +
+                             ", which holds its eviction lease");
+  }
+  return held;
+}
+
 bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t now_us,
                                EvictBudget* work, EvictionReport* report) {
   const uint64_t budget = NamespaceSetting(options_.namespace_bytes_max, ns);
@@ -434,6 +450,9 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
   };
   uint64_t excess = excess_now();
   if (excess == 0 && cutoff == 0) return false;
+  // Another host holds the namespace's eviction lease: it evicts, this store only accounts (and
+  // reports the namespace over, so that publishes do not hurry passes that would wait too).
+  if (!HoldsEvictLease(ns)) return excess > 0;
   const uint32_t ns_id = NamespaceId(ns);
 
   // Candidates: chains whose tip is a tip of the tree (I5), least recently used first. Popping

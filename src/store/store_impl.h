@@ -52,6 +52,7 @@
 #include "meta/meta_store.h"
 #include "store/cold_set.h"
 #include "store/engine_key_hash.h"
+#include "store/evict_lease.h"
 #include "store/upload_gate.h"
 #include "store/usage_ledger.h"
 #include "wombatkv/store.h"
@@ -448,6 +449,8 @@ class StoreImpl final : public Store {
   // evictor's: a pass against S3 takes seconds (the listing lag alone), and eviction must keep
   // holding namespaces to their budgets meanwhile.
   void MaybeScheduleGc();
+  // Whether this store may evict in `ns` now (StoreOptions::eviction_lease_ms). Pass only.
+  bool HoldsEvictLease(const std::string& ns);
   // Where the collector keeps the bytes of its deletes until their re-check (GcOptions::hold_dir),
   // used with a shared L2 only; and whether an earlier process left some there.
   std::string GcHoldDir() const { return options_.data_dir + "/gc-held"; }
@@ -614,6 +617,9 @@ class StoreImpl final : public Store {
   uint32_t use_slice_tick_ = 0;    // GUARDED_BY(evict_mu_): tick of the last slice written
   std::vector<EvictCandidate> evict_candidates_;  // GUARDED_BY(evict_mu_): a scan's scratch
   std::map<std::string, ColdSet, std::less<>> cold_sets_;  // GUARDED_BY(evict_mu_): by namespace
+  // GUARDED_BY(evict_mu_): by namespace, made at its first pass with something to evict.
+  std::map<std::string, std::unique_ptr<EvictLease>, std::less<>> evict_leases_;
+  std::string evict_lease_holder_;  // EvictLeaseHolder(data_dir), set at Init
   // ColdSet C2: L0 installs stamped older than cold_scan_tick_ (the newest tick a pass started a
   // cold set's check at), but for an eviction pass's own trims. cold_installs_ is written under
   // index_mu_ (exclusive), cold_scan_tick_ by passes (under evict_mu_).

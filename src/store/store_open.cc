@@ -177,6 +177,7 @@ Status StoreImpl::Init() {
                                "chains that name a missing blob");
     }
   }
+  evict_lease_holder_ = EvictLeaseHolder(options_.data_dir);
   evict_stopped_ = false;
   if (evict_configured_ && options_.eviction_interval_ms > 0 && options_.executor == nullptr &&
       options_.clock == nullptr) {

@@ -1,0 +1,100 @@
+#include "store/evict_lease.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+
+#include "store/data_dir_owner.h"
+
+namespace wombatkv {
+namespace {
+
+constexpr std::string_view kHeader = "wombatkv eviction lease v1\n";
+
+// The value of "<name> <value>\n" in `text`, or nothing.
+std::optional<std::string_view> Field(std::string_view text, std::string_view name) {
+  const std::string prefix = "\n" + std::string(name) + " ";
+  const size_t at = text.find(prefix);
+  if (at == std::string_view::npos) return std::nullopt;
+  const size_t from = at + prefix.size();
+  const size_t end = text.find('\n', from);
+  if (end == std::string_view::npos) return std::nullopt;
+  return text.substr(from, end - from);
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
+}
+
+}  // namespace
+
+std::string EncodeEvictLease(const EvictLeaseState& lease) {
+  return std::string(kHeader) + "holder " + lease.holder + "\nexpires_us " +
+         std::to_string(lease.expires_us) + "\n";
+}
+
+std::optional<EvictLeaseState> DecodeEvictLease(std::string_view text) {
+  if (!text.starts_with(kHeader)) return std::nullopt;
+  const std::string_view body = text.substr(kHeader.size() - 1);  // keeps the '\n' before a field
+  auto holder = Field(body, "holder");
+  auto expires = Field(body, "expires_us");
+  if (!holder || holder->empty() || !expires) return std::nullopt;
+  EvictLeaseState out;
+  out.holder = std::string(*holder);
+  auto [end, ec] =
+      std::from_chars(expires->data(), expires->data() + expires->size(), out.expires_us);
+  if (ec != std::errc() || end != expires->data() + expires->size()) return std::nullopt;
+  return out;
+}
+
+bool EvictLease::Hold() {
+  const uint64_t now = clock_->WallMicros();
+  if (mine_ && now + duration_us_ / 2 < expires_us_) return true;
+  if (!mine_ && now < other_until_us_) return false;
+  auto got = l2_->Get(key_);
+  PutOptions put_options{PutMode::kIfAbsent, {}};
+  if (got.ok()) {
+    const auto lease = DecodeEvictLease(
+        std::string_view(reinterpret_cast<const char*>(got->bytes->data()), got->bytes->size()));
+    if (lease && lease->holder != holder_ && lease->expires_us > now) {
+      mine_ = false;
+      other_holder_ = lease->holder;
+      other_until_us_ = std::min(lease->expires_us, now + duration_us_);
+      return false;
+    }
+    // Ours (a renewal, or a put whose answer was lost), lapsed, or damaged: replace that version.
+    put_options = PutOptions{PutMode::kIfMatch, got->etag};
+  } else if (!got.status().IsNotFound()) {
+    return Still(now);
+  }
+  const uint64_t expires = now + duration_us_;
+  const std::string text = EncodeEvictLease({holder_, expires});
+  auto put = l2_->Put(key_, {ByteView(reinterpret_cast<const uint8_t*>(text.data()), text.size())},
+                      put_options);
+  if (put.ok()) {
+    mine_ = true;
+    expires_us_ = expires;
+    other_holder_.clear();
+    other_until_us_ = 0;
+    return true;
+  }
+  if (put.status().IsConflict()) {  // another host took or renewed it first: read it next pass
+    mine_ = false;
+    return false;
+  }
+  return Still(now);
+}
+
+std::string EvictLeaseHolder(const std::string& data_dir) {
+  static std::atomic<uint64_t> opened{0};
+  std::string holder = data_dir.empty() ? DataDirOwnerNote() + " #" + std::to_string(++opened)
+                                        : HostName() + ":" + data_dir;
+  std::replace(holder.begin(), holder.end(), '\n', '?');  // one line in the lease
+  return holder;
+}
+
+}  // namespace wombatkv
