@@ -114,6 +114,21 @@ class StoreGc : public ::testing::Test {
     } while (!token.empty());
     return bytes;
   }
+  // A hold file with the blob of `payload` in `hold_dir`, as a collector that died after writing
+  // it leaves (GcOptions::hold_dir). Returns the blob's key.
+  std::string LeaveHoldFile(const std::string& hold_dir, const std::vector<uint8_t>& payload) {
+    const ContentHash hash = HashPayload(payload);
+    const std::string key = layout::BlobKey("kv", "default", hash);
+    auto obj = mem_l2_->Get(key, 0, kToEnd);
+    EXPECT_TRUE(obj.ok()) << obj.status().ToString();
+    if (!obj.ok()) return key;
+    gc::HoldFiles holds(PosixFileSystem(), hold_dir);
+    gc::HeldBlob blob{gc::OrphanBlob{"default", key, hash, obj->object_size}, obj->bytes};
+    auto file = holds.Write({&blob});
+    EXPECT_TRUE(file.ok()) << file.status().ToString();
+    holds.Close();  // the writer "dies": its file stays
+    return key;
+  }
   NamespaceUsage UsageOf(Store& s) {
     auto u = s.Usage("default", false);
     EXPECT_EQ(u.size(), 1u);
@@ -248,18 +263,8 @@ TEST_F(StoreGc, AnOpenFinishesTheRecheckAnEarlierProcessLeftInTheDataDirectory) 
   PutAndPublish(Open(o), c);
   store_.reset();
   // What a collector killed before its re-check leaves: the blob deleted, its bytes held.
-  const ContentHash hash = HashPayload(c.payloads[1]);
-  const std::string key = layout::BlobKey("kv", "default", hash);
-  {
-    auto obj = mem_l2_->Get(key, 0, kToEnd);
-    ASSERT_TRUE(obj.ok());
-    gc::HoldFiles holds(PosixFileSystem(), hold_dir);
-    gc::HeldBlob blob{gc::OrphanBlob{"default", key, hash, obj->object_size}, obj->bytes};
-    auto file = holds.Write({&blob});
-    ASSERT_TRUE(file.ok()) << file.status().ToString();
-    holds.Close();  // the process "dies" with the file written
-    ASSERT_TRUE(mem_l2_->Delete(key).ok());
-  }
+  const std::string key = LeaveHoldFile(hold_dir, c.payloads[1]);
+  ASSERT_TRUE(mem_l2_->Delete(key).ok());
   Store& s = Open(o);
   ASSERT_TRUE(s.PutBlocks("default", kFp, MakeChain(1, kBlockBytes, 78).Puts()).ok());
   executor_->Drain();
@@ -277,17 +282,7 @@ TEST_F(StoreGc, AnOpenThatRunsNoGcWarnsOfLeftovers) {
   const TestChain c = MakeChain(1, kBlockBytes, 79);
   PutAndPublish(Open(Options()), c);
   store_.reset();
-  {
-    const ContentHash hash = HashPayload(c.payloads[0]);
-    const std::string key = layout::BlobKey("kv", "default", hash);
-    auto obj = mem_l2_->Get(key, 0, kToEnd);
-    ASSERT_TRUE(obj.ok());
-    gc::HoldFiles holds(PosixFileSystem(), hold_dir);
-    gc::HeldBlob blob{gc::OrphanBlob{"default", key, hash, obj->object_size}, obj->bytes};
-    auto file = holds.Write({&blob});
-    ASSERT_TRUE(file.ok()) << file.status().ToString();
-    holds.Close();
-  }
+  LeaveHoldFile(hold_dir, c.payloads[0]);
   std::vector<std::string> warnings;
   StoreOptions o = Options();
   o.data_dir = dir.path();
