@@ -397,6 +397,15 @@ Status SetGcInterval(Config& c, std::string_view v) {
   return Status::Ok();
 }
 
+Status SetEvictionLease(Config& c, std::string_view v) {
+  auto us = ParseDurationMicros(v);
+  if (!us || (*us > 0 && *us < 1000000)) {
+    return Bad("WMBT_KV_EVICTION_LEASE", v, "a duration of at least 1s such as 30s, or 0 for none");
+  }
+  c.eviction_lease_us = *us;
+  return Status::Ok();
+}
+
 Status SetRefreshInterval(Config& c, std::string_view v) {
   auto us = ParseDurationMicros(v);
   if (!us) return Bad("WMBT_KV_REFRESH_INTERVAL", v, "a duration such as 10s or 1m, or 0 for off");
@@ -567,6 +576,12 @@ const std::vector<Setting>& Table() {
         "work, deleting the blobs eviction stopped referencing once older than "
         "WMBT_KV_GC_GRACE; 0 = off (docs/capacity.md)."},
        SetGcInterval, false},
+      {{"WMBT_KV_EVICTION_LEASE", "30s",
+        "Hosts sharing an S3 bucket and a namespace budget or TTL evict in a namespace one at a "
+        "time, the holder of its eviction lease; a holder that stops keeps the others from "
+        "evicting at most this long. 0 = no lease: every host evicts what it sees over "
+        "(docs/capacity.md)."},
+       SetEvictionLease, false},
       {{"WMBT_KV_REFRESH_INTERVAL", "0 (off)",
         "The store loads what other hosts published to the same L2 this often (G11), so their "
         "chains become visible without a restart or a refresh call; 0 = only at open and on "
@@ -845,6 +860,7 @@ std::string Config::Describe() const {
   line("WMBT_KV_PUBLISH_GRACE", grace_fits ? DurationText(publish_grace_seconds * 1000000)
                                            : std::to_string(publish_grace_seconds) + "s");
   line("WMBT_KV_GC_INTERVAL", DurationText(gc_interval_us));
+  line("WMBT_KV_EVICTION_LEASE", DurationText(eviction_lease_us));
   line("WMBT_KV_REFRESH_INTERVAL", DurationText(refresh_interval_us));
   line("WMBT_KV_S3_LIST_LAG",
        s3_list_lag_us ? DurationText(*s3_list_lag_us) : std::string("auto"));

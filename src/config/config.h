@@ -136,6 +136,9 @@ struct Config {
   // A store under a budget or TTL runs orphan GC this often in its background work
   // (WMBT_KV_GC_INTERVAL); 0 = never (then only `wombatkv gc` deletes orphans).
   uint64_t gc_interval_us = 60ull * 1000000;
+  // With a shared L2, only the holder of a namespace's eviction lease evicts in it; a holder that
+  // stops holds up the others' eviction at most this long (WMBT_KV_EVICTION_LEASE); 0 = no lease.
+  uint64_t eviction_lease_us = 30ull * 1000000;
   // The store refreshes from L2 this often (WMBT_KV_REFRESH_INTERVAL), so that chains other hosts
   // publish to the same bucket become visible without a restart or `refresh`; 0 = never.
   uint64_t refresh_interval_us = 0;

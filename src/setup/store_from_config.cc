@@ -80,6 +80,7 @@ Result<std::shared_ptr<Store>> OpenStoreFromConfig(const Config& config, const S
   options.l2_list_lag_us = ListLagMicros(config);
   options.background_gc = config.gc_interval_us > 0;
   if (config.gc_interval_us > 0) options.gc_interval_ms = config.gc_interval_us / 1000;
+  options.eviction_lease_ms = config.eviction_lease_us / 1000;
   if (config.refresh_interval_us > 0) {
     options.refresh_interval_ms = std::max<uint64_t>(1, config.refresh_interval_us / 1000);
   }
