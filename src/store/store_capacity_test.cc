@@ -494,7 +494,8 @@ TEST_P(Capacity, G10AnAbandonedPutProtectsNothingAfterTheGrace) {
   Store& s = Open(o);
   auto base = MakeChain(3, 1000, 41);
   PutAndPublish(s, base);
-  BlockPut ext{Key(4100), base.tip(), Payload(4100, 100)};
+  const std::vector<uint8_t> ext_payload = Payload(4100, 100);  // outlives the put's view of it
+  BlockPut ext{Key(4100), base.tip(), ext_payload};
   ASSERT_TRUE(s.PutBlocks("default", kFp, {&ext, 1}).ok());
   clock_.Advance(601ull * 1000000);
   EvictUntilDone(s);
@@ -990,7 +991,8 @@ TEST(CapacityRaces, G10APutLandingWhileTheTrimmedHeadIsWrittenUndoesTheTrim) {
       ASSERT_TRUE(s.GetBlocks("default", kFp, std::vector<BlockKey>{base.keys[0]}).ok());
     }
     // The extension's parent is the base's second block: in both cases inside the cut.
-    BlockPut ext{Key(7100), base.keys[1], Payload(7100, 300)};
+    const std::vector<uint8_t> ext_payload = Payload(7100, 300);  // outlives the put's view of it
+    BlockPut ext{Key(7100), base.keys[1], ext_payload};
     l2.on_head_write = [&] { ASSERT_TRUE(s.PutBlocks("default", kFp, {&ext, 1}).ok()); };
     auto r = s.Evict();
     ASSERT_TRUE(r.ok());

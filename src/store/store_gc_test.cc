@@ -531,7 +531,8 @@ TEST_F(StoreGc, AForkFromTheBlockOfAnEarlierForkTakesItsHeadAsWitness) {
     prefix_blobs.push_back(layout::BlobKey("kv", "default", (*sys_chain)[i].hash));
   }
   auto fork = [&](uint64_t i, const BlockKey& from) {
-    const BlockPut b{Key(i, 9), from, Payload(i, kBlockBytes)};
+    const std::vector<uint8_t> payload = Payload(i, kBlockBytes);  // outlives b's view of it
+    const BlockPut b{Key(i, 9), from, payload};
     ASSERT_TRUE(s.PutBlocks("default", kFp, {&b, 1}).ok());
     auto v = s.PublishChain("default", kFp, b.key, b.key);
     ASSERT_TRUE(v.ok()) << v.status().ToString();
