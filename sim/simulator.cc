@@ -245,8 +245,9 @@ void World::MakeDataDirs() {
                                          ? std::filesystem::path(shm)
                                          : std::filesystem::temp_directory_path();
   std::string pattern = (base / "wombatkv-sim-XXXXXX").string();
-  if (!::mkdtemp(pattern.data()))
+  if (!::mkdtemp(pattern.data())) {
     return Fail("setup", "cannot make a data directory in " + base.string());
+  }
   data_root_ = pattern;
   for (int i = 0; i < cfg_.hosts; ++i) {
     Host& h = *hosts_[static_cast<size_t>(i)];
