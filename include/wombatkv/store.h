@@ -321,6 +321,11 @@ struct StoreStats {
   uint64_t gc_heads_read = 0;
   uint64_t gc_heads_unchanged = 0;
   uint64_t gc_pass_micros = 0;
+  // Blobs orphan GC re-checked from the hold files of an earlier process that ended mid-pass
+  // (docs/layout.md §7), and eviction passes that left a namespace to another host holding its
+  // eviction lease (docs/capacity.md)
+  uint64_t gc_blobs_recovered = 0;
+  uint64_t evict_lease_waits = 0;
 };
 
 // L2 bytes one fingerprint's heads reference (part of NamespaceUsage).

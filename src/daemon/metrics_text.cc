@@ -294,6 +294,12 @@ void RenderStore(Page& p, const StoreStats& s) {
         s.gc_heads_unchanged);
   p.OneSeconds("wombatkv_gc_pass_seconds_total", "Time spent in orphan GC passes.",
                s.gc_pass_micros);
+  p.One("wombatkv_gc_blobs_recovered_total", "counter",
+        "Blobs orphan GC re-checked from the hold files of an earlier process that ended mid-pass.",
+        s.gc_blobs_recovered);
+  p.One("wombatkv_evict_lease_waits_total", "counter",
+        "Eviction passes that left a namespace to another host holding its eviction lease.",
+        s.evict_lease_waits);
 }
 
 void RenderTcp(Page& p, const tcp::TcpServerStats& t) {

@@ -89,6 +89,8 @@ inline constexpr StoreStatsField kStoreStatsFields[] = {
     {"gc_heads_read", &StoreStats::gc_heads_read},
     {"gc_heads_unchanged", &StoreStats::gc_heads_unchanged},
     {"gc_pass_micros", &StoreStats::gc_pass_micros},
+    {"gc_blobs_recovered", &StoreStats::gc_blobs_recovered},
+    {"evict_lease_waits", &StoreStats::evict_lease_waits},
 };
 
 static_assert(sizeof(kStoreStatsFields) / sizeof(kStoreStatsFields[0]) * sizeof(uint64_t) ==

@@ -906,6 +906,8 @@ TEST(CapacityRaces, HostsThatOrderChainsDifferentlyEvictTheExcessOnceUnderTheLea
   auto rb = (*b)->Evict();  // b's view still has all eight, its two coldest not a's
   ASSERT_TRUE(rb.ok());
   EXPECT_EQ(rb->chains, 0u) << "b evicted while a held the lease";
+  EXPECT_EQ((*b)->Stats().evict_lease_waits, 1u);
+  EXPECT_EQ((*a)->Stats().evict_lease_waits, 0u);
   EXPECT_EQ(h.Referenced(**b), 6 * h.per_chain);
 
   // a stops; b goes over again and waits for a's lease to lapse.

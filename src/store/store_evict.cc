@@ -452,7 +452,10 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
   if (excess == 0 && cutoff == 0) return false;
   // Another host holds the namespace's eviction lease: it evicts, this store only accounts (and
   // reports the namespace over, so that publishes do not hurry passes that would wait too).
-  if (!HoldsEvictLease(ns)) return excess > 0;
+  if (!HoldsEvictLease(ns)) {
+    counters_.evict_lease_waits++;
+    return excess > 0;
+  }
   const uint32_t ns_id = NamespaceId(ns);
 
   // Candidates: chains whose tip is a tip of the tree (I5), least recently used first. Popping

@@ -60,6 +60,7 @@ Result<OrphanGcReport> StoreImpl::GcPass() {
   counters_.gc_delete_failures += r.delete_failures;
   counters_.gc_heads_read += r.heads;
   counters_.gc_heads_unchanged += r.heads_unchanged;
+  counters_.gc_blobs_recovered += r.recovered;
 
   // Blobs this store had unreferenced leave the ledger's unreferenced count; their L1 orphan
   // records go. (Blobs of other hosts are not on the ledger: UnrefDeleted returns 0.)

@@ -269,6 +269,7 @@ TEST_F(StoreGc, AnOpenFinishesTheRecheckAnEarlierProcessLeftInTheDataDirectory) 
   ASSERT_TRUE(s.PutBlocks("default", kFp, MakeChain(1, kBlockBytes, 78).Puts()).ok());
   executor_->Drain();
   EXPECT_TRUE(mem_l2_->Head(key).ok()) << "the blob a chain names was not put back";
+  EXPECT_EQ(s.Stats().gc_blobs_recovered, 1u);
   EXPECT_EQ(gc::HoldFiles::Count(PosixFileSystem(), hold_dir), 0u);
   auto got = s.GetBlocks("default", kFp, c.keys);
   ASSERT_TRUE(got.ok()) << got.status().ToString();

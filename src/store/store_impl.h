@@ -666,6 +666,7 @@ class StoreImpl final : public Store {
     std::atomic<uint64_t> pending_blocks_forgotten{0};
     std::atomic<uint64_t> l0_blocks_reassigned{0};
     std::atomic<uint64_t> gc_heads_read{0}, gc_heads_unchanged{0}, gc_pass_micros{0};
+    std::atomic<uint64_t> gc_blobs_recovered{0}, evict_lease_waits{0};
   };
   mutable Counters counters_;
 };

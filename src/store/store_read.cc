@@ -412,6 +412,8 @@ StoreStats StoreImpl::Stats() {
   s.gc_heads_read = k.gc_heads_read;
   s.gc_heads_unchanged = k.gc_heads_unchanged;
   s.gc_pass_micros = k.gc_pass_micros;
+  s.gc_blobs_recovered = k.gc_blobs_recovered;
+  s.evict_lease_waits = k.evict_lease_waits;
   if (const uint64_t began = last_refresh_us_.load(std::memory_order_relaxed); began > 0) {
     const uint64_t now = clock_->NowMicros();
     s.refresh_staleness_us = now > began ? now - began : 0;
