@@ -6,9 +6,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "gc/hold_files.h"
+#include "layout/object_keys.h"
 #include "wombatkv/env.h"
 #include "wombatkv/object_store.h"
 
@@ -56,6 +60,28 @@ class LaggingListing final : public ObjectStoreWrapper {
  private:
   Clock* clock_;
 };
+
+// The blob of `payload` in namespace `ns` (L2 prefix "kv") as L2 holds it, as a collector keeps
+// it before deleting it; nothing if it cannot be read.
+inline std::optional<gc::HeldBlob> HeldBlobOf(ObjectStore* l2, const std::string& ns,
+                                              std::span<const uint8_t> payload) {
+  const ContentHash hash = HashPayload(payload);
+  const std::string key = layout::BlobKey("kv", ns, hash);
+  auto obj = l2->Get(key, 0, kToEnd);
+  if (!obj.ok()) return std::nullopt;
+  return gc::HeldBlob{gc::OrphanBlob{ns, key, hash, obj->object_size}, obj->bytes};
+}
+
+// What a collector that died after writing its hold file leaves: that file, with `blobs`, in
+// `dir` (GcOptions::hold_dir). Its path, or empty if it could not be written.
+inline std::string LeaveHoldFile(const std::string& dir, const std::vector<gc::HeldBlob>& blobs) {
+  gc::HoldFiles holds(PosixFileSystem(), dir);
+  std::vector<const gc::HeldBlob*> refs;
+  for (const gc::HeldBlob& b : blobs) refs.push_back(&b);
+  auto file = holds.Write(refs);
+  holds.Close();  // the writer "dies": its file stays
+  return file.ok() ? (*file)->path() : std::string();
+}
 
 inline constexpr uint64_t kMinuteUs = 60ull * 1000000;
 inline constexpr uint64_t kHourUs = 60 * kMinuteUs;

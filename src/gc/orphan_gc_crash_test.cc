@@ -63,26 +63,17 @@ struct FilePlanes {
   std::vector<gc::HeldBlob> Held(const TestChain& chain) {
     std::vector<gc::HeldBlob> out;
     for (const auto& payload : chain.payloads) {
-      const ContentHash hash = HashPayload(payload);
-      const std::string key = layout::BlobKey("kv", "default", hash);
-      auto obj = l2->Get(key, 0, kToEnd);
-      EXPECT_TRUE(obj.ok()) << obj.status().ToString();
-      if (obj.ok()) {
-        out.push_back(
-            gc::HeldBlob{gc::OrphanBlob{"default", key, hash, obj->object_size}, obj->bytes});
-      }
+      auto blob = HeldBlobOf(l2.get(), "default", payload);
+      EXPECT_TRUE(blob.has_value());
+      if (blob) out.push_back(std::move(*blob));
     }
     return out;
   }
   // What a collector that dies after writing its hold file leaves: the file (its path).
   std::string LeaveHoldFile(const std::vector<gc::HeldBlob>& blobs) {
-    gc::HoldFiles holds(PosixFileSystem(), hold_dir);
-    std::vector<const gc::HeldBlob*> refs;
-    for (const gc::HeldBlob& b : blobs) refs.push_back(&b);
-    auto file = holds.Write(refs);
-    EXPECT_TRUE(file.ok()) << file.status().ToString();
-    holds.Close();  // the writer "dies": its file stays
-    return file.ok() ? (*file)->path() : std::string();
+    std::string path = testing::LeaveHoldFile(hold_dir, blobs);
+    EXPECT_FALSE(path.empty());
+    return path;
   }
   // One pass of a collector with the hold directory (a new process's first).
   gc::GcReport Pass(gc::OrphanCollector& collector) {

@@ -8,8 +8,8 @@
 namespace wombatkv {
 
 bool StoreImpl::HasGcLeftovers() {
-  if (!options_.object_store || options_.data_dir.empty()) return false;
-  return gc::HoldFiles::Count(fs_, GcHoldDir()) > 0;
+  const std::string dir = GcHoldDir();
+  return !dir.empty() && gc::HoldFiles::Count(fs_, dir) > 0;
 }
 
 bool StoreImpl::PendingBlob(const std::string& ns, const ContentHash& hash) {

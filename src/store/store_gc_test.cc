@@ -117,17 +117,11 @@ class StoreGc : public ::testing::Test {
   // A hold file with the blob of `payload` in `hold_dir`, as a collector that died after writing
   // it leaves (GcOptions::hold_dir). Returns the blob's key.
   std::string LeaveHoldFile(const std::string& hold_dir, const std::vector<uint8_t>& payload) {
-    const ContentHash hash = HashPayload(payload);
-    const std::string key = layout::BlobKey("kv", "default", hash);
-    auto obj = mem_l2_->Get(key, 0, kToEnd);
-    EXPECT_TRUE(obj.ok()) << obj.status().ToString();
-    if (!obj.ok()) return key;
-    gc::HoldFiles holds(PosixFileSystem(), hold_dir);
-    gc::HeldBlob blob{gc::OrphanBlob{"default", key, hash, obj->object_size}, obj->bytes};
-    auto file = holds.Write({&blob});
-    EXPECT_TRUE(file.ok()) << file.status().ToString();
-    holds.Close();  // the writer "dies": its file stays
-    return key;
+    auto blob = HeldBlobOf(mem_l2_.get(), "default", payload);
+    EXPECT_TRUE(blob.has_value());
+    if (!blob) return std::string();
+    EXPECT_FALSE(testing::LeaveHoldFile(hold_dir, {*blob}).empty());
+    return blob->orphan.key;
   }
   NamespaceUsage UsageOf(Store& s) {
     auto u = s.Usage("default", false);

@@ -451,9 +451,13 @@ class StoreImpl final : public Store {
   void MaybeScheduleGc();
   // Whether this store may evict in `ns` now (StoreOptions::eviction_lease_ms). Pass only.
   bool HoldsEvictLease(const std::string& ns);
-  // Where the collector keeps the bytes of its deletes until their re-check (GcOptions::hold_dir),
-  // used with a shared L2 only; and whether an earlier process left some there.
-  std::string GcHoldDir() const { return options_.data_dir + "/gc-held"; }
+  // Where the collector keeps the bytes of its deletes until their re-check (GcOptions::hold_dir):
+  // with a shared L2 (S3, an injected object store) and a data directory, else none (empty); and
+  // whether an earlier process left some there.
+  std::string GcHoldDir() const {
+    return options_.object_store && !options_.data_dir.empty() ? options_.data_dir + "/gc-held"
+                                                               : std::string();
+  }
   bool HasGcLeftovers();
   Result<OrphanGcReport> GcPass();
   // GcOptions::keep: a put of this store awaiting publish, or a publish under way, names the blob.

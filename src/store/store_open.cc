@@ -159,10 +159,8 @@ Status StoreImpl::Init() {
     // data directory's own L2 needs none: every head in it is this process's, and `keep` spares
     // the blobs they name.
     const bool leftovers = HasGcLeftovers();
-    if (options_.object_store && !options_.data_dir.empty()) {
-      gc_options.hold_fs = fs_;
-      gc_options.hold_dir = GcHoldDir();
-    }
+    gc_options.hold_dir = GcHoldDir();
+    if (!gc_options.hold_dir.empty()) gc_options.hold_fs = fs_;
     gc_ = std::make_unique<gc::OrphanCollector>(l2_, clock_, std::move(gc_options));
     // The first background pass waits one interval: a store just opened has evicted nothing yet
     // — unless an earlier process left a pass unfinished.
