@@ -103,7 +103,15 @@ Result<std::vector<HoldFiles::Leftover>> HoldFiles::TakeLeftovers(
   dir_made_ = true;
   std::vector<std::pair<uint64_t, std::string>> files;
   for (const std::string& name : *names) {
-    if (auto seq = SeqOf(name)) files.emplace_back(*seq, name);
+    if (auto seq = SeqOf(name)) {
+      files.emplace_back(*seq, name);
+    } else if (name.ends_with(kUnreadableSuffix)) {
+      // A file set aside earlier keeps its number: a new file of that number, damaged too, would
+      // replace it when set aside.
+      std::string_view base(name);
+      base.remove_suffix(kUnreadableSuffix.size());
+      if (auto aside = SeqOf(base)) next_seq_ = std::max(next_seq_, *aside + 1);
+    }
   }
   std::sort(files.begin(), files.end());
   // Every file is read before any File handle exists: a handle dropped on an error below would

@@ -60,16 +60,28 @@ Status OrphanCollector::TakeLeftovers(GcReport* report) {
   // their namespace (none has been read for them).
   std::map<std::string, std::vector<Held>> by_ns;
   uint64_t bytes = 0;
+  std::set<std::string> other_prefix;
   for (HoldFiles::Leftover& l : leftovers) {
-    const std::string& key = l.blob.orphan.key;
+    const OrphanBlob& o = l.blob.orphan;
+    if (o.key != layout::BlobKey(options_.l2_prefix, o.ns, o.hash)) {
+      // Re-checked against this prefix's heads, it would look unnamed whatever names it.
+      if (other_prefix.insert(l.file->path()).second) {
+        report->problems.push_back(
+            "the hold file " + l.file->path() + " holds blobs of another L2 prefix (" + o.key +
+            "): kept, not re-checked (run the collector with that prefix to re-check them)");
+        other_prefix_holds_.push_back(l.file);
+      }
+      continue;
+    }
     const bool intact =
-        layout::DecodeVerified(layout::EnvelopeKind::kBlob, l.blob.object, l.blob.orphan.hash, key)
-            .ok();
+        layout::DecodeVerified(layout::EnvelopeKind::kBlob, l.blob.object, o.hash, o.key).ok();
     bytes += l.blob.object->size();
-    std::string ns = l.blob.orphan.ns;
-    by_ns[ns].push_back(Held{std::move(l.blob), std::move(l.file), intact});
+    std::string ns = o.ns;
+    Held held{std::move(l.blob), std::move(l.file), intact};
+    held.leftover = true;
+    by_ns[ns].push_back(std::move(held));
+    report->recovered++;
   }
-  report->recovered += leftovers.size();
   for (auto& [ns, held] : by_ns) {
     deferred_.push_back(Deferred{ns, std::make_shared<KnownHeads>(), std::move(held)});
   }
@@ -418,6 +430,8 @@ Status OrphanCollector::RecheckAndRestore(const std::string& ns, KnownHeads* kno
     const OrphanBlob& o = h.blob.orphan;
     if (!restore_all && !refs.count(o.hash)) {
       if (h.delete_failed) continue;  // counted as a failure; retried at the next pass
+      // A leftover still in L2 was never deleted: a later pass collects it as any orphan.
+      if (h.leftover && !l2_->Head(o.key).status().IsNotFound()) continue;
       report->deleted++;
       report->freed_bytes += o.bytes;
       report->removed.push_back(o);

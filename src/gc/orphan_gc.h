@@ -184,6 +184,9 @@ class OrphanCollector {
     // The delete failed — but a failure may follow an applied delete (a lost response), so the
     // re-check still puts it back if a new head names it. Never counted as deleted (R5).
     bool delete_failed = false;
+    // Left by an earlier process (a hold file): its delete may never have happened (that process
+    // died between the file and the delete), so it is counted as deleted only once L2 says so.
+    bool leftover = false;
   };
   using KnownHeads = std::map<std::string, std::string>;  // head key → ETag read
   Status RecheckAndRestore(const std::string& ns, KnownHeads* known, std::vector<Held>* held,
@@ -200,6 +203,9 @@ class OrphanCollector {
   // Declared before every Held it outlives (their files are removed through it).
   std::unique_ptr<HoldFiles> holds_;
   bool leftovers_taken_ = false;
+  // Hold files of another L2 prefix (the CLI run with other settings on the data directory):
+  // kept on disk, unread, until a collector of that prefix takes them.
+  std::vector<std::shared_ptr<HoldFiles::File>> other_prefix_holds_;
   std::vector<Deferred> deferred_;
   uint64_t deferred_bytes_ = 0;
   // Adds a namespace's batch; re-checks everything deferred once it reaches batch_bytes_max or

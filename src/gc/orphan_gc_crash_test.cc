@@ -172,6 +172,52 @@ TEST(OrphanGcCrash, ALeftoverBlobNoHeadNamesStaysDeleted) {
   EXPECT_EQ(p.HoldFiles(), 0u);
 }
 
+// A collector that died after syncing its hold file but before its deletes: the blobs are still
+// in L2. The next collector re-checks them, counts none as deleted (the store would drop them
+// from its ledger while L2 holds them), and leaves them to be collected as any orphan.
+TEST(OrphanGcCrash, ALeftoverWhoseDeleteNeverHappenedIsNotCountedAsDeleted) {
+  FilePlanes p;
+  const TestChain chain = MakeChain(2, kBlockBytes, 8);
+  p.PutOrphans(chain);
+  const std::vector<gc::HeldBlob> blobs = p.Held(chain);
+  ASSERT_EQ(blobs.size(), 2u);
+  p.LeaveHoldFile(blobs);
+  gc::OrphanCollector next(p.l2.get(), &p.clock, p.Options());
+  const gc::GcReport r = p.Pass(next);  // young orphans: this pass deletes nothing itself
+  EXPECT_EQ(r.recovered, 2u);
+  EXPECT_EQ(r.deleted, 0u);
+  EXPECT_TRUE(r.removed.empty());
+  for (const gc::HeldBlob& b : blobs) EXPECT_TRUE(p.l2->Head(b.orphan.key).ok());
+  EXPECT_EQ(p.HoldFiles(), 0u);
+}
+
+// A hold file written under another L2 prefix (the CLI run with other settings on the same data
+// directory) is not re-checked against this prefix's heads, which never name its blobs: it stays
+// for a collector of its own prefix.
+TEST(OrphanGcCrash, AHoldFileOfAnotherPrefixIsKeptUnread) {
+  FilePlanes p;
+  const TestChain chain = MakeChain(1, kBlockBytes, 9);
+  p.PutOrphans(chain);
+  p.clock.Advance(2 * kHourUs);
+  const std::vector<gc::HeldBlob> blobs = p.Held(chain);
+  ASSERT_EQ(blobs.size(), 1u);
+  const std::string path = p.LeaveHoldFile(blobs);
+  ASSERT_TRUE(p.l2->Delete(blobs[0].orphan.key).ok());
+  {
+    gc::GcOptions o = p.Options();
+    o.l2_prefix = "elsewhere";
+    gc::OrphanCollector other(p.l2.get(), &p.clock, o);
+    const gc::GcReport r = p.Pass(other);
+    EXPECT_EQ(r.recovered, 0u);
+    ASSERT_EQ(r.problems.size(), 1u);
+    EXPECT_NE(r.problems[0].find("another L2 prefix"), std::string::npos) << r.problems[0];
+  }
+  EXPECT_TRUE(PosixFileSystem()->Stat(path).ok()) << "a file of another prefix was dropped";
+  gc::OrphanCollector own(p.l2.get(), &p.clock, p.Options());
+  EXPECT_EQ(p.Pass(own).recovered, 1u);
+  EXPECT_EQ(p.HoldFiles(), 0u);
+}
+
 // A hold file that does not decode is reported and set aside, never read as blobs; the pass goes
 // on.
 TEST(OrphanGcCrash, ADamagedHoldFileIsReportedAndSetAside) {
@@ -199,6 +245,16 @@ TEST(OrphanGcCrash, ADamagedHoldFileIsReportedAndSetAside) {
   EXPECT_TRUE(p.l2->Head(blobs[0].orphan.key).ok());  // young orphan: nothing deleted
   // Read once: the next pass does not report it again.
   EXPECT_TRUE(p.Pass(next).problems.empty());
+  // A later collector's files take numbers past the one set aside: a file of its number, damaged
+  // too, would replace it when set aside in turn.
+  gc::HoldFiles later(PosixFileSystem(), p.hold_dir);
+  std::vector<std::string> problems;
+  ASSERT_TRUE(later.TakeLeftovers(&problems).ok());
+  std::vector<const gc::HeldBlob*> refs{&blobs[0]};
+  auto file = later.Write(refs);
+  ASSERT_TRUE(file.ok());
+  EXPECT_NE((*file)->path(), path);
+  later.Close();
 }
 
 TEST(OrphanGcCrash, APassThatEndsLeavesNoHoldFile) {

@@ -60,7 +60,11 @@ bool EvictLease::Hold() {
   if (got.ok()) {
     const auto lease = DecodeEvictLease(
         std::string_view(reinterpret_cast<const char*>(got->bytes->data()), got->bytes->size()));
-    if (lease && lease->holder != holder_ && lease->expires_us > now) {
+    // A lease running more than twice its duration past our clock was written by a clock far
+    // ahead of ours (beyond the skew leases allow): a holder that died so would block eviction
+    // until then. Taken over as damaged.
+    const bool far_ahead = lease && lease->expires_us > now + 2 * duration_us_;
+    if (lease && lease->holder != holder_ && lease->expires_us > now && !far_ahead) {
       mine_ = false;
       other_holder_ = lease->holder;
       other_until_us_ = std::min(lease->expires_us, now + duration_us_);
@@ -69,7 +73,7 @@ bool EvictLease::Hold() {
     // Ours (a renewal, or a put whose answer was lost), lapsed, or damaged: replace that version.
     put_options = PutOptions{PutMode::kIfMatch, got->etag};
   } else if (!got.status().IsNotFound()) {
-    return Still(now);
+    return Still(clock_->WallMicros());  // the read may have taken long
   }
   const uint64_t expires = now + duration_us_;
   const std::string text = EncodeEvictLease({holder_, expires});
@@ -80,13 +84,15 @@ bool EvictLease::Hold() {
     expires_us_ = expires;
     other_holder_.clear();
     other_until_us_ = 0;
-    return true;
+    // Its expiry counts from before the read, as other hosts may count it: retries that took
+    // longer than the lease leave nothing of it.
+    return Still(clock_->WallMicros());
   }
   if (put.status().IsConflict()) {  // another host took or renewed it first: read it next pass
     mine_ = false;
     return false;
   }
-  return Still(now);
+  return Still(clock_->WallMicros());
 }
 
 std::string EvictLeaseHolder(const std::string& data_dir) {

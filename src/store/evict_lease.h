@@ -50,6 +50,10 @@ class EvictLease {
   // error answers whether the lease held so far is still running.
   bool Hold();
 
+  // Whether the lease Hold() last took or renewed is still running by the clock now (no I/O):
+  // asked between the head writes of an eviction pass, which may outlast it.
+  bool Running() const { return Still(clock_->WallMicros()); }
+
   // Who else holds it, and until when (wall µs), as last read; empty while this store holds it.
   const std::string& other_holder() const { return other_holder_; }
   uint64_t other_until_us() const { return other_until_us_; }

@@ -65,5 +65,63 @@ TEST(EvictLease, ADamagedLeaseIsTakenOverAndAnOwnOneResumed) {
   EXPECT_TRUE(again.Hold());
 }
 
+// An L2 whose puts take `put_us` of the clock (an S3 put retried after timeouts).
+class SlowPutL2 final : public ObjectStoreWrapper {
+ public:
+  SlowPutL2(ObjectStore* target, ManualClock* clock) : ObjectStoreWrapper(target), clock_(clock) {}
+  Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
+                          const PutOptions& options) override {
+    clock_->Advance(put_us);
+    return target()->Put(key, parts, options);
+  }
+  uint64_t put_us = 0;
+
+ private:
+  ManualClock* const clock_;
+};
+
+// The lease's expiry counts from before its put: a put whose retries outlast it holds nothing,
+// and the other host takes the lapsed lease (both would have evicted at once).
+TEST(EvictLease, APutWhoseRetriesOutlastTheLeaseDoesNotHoldIt) {
+  Hosts h;
+  SlowPutL2 slow(h.l2.get(), &h.clock);
+  EvictLease a{&slow, &h.clock, kKey, "host-a:/data", kLeaseUs};
+  ASSERT_TRUE(a.Hold());
+  EXPECT_TRUE(a.Running());
+  h.clock.Advance(kLeaseUs / 2 + 1);
+  slow.put_us = kLeaseUs;  // the renewal lands after the lease it wrote has run out
+  EXPECT_FALSE(a.Hold());
+  EXPECT_FALSE(a.Running());
+  EXPECT_TRUE(h.b.Hold());
+}
+
+// A holder stops evicting between head writes once its lease has run out (no I/O to ask).
+TEST(EvictLease, RunningEndsWithTheLease) {
+  Hosts h;
+  ASSERT_TRUE(h.a.Hold());
+  h.clock.Advance(kLeaseUs - 1);
+  EXPECT_TRUE(h.a.Running());
+  h.clock.Advance(1);
+  EXPECT_FALSE(h.a.Running());
+  EXPECT_FALSE(h.b.Running()) << "never held";
+}
+
+// Another host's lease is obeyed up to one lease duration of clock skew beyond its own; one
+// running more than twice its duration past this clock (a host whose clock ran far ahead, and
+// maybe died) is taken over, or eviction would wait until then.
+TEST(EvictLease, ALeaseFarAheadOfThisClockIsTakenOver) {
+  Hosts h;
+  const uint64_t now = h.clock.WallMicros();
+  const std::string skewed = EncodeEvictLease({"host-c:/data", now + kLeaseUs + kLeaseUs / 2});
+  ASSERT_TRUE(h.l2->Put(kKey, {AsBytes(skewed)}, PutOptions{}).ok());
+  EXPECT_FALSE(h.a.Hold());
+  EXPECT_EQ(h.a.other_holder(), "host-c:/data");
+  const std::string far = EncodeEvictLease({"host-c:/data", now + 10 * kLeaseUs});
+  ASSERT_TRUE(h.l2->Put(kKey, {AsBytes(far)}, PutOptions{}).ok());
+  h.clock.Advance(kLeaseUs);  // a reads the lease again once the one it saw may have ended
+  EXPECT_TRUE(h.b.Hold());
+  EXPECT_EQ(h.InL2()->holder, "host-b:/data");
+}
+
 }  // namespace
 }  // namespace wombatkv::testing

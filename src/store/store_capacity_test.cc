@@ -1009,6 +1009,27 @@ TEST(CapacityRaces, G10APutLandingWhileTheTrimmedHeadIsWrittenUndoesTheTrim) {
   }
 }
 
+// A pass stops between head writes once the lease it started under has run out (a write may take
+// its retries' time, and meanwhile another host may take the lapsed lease): the next pass renews
+// the lease first.
+TEST(CapacityRaces, APassStopsTrimmingWhenItsLeaseRunsOut) {
+  TwoHosts h;
+  h.PublishEight();
+  HookedL2 slow(h.l2.get());
+  StoreOptions o = h.Options(h.l1_a.get(), h.Budget());
+  o.object_store = &slow;
+  auto a = Store::Open(o);
+  ASSERT_TRUE(a.ok());
+  slow.on_head_write = [&] { h.clock.Advance(h.lease_ms * 1000); };
+  auto first = (*a)->Evict();
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->chains, 1u) << "trimmed on after its lease had run out";
+  auto second = (*a)->Evict();
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->chains, 1u);
+  EXPECT_EQ(h.Referenced(**a), 6 * h.per_chain);
+}
+
 // G10 with real threads: writers hold puts that extend published chains while evictors (the
 // background one and explicit passes) trim under a budget far too small, readers look up, get
 // and hold borrows. Nothing in flight may be trimmed, borrowed bytes stay right, every lookup

@@ -435,6 +435,11 @@ bool StoreImpl::HoldsEvictLease(const std::string& ns) {
   return held;
 }
 
+bool StoreImpl::EvictLeaseRunning(const std::string& ns) const {
+  auto it = evict_leases_.find(ns);
+  return it == evict_leases_.end() || it->second->Running();  // no lease: our own L2, or off
+}
+
 bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t now_us,
                                EvictBudget* work, EvictionReport* report) {
   const uint64_t budget = NamespaceSetting(options_.namespace_bytes_max, ns);
@@ -491,7 +496,9 @@ bool StoreImpl::EvictNamespace(const std::string& ns, uint32_t tick, uint64_t no
   };
   for (;;) {
     while (!cold.Empty()) {
-      if (work->heads_left == 0 || work->blocks_left == 0) {
+      // The lease may run out while the pass writes heads (each can take retries' time): the
+      // next pass renews it first.
+      if (work->heads_left == 0 || work->blocks_left == 0 || !EvictLeaseRunning(ns)) {
         report->work_left = true;
         give_back();
         return excess > 0;

@@ -451,6 +451,8 @@ class StoreImpl final : public Store {
   void MaybeScheduleGc();
   // Whether this store may evict in `ns` now (StoreOptions::eviction_lease_ms). Pass only.
   bool HoldsEvictLease(const std::string& ns);
+  // Whether the lease HoldsEvictLease took for `ns` still runs (true without one): no I/O.
+  bool EvictLeaseRunning(const std::string& ns) const;
   // Where the collector keeps the bytes of its deletes until their re-check (GcOptions::hold_dir):
   // with a shared L2 (S3, an injected object store) and a data directory, else none (empty); and
   // whether an earlier process left some there.
