@@ -12,6 +12,7 @@ namespace wombatkv {
 namespace {
 
 constexpr std::string_view kHeader = "wombatkv eviction lease v1\n";
+constexpr std::string_view kSeatHeader = "wombatkv seat v1 created_us ";
 
 // The value of "<name> <value>\n" in `text`, or nothing.
 std::optional<std::string_view> Field(std::string_view text, std::string_view name) {
@@ -95,12 +96,38 @@ bool EvictLease::Hold() {
   return Still(clock_->WallMicros());
 }
 
-std::string EvictLeaseHolder(const std::string& data_dir) {
+std::string EvictLeaseHolder(const std::string& data_dir, std::string_view seat) {
   static std::atomic<uint64_t> opened{0};
   std::string holder = data_dir.empty() ? DataDirOwnerNote() + " #" + std::to_string(++opened)
                                         : HostName() + ":" + data_dir;
+  if (!data_dir.empty() && !seat.empty()) holder += " (" + std::string(seat) + ")";
   std::replace(holder.begin(), holder.end(), '\n', '?');  // one line in the lease
   return holder;
+}
+
+Result<std::string> DataDirSeat(FileSystem* fs, Clock* clock, const std::string& data_dir) {
+  const std::string path = data_dir + "/" + std::string(kDataDirSeatFile);
+  auto read = fs->ReadFile(path, 0, kToEnd);
+  if (read.ok()) {
+    std::string_view text(reinterpret_cast<const char*>((*read)->data()), (*read)->size());
+    uint64_t us = 0;
+    if (text.starts_with(kSeatHeader)) {
+      text.remove_prefix(kSeatHeader.size());
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), us);
+      if (ec == std::errc() && std::string_view(end, text.data() + text.size()) == "\n") {
+        return "seat " + std::to_string(us);
+      }
+    }
+  } else if (!read.status().IsNotFound()) {
+    return read.status().WithContext("reading " + path);
+  }
+  // None yet, or damaged (then replaced: a lease taken under the old mark lapses once).
+  const uint64_t us = clock->WallMicros();
+  const std::string text = std::string(kSeatHeader) + std::to_string(us) + "\n";
+  if (Status s = fs->WriteFileAtomic(path, {AsBytes(text)}, /*sync=*/true); !s.ok()) {
+    return s.WithContext("writing " + path);
+  }
+  return "seat " + std::to_string(us);
 }
 
 }  // namespace wombatkv

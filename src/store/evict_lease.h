@@ -8,11 +8,13 @@
 //
 //   "wombatkv eviction lease v1\nholder <holder>\nexpires_us <wall µs>\n"
 //
-// A holder is a store's seat: its host and data directory (the data directory's LOCK makes that
-// one process at a time, and a restarted process on it resumes its own lease at once), or, with
-// no data directory, its process and a counter. A lease is never released: a holder that stops
-// leaves it to lapse. Hosts' clocks must agree to well within the lease's duration (a skew lets
-// two hosts evict at once for that long: the behaviour without the lease).
+// A holder is a store's seat: its host, its data directory and the directory's seat mark (the
+// data directory's LOCK makes that one process at a time, and a restarted process on it resumes
+// its own lease at once; the mark tells apart directories of one path on hosts of one name, such
+// as containers sharing the host's name), or, with no data directory, its process and a counter. A
+// lease is never released: a holder that stops leaves it to lapse. Hosts' clocks must agree to well
+// within the lease's duration (a skew lets two hosts evict at once for that long: the behaviour
+// without the lease).
 //
 // Not thread-safe: the eviction pass (one at a time) owns it.
 #pragma once
@@ -20,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "wombatkv/env.h"
 #include "wombatkv/object_store.h"
@@ -72,7 +75,12 @@ class EvictLease {
   uint64_t other_until_us_ = 0;  // another host's lease runs until then: not read again before
 };
 
-// This store's holder name (see above). `data_dir` may be empty.
-std::string EvictLeaseHolder(const std::string& data_dir);
+// This store's holder name (see above). `data_dir` may be empty; `seat` is DataDirSeat's.
+std::string EvictLeaseHolder(const std::string& data_dir, std::string_view seat);
+
+// The data directory's seat mark, kDataDirSeatFile: written once (synced) with the wall time it was
+// made at, then read back by every later open: "seat <wall µs>".
+inline constexpr std::string_view kDataDirSeatFile = "SEAT";
+Result<std::string> DataDirSeat(FileSystem* fs, Clock* clock, const std::string& data_dir);
 
 }  // namespace wombatkv

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "gc/gc_test_util.h"
+#include "store/store_test_util.h"
 
 namespace wombatkv::testing {
 namespace {
@@ -121,6 +122,22 @@ TEST(EvictLease, ALeaseFarAheadOfThisClockIsTakenOver) {
   h.clock.Advance(kLeaseUs);  // a reads the lease again once the one it saw may have ended
   EXPECT_TRUE(h.b.Hold());
   EXPECT_EQ(h.InL2()->holder, "host-b:/data");
+}
+
+// A data directory's seat mark is made once and read back unchanged; a damaged one is replaced.
+TEST(DataDirSeat, IsMadeOnceAndReadBack) {
+  TempDir dir;
+  ManualClock clock;
+  FileSystem* fs = PosixFileSystem();
+  auto first = DataDirSeat(fs, &clock, dir.path());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(*first, "seat " + std::to_string(clock.WallMicros()));
+  clock.Advance(5);
+  EXPECT_EQ(*DataDirSeat(fs, &clock, dir.path()), *first);
+  const std::string path = dir.path() + "/" + std::string(kDataDirSeatFile);
+  ASSERT_TRUE(fs->WriteFileAtomic(path, {AsBytes("garbage")}, false).ok());
+  EXPECT_EQ(*DataDirSeat(fs, &clock, dir.path()), "seat " + std::to_string(clock.WallMicros()));
+  EXPECT_NE(EvictLeaseHolder(dir.path(), *first), EvictLeaseHolder(dir.path(), "seat 1"));
 }
 
 }  // namespace

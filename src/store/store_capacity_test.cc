@@ -5,6 +5,7 @@
 // threads against the background evictor.
 #include <atomic>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -940,6 +941,31 @@ TEST(CapacityRaces, AStoreReopenedOnItsDataDirectoryResumesItsLease) {
   ASSERT_TRUE(b.ok());
   h.Publish(**b, 501);
   EXPECT_EQ((*b)->Evict()->chains, 0u);
+}
+
+// Two containers sharing the host's name, each with its own volume mounted at one path: two
+// directories of one path, two holders (the directory's seat mark), or both would renew one lease.
+TEST(CapacityRaces, AnotherDirectoryAtTheSamePathIsAnotherHolder) {
+  TwoHosts h;
+  h.PublishEight();
+  TempDir dir;
+  const std::string path = dir.path() + "/data";
+  StoreOptions oa = h.Options(h.l1_a.get(), h.Budget());
+  oa.data_dir = path;
+  {
+    auto a = Store::Open(oa);
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ((*a)->Evict()->chains, 2u);  // a holds the lease
+  }
+  std::filesystem::rename(path, dir.path() + "/data-of-a");  // the other container's volume,
+  h.clock.Advance(1);                                        // made at another time
+  StoreOptions ob = h.Options(h.l1_b.get(), h.Budget());
+  ob.data_dir = path;
+  auto b = Store::Open(ob);
+  ASSERT_TRUE(b.ok());
+  h.Publish(**b, 502);
+  EXPECT_EQ((*b)->Evict()->chains, 0u) << "b took a's lease as its own";
+  EXPECT_EQ((*b)->Stats().evict_lease_waits, 1u);
 }
 
 // Runs a callback inside the evictor's head write (a conditional put or a delete of a chain

@@ -625,7 +625,7 @@ class StoreImpl final : public Store {
   std::map<std::string, ColdSet, std::less<>> cold_sets_;  // GUARDED_BY(evict_mu_): by namespace
   // GUARDED_BY(evict_mu_): by namespace, made at its first pass with something to evict.
   std::map<std::string, std::unique_ptr<EvictLease>, std::less<>> evict_leases_;
-  std::string evict_lease_holder_;  // EvictLeaseHolder(data_dir), set at Init
+  std::string evict_lease_holder_;  // EvictLeaseHolder(data_dir, its seat), set at Init
   // ColdSet C2: L0 installs stamped older than cold_scan_tick_ (the newest tick a pass started a
   // cold set's check at), but for an eviction pass's own trims. cold_installs_ is written under
   // index_mu_ (exclusive), cold_scan_tick_ by passes (under evict_mu_).

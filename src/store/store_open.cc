@@ -175,7 +175,18 @@ Status StoreImpl::Init() {
                                "chains that name a missing blob");
     }
   }
-  evict_lease_holder_ = EvictLeaseHolder(options_.data_dir);
+  std::string seat;
+  if (options_.object_store && options_.eviction_lease_ms > 0 && !options_.data_dir.empty()) {
+    auto marked = DataDirSeat(fs_, clock_, options_.data_dir);
+    if (marked.ok()) {
+      seat = std::move(marked).value();
+    } else {  // the lease still works, under the host's name and the directory's path alone
+      Log(LogLevel::kWarn, "eviction lease: " + marked.status().ToString() +
+                               "; this store's lease is named by its host and data directory "
+                               "only");
+    }
+  }
+  evict_lease_holder_ = EvictLeaseHolder(options_.data_dir, seat);
   evict_stopped_ = false;
   if (evict_configured_ && options_.eviction_interval_ms > 0 && options_.executor == nullptr &&
       options_.clock == nullptr) {

@@ -11,8 +11,9 @@ namespace wombatkv::workload {
 Status WipeDataDir(FileSystem* fs, const std::string& dir) {
   // cache/: the disk cache in front of an S3 L2 (not wiped with one: --fresh is refused then).
   // gc-held*/: orphan GC's hold files (bytes of blobs of the L2 wiped with them).
-  static constexpr std::array<std::string_view, 6> kStoreEntries = {
-      "LOCK", "l1", "l2", "cache", "gc-held", "gc-held-cli"};
+  // SEAT: the directory's mark in eviction leases (kept: it names the directory, not its data).
+  static constexpr std::array<std::string_view, 7> kStoreEntries = {
+      "LOCK", "SEAT", "l1", "l2", "cache", "gc-held", "gc-held-cli"};
   auto names = fs->ListDir(dir);
   if (!names.ok()) {
     if (names.status().IsNotFound()) return Status::Ok();
@@ -23,7 +24,8 @@ Status WipeDataDir(FileSystem* fs, const std::string& dir) {
     if (std::find(kStoreEntries.begin(), kStoreEntries.end(), name) == kStoreEntries.end()) {
       return Status::FailedPrecondition(
           dir + " does not look like a WombatKV data directory (it holds \"" + name +
-          "\"; a data directory holds only LOCK, l1/, l2/, cache/ and gc-held*/), so --fresh will "
+          "\"; a data directory holds only LOCK, SEAT, l1/, l2/, cache/ and gc-held*/), so --fresh "
+          "will "
           "not wipe "
           "it");
     }

@@ -114,8 +114,8 @@ int Main(int argc, char** argv) {
   app.add_option("-n,--namespace", f.ns, "Namespace [env WMBT_KV_NAMESPACE]")
       ->type_name("NS")->capture_default_str();
   app.add_flag("--fresh", f.fresh,
-               "Wipe the data directory first (only if it holds nothing but LOCK, l1/, l2/, "
-               "cache/, gc-held*/)");
+               "Wipe the data directory first (only if it holds nothing but LOCK, SEAT, l1/, "
+               "l2/, cache/, gc-held*/; SEAT is kept)");
   app.add_flag("--json", f.json, "Print the summary as one JSON document on stdout");
   app.add_flag("-q,--quiet", f.quiet, "No progress line");
   app.footer(
