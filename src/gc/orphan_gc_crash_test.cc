@@ -75,6 +75,16 @@ struct FilePlanes {
     EXPECT_FALSE(path.empty());
     return path;
   }
+  // What a collector that died after syncing its hold file for `chain`'s orphans left: the file
+  // (its path in *path) and the blobs, still in L2.
+  std::vector<gc::HeldBlob> LeaveHeldOrphans(const TestChain& chain, std::string* path = nullptr) {
+    PutOrphans(chain);
+    std::vector<gc::HeldBlob> blobs = Held(chain);
+    EXPECT_EQ(blobs.size(), chain.payloads.size());
+    const std::string file = LeaveHoldFile(blobs);
+    if (path) *path = file;
+    return blobs;
+  }
   // One pass of a collector with the hold directory (a new process's first).
   gc::GcReport Pass(gc::OrphanCollector& collector) {
     auto r = collector.RunPass();
@@ -155,12 +165,8 @@ TEST(OrphanGcCrash, ACollectorKilledBeforeItsRecheckLeavesItToTheNext) {
 // What an earlier collector left and no head names stays deleted, and its file goes.
 TEST(OrphanGcCrash, ALeftoverBlobNoHeadNamesStaysDeleted) {
   FilePlanes p;
-  const TestChain chain = MakeChain(2, kBlockBytes, 4);
-  p.PutOrphans(chain);
+  const std::vector<gc::HeldBlob> blobs = p.LeaveHeldOrphans(MakeChain(2, kBlockBytes, 4));
   p.clock.Advance(2 * kHourUs);
-  const std::vector<gc::HeldBlob> blobs = p.Held(chain);
-  ASSERT_EQ(blobs.size(), 2u);
-  p.LeaveHoldFile(blobs);
   for (const gc::HeldBlob& b : blobs) ASSERT_TRUE(p.l2->Delete(b.orphan.key).ok());
   ASSERT_EQ(p.HoldFiles(), 1u);
   gc::OrphanCollector next(p.l2.get(), &p.clock, p.Options());
@@ -177,11 +183,7 @@ TEST(OrphanGcCrash, ALeftoverBlobNoHeadNamesStaysDeleted) {
 // from its ledger while L2 holds them), and leaves them to be collected as any orphan.
 TEST(OrphanGcCrash, ALeftoverWhoseDeleteNeverHappenedIsNotCountedAsDeleted) {
   FilePlanes p;
-  const TestChain chain = MakeChain(2, kBlockBytes, 8);
-  p.PutOrphans(chain);
-  const std::vector<gc::HeldBlob> blobs = p.Held(chain);
-  ASSERT_EQ(blobs.size(), 2u);
-  p.LeaveHoldFile(blobs);
+  const std::vector<gc::HeldBlob> blobs = p.LeaveHeldOrphans(MakeChain(2, kBlockBytes, 8));
   gc::OrphanCollector next(p.l2.get(), &p.clock, p.Options());
   const gc::GcReport r = p.Pass(next);  // young orphans: this pass deletes nothing itself
   EXPECT_EQ(r.recovered, 2u);
@@ -196,12 +198,9 @@ TEST(OrphanGcCrash, ALeftoverWhoseDeleteNeverHappenedIsNotCountedAsDeleted) {
 // for a collector of its own prefix.
 TEST(OrphanGcCrash, AHoldFileOfAnotherPrefixIsKeptUnread) {
   FilePlanes p;
-  const TestChain chain = MakeChain(1, kBlockBytes, 9);
-  p.PutOrphans(chain);
+  std::string path;
+  const std::vector<gc::HeldBlob> blobs = p.LeaveHeldOrphans(MakeChain(1, kBlockBytes, 9), &path);
   p.clock.Advance(2 * kHourUs);
-  const std::vector<gc::HeldBlob> blobs = p.Held(chain);
-  ASSERT_EQ(blobs.size(), 1u);
-  const std::string path = p.LeaveHoldFile(blobs);
   ASSERT_TRUE(p.l2->Delete(blobs[0].orphan.key).ok());
   {
     gc::GcOptions o = p.Options();
@@ -222,11 +221,8 @@ TEST(OrphanGcCrash, AHoldFileOfAnotherPrefixIsKeptUnread) {
 // on.
 TEST(OrphanGcCrash, ADamagedHoldFileIsReportedAndSetAside) {
   FilePlanes p;
-  const TestChain chain = MakeChain(1, kBlockBytes, 5);
-  p.PutOrphans(chain);
-  const std::vector<gc::HeldBlob> blobs = p.Held(chain);
-  ASSERT_EQ(blobs.size(), 1u);
-  const std::string path = p.LeaveHoldFile(blobs);
+  std::string path;
+  const std::vector<gc::HeldBlob> blobs = p.LeaveHeldOrphans(MakeChain(1, kBlockBytes, 5), &path);
   auto bytes = PosixFileSystem()->ReadFile(path, 0, kToEnd);
   ASSERT_TRUE(bytes.ok());
   std::vector<uint8_t> damaged((*bytes)->data(), (*bytes)->data() + (*bytes)->size());
