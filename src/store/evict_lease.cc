@@ -59,8 +59,7 @@ bool EvictLease::Hold() {
   auto got = l2_->Get(key_);
   PutOptions put_options{PutMode::kIfAbsent, {}};
   if (got.ok()) {
-    const auto lease = DecodeEvictLease(
-        std::string_view(reinterpret_cast<const char*>(got->bytes->data()), got->bytes->size()));
+    const auto lease = DecodeEvictLease(AsChars(got->bytes->view()));
     // A lease running more than twice its duration past our clock was written by a clock far
     // ahead of ours (beyond the skew leases allow): a holder that died so would block eviction
     // until then. Taken over as damaged.
@@ -78,8 +77,7 @@ bool EvictLease::Hold() {
   }
   const uint64_t expires = now + duration_us_;
   const std::string text = EncodeEvictLease({holder_, expires});
-  auto put = l2_->Put(key_, {ByteView(reinterpret_cast<const uint8_t*>(text.data()), text.size())},
-                      put_options);
+  auto put = l2_->Put(key_, {AsBytes(text)}, put_options);
   if (put.ok()) {
     mine_ = true;
     expires_us_ = expires;
@@ -109,7 +107,7 @@ Result<std::string> DataDirSeat(FileSystem* fs, Clock* clock, const std::string&
   const std::string path = data_dir + "/" + std::string(kDataDirSeatFile);
   auto read = fs->ReadFile(path, 0, kToEnd);
   if (read.ok()) {
-    std::string_view text(reinterpret_cast<const char*>((*read)->data()), (*read)->size());
+    std::string_view text = AsChars((*read)->view());
     uint64_t us = 0;
     if (text.starts_with(kSeatHeader)) {
       text.remove_prefix(kSeatHeader.size());

@@ -21,8 +21,7 @@ struct Hosts {
   std::optional<EvictLeaseState> InL2() {
     auto got = l2->Get(kKey);
     if (!got.ok()) return std::nullopt;
-    return DecodeEvictLease(
-        std::string_view(reinterpret_cast<const char*>(got->bytes->data()), got->bytes->size()));
+    return DecodeEvictLease(AsChars(got->bytes->view()));
   }
 };
 
