@@ -6,6 +6,8 @@
 #include <atomic>
 #include <charconv>
 
+#include "base/endian.h"
+#include "base/hex.h"
 #include "store/data_dir_owner.h"
 
 namespace wombatkv {
@@ -13,6 +15,7 @@ namespace {
 
 constexpr std::string_view kHeader = "wombatkv eviction lease v1\n";
 constexpr std::string_view kSeatHeader = "wombatkv seat v1 created_us ";
+constexpr std::string_view kSeatNonce = " nonce ";
 
 // The value of "<name> <value>\n" in `text`, or nothing.
 std::optional<std::string_view> Field(std::string_view text, std::string_view name) {
@@ -103,29 +106,42 @@ std::string EvictLeaseHolder(const std::string& data_dir, std::string_view seat)
   return holder;
 }
 
-Result<std::string> DataDirSeat(FileSystem* fs, Clock* clock, const std::string& data_dir) {
+Result<std::string> DataDirSeat(FileSystem* fs, Clock* clock, Random* random,
+                                const std::string& data_dir) {
   const std::string path = data_dir + "/" + std::string(kDataDirSeatFile);
   auto read = fs->ReadFile(path, 0, kToEnd);
   if (read.ok()) {
     std::string_view text = AsChars((*read)->view());
-    uint64_t us = 0;
-    if (text.starts_with(kSeatHeader)) {
+    if (text.starts_with(kSeatHeader) && text.ends_with('\n')) {
       text.remove_prefix(kSeatHeader.size());
-      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), us);
-      if (ec == std::errc() && std::string_view(end, text.data() + text.size()) == "\n") {
-        return "seat " + std::to_string(us);
+      text.remove_suffix(1);
+      // "<µs>" (marks made before session 56) or "<µs> nonce <16 hex digits>".
+      const std::string_view us = text.substr(0, text.find(' '));
+      const std::string_view rest = text.substr(us.size());
+      uint64_t value = 0;
+      auto [end, ec] = std::from_chars(us.data(), us.data() + us.size(), value);
+      const bool us_ok = ec == std::errc() && end == us.data() + us.size() && !us.empty();
+      if (us_ok && rest.empty()) return "seat " + std::string(us);
+      uint8_t nonce[8];
+      if (us_ok && rest.starts_with(kSeatNonce) &&
+          HexDecode(rest.substr(kSeatNonce.size()), nonce)) {
+        return "seat " + std::string(us) + "-" + std::string(rest.substr(kSeatNonce.size()));
       }
     }
   } else if (!read.status().IsNotFound()) {
     return read.status().WithContext("reading " + path);
   }
-  // None yet, or damaged (then replaced: a lease taken under the old mark lapses once).
-  const uint64_t us = clock->WallMicros();
-  const std::string text = std::string(kSeatHeader) + std::to_string(us) + "\n";
+  // None yet, or damaged (then replaced: a lease taken under the old mark lapses once). The
+  // nonce tells apart two marks made in the same microsecond (containers started together).
+  const std::string us = std::to_string(clock->WallMicros());
+  uint8_t bytes[8];
+  StoreLe64(bytes, random->Next64());
+  const std::string nonce = HexEncode(bytes);
+  const std::string text = std::string(kSeatHeader) + us + std::string(kSeatNonce) + nonce + "\n";
   if (Status s = fs->WriteFileAtomic(path, {AsBytes(text)}, /*sync=*/true); !s.ok()) {
     return s.WithContext("writing " + path);
   }
-  return "seat " + std::to_string(us);
+  return "seat " + us + "-" + nonce;
 }
 
 }  // namespace wombatkv

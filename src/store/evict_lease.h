@@ -79,8 +79,10 @@ class EvictLease {
 std::string EvictLeaseHolder(const std::string& data_dir, std::string_view seat);
 
 // The data directory's seat mark, kDataDirSeatFile: written once (synced) with the wall time it was
-// made at, then read back by every later open: "seat <wall µs>".
+// made at and a random nonce, then read back by every later open: "seat <wall µs>-<nonce hex>"
+// ("seat <wall µs>" for a mark made before there were nonces).
 inline constexpr std::string_view kDataDirSeatFile = "SEAT";
-Result<std::string> DataDirSeat(FileSystem* fs, Clock* clock, const std::string& data_dir);
+Result<std::string> DataDirSeat(FileSystem* fs, Clock* clock, Random* random,
+                                const std::string& data_dir);
 
 }  // namespace wombatkv

@@ -123,20 +123,44 @@ TEST(EvictLease, ALeaseFarAheadOfThisClockIsTakenOver) {
   EXPECT_EQ(h.InL2()->holder, "host-b:/data");
 }
 
-// A data directory's seat mark is made once and read back unchanged; a damaged one is replaced.
+// A data directory's seat mark is made once and read back unchanged; a damaged one is replaced;
+// one made before marks had nonces is read as it is.
 TEST(DataDirSeat, IsMadeOnceAndReadBack) {
   TempDir dir;
   ManualClock clock;
+  auto random = NewSeededRandom(7);
   FileSystem* fs = PosixFileSystem();
-  auto first = DataDirSeat(fs, &clock, dir.path());
+  auto first = DataDirSeat(fs, &clock, random.get(), dir.path());
   ASSERT_TRUE(first.ok()) << first.status().ToString();
-  EXPECT_EQ(*first, "seat " + std::to_string(clock.WallMicros()));
+  const std::string made_at = "seat " + std::to_string(clock.WallMicros()) + "-";
+  EXPECT_TRUE(first->starts_with(made_at)) << *first;
+  EXPECT_EQ(first->size(), made_at.size() + 16) << *first;
   clock.Advance(5);
-  EXPECT_EQ(*DataDirSeat(fs, &clock, dir.path()), *first);
+  EXPECT_EQ(*DataDirSeat(fs, &clock, random.get(), dir.path()), *first);
   const std::string path = dir.path() + "/" + std::string(kDataDirSeatFile);
-  ASSERT_TRUE(fs->WriteFileAtomic(path, {AsBytes("garbage")}, false).ok());
-  EXPECT_EQ(*DataDirSeat(fs, &clock, dir.path()), "seat " + std::to_string(clock.WallMicros()));
+  for (const char* damaged : {"garbage", "wombatkv seat v1 created_us 12 nonce 0123\n",
+                              "wombatkv seat v1 created_us 12 nonce 0123456789abcdeg\n",
+                              "wombatkv seat v1 created_us 12 nonce 0123456789abcdef"}) {
+    ASSERT_TRUE(fs->WriteFileAtomic(path, {AsBytes(damaged)}, false).ok());
+    auto replaced = DataDirSeat(fs, &clock, random.get(), dir.path());
+    EXPECT_TRUE(replaced->starts_with("seat " + std::to_string(clock.WallMicros()) + "-"))
+        << damaged << " -> " << *replaced;
+  }
+  ASSERT_TRUE(fs->WriteFileAtomic(path, {AsBytes("wombatkv seat v1 created_us 12\n")}, false).ok());
+  EXPECT_EQ(*DataDirSeat(fs, &clock, random.get(), dir.path()), "seat 12");
   EXPECT_NE(EvictLeaseHolder(dir.path(), *first), EvictLeaseHolder(dir.path(), "seat 1"));
+}
+
+// Two directories marked in the same microsecond (containers started together) get two marks.
+TEST(DataDirSeat, MarksMadeInOneMicrosecondDiffer) {
+  TempDir a, b;
+  ManualClock clock;
+  auto random = NewSystemRandom();
+  FileSystem* fs = PosixFileSystem();
+  auto in_a = DataDirSeat(fs, &clock, random.get(), a.path());
+  auto in_b = DataDirSeat(fs, &clock, random.get(), b.path());
+  ASSERT_TRUE(in_a.ok() && in_b.ok());
+  EXPECT_NE(*in_a, *in_b);
 }
 
 }  // namespace

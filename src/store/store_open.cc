@@ -177,7 +177,7 @@ Status StoreImpl::Init() {
   }
   std::string seat;
   if (options_.object_store && options_.eviction_lease_ms > 0 && !options_.data_dir.empty()) {
-    auto marked = DataDirSeat(fs_, clock_, options_.data_dir);
+    auto marked = DataDirSeat(fs_, clock_, random_, options_.data_dir);
     if (marked.ok()) {
       seat = std::move(marked).value();
     } else {  // the lease still works, under the host's name and the directory's path alone
