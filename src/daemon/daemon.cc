@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <mutex>
 #include <shared_mutex>
+#include <thread>
 
 #include "base/human_units.h"
+#include "base/thread_name.h"
 #include "daemon/http_endpoint.h"
 #include "daemon/metrics_text.h"
 #include "daemon/service.h"
@@ -131,8 +133,8 @@ struct Daemon::Impl {
 
   Status StartTcp();
   // The shared-memory server (docs/shm.md), with `*service` and options.settings.shm_prefix,
-  // kept next to `tcp`; StopShm stops it within Shutdown's bound, beside the TCP server, and
-  // returns how many requests it abandoned.
+  // kept next to `tcp`; StopShm stops it within Shutdown's bound, while the TCP server stops on
+  // another thread, and returns how many requests it abandoned.
   // Where the shared-memory server listens (prefix, run directory, group).
   ShmServerOptions ShmOptions() const;
   Status StartShm();
@@ -335,8 +337,14 @@ size_t Daemon::Shutdown() {
   d.SetNotReady("shutting down");
   const uint64_t timeout = d.options.settings.shutdown_timeout_ms;
   size_t abandoned = 0;
+  // Both transports at once: each stops taking requests first, so neither keeps serving while
+  // the other drains, and the stop takes one bound, not two.
+  size_t shm_abandoned = 0;
+  std::thread shm_stop =
+      StartNamedThread("wmbt-shm-stop", [&] { shm_abandoned = d.StopShm(timeout); });
   if (d.tcp) abandoned += d.tcp->Shutdown(timeout);
-  abandoned += d.StopShm(timeout);
+  shm_stop.join();
+  abandoned += shm_abandoned;
   if (abandoned > 0) {
     d.announce(std::to_string(abandoned) + " request(s) did not finish within " +
                std::to_string(timeout) +

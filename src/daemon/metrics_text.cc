@@ -375,6 +375,8 @@ void RenderShm(Page& p, const ShmServerStats& s) {
         "Client wake-ups a sync round handed to a worker instead of doing them itself.",
         s.wakes_handed);
   p.One("wombatkv_shm_workers_idle", "gauge", "Shared-memory workers asleep.", s.workers_idle);
+  p.One("wombatkv_shm_requests_running", "gauge",
+        "Shared-memory requests taken off a ring and not answered yet.", s.requests_running);
   p.One("wombatkv_shm_protocol_errors_total", "counter",
         "Malformed slots, bad counters, bogus releases (answered or disconnected).",
         s.protocol_errors);

@@ -352,6 +352,7 @@ ShmServerStats ShmServer::Stats() const {
   st.idle_spins = s.n.idle_spins.load();
   st.wakes_handed = s.n.wakes_handed.load();
   st.workers_idle = s.n.workers_idle.load();
+  st.requests_running = s.n.running.load();
   return st;
 }
 

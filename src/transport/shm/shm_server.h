@@ -71,6 +71,9 @@ struct ShmServerOptions {
   // The control socket made already (ShmServer::Bind with these options), which Start takes
   // over; null = Start makes it.
   std::shared_ptr<shm::Listener> bound;
+  // Tests: called by a worker right after it took a request off a client's ring, before serving
+  // it (a test holds the worker there to act in between). Null = nothing.
+  std::function<void()> on_taken;
 };
 
 struct ShmServerStats {
@@ -93,6 +96,7 @@ struct ShmServerStats {
   uint64_t idle_spins = 0;        // times a worker out of requests spun for the next one
   uint64_t wakes_handed = 0;      // client wake-ups a sync round handed to a worker to do
   uint64_t workers_idle = 0;      // workers asleep (or about to sleep) and not being woken
+  uint64_t requests_running = 0;  // taken off a ring and not answered yet
 };
 
 class ShmServer {

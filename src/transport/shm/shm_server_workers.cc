@@ -78,6 +78,16 @@ bool ShmServer::Impl::TryTake(const std::shared_ptr<Conn>& cp, Taken* out, bool 
     return false;
   }
   if (resp_used + c.outstanding >= c.resp.capacity()) return false;
+  // Counted as running before the slot is taken, and `stopping` read after: a stop sets
+  // `stopping` and then reads the count (Shutdown), so either it sees this request counted and
+  // waits for its answer, or this worker sees the stop and takes nothing.
+  n.running.fetch_add(1);
+  if (stopping.load()) {
+    lk.unlock();
+    std::lock_guard<std::mutex> g(n.mu);  // as Served: the stop may be waiting for the count
+    if (--n.running == 0) n.cv.notify_all();
+    return false;
+  }
 
   const uint8_t* slot = c.req.slot(c.req_head);
   auto m = shm::ReadSlot(slot, c.req.slot_bytes(), c.req_area, c.layout.params.request_area_bytes);
@@ -87,6 +97,7 @@ bool ShmServer::Impl::TryTake(const std::shared_ptr<Conn>& cp, Taken* out, bool 
   c.req.head().store(c.req_head, std::memory_order_release);  // R2: the slot is the client's again
   c.outstanding++;
   lk.unlock();
+  if (options.on_taken) options.on_taken();
 
   out->conn = cp;
   out->error = Status::Ok();
@@ -115,8 +126,7 @@ bool ShmServer::Impl::TryTake(const std::shared_ptr<Conn>& cp, Taken* out, bool 
 
 void ShmServer::Impl::Serve(Taken& t, bool last, std::vector<std::shared_ptr<Conn>>& snap,
                             uint64_t* version) {
-  n.requests++;
-  n.running++;
+  n.requests++;  // counted as running when it was taken (TryTake)
   const uint64_t begin = clock->NowMicros();
   if (!t.error.ok()) {
     if (Publish(*t.conn, t.msg, t.error)) WakeClient(*t.conn);

@@ -19,6 +19,7 @@
 
 #include "base/defer_scope.h"
 #include "base/thread_sleeps.h"
+#include "object/pause_once.h"
 #include "transport/shm/os.h"
 #include "transport/shm/ring.h"
 #include "transport/shm/shm_channel.h"
@@ -433,6 +434,51 @@ TEST(ShmServerShutdown, ARequestRunningPastTheBoundIsAbandonedAndReported) {
   EXPECT_EQ(blocked.code(), Code::kUnavailable);
   release.set_value();  // the abandoned worker finishes into a closed connection
   server.reset();
+}
+
+// A request a worker takes as a stop begins counts as running from the moment it is taken, so
+// the stop waits for its answer — given later from another thread, as a save's is — instead of
+// returning (and letting the daemon free the server) with that answer still to come.
+TEST(ShmServerShutdown, ARequestTakenAsTheStopBeginsIsAnsweredBeforeTheStopReturns) {
+  shm_test::TempRunDir dir;
+  std::atomic<bool> armed{false};
+  PauseOnce taken;
+  std::mutex mu;
+  std::condition_variable handled;
+  Service::Respond held;  // GUARDED_BY(mu)
+  ShmServerOptions options{.prefix = "t", .run_dir = dir.path(), .workers = 2};
+  options.on_taken = [&] {
+    if (armed.load()) taken.Hold();
+  };
+  auto server = std::make_unique<ShmServer>(
+      [&](Session& s, const wire::Message& m, Service::Respond respond) {
+        if (m.op != shm_test::kOpEcho) return respond(shm_test::TestHandler(s, m));  // attaching
+        std::lock_guard<std::mutex> lk(mu);
+        held = std::move(respond);
+        handled.notify_all();
+      },
+      options);
+  ASSERT_TRUE(server->Start().ok());
+  auto ch = ConnectShm(ShmClientOptions{.prefix = "t", .run_dir = dir.path()});
+  ASSERT_TRUE(ch.ok()) << ch.status().ToString();
+  armed = true;
+  auto call = std::async(std::launch::async,
+                         [&] { return (*ch)->Call(TextMessage(shm_test::kOpEcho, "answered")); });
+  taken.AwaitHeld();  // a worker took the call off the ring and has not served it yet
+  EXPECT_EQ(server->Stats().requests_running, 1u) << "a taken request counts as running";
+  auto stop = std::async(std::launch::async, [&] { return server->Shutdown(kWaitMicros); });
+  taken.Release();
+  {
+    std::unique_lock<std::mutex> lk(mu);
+    ASSERT_TRUE(handled.wait_for(lk, std::chrono::microseconds(kWaitMicros),
+                                 [&] { return held != nullptr; }));
+    held(TextMessage(shm_test::kOpEcho, "answered"));
+    held = nullptr;
+  }
+  auto r = call.get();
+  ASSERT_TRUE(r.ok()) << "the stop hung up before the answer: " << r.status().ToString();
+  EXPECT_EQ(FieldsText(*r), "answered");
+  EXPECT_EQ(stop.get(), 0u);
 }
 
 // The real clock, moved ahead by Advance: a handler "takes" as long as the test says.
