@@ -595,7 +595,14 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
         ++changes_before[s];  // this refresh's own change
         continue;
       }
-      if (!current->has_value()) continue;  // deleted since the listing
+      if (!current->has_value()) {  // deleted since the listing: L2 wins, as for `gone` below
+        if (now) {
+          WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, fp, chain_id));
+          ++changes_before[s];
+          ++report->chains_removed;
+        }
+        continue;
+      }
       const auto& [etag, head] = **current;
       if (now && now->etag_digest == index_.EtagDigest(etag)) continue;
       WMBT_RETURN_IF_ERROR(ApplyHead(head, etag, layout::EncodeChainHead(head)));

@@ -321,21 +321,29 @@ TEST(StoreRefresh, G11AnotherProcessPublishIsVisibleAfterRefresh) {
 
 // An inline executor that counts the tasks submitted to it.
 // Runs `then` once, right after a read of `watch` has been answered (before the reader sees the
-// answer): what another thread does between a read and its use.
+// answer): what another thread does between a read and its use. With `before`, right before the
+// read instead: what another host does between a listing and the read that follows it.
 class AfterGet final : public ObjectStoreWrapper {
  public:
   using ObjectStoreWrapper::ObjectStoreWrapper;
   Result<ObjectData> Get(std::string_view key, uint64_t offset, uint64_t length) override {
+    if (before) RunOnce(key);
     auto r = ObjectStoreWrapper::Get(key, offset, length);
+    if (!before) RunOnce(key);
+    return r;
+  }
+  std::string watch;
+  std::function<void()> then;
+  bool before = false;
+
+ private:
+  void RunOnce(std::string_view key) {
     if (key == watch && then) {
       auto f = std::move(then);
       then = nullptr;
       f();
     }
-    return r;
   }
-  std::string watch;
-  std::function<void()> then;
 };
 
 // A refresh reads changed heads outside their chains' stripes and installs them under the stripe.
@@ -410,6 +418,55 @@ TEST(StoreRefresh, AHeadReadBeforeALocalDeleteAndRepublishIsNotInstalled) {
       EXPECT_EQ(st.length, 1u);
     }
   }
+}
+
+// A refresh that finds a chain changed in the listing but gone when it reads the head (another
+// host deleted it in between: an eviction trim, a compaction) drops it from L0, as it drops a
+// chain the listing no longer has: L2 wins. It once kept the version it had, which lookups
+// reported and gets could not serve once the chain's blobs were collected.
+TEST(StoreRefresh, AChainDeletedBetweenTheListingAndTheHeadReadIsDropped) {
+  constexpr uint64_t kBlockBytes = 4096;
+  ManualClock clock;
+  auto l2 = NewMemObjectStore(&clock);
+  AfterGet hooked(l2.get());
+  auto l1a = NewMemMetaStore();
+  auto l1b = NewMemMetaStore();
+  auto exa = NewInlineExecutor();
+  auto exb = NewInlineExecutor();
+  auto opts = [&](MetaStore* l1, Executor* ex, ObjectStore* os) {
+    StoreOptions o;
+    o.object_store = os;
+    o.meta_store = l1;
+    o.clock = &clock;
+    o.executor = ex;
+    o.log = [](LogLevel, const std::string&) {};
+    return o;
+  };
+  auto a_open = Store::Open(opts(l1a.get(), exa.get(), &hooked));
+  ASSERT_TRUE(a_open.ok());
+  auto b_open = Store::Open(opts(l1b.get(), exb.get(), l2.get()));
+  ASSERT_TRUE(b_open.ok());
+  Store& a = **a_open;
+  Store& b = **b_open;
+  const TestChain c = MakeChain(3, kBlockBytes, /*salt=*/4);
+  ASSERT_TRUE(a.PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_EQ(*a.PublishChain("default", kFp, c.tip(), c.tip()), 1u);
+  // Host B publishes the chain again: v2 in L2, listed with an ETag A's L0 does not have.
+  ASSERT_TRUE(b.Refresh().ok());
+  ASSERT_EQ(*b.PublishChain("default", kFp, c.tip(), c.tip()), 2u);
+
+  const std::string head_key = layout::ChainKey("kv", "default", kFp, c.tip());
+  hooked.watch = head_key;
+  hooked.before = true;
+  bool deleted = false;
+  hooked.then = [&] { deleted = l2->Delete(head_key).ok(); };
+  ASSERT_TRUE(a.Refresh().ok());
+  ASSERT_TRUE(deleted) << "the interleaving did not happen";
+
+  EXPECT_EQ(*a.LookupPrefix("default", kFp, c.keys), 0u) << "L0 kept a chain L2 no longer has";
+  auto chains = a.ListChains("default");
+  ASSERT_TRUE(chains.ok());
+  for (const ChainState& st : *chains) EXPECT_NE(st.chain_id, c.tip());
 }
 
 class CountingExecutor final : public Executor {
