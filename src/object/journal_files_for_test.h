@@ -29,6 +29,7 @@ class JournalFilesTest : public ::testing::Test {
   struct Rec {
     JournalOp op;
     std::string key, value;
+    bool damaged = false;  // written as compaction copies a damaged record (EncodeJournalRecord)
   };
   // One journal file holding `recs` with LSNs first, first+1, ...; with `marks`, each record a
   // batch of its own, after a sync mark (as the journal writes them).
@@ -39,7 +40,7 @@ class JournalFilesTest : public ::testing::Test {
       if (marks) EncodeSyncMark(lsn, lsn - 1, bytes);
       std::vector<ByteView> value;
       if (!r.value.empty()) value.push_back(AsBytes(r.value));
-      EncodeJournalRecord(lsn++, r.op, r.key, value, bytes);
+      EncodeJournalRecord(lsn++, r.op, r.key, value, bytes, r.damaged);
     }
     ASSERT_TRUE(fs_->WriteFileAtomic(root_ + "/" + JournalFileName(first), {AsBytes(bytes)},
                                      /*sync=*/false)

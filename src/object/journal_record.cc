@@ -138,7 +138,11 @@ Result<JournalRecordView> DecodeJournalRecord(ByteView in, uint64_t expected_lsn
   r.key = std::string_view(reinterpret_cast<const char*>(p + header_bytes), key_bytes);
   r.encoded_bytes = total;
   r.value = ByteView(p + r.value_offset, value_bytes);
-  if (format != 0) r.value_ok = Crc32c(r.value.data(), r.value.size()) == GetLe<uint32_t>(p + 20);
+  if (format != 0) {
+    const uint32_t crc = Crc32c(r.value.data(), r.value.size()), stored = GetLe<uint32_t>(p + 20);
+    r.value_ok = crc == stored;
+    r.written_damaged = ~crc == stored;
+  }
   return r;
 }
 

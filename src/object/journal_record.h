@@ -70,6 +70,9 @@ struct JournalRecordView {
   // False: the header and key are sound, and the value is all there but does not match its
   // checksum (a torn batch, or damage; journal_scan.h tells them apart).
   bool value_ok = true;
+  // With value_ok false: the value matches the inverted checksum a copy of a damaged record is
+  // written with (`value_damaged`), so the record was damaged when written, not torn since.
+  bool written_damaged = false;
 };
 
 // The prefix of a kPutPacked value, and its parts back (false if `value` is too short).

@@ -117,6 +117,24 @@ TEST_F(JournalReplayTest, ABadValueThatNoLaterSyncMarkCoversIsATornBatch) {
   EXPECT_EQ(ReadPackedObject("h/b"), "<absent>");
 }
 
+TEST_F(JournalReplayTest, ACopyOfADamagedRecordIsDamageEvenWithNoLaterSyncMark) {
+  // Compaction copied a damaged packed record forward (its value checksum written inverted, so
+  // the copy vouches for nothing), synced it and deleted the file it came from; then the process
+  // died before any later batch. Read as the torn end of a batch, the copy would end the journal
+  // and take the records after it, acknowledged and now held nowhere else, with it.
+  WriteJournal(1,
+               {{JournalOp::kPutPacked, "h/a", Packed(1, "aaaa"), /*damaged=*/true},
+                {JournalOp::kPutPacked, "h/b", Packed(2, "bbbb")}},
+               /*marks=*/false);
+  auto r = Replay();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->last_lsn, 2u);
+  EXPECT_EQ(r->damaged_records, 1u);
+  EXPECT_NE(ReadPackedObject("h/a").find("do not match their checksum"), std::string::npos)
+      << ReadPackedObject("h/a");
+  EXPECT_EQ(ReadPackedObject("h/b"), "bbbb");
+}
+
 TEST_F(JournalReplayTest, ATornLastRecordEndsTheJournalAndADamagedLastRecordDoesNot) {
   // File 1's last record has a bad value. File 2 starts at its LSN + 1: it was whole when the
   // file was retired, so it is damage, kept (and reported on read).

@@ -152,10 +152,11 @@ Status JournalScanner::ScanFile(uint64_t segment, const std::string& path, uint6
       } else {
         // A bad value is damage when the record is known durable: in a file the journal went on
         // from (every record of it was synced), up to the checkpoint, or when a later batch's
-        // sync mark says so. Else
-        // it is the torn end of an unsynced batch, and the journal ends before it.
-        if (!rec->value_ok && next_first == 0 && rec->lsn > known_synced_ &&
-            !LaterMarkCovers(fs_, path, at + n, rec->lsn)) {
+        // sync mark says so; or when it was written damaged (a compaction's copy of a damaged
+        // record, which may be the last record synced before its original's file was deleted).
+        // Else it is the torn end of an unsynced batch, and the journal ends before it.
+        if (!rec->value_ok && !rec->written_damaged && next_first == 0 &&
+            rec->lsn > known_synced_ && !LaterMarkCovers(fs_, path, at + n, rec->lsn)) {
           return Status::Ok();
         }
         WMBT_RETURN_IF_ERROR(Emit(*rec, segment, at, fn));

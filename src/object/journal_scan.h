@@ -9,7 +9,8 @@
 // (value_ok false) when it is known to have been synced — in a file the journal went on from,
 // before a later batch whose sync mark covers it (journal_record.h, kSyncMark), or up to the
 // checkpoint (set_known_synced) — since then only
-// damage explains it; otherwise it belongs to a batch a crash tore (its pages reached the disk in
+// damage explains it, or when it was written damaged (written_damaged: a compaction's copy of a
+// damaged record); otherwise it belongs to a batch a crash tore (its pages reached the disk in
 // any order), and the journal ends before it.
 //
 // Resumable: each Scan continues where the previous one stopped (the newest file grows), so a
