@@ -379,6 +379,11 @@ class FsObjectStore final : public ObjectStore {
   Status Compact();
 
   Status WriteCheckpointMarker(uint64_t lsn);
+  // The journal failed: writes kJournalFailedMarker with its synced LSN (best effort, warned).
+  void MarkJournalFailed();
+  // At open after a failure (the marker present, the replay cut there): rewrites the newest
+  // journal file without what followed the cut, then deletes the marker (durably).
+  Status DropUnsyncedTail(const JournalReplayResult& replay);
 
   // After a failed sync through sync_handle_ (or a failed checkpoint): files named since the last
   // good sync may hold bytes that only the page cache has, which a reopen would read as right
@@ -449,6 +454,7 @@ class FsObjectStore final : public ObjectStore {
   FsJournalOptions jopts_;
   Clock* clock_ = nullptr;
   std::string checkpoint_marker_path_;
+  std::string failed_marker_path_;  // kJournalFailedMarker
   std::string snapshot_path_;
   std::unique_ptr<FileLock> owner_lock_;
   std::unique_ptr<FileSystemSyncHandle> sync_handle_;  // opened before the first write

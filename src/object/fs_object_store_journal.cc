@@ -32,7 +32,15 @@ Status FsObjectStore::OpenJournal(const FsJournalOptions& options) {
   replay_options.rewrite_same_bytes = rewrite;
   WMBT_ASSIGN_OR_RETURN(replay_options.applied_through,
                         ReadJournalCheckpoint(fs_, checkpoint_marker_path_));
+  replay_options.cut = fs_->Stat(failed_marker_path_).ok();
+  if (replay_options.cut) {
+    WMBT_ASSIGN_OR_RETURN(replay_options.cut_after,
+                          ReadJournalCheckpoint(fs_, failed_marker_path_));
+  }
   WMBT_ASSIGN_OR_RETURN(auto replay, ReplayJournal(fs_, root_, replay_options, &packed_));
+  if (replay_options.cut) {
+    WMBT_RETURN_IF_ERROR(DropUnsyncedTail(replay).WithContext("recovering " + Describe()));
+  }
   // Replayed files, and files named before the crash whose bytes were already right, become
   // durable before the checkpoint says so.
   if (Status s = SyncRoot(); !s.ok()) return s.WithContext("recovering " + Describe());
@@ -74,6 +82,7 @@ Status FsObjectStore::OpenJournal(const FsJournalOptions& options) {
   journal_->SetOnSynced([this] { (void)ApplySynced(); });
   journal_->SetOnFailed([this](const Status& s) {
     maybe_unhealthy_.store(true, std::memory_order_release);
+    MarkJournalFailed();
     if (jopts_.failed) jopts_.failed(s);
   });
   // Big rounds' PutAsync completions run on the first thread while the leader syncs the next
@@ -611,6 +620,35 @@ Status FsObjectStore::Compact() {
     // Not gone: a record is still live there (a reader's retry will not spin: stop here).
     if (!segments_.empty() && segments_.begin()->first == oldest) return Status::Ok();
   }
+}
+
+void FsObjectStore::MarkJournalFailed() {
+  const std::string text = std::to_string(journal_->synced_lsn()) + "\n";
+  Status s = fs_->WriteFileAtomic(failed_marker_path_, {AsBytes(text)}, /*sync=*/true);
+  if (!s.ok()) {
+    Warn("could not record where the failed journal of " + Describe() + " ends: " + s.ToString() +
+         "; restart the machine, not only the store, before reopening");
+  }
+}
+
+Status FsObjectStore::DropUnsyncedTail(const JournalReplayResult& replay) {
+  // The journal ended at the failed marker's LSN; the newest file may hold records after it that
+  // only the page cache has. Its prefix is written again (synced), so that no later open reads
+  // them, then the marker goes — durably, before the new journal file takes the next LSNs, which
+  // a stale marker would cut off.
+  if (!replay.segments.empty()) {
+    const JournalSegment& newest = replay.segments.back();
+    std::shared_ptr<Buffer> prefix;
+    if (newest.bytes > 0) {
+      WMBT_ASSIGN_OR_RETURN(prefix, fs_->ReadFile(newest.path, 0, newest.bytes));
+    }
+    const ByteView bytes = prefix ? prefix->view() : ByteView{};
+    WMBT_RETURN_IF_ERROR(fs_->WriteFileAtomic(newest.path, {bytes}, /*sync=*/true));
+  }
+  Warn("the journal of " + Describe() + " had failed; it was read up to the last record synced " +
+       "before the failure (LSN " + std::to_string(replay.last_lsn) + ")");
+  WMBT_RETURN_IF_ERROR(fs_->DeleteFile(failed_marker_path_));
+  return fs_->SyncDir(root_);
 }
 
 Status FsObjectStore::WriteCheckpointMarker(uint64_t lsn) {

@@ -58,6 +58,12 @@ inline constexpr std::string_view kJournalFilePrefix = ".~journal-";
 // every journaled object again instead of trusting bytes it reads (they may be only cached).
 inline constexpr std::string_view kJournalRewriteMarker = ".~journal.rewrite";
 
+// Written (synced) when the journal failed (a write or sync error: sticky until a restart), with
+// the LSN (decimal) through which its records were synced. What it wrote after may show in the
+// page cache and yet never reach the disk (a failed write-back leaves its pages clean), so the
+// next open ends the journal there and rewrites that file without them before it goes on.
+inline constexpr std::string_view kJournalFailedMarker = ".~journal.failed";
+
 // The checkpoint (FsObjectStore): every journal record up to the LSN it holds (decimal) was
 // applied and synced.
 inline constexpr std::string_view kJournalCheckpointMarker = ".~journal.checkpoint";

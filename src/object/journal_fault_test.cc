@@ -39,14 +39,16 @@ class JournalFaultTest : public ::testing::Test {
   }
   void TearDown() override { EXPECT_TRUE(PosixFileSystem()->DeleteTree(root_).ok()); }
 
+  // `packed`: objects up to kJournaledMax bytes are packed into the journal (most faults here
+  // are of named files — renames, unlinks, their write-back — so by default nothing is).
   std::unique_ptr<ObjectStore> Open(FileSystem* fs, uint64_t journal_file_bytes = 64u << 20,
-                                    std::function<void(const Status&)> failed = nullptr) {
+                                    std::function<void(const Status&)> failed = nullptr,
+                                    bool packed = false) {
     FsJournalOptions opts;
     opts.failed = std::move(failed);
     opts.journaled_object_bytes_max = kJournaledMax;
     opts.journal_file_bytes = journal_file_bytes;
-    // These faults are of named files (renames, unlinks, their write-back): nothing packed.
-    opts.packed_object_bytes_max = 0;
+    opts.packed_object_bytes_max = packed ? kJournaledMax : 0;
     auto opened = OpenJournaledFsObjectStore(root_, fs, opts);
     EXPECT_TRUE(opened.ok()) << opened.status().ToString();
     return opened.ok() ? std::move(opened).value() : nullptr;
@@ -265,6 +267,55 @@ TEST_F(JournalFaultTest, AFailedJournalSyncFailsEveryLaterWriteAndReopenKeepsWha
   ASSERT_NE(store, nullptr);
   ExpectObject(*store, "k/a", "a");
   EXPECT_TRUE(store->Health().ok());
+}
+
+// A failed journal sync, then a restart of the process, not of the machine. The failed batch's
+// pages stay in the page cache, marked clean, and may never reach the disk: the next open must
+// not take the records it holds for durable. It once did — applied them, moved the checkpoint
+// past them and began the next journal file after them — so that once the machine lost those
+// pages (here: a power cut, emulated by zeroing the record), the store named an object whose
+// bytes were gone (a read reported Corruption), or — when the packed-index snapshot was set
+// aside — the journal had a gap and the store would not open.
+TEST_F(JournalFaultTest, AfterAFailedJournalSyncARestartDoesNotTrustWhatTheFailedBatchWrote) {
+  CrashModelFs fs(PosixFileSystem(), root_);
+  auto store = Open(&fs, 64u << 20, nullptr, /*packed=*/true);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Put("k/a", {AsBytes("acknowledged a")}, {}).ok());
+  fs.FailNext(CrashModelFs::Op::kAppendSync);
+  EXPECT_FALSE(store->Put("k/unsynced", {AsBytes("never acknowledged")}, {}).ok());
+  store.reset();  // the process ends; the machine stays up
+  const std::string marker = root_ + "/" + std::string(kJournalFailedMarker);
+  EXPECT_TRUE(PosixFileSystem()->Stat(marker).ok()) << "no record of where the journal failed";
+
+  store = Open(PosixFileSystem(), 64u << 20, nullptr, /*packed=*/true);
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(PosixFileSystem()->Stat(marker).status().IsNotFound());
+  EXPECT_TRUE(store->Get("k/unsynced").status().IsNotFound());
+  ASSERT_TRUE(store->Put("k/c", {AsBytes("acknowledged c")}, {}).ok());
+  store.reset();
+
+  // The power goes: the failed batch's record never reached the disk.
+  auto names = PosixFileSystem()->ListDir(root_);
+  ASSERT_TRUE(names.ok());
+  for (const std::string& name : *names) {
+    uint64_t lsn;
+    if (!ParseJournalFileName(name, &lsn)) continue;
+    const std::string path = root_ + "/" + name;
+    auto bytes = PosixFileSystem()->ReadFile(path, 0, kToEnd);
+    ASSERT_TRUE(bytes.ok());
+    std::string b(AsChars((*bytes)->view()));
+    const size_t at = b.find("k/unsynced");
+    if (at == std::string::npos) continue;
+    std::fill(b.begin() + static_cast<std::ptrdiff_t>(at - kJournalRecordHeaderBytes),
+              b.begin() + static_cast<std::ptrdiff_t>(at + 10), '\0');
+    ASSERT_TRUE(PosixFileSystem()->WriteFileAtomic(path, {AsBytes(b)}, true).ok());
+  }
+  store = Open(PosixFileSystem(), 64u << 20, nullptr, /*packed=*/true);
+  ASSERT_NE(store, nullptr);
+  ExpectObject(*store, "k/a", "acknowledged a");
+  ExpectObject(*store, "k/c", "acknowledged c");
+  const Status unsynced = store->Get("k/unsynced").status();
+  EXPECT_TRUE(unsynced.IsNotFound()) << unsynced.ToString();
 }
 
 // Holds the first WriteTemp of more than kJournaledMax bytes (a direct put, after its condition

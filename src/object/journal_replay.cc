@@ -96,6 +96,7 @@ Status ScanRecords(FileSystem* fs, const std::string& root, const ReplayOptions&
                    uint64_t from, bool from_exists, PackedIndex* packed, ScanState* state) {
   JournalScanner scanner(fs, root);
   scanner.set_known_synced(options.applied_through);
+  if (options.cut) scanner.set_last_lsn_max(options.cut_after);
   if (from > 0) scanner.StartAt(from);
   if (from == 0 || from_exists) {
     WMBT_RETURN_IF_ERROR(scanner.Scan([&](const ScannedRecord& r) {

@@ -29,6 +29,9 @@ namespace wombatkv {
 
 struct ReplayOptions {
   uint64_t applied_through = 0;
+  // With `cut`, the journal ends after record `cut_after` (JournalScanner::set_last_lsn_max).
+  bool cut = false;
+  uint64_t cut_after = 0;
   bool rewrite_same_bytes = false;
   bool use_snapshot = true;
 };

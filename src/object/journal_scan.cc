@@ -150,6 +150,7 @@ Status JournalScanner::ScanFile(uint64_t segment, const std::string& path, uint6
         if (n > rest.size()) return Status::Ok();
         offset_ = at + n;  // takes no LSN
       } else {
+        if (cut_ && rec->lsn > last_lsn_max_) return Status::Ok();
         // A bad value is damage when the record is known durable: in a file the journal went on
         // from (every record of it was synced), up to the checkpoint, or when a later batch's
         // sync mark says so; or when it was written damaged (a compaction's copy of a damaged

@@ -69,6 +69,12 @@ class JournalScanner {
 
   // Records up to `lsn` are known synced (the checkpoint): a bad value among them is damage.
   void set_known_synced(uint64_t lsn) { known_synced_ = lsn; }
+  // The journal ends after record `lsn` whatever follows it (a sync failed after it: what
+  // follows may be only in the page cache; FsObjectStore, kJournalFailedMarker); 0: before any.
+  void set_last_lsn_max(uint64_t lsn) {
+    cut_ = true;
+    last_lsn_max_ = lsn;
+  }
 
   uint64_t last_lsn() const { return started_ ? expected_ - 1 : 0; }  // 0: no record read
   uint64_t records() const { return records_; }
@@ -93,6 +99,8 @@ class JournalScanner {
   uint64_t expected_ = 1;  // the next LSN
   uint64_t records_ = 0;
   uint64_t known_synced_ = 0;
+  bool cut_ = false;
+  uint64_t last_lsn_max_ = 0;
 };
 
 }  // namespace wombatkv
