@@ -375,11 +375,13 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
   // readable by content hash if their upload reached L2, and publishable by a later process.
   size_t pending = 0;
   Status bad_pending;
+  std::vector<std::string> bad_pending_keys;  // deleted with the batch below
   Status pending_scan = l1_->Scan(meta_records::kPendingPrefix,
                                  [&](std::string_view k, std::string_view v) {
                                    auto e = meta_records::DecodePending(k, v);
                                    if (!e.ok()) {
                                      bad_pending = e.status();
+                                     bad_pending_keys.emplace_back(k);
                                      return true;
                                    }
                                    const uint32_t ns_id = NamespaceId(e->ns);
@@ -406,8 +408,9 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
     pending = 0;
     WMBT_RETURN_IF_ERROR(l1_->DeletePrefix(meta_records::kPendingPrefix));
   }
-  if (!bad_pending.ok()) {
-    Log(LogLevel::kWarn, "dropping unreadable pending records from L1: " + bad_pending.ToString());
+  if (!bad_pending.ok() && pending_scan.ok()) {
+    Log(LogLevel::kWarn, "dropping " + std::to_string(bad_pending_keys.size()) +
+                             " unreadable pending record(s) from L1: " + bad_pending.ToString());
   }
   if (pending > 0) {
     Log(LogLevel::kInfo, std::to_string(pending) +
@@ -416,6 +419,9 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
   }
   MetaWriteBatch b;
   b.Put(std::string(meta_records::kFormatKey), std::string(meta_records::kFormatValue));
+  if (pending_scan.ok()) {
+    for (std::string& k : bad_pending_keys) b.Delete(std::move(k));
+  }
   // Blobs the previous process stopped referencing and had not seen deleted ("O" records): still
   // orphans in L2 as far as anyone knows, unless a head names them again.
   Status orphan_scan = l1_->Scan(meta_records::kOrphanPrefix,

@@ -469,6 +469,34 @@ TEST(StoreRefresh, AChainDeletedBetweenTheListingAndTheHeadReadIsDropped) {
   for (const ChainState& st : *chains) EXPECT_NE(st.chain_id, c.tip());
 }
 
+// A pending record L1 holds that does not decode is dropped from L1 by the open that finds it
+// (and said so once), not kept and warned about again at every open.
+TEST(StoreRestart, AnUnreadablePendingRecordIsDeletedFromL1) {
+  ManualClock clock;
+  auto l2 = NewMemObjectStore(&clock);
+  auto l1 = NewMemMetaStore();
+  std::vector<std::string> warnings;
+  StoreOptions o;
+  o.object_store = l2.get();
+  o.meta_store = l1.get();
+  o.clock = &clock;
+  o.log = [&](LogLevel level, const std::string& line) {
+    if (level >= LogLevel::kWarn) warnings.push_back(line);
+  };
+  const std::string bad_key = std::string(meta_records::kPendingPrefix) + "not a pending key";
+  MetaWriteBatch b;
+  b.Put(bad_key, "x");
+  ASSERT_TRUE(l1->Write(b, true).ok());
+  ASSERT_TRUE(Store::Open(o).ok());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("dropping 1 unreadable pending record"), std::string::npos)
+      << warnings[0];
+  EXPECT_TRUE(l1->Get(bad_key).status().IsNotFound());
+  warnings.clear();
+  ASSERT_TRUE(Store::Open(o).ok());
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+}
+
 class CountingExecutor final : public Executor {
  public:
   std::atomic<int> submitted{0};
