@@ -379,6 +379,9 @@ class FsObjectStore final : public ObjectStore {
   Status Compact();
 
   Status WriteCheckpointMarker(uint64_t lsn);
+  // Corruption when the newest journal file's records, all synced up to `checkpoint`, end
+  // before it (a damaged record header).
+  Status CheckSyncedRecordsRead(const JournalReplayResult& replay, uint64_t checkpoint) const;
   // The journal failed: writes kJournalFailedMarker with its synced LSN (best effort, warned).
   void MarkJournalFailed();
   // At open after a failure (the marker present, the replay cut there): rewrites the newest

@@ -41,6 +41,7 @@ Status FsObjectStore::OpenJournal(const FsJournalOptions& options) {
   if (replay_options.cut) {
     WMBT_RETURN_IF_ERROR(DropUnsyncedTail(replay).WithContext("recovering " + Describe()));
   }
+  WMBT_RETURN_IF_ERROR(CheckSyncedRecordsRead(replay, replay_options.applied_through));
   // Replayed files, and files named before the crash whose bytes were already right, become
   // durable before the checkpoint says so.
   if (Status s = SyncRoot(); !s.ok()) return s.WithContext("recovering " + Describe());
@@ -620,6 +621,26 @@ Status FsObjectStore::Compact() {
     // Not gone: a record is still live there (a reader's retry will not spin: stop here).
     if (!segments_.empty() && segments_.begin()->first == oldest) return Status::Ok();
   }
+}
+
+Status FsObjectStore::CheckSyncedRecordsRead(const JournalReplayResult& replay,
+                                             uint64_t checkpoint) const {
+  // The newest file holds the records up to the checkpoint it begins at or before, all synced;
+  // if they end earlier, a record there is damaged beyond reading (its header), and the ones
+  // after it with it. Going on would begin the next file past the checkpoint, leaving a gap that
+  // the next open refuses (JournalScanner): refused now, before anything more is written.
+  if (replay.segments.empty() || replay.last_lsn >= checkpoint ||
+      replay.segments.back().first_lsn > checkpoint) {
+    return Status::Ok();
+  }
+  const JournalSegment& newest = replay.segments.back();
+  return Status::Corruption(
+      "journal of " + Describe() + " is damaged: " + newest.path + " was synced through LSN " +
+      std::to_string(checkpoint) + " (the checkpoint), but its records cannot be read past LSN " +
+      std::to_string(replay.last_lsn) + " (a damaged record at byte " +
+      std::to_string(newest.bytes) + "). Writes acknowledged after LSN " +
+      std::to_string(replay.last_lsn) + " may be lost: move the .~journal-* files out of " + root_ +
+      " to open the store with what the directory holds, then run `wombatkv audit`");
 }
 
 void FsObjectStore::MarkJournalFailed() {

@@ -827,5 +827,33 @@ TEST_F(PackedStoreTest, DamagedBytesAreReportedOnReadAndSurviveAReopenAsDamage) 
   EXPECT_EQ(Get(*s, "h/a"), "healed");
 }
 
+// A record header damaged inside the newest journal file, below the checkpoint (the records
+// there were synced): the records from it on cannot be read. The open says so and stops, as for
+// damage in an older file (a gap), instead of opening without those objects and beginning the
+// next journal file past the damage — which made the open after it fail with a gap anyway.
+TEST_F(PackedStoreTest, ADamagedRecordHeaderBelowTheCheckpointIsReportedAtTheOpenThatFindsIt) {
+  auto s = Open();
+  Put(*s, "h/a", "aaaaaaaaaaaa");
+  Put(*s, "h/b", "bbbbbbbbbbbb");
+  s.reset();  // a clean close: the checkpoint covers both records
+  auto at = LocateStoredByte(fs_, root_, "h/a", 0);
+  ASSERT_TRUE(at.ok()) << at.status().ToString();
+  {
+    // The key's last byte (before the etag id and time that lead a packed value): the header's
+    // checksum covers it.
+    std::fstream f(at->first, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.is_open());
+    f.seekp(static_cast<std::streamoff>(at->second - kPackedValuePrefixBytes - 1));
+    f.put('Z');
+  }
+  FsJournalOptions o;
+  o.packed_object_bytes_max = 1024;
+  auto reopened = OpenJournaledFsObjectStore(root_, fs_, o);
+  ASSERT_FALSE(reopened.ok()) << "opened without the damaged records";
+  EXPECT_EQ(reopened.status().code(), Code::kCorruption);
+  EXPECT_NE(reopened.status().message().find("synced through LSN 2"), std::string::npos)
+      << reopened.status().ToString();
+}
+
 }  // namespace
 }  // namespace wombatkv
