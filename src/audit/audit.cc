@@ -322,12 +322,9 @@ class Auditor {
       }
       report_.bytes_read += obj->bytes->size();
       report_.sidecars_verified++;
-      auto env = layout::DecodeEnvelope(layout::EnvelopeKind::kSidecar, obj->bytes, s.info.key);
-      if (!env.ok()) {
-        Violate(ViolationKind::kSidecarCorrupt, ns, s.info.key, env.status().message());
-      } else if (HashPayload(env->payload.view()) != env->hash) {
-        Violate(ViolationKind::kSidecarCorrupt, ns, s.info.key,
-                "its bytes do not hash to the content hash in its header");
+      auto payload = layout::DecodeSidecar(obj->bytes, ns, s.fp, s.tip, s.info.key);
+      if (!payload.ok()) {
+        Violate(ViolationKind::kSidecarCorrupt, ns, s.info.key, payload.status().message());
       }
     }
     return Status::Ok();

@@ -63,15 +63,15 @@ Result<bool> BlobStillBad(ObjectStore* l2, const std::string& prefix, const Viol
   return true;
 }
 
-Result<bool> SidecarStillBad(ObjectStore* l2, const Violation& v) {
+Result<bool> SidecarStillBad(ObjectStore* l2, std::string_view l2_prefix, const Violation& v) {
+  auto name = layout::ParseSidecarKey(layout::SidecarsPrefix(l2_prefix, v.ns), v.key);
+  if (!name) return false;  // not a sidecar key: left alone
   auto obj = l2->Get(v.key, 0, kEnvelope + limits::kSidecarBytesMax + 1);
   if (!obj.ok()) {
     if (obj.status().IsNotFound()) return false;
     return obj.status();
   }
-  auto env = layout::DecodeEnvelope(layout::EnvelopeKind::kSidecar, obj->bytes, v.key);
-  if (!env.ok()) return true;
-  return HashPayload(env->payload.view()) != env->hash;
+  return !layout::DecodeSidecar(obj->bytes, v.ns, name->fp, name->tip, v.key).ok();
 }
 
 Status RebuildL1(ObjectStore* l2, MetaStore* l1, const RepairOptions& options,
@@ -159,8 +159,9 @@ Result<RepairReport> Repair(ObjectStore* l2, MetaStore* l1, Clock* clock, const 
             l2, "delete_blob", v.key, [&] { return BlobStillBad(l2, options.l2_prefix, v); }));
         break;
       case ViolationKind::kSidecarCorrupt:
-        report.actions.push_back(
-            DeleteIfStillBad(l2, "delete_sidecar", v.key, [&] { return SidecarStillBad(l2, v); }));
+        report.actions.push_back(DeleteIfStillBad(l2, "delete_sidecar", v.key, [&] {
+          return SidecarStillBad(l2, options.l2_prefix, v);
+        }));
         break;
       case ViolationKind::kL1Unreadable:
       case ViolationKind::kL1Stale:

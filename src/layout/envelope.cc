@@ -1,6 +1,7 @@
 #include "layout/envelope.h"
 
 #include <cstring>
+#include <string>
 
 #include "base/check.h"
 #include "base/crc32c.h"
@@ -12,6 +13,7 @@ namespace wombatkv::layout {
 namespace {
 
 constexpr uint8_t kFormatVersion = 1;
+constexpr uint8_t kSealedSidecarVersion = 2;
 constexpr size_t kCrcOffset = 44;
 
 const char* Magic(EnvelopeKind kind) { return kind == EnvelopeKind::kBlob ? "WKB1" : "WKS1"; }
@@ -34,7 +36,9 @@ EnvelopeHeader EncodeEnvelopeHeader(EnvelopeKind kind, const EnvelopeFields& f) 
                                           kind == EnvelopeKind::kBlob);
   EnvelopeHeader h{};
   std::memcpy(h.bytes, Magic(kind), 4);
-  h.bytes[4] = kFormatVersion;
+  WMBT_CHECK(f.version == kFormatVersion ||
+             (f.version == kSealedSidecarVersion && kind == EnvelopeKind::kSidecar));
+  h.bytes[4] = f.version;
   h.bytes[5] = static_cast<uint8_t>(f.codec);
   StoreLe16(h.bytes + 6, kEnvelopeHeaderBytes);
   StoreLe64(h.bytes + 8, f.payload_len);
@@ -55,12 +59,16 @@ Result<EnvelopeFields> ParseEnvelopeHeader(EnvelopeKind kind, ByteView header,
   if (LoadLe32(p + kCrcOffset) != Crc32c(p, kCrcOffset)) {
     return bad("envelope header CRC32C mismatch");
   }
-  if (p[4] != kFormatVersion) return bad("unsupported envelope version " + std::to_string(p[4]));
+  if (p[4] != kFormatVersion &&
+      !(p[4] == kSealedSidecarVersion && kind == EnvelopeKind::kSidecar)) {
+    return bad("unsupported envelope version " + std::to_string(p[4]));
+  }
   if (p[5] > static_cast<uint8_t>(Codec::kZstd)) {
     return bad("unknown codec " + std::to_string(p[5]) + " (a newer WombatKV wrote it?)");
   }
   if (LoadLe16(p + 6) != kEnvelopeHeaderBytes) return bad("unexpected header length");
   EnvelopeFields f;
+  f.version = p[4];
   f.codec = static_cast<Codec>(p[5]);
   f.payload_len = LoadLe64(p + 8);
   f.stored_len = LoadLe64(p + 16);
@@ -91,6 +99,7 @@ Result<DecodedEnvelope> DecodeBody(const EnvelopeFields& f, std::shared_ptr<cons
                               std::to_string(f.stored_len));
   }
   DecodedEnvelope out;
+  out.version = f.version;
   out.hash = f.hash;
   const ByteView body = object->view().subspan(kEnvelopeHeaderBytes);
   if (f.codec == Codec::kZstd) {
@@ -126,6 +135,45 @@ Result<BufferSlice> DecodeVerified(EnvelopeKind kind, std::shared_ptr<const Buff
   if (HashPayload(env.payload.view()) != expected) {
     return Status::Corruption(std::string(what) + ": payload bytes do not hash to " +
                               expected.ToHex());
+  }
+  return std::move(env.payload);
+}
+
+ContentHash SidecarSeal(std::string_view ns, const Fingerprint& fp, const BlockKey& tip,
+                        const ContentHash& payload_hash) {
+  std::string sealed = "wombatkv sidecar seal\n";
+  sealed.append(ns);
+  sealed.push_back('\0');
+  sealed.append(reinterpret_cast<const char*>(fp.data()), Fingerprint::kSize);
+  sealed.append(reinterpret_cast<const char*>(tip.data()), BlockKey::kSize);
+  sealed.append(reinterpret_cast<const char*>(payload_hash.data()), ContentHash::kSize);
+  return HashPayload(AsBytes(sealed));
+}
+
+EnvelopeHeader EncodeSidecarHeader(std::string_view ns, const Fingerprint& fp, const BlockKey& tip,
+                                   uint64_t payload_len, const ContentHash& payload_hash) {
+  EnvelopeFields f;
+  f.version = kSealedSidecarVersion;
+  f.payload_len = f.stored_len = payload_len;
+  f.hash = SidecarSeal(ns, fp, tip, payload_hash);
+  return EncodeEnvelopeHeader(EnvelopeKind::kSidecar, f);
+}
+
+Result<BufferSlice> DecodeSidecar(std::shared_ptr<const Buffer> object, std::string_view ns,
+                                  const Fingerprint& fp, const BlockKey& tip,
+                                  std::string_view what) {
+  WMBT_ASSIGN_OR_RETURN(DecodedEnvelope env,
+                        DecodeEnvelope(EnvelopeKind::kSidecar, std::move(object), what));
+  const ContentHash payload_hash = HashPayload(env.payload.view());
+  if (env.version == kSealedSidecarVersion) {
+    if (SidecarSeal(ns, fp, tip, payload_hash) != env.hash) {
+      return Status::Corruption(std::string(what) +
+                                ": sidecar is not sealed to this key (its bytes changed, or it "
+                                "was written for another namespace, fingerprint or tip)");
+    }
+  } else if (payload_hash != env.hash) {
+    return Status::Corruption(std::string(what) +
+                              ": sidecar bytes do not hash to the hash in their envelope");
   }
   return std::move(env.payload);
 }

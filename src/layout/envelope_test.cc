@@ -1,9 +1,9 @@
 #include "layout/envelope.h"
 
 #include <gtest/gtest.h>
-
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -22,6 +22,44 @@ std::shared_ptr<Buffer> Wrap(EnvelopeKind kind, const std::vector<uint8_t>& payl
   std::memcpy(buf->data(), header.bytes, kEnvelopeHeaderBytes);
   if (!payload.empty()) std::memcpy(buf->data() + kEnvelopeHeaderBytes, payload.data(), payload.size());
   return buf;
+}
+
+std::shared_ptr<Buffer> WithHeader(const EnvelopeHeader& header, const std::vector<uint8_t>& p) {
+  auto buf = Buffer::Allocate(kEnvelopeHeaderBytes + p.size());
+  std::memcpy(buf->data(), header.bytes, kEnvelopeHeaderBytes);
+  if (!p.empty()) std::memcpy(buf->data() + kEnvelopeHeaderBytes, p.data(), p.size());
+  return buf;
+}
+
+// A sidecar is sealed to its key: read under another namespace, fingerprint or tip (an object
+// copied or restored to the wrong key) it is Corruption, never that key's bytes. One written
+// before sidecars were sealed (version 1: its payload's hash alone) is still read.
+TEST(Envelope, ASidecarIsSealedToItsKeyAndAnUnsealedOneIsStillRead) {
+  const std::vector<uint8_t> p(300, 0x5c);
+  Fingerprint fp, other_fp;
+  other_fp.data()[0] = 1;
+  BlockKey tip, other_tip;
+  other_tip.data()[31] = 7;
+  auto sealed = WithHeader(EncodeSidecarHeader("ns", fp, tip, p.size(), HashPayload(p)), p);
+  auto got = DecodeSidecar(sealed, "ns", fp, tip, "t");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(got->view(), p));
+  EXPECT_EQ(DecodeSidecar(sealed, "ns", fp, other_tip, "t").status().code(), Code::kCorruption);
+  EXPECT_EQ(DecodeSidecar(sealed, "ns", other_fp, tip, "t").status().code(), Code::kCorruption);
+  EXPECT_EQ(DecodeSidecar(sealed, "other", fp, tip, "t").status().code(), Code::kCorruption);
+  auto damaged = WithHeader(EncodeSidecarHeader("ns", fp, tip, p.size(), HashPayload(p)),
+                            std::vector<uint8_t>(300, 0x5d));
+  EXPECT_EQ(DecodeSidecar(damaged, "ns", fp, tip, "t").status().code(), Code::kCorruption);
+
+  auto unsealed = Wrap(EnvelopeKind::kSidecar, p);
+  got = DecodeSidecar(unsealed, "ns", fp, other_tip, "t");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(got->view(), p));
+  // A blob envelope of version 2 does not exist.
+  auto as_blob = WithHeader(EncodeSidecarHeader("ns", fp, tip, p.size(), HashPayload(p)), p);
+  std::memcpy(as_blob->data(), "WKB1", 4);
+  StoreLe32(as_blob->data() + 44, Crc32c(as_blob->data(), 44));
+  EXPECT_EQ(DecodeEnvelope(EnvelopeKind::kBlob, as_blob, "t").status().code(), Code::kCorruption);
 }
 
 TEST(Envelope, RoundTripReturnsThePayloadWithoutCopying) {

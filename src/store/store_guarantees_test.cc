@@ -339,6 +339,35 @@ TEST_P(StoreGuarantees, G7ChainWithoutSidecarIsASidecarMissNeverWrongBytes) {
   EXPECT_TRUE(s.GetSidecar("default", Fp(8), c.tip()).status().IsNotFound());
 }
 
+// G9 for sidecars: one copied (or restored) under another tip's key is reported as corrupt, not
+// served as that tip's raw tail.
+TEST(StoreSidecar, ASidecarUnderAnotherTipsKeyIsCorruptionNotThatTipsBytes) {
+  ManualClock clock;
+  auto l2 = NewMemObjectStore(&clock);
+  auto l1 = NewMemMetaStore();
+  StoreOptions o;
+  o.object_store = l2.get();
+  o.meta_store = l1.get();
+  o.clock = &clock;
+  o.log = [](LogLevel, const std::string&) {};
+  auto opened = Store::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Store& s = **opened;
+  const Fingerprint fp = Fp(3);
+  const BlockKey tip_a = Key(1, 9), tip_b = Key(2, 9);
+  const std::vector<uint8_t> tail = Payload(5, 500);
+  ASSERT_TRUE(s.PutSidecar("default", fp, tip_a, tail).ok());
+  auto obj = l2->Get(layout::SidecarKey("kv", "default", fp, tip_a));
+  ASSERT_TRUE(obj.ok());
+  ASSERT_TRUE(
+      l2->Put(layout::SidecarKey("kv", "default", fp, tip_b), {obj->bytes->view()}, {}).ok());
+  auto got = s.GetSidecar("default", fp, tip_b);
+  EXPECT_EQ(got.status().code(), Code::kCorruption) << got.status().ToString();
+  got = s.GetSidecar("default", fp, tip_a);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(got->view(), tail));
+}
+
 TEST_P(StoreGuarantees, G8NamespacesAndFingerprintsNeverMix) {
   Store& s = h_.Open();
   auto c = MakeChain(4, 700);

@@ -283,15 +283,9 @@ Result<BufferSlice> StoreImpl::GetSidecar(std::string_view ns, const Fingerprint
   const std::string key = layout::SidecarKey(options_.l2_prefix, ns, fp, tip);
   WMBT_ASSIGN_OR_RETURN(ObjectData object,
                         L2Read(key, layout::kEnvelopeHeaderBytes + limits::kSidecarBytesMax));
-  auto env = layout::DecodeEnvelope(layout::EnvelopeKind::kSidecar, std::move(object.bytes), key);
-  if (env.ok() && HashPayload(env->payload.view()) != env->hash) {
-    env = Status::Corruption(key + ": sidecar bytes do not hash to the hash in their envelope");
-  }
-  if (!env.ok()) {
-    counters_.corruptions++;
-    return env.status();
-  }
-  return std::move(env->payload);
+  auto payload = layout::DecodeSidecar(std::move(object.bytes), ns, fp, tip, key);
+  if (!payload.ok()) counters_.corruptions++;
+  return payload;
 }
 
 Result<std::vector<ChainState>> StoreImpl::ListChains(std::string_view ns) {

@@ -746,7 +746,7 @@ Status StoreImpl::PutSidecar(std::string_view ns, const Fingerprint& fp, const B
   const std::shared_ptr<Buffer> copy = Buffer::Allocate(bytes.size());
   const ContentHash hash = CopyAndHashPayload(bytes, copy->data());
   bytes = copy->view();
-  const auto header = layout::EncodeEnvelopeHeader(layout::EnvelopeKind::kSidecar, bytes.size(), hash);
+  const auto header = layout::EncodeSidecarHeader(ns, fp, tip, bytes.size(), hash);
   const std::string key = layout::SidecarKey(options_.l2_prefix, ns, fp, tip);
   counters_.l2_puts++;
   auto put = l2_->Put(key, {ByteView(header.bytes, sizeof header.bytes), bytes}, PutOptions{});
