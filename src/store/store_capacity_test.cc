@@ -232,6 +232,39 @@ TEST_P(Capacity, ATrimmedHeadIsNeverOlderThanTheHeadItReplaces) {
   EXPECT_GE(published_us(), before);
 }
 
+// The wall clock, moved by Step (both ways) on top of FakeClock's.
+class SteppedWallClock final : public ManualClock {
+ public:
+  SteppedWallClock() : ManualClock(1735689600ull * 1000000) {}
+  uint64_t WallMicros() override { return ManualClock::WallMicros() + offset_.load(); }
+  void Step(int64_t micros) { offset_ += micros; }
+
+ private:
+  std::atomic<int64_t> offset_{0};
+};
+
+// A wall clock that ran ahead (an RTC on local time before NTP) raised the use clock; stepped
+// back, it must not make the chains published next look older than the uses seen before: with a
+// TTL they were evicted by the next pass, a second after their publish.
+TEST_P(Capacity, AChainPublishedAfterTheWallClockSteppedBackIsNotOlderThanTheUsesBefore) {
+  SteppedWallClock clock;
+  StoreOptions o = Options();
+  o.clock = &clock;
+  o.namespace_ttl_seconds[""] = 3600;
+  Store& s = Open(o);
+  auto a = MakeChain(2, 1000, 4);
+  PutAndPublish(s, a);
+  clock.Step(static_cast<int64_t>(2 * kHour));
+  ASSERT_TRUE(s.Evict().ok());  // a pass under the clock running ahead: a is past its TTL
+  EXPECT_EQ(*s.LookupPrefix("default", kFp, a.keys), 0u);
+  clock.Step(-static_cast<int64_t>(2 * kHour));
+  auto b = MakeChain(2, 1000, 5);
+  PutAndPublish(s, b);
+  clock.Advance(1000000);
+  ASSERT_TRUE(s.Evict().ok());
+  EXPECT_EQ(CheckPrefix(s, b), b.keys.size()) << "a chain published a second ago was evicted";
+}
+
 TEST_P(Capacity, AUnreferencedBlobIsFreedOnlyOnceOrphanGcHasDeletedIt) {
   StoreOptions o = Options();
   o.namespace_ttl_seconds[""] = 3600;

@@ -78,7 +78,11 @@ uint32_t StoreImpl::RefreshUseTick() {
 }
 
 uint64_t StoreImpl::NextPublishMicros() {
-  const uint64_t now = clock_->WallMicros();
+  // Never before the latest use this store has seen (the start of its second): a wall clock that
+  // ran ahead raised the use clock, and a publish stamped back in time would be older than every
+  // use since — under a TTL, evicted by the next pass.
+  const uint64_t now =
+      std::max(clock_->WallMicros(), MicrosOfTick(use_tick_.load(std::memory_order_relaxed)));
   uint64_t last = last_publish_us_.load(std::memory_order_relaxed);
   uint64_t next;
   do {
