@@ -641,10 +641,20 @@ class AbandonedPuts : public ::testing::Test {
     executor_->Drain();
   }
 
+  // An in-memory L1 whose writes can be made to fail.
+  class FailingL1 final : public MemMetaStoreWrapper {
+   public:
+    bool fail_writes = false;
+    Status Write(const MetaWriteBatch& batch, bool sync) override {
+      if (fail_writes) return Status::Unavailable("injected: L1 writes fail");
+      return MemMetaStoreWrapper::Write(batch, sync);
+    }
+  };
+
   FakeClock clock_;
   std::unique_ptr<ObjectStore> mem_ = NewMemObjectStore(&clock_);
   HookedL2 l2_{mem_.get()};
-  std::unique_ptr<MetaStore> l1_ = NewMemMetaStore();
+  std::unique_ptr<FailingL1> l1_ = std::make_unique<FailingL1>();
   std::unique_ptr<Executor> executor_ = NewInlineExecutor();
   std::unique_ptr<Store> store_;
 };
@@ -686,6 +696,24 @@ TEST_F(AbandonedPuts, AForgottenPutsFailedUploadReleasesItsPayload) {
   ASSERT_TRUE(store_->PutBlocks("default", kFp, y.Puts()).ok());
   executor_->Drain();
   EXPECT_EQ(store_->Stats().pending_blocks_forgotten, 2u);
+  EXPECT_EQ(store_->Stats().cache_pinned_bytes, 0u);
+}
+
+// A put that L1 refused (the call fails) after its uploads had started — here failing too, so
+// their payloads stay pinned for a retry — is forgotten as an abandoned put like any other, and
+// lets go of them (it was in no pending list, so nothing ever released them).
+TEST_F(AbandonedPuts, APutWhoseL1WriteFailedReleasesItsPayloads) {
+  auto x = MakeChain(2, 4000, 91), y = MakeChain(1, 4000, 92);
+  l2_.fail_blobs = true;
+  l1_->fail_writes = true;
+  EXPECT_FALSE(store_->PutBlocks("default", kFp, x.Puts()).ok());
+  executor_->Drain();
+  EXPECT_EQ(store_->Stats().cache_pinned_bytes, 8000u) << "the failed uploads' payloads";
+  l2_.fail_blobs = false;
+  l1_->fail_writes = false;
+  clock_.Advance(10'000'000);
+  ASSERT_TRUE(store_->PutBlocks("default", kFp, y.Puts()).ok());
+  executor_->Drain();
   EXPECT_EQ(store_->Stats().cache_pinned_bytes, 0u);
 }
 

@@ -90,17 +90,20 @@ Result<std::vector<ContentHash>> StoreImpl::PutBlocksImpl(std::string_view ns,
   }
   // Written through before returning (not fsynced: unpublished blocks need no durability). A
   // save writes none: its publish follows at once, and a put never published needs no record.
-  if (!save) WMBT_RETURN_IF_ERROR(l1_->Write(batch, /*sync=*/false));
+  const Status recorded = save ? Status::Ok() : l1_->Write(batch, /*sync=*/false);
   {
+    // Pending even when L1 refused them (the put then fails): their uploads have started and
+    // hold the payloads pinned, which only forgetting an abandoned put (or a publish) releases.
     std::lock_guard<std::mutex> g(pending_mu_);
     for (size_t i = 0; i < blocks.size(); ++i) {
       AddPendingLocked(PendingKey{ns_id, fp, blocks[i].key},
                        PendingBlock{blocks[i].parent, hashes[i],
                                     static_cast<uint32_t>(blocks[i].bytes().size()), now_us,
-                                    /*in_l1=*/!save});
+                                    /*in_l1=*/!save && recorded.ok()});
     }
   }
   no_forgetting.unlock();
+  WMBT_RETURN_IF_ERROR(recorded);
   MaybeScheduleEviction(/*urgent=*/false);
   MaybeScheduleRefresh();
   MaybeForgetAbandonedPuts();
