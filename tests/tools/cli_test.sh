@@ -509,6 +509,11 @@ if [[ -n $WKVD ]]; then
     run "${SHM[@]}" lookup "$K1" "$K2" "$K3"
     if [[ $RC == 0 && $(out) == 2 ]]; then pass "daemon/shm: lookup sees the chain published over TCP"
     else fail "daemon/shm: lookup sees the chain published over TCP" "rc=$RC out=$(out)"; fi
+    # The shared-memory client's own settings as flags (both sides read them; once refused as
+    # "a setting of the store").
+    run "$WKV" --remote-prefix "$PREFIX" --run-dir "$DDIR" --shm-group 4242 lookup "$K1" "$K2"
+    if [[ $RC == 0 && $(out) == 2 ]]; then pass "daemon/shm: --run-dir and --shm-group find the daemon"
+    else fail "daemon/shm: --run-dir and --shm-group find the daemon" "rc=$RC out=$(out) $(err)"; fi
     run "${SHM[@]}" get "$K1" "$K2" --out "$TMP/dget"
     if [[ $RC == 0 ]] && cmp -s "$TMP/b1" "$TMP/dget/$K1.bin" &&
       cmp -s "$TMP/b2" "$TMP/dget/$K2.bin"; then

@@ -130,10 +130,14 @@ Store* Context::OpenStore(int* exit_code, DataDir data_dir) {
   // Through a daemon the store is the daemon's, with its own settings: a store setting given as a
   // flag would be silently ignored (a --bucket would seem to list another bucket).
   if (!config.remote_prefix.empty() || !config.tcp_addr.empty()) {
-    // The client's own settings, the data directory (ignored through a daemon, docs/cli.md, as
-    // the default may be) and the log level (the CLI's own log).
+    // The client's own settings, those both sides read (where the daemon's control socket is, and
+    // whose daemon a client may attach to), the data directory (ignored through a daemon,
+    // docs/cli.md, as the default may be) and the log level (the CLI's own log).
     auto client_side = [](std::string_view setting) {
-      if (setting == "WMBT_KV_DATA_DIR" || setting == "WMBT_KV_LOG_LEVEL") return true;
+      if (setting == "WMBT_KV_DATA_DIR" || setting == "WMBT_KV_LOG_LEVEL" ||
+          setting == "WMBT_KV_RUN_DIR" || setting == "WMBT_KV_SHM_GROUP") {
+        return true;
+      }
       const auto& all = AllSettings();
       return std::any_of(all.begin(), all.end(),
                          [&](const SettingDoc& d) { return d.client && d.name == setting; });
