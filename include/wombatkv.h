@@ -431,7 +431,9 @@ WMBT_KV_API int32_t wmbt_kv_refresh(wmbt_kv_handle_t* handle, char* err_buf, siz
  * for the counters to grow meanwhile; buf may be NULL with buf_len 0 to ask) or on error.
  * Fields: "abi_version", "l2" (where the store keeps its blocks) and the store's counters by name
  * (puts, gets, hits and misses per plane, bytes, publishes, evictions, ...), each a number;
- * docs/stats.md lists them. New fields may appear in later versions; none disappears. */
+ * docs/stats.md lists them. New fields may appear in later versions; none disappears. Through
+ * wombatkvd the counters are the daemon's; a daemon that cannot be reached is -1 with
+ * UNAVAILABLE (never zeros). */
 WMBT_KV_API int32_t wmbt_kv_stats_json(wmbt_kv_handle_t* handle, char* buf, size_t buf_len,
                                        size_t* out_needed);
 

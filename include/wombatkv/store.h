@@ -540,6 +540,9 @@ class Store {
                                                    const ChainId& chain_id) = 0;
 
   virtual StoreStats Stats() = 0;
+  // Stats, or why they could not be had: a client of wombatkvd that cannot reach it gets
+  // Unavailable (its Stats() logs that and reports zeros). The embedded store always has them.
+  virtual Result<StoreStats> TryStats() { return Stats(); }
 
   // OK while the store can take writes; otherwise the failure that stops them until the store is
   // opened again — a local-directory L2 whose journal could not write or sync (a full disk, an

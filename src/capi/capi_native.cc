@@ -161,8 +161,9 @@ Status Refresh(wmbt_kv_handle* handle) {
   return handle->store->Refresh().status();
 }
 
-std::string StatsJson(Store& store) {
-  StoreStats s = store.Stats();
+Result<std::string> StatsJson(Store& store) {
+  // Through a daemon it cannot reach: Unavailable, not zeros that look like a restart.
+  WMBT_ASSIGN_OR_RETURN(const StoreStats s, store.TryStats());
   nlohmann::ordered_json j;
   j["abi_version"] = WMBT_KV_ABI_VERSION;
   j["l2"] = store.DescribeL2();
@@ -177,7 +178,7 @@ constexpr size_t kStatsRetryHeadroomBytes = 1024;
 
 Status StatsToBuffer(wmbt_kv_handle* handle, char* buf, size_t buf_len, size_t* out_needed) {
   WMBT_RETURN_IF_ERROR(CheckHandle(handle));
-  std::string json = StatsJson(*handle->store);
+  WMBT_ASSIGN_OR_RETURN(const std::string json, StatsJson(*handle->store));
   const size_t needed = json.size() + 1;
   const bool fits = buf != nullptr && buf_len >= needed;
   const size_t retry = needed + kStatsRetryHeadroomBytes;

@@ -166,17 +166,22 @@ Result<std::vector<ChainBlock>> RemoteStore::GetChain(std::string_view ns, const
 }
 
 StoreStats RemoteStore::Stats() {
-  auto resp = Call<wire::StatsResponse>(wire::StatsRequest{}.Encode());
-  if (!resp.ok()) {
+  auto stats = TryStats();
+  if (!stats.ok()) {
     Log(LogLevel::kWarn, "Stats via " + channel_->Describe() +
-                             " failed (reporting zeros): " + resp.status().ToString());
+                             " failed (reporting zeros): " + stats.status().ToString());
     return {};
   }
+  return *stats;
+}
+
+Result<StoreStats> RemoteStore::TryStats() {
+  WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::StatsResponse>(wire::StatsRequest{}.Encode()));
   {
     std::lock_guard lock(l2_mu_);
-    if (!l2_) l2_ = resp->l2;
+    if (!l2_) l2_ = resp.l2;
   }
-  return resp->stats;
+  return resp.stats;
 }
 
 std::vector<NamespaceUsage> RemoteStore::Usage(std::string_view ns, bool by_fingerprint) {

@@ -59,6 +59,7 @@ class RemoteStore final : public Store {
   Result<std::vector<ChainBlock>> GetChain(std::string_view ns, const Fingerprint& fp,
                                            const ChainId& chain_id) override;
   StoreStats Stats() override;
+  Result<StoreStats> TryStats() override;
   // As ListChains: empty (and logged) when the daemon cannot be asked.
   std::vector<NamespaceUsage> Usage(std::string_view ns, bool by_fingerprint) override;
   // PermissionDenied unless the session's token grants every namespace.

@@ -485,6 +485,19 @@ TEST_F(CApi, APutThatRepeatsAKeyIsRefusedBeforeStoringAnything) {
   EXPECT_NE(std::string(json).find("\"puts\":0"), std::string::npos) << json;
 }
 
+// Stats come from the store that answers: embedded, always; through a daemon that has gone,
+// UNAVAILABLE (-1) — they were zeros, which a monitor takes for a daemon restart.
+TEST_F(CApi, StatsThroughADaemonThatHasGoneAreUnavailableNotZeros) {
+  char json[8192];
+  size_t needed = 0;
+  ASSERT_EQ(wmbt_kv_stats_json(handle_, json, sizeof json, &needed), 0) << LastError();
+  EXPECT_NE(std::string(json).find("\"puts\":"), std::string::npos) << json;
+  if (!DaemonMode()) return;  // the embedded store has no daemon to lose
+  DaemonCtl("stop", "");
+  EXPECT_EQ(wmbt_kv_stats_json(handle_, json, sizeof json, &needed), -1) << json;
+  EXPECT_EQ(wmbt_kv_last_error_code(), WMBT_KV_ERR_UNAVAILABLE) << LastError();
+}
+
 // A get or a lookup that repeats a key cannot match a chain (each block is in it once): a get is
 // a miss, a lookup counts the keys before the repeat — in every mode alike.
 TEST_F(CApi, AGetThatRepeatsAKeyIsAMissAndALookupStopsAtTheRepeat) {

@@ -12,7 +12,9 @@ int RunStat(Context& ctx) {
   int code = 0;
   Store* store = ctx.OpenStore(&code, Context::DataDir::kMustExist);
   if (!store) return code;
-  const StoreStats s = store->Stats();
+  auto stats = store->TryStats();
+  if (!stats.ok()) return Fail(ctx, "stat", stats.status());
+  const StoreStats& s = *stats;
   // One table (kStoreStatsFields) drives both renderings: every counter, in StoreStats' order.
   if (ctx.out.json()) {
     nlohmann::json stats = nlohmann::json::object();
