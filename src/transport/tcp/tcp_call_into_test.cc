@@ -1,6 +1,7 @@
 // TcpChannel::CallInto (client/channel.h): response payloads received straight into the caller's
 // buffers (frame_reader.h invariant 6), whichever caller reads the socket, and never written
-// after the call returned, even when it gave up halfway through its answer.
+// after the call returned, even when it gave up halfway through its answer; and the hand-over of
+// the reading between the calls that share a connection.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -18,6 +19,7 @@
 #include "transport/tcp/tcp_channel.h"
 #include "transport/tcp/tcp_server.h"
 #include "wire/codec.h"
+#include "wombatkv/env.h"
 
 namespace wombatkv::tcp {
 namespace {
@@ -181,6 +183,64 @@ TEST(TcpCallInto, ACallGivingUpHalfwayThroughItsAnswerClosesTheConnectionBeforeI
   EXPECT_EQ(std::count(memory.begin() + kFirstPart, memory.end(), 0),
             static_cast<ptrdiff_t>(memory.size() - kFirstPart))
       << "nothing was written after the call returned";
+}
+
+// Among calls sharing a connection, the one reading the socket leaves once its own answer is in
+// and hands the reading to a call asleep waiting for its answer — not to the call at the front of
+// its list, which can be one still sending its request (the newest, moved there when the reader's
+// entry went): that wakes nobody, and the waiting call's answer sat unread until the send ended —
+// for ever once the daemon stopped reading a connection whose answers nobody read (its backlog
+// bound), so until the waiting call timed out. Here the daemon (played by hand) never reads the
+// third call's large request.
+TEST(TcpChannelReaders, TheReadingPassesToACallWaitingNotToOneStillSending) {
+  LoopbackListener hand;
+  std::atomic<int> got{0};  // requests the daemon has read
+  std::atomic<bool> answer_r{false}, answer_b{false}, done{false};
+  std::thread daemon([&] {
+    const int c = ::accept(hand.fd, nullptr, nullptr);
+    FrameReader reader(1 << 20);
+    auto reply = [&](const wire::Message& request, wire::Message m) {
+      m.id = request.id;
+      m.op = request.op;
+      m.flags = wire::kFlagResponse;
+      auto bytes = FrameBytes(std::move(m));
+      EXPECT_EQ(::send(c, bytes.data(), bytes.size(), MSG_NOSIGNAL), ssize_t(bytes.size()));
+    };
+    const wire::Message hello = ReadRequest(c, reader);
+    reply(hello, wire::HelloResponse{"hand", wire::kDefaultMaxBodyBytes}.Encode());
+    const wire::Message r = ReadRequest(c, reader);
+    got = 1;
+    const wire::Message b = ReadRequest(c, reader);
+    got = 2;
+    while (!answer_r.load()) std::this_thread::yield();
+    reply(r, Payload(16, 1).Request());
+    while (!answer_b.load()) std::this_thread::yield();
+    reply(b, Payload(16, 2).Request());
+    while (!done.load()) std::this_thread::yield();
+    ::close(c);  // the third request was never read: its call fails
+  });
+  auto channel = Connect(hand.address, /*request_timeout_ms=*/3'000);
+  const Payload small(16, 9), large(64 << 20, 5);
+  Result<wire::Message> r = Status::Internal("not called"), b = r, a = r;
+  std::thread caller_r([&] { r = channel->Call(small.Request()); });
+  while (got.load() < 1) std::this_thread::yield();
+  RealClock()->SleepMicros(50'000);  // r reads the socket
+  std::thread caller_b([&] { b = channel->Call(small.Request()); });
+  while (got.load() < 2) std::this_thread::yield();
+  RealClock()->SleepMicros(100'000);  // b sleeps, waiting for its answer
+  std::thread caller_a([&] { a = channel->Call(large.Request()); });
+  RealClock()->SleepMicros(200'000);  // a is registered, its send stuck in a full socket
+  answer_r = true;
+  caller_r.join();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  answer_b = true;
+  caller_b.join();
+  EXPECT_TRUE(b.ok()) << "the answer of the call left waiting was never read: "
+                      << b.status().ToString();
+  done = true;
+  caller_a.join();
+  daemon.join();
+  EXPECT_FALSE(a.ok());
 }
 
 }  // namespace

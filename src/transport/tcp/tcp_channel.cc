@@ -61,6 +61,9 @@ struct PendingCall {
   // The reader is receiving this call's response into dsts: the call must not return (and its
   // caller reuse the buffers) before the reader is done with them (Connection::Place).
   bool placing = false;
+  // Asleep on cv, so a reader that leaves can hand it the reading (a registered call may still
+  // be sending its request: waking it would wake nobody).
+  bool waiting = false;
 };
 
 // One TCP connection to the daemon. There is no reader thread: the callers read the socket
@@ -235,7 +238,9 @@ class Connection {
         }
         continue;
       }
+      call.waiting = true;
       clock.WaitFor(call.cv, l, wait);
+      call.waiting = false;
     }
   }
 
@@ -285,10 +290,14 @@ class Connection {
   void set_spin(bool on) { spin_enabled_ = on; }
 
  private:
-  // The reader left: one waiting call takes over (a call not waiting yet will see no reader
-  // when it starts to wait). REQUIRES: mu_ held, reading_ false.
+  // The reader left: one call asleep waiting takes over (a call not waiting yet — still sending
+  // its request — will see no reader when it starts to wait). REQUIRES: mu_ held, reading_ false.
   void WakeNextReaderLocked() {
-    if (!calls_.empty()) calls_.front().second->cv.notify_one();
+    for (auto& [id, call] : calls_) {
+      if (!call->waiting) continue;
+      call->cv.notify_one();
+      return;
+    }
   }
 
   // Forgets call `id` (answered or given up). REQUIRES: mu_ held.
