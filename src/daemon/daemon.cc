@@ -10,6 +10,7 @@
 #include "base/human_units.h"
 #include "base/thread_name.h"
 #include "daemon/http_endpoint.h"
+#include "daemon/loop_saves.h"
 #include "daemon/metrics_text.h"
 #include "daemon/service.h"
 #include "setup/store_from_config.h"
@@ -22,11 +23,6 @@
 
 namespace wombatkv {
 namespace {
-
-// The largest save (payload bytes) a TCP event loop runs itself (TcpServerOptions::async_on_loop):
-// its hashing and copies take tens of µs, and its blobs are packed into the journal
-// (FsJournalOptions::packed_object_bytes_max), so nothing in the call waits for the disk.
-constexpr uint64_t kSaveOnLoopBytesMax = 64 << 10;
 
 // What the listeners need that can be checked without binding them: a listener anyone on the
 // network can reach needs a token (docs/daemon.md, "Authentication"); the shared-memory run
@@ -163,12 +159,7 @@ Status Daemon::Impl::StartTcp() {
     // Other clients' small saves run on the loop too, with no worker hand-off: the journal's
     // sync thread syncs and answers them (docs/daemon.md, "Saves on the loop"). Larger ones
     // would hold the loop for their hashing and copies, and their blobs are written as files.
-    o.async_on_loop = [](const wire::Message& request) {
-      if (static_cast<wire::Op>(request.op) != wire::Op::kSaveChain) return false;
-      uint64_t bytes = 0;
-      for (const BufferSlice& p : request.payloads) bytes += p.size;
-      return bytes <= kSaveOnLoopBytesMax;
-    };
+    o.async_on_loop = SaveRunsOnLoop;
   }
   o.clock = clock;
   LogSink sink = log;
