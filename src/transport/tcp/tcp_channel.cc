@@ -330,9 +330,12 @@ class Connection {
       // (kernel lock contentions per one-client 4 KiB save 1.0 -> 0.7, three alternating pairs).
       pollfd p{fd_, POLLIN, 0};
       if (sync && ::poll(&p, 1, 0) == 0) return false;
-      if (!ReadSome(0, MSG_DONTWAIT)) return false;
+      const bool read = ReadSome(0, MSG_DONTWAIT);
       std::lock_guard<std::mutex> g(mu_);
-      return call.done;
+      // A dead connection is read no more, even when this read found nothing: ReadSome may have
+      // just released a call whose answer was being received into its buffers, and bytes still
+      // queued on the socket would go there after that call returned.
+      return dead_ || (read && call.done);
     };
     if (!sync) {
       SpinPoll(spin_, clock, Contended::kKeepYielding, answered);
