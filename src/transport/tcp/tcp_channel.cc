@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -510,7 +511,10 @@ class TcpChannel final : public Channel {
     request.id = next_id_.fetch_add(1, std::memory_order_relaxed);
     request.flags &= static_cast<uint16_t>(~wire::kFlagResponse);
     const uint16_t op = request.op;
-    WMBT_ASSIGN_OR_RETURN(wire::FramedMessage frame, wire::Frame(std::move(request)));
+    // Framed up to what a frame can carry: the daemon's own limit, learnt at Hello (and raised
+    // or lowered by --max-frame-bytes), is checked against each connection in Exchange.
+    WMBT_ASSIGN_OR_RETURN(wire::FramedMessage frame,
+                          wire::Frame(std::move(request), std::numeric_limits<uint32_t>::max()));
     for (int attempt = 0;; ++attempt) {
       WMBT_ASSIGN_OR_RETURN(std::shared_ptr<Connection> conn, Current());
       bool sent = false;

@@ -6,6 +6,7 @@
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -40,6 +41,7 @@ constexpr uint16_t kNowOp = 102;    // echoed on the event loop by the immediate
 constexpr uint16_t kSlowOp = 103;   // runs Handler::slow, then echoes
 constexpr uint16_t kWorkerOp = 104; // echoes; never accepted for an inline run
 constexpr uint16_t kLaterOp = 105;  // LaterServer: answered when the test says so
+constexpr uint16_t kSinkOp = 106;   // answered with no payload, whatever the request carried
 // Runs Handler::slow, then echoes; the client waits for it as for a disk sync.
 constexpr auto kSyncOp = static_cast<uint16_t>(wire::Op::kSaveChain);
 
@@ -92,6 +94,11 @@ struct Handler {
     if (session.token_required && !session.authenticated.load(std::memory_order_acquire))
       unauthenticated_requests.fetch_add(1);
     if (request.op == kBlockOp) gate.Wait();
+    if (request.op == kSinkOp) {
+      wire::Message ok;
+      ok.op = request.op;
+      return ok;
+    }
     if ((request.op == kSlowOp || request.op == kSyncOp) && slow) slow();
     wire::Message echo;
     echo.op = request.op;
@@ -1119,6 +1126,31 @@ TEST(TcpTransport, ARequestOverTheServersFrameLimitIsRefusedBeforeSending) {
   EXPECT_NE(r.status().message().find("frame limit"), std::string::npos) << r.status().ToString();
   EXPECT_EQ(server->stats().frames_in.load(), 1u) << "only the Hello reached the server";
   EXPECT_TRUE(channel->Call(Echo(kEchoOp, "small")).ok());
+}
+
+// A daemon whose --max-frame-bytes is above the 1 GiB default takes requests up to it: the client
+// frames by the limit the daemon told it at Hello, not by the default (it once refused anything
+// over 1 GiB before looking).
+TEST(TcpTransport, ARequestOverTheDefaultFrameLimitGoesToADaemonThatAllowsIt) {
+  constexpr uint32_t kLimit = (1u << 30) + (4u << 20);
+  Handler h;
+  h.advertised_max_frame = kLimit;
+  TcpServerOptions o;
+  o.max_frame_bytes = kLimit;
+  auto server = StartServer(h, o);
+  auto channel = Connect(server->listeners()[0].address);
+  const size_t bytes = (1u << 30) + (1u << 20);
+  // Zero pages, mapped only as they are read: the test costs the daemon's copy alone.
+  void* memory =
+      ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(memory, MAP_FAILED);
+  wire::Message m;
+  m.op = kSinkOp;
+  m.payloads = {BufferSlice{nullptr, static_cast<const uint8_t*>(memory), bytes}};
+  auto r = channel->Call(std::move(m));
+  ::munmap(memory, bytes);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->op, kSinkOp);
 }
 
 TEST(TcpTransport, ATokenTooLongForAHelloIsRefusedBeforeConnecting) {
