@@ -3,6 +3,7 @@
 // chain whose publish is in flight, and trims chains from the tip so every chain left is a valid
 // prefix. Deterministic cases drive a fake clock and an inline executor; the G10 race runs real
 // threads against the background evictor.
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <filesystem>
@@ -230,6 +231,32 @@ TEST_P(Capacity, ATrimmedHeadIsNeverOlderThanTheHeadItReplaces) {
   ASSERT_TRUE(s.Evict().ok());
   ASSERT_EQ(*s.LookupPrefix("default", kFp, x.keys), 1u) << "X's tail was not trimmed";
   EXPECT_GE(published_us(), before);
+}
+
+// Limits on an L2 other hosts may share, with no refresh interval: the store says at open that
+// other hosts' chains would escape eviction while it holds the lease, and what to set.
+TEST(CapacityWarnings, LimitsOnASharedL2WithoutRefreshAreWarnedOfAtOpen) {
+  FakeClock clock;
+  auto l2 = NewMemObjectStore(&clock);
+  for (const uint64_t refresh_ms : {uint64_t{0}, uint64_t{30'000}}) {
+    std::vector<std::string> warnings;
+    StoreOptions o;
+    o.object_store = l2.get();
+    o.clock = &clock;
+    o.executor = nullptr;
+    o.namespace_bytes_max[""] = 1 << 20;
+    o.refresh_interval_ms = refresh_ms;
+    o.log = [&](LogLevel level, const std::string& line) {
+      if (level >= LogLevel::kWarn) warnings.push_back(line);
+    };
+    auto meta = NewMemMetaStore();
+    o.meta_store = meta.get();
+    ASSERT_TRUE(Store::Open(o).ok());
+    const bool warned = std::ranges::any_of(warnings, [](const std::string& w) {
+      return w.find("set WMBT_KV_REFRESH_INTERVAL") != std::string::npos;
+    });
+    EXPECT_EQ(warned, refresh_ms == 0) << "refresh interval " << refresh_ms << " ms";
+  }
 }
 
 // The wall clock, moved by Step (both ways) on top of FakeClock's.
