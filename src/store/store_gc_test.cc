@@ -228,12 +228,17 @@ TEST_F(StoreGc, EvictionGoesOnWhileAnOrphanGcPassIsUnderWay) {
   // Four budgets' worth more while the GC pass is held.
   for (uint64_t b = 0; b < 4 * kBudget; b += chain_bytes) publish();
   // Eviction brings the namespace back within its budget (a generous wait, not a timing: the
-  // old code never got there while the GC pass was held).
+  // old code never got there while the GC pass was held). A pass that found every chain over
+  // the budget in flight leaves the next one to the eviction interval, whose timer an injected
+  // clock replaces with operations: so the fake clock moves an interval on, and an unpublished
+  // put (which changes no referenced byte) lets a pass start, as the timer would.
   Clock* real = RealClock();
   const uint64_t give_up = real->NowMicros() + 60ull * 1000000;
   uint64_t referenced = UsageOf(s).referenced_bytes();
   while (referenced > kBudget && real->NowMicros() < give_up) {
     real->SleepMicros(10'000);
+    clock_.Advance(o.eviction_interval_ms * 1000);
+    ASSERT_TRUE(s.PutBlocks("default", kFp, MakeChain(1, kBlockBytes, salt++).Puts()).ok());
     referenced = UsageOf(s).referenced_bytes();
   }
   EXPECT_LE(referenced, kBudget) << "eviction waited for the orphan-GC pass";
