@@ -346,35 +346,43 @@ class AfterGet final : public ObjectStoreWrapper {
   }
 };
 
-// A refresh reads changed heads outside their chains' stripes and installs them under the stripe.
-// Here, between its read of chain k1's v2 and the install, this process deletes that head
-// (compaction) and publishes chain k1 again — as v1, since versions restart after a delete. The
-// refresh must see that L0 changed meanwhile (it once compared versions: 1 < 2 looked older) and
-// not install the stale v2 over the acknowledged publish (G1).
-TEST(StoreRefresh, AHeadReadBeforeALocalDeleteAndRepublishIsNotInstalled) {
-  constexpr uint64_t kBlockBytes = 4096;
+// Two hosts on one in-memory L2, host a's reads of it through `hooked`; each with its own L1 and
+// an inline executor.
+struct HookedHosts {
+  static constexpr uint64_t kBlockBytes = 4096;
   ManualClock clock;
-  auto l2 = NewMemObjectStore(&clock);
-  AfterGet hooked(l2.get());
-  auto l1a = NewMemMetaStore();
-  auto l1b = NewMemMetaStore();
-  auto exa = NewInlineExecutor();
-  auto exb = NewInlineExecutor();
-  auto opts = [&](MetaStore* l1, Executor* ex, ObjectStore* os) {
+  std::unique_ptr<ObjectStore> l2 = NewMemObjectStore(&clock);
+  AfterGet hooked{l2.get()};
+  std::unique_ptr<MetaStore> l1a = NewMemMetaStore(), l1b = NewMemMetaStore();
+  std::unique_ptr<Executor> exa = NewInlineExecutor(), exb = NewInlineExecutor();
+  std::unique_ptr<Store> a_store = Open(l1a.get(), exa.get(), &hooked);
+  std::unique_ptr<Store> b_store = Open(l1b.get(), exb.get(), l2.get());
+
+  std::unique_ptr<Store> Open(MetaStore* l1, Executor* ex, ObjectStore* os) {
     StoreOptions o;
     o.object_store = os;
     o.meta_store = l1;
     o.clock = &clock;
     o.executor = ex;
     o.log = [](LogLevel, const std::string&) {};
-    return o;
-  };
-  auto a_open = Store::Open(opts(l1a.get(), exa.get(), &hooked));
-  ASSERT_TRUE(a_open.ok());
-  auto b_open = Store::Open(opts(l1b.get(), exb.get(), l2.get()));
-  ASSERT_TRUE(b_open.ok());
-  Store& a = **a_open;
-  Store& b = **b_open;
+    auto opened = Store::Open(o);
+    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    return opened.ok() ? std::move(opened).value() : nullptr;
+  }
+};
+
+// A refresh reads changed heads outside their chains' stripes and installs them under the stripe.
+// Here, between its read of chain k1's v2 and the install, this process deletes that head
+// (compaction) and publishes chain k1 again — as v1, since versions restart after a delete. The
+// refresh must see that L0 changed meanwhile (it once compared versions: 1 < 2 looked older) and
+// not install the stale v2 over the acknowledged publish (G1).
+TEST(StoreRefresh, AHeadReadBeforeALocalDeleteAndRepublishIsNotInstalled) {
+  HookedHosts h;
+  ASSERT_TRUE(h.a_store && h.b_store);
+  constexpr uint64_t kBlockBytes = HookedHosts::kBlockBytes;
+  AfterGet& hooked = h.hooked;
+  Store& a = *h.a_store;
+  Store& b = *h.b_store;
   const TestChain c = MakeChain(2, kBlockBytes, /*salt=*/1);  // k0 <- k1, chain id k1
   ASSERT_TRUE(a.PutBlocks("default", kFp, c.Puts()).ok());
   ASSERT_EQ(*a.PublishChain("default", kFp, c.tip(), c.tip()), 1u);
@@ -425,29 +433,13 @@ TEST(StoreRefresh, AHeadReadBeforeALocalDeleteAndRepublishIsNotInstalled) {
 // chain the listing no longer has: L2 wins. It once kept the version it had, which lookups
 // reported and gets could not serve once the chain's blobs were collected.
 TEST(StoreRefresh, AChainDeletedBetweenTheListingAndTheHeadReadIsDropped) {
-  constexpr uint64_t kBlockBytes = 4096;
-  ManualClock clock;
-  auto l2 = NewMemObjectStore(&clock);
-  AfterGet hooked(l2.get());
-  auto l1a = NewMemMetaStore();
-  auto l1b = NewMemMetaStore();
-  auto exa = NewInlineExecutor();
-  auto exb = NewInlineExecutor();
-  auto opts = [&](MetaStore* l1, Executor* ex, ObjectStore* os) {
-    StoreOptions o;
-    o.object_store = os;
-    o.meta_store = l1;
-    o.clock = &clock;
-    o.executor = ex;
-    o.log = [](LogLevel, const std::string&) {};
-    return o;
-  };
-  auto a_open = Store::Open(opts(l1a.get(), exa.get(), &hooked));
-  ASSERT_TRUE(a_open.ok());
-  auto b_open = Store::Open(opts(l1b.get(), exb.get(), l2.get()));
-  ASSERT_TRUE(b_open.ok());
-  Store& a = **a_open;
-  Store& b = **b_open;
+  HookedHosts h;
+  ASSERT_TRUE(h.a_store && h.b_store);
+  constexpr uint64_t kBlockBytes = HookedHosts::kBlockBytes;
+  AfterGet& hooked = h.hooked;
+  auto& l2 = h.l2;
+  Store& a = *h.a_store;
+  Store& b = *h.b_store;
   const TestChain c = MakeChain(3, kBlockBytes, /*salt=*/4);
   ASSERT_TRUE(a.PutBlocks("default", kFp, c.Puts()).ok());
   ASSERT_EQ(*a.PublishChain("default", kFp, c.tip(), c.tip()), 1u);
