@@ -1063,6 +1063,10 @@ class HookedL2 final : public ObjectStoreWrapper {
   explicit HookedL2(ObjectStore* target) : ObjectStoreWrapper(target) {}
   Result<std::string> Put(std::string_view key, const std::vector<ByteView>& parts,
                           const PutOptions& options) override {
+    if (key.find("/chain/") != key.npos && fail_head_puts > 0) {
+      --fail_head_puts;
+      return Status::Unavailable("injected: a head write fails");
+    }
     if (options.mode == PutMode::kIfMatch && key.find("/chain/") != key.npos) Fire();
     return target()->Put(key, parts, options);
   }
@@ -1071,6 +1075,7 @@ class HookedL2 final : public ObjectStoreWrapper {
     return target()->Delete(key);
   }
   std::function<void()> on_head_write;
+  int fail_head_puts = 0;  // the next head puts that fail (with nothing written)
 
  private:
   void Fire() {
@@ -1081,8 +1086,10 @@ class HookedL2 final : public ObjectStoreWrapper {
 // The put lands after the evictor's last check but before its change reaches L0: the trim is
 // undone (L0 never loses the chain, L2 gets the head back) and the publish goes through.
 TEST(CapacityRaces, G10APutLandingWhileTheTrimmedHeadIsWrittenUndoesTheTrim) {
-  for (const bool whole : {true, false}) {
-    SCOPED_TRACE(whole ? "head deleted" : "head rewritten shorter");
+  for (const auto& [whole, restore_fails] :
+       {std::pair{true, false}, {false, false}, {true, true}, {false, true}}) {
+    SCOPED_TRACE(std::string(whole ? "head deleted" : "head rewritten shorter") +
+                 (restore_fails ? ", its first write back failing" : ""));
     std::unique_ptr<ObjectStore> mem = NewMemObjectStore();
     HookedL2 l2(mem.get());
     std::unique_ptr<MetaStore> l1 = NewMemMetaStore();
@@ -1109,7 +1116,10 @@ TEST(CapacityRaces, G10APutLandingWhileTheTrimmedHeadIsWrittenUndoesTheTrim) {
     // The extension's parent is the base's second block: in both cases inside the cut.
     const std::vector<uint8_t> ext_payload = Payload(7100, 300);  // outlives the put's view of it
     BlockPut ext{Key(7100), base.keys[1], ext_payload};
-    l2.on_head_write = [&] { ASSERT_TRUE(s.PutBlocks("default", kFp, {&ext, 1}).ok()); };
+    l2.on_head_write = [&] {
+      ASSERT_TRUE(s.PutBlocks("default", kFp, {&ext, 1}).ok());
+      l2.fail_head_puts = restore_fails ? 1 : 0;  // the write of the head back, once
+    };
     auto r = s.Evict();
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->chains, 0u);

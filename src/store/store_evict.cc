@@ -17,6 +17,8 @@ namespace wombatkv {
 namespace {
 
 constexpr uint64_t kUseEpochMicros = 1577836800ull * 1000000;  // 2020-01-01T00:00:00Z
+// Writes of a trimmed head's full version back, for a put that landed meanwhile (TrimChain).
+constexpr int kRestoreAttempts = 3;
 constexpr uint64_t kMicrosPerTick = 1000000;                    // use stamps are seconds
 // Unreferenced blobs: at most this many existence probes (HEAD) per pass, each blob probed at
 // most once per interval.
@@ -751,8 +753,15 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
     const std::string full = layout::EncodeChainHead(head);
     PutOptions opts = keep > 0 ? PutOptions{PutMode::kIfMatch, etag}
                                : PutOptions{PutMode::kIfAbsent, {}};
-    counters_.l2_puts++;
-    auto back = l2_->Put(key, {AsBytes(full)}, opts);
+    // Tried again on an error that leaves the head as it was (or unknown: a retry of a put that
+    // was applied meets a Conflict, and L0 then follows L2, which has it): given up, the trim
+    // would stand and the put's publish fail, which G10 says cannot happen.
+    Result<std::string> back = Status::Internal("not written");
+    for (int attempt = 0; attempt < kRestoreAttempts; ++attempt) {
+      counters_.l2_puts++;
+      back = l2_->Put(key, {AsBytes(full)}, opts);
+      if (back.ok() || back.status().IsConflict()) break;
+    }
     if (back.ok()) {
       if (Status s = ApplyHead(head, *back, full); !s.ok()) {
         Log(LogLevel::kWarn, "restored " + key + " but could not record it in L1: " + s.ToString());
