@@ -84,8 +84,7 @@ bool ShmServer::Impl::TryTake(const std::shared_ptr<Conn>& cp, Taken* out, bool 
   n.running.fetch_add(1);
   if (stopping.load()) {
     lk.unlock();
-    std::lock_guard<std::mutex> g(n.mu);  // as Served: the stop may be waiting for the count
-    if (--n.running == 0) n.cv.notify_all();
+    if (--n.running == 0) n.Notify();  // as Served on a worker (joined before the server goes)
     return false;
   }
 
