@@ -541,6 +541,14 @@ Result<wire::Message> Attachment::Wait(Waiter& w, uint64_t id, WaitBudget& budge
   for (;;) {
     if (w.state.load(std::memory_order_acquire) == Waiter::kDone) return Finish(w);
     if (dead()) {
+      // A response the daemon published before it hung up (a stop answers what it took, then
+      // detaches) is still in the ring: deliver it rather than fail a call that was answered.
+      // Every receiver leaves its loop once dead, so the lock comes at once.
+      {
+        std::lock_guard<std::mutex> rl(recv_mu_);
+        Drain();
+      }
+      if (w.state.load(std::memory_order_acquire) == Waiter::kDone) return Finish(w);
       std::lock_guard<std::mutex> lk(pending_mu_);
       if (pending_.erase(id)) return DeadStatus();
       // Otherwise a receiver took our response and is delivering it right now.
