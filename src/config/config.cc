@@ -589,9 +589,10 @@ const std::vector<Setting>& Table() {
        SetRefreshInterval, false},
       {{"WMBT_KV_S3_LIST_LAG", "auto: 0 for the local directory, 10s for S3",
         "The longest an L2 listing may lag behind a chain head write; orphan GC (the store's, "
-        "wombatkv gc, wombatkv audit --repair) waits this long before re-checking the heads "
-        "after deleting, so it never misses a head written just before its deletes "
-        "(docs/layout.md §7). 0 for a store that lists consistently."},
+        "wombatkv gc, wombatkv audit --repair) waits this long before listing the heads again "
+        "ahead of its deletes, and again before re-checking them after, so it never misses a "
+        "head written before either (docs/layout.md §7). 0 for a store that lists "
+        "consistently."},
        SetS3ListLag, false},
   };
   return kTable;

@@ -123,9 +123,12 @@ Result<GcReport> OrphanCollector::RunPass(const ScanProgressFn& progress) {
         },
         nullptr, progress);
   }
+  // The candidates of the namespaces listed, even if a later one failed (as without a lag).
+  const Status deleted = DeleteConfirmed(&report);
   // R3: every delete made is re-checked, whatever failed after it.
   const Status rechecked = RecheckDeferred(&report);
   WMBT_RETURN_IF_ERROR(scanned);
+  WMBT_RETURN_IF_ERROR(deleted);
   WMBT_RETURN_IF_ERROR(rechecked);
   if (options_.only_ns.empty() && !(options_.stop && options_.stop())) {
     // A whole scan: heads of namespaces that are gone leave the cache.
@@ -238,7 +241,59 @@ Status OrphanCollector::CollectNamespace(const NamespaceListing& listing, GcRepo
     report->removed.insert(report->removed.end(), expired.begin(), expired.end());
     return Status::Ok();
   }
+  if (expired.empty()) return Status::Ok();
+  if (options_.list_lag_us == 0) return DeleteExpired(ns, known, expired, report);
+  // R1 with a lagging listing: deleted only once a listing made after the lag shows no head
+  // naming them (DeleteConfirmed), together with the other namespaces' candidates.
+  candidates_count_ += expired.size();
+  candidates_.push_back(Candidates{ns, known, std::move(expired)});
+  if (candidates_count_ >= kCandidatesMax) return DeleteConfirmed(report);
+  return Status::Ok();
+}
 
+Status OrphanCollector::DeleteConfirmed(GcReport* report) {
+  if (candidates_.empty()) return Status::Ok();
+  std::vector<Candidates> all = std::move(candidates_);
+  candidates_.clear();
+  candidates_count_ = 0;
+  if (options_.stop && options_.stop()) return Status::Ok();
+  WaitListLag(report);
+  for (Candidates& c : all) {
+    if (options_.stop && options_.stop()) break;
+    HashSet refs;
+    bool unreadable = false;
+    if (Status s = ReadChangedHeads(c.ns, c.known.get(), &refs, &unreadable); !s.ok()) {
+      return s.WithContext("listing the chain heads of namespace " + c.ns +
+                           " again before deleting its orphans (none was deleted)");
+    }
+    if (unreadable) {  // R2, for a head that appeared (or changed) since the first listing
+      report->namespaces_skipped++;
+      report->problems.push_back("namespace " + c.ns +
+                                 ": a chain head listed late cannot be read, so what it "
+                                 "references is unknown: no blob of this namespace is deleted; "
+                                 "run `wombatkv audit --repair`");
+      continue;
+    }
+    std::erase_if(c.expired, [&](const OrphanBlob& o) {
+      if (!refs.count(o.hash)) return false;
+      report->named_late++;
+      return true;
+    });
+    WMBT_RETURN_IF_ERROR(DeleteExpired(c.ns, c.known, c.expired, report));
+  }
+  return Status::Ok();
+}
+
+void OrphanCollector::WaitListLag(GcReport* report) {
+  if (options_.list_lag_us == 0) return;
+  if (options_.on_list_lag_wait) options_.on_list_lag_wait(options_.list_lag_us);
+  clock_->SleepMicros(options_.list_lag_us);
+  report->list_lag_waited_us += options_.list_lag_us;
+}
+
+Status OrphanCollector::DeleteExpired(const std::string& ns,
+                                      const std::shared_ptr<KnownHeads>& known,
+                                      const std::vector<OrphanBlob>& expired, GcReport* report) {
   // Candidates go in chunks (TakeChunk): read whole, kept in the hold directory if there is one,
   // deleted — each read and delete on its own task when there is an executor — then handled in
   // order on this thread. `keep` and `stop` are asked as each chunk is formed; a chunk ends where
@@ -329,11 +384,7 @@ Status OrphanCollector::RecheckDeferred(GcReport* report) {
   if (deferred_.empty()) return Status::Ok();
   // A head written before the deletes but not yet listed would escape the re-check (and its
   // publisher's R4 check ran before the deletes): wait until every such head is listed.
-  if (options_.list_lag_us > 0) {
-    if (options_.on_list_lag_wait) options_.on_list_lag_wait(options_.list_lag_us);
-    clock_->SleepMicros(options_.list_lag_us);
-    report->list_lag_waited_us += options_.list_lag_us;
-  }
+  WaitListLag(report);
   std::vector<Deferred> batches = std::move(deferred_);
   deferred_.clear();
   deferred_bytes_ = 0;
@@ -396,36 +447,34 @@ Status OrphanCollector::TakeChunk(const std::vector<const OrphanBlob*>& chunk,
   });
 }
 
+Status OrphanCollector::ReadChangedHeads(const std::string& ns, KnownHeads* known, HashSet* refs,
+                                         bool* unreadable) {
+  WMBT_ASSIGN_OR_RETURN(std::vector<ListedHead> heads, ListHeads(l2_, options_.l2_prefix, ns));
+  std::vector<ListedHead> changed;
+  for (ListedHead& h : heads) {
+    auto it = known->find(h.info.key);
+    if (it == known->end() || it->second != h.info.etag) changed.push_back(std::move(h));
+  }
+  WMBT_ASSIGN_OR_RETURN(std::vector<HeadRead> reads,
+                        ReadHeads(l2_, ns, changed, options_.executor));
+  for (size_t i = 0; i < reads.size(); ++i) {
+    const HeadRead& r = reads[i];
+    if (r.state == HeadRead::State::kGone) continue;
+    if (r.state == HeadRead::State::kUnreadable) *unreadable = true;
+    (*known)[changed[i].info.key] = r.etag;
+    AddReferences(r, refs);
+  }
+  return Status::Ok();
+}
+
 Status OrphanCollector::RecheckAndRestore(const std::string& ns, KnownHeads* known,
                                           std::vector<Held>* held, GcReport* report) {
   if (held->empty()) return Status::Ok();
   HashSet refs;
-  bool restore_all = false;  // the re-check failed or found a head it cannot read: keep them all
-  Status failed;
-  auto heads = ListHeads(l2_, options_.l2_prefix, ns);
-  if (!heads.ok()) {
-    restore_all = true;
-    failed = heads.status();
-  } else {
-    std::vector<ListedHead> changed;
-    for (ListedHead& h : *heads) {
-      auto it = known->find(h.info.key);
-      if (it == known->end() || it->second != h.info.etag) changed.push_back(std::move(h));
-    }
-    auto reads = ReadHeads(l2_, ns, changed, options_.executor);
-    if (!reads.ok()) {
-      restore_all = true;
-      failed = reads.status();
-    } else {
-      for (size_t i = 0; i < reads->size(); ++i) {
-        const HeadRead& r = (*reads)[i];
-        if (r.state == HeadRead::State::kGone) continue;
-        if (r.state == HeadRead::State::kUnreadable) restore_all = true;
-        (*known)[changed[i].info.key] = r.etag;
-        AddReferences(r, &refs);
-      }
-    }
-  }
+  bool unreadable = false;
+  const Status failed = ReadChangedHeads(ns, known, &refs, &unreadable);
+  // The re-check failed or found a head it cannot read: keep them all.
+  const bool restore_all = !failed.ok() || unreadable;
   for (Held& h : *held) {
     const OrphanBlob& o = h.blob.orphan;
     if (!restore_all && !refs.count(o.hash)) {

@@ -18,7 +18,9 @@
 //       whose head was written after the collector's first listing and before its re-check.
 //       A delete that failed is re-checked too (its answer may have been lost after it was
 //       applied); a restore that fails is retried at every later pass; with listings that lag
-//       (GcOptions::list_lag_us) the re-check first waits out the lag. With a hold directory
+//       (GcOptions::list_lag_us) the re-check first waits out the lag, and so does a second
+//       listing of the heads before the deletes (so that only heads written during the pass are
+//       left to the re-check). With a hold directory
 //       (GcOptions::hold_dir) the kept bytes are on disk before the deletes, so a collector that
 //       dies before its re-check leaves it to the next one.
 //   R4. Publisher re-check (StoreImpl::ReverifyReusedBlobs). A publisher that relied on a blob
@@ -127,6 +129,8 @@ struct GcReport {
   uint64_t retried = 0;         // of this pass's attempts, blobs whose delete failed last pass
   uint64_t namespaces_skipped = 0;  // R2
   uint64_t kept = 0;            // expired, but GcOptions::keep held them
+  // Expired, but a head the lagging first listing hid names them (list_lag_us): not deleted.
+  uint64_t named_late = 0;
   uint64_t list_lag_waited_us = 0;  // R3: waited for lagging listings (list_lag_us per re-check)
   // Blobs an earlier collector deleted and died (or closed) before re-checking or putting back,
   // found in the hold directory and re-checked by this pass (their outcome is counted above).
@@ -171,6 +175,8 @@ class OrphanCollector {
   // Reads a chunk of candidates, writes their bytes to the hold directory (if any), deletes them.
   Status TakeChunk(const std::vector<const OrphanBlob*>& chunk, std::vector<Taken>* taken,
                    std::shared_ptr<HoldFiles::File>* hold);
+  // Lists, reads the heads, finds the namespace's expired orphans; deletes them at once with a
+  // current listing, else leaves them to DeleteConfirmed.
   Status CollectNamespace(const NamespaceListing& listing, GcReport* report);
   // R3 for one batch: re-lists the heads, restores what a new or changed head names, and
   // accounts the rest as freed. `known` maps head keys to the ETag already read (updated).
@@ -189,6 +195,29 @@ class OrphanCollector {
     bool leftover = false;
   };
   using KnownHeads = std::map<std::string, std::string>;  // head key → ETag read
+  // Lists the heads of `ns` and reads those new or changed since `known` (updated), adding what
+  // they name to `refs`; `unreadable` is set if one cannot be decoded (R2).
+  Status ReadChangedHeads(const std::string& ns, KnownHeads* known, HashSet* refs,
+                          bool* unreadable);
+  struct Candidates {
+    std::string ns;
+    std::shared_ptr<KnownHeads> known;
+    std::vector<OrphanBlob> expired;
+  };
+  // Candidates held for DeleteConfirmed, across the namespaces of a pass (one wait serves all);
+  // at kCandidatesMax they are confirmed and deleted mid-pass, bounding the memory they take.
+  static constexpr size_t kCandidatesMax = 65536;
+  std::vector<Candidates> candidates_;
+  size_t candidates_count_ = 0;
+  // R1 with a lagging listing (list_lag_us): waits out the lag, lists each namespace's heads
+  // again, and deletes only the candidates no head then names. A head written before the first
+  // listing but hidden from it by the lag would otherwise see its blobs deleted, and be left to
+  // the re-check (R3) alone — which a collector that dies first does not make until it runs again.
+  Status DeleteConfirmed(GcReport* report);
+  // Reads, keeps (hold directory) and deletes `expired` in chunks, deferring their re-check.
+  Status DeleteExpired(const std::string& ns, const std::shared_ptr<KnownHeads>& known,
+                       const std::vector<OrphanBlob>& expired, GcReport* report);
+  void WaitListLag(GcReport* report);  // list_lag_us, counted in the report
   Status RecheckAndRestore(const std::string& ns, KnownHeads* known, std::vector<Held>* held,
                            GcReport* report);
   // Deletes whose re-check (R3) is still to come, across the namespaces of a pass, so that one

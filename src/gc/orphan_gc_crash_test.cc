@@ -95,9 +95,10 @@ struct FilePlanes {
 
 // The crash window R3 leaves without a hold directory: an orphan older than the grace is reused
 // by a publisher on another host (its upload finds the blob and skips it), whose head a lagging
-// listing does not show yet. The collector deletes the blob; its re-check, after waiting out the
-// lag, would put it back — but it is killed first. The chain's publish was acknowledged (its
-// check after the head write found the blob, then not yet deleted), so only the collector can
+// listing does not show yet — not even the collector's second listing before its deletes (the
+// head was written just before it). The collector deletes the blob; its re-check, after waiting
+// out the lag, would put it back — but it is killed first. The chain's publish was acknowledged
+// (its check after the head write found the blob, then not yet deleted), so only the collector can
 // repair it.
 TEST(OrphanGcCrash, ACollectorKilledBeforeItsRecheckLeavesItToTheNext) {
   FilePlanes p;
@@ -114,17 +115,19 @@ TEST(OrphanGcCrash, ACollectorKilledBeforeItsRecheckLeavesItToTheNext) {
   }
   LaggingListing lagging(p.l2.get(), &p.clock);
   lagging.hidden = layout::ChainKey("kv", "default", kFp, chain.tip());
-  lagging.until_us = p.clock.NowMicros() + kLagUs;
+  lagging.until_us = p.clock.NowMicros() + kLagUs + 1;  // past the wait before the deletes
 
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    // The collector: says when it has deleted and is about to wait for the listing, then waits
-    // to be killed.
+    // The collector: says when it has deleted and is about to wait for the listing (its second
+    // wait; the first came before the deletes), then waits to be killed.
     gc::GcOptions o = p.Options();
+    int waits = 0;
     o.on_list_lag_wait = [&](uint64_t) {
+      if (++waits < 2) return;
       const char c = 'd';
       (void)!::write(ready[1], &c, 1);
       for (;;) ::pause();
@@ -147,7 +150,9 @@ TEST(OrphanGcCrash, ACollectorKilledBeforeItsRecheckLeavesItToTheNext) {
   EXPECT_TRUE(p.l2->Head(blob).status().IsNotFound());
   EXPECT_EQ(p.HoldFiles(), 1u);
 
-  // The next collector with the same hold directory (a restarted process) finishes the re-check.
+  // The next collector with the same hold directory (a restarted process, as late as the killed
+  // one got) finishes the re-check.
+  p.clock.Advance(kLagUs);
   gc::OrphanCollector next(p.l2.get(), &p.clock, p.Options());
   const gc::GcReport r = p.Pass(next);
   EXPECT_EQ(r.recovered, 1u);

@@ -111,19 +111,20 @@ wait "$HOLDER" 2>/dev/null
 run "$WKV" --json gc --grace 0
 check_json "once it ended, gc runs" "$TMP/out" "d['deleted']" "1"
 
-# WMBT_KV_S3_LIST_LAG: the re-check after deleting waits out a lagging listing (gc/orphan_gc.h R3),
-# in gc and in audit --repair alike; a bad value stops the CLI naming the variable.
+# WMBT_KV_S3_LIST_LAG: the listing of the heads before deleting, and the re-check after, each wait
+# out a lagging listing (gc/orphan_gc.h R3), in gc and in audit --repair alike; a bad value stops
+# the CLI naming the variable.
 run "$WKV" put "$K9" --value "$(head -c 700 /dev/zero | tr '\0' l)"
 run env WMBT_KV_S3_LIST_LAG=1500ms "$WKV" --json gc --grace 0
-check_json "gc waits WMBT_KV_S3_LIST_LAG before its re-check" "$TMP/out" \
-  "(d['deleted'], d['list_lag_waited_ms'])" "(1, 1500)"
+check_json "gc waits WMBT_KV_S3_LIST_LAG before its deletes and before its re-check" "$TMP/out" \
+  "(d['deleted'], d['list_lag_waited_ms'])" "(1, 3000)"
 run "$WKV" put "$K9" --value "$(head -c 700 /dev/zero | tr '\0' m)"
 run env WMBT_KV_S3_LIST_LAG=1s "$WKV" gc --grace 0
-check_rc "gc says why it waits" 0 "waiting 1s (WMBT_KV_S3_LIST_LAG) after deleting"
+check_rc "gc says why it waits" 0 "waiting 1s (WMBT_KV_S3_LIST_LAG) for S3 listings"
 run "$WKV" put "$K9" --value "$(head -c 700 /dev/zero | tr '\0' r)"
 run env WMBT_KV_S3_LIST_LAG=1s "$WKV" --json audit --repair --grace 0
 check_json "audit --repair's orphan GC waits WMBT_KV_S3_LIST_LAG too" "$TMP/out" \
-  "(d['repair']['gc']['deleted'], d['repair']['gc']['list_lag_waited_ms'])" "(1, 1000)"
+  "(d['repair']['gc']['deleted'], d['repair']['gc']['list_lag_waited_ms'])" "(1, 2000)"
 run env WMBT_KV_S3_LIST_LAG=soon "$WKV" gc --grace 0
 check_rc "a bad WMBT_KV_S3_LIST_LAG is a usage error naming it" 2 "WMBT_KV_S3_LIST_LAG"
 run "$WKV" gc --grace soon

@@ -72,6 +72,7 @@ nlohmann::json GcJson(const gc::GcReport& r, uint64_t grace_us, bool dry_run) {
           {"deleted", r.deleted},
           {"freed_bytes", r.freed_bytes},
           {"restored", r.restored},
+          {"named_late", r.named_late},
           {"recovered", r.recovered},
           {"delete_failures", r.delete_failures},
           {"namespaces_skipped", r.namespaces_skipped},

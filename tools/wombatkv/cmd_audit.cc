@@ -420,8 +420,9 @@ int RunGc(Context& ctx, const GcArgs& a) {
   options.on_list_lag_wait = [&](uint64_t wait_us) {
     if (std::exchange(said, true)) return;
     ctx.out.Note("waiting " + HumanDuration(wait_us) +
-                 " (WMBT_KV_S3_LIST_LAG) after deleting, for S3 listings to show any head "
-                 "written meanwhile, before re-checking what was deleted");
+                 " (WMBT_KV_S3_LIST_LAG) for S3 listings to show every chain head written so "
+                 "far, before deleting orphans no head names, and again before re-checking "
+                 "what was deleted");
   };
   options.executor = setup.executor.get();
   if (ctx.ns_given) options.only_ns = ctx.opts.ns;
