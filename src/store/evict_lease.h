@@ -57,6 +57,9 @@ class EvictLease {
   // asked between the head writes of an eviction pass, which may outlast it.
   bool Running() const { return Still(clock_->WallMicros()); }
 
+  // Whether the last Hold() left this store the holder (its lease may have run out since).
+  bool HeldLast() const { return mine_; }
+
   // Who else holds it, and until when (wall µs), as last read; empty while this store holds it.
   const std::string& other_holder() const { return other_holder_; }
   uint64_t other_until_us() const { return other_until_us_; }

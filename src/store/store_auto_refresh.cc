@@ -6,7 +6,12 @@
 // Scheduling follows eviction's (store_evict.cc): a store with its own executor and the real clock
 // has a timer thread; with an injected executor or clock (tests, the simulator) puts and gets
 // start a refresh on the executor once the interval has passed, so a simulated clock drives it.
+//
+// Without an interval, the holder of a namespace's eviction lease still loads that namespace
+// before its eviction passes (RefreshLeasedNamespaces), since it evicts for every host.
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "store/store_impl.h"
 
@@ -59,6 +64,44 @@ void StoreImpl::AutoRefresh() {
                              "; chains other hosts publish are not seen here until one succeeds "
                              "(tried again every " +
                              std::to_string(options_.refresh_interval_ms) + " ms)" + note);
+  }
+}
+
+void StoreImpl::RefreshLeasedNamespaces() {
+  if (!options_.object_store || options_.eviction_lease_ms == 0 ||
+      options_.refresh_interval_ms > 0 || RefreshingHere::In(this)) {
+    return;
+  }
+  const uint64_t now = clock_->NowMicros();
+  if (now < next_leased_refresh_us_.load(std::memory_order_relaxed)) return;
+  std::vector<std::string> held;
+  {
+    std::lock_guard<std::mutex> pass(evict_mu_);
+    for (const auto& [ns, lease] : evict_leases_) {
+      if (lease->HeldLast()) held.push_back(ns);
+    }
+  }
+  if (held.empty()) return;
+  next_leased_refresh_us_.store(now + options_.eviction_lease_ms * 1000 / 2,
+                                std::memory_order_relaxed);
+  std::lock_guard<std::mutex> g(refresh_mu_);
+  const RefreshingHere here(this);
+  for (const std::string& ns : held) {
+    RefreshReport report;
+    const Status s = RefreshNamespace(ns, &report);
+    if (s.ok()) {
+      if (report.chains_added + report.chains_updated + report.chains_removed > 0) {
+        Log(LogLevel::kDebug,
+            "namespace " + ns + " (this store holds its eviction lease) " +
+                "refreshed from L2 before evicting: " + std::to_string(report.chains_added) +
+                " added, " + std::to_string(report.chains_updated) + " updated, " +
+                std::to_string(report.chains_removed) + " removed");
+      }
+    } else if (std::string note; refresh_warnings_.Take(clock_->NowMicros(), &note)) {
+      Log(LogLevel::kWarn, "loading namespace " + ns + " from L2 (" + l2_->Describe() +
+                               ") before evicting in it failed: " + s.ToString() +
+                               "; this pass evicts from what this store saw before" + note);
+    }
   }
 }
 

@@ -233,32 +233,6 @@ TEST_P(Capacity, ATrimmedHeadIsNeverOlderThanTheHeadItReplaces) {
   EXPECT_GE(published_us(), before);
 }
 
-// Limits on an L2 other hosts may share, with no refresh interval: the store says at open that
-// other hosts' chains would escape eviction while it holds the lease, and what to set.
-TEST(CapacityWarnings, LimitsOnASharedL2WithoutRefreshAreWarnedOfAtOpen) {
-  FakeClock clock;
-  auto l2 = NewMemObjectStore(&clock);
-  for (const uint64_t refresh_ms : {uint64_t{0}, uint64_t{30'000}}) {
-    std::vector<std::string> warnings;
-    StoreOptions o;
-    o.object_store = l2.get();
-    o.clock = &clock;
-    o.executor = nullptr;
-    o.namespace_bytes_max[""] = 1 << 20;
-    o.refresh_interval_ms = refresh_ms;
-    o.log = [&](LogLevel level, const std::string& line) {
-      if (level >= LogLevel::kWarn) warnings.push_back(line);
-    };
-    auto meta = NewMemMetaStore();
-    o.meta_store = meta.get();
-    ASSERT_TRUE(Store::Open(o).ok());
-    const bool warned = std::ranges::any_of(warnings, [](const std::string& w) {
-      return w.find("set WMBT_KV_REFRESH_INTERVAL") != std::string::npos;
-    });
-    EXPECT_EQ(warned, refresh_ms == 0) << "refresh interval " << refresh_ms << " ms";
-  }
-}
-
 // The wall clock, moved by Step (both ways) on top of FakeClock's.
 class SteppedWallClock final : public ManualClock {
  public:
@@ -1007,6 +981,30 @@ TEST(CapacityRaces, HostsThatOrderChainsDifferentlyEvictTheExcessOnceUnderTheLea
   h.clock.Advance(h.lease_ms * 1000);
   EXPECT_EQ((*b)->Evict()->chains, 2u);
   EXPECT_EQ(h.Referenced(**b), 6 * h.per_chain);
+}
+
+// With a TTL the holder renews its lease for as long as it runs, so it alone evicts there. With no
+// refresh interval it saw other hosts' chains as of its open only, and those published since were
+// evicted by no one (session 56's review): the holder now loads the namespaces whose lease it
+// holds before a pass (at most every half lease).
+TEST(CapacityRaces, TheLeaseHolderWithoutARefreshIntervalEvictsWhatOtherHostsPublishedSince) {
+  TwoHosts h;
+  auto options = [&](MetaStore* l1) {
+    StoreOptions o = h.Options(l1, 0);
+    o.namespace_ttl_seconds = {{"default", 300}};
+    EXPECT_EQ(o.refresh_interval_ms, 0u);
+    return o;
+  };
+  auto a = Store::Open(options(h.l1_a.get()));
+  auto b = Store::Open(options(h.l1_b.get()));
+  ASSERT_TRUE(a.ok() && b.ok());
+  h.Publish(**a, 600);
+  EXPECT_EQ((*a)->Evict()->chains, 0u);  // a takes the lease; its chain is a minute old
+  h.Publish(**b, 601);                   // after a's open and a's pass
+  h.clock.Advance(6 * kHour / 60);       // both past the TTL, a's lease still running
+  EXPECT_EQ((*b)->Evict()->chains, 0u) << "b evicted while a held the lease";
+  EXPECT_EQ((*a)->Evict()->chains, 2u) << "b's chain escaped the holder's eviction";
+  EXPECT_EQ(h.Referenced(**b), 0u);
 }
 
 // A store that restarts on the same data directory is the same holder: it evicts at once.

@@ -359,6 +359,7 @@ void StoreImpl::BackgroundPass() {
     pass_queued_ = false;
     return;
   }
+  RefreshLeasedNamespaces();
   const EvictionReport r = EvictPass();
   // Eviction only stops referencing blobs; GC deletes them, on a thread of its own.
   MaybeScheduleGc();
@@ -380,7 +381,10 @@ void StoreImpl::TimerLoop(uint64_t interval_ms, const std::function<void()>& wor
   }
 }
 
-Result<EvictionReport> StoreImpl::Evict() { return EvictPass(); }
+Result<EvictionReport> StoreImpl::Evict() {
+  RefreshLeasedNamespaces();
+  return EvictPass();
+}
 
 // ---------------------------------------------------------------------------- the pass
 

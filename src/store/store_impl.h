@@ -437,6 +437,13 @@ class StoreImpl final : public Store {
     const StoreImpl* previous_;
   };
   Result<RefreshReport> RefreshLocked();  // REQUIRES: refresh_mu_
+  // Before an eviction pass, a store with no refresh interval on a shared L2 loads the namespaces
+  // whose eviction lease its last pass held, at most every half lease: it is the only one to
+  // evict there, and without this it saw other hosts' chains as of its open only, so with a TTL
+  // (which renews the lease for as long as it runs) those chains were evicted by no one.
+  // Not with evict_mu_ held (a refresh may run a pass inline: refresh_mu_ comes first).
+  void RefreshLeasedNamespaces();
+  std::atomic<uint64_t> next_leased_refresh_us_{0};
   // --- abandoned puts (store_abandoned_puts.cc) ---
   // The age after which a put never published is forgotten: the larger of the two graces.
   uint64_t AbandonedAfterUs() const;

@@ -207,15 +207,6 @@ Status StoreImpl::Init() {
     refresh_thread_->Submit(
         [this] { TimerLoop(options_.refresh_interval_ms, [this] { AutoRefresh(); }); });
   }
-  if (evict_configured_ && options_.object_store != nullptr && options_.eviction_lease_ms > 0 &&
-      options_.refresh_interval_ms == 0) {
-    Log(LogLevel::kWarn,
-        "capacity limits on an L2 other hosts may share, with no WMBT_KV_REFRESH_INTERVAL: this "
-        "store evicts only the chains it has seen (its own, and other hosts' as of its open), so "
-        "while it holds a namespace's eviction lease the chains other hosts published since are "
-        "evicted by no one; if other hosts publish to this L2, set WMBT_KV_REFRESH_INTERVAL "
-        "(e.g. 30s) on each of them");
-  }
   if (l1_was_empty && report->chains_added > 0) {
     const size_t n = report->chains_added;
     Log(LogLevel::kWarn, "L1 was empty or rebuilt: index rebuilt from L2 (" + std::to_string(n) +
