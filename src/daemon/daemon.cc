@@ -349,16 +349,20 @@ size_t Daemon::Shutdown() {
     (void)new std::shared_ptr<Store>(std::move(d.store));
     return abandoned;
   }
+  std::shared_ptr<Store> store;
   {
     std::unique_lock lock(d.components_mu);
     d.tcp.reset();
     d.shm.reset();
     d.service.reset();
-    if (d.store) {
-      // The store's destructor waits for its background uploads: the flush.
-      d.store.reset();
-      d.announce("store closed");
-    }
+    store = std::move(d.store);
+  }
+  if (store) {
+    // The store's destructor waits for its background uploads: the flush, which can take long
+    // against S3. Outside the lock, so that /healthz, /readyz and /metrics answer meanwhile.
+    d.announce("closing the store (its uploads finish first)");
+    store.reset();
+    d.announce("store closed");
   }
   d.http.reset();
   return 0;

@@ -79,6 +79,17 @@ Status SetShmArenas(DaemonSettings& s, std::string_view v) {
 Status SetTokens(DaemonSettings& s, std::string_view v) {
   auto grants = ParseTokenGrants(v);
   if (!grants.ok()) return grants.status().WithContext("WMBT_KV_AUTH_TOKENS");
+  // Across values as within one (each --auth-token is one): a token given twice would be granted
+  // what its last entry says, perhaps every namespace where an earlier entry limited it.
+  for (const TokenGrant& g : *grants) {
+    for (const TokenGrant& earlier : s.tokens) {
+      if (earlier.token == g.token) {
+        return Status::InvalidArgument(
+            "WMBT_KV_AUTH_TOKENS: a token is given twice (in two --auth-token flags, or after "
+            "WMBT_KV_AUTH_TOKENS); give each token once with all its namespaces");
+      }
+    }
+  }
   for (auto& g : *grants) s.tokens.push_back(std::move(g));
   return Status::Ok();
 }

@@ -8,6 +8,7 @@
 
 #include "base/read_text_file.h"
 #include "config/unknown_settings.h"
+#include "store/stats_fields.h"
 
 namespace wombatkv {
 namespace {
@@ -88,6 +89,19 @@ TEST(DaemonSettings, RepeatedTokensAccumulate) {
   EXPECT_EQ(s.Describe().find("one"), std::string::npos) << "tokens are shown as a count";
 }
 
+// Each --auth-token flag is one value: a token limited in one and given again in another (here
+// for every namespace) was granted what the last said, silently widening it.
+TEST(DaemonSettings, ATokenGivenInTwoValuesIsRefused) {
+  DaemonSettings s;
+  ASSERT_TRUE(s.Set("WMBT_KV_AUTH_TOKENS", "t=ns-a").ok());
+  const Status st = s.Set("WMBT_KV_AUTH_TOKENS", "t");
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("given twice"), std::string::npos) << st.ToString();
+  EXPECT_EQ(st.message().find("t="), std::string::npos) << "the token is not echoed";
+  ASSERT_EQ(s.tokens.size(), 1u);
+  EXPECT_EQ(s.tokens[0].namespaces, std::vector<std::string>{"ns-a"});
+}
+
 TEST(DaemonSettings, DocsListEverySettingOnceAndSetAcceptsThem) {
   std::set<std::string_view> names;
   for (const SettingDoc& d : DaemonSettingDocs()) {
@@ -155,6 +169,16 @@ TEST(DaemonSettings, TheClientTokenIsAConfigSecret) {
   EXPECT_EQ(c.auth_token, "client-s3cret");
   EXPECT_EQ(c.Describe().find("client-s3cret"), std::string::npos);
   EXPECT_NE(c.Describe().find("WMBT_KV_AUTH_TOKEN=(set)"), std::string::npos);
+}
+
+// docs/wire.md states how many counters a Stats reply carries: the code's count (a reviewer found
+// the doc 17 behind).
+TEST(WireDoc, TheStatsReplysCounterCountIsTheCodes) {
+  const std::optional<std::string> text = ReadTextFile(WOMBATKV_WIRE_DOC);
+  ASSERT_TRUE(text) << WOMBATKV_WIRE_DOC;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(*text, m, std::regex(R"(\| 13 \| Stats \|[^\n]*`u64` × (\d+))")));
+  EXPECT_EQ(std::stoul(m[1].str()), std::size(kStoreStatsFields));
 }
 
 }  // namespace

@@ -54,6 +54,7 @@ struct Service::Impl {
   std::shared_mutex sessions_mu;
   // Refusals are caused by peers: at most 10 log lines a second (the rest counted).
   LogBudget refusals_logged{10, 1'000'000};
+  LogBudget hidden_errors_logged{10, 1'000'000};
   // Requests the daemon failed (its L2 unreachable, corruption found, a bug), which clients may
   // take for misses without a word: at most 5 lines in 10 s.
   LogBudget failures_logged{5, 10'000'000};
@@ -309,7 +310,23 @@ std::optional<Message> Service::Impl::Dispatch(Session& session, Op op, const Me
       WMBT_DECODE(RefreshRequest, req);
       (void)req;
       auto report = store.Refresh();
-      if (!report.ok()) return wire::EncodeStatusResponse(op, report.status());
+      if (!report.ok()) {
+        // Refresh reads every namespace, and its errors name the object that failed: not for a
+        // session limited to some namespaces (docs/wire.md: Refresh returns only counts).
+        if (!Granted(session).empty()) {
+          std::string note;
+          if (options.log && hidden_errors_logged.Take(clock.NowMicros(), &note)) {
+            options.log(LogLevel::kWarn, "Refresh from " + session.peer +
+                                             " (a namespace-limited token) failed: " +
+                                             report.status().ToString() + note);
+          }
+          return wire::EncodeStatusResponse(
+              op, Status(report.status().code(),
+                         "refreshing from L2 failed (the daemon's log says why; the error may "
+                         "name other namespaces, so this session is not told)"));
+        }
+        return wire::EncodeStatusResponse(op, report.status());
+      }
       return wire::RefreshResponse{*report}.Encode();
     }
     case Op::kListChains:

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "layout/object_keys.h"
 #include "store/store_test_util.h"
 #include "wire/codec.h"
@@ -351,6 +353,55 @@ TEST_F(ServiceTest, RequestsTheDaemonFailsAreLoggedWithinABudget) {
   for (int i = 0; i < 7; ++i) EXPECT_EQ(get(c.tip()).code(), Code::kCorruption);
   ASSERT_EQ(lines.size(), 5u);
   EXPECT_NE(lines[0].find("failed: CORRUPTION"), std::string::npos) << lines[0];
+}
+
+// An L2 whose listings of tenant-b fail with an error naming the prefix listed (as the local
+// directory's and S3's errors name the key).
+class FailingListings final : public ObjectStoreWrapper {
+ public:
+  explicit FailingListings(ObjectStore* target) : ObjectStoreWrapper(target) {}
+  bool failing = false;
+  Result<ListPage> List(std::string_view prefix, std::string_view delimiter, std::string_view token,
+                        size_t max_keys) override {
+    if (failing && prefix.find("tenant-b") != std::string_view::npos)
+      return Status::Unavailable("test: listing " + std::string(prefix) + " failed");
+    return ObjectStoreWrapper::List(prefix, delimiter, token, max_keys);
+  }
+};
+
+// Refresh reads every namespace: when it fails, a session limited to some namespaces is told
+// only that it failed — the error names another tenant's keys — and the operator's log says why.
+TEST_F(ServiceTest, AFailedRefreshDoesNotShowALimitedSessionOtherNamespaces) {
+  auto mem = NewMemObjectStore();
+  FailingListings l2(mem.get());
+  auto l1 = NewMemMetaStore();
+  StoreOptions o;
+  o.object_store = &l2;
+  o.meta_store = l1.get();
+  auto store = Store::Open(o);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const TestChain c = MakeChain(1, 300, 7);
+  ASSERT_TRUE((*store)->PutBlocks("tenant-b", kFp, c.Puts()).ok());
+  ASSERT_TRUE((*store)->PublishChain("tenant-b", kFp, c.tip(), c.tip()).ok());
+  std::vector<std::string> logged;
+  ServiceOptions so;
+  so.log = [&](LogLevel, const std::string& line) { logged.push_back(line); };
+  Service service(**store, clock_, std::move(so));
+  l2.failing = true;
+  Session limited;
+  limited.namespaces = {"tenant-a"};
+  const Status failed =
+      wire::ResponseStatus(service.Handle(limited, wire::RefreshRequest{}.Encode()));
+  EXPECT_EQ(failed.code(), Code::kUnavailable);
+  EXPECT_EQ(failed.message().find("tenant-b"), std::string::npos) << failed.ToString();
+  EXPECT_TRUE(std::ranges::any_of(logged, [](const std::string& line) {
+    return line.find("tenant-b") != std::string::npos;
+  })) << "the operator is told why";
+  // A session that may read everything gets the error itself.
+  Session all;
+  const Status full = wire::ResponseStatus(service.Handle(all, wire::RefreshRequest{}.Encode()));
+  EXPECT_EQ(full.code(), Code::kUnavailable);
+  EXPECT_NE(full.message().find("failed"), std::string::npos) << full.ToString();
 }
 
 }  // namespace
