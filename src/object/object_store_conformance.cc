@@ -159,6 +159,7 @@ TEST_P(ObjectStoreConformanceTest, ARangeStartingPastTheEndIsInvalidArgument) {
   MustPut("r", "0123456789");
   EXPECT_EQ(store_->Get("r", 11, 1).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(store_->Get("r", kToEnd).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(store_->Get("r", kToEnd, 2).status().code(), Code::kInvalidArgument);  // no wrap
 }
 
 TEST_P(ObjectStoreConformanceTest, HeadReportsTheSizeAndTheEtagThatPutReturned) {

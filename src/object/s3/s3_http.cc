@@ -73,6 +73,7 @@ struct Exchange {
   uint64_t received = 0;
   std::string spill;  // a body of unknown length
   bool too_big = false;
+  bool error_body_cut = false;  // an error's body past kErrorBodyBytesMax was dropped (OnBody)
   long status = 0;  // from the status line, before the body arrives
 };
 
@@ -128,6 +129,15 @@ size_t OnBody(char* data, size_t size, size_t nitems, void* user) {
   const bool success = ex->status >= 200 && ex->status < 300;
   const uint64_t limit = success ? ex->response_bytes_max : kErrorBodyBytesMax;
   if (ex->received + n > limit) {
+    if (!success) {
+      // An error's status says what happened; its body (a proxy's HTML page) only details it:
+      // the first kErrorBodyBytesMax bytes are kept, the rest read and dropped, and the answer
+      // is handled by its status (a 502 is retried) rather than taken for a broken transfer.
+      const size_t keep = static_cast<size_t>(limit - std::min(limit, ex->received));
+      if (keep > 0) OnBody(data, 1, keep, user);
+      ex->error_body_cut = true;
+      return n;
+    }
     ex->too_big = true;
     return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
   }
@@ -453,7 +463,8 @@ AttemptOutcome Attempt(const HttpConfig& c, CURL* h, const HttpRequest& r, std::
   if (!ex.spill.empty()) out.resp.data = Buffer::CopyOf(AsBytes(ex.spill));
   if (!out.resp.data) out.resp.data = Buffer::Allocate(0);
   // A body shorter than announced (libcurl normally reports CURLE_PARTIAL_FILE).
-  if (m != "HEAD" && out.resp.has_content_length && ex.received != out.resp.content_length) {
+  if (m != "HEAD" && out.resp.has_content_length && !ex.error_body_cut &&
+      ex.received != out.resp.content_length) {
     out.transport_error = out.retriable = out.maybe_applied = true;
     out.error = "short body: " + std::to_string(ex.received) + " of " +
                 std::to_string(out.resp.content_length) + " bytes";

@@ -614,7 +614,7 @@ Result<ObjectData> S3ObjectStore::Get(std::string_view key, uint64_t offset, uin
     out.object_size = head->size;
     return out;
   };
-  if (length == 0) return empty_at();
+  if (length == 0 || offset == kToEnd) return empty_at();  // (the range's end below needs < kToEnd)
 
   HttpRequest req;
   req.method = "GET";
@@ -861,8 +861,17 @@ Status S3ObjectStore::Probe(std::string_view probe_prefix, std::string* warning)
   const std::string key = std::string(probe_prefix) + ".wombatkv-probe-" + rnd;
   WMBT_RETURN_IF_ERROR(ValidateObjectKey(key));
   const std::string full = options_.key_prefix + key;
+  // Three bodies: a retried write (its first attempt's answer lost) decides whether a 412 is its
+  // own doing by the object's MD5 (PutSingle), which one body would make every write's.
   const std::string body = "wombatkv conditional-write probe";
+  const std::string body2 = body + ", second write", body3 = body + ", third write";
   std::string why;
+  // A write that could not be made (retries exhausted) says nothing about the server's
+  // conditional writes: the probe fails, as for the first write, rather than turn them off.
+  auto transient = [&](const Status& s, const char* which) -> std::optional<Status> {
+    if (s.code() != Code::kUnavailable) return std::nullopt;
+    return s.WithContext("S3 probe of " + Describe() + ": the " + which + " write of " + key);
+  };
   auto first = PutSingle(full, key, {AsBytes(body)}, {PutMode::kIfAbsent, ""});
   if (!first.ok()) {
     if (first.status().code() != Code::kFailedPrecondition ||
@@ -871,14 +880,22 @@ Status S3ObjectStore::Probe(std::string_view probe_prefix, std::string* warning)
     }
     why = "If-None-Match: * is not implemented (" + first.status().message() + ")";
   } else {
-    auto second = PutSingle(full, key, {AsBytes(body)}, {PutMode::kIfAbsent, ""});
+    auto second = PutSingle(full, key, {AsBytes(body2)}, {PutMode::kIfAbsent, ""});
+    if (auto s = transient(second.status(), "second")) {
+      (void)Delete(key);
+      return *s;
+    }
     if (second.ok()) {
       why = "a second If-None-Match: * write of the same key succeeded";
     } else if (!second.status().IsConflict()) {
       why = "a second If-None-Match: * write failed with " + second.status().ToString();
     } else {
-      auto third = PutSingle(full, key, {AsBytes(body)},
+      auto third = PutSingle(full, key, {AsBytes(body3)},
                              {PutMode::kIfMatch, "0123456789abcdef0123456789abcdef"});
+      if (auto s = transient(third.status(), "third")) {
+        (void)Delete(key);
+        return *s;
+      }
       if (third.ok()) why = "an If-Match write with a wrong ETag succeeded";
       else if (!third.status().IsConflict()) {
         why = "an If-Match write with a wrong ETag failed with " + third.status().ToString();

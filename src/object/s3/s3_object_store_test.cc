@@ -193,6 +193,51 @@ TEST_F(S3Test, TheProbePassesAndFindsConditionalWritesOnTheTestServer) {
   EXPECT_TRUE(page->objects.empty());
 }
 
+// A write of the probe whose answer is lost, retried into a 412 of the first write's object: the
+// retry took that object for its own (one body for every probe write: its MD5 matched) and so
+// "a second If-None-Match: * write succeeded" turned conditional writes off for the process.
+TEST_F(S3Test, AProbeWriteWhoseAnswerWasLostDoesNotTurnConditionalWritesOff) {
+  auto store = Scratch();
+  std::atomic<int> puts{0};
+  store->s3()->SetFaultHookForTesting([&](const HttpRequest& r, uint32_t attempt) {
+    HttpFault f;
+    if (r.method == "PUT" && attempt == 0 && r.key.find("wombatkv-probe") != std::string::npos &&
+        ++puts >= 2) {
+      f.kind = HttpFault::Kind::kResetAfterApply;  // the second and third writes
+    }
+    return f;
+  });
+  std::string warning;
+  Status probe = store->s3()->Probe("kv/", &warning);
+  ASSERT_TRUE(probe.ok()) << probe.ToString();
+  EXPECT_EQ(puts.load(), 3);
+  EXPECT_TRUE(store->s3()->conditional_writes_supported()) << warning;
+  EXPECT_TRUE(warning.empty()) << warning;
+}
+
+// A probe write that cannot be made at all (every attempt throttled) says nothing of the server's
+// conditional writes: the probe fails, naming the cause, instead of turning them off.
+TEST_F(S3Test, AProbeWriteThatCannotBeMadeFailsTheProbe) {
+  S3Options o = BaseOptions(FreshBucketName("s3"));
+  o.retries_max = 2;
+  auto store = Scratch(o);
+  std::atomic<int> puts{0};
+  store->s3()->SetFaultHookForTesting([&](const HttpRequest& r, uint32_t attempt) {
+    HttpFault f;
+    if (r.method == "PUT" && r.key.find("wombatkv-probe") != std::string::npos) {
+      if (attempt == 0) ++puts;
+      if (puts.load() == 2) f.kind = HttpFault::Kind::kStatus;  // 503 SlowDown, every attempt
+    }
+    return f;
+  });
+  std::string warning;
+  Status probe = store->s3()->Probe("kv/", &warning);
+  EXPECT_EQ(probe.code(), Code::kUnavailable) << probe.ToString();
+  EXPECT_NE(probe.message().find("second write"), std::string::npos) << probe.ToString();
+  EXPECT_TRUE(warning.empty()) << warning;
+  EXPECT_TRUE(store->s3()->conditional_writes_supported());
+}
+
 // The settings that reach the test server, with this bucket.
 Config ConfigFor(const std::string& bucket) {
   Config c;
@@ -640,6 +685,29 @@ class CannedServer {
   std::string endpoint_;
   std::thread thread_;
 };
+
+// A gateway's 502 with a large HTML page: the status decides (retried, then Unavailable), the
+// body is cut to its first MiB — it was taken for a broken transfer (Corruption, not retried,
+// "more than the 18446744073709551615 bytes asked for").
+TEST(S3Refusals, AnErrorWithAHugeBodyIsRetriedByItsStatus) {
+  const std::string page(2 << 20, '<');
+  CannedServer server("HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: " +
+                      std::to_string(page.size()) + "\r\nConnection: close\r\n\r\n" + page);
+  S3Options o;
+  o.endpoint = server.endpoint();
+  o.bucket = "gateway";
+  o.access_key = "a";
+  o.secret_key = "s";
+  o.retries_max = 2;
+  o.clock = s3test::TestClock();
+  auto store = S3ObjectStore::Open(o);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto got = (*store)->Get("k", 0, kToEnd);
+  EXPECT_EQ(got.status().code(), Code::kUnavailable) << got.status().ToString();
+  EXPECT_NE(got.status().message().find("3 attempts"), std::string::npos)
+      << got.status().ToString();
+  EXPECT_NE(got.status().message().find("502"), std::string::npos) << got.status().ToString();
+}
 
 class FixedWallClock final : public Clock {
  public:
