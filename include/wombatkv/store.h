@@ -167,7 +167,8 @@ struct BlockPut {
   ByteView payload;
   // Zero-copy put: bytes the caller hands over (e.g. filled in a Buffer::Allocate'd buffer).
   // When set, `payload` is ignored, the store keeps a reference instead of a copy, and the caller
-  // must never write these bytes again.
+  // must never write these bytes again — and should drop its own reference: while it holds one,
+  // the cached block counts as borrowed (never evicted from RAM, its chain never trimmed in L2).
   BufferSlice owned;
 
   ByteView bytes() const { return owned.owner ? owned.view() : payload; }

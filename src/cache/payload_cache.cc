@@ -4,7 +4,8 @@
 
 namespace wombatkv {
 
-PayloadCache::PayloadCache(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
+PayloadCache::PayloadCache(uint64_t capacity_bytes, uint64_t hash_seed)
+    : capacity_(capacity_bytes), map_(0, KeyHash{hash_seed}) {}
 
 std::optional<BufferSlice> PayloadCache::Lookup(const CacheKey& key) {
   std::lock_guard<std::mutex> g(mu_);
@@ -37,6 +38,7 @@ void PayloadCache::CountMiss() {
 }
 
 BufferSlice PayloadCache::Insert(const CacheKey& key, BufferSlice payload, bool pin) {
+  std::vector<BufferSlice> dead;  // freed after the mutex (declared first: destroyed last)
   std::lock_guard<std::mutex> g(mu_);
   auto [it, inserted] = map_.try_emplace(key);
   Entry& e = it->second;
@@ -54,11 +56,12 @@ BufferSlice PayloadCache::Insert(const CacheKey& key, BufferSlice payload, bool 
     pinned_.splice(pinned_.begin(), lru_, e.lru);  // C4
   }
   BufferSlice out = e.payload;
-  EvictLocked(&key);  // `out` is ours, not a borrower's: the new entry may go at once
+  EvictLocked(&dead, &key);  // `out` is ours, not a borrower's: the new entry may go at once
   return out;
 }
 
 void PayloadCache::Unpin(const CacheKey& key) {
+  std::vector<BufferSlice> dead;
   std::lock_guard<std::mutex> g(mu_);
   auto it = map_.find(key);
   if (it == map_.end()) return;
@@ -68,15 +71,16 @@ void PayloadCache::Unpin(const CacheKey& key) {
     stats_.pinned_bytes -= e.payload.size;
     lru_.splice(lru_.begin(), pinned_, e.lru);  // C4: back, as the most recent
   }
-  EvictLocked();
+  EvictLocked(&dead);
 }
 
 void PayloadCache::Trim() {
+  std::vector<BufferSlice> dead;
   std::lock_guard<std::mutex> g(mu_);
-  EvictLocked();
+  EvictLocked(&dead);
 }
 
-void PayloadCache::EvictLocked(const CacheKey* fresh) {
+void PayloadCache::EvictLocked(std::vector<BufferSlice>* dead, const CacheKey* fresh) {
   // Take victims from the least recently used end, skipping borrowed entries (C2; pinned ones
   // are not on the list: C4). A skipped entry moves to the recent end — it is in use — so later
   // calls do not walk past it again; each entry is looked at most once per call, so the loop is
@@ -98,6 +102,7 @@ void PayloadCache::EvictLocked(const CacheKey* fresh) {
     stats_.bytes -= e.payload.size;
     --stats_.entries;
     ++stats_.evictions;
+    dead->push_back(std::move(e.payload));
     map_.erase(m);
     lru_.erase(it);
   }

@@ -14,7 +14,12 @@
 // The namespace id is part of the key so one tenant can never read (or probe) another's entry.
 //
 // Thread-safety: all methods are safe to call concurrently (one internal mutex; the critical
-// sections are O(1) and never copy payload bytes).
+// sections are O(1), never copy payload bytes, and never free them: an evicted buffer is let go
+// after the mutex, as freeing a large one — munmap, a pool's lock — takes long).
+//
+// The budget counts payload bytes. A payload read from L2 or the disk cache shares its buffer
+// with the envelope's header, and allocators round buffers of 2 MiB and more up to whole 2 MiB
+// pages: a cached 2 MiB block read cold holds 4 MiB (docs/capacity.md, "RAM cache").
 #pragma once
 
 #include <cstdint>
@@ -22,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "wombatkv/buffer.h"
@@ -47,7 +53,9 @@ struct CacheStats {
 
 class PayloadCache {
  public:
-  explicit PayloadCache(uint64_t capacity_bytes);
+  // `hash_seed` is mixed into the table's hash: give each process a random one, so that content
+  // hashes one tenant grinds cannot be made to collide in the table every tenant shares.
+  explicit PayloadCache(uint64_t capacity_bytes, uint64_t hash_seed = 0);
 
   // A borrowed view of the payload, or nullopt (a miss).
   std::optional<BufferSlice> Lookup(const CacheKey& key);
@@ -85,12 +93,18 @@ class PayloadCache {
     std::list<CacheKey>::iterator lru;  // position in lru_ (front = most recent), or pinned_
   };
   struct KeyHash {
+    uint64_t seed = 0;
     size_t operator()(const CacheKey& k) const {
-      return static_cast<size_t>(k.hash.Prefix64() ^ (uint64_t{k.ns_id} * 0x9e3779b97f4a7c15ull));
+      // The seed goes through a multiply, so it changes which keys share buckets, not only the
+      // buckets' names (a XOR after it would leave collisions colliding).
+      uint64_t h = (k.hash.Prefix64() ^ seed) * 0x9e3779b97f4a7c15ull;
+      h ^= uint64_t{k.ns_id} * 0xc2b2ae3d27d4eb4full;
+      return static_cast<size_t>(h ^ (h >> 29));
     }
   };
-  // REQUIRES: mu_ held. `fresh`: the entry Insert is returning a slice of.
-  void EvictLocked(const CacheKey* fresh = nullptr);
+  // REQUIRES: mu_ held. `fresh`: the entry Insert is returning a slice of. The payloads evicted
+  // go to `dead`, for the caller to drop after releasing mu_.
+  void EvictLocked(std::vector<BufferSlice>* dead, const CacheKey* fresh = nullptr);
   // REQUIRES: mu_ held. A use: an unpinned entry becomes the most recent (C4: a pinned one is
   // not on the LRU list).
   void TouchLocked(Entry& e) {

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <future>
+#include <thread>
 
 namespace wombatkv {
 namespace {
@@ -123,6 +126,34 @@ TEST(PayloadCache, InsertOfAnExistingKeyKeepsOneCopy) {
   auto b = c.Insert(K(1), Bytes(10), false);
   EXPECT_EQ(a.data, b.data);
   EXPECT_EQ(c.Stats().entries, 1u);
+}
+
+// An evicted buffer is let go after the cache's mutex: freeing a large one (munmap, a pool's lock,
+// huge pages given back) held every get, put and unpin of every tenant meanwhile. Here the
+// release of an evicted buffer asks another thread to read the cache's stats, which needs the
+// mutex: under it, that thread could not answer (given ten seconds) until the release returned.
+TEST(PayloadCache, AnEvictedBufferIsFreedOutsideTheMutex) {
+  PayloadCache c(100);
+  std::future<void> answered;
+  bool answered_during_release = false;
+  static uint8_t bytes[100];
+  auto adopted = Buffer::Adopt(bytes, sizeof bytes, [&] {
+    auto done = std::make_shared<std::promise<void>>();
+    answered = done->get_future();
+    std::thread([&c, done] {
+      (void)c.Stats();
+      done->set_value();
+    }).detach();
+    answered_during_release =
+        answered.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  });
+  c.Insert(K(1), BufferSlice{adopted, adopted->data(), adopted->size()}, false);
+  adopted.reset();
+  c.Insert(K(2), Bytes(100), false);  // evicts K(1), the last owner of its buffer
+  ASSERT_TRUE(answered.valid()) << "K(1)'s buffer was not released";
+  answered.wait();
+  EXPECT_TRUE(answered_during_release) << "the buffer was freed under the cache's mutex";
+  EXPECT_EQ(c.Stats().evictions, 1u);
 }
 
 }  // namespace

@@ -533,6 +533,8 @@ class StoreImpl final : public Store {
   FileSystem* fs_;
   std::unique_ptr<Random> owned_random_;
   Random* random_;
+  // Seeds the hashes of the tables every tenant shares (RAM cache, L0), one draw per process.
+  const uint64_t hash_seed_;
   std::unique_ptr<Executor> owned_executor_;
   Executor* executor_;
   std::unique_ptr<FileLock> dir_lock_;

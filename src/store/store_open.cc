@@ -28,12 +28,13 @@ StoreImpl::StoreImpl(const StoreOptions& options)
       fs_(options.fs ? options.fs : PosixFileSystem()),
       owned_random_(options.random ? nullptr : NewSystemRandom()),
       random_(options.random ? options.random : owned_random_.get()),
+      hash_seed_(random_->Next64()),
       owned_executor_(options.executor
                           ? nullptr
                           : NewThreadPoolExecutor(options.upload_threads, "wmbt-upload")),
       executor_(options.executor ? options.executor : owned_executor_.get()),
-      cache_(options.cache_bytes_max),
-      index_(random_->Next64()) {
+      cache_(options.cache_bytes_max, hash_seed_ ^ 0x5bd1e9955bd1e995ull),
+      index_(hash_seed_) {
   for (const auto* values : {&options.namespace_bytes_max, &options.namespace_ttl_seconds}) {
     for (const auto& [ns, v] : *values) evict_configured_ = evict_configured_ || v > 0;
   }
