@@ -552,6 +552,13 @@ Result<std::string> S3ObjectStore::PutMultipart(const std::string& full, std::st
   done.body = {AsBytes(xml)};
   auto cr = http_->Execute(done, "complete multipart upload " + full);
   if (!cr.ok()) return abort(cr.status());
+  if (cr->status == 404 && cr->ambiguous) {
+    // An earlier attempt completed the upload and its answer was lost: the upload is gone
+    // (NoSuchUpload) because it is the object now. A multipart ETag ends in "-<parts>".
+    auto head = HeadFull(full, key);
+    const std::string suffix = "-" + std::to_string(etags.size());
+    if (head.ok() && head->size == size && head->etag.ends_with(suffix)) return head->etag;
+  }
   if (cr->status != 200) return abort(MapError(*cr, "complete multipart upload", full, options_));
   // S3 may answer 200 with an <Error> document once the upload has started streaming.
   pugi::xml_document doc;

@@ -398,6 +398,31 @@ S3Options SmallPartOptions(std::string_view what) {
   return o;
 }
 
+// A completion applied but answered with a lost answer: its retry meets NoSuchUpload, as the
+// upload is now the object (AWS's answer; radosgw answers a repeated completion 200, so the
+// retry's answer is injected). The put failed (and aborted an upload that was gone) although the
+// object was written.
+TEST_F(S3Test, AMultipartCompletionWhoseAnswerWasLostStillSucceeds) {
+  auto store = Scratch(SmallPartOptions("mpc"));
+  store->s3()->SetFaultHookForTesting([&](const HttpRequest& r, uint32_t attempt) {
+    HttpFault f;
+    bool completes = false;
+    for (const auto& [name, value] : r.query) completes = completes || name == "uploadId";
+    if (r.method != "POST" || !completes) return f;
+    if (attempt == 0) f.kind = HttpFault::Kind::kResetAfterApply;
+    if (attempt == 1) f = HttpFault{HttpFault::Kind::kStatus, 404, "NoSuchUpload"};
+    return f;
+  });
+  const std::string all = Pattern((10u << 20) + 7, 5);
+  auto etag = store->Put("completed", {AsBytes(all)}, {});
+  ASSERT_TRUE(etag.ok()) << etag.status().ToString();
+  store->s3()->SetFaultHookForTesting(nullptr);
+  auto got = store->Get("completed", 0, kToEnd);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->etag, *etag);
+  EXPECT_TRUE(AsChars(got->bytes->view()) == all);
+}
+
 // The parts of one upload are in flight together, at most multipart_parts_inflight_max of them.
 // Proven with the fault hook, which runs on the thread about to send a part: each part waits
 // there (up to 10 s, so a sequential upload fails rather than hangs) until `bound` parts have
