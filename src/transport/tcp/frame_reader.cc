@@ -203,7 +203,7 @@ Result<std::optional<wire::Message>> FrameReader::Next() {
     rejected_op_ = head_.op;
     auto m = FinishPlaced();
     segments_.clear();
-    if (!m.ok()) return m.status();
+    if (!m.ok()) return Rejected(m.status());
     rejected_id_ = 0;
     rejected_op_ = 0;
     return std::optional<wire::Message>(std::move(m).value());
@@ -214,7 +214,7 @@ Result<std::optional<wire::Message>> FrameReader::Next() {
     rejected_op_ = LoadLe16(body->data() + 8);
   }
   auto m = wire::ParseBody(std::move(body), body_crc_);
-  if (!m.ok()) return m.status();
+  if (!m.ok()) return Rejected(m.status());
   rejected_id_ = 0;
   rejected_op_ = 0;
   return std::optional<wire::Message>(std::move(m).value());

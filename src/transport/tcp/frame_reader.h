@@ -79,8 +79,10 @@ class FrameReader {
   // True while part of a frame has been received: for idle-close log lines.
   bool mid_frame() const { return body_ != nullptr || end_ > begin_; }
 
-  // After Next() failed on a received body (CRC or layout), the id and op it claimed (0 when the
-  // envelope itself was bad), so the error response can name the request.
+  // After Next() failed on a received body's layout, the id and op it claimed, so the error
+  // response can name the request; 0 when the envelope was bad or the body's CRC did not match
+  // (then the id itself may be what was damaged: an answer to it could go to another call, so
+  // the answer is the connection's, which closes).
   uint64_t rejected_id() const { return rejected_id_; }
   uint16_t rejected_op() const { return rejected_op_; }
 
@@ -97,6 +99,11 @@ class FrameReader {
   // when the placer gave buffers, else one Buffer.
   Result<bool> AwaitHeadAndPlace(const wire::Envelope& env);
   // Counts n received bytes against the segments.
+  // `s` from a body that failed to parse: a CRC mismatch (Corruption) forgets the claimed id.
+  Status Rejected(Status s) {
+    if (s.code() == Code::kCorruption) rejected_id_ = rejected_op_ = 0;
+    return s;
+  }
   void Advance(size_t n);
   Result<wire::Message> FinishPlaced();
 
