@@ -711,6 +711,18 @@ class CannedServer {
   std::thread thread_;
 };
 
+// Options for a store on `server`, with made-up keys.
+S3Options CannedOptions(const CannedServer& server, std::string bucket, uint32_t retries) {
+  S3Options o;
+  o.endpoint = server.endpoint();
+  o.bucket = std::move(bucket);
+  o.access_key = "id";
+  o.secret_key = "a-secret";
+  o.retries_max = retries;
+  o.clock = s3test::TestClock();
+  return o;
+}
+
 // A gateway's 502 with a large HTML page: the status decides (retried, then Unavailable), the
 // body is cut to its first MiB — it was taken for a broken transfer (Corruption, not retried,
 // "more than the 18446744073709551615 bytes asked for").
@@ -718,14 +730,7 @@ TEST(S3Refusals, AnErrorWithAHugeBodyIsRetriedByItsStatus) {
   const std::string page(2 << 20, '<');
   CannedServer server("HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: " +
                       std::to_string(page.size()) + "\r\nConnection: close\r\n\r\n" + page);
-  S3Options o;
-  o.endpoint = server.endpoint();
-  o.bucket = "gateway";
-  o.access_key = "a";
-  o.secret_key = "s";
-  o.retries_max = 2;
-  o.clock = s3test::TestClock();
-  auto store = S3ObjectStore::Open(o);
+  auto store = S3ObjectStore::Open(CannedOptions(server, "gateway", 2));
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   auto got = (*store)->Get("k", 0, kToEnd);
   EXPECT_EQ(got.status().code(), Code::kUnavailable) << got.status().ToString();
@@ -795,14 +800,7 @@ TEST(S3Refusals, AForbiddenAnswerNamesTheClockOrTheMissingCredentials) {
 // A plain-HTTP request to a port that answers nothing (as a TLS port does) suggests https://.
 TEST(S3Refusals, NoAnswerToPlainHttpSuggestsTls) {
   CannedServer silent("");
-  S3Options o;
-  o.endpoint = silent.endpoint();
-  o.bucket = "silent";
-  o.access_key = "id";
-  o.secret_key = "a-secret";
-  o.retries_max = 0;
-  o.clock = s3test::TestClock();
-  auto store = S3ObjectStore::Open(o);
+  auto store = S3ObjectStore::Open(CannedOptions(silent, "silent", 0));
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   const Status s = (*store)->Get("k", 0, kToEnd).status();
   EXPECT_EQ(s.code(), Code::kUnavailable);
