@@ -366,14 +366,17 @@ std::unique_ptr<ObjectStore> NewFsObjectStore(std::string root, FileSystem* fs) 
 
 Result<std::unique_ptr<ObjectStore>> OpenJournaledFsObjectStore(std::string root, FileSystem* fs,
                                                                 FsJournalOptions options) {
-  // A journal record carries at most kJournalValueBytesMax; larger objects must go direct.
+  // A journal record carries at most kJournalValueBytesMax; larger objects must go direct. A
+  // packed record's value is the object after a kPackedValuePrefixBytes prefix.
+  constexpr uint64_t kPackedMax = kJournalValueBytesMax - kPackedValuePrefixBytes;
   if (options.journaled_object_bytes_max > kJournalValueBytesMax ||
-      options.packed_object_bytes_max > kJournalValueBytesMax) {
+      options.packed_object_bytes_max > kPackedMax) {
     return Status::InvalidArgument(
         "FsJournalOptions: journaled_object_bytes_max " +
-        std::to_string(options.journaled_object_bytes_max) + " and packed_object_bytes_max " +
-        std::to_string(options.packed_object_bytes_max) + " may be at most " +
-        std::to_string(kJournalValueBytesMax) + " (a journal record's largest value)");
+        std::to_string(options.journaled_object_bytes_max) + " may be at most " +
+        std::to_string(kJournalValueBytesMax) + " and packed_object_bytes_max " +
+        std::to_string(options.packed_object_bytes_max) + " at most " + std::to_string(kPackedMax) +
+        " (a journal record's largest value)");
   }
   auto store =
       std::make_unique<fs_internal::FsObjectStore>(std::move(root), fs, /*journaled=*/true);

@@ -105,6 +105,22 @@ class PackedStoreTest : public ::testing::Test {
 // collected; the snapshot then names only dead entries and goes with the file after it, so the
 // next open has nothing to warn about (it warned "set aside ... which is gone"). Lost journal
 // files are still warned of: that snapshot was the witness.
+// A packed record holds the object after a 16-byte prefix: a packing bound of a whole record's
+// value let a put of its last 15 bytes reach a check that aborts the process (from a review,
+// session 57). The bound is refused at open; the largest accepted one packs and reads back.
+TEST_F(PackedStoreTest, APackingBoundLeavesRoomForTheRecordsPrefix) {
+  FsJournalOptions o;
+  o.journal_file_bytes = 64u << 20;
+  o.packed_object_bytes_max = kJournalValueBytesMax;
+  auto refused = OpenJournaledFsObjectStore(root_, fs_, o);
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << refused.status().ToString();
+  auto s = Open(64u << 20, kJournalValueBytesMax - kPackedValuePrefixBytes);
+  ASSERT_NE(s, nullptr);
+  const std::string largest(kJournalValueBytesMax - kPackedValuePrefixBytes, 'x');
+  Put(*s, "k", largest);
+  EXPECT_EQ(Get(*s, "k"), largest);
+}
+
 TEST_F(PackedStoreTest, CollectingTheFilesASnapshotKnowsTakesItAlongWithoutAWarning) {
   const std::string snapshot = std::string(kPackedSnapshotName);
   auto s = Open();
