@@ -349,6 +349,11 @@ class StoreImpl final : public Store {
   // --- helpers (store_open.cc) ---
   Status OpenPlanes();
   Status LoadFromL1(bool* l1_was_empty);
+  // Empties L1 for a rebuild from L2. L1 opened here from a data directory is started afresh
+  // (its directory deleted and made again): deleting its keys would read the damaged block that
+  // may have called for the wipe (RocksDB seeks to the last key), and leave it on disk.
+  Status WipeL1();
+  Status OpenL1Dir();  // owned_l1_ in l1_dir_, rebuilt when RocksDB finds it corrupt
   // Reads the current head of a chain from L2: nullopt if absent.
   Result<std::optional<std::pair<std::string, layout::ChainHead>>> ReadHead(
       std::string_view ns, const Fingerprint& fp, const ChainId& chain_id);
@@ -541,6 +546,7 @@ class StoreImpl final : public Store {
   std::unique_ptr<ObjectStore> owned_l2_;
   ObjectStore* l2_ = nullptr;
   std::unique_ptr<MetaStore> owned_l1_;
+  std::string l1_dir_;  // where owned_l1_ lives ("" for an injected L1)
   MetaStore* l1_ = nullptr;
 
   // Failed background uploads are logged (an engine may take the publish's error for a miss and

@@ -296,18 +296,30 @@ Status StoreImpl::OpenPlanes() {
     l1_ = options_.meta_store;
     return Status::Ok();
   }
-  const std::string l1_dir = dir + "/l1";
-  auto meta = OpenRocksDbMetaStore(l1_dir);
+  l1_dir_ = dir + "/l1";
+  return OpenL1Dir();
+}
+
+Status StoreImpl::OpenL1Dir() {
+  auto meta = OpenRocksDbMetaStore(l1_dir_);
   if (!meta.ok() && meta.status().code() == Code::kCorruption) {
-    Log(LogLevel::kWarn, "L1 at " + l1_dir + " is corrupt (" + meta.status().message() +
+    Log(LogLevel::kWarn, "L1 at " + l1_dir_ + " is corrupt (" + meta.status().message() +
                              "); deleting it and rebuilding the index from L2");
-    WMBT_RETURN_IF_ERROR(fs_->DeleteTree(l1_dir));
-    meta = OpenRocksDbMetaStore(l1_dir);
+    WMBT_RETURN_IF_ERROR(fs_->DeleteTree(l1_dir_));
+    meta = OpenRocksDbMetaStore(l1_dir_);
   }
   if (!meta.ok()) return meta.status();
   owned_l1_ = std::move(meta).value();
   l1_ = owned_l1_.get();
   return Status::Ok();
+}
+
+Status StoreImpl::WipeL1() {
+  if (l1_dir_.empty()) return l1_->DeletePrefix("");
+  l1_ = nullptr;
+  owned_l1_.reset();  // closed before its files go
+  WMBT_RETURN_IF_ERROR(fs_->DeleteTree(l1_dir_));
+  return OpenL1Dir();
 }
 
 Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
@@ -371,7 +383,7 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
     wipe = true;
     *l1_was_empty = true;
   }
-  if (wipe) WMBT_RETURN_IF_ERROR(l1_->DeletePrefix(""));
+  if (wipe) WMBT_RETURN_IF_ERROR(WipeL1());
   // Blocks put but not published before the last stop stay pending: invisible to lookups (G4),
   // readable by content hash if their upload reached L2, and publishable by a later process.
   size_t pending = 0;

@@ -69,6 +69,40 @@ TEST(StoreRestart, G3ChainsComeBackWhenL1IsCorrupt) {
   EXPECT_TRUE(LogMentions(h, "L1"));
 }
 
+// A damaged block inside one of L1's table files (RocksDB opens fine; the read of the block
+// fails): the load found the corruption and wiped L1 in place — a wipe that must read that same
+// block (RocksDB seeks to the last key), so every open failed, the index being only a cache of
+// L2 (from a review, session 57). Now L1's directory is started afresh and the index rebuilt.
+TEST(StoreRestart, G3ChainsComeBackWhenATableFileOfL1IsDamaged) {
+  StoreHarness h(Planes::kDisk);
+  auto a = MakeChain(4, 1000, 1);
+  PutAndPublish(h.Open(), a);
+  h.Close();
+  h.Open();  // the reopen writes what the log held into a table file
+  h.Close();
+  size_t damaged = 0;
+  for (const auto& e : std::filesystem::directory_iterator(h.dir() + "/data/l1")) {
+    if (e.path().extension() != ".sst") continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    for (std::streamoff at : {16, 40, 64}) {  // inside the first data block
+      f.seekg(at);
+      const char c = static_cast<char>(f.get());
+      f.seekp(at);
+      f.put(static_cast<char>(c ^ 0x5a));
+    }
+    ++damaged;
+  }
+  ASSERT_GT(damaged, 0u) << "no table file in L1";
+  Store& s = h.Open();
+  EXPECT_EQ(*s.LookupPrefix("default", kFp, a.keys), 4u);
+  auto got = s.GetBlocks("default", kFp, a.keys);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(std::ranges::equal(got->payload(3), a.payloads[3]));
+  EXPECT_TRUE(LogMentions(h, "rebuilding from L2") || LogMentions(h, "rebuilt from L2"));
+  h.Close();
+  EXPECT_EQ(*h.Open().LookupPrefix("default", kFp, a.keys), 4u) << "and the next open too";
+}
+
 TEST(StoreRestart, ADamagedPackedIndexSnapshotIsSetAsideWithALogLine) {
   // The local L2's packed-index snapshot (docs/layout.md §5.1) is an optimisation: damaged, the
   // open reads every journal file instead, says so, and loses nothing.
