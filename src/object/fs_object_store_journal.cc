@@ -352,14 +352,21 @@ Status FsObjectStore::AfterDirectPut(std::string_view key, const std::string& pa
     if (written) {
       lsn = journal_->Append(JournalOp::kExternal, key, {});
       over_packed = packed_.Find(key) != nullptr;
+      // The packed version goes once the record is synced, applied in LSN order as every
+      // version is (J3) — not later on this thread: a checkpoint's index snapshot taken between
+      // the sync and that erase named the packed version while its journal no longer held the
+      // record that replaces it, so a reopen served the old bytes (a review, session 57).
+      if (over_packed) {
+        actions_.push_back(Action{lsn, std::string(key), nullptr, /*packed=*/false,
+                                  /*remove_file=*/false});
+      }
     }
     if (!over_packed) inflight_.erase(path);
   }
   Status s;
   if (over_packed) {
-    s = SyncThrough(lsn);
+    s = SyncThrough(lsn);  // applies the action above
     std::lock_guard<std::mutex> g(name_mu_);
-    if (s.ok() && packed_.Erase(key)) ++moves_;
     inflight_.erase(path);
   }
   direct_done_.notify_all();
