@@ -186,20 +186,23 @@ void Checkers::Lookup(const Op& op, const Result<size_t>& r) {
   }
   if (*r > ub) {
     return Fail(op.scope == op.owner ? "G4" : "G8",
-                what + " but only " + std::to_string(ub) +
-                    " were ever named by a publish in this namespace/fingerprint");
+                what + " but at most " + std::to_string(ub) +
+                    " are a prefix of a chain head ever written to L2 in this "
+                    "namespace/fingerprint");
   }
 }
 
 void Checkers::Get(const Op& op, const Result<Borrow>& r) {
   const size_t lb = model_.StretchLowerBound(op.host, op.scope, op.keys);
-  const size_t ub = model_.UpperBound(op.scope, op.keys);
+  const size_t ub = model_.StretchUpperBound(op.scope, op.keys);
   const std::string what = "h" + std::to_string(op.host) + " get " + ScopeName(op.scope) + " " +
                            Keys(op.keys);
   if (r.ok()) {
     if (r->size() != op.keys.size()) return Fail("G9", what + ": wrong number of payloads");
     if (ub < op.keys.size()) {
-      return Fail(op.scope == op.owner ? "G4" : "G8", what + " returned blocks never published");
+      return Fail(op.scope == op.owner ? "G4" : "G8",
+                  what + " returned blocks no chain head written to L2 holds in a row (" +
+                      std::to_string(ub) + " of " + std::to_string(op.keys.size()) + ")");
     }
     for (size_t i = 0; i < op.keys.size(); ++i) {
       if (!model_.PayloadAllowed(cfg_, op.scope, op.keys[i], r->payload(i))) {

@@ -30,7 +30,7 @@ class Checkers {
   void Publish(Store& store, const Op& op, const Result<uint64_t>& r,
                const std::optional<HeadTruth>& before,
                const ChainState& current);
-  // G1/G3/G11 (lower bound) and G4/G8 (upper bound).
+  // G1/G3/G11 (lower bound) and G4/G8 (upper bound: a prefix of a head written to L2).
   void Lookup(const Op& op, const Result<size_t>& r);
   // Bounds as Lookup, plus G8/G9: every byte is what was put under that key in that scope.
   void Get(const Op& op, const Result<Borrow>& r);

@@ -153,8 +153,6 @@ bool Model::PayloadAllowed(const SwarmConfig& cfg, const Scope& s, const BlockKe
 }
 
 void Model::OnPublishAttempt(const ChainRef& c, const std::vector<BlockKey>& keys) {
-  auto& set = attempted_keys_[c.scope];
-  set.insert(keys.begin(), keys.end());
   attempts_[c].insert(keys);
   auto it = acks_.find(c);
   if (it != acks_.end()) it->second.superseded = true;
@@ -257,14 +255,33 @@ size_t Model::StretchLowerBound(int host, const Scope& s, const std::vector<Bloc
   return best;
 }
 
+void Model::OnHeadWritten(const ChainRef& c, std::vector<BlockKey> keys) {
+  written_heads_[c.scope].insert(std::move(keys));
+}
+
+// Heads are root→tip paths, and every key the workload makes has one parent in a scope, so the
+// index's paths are exactly the prefixes of written heads: a lookup (from a root) may find at most
+// the longest common prefix with one of them, a get of a stretch at most the run that follows
+// keys[0] in one of them.
 size_t Model::UpperBound(const Scope& s, const std::vector<BlockKey>& keys) const {
-  auto it = attempted_keys_.find(s);
-  if (it == attempted_keys_.end()) return 0;
-  size_t n = 0;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (it->second.count(keys[i])) n = i + 1;
+  auto it = written_heads_.find(s);
+  if (it == written_heads_.end()) return 0;
+  size_t best = 0;
+  for (const auto& head : it->second) best = std::max(best, CommonPrefix(keys, head));
+  return best;
+}
+
+size_t Model::StretchUpperBound(const Scope& s, const std::vector<BlockKey>& keys) const {
+  auto it = written_heads_.find(s);
+  if (it == written_heads_.end() || keys.empty()) return 0;
+  size_t best = 0;
+  for (const auto& head : it->second) {
+    auto at = std::find(head.begin(), head.end(), keys[0]);
+    if (at == head.end()) continue;
+    const std::vector<BlockKey> tail(at, head.end());
+    best = std::max(best, CommonPrefix(keys, tail));
   }
-  return n;
+  return best;
 }
 
 void Model::OnSidecarAttempt(const ChainRef& at, uint32_t gen) {

@@ -10,8 +10,11 @@
 //                A get may start in the middle of a chain: StretchLowerBound counts keys that
 //                follow each other in such a chain from wherever keys[0] sits in it (the
 //                workload's keys each have one parent, so the store's start is that one).
-//   upper bound  UpperBound(scope, keys): keys that no publish of this (namespace, fingerprint)
-//                ever named are never found (G4, G8).
+//   upper bound  UpperBound(scope, keys): what a lookup on any host may at most find — the
+//                longest prefix of `keys` that some chain head written to L2 in this (namespace,
+//                fingerprint) named (G4, G8): a publish that never wrote its head (crashed before
+//                it, refused with Conflict or FailedPrecondition, failed before L2 applied it) is
+//                never found. StretchUpperBound is the same for a get starting mid-chain.
 //   bytes        every payload the workload put, per (scope, key), and per content hash (G9).
 #pragma once
 
@@ -162,7 +165,11 @@ class Model {
 
   size_t LowerBound(int host, const Scope& s, const std::vector<BlockKey>& keys) const;
   size_t StretchLowerBound(int host, const Scope& s, const std::vector<BlockKey>& keys) const;
+  // A chain head was written to L2 (SimBucket::on_head_written: a publish, a save, an eviction
+  // trim; applied, whatever the writer was told).
+  void OnHeadWritten(const ChainRef& c, std::vector<BlockKey> keys);
   size_t UpperBound(const Scope& s, const std::vector<BlockKey>& keys) const;
+  size_t StretchUpperBound(const Scope& s, const std::vector<BlockKey>& keys) const;
 
   struct Ack {
     std::vector<BlockKey> keys;
@@ -184,7 +191,11 @@ class Model {
  private:
   std::map<std::tuple<Scope, BlockKey>, std::map<uint32_t, ContentHash>> puts_;
   std::map<std::pair<int, ContentHash>, std::vector<uint8_t>> bytes_;
-  std::map<Scope, std::set<BlockKey>> attempted_keys_;
+  // Per scope: the keys of every head ever written to L2, never forgotten. A host's L0 may lag
+  // L2 for as long as it does not refresh, so a head replaced (last writer wins), trimmed by
+  // eviction, compacted away or damaged since may still be what a host serves; each of those
+  // only adds a record here (a trimmed head is a prefix of the one it trims).
+  std::map<Scope, std::set<std::vector<BlockKey>>> written_heads_;
   std::map<ChainRef, Ack> acks_;
   std::map<ChainRef, std::set<std::vector<BlockKey>>> attempts_;
   std::map<std::pair<int, ContentHash>, uint64_t> put_us_;

@@ -46,18 +46,19 @@ class World {
     checkers_.wall_us = [this] { return clock_.WallMicros(); };
     checkers_.head_in_doubt = [this](const std::string& key) { return HeadInDoubt(key); };
     bucket_.on_head_written = [this](const std::string& key) {
+      // What lookups may find from now on (G4's upper bound), whether or not the l2 invariants
+      // are checked: the head as L2 holds it, applied whatever its writer is told.
+      if (auto c = RefOfHeadKey(key)) {
+        if (auto head = ReadL2Head(bucket_.truth(), *c)) {
+          model_.OnHeadWritten(*c, KeysOf(head->entries));
+        }
+      }
       checkers_.HeadWritten(key);
       checkers_.HeadVersion(key, /*deleted=*/false);
     };
     bucket_.on_head_deleted = [this](const std::string& key) {
       checkers_.HeadVersion(key, /*deleted=*/true);
-      for (int ns = 0; ns < cfg_.namespaces; ++ns) {
-        auto name = layout::ParseChainKey(layout::ChainsPrefix(kL2Prefix, NsName(ns)), key);
-        if (!name) continue;
-        for (int fp = 0; fp < cfg_.fingerprints; ++fp) {
-          if (FpOf(fp) == name->fp) model_.OnHeadDeleted(ChainRef{{ns, fp}, name->chain_id});
-        }
-      }
+      if (auto c = RefOfHeadKey(key)) model_.OnHeadDeleted(*c);
     };
     for (int h = 0; h < cfg_.hosts; ++h) {
       auto host = std::make_unique<Host>();
@@ -120,6 +121,17 @@ class World {
     h.disk_crashed = true;
   }
   void MakeDataDirs();
+  // The chain a head key names, if it is one of this run's scopes.
+  std::optional<ChainRef> RefOfHeadKey(const std::string& key) const {
+    for (int ns = 0; ns < cfg_.namespaces; ++ns) {
+      auto name = layout::ParseChainKey(layout::ChainsPrefix(kL2Prefix, NsName(ns)), key);
+      if (!name) continue;
+      for (int fp = 0; fp < cfg_.fingerprints; ++fp) {
+        if (FpOf(fp) == name->fp) return ChainRef{{ns, fp}, name->chain_id};
+      }
+    }
+    return std::nullopt;
+  }
   // See Checkers::head_in_doubt. A listing made since `lag_from_us_` may still show a head as it
   // was before a create or delete in the lag window.
   bool HeadInDoubt(const std::string& key) const {
