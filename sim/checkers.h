@@ -27,9 +27,11 @@ class Checkers {
   void Put(Store& store, const Op& op, const Result<std::vector<ContentHash>>& r);
   // G1 + G3 + G6: an acknowledged publish is in L2 with these entries and visible here; a CAS
   // loser learns the current state and wrote nothing; versions only grow.
+  // `at_answer`: for a completion-form call, the head as L2 held it when the completion ran
+  // (null: now).
   void Publish(Store& store, const Op& op, const Result<uint64_t>& r,
-               const std::optional<HeadTruth>& before,
-               const ChainState& current);
+               const std::optional<HeadTruth>& before, const ChainState& current,
+               const std::optional<HeadTruth>* at_answer = nullptr);
   // G1/G3/G11 (lower bound) and G4/G8 (upper bound: a prefix of a head written to L2).
   void Lookup(const Op& op, const Result<size_t>& r);
   // Bounds as Lookup, plus G8/G9: every byte is what was put under that key in that scope.
@@ -78,6 +80,11 @@ class Checkers {
   std::map<std::string, std::set<std::string>> excused_;
 
  private:
+  // Evict-gc: an acknowledged completion-form save or publish whose chain eviction trimmed or
+  // deleted before the answer (a store defect, excused there only).
+  bool EvictedBeforeAnswer(const Op& op, uint64_t v, const std::optional<HeadTruth>& after) const;
+  // An acknowledged publish whose head this host's compaction deleted during the call.
+  bool CompactedAway(const Op& op) const;
   bool BlobCorrupted(int ns, const ContentHash& hash) const;
   bool AnyCorrupted(const Scope& s, const std::vector<BlockKey>& keys) const;
   void Fail(const std::string& g, const std::string& what) { fail_(g, what); }

@@ -188,7 +188,23 @@ class World {
   void Step(const Op& op);
   void DoPut(const Op& op);
   void DoPublish(const Op& op);
+  void DoSave(const Op& op);
+  std::vector<BlockPut> PreparePuts(const Op& op, std::vector<std::vector<uint8_t>>* payloads,
+                                    std::vector<ContentHash>* hashes);
+  // Starts a completion-form call (`start(done)`) and runs the host's queued tasks until it has
+  // answered; nullopt if the queue ran dry first.
+  template <typename Start>
+  std::optional<Result<uint64_t>> AwaitCompletion(const Op& op, ChainState* current,
+                                                  std::optional<HeadTruth>* at_answer,
+                                                  Start&& start);
+  // Traces and judges the answer of a publish or save, and updates the model.
+  void Published(const Op& op, const Result<uint64_t>& r, const std::optional<HeadTruth>& before,
+                 const ChainState& current, const std::optional<HeadTruth>* at_answer);
   void DoRefresh(int host);
+  // `heads` without the ones this step's host deleted as redundant (a prefix of another head in
+  // L2 now): a completion-form save queues that compaction on the executor (store_save_async.cc),
+  // so it may run inside any later call that runs tasks, a Refresh included.
+  L2Heads WithoutCompacted(L2Heads heads);
   void DoCorrupt(uint64_t n);
   void DoCorruptHead(uint64_t n);
   void DoEvict(int host);
@@ -214,6 +230,8 @@ class World {
   bool no_capacity_ = false;  // the liveness phase reopens stores without budgets
   uint64_t lag_from_us_ = 0;
   L2Heads before_call_;     // BeforeCall's snapshot
+  // The entries of each head the simulator damaged, as they were (WithoutCompacted).
+  std::map<ChainRef, std::vector<ChainEntry>> damaged_heads_;
   bool buggify_on_ = true;  // the store's buggify points; off in the liveness phase
 };
 
@@ -380,6 +398,33 @@ void World::Called(int host, bool ran_only_background_tasks) {
   if (ran_only_background_tasks) checkers_.SameAsL2(S(host), host, after, "auto-refresh");
 }
 
+L2Heads World::WithoutCompacted(L2Heads heads) {
+  const L2Heads after = ReadL2Heads(bucket_.truth(), cfg_);
+  for (auto it = heads.begin(); it != heads.end();) {
+    const ChainRef& c = it->first;
+    const std::string key = layout::ChainKey(kL2Prefix, NsName(c.scope.ns), FpOf(c.scope.fp), c.id);
+    const auto redundant = [&](const ChainRef& o, const std::vector<ChainEntry>& entries) {
+      return o.scope == c.scope && !(o == c) && entries.size() > it->second.entries.size() &&
+             std::equal(it->second.entries.begin(), it->second.entries.end(), entries.begin(),
+                        [](const ChainEntry& a, const ChainEntry& b) {
+                          return a.key == b.key && a.hash == b.hash;
+                        });
+    };
+    // Redundant with a head L2 holds, or held before the simulator damaged it (the store
+    // compacted against the head it had read: the damage does not make that wrong).
+    bool covered = std::ranges::any_of(
+        after, [&](const auto& h) { return redundant(h.first, h.second.entries); });
+    for (const auto& [o, entries] : damaged_heads_) {
+      covered = covered || (bucket_.IsCorrupted(layout::ChainKey(kL2Prefix, NsName(o.scope.ns),
+                                                                 FpOf(o.scope.fp), o.id)) &&
+                            redundant(o, entries));
+    }
+    const bool compacted = bucket_.DeletedThisStep(key) && !after.count(c) && covered;
+    it = compacted ? heads.erase(it) : std::next(it);
+  }
+  return heads;
+}
+
 void World::DoRefresh(int host) {
   const L2Heads heads = ReadL2Heads(bucket_.truth(), cfg_);
   MarkListingStart();
@@ -388,7 +433,8 @@ void World::DoRefresh(int host) {
     trace_.Add("h" + std::to_string(host) + " refresh -> " + Code(r.status()));
     if (AutoRefreshes(host)) CountRefreshes(host);  // its own count, not one in the background
     if (r.ok()) {
-      const L2Heads now = model_.evictable() ? ReadL2Heads(bucket_.truth(), cfg_) : heads;
+      const L2Heads now =
+          model_.evictable() ? ReadL2Heads(bucket_.truth(), cfg_) : WithoutCompacted(heads);
       model_.OnSynced(host, Settled(now));
       checkers_.SameAsL2(S(host), host, now, "refresh");
     } else {
@@ -402,19 +448,8 @@ void World::DoRefresh(int host) {
 
 void World::DoPut(const Op& op) {
   std::vector<std::vector<uint8_t>> payloads;
-  std::vector<BlockPut> puts;
-  for (size_t i = op.put_from; i < op.keys.size(); ++i) {
-    payloads.push_back(PayloadBytes(cfg_, op.scope, op.keys[i], op.variants[i]));
-    // Attempted bytes are allowed to be seen later (a put in doubt may still be published).
-    model_.OnPut(op.scope, op.keys[i], op.variants[i], HashPayload(payloads.back()),
-                 payloads.back());
-    model_.OnPutAt(op.scope.ns, HashPayload(payloads.back()), clock_.WallMicros());
-    model_.OnPutAttempted(op.host, op.scope, op.keys[i], HashPayload(payloads.back()));
-  }
-  for (size_t i = op.put_from; i < op.keys.size(); ++i) {
-    puts.push_back(BlockPut{op.keys[i], i ? op.keys[i - 1] : BlockKey{},
-                            payloads[i - op.put_from]});
-  }
+  std::vector<ContentHash> hashes;
+  const std::vector<BlockPut> puts = PreparePuts(op, &payloads, &hashes);
   Guard(op.host, [&] {
     auto r = S(op.host).PutBlocks(NsName(op.scope.ns), FpOf(op.scope.fp), puts);
     Called(op.host);
@@ -435,42 +470,158 @@ void World::DoPut(const Op& op) {
   });
 }
 
+// The puts of a save or put: the bytes the model allows from now on (a put in doubt may still be
+// published), and the calls' arguments.
+std::vector<BlockPut> World::PreparePuts(const Op& op, std::vector<std::vector<uint8_t>>* payloads,
+                                         std::vector<ContentHash>* hashes) {
+  std::vector<BlockPut> puts;
+  for (size_t i = op.put_from; i < op.keys.size(); ++i) {
+    payloads->push_back(PayloadBytes(cfg_, op.scope, op.keys[i], op.variants[i]));
+    hashes->push_back(HashPayload(payloads->back()));
+    model_.OnPut(op.scope, op.keys[i], op.variants[i], hashes->back(), payloads->back());
+    model_.OnPutAt(op.scope.ns, hashes->back(), clock_.WallMicros());
+    model_.OnPutAttempted(op.host, op.scope, op.keys[i], hashes->back());
+  }
+  for (size_t i = op.put_from; i < op.keys.size(); ++i) {
+    puts.push_back(
+        BlockPut{op.keys[i], i ? op.keys[i - 1] : BlockKey{}, (*payloads)[i - op.put_from]});
+  }
+  return puts;
+}
+
+template <typename Start>
+std::optional<Result<uint64_t>> World::AwaitCompletion(const Op& op, ChainState* current,
+                                                       std::optional<HeadTruth>* at_answer,
+                                                       Start&& start) {
+  // The completion form: the store answers in the call or from a task it queued on the executor
+  // (the re-check of an indexed prefix), run here in the seed's order with the other queued work
+  // until the answer comes, as the daemon's threads would. No crash is armed (Step): a crash
+  // between the store's AsyncBegan and its completion would leave ~Store waiting for ever.
+  // The answer may come from inside a task that goes on after it (an eviction pass that waited
+  // on the executor): L2's head is noted at the answer, when the caller learns it.
+  std::optional<Result<uint64_t>> answer;
+  const ChainRef c{op.scope, op.chain_id};
+  start([this, &answer, current, at_answer, c](Result<uint64_t> v, const ChainState& now) {
+    answer = std::move(v);
+    if (current) *current = now;
+    *at_answer = ReadL2Head(bucket_.truth(), c);
+  });
+  SimExecutor& executor = *hosts_[static_cast<size_t>(op.host)]->executor;
+  while (!answer && executor.RunOne()) {
+  }
+  return answer;
+}
+
+void World::Published(const Op& op, const Result<uint64_t>& r,
+                      const std::optional<HeadTruth>& before, const ChainState& current,
+                      const std::optional<HeadTruth>* at_answer) {
+  const ChainRef c{op.scope, op.chain_id};
+  std::string res = Code(r.status());
+  if (r.ok()) res += " v" + std::to_string(*r);
+  if (r.status().IsConflict()) res += " (now v" + std::to_string(current.version) + ")";
+  const std::string how = op.kind == OpKind::kSave
+                              ? "save " + std::to_string(op.keys.size() - op.put_from) + " blocks, "
+                              : "publish ";
+  trace_.Add("h" + std::to_string(op.host) + " " + how + ScopeName(op.scope) + " " +
+             (op.session ? "session " : "chain ") + ShortKey(op.chain_id) + " len " +
+             std::to_string(op.keys.size()) +
+             (op.expected ? " cas v" + std::to_string(*op.expected) : std::string(" lww")) +
+             (op.async ? " async" : "") + " -> " + res);
+  checkers_.Publish(S(op.host), op, r, before, current, at_answer);
+  // The puts this publish took are no longer awaiting one. A publish refused (a lost CAS, a
+  // block not put) took none; after any other failure, any may have been taken.
+  const auto after = !r.ok()     ? std::nullopt
+                     : at_answer ? *at_answer
+                                 : ReadL2Head(bucket_.truth(), c);
+  const auto code = r.status().code();
+  if (after && after->version == *r && KeysOf(after->entries) == op.keys) {
+    model_.OnPublishedBy(op.host, op.scope, after->entries);
+  } else if (code != wombatkv::Code::kConflict && code != wombatkv::Code::kFailedPrecondition) {
+    for (const BlockKey& k : op.keys) model_.OnPutInDoubt(op.host, op.scope, k);
+  }
+  if (r.ok()) {
+    model_.OnPublishAcked(op.host, c, op.keys, *r);
+    // Deleted before the answer (eviction, compaction: Checkers::Publish): versions restart.
+    if (!after) model_.OnHeadDeleted(c);
+    result_.acked_publishes++;
+  } else {
+    model_.OnPublishFailed(op.host, c);
+  }
+}
+
 void World::DoPublish(const Op& op) {
   const ChainRef c{op.scope, op.chain_id};
   const auto before = ReadL2Head(bucket_.truth(), c);
   model_.OnPublishAttempt(c, op.keys);
   Guard(op.host, [&] {
     ChainState current;
-    auto r = S(op.host).PublishChain(NsName(op.scope.ns), FpOf(op.scope.fp), op.chain_id,
-                                     op.keys.back(), op.expected, &current);
-    Called(op.host);
-    std::string res = Code(r.status());
-    if (r.ok()) res += " v" + std::to_string(*r);
-    if (r.status().IsConflict()) res += " (now v" + std::to_string(current.version) + ")";
-    trace_.Add("h" + std::to_string(op.host) + " publish " + ScopeName(op.scope) + " " +
-               (op.session ? "session " : "chain ") + ShortKey(op.chain_id) + " len " +
-               std::to_string(op.keys.size()) +
-               (op.expected ? " cas v" + std::to_string(*op.expected) : std::string(" lww")) +
-               " -> " + res);
-    checkers_.Publish(S(op.host), op, r, before, current);
-    // The puts this publish took are no longer awaiting one. A publish refused (a lost CAS, a
-    // block not put) took none; after any other failure, any may have been taken.
-    const auto after = r.ok() ? ReadL2Head(bucket_.truth(), c) : std::nullopt;
-    const auto code = r.status().code();
-    if (after && after->version == *r && KeysOf(after->entries) == op.keys) {
-      model_.OnPublishedBy(op.host, op.scope, after->entries);
-    } else if (code != wombatkv::Code::kConflict && code != wombatkv::Code::kFailedPrecondition) {
-      for (const BlockKey& k : op.keys) model_.OnPutInDoubt(op.host, op.scope, k);
-    }
-    if (r.ok()) {
-      model_.OnPublishAcked(op.host, c, op.keys, *r);
-      result_.acked_publishes++;
+    std::optional<HeadTruth> at_answer;
+    Result<uint64_t> r = Status::Internal("not answered");
+    if (op.async) {
+      auto answer = AwaitCompletion(op, &current, &at_answer, [&](auto done) {
+        S(op.host).PublishChainAsync(NsName(op.scope.ns), FpOf(op.scope.fp), op.chain_id,
+                                     op.keys.back(), op.expected, std::move(done));
+      });
+      if (!answer) return Fail("G3", "PublishChainAsync never called its completion");
+      r = std::move(*answer);
     } else {
-      model_.OnPublishFailed(op.host, c);
+      r = S(op.host).PublishChain(NsName(op.scope.ns), FpOf(op.scope.fp), op.chain_id,
+                                  op.keys.back(), op.expected, &current);
     }
+    Called(op.host);
+    Published(op, r, before, current, op.async ? &at_answer : nullptr);
     workload_.OnPublished(op, r.ok());
   });
   // A crash inside leaves the publish in doubt: the attempt is recorded, the ack is not.
+}
+
+void World::DoSave(const Op& op) {
+  // An engine's save: PutBlocks and PublishChain(id = tip, last writer wins) in one call, judged
+  // as that pair. The store writes no L1 record of its puts and defers the last upload to the
+  // publish (store_write.cc), so a crash inside may leave blocks pending in RAM only.
+  const ChainRef c{op.scope, op.chain_id};
+  std::vector<std::vector<uint8_t>> payloads;
+  std::vector<ContentHash> hashes;
+  const std::vector<BlockPut> puts = PreparePuts(op, &payloads, &hashes);
+  const uint64_t put_us = clock_.WallMicros();
+  const auto before = ReadL2Head(bucket_.truth(), c);
+  model_.OnPublishAttempt(c, op.keys);
+  Guard(op.host, [&] {
+    std::optional<HeadTruth> at_answer;
+    Result<uint64_t> r = Status::Internal("not answered");
+    if (op.async) {
+      auto answer = AwaitCompletion(op, nullptr, &at_answer, [&](auto done) {
+        S(op.host).SaveChainAsync(
+            NsName(op.scope.ns), FpOf(op.scope.fp), puts,
+            [done = std::move(done)](Result<uint64_t> v) { done(std::move(v), ChainState{}); });
+      });
+      if (!answer) return Fail("G3", "SaveChainAsync never called its completion");
+      r = std::move(*answer);
+    } else {
+      r = S(op.host).SaveChain(NsName(op.scope.ns), FpOf(op.scope.fp), puts);
+    }
+    Called(op.host);
+    for (size_t i = op.put_from; i < op.keys.size(); ++i) {
+      if (!r.ok()) {
+        // Its puts may be pending in this process, with these or earlier bytes: not known.
+        model_.OnPutInDoubt(op.host, op.scope, op.keys[i]);
+        continue;
+      }
+      // Acknowledged: its puts returned OK, and its publish must have taken them (the tip
+      // check of Checkers::Publish), so they are recorded as pending until Published clears them.
+      model_.OnPutAcked(
+          op.host, op.scope, op.keys[i],
+          Model::PendingPut{hashes[i - op.put_from], i ? op.keys[i - 1] : BlockKey{}, put_us});
+    }
+    Published(op, r, before, ChainState{}, op.async ? &at_answer : nullptr);
+    // G1 for the puts of an acknowledged save: readable by content hash at once — while the
+    // chain is as acknowledged (evict-gc: once eviction trimmed it, orphan GC may collect them).
+    const auto now = ReadL2Head(bucket_.truth(), c);
+    if (r.ok() && result_.ok && now && now->version == *r && KeysOf(now->entries) == op.keys) {
+      checkers_.Put(S(op.host), op, hashes);
+    }
+    workload_.OnSaved(op, r.ok());
+  });
 }
 
 void World::DoEvict(int host) {
@@ -529,6 +680,7 @@ void World::DoCorruptHead(uint64_t n) {
   const std::string key = layout::ChainKey(kL2Prefix, NsName(c.scope.ns), FpOf(c.scope.fp), c.id);
   const bool done = bucket_.Corrupt(key, n / heads.size());
   if (done) {
+    damaged_heads_[c] = it->second.entries;
     model_.OnHeadCorrupted(c, KeysOf(it->second.entries));
     checkers_.HeadVersion(key, /*deleted=*/true);  // a publish over the damage restarts at v1
   }
@@ -560,6 +712,12 @@ void World::Step(const Op& op) {
   BeforeCall(h);
   if (fault_rng_.Chance(cfg_.p_crash_mid)) {
     hosts_[static_cast<size_t>(h)]->crash_countdown = static_cast<int>(fault_rng_.Range(0, 8));
+    // Not inside a completion-form save or publish: the store counts it in flight from before its
+    // head write until its completion, and a real crash never runs ~Store, which here would wait
+    // for that completion for ever (a crash in a blocking SaveChain or PublishChain is simulated).
+    if (op.async && (op.kind == OpKind::kSave || op.kind == OpKind::kPublish)) {
+      hosts_[static_cast<size_t>(h)]->crash_countdown = -1;
+    }
   }
   const std::string who = "h" + std::to_string(h) + " ";
   switch (op.kind) {
@@ -568,6 +726,9 @@ void World::Step(const Op& op) {
       break;
     case OpKind::kPublish:
       DoPublish(op);
+      break;
+    case OpKind::kSave:
+      DoSave(op);
       break;
     case OpKind::kPutSidecar: {
       const ChainRef at{op.scope, op.keys[0]};
@@ -597,19 +758,30 @@ void World::Step(const Op& op) {
       break;
     case OpKind::kGet:
       Guard(h, [&] {
-        auto r = S(h).GetBlocks(NsName(op.scope.ns), FpOf(op.scope.fp), op.keys);
+        // The daemon's event loop asks the non-blocking form first (never waiting for L2), and
+        // the blocking one only when it declines: both answers are judged the same way.
+        std::optional<Result<Borrow>> cached;
+        if (op.async) {
+          cached = S(h).GetBlocksIfCached(NsName(op.scope.ns), FpOf(op.scope.fp), op.keys);
+        }
+        auto r = cached ? std::move(*cached)
+                        : S(h).GetBlocks(NsName(op.scope.ns), FpOf(op.scope.fp), op.keys);
         Called(h);
         trace_.Add(who + "get " + ScopeName(op.scope) + " " + std::to_string(op.keys.size()) +
-                   " keys -> " + Code(r.status()));
+                   " keys -> " + Code(r.status()) +
+                   (op.async ? (cached ? " (if-cached)" : " (not cached)") : ""));
         checkers_.Get(op, r);
       });
       break;
     case OpKind::kGetByHash:
       Guard(h, [&] {
-        auto r = S(h).GetByContentHash(NsName(op.scope.ns), op.hash);
+        std::optional<Result<BufferSlice>> cached;
+        if (op.async) cached = S(h).GetByContentHashIfCached(NsName(op.scope.ns), op.hash);
+        auto r = cached ? std::move(*cached) : S(h).GetByContentHash(NsName(op.scope.ns), op.hash);
         Called(h);
-        trace_.Add(who + "get-by-hash " + NsName(op.scope.ns) + " " +
-                   op.hash.ToHex().substr(0, 8) + " -> " + Code(r.status()));
+        trace_.Add(who + "get-by-hash " + NsName(op.scope.ns) + " " + op.hash.ToHex().substr(0, 8) +
+                   " -> " + Code(r.status()) +
+                   (op.async ? (cached ? " (if-cached)" : " (not cached)") : ""));
         checkers_.GetByHash(op, r);
       });
       break;

@@ -6,10 +6,11 @@ namespace wombatkv::sim {
 
 const std::vector<std::string>& FaultClassNames() {
   static const std::vector<std::string> names = {
-      "503",        "timeout",    "lost",       "shortlist", "latency",      "list-lag",
-      "crash-step", "crash-mid",  "brownout",   "corrupt",   "corrupt-head", "l1-machine",
-      "l1-lost",    "l1-corrupt", "session",    "cas",       "variant",      "buggify",
-      "evict",      "gc",         "clock-jump", "compress",  "auto-refresh"};
+      "503",          "timeout",    "lost",         "shortlist",  "latency",
+      "list-lag",     "crash-step", "crash-mid",    "brownout",   "corrupt",
+      "corrupt-head", "l1-machine", "l1-lost",      "l1-corrupt", "session",
+      "cas",          "variant",    "buggify",      "evict",      "gc",
+      "clock-jump",   "compress",   "auto-refresh", "save",       "async"};
   return names;
 }
 
@@ -60,6 +61,8 @@ SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity,
   // Evict-gc: a publish grace of seconds, so that clock jumps make puts abandoned (forgotten).
   if (c.capacity && r.Chance(0.5)) c.publish_grace_seconds = r.Range(1, 5);
   if (c.refresh_interval_ms > 0 && c.hosts > 1) c.refresh_odd_hosts_only = r.Chance(0.5);
+  if (r.Chance(0.6)) c.p_save = r.Pick({0.3, 0.7, 1.0});
+  if (r.Chance(0.5)) c.p_async = r.Pick({0.3, 1.0});
 
   if (overrides.list_lag_us > 0) f.list_lag_us = overrides.list_lag_us;
   if (overrides.buggify_percent > 0) c.p_buggify = overrides.buggify_percent / 100.0;
@@ -88,6 +91,8 @@ SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity,
   if (off("clock-jump")) c.p_clock_jump = 0;
   if (off("compress")) c.block_compress_level = 0;
   if (off("auto-refresh")) c.refresh_interval_ms = 0;
+  if (off("save")) c.p_save = 0;
+  if (off("async")) c.p_async = 0;
   if (overrides.hosts > 0) c.hosts = overrides.hosts;
   return c;
 }
@@ -103,7 +108,7 @@ std::vector<std::string> SwarmConfig::FaultsOn() const {
                      crashes && l1_machine, crashes && l1_lost, crashes && l1_corrupt,
                      p_session > 0, p_cas > 0, p_variant > 0, p_buggify > 0, p_evict > 0,
                      p_gc > 0, p_clock_jump > 0, block_compress_level > 0,
-                     refresh_interval_ms > 0};
+                     refresh_interval_ms > 0, p_save > 0, p_async > 0};
   // clang-format on
   std::vector<std::string> out;
   const auto& names = FaultClassNames();
@@ -124,19 +129,21 @@ L1CrashMode SwarmConfig::Allowed(L1CrashMode m) const {
 
 std::string SwarmConfig::Describe() const {
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "hosts=%d ns=%d fps=%d block=%llu..%llu cache=%llu 503=%.2f timeout=%.2f "
-                "lost=%.2f shortlist=%.2f lat<=%lluus crash(step=%.3f mid=%.2f) brownout=%.2f "
-                "corrupt=%.3f corrupt-head=%.3f listlag=%lluus session=%.1f cas=%.1f "
-                "variant=%.2f resave=%.1f buggify=%.2f zstd=%d refresh=%llums%s steps=%llu",
-                hosts, namespaces, fingerprints, (unsigned long long)block_bytes_min,
-                (unsigned long long)block_bytes_max, (unsigned long long)cache_bytes_max,
-                faults.unavailable, faults.timeout, faults.lost_response, faults.short_list,
-                (unsigned long long)faults.latency_us_max, p_crash_step, p_crash_mid,
-                p_brownout_toggle, p_corrupt, p_corrupt_head,
-                (unsigned long long)faults.list_lag_us, p_session, p_cas, p_variant, p_resave_all,
-                p_buggify, block_compress_level, (unsigned long long)refresh_interval_ms,
-                refresh_odd_hosts_only ? "(odd hosts)" : "", (unsigned long long)safety_steps);
+  std::snprintf(
+      buf, sizeof buf,
+      "hosts=%d ns=%d fps=%d block=%llu..%llu cache=%llu 503=%.2f timeout=%.2f "
+      "lost=%.2f shortlist=%.2f lat<=%lluus crash(step=%.3f mid=%.2f) brownout=%.2f "
+      "corrupt=%.3f corrupt-head=%.3f listlag=%lluus session=%.1f cas=%.1f "
+      "variant=%.2f resave=%.1f buggify=%.2f zstd=%d refresh=%llums%s save=%.1f async=%.1f "
+      "steps=%llu",
+      hosts, namespaces, fingerprints, (unsigned long long)block_bytes_min,
+      (unsigned long long)block_bytes_max, (unsigned long long)cache_bytes_max, faults.unavailable,
+      faults.timeout, faults.lost_response, faults.short_list,
+      (unsigned long long)faults.latency_us_max, p_crash_step, p_crash_mid, p_brownout_toggle,
+      p_corrupt, p_corrupt_head, (unsigned long long)faults.list_lag_us, p_session, p_cas,
+      p_variant, p_resave_all, p_buggify, block_compress_level,
+      (unsigned long long)refresh_interval_ms, refresh_odd_hosts_only ? "(odd hosts)" : "", p_save,
+      p_async, (unsigned long long)safety_steps);
   if (!capacity) return buf;
   char cap[256];
   std::snprintf(

@@ -73,6 +73,13 @@ struct SwarmConfig {
   // Drawn last, evict-gc only: StoreOptions::publish_grace_seconds (G10's in-flight protection,
   // and with the GC grace the age at which a put never published is forgotten).
   uint64_t publish_grace_seconds = 600;
+  // Drawn after all of the above. The engines' own write path: a writer's put (of a chain under
+  // its own tip, last writer wins) is a whole save instead (Store::SaveChain: the put and the
+  // publish in one call, no L1 record of the puts, the last upload run by the publish) at this
+  // rate; and saves, publishes and gets go through the daemon's forms (SaveChainAsync,
+  // PublishChainAsync, GetBlocksIfCached / GetByContentHashIfCached) at `p_async`.
+  double p_save = 0;
+  double p_async = 0;
   // L1 crash kinds still allowed (a disallowed kind becomes a process crash).
   bool l1_machine = true, l1_lost = true, l1_corrupt = true;
 

@@ -9,6 +9,8 @@ const char* OpName(OpKind k) {
   switch (k) {
     case OpKind::kPut: return "put";
     case OpKind::kPublish: return "publish";
+    case OpKind::kSave:
+      return "save";
     case OpKind::kPutSidecar: return "put-sidecar";
     case OpKind::kLookup: return "lookup";
     case OpKind::kGet: return "get";
@@ -122,9 +124,16 @@ Op Workload::WriterStep(int host, const WorldView& world) {
   if (!p.put || (buggify && rng_->Chance(0.5))) {
     op.kind = OpKind::kPut;
     op.put_from = rng_->Chance(cfg_.p_resave_all) ? 0 : std::min(p.base, p.keys.size() - 1);
+    // An engine's save (the C ABI's wmbt_kv_put_kv_blocks, the daemon's save): only for a chain
+    // published under its own tip, last writer wins, which is what SaveChain publishes.
+    if (!p.session && !p.expected && rng_->Chance(cfg_.p_save)) {
+      op.kind = OpKind::kSave;
+      op.async = rng_->Chance(cfg_.p_async);
+    }
     return op;
   }
   op.kind = OpKind::kPublish;
+  op.async = rng_->Chance(cfg_.p_async);
   return op;
 }
 
@@ -146,6 +155,21 @@ void Workload::OnPut(const Op& op, bool ok) {
     }
   } else if (rng_->Chance(0.5)) {
     slot.reset();  // the engine gives up on this save
+  }
+}
+
+void Workload::OnSaved(const Op& op, bool acked) {
+  auto& slot = writers_[static_cast<size_t>(op.host)];
+  if (!slot || slot->keys != op.keys) return;
+  // Readers look for it whatever the answer: a failed save may still have published.
+  if (!slot->put) {
+    history_.push_back(*slot);
+    if (history_.size() > 64) history_.erase(history_.begin());
+  }
+  if (acked || rng_->Chance(0.5)) {
+    slot.reset();
+  } else {
+    slot->put = false;  // the engine saves it again (its blocks may be pending in RAM only)
   }
 }
 
@@ -174,6 +198,7 @@ Op Workload::ReaderStep(int host, const Model& model) {
       op.hash = hash;
       op.owner = Scope{ns, 0};
       if (rng_->Chance(0.8)) op.scope.ns = ns;
+      op.async = rng_->Chance(cfg_.p_async);
     } else {
       op.hash.bytes[0] = static_cast<uint8_t>(rng_->Next64());
       op.owner = op.scope;
@@ -194,6 +219,7 @@ Op Workload::ReaderStep(int host, const Model& model) {
     return op;
   }
   op.kind = what < 6 ? OpKind::kLookup : OpKind::kGet;
+  if (op.kind == OpKind::kGet) op.async = rng_->Chance(cfg_.p_async);
   op.keys = p.keys;
   if (rng_->Chance(0.5)) op.keys.resize(rng_->Range(1, p.keys.size()));
   if (rng_->Chance(0.1)) op.keys.push_back(NewKey());  // a key nobody put

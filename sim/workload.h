@@ -27,6 +27,7 @@ namespace wombatkv::sim {
 enum class OpKind {
   kPut,
   kPublish,
+  kSave,  // put and publish in one call (SaveChain): chain id = tip, last writer wins
   kPutSidecar,
   kLookup,
   kGet,
@@ -53,6 +54,9 @@ struct Op {
   ChainId chain_id;                // publish
   bool session = false;
   std::optional<uint64_t> expected;  // publish with CAS
+  // Save and publish: through the completion form (SaveChainAsync, PublishChainAsync); get and
+  // get by hash: the non-blocking form first (Get*IfCached), the blocking one if it declines.
+  bool async = false;
   uint32_t gen = 0;                  // sidecar generation
   ContentHash hash;                  // get by hash
   uint64_t n = 0;                    // tasks to run; corruption target seed
@@ -73,6 +77,7 @@ class Workload {
   // The publish of `op` finished (acked or not); the writer moves on.
   void OnPublished(const Op& op, bool acked);
   void OnPut(const Op& op, bool ok);
+  void OnSaved(const Op& op, bool acked);
   void OnCrash(int host);
 
  private:
