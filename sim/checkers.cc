@@ -97,7 +97,6 @@ void Checkers::Publish(Store& store, const Op& op, const Result<uint64_t>& r,
                            Keys(op.keys);
   if (r.ok()) {
     const uint64_t v = *r;
-    if (EvictedBeforeAnswer(op, v, after)) return;
     if (!after && !CompactedAway(op)) {
       return Fail("G3", what + " acknowledged (v" + std::to_string(v) + ") but L2 has no head");
     }
@@ -195,23 +194,6 @@ void Checkers::Publish(Store& store, const Op& op, const Result<uint64_t>& r,
     default:
       return Fail("G3", what + ": unexpected error " + s.ToString());
   }
-}
-
-bool Checkers::EvictedBeforeAnswer(const Op& op, uint64_t v,
-                                   const std::optional<HeadTruth>& after) const {
-  // A store defect, excused only where it was found (docs/testing.md, "Bugs found", 19): a
-  // completion-form save or publish answers from an executor task after its head is installed
-  // and its puts are forgotten, and an eviction pass run before that task may trim or delete the
-  // chain it then acknowledges (seeds 40, 754, 913): its blocks count as in flight (G10) only
-  // while pending. The blocking forms answer before any task runs here.
-  if (!model_.evictable() || !op.async) return false;
-  if (!after) {
-    return bucket_->DeletedThisStep(
-        layout::ChainKey(kL2Prefix, NsName(op.scope.ns), FpOf(op.scope.fp), op.chain_id));
-  }
-  const auto keys = KeysOf(after->entries);
-  return after->version > v && keys.size() < op.keys.size() &&
-         std::equal(keys.begin(), keys.end(), op.keys.begin());
 }
 
 bool Checkers::CompactedAway(const Op& op) const {

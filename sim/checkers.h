@@ -80,9 +80,6 @@ class Checkers {
   std::map<std::string, std::set<std::string>> excused_;
 
  private:
-  // Evict-gc: an acknowledged completion-form save or publish whose chain eviction trimmed or
-  // deleted before the answer (a store defect, excused there only).
-  bool EvictedBeforeAnswer(const Op& op, uint64_t v, const std::optional<HeadTruth>& after) const;
   // An acknowledged publish whose head this host's compaction deleted during the call.
   bool CompactedAway(const Op& op) const;
   bool BlobCorrupted(int ns, const ContentHash& hash) const;

@@ -54,6 +54,17 @@ StoreImpl::PublishClaim::~PublishClaim() {
     auto it = store_->publishing_blobs_.find(ck);
     if (--it->second == 0) store_->publishing_blobs_.erase(it);
   }
+  if (chain_) {
+    auto it = store_->publishing_chains_.find(*chain_);
+    if (--it->second == 0) store_->publishing_chains_.erase(it);
+  }
+}
+
+void StoreImpl::PublishClaim::HoldChain(const ChainId& chain_id) {
+  WMBT_CHECK(!chain_);
+  chain_ = chain_id;
+  std::lock_guard<std::mutex> g(store_->pending_mu_);
+  ++store_->publishing_chains_[chain_id];
 }
 
 void StoreImpl::PublishClaim::KeepBlobs(std::vector<CacheKey> blobs) {

@@ -597,8 +597,9 @@ std::optional<StoreImpl::TrimPlan> StoreImpl::PlanTrim(const std::string& ns, ui
   std::vector<bool> in_flight(tail.size());
   {
     std::lock_guard<std::mutex> p(pending_mu_);
+    const bool publishing = publishing_chains_.contains(c.chain_id);  // G10: all of it held
     for (size_t i = 0; i < tail.size(); ++i) {
-      in_flight[i] = InFlightLocked(ns_id, c.fp, tail[i].entry.key, now_us);
+      in_flight[i] = publishing || InFlightLocked(ns_id, c.fp, tail[i].entry.key, now_us);
     }
   }
   uint32_t run = 0;  // I7: a tail's use is the newest stamp from the tip down to it
@@ -633,6 +634,7 @@ StoreImpl::Trimmed StoreImpl::TrimChain(const std::string& ns, uint32_t ns_id,
   };
   auto in_flight = [&] {
     std::lock_guard<std::mutex> p(pending_mu_);
+    if (publishing_chains_.contains(chain_id)) return true;
     for (const ChainEntry& e : plan.cut) {
       if (InFlightLocked(ns_id, fp, e.key, now_us)) return true;
     }

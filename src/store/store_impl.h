@@ -151,11 +151,16 @@ class StoreImpl final : public Store {
     PublishClaim(const PublishClaim&) = delete;
     PublishClaim& operator=(const PublishClaim&) = delete;
     void KeepBlobs(std::vector<CacheKey> blobs);  // takes pending_mu_; once
+    // G10: eviction leaves the chain alone until the publish has answered (its claim goes just
+    // before the answer) — after its head is installed and its pending puts forgotten too, while
+    // its prefix is re-checked. Takes pending_mu_; once.
+    void HoldChain(const ChainId& chain_id);
 
    private:
     StoreImpl* store_;
     std::vector<Claimed> claimed_;
     std::vector<CacheKey> blobs_;
+    std::optional<ChainId> chain_;
   };
   // One background upload of a blob to L2. Lives in uploads_ until a publish consumes it.
   struct Upload {
@@ -595,6 +600,8 @@ class StoreImpl final : public Store {
   // Blobs of the indexed prefixes publishes continue (PublishClaim::KeepBlobs).
   std::unordered_map<CacheKey, uint32_t, CacheKeyHash>
       publishing_blobs_;  // GUARDED_BY(pending_mu_)
+  // Chains whose publish has not answered yet (PublishClaim::HoldChain): eviction skips them.
+  std::unordered_map<ChainId, uint32_t, EngineKeyHash> publishing_chains_;  // GUARDED_BY
   // Blobs of pending puts replaced by a put of the same key with other bytes, no longer named by
   // any pending put: their upload slots (and the payload a failed or reused upload keeps) are
   // dropped by the next ForgetAbandonedPuts, as a forgotten put's are.

@@ -449,6 +449,7 @@ Result<StoreImpl::PublishPlan> StoreImpl::PreparePublish(std::string_view ns, co
   plan.ns_id = NamespaceId(ns);
   WMBT_ASSIGN_OR_RETURN(plan.entries,
                         CollectChain(ns, plan.ns_id, fp, tip, &plan.indexed, &plan.claim));
+  plan.claim->HoldChain(chain_id);
   const size_t indexed = plan.indexed.length;
 
   // The durability barrier: every blob of the chain is in L2 before the head names it. The
