@@ -239,6 +239,11 @@ Status ConvertRocksStatus(const rocksdb::Status& s, const std::string& dir, std:
     return Status::Unavailable("L1 " + dir + " is busy: " + detail + "; retry");
   }
   if (s.IsIOError()) {
+    std::error_code ec;
+    if (opening && s.IsPathNotFound() && std::filesystem::exists(dir + "/CURRENT", ec)) {
+      // A file an existing L1 names is gone (its MANIFEST, a table file): damage, as Corruption.
+      return Status::Corruption("L1 directory " + dir + " is missing a file: " + detail);
+    }
     if (opening) {
       return Status::FailedPrecondition("cannot open L1 directory " + dir + ": " + detail +
                                         "; check that it is a directory this process can write");

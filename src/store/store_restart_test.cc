@@ -103,6 +103,25 @@ TEST(StoreRestart, G3ChainsComeBackWhenATableFileOfL1IsDamaged) {
   EXPECT_EQ(*h.Open().LookupPrefix("default", kFp, a.keys), 4u) << "and the next open too";
 }
 
+// A file of L1 gone (the MANIFEST its CURRENT names): RocksDB refuses to open with an I/O error,
+// not Corruption, and the open failed, though L1 is only a cache of L2 (from a review, session
+// 57). Now a file of L1 that is missing is taken as damage: L1 is made again from L2.
+TEST(StoreRestart, G3ChainsComeBackWhenAFileOfL1IsMissing) {
+  StoreHarness h(Planes::kDisk);
+  auto a = MakeChain(4, 1000, 1);
+  PutAndPublish(h.Open(), a);
+  h.Close();
+  size_t removed = 0;
+  for (const auto& e : std::filesystem::directory_iterator(h.dir() + "/data/l1")) {
+    if (e.path().filename().string().starts_with("MANIFEST-"))
+      removed += std::filesystem::remove(e.path());
+  }
+  ASSERT_GT(removed, 0u);
+  Store& s = h.Open();
+  EXPECT_EQ(*s.LookupPrefix("default", kFp, a.keys), 4u);
+  EXPECT_TRUE(LogMentions(h, "rebuilding the index from L2"));
+}
+
 TEST(StoreRestart, ADamagedPackedIndexSnapshotIsSetAsideWithALogLine) {
   // The local L2's packed-index snapshot (docs/layout.md §5.1) is an optimisation: damaged, the
   // open reads every journal file instead, says so, and loses nothing.
