@@ -38,7 +38,7 @@ void PayloadCache::CountMiss() {
 }
 
 BufferSlice PayloadCache::Insert(const CacheKey& key, BufferSlice payload, bool pin) {
-  std::vector<BufferSlice> dead;  // freed after the mutex (declared first: destroyed last)
+  Evicted dead;  // freed after the mutex (declared first: destroyed last)
   std::lock_guard<std::mutex> g(mu_);
   auto [it, inserted] = map_.try_emplace(key);
   Entry& e = it->second;
@@ -61,7 +61,7 @@ BufferSlice PayloadCache::Insert(const CacheKey& key, BufferSlice payload, bool 
 }
 
 void PayloadCache::Unpin(const CacheKey& key) {
-  std::vector<BufferSlice> dead;
+  Evicted dead;
   std::lock_guard<std::mutex> g(mu_);
   auto it = map_.find(key);
   if (it == map_.end()) return;
@@ -75,12 +75,12 @@ void PayloadCache::Unpin(const CacheKey& key) {
 }
 
 void PayloadCache::Trim() {
-  std::vector<BufferSlice> dead;
+  Evicted dead;
   std::lock_guard<std::mutex> g(mu_);
   EvictLocked(&dead);
 }
 
-void PayloadCache::EvictLocked(std::vector<BufferSlice>* dead, const CacheKey* fresh) {
+void PayloadCache::EvictLocked(Evicted* dead, const CacheKey* fresh) {
   // Take victims from the least recently used end, skipping borrowed entries (C2; pinned ones
   // are not on the list: C4). A skipped entry moves to the recent end — it is in use — so later
   // calls do not walk past it again; each entry is looked at most once per call, so the loop is

@@ -27,9 +27,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "wombatkv/buffer.h"
 #include "wombatkv/types.h"
 
@@ -102,9 +102,12 @@ class PayloadCache {
       return static_cast<size_t>(h ^ (h >> 29));
     }
   };
+  // Payloads evicted under mu_, dropped after it (an insert into a full cache evicts about one:
+  // no allocation for that).
+  using Evicted = absl::InlinedVector<BufferSlice, 2>;
   // REQUIRES: mu_ held. `fresh`: the entry Insert is returning a slice of. The payloads evicted
   // go to `dead`, for the caller to drop after releasing mu_.
-  void EvictLocked(std::vector<BufferSlice>* dead, const CacheKey* fresh = nullptr);
+  void EvictLocked(Evicted* dead, const CacheKey* fresh = nullptr);
   // REQUIRES: mu_ held. A use: an unpinned entry becomes the most recent (C4: a pinned one is
   // not on the LRU list).
   void TouchLocked(Entry& e) {
