@@ -34,6 +34,7 @@ class World {
         sched_rng_(seed ^ 0x5c4ed),
         buggify_rng_(seed ^ 0xb066f),
         disk_rng_(seed ^ 0xd15c),
+        borrow_rng_(seed ^ 0xb0770),
         trace_(&clock_),
         model_(cfg_.hosts, cfg_.capacity),
         workload_(cfg_, &workload_rng_),
@@ -98,6 +99,24 @@ class World {
     // The store's refresh counters as the simulator last saw them (automatic refresh).
     uint64_t refreshes = 0, refresh_failures = 0;
   };
+
+  // G10's borrow clause: a payload borrowed (a GetBlocks or GetByContentHash answer) keeps its
+  // bytes until the caller releases it, whatever the store does meanwhile — later calls,
+  // eviction passes, orphan GC, the store's destruction (a crash of the host). Some answers are
+  // held open across later steps, with a copy of the bytes the checkers accepted; when released,
+  // every payload must still hold those bytes (a pool that recycled a borrowed buffer would not).
+  struct HeldBorrow {
+    int host = 0;
+    std::string what;                            // for the trace and failures
+    std::vector<BufferSlice> slices;             // the borrow itself
+    std::vector<std::vector<uint8_t>> expected;  // the bytes as checked when it was taken
+    uint64_t step = 0;
+  };
+  void MaybeHold(int host, std::string what, std::vector<BufferSlice> slices);
+  void ReleaseBorrow(size_t i, const char* why);
+  void ReleaseBorrowsOf(int host, const char* why);  // -1: all
+  std::vector<HeldBorrow> borrows_;
+  uint64_t step_ = 0;
 
   void Fail(const std::string& guarantee, const std::string& what) {
     trace_.Add("VIOLATION " + guarantee + ": " + what);
@@ -216,7 +235,8 @@ class World {
   SwarmConfig cfg_;
   // buggify_rng_ answers the store's buggify points, disk_rng_ picks what a crashed data
   // directory holds: streams of their own, so that neither changes another draw.
-  SimRandom workload_rng_, fault_rng_, sched_rng_, buggify_rng_, disk_rng_;
+  // borrow_rng_ picks which answers are held open and when they are released.
+  SimRandom workload_rng_, fault_rng_, sched_rng_, buggify_rng_, disk_rng_, borrow_rng_;
   SimClock clock_;
   Trace trace_;
   SimBucket bucket_;
@@ -262,6 +282,8 @@ void World::Crash(int host, L1CrashMode mode, const std::string& why) {
   if (h.executor) h.executor->DropAll();
   CrashDisk(h);
   h.store.reset();  // ~Store drains the executor, which drops everything after DropAll
+  // The process's borrows die with it; until then (here: past ~Store) their bytes stay valid.
+  ReleaseBorrowsOf(host, "host crashed");
   h.l1->Crash(mode, &fault_rng_);
   model_.OnCrash(host);
   workload_.OnCrash(host);
@@ -357,6 +379,37 @@ void World::Restart(int host) {
     checkers_.SameAsL2(*h.store, host, now, "open");
     CountRefreshes(host);
   });
+}
+
+void World::MaybeHold(int host, std::string what, std::vector<BufferSlice> slices) {
+  if (!result_.ok || borrows_.size() >= 8 || !borrow_rng_.Chance(0.3)) return;
+  HeldBorrow b;
+  b.host = host;
+  b.what = std::move(what);
+  for (const BufferSlice& s : slices) b.expected.emplace_back(s.view().begin(), s.view().end());
+  b.slices = std::move(slices);
+  b.step = step_;
+  trace_.Add("h" + std::to_string(host) + " holds borrow of " + b.what);
+  borrows_.push_back(std::move(b));
+}
+
+void World::ReleaseBorrow(size_t i, const char* why) {
+  HeldBorrow b = std::move(borrows_[i]);
+  borrows_.erase(borrows_.begin() + static_cast<std::ptrdiff_t>(i));
+  trace_.Add("h" + std::to_string(b.host) + " releases borrow of " + b.what + " (" + why + ")");
+  for (size_t k = 0; k < b.slices.size(); ++k) {
+    if (!std::ranges::equal(b.slices[k].view(), b.expected[k])) {
+      return Fail("G10", "h" + std::to_string(b.host) + " " + b.what + ": payload " +
+                             std::to_string(k) + " of a borrow held since step " +
+                             std::to_string(b.step) + " changed before its release (" + why + ")");
+    }
+  }
+}
+
+void World::ReleaseBorrowsOf(int host, const char* why) {
+  for (size_t i = borrows_.size(); i-- > 0;) {
+    if (host < 0 || borrows_[i].host == host) ReleaseBorrow(i, why);
+  }
 }
 
 void World::CountRefreshes(int host) {
@@ -771,6 +824,8 @@ void World::Step(const Op& op) {
                    " keys -> " + Code(r.status()) +
                    (op.async ? (cached ? " (if-cached)" : " (not cached)") : ""));
         checkers_.Get(op, r);
+        if (r.ok())
+          MaybeHold(h, "get " + ScopeName(op.scope) + " " + ShortKey(op.keys.back()), r->slices());
       });
       break;
     case OpKind::kGetByHash:
@@ -783,6 +838,9 @@ void World::Step(const Op& op) {
                    " -> " + Code(r.status()) +
                    (op.async ? (cached ? " (if-cached)" : " (not cached)") : ""));
         checkers_.GetByHash(op, r);
+        if (r.ok()) {
+          MaybeHold(h, "get-by-hash " + op.hash.ToHex().substr(0, 8), {*r});
+        }
       });
       break;
     case OpKind::kGetSidecar:
@@ -829,6 +887,7 @@ void World::Liveness() {
       if (!host.store) continue;
       host.executor->Drain();
       host.store.reset();
+      ReleaseBorrowsOf(h, "store closed");
       model_.OnCrash(h);  // forgets what it knew; Restart re-syncs it with L2
       trace_.Add("h" + std::to_string(h) + " closed (eviction off)");
     }
@@ -948,9 +1007,17 @@ SimResult World::Run() {
       }
     }
     clock_.Advance(sched_rng_.Range(0, 1000));
+    // Held borrows are released at random steps, a few at a time.
+    while (result_.ok && !borrows_.empty() && borrow_rng_.Chance(0.15)) {
+      ReleaseBorrow(borrow_rng_.Uniform(borrows_.size()), "released");
+    }
     result_.steps_run = step + 1;
+    step_ = result_.steps_run;
   }
+  // The borrows still open are kept through the liveness phase (its closes, final GC, reads).
   if (result_.ok) Liveness();
+  if (result_.ok) ReleaseBorrowsOf(-1, "end of run");
+  borrows_.clear();
   trace_.Add(std::string("end ") + (result_.ok ? "ok" : "FAILED"));
   result_.digest = trace_.digest();
   result_.events = trace_.events();
