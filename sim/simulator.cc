@@ -907,6 +907,38 @@ void World::Liveness() {
       if (!r.ok()) return Fail("liveness", "orphan GC failed without faults: " + r.status().ToString());
     }
   }
+  // G11's bounded staleness, asserted: a host that refreshes by itself sees L2 within its
+  // interval without any Refresh call. Past the interval, one call (a get: it queues the
+  // refresh), the host's tasks run to the end, and its chains must be exactly L2's.
+  for (int h = 0; h < cfg_.hosts && result_.ok; ++h) {
+    if (!cfg_.RefreshesByItself(h)) continue;
+    Host& host = *hosts_[static_cast<size_t>(h)];
+    clock_.Advance(cfg_.refresh_interval_ms * 1000 + 1000);
+    bucket_.BeginStep();
+    CountRefreshes(h);
+    const uint64_t refreshes = host.refreshes, failures = host.refresh_failures;
+    MarkListingStart();
+    Guard(h, [&] {
+      const std::vector<BlockKey> probe(1);  // any key: what matters is that a get was made
+      auto r = S(h).GetBlocks(NsName(0), FpOf(0), probe);
+      host.executor->Drain();
+    });
+    if (!Up(h)) return Fail("liveness", "h" + std::to_string(h) + " crashed without faults");
+    CountRefreshes(h);
+    trace_.Add("h" + std::to_string(h) + " waited out its refresh interval: " +
+               std::to_string(host.refreshes - refreshes) + " automatic refreshes");
+    if (host.refresh_failures != failures) {
+      return Fail("G11", "h" + std::to_string(h) + ": an automatic refresh failed without faults");
+    }
+    if (host.refreshes == refreshes) {
+      return Fail("G11", "h" + std::to_string(h) + " refreshes by itself every " +
+                             std::to_string(cfg_.refresh_interval_ms) +
+                             " ms, but no automatic refresh ran after that long and a get");
+    }
+    const L2Heads now = ReadL2Heads(bucket_.truth(), cfg_);
+    checkers_.SameAsL2(S(h), h, now, "automatic refresh (liveness, no Refresh call)");
+    model_.OnSynced(h, Settled(now));
+  }
   for (int h = 0; h < cfg_.hosts && result_.ok; ++h) {
     DoRefresh(h);
     if (!Up(h)) return Fail("liveness", "h" + std::to_string(h) + " crashed without faults");
