@@ -226,6 +226,7 @@ class World {
   L2Heads WithoutCompacted(L2Heads heads);
   void DoCorrupt(uint64_t n);
   void DoCorruptHead(uint64_t n);
+  void CorruptCacheFile(uint64_t n);
   void DoEvict(int host);
   void DoGc(int host);
   void Liveness();
@@ -323,6 +324,8 @@ void World::Restart(int host) {
     }
     o.data_dir = h.data_dir;
     o.fs = h.disk.get();
+    // The local disk cache (data_dir/cache), kept in the liveness phase too: it is a cache.
+    o.disk_cache_bytes_max = cfg_.disk_cache_bytes_max;
   }
   o.object_store = h.l2.get();
   o.meta_store = h.l1.get();
@@ -718,10 +721,49 @@ void World::DoCorrupt(uint64_t n) {
   for (const ChainRef& at : model_.Sidecars()) {
     keys.push_back(layout::SidecarKey(kL2Prefix, NsName(at.scope.ns), FpOf(at.scope.fp), at.id));
   }
-  if (keys.empty()) return;
-  const std::string& key = keys[n % keys.size()];
-  const bool done = bucket_.Corrupt(key, n / keys.size());
-  trace_.Add("corrupt " + ShortObjectKey(key) + (done ? "" : " (absent)"));
+  if (!keys.empty()) {
+    const std::string& key = keys[n % keys.size()];
+    const bool done = bucket_.Corrupt(key, n / keys.size());
+    trace_.Add("corrupt " + ShortObjectKey(key) + (done ? "" : " (absent)"));
+  }
+  if (cfg_.disk_cache_bytes_max > 0) CorruptCacheFile(n);
+}
+
+void World::CorruptCacheFile(uint64_t n) {
+  // Bit rot or a torn write in the local disk cache, behind the store's back: a byte flipped in,
+  // or the tail cut off, one cache file of one host (G9: the store must drop it, never serve it).
+  const uint64_t host = n % static_cast<uint64_t>(cfg_.hosts);
+  Host& h = *hosts_[host];
+  n /= static_cast<uint64_t>(cfg_.hosts);
+  std::vector<std::string> files;  // sorted: the pick must not depend on directory order
+  std::error_code ec;
+  const std::filesystem::path dir = h.data_dir + "/cache";
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec) && it->file_size(ec) > 0) files.push_back(it->path().string());
+  }
+  if (files.empty()) return;
+  std::sort(files.begin(), files.end());
+  const std::string& path = files[n % files.size()];
+  n /= files.size();
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec || size == 0) return;
+  const bool cut = n % 3 == 0;
+  const uint64_t at = (n / 3) % size;
+  if (cut) {
+    std::filesystem::resize_file(path, at, ec);
+  } else {
+    std::FILE* f = std::fopen(path.c_str(), "r+b");
+    if (!f) return;
+    std::fseek(f, static_cast<long>(at), SEEK_SET);
+    const int c = std::fgetc(f);
+    std::fseek(f, static_cast<long>(at), SEEK_SET);
+    std::fputc((c == EOF ? 0 : c) ^ 0x5a, f);
+    std::fclose(f);
+  }
+  const std::string name = std::filesystem::path(path).filename().string();
+  trace_.Add("corrupt cache file h" + std::to_string(host) + " " + name.substr(0, 8) +
+             (cut ? " cut to " : " flip at ") + std::to_string(at));
 }
 
 void World::DoCorruptHead(uint64_t n) {

@@ -6,11 +6,11 @@ namespace wombatkv::sim {
 
 const std::vector<std::string>& FaultClassNames() {
   static const std::vector<std::string> names = {
-      "503",          "timeout",    "lost",         "shortlist",  "latency",
-      "list-lag",     "crash-step", "crash-mid",    "brownout",   "corrupt",
-      "corrupt-head", "l1-machine", "l1-lost",      "l1-corrupt", "session",
-      "cas",          "variant",    "buggify",      "evict",      "gc",
-      "clock-jump",   "compress",   "auto-refresh", "save",       "async"};
+      "503",        "timeout",    "lost",       "shortlist", "latency",      "list-lag",
+      "crash-step", "crash-mid",  "brownout",   "corrupt",   "corrupt-head", "l1-machine",
+      "l1-lost",    "l1-corrupt", "session",    "cas",       "variant",      "buggify",
+      "evict",      "gc",         "clock-jump", "compress",  "auto-refresh", "save",
+      "async",      "disk-cache"};
   return names;
 }
 
@@ -63,6 +63,9 @@ SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity,
   if (c.refresh_interval_ms > 0 && c.hosts > 1) c.refresh_odd_hosts_only = r.Chance(0.5);
   if (r.Chance(0.6)) c.p_save = r.Pick({0.3, 0.7, 1.0});
   if (r.Chance(0.5)) c.p_async = r.Pick({0.3, 1.0});
+  if (c.capacity && r.Chance(0.5)) {
+    c.disk_cache_bytes_max = r.Pick<uint64_t>({2048, 20000, 200000, 64u << 20});
+  }
 
   if (overrides.list_lag_us > 0) f.list_lag_us = overrides.list_lag_us;
   if (overrides.buggify_percent > 0) c.p_buggify = overrides.buggify_percent / 100.0;
@@ -93,6 +96,7 @@ SwarmConfig SwarmConfig::FromSeed(uint64_t seed, uint64_t steps, bool capacity,
   if (off("auto-refresh")) c.refresh_interval_ms = 0;
   if (off("save")) c.p_save = 0;
   if (off("async")) c.p_async = 0;
+  if (off("disk-cache")) c.disk_cache_bytes_max = 0;
   if (overrides.hosts > 0) c.hosts = overrides.hosts;
   return c;
 }
@@ -108,7 +112,8 @@ std::vector<std::string> SwarmConfig::FaultsOn() const {
                      crashes && l1_machine, crashes && l1_lost, crashes && l1_corrupt,
                      p_session > 0, p_cas > 0, p_variant > 0, p_buggify > 0, p_evict > 0,
                      p_gc > 0, p_clock_jump > 0, block_compress_level > 0,
-                     refresh_interval_ms > 0, p_save > 0, p_async > 0};
+                     refresh_interval_ms > 0, p_save > 0, p_async > 0,
+                     disk_cache_bytes_max > 0};
   // clang-format on
   std::vector<std::string> out;
   const auto& names = FaultClassNames();
@@ -149,10 +154,10 @@ std::string SwarmConfig::Describe() const {
   std::snprintf(
       cap, sizeof cap,
       " evict-gc(budget=%llu ttl=%llus grace=%lluus publish-grace=%llus evict=%.2f gc=%.2f "
-      "jump=%.2f)",
+      "jump=%.2f disk-cache=%llu)",
       (unsigned long long)ns_budget_bytes, (unsigned long long)ns_ttl_seconds,
       (unsigned long long)gc_grace_us, (unsigned long long)publish_grace_seconds, p_evict, p_gc,
-      p_clock_jump);
+      p_clock_jump, (unsigned long long)disk_cache_bytes_max);
   return std::string(buf) + cap;
 }
 

@@ -80,6 +80,12 @@ struct SwarmConfig {
   // PublishChainAsync, GetBlocksIfCached / GetByContentHashIfCached) at `p_async`.
   double p_save = 0;
   double p_async = 0;
+  // Drawn after all of the above, evict-gc only (the hosts have a data directory there): the
+  // local disk cache of L2's payloads (StoreOptions::disk_cache_bytes_max, on by default in
+  // production with S3) with this budget, 0 = off. Its files are never synced: a crash of the
+  // host may lose, keep or garble each (CrashModelFs), and `corrupt` also flips bytes in, or
+  // truncates, a random cache file of a random host (G9: never served).
+  uint64_t disk_cache_bytes_max = 0;
   // L1 crash kinds still allowed (a disallowed kind becomes a process crash).
   bool l1_machine = true, l1_lost = true, l1_corrupt = true;
 
