@@ -144,7 +144,9 @@ Status FaultyObjectStore::Delete(std::string_view key) {
   bucket_->Rewritten(std::string(key));
   if (IsHeadKey(key) && bucket_->on_head_deleted) bucket_->on_head_deleted(std::string(key));
   Note("delete " + ShortObjectKey(key));
-  return AfterWrite("delete", key);
+  Status s = AfterWrite("delete", key);
+  if (!s.ok()) bucket_->DeleteUnanswered(std::string(key));
+  return s;
 }
 
 Result<ListPage> FaultyObjectStore::List(std::string_view prefix, std::string_view delimiter,

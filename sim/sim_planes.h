@@ -70,9 +70,16 @@ class SimBucket {
   void BeginStep() {
     corrupted_this_step_ = corrupted_;
     deleted_this_step_.clear();
+    delete_unanswered_this_step_.clear();
   }
   // Deleted by a host since the current step began (one host's call and its tasks).
   bool DeletedThisStep(const std::string& key) const { return deleted_this_step_.count(key) > 0; }
+  // Deleted since the current step began, but its deleter was told it failed (a lost response,
+  // a timeout after the delete applied): the deleter may still believe the object is there.
+  void DeleteUnanswered(const std::string& key) { delete_unanswered_this_step_.insert(key); }
+  bool DeleteUnansweredThisStep(const std::string& key) const {
+    return delete_unanswered_this_step_.count(key) > 0;
+  }
   // Called after every applied head write with the key: lets the simulator check invariants at
   // the instant a head becomes visible in L2.
   std::function<void(const std::string& key)> on_head_written;
@@ -95,6 +102,7 @@ class SimBucket {
   std::set<std::string> ever_corrupted_;
   std::set<std::string> corrupted_this_step_;
   std::set<std::string> deleted_this_step_;
+  std::set<std::string> delete_unanswered_this_step_;
   std::map<std::string, Change> changes_;
 };
 
