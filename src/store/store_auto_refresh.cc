@@ -50,11 +50,8 @@ void StoreImpl::AutoRefresh() {
   if (evict_stopped_.load() || RefreshingHere::In(this)) return;
   auto report = Refresh();
   if (report.ok()) {
-    const RefreshReport& r = *report;
-    if (r.chains_added + r.chains_updated + r.chains_removed > 0) {
-      Log(LogLevel::kDebug, "refreshed from L2: " + std::to_string(r.chains_added) + " added, " +
-                                std::to_string(r.chains_updated) + " updated, " +
-                                std::to_string(r.chains_removed) + " removed");
+    if (const std::string changes = ChangesText(*report); !changes.empty()) {
+      Log(LogLevel::kDebug, "refreshed from L2: " + changes);
     }
     return;
   }
@@ -65,6 +62,12 @@ void StoreImpl::AutoRefresh() {
                              "(tried again every " +
                              std::to_string(options_.refresh_interval_ms) + " ms)" + note);
   }
+}
+
+std::string StoreImpl::ChangesText(const RefreshReport& r) {
+  if (r.chains_added + r.chains_updated + r.chains_removed == 0) return "";
+  return std::to_string(r.chains_added) + " added, " + std::to_string(r.chains_updated) +
+         " updated, " + std::to_string(r.chains_removed) + " removed";
 }
 
 void StoreImpl::RefreshLeasedNamespaces() {
@@ -90,12 +93,11 @@ void StoreImpl::RefreshLeasedNamespaces() {
     RefreshReport report;
     const Status s = RefreshNamespace(ns, &report);
     if (s.ok()) {
-      if (report.chains_added + report.chains_updated + report.chains_removed > 0) {
-        Log(LogLevel::kDebug,
-            "namespace " + ns + " (this store holds its eviction lease) " +
-                "refreshed from L2 before evicting: " + std::to_string(report.chains_added) +
-                " added, " + std::to_string(report.chains_updated) + " updated, " +
-                std::to_string(report.chains_removed) + " removed");
+      if (const std::string changes = ChangesText(report); !changes.empty()) {
+        Log(LogLevel::kDebug, "namespace " + ns +
+                                  " (this store holds its eviction lease) refreshed from L2 "
+                                  "before evicting: " +
+                                  changes);
       }
     } else if (std::string note; refresh_warnings_.Take(clock_->NowMicros(), &note)) {
       Log(LogLevel::kWarn, "loading namespace " + ns + " from L2 (" + l2_->Describe() +

@@ -453,6 +453,8 @@ class StoreImpl final : public Store {
   // (which renews the lease for as long as it runs) those chains were evicted by no one.
   // Not with evict_mu_ held (a refresh may run a pass inline: refresh_mu_ comes first).
   void RefreshLeasedNamespaces();
+  // "N added, N updated, N removed" of a refresh or reconcile; empty when nothing changed.
+  static std::string ChangesText(const RefreshReport& r);
   std::atomic<uint64_t> next_leased_refresh_us_{0};
   // --- abandoned puts (store_abandoned_puts.cc) ---
   // The age after which a put never published is forgotten: the larger of the two graces.

@@ -212,10 +212,8 @@ Status StoreImpl::Init() {
     const size_t n = report->chains_added;
     Log(LogLevel::kWarn, "L1 was empty or rebuilt: index rebuilt from L2 (" + std::to_string(n) +
                              (n == 1 ? " chain)" : " chains)"));
-  } else if (report->chains_added + report->chains_updated + report->chains_removed > 0) {
-    Log(LogLevel::kInfo, "reconciled with L2: " + std::to_string(report->chains_added) +
-                             " added, " + std::to_string(report->chains_updated) + " updated, " +
-                             std::to_string(report->chains_removed) + " removed");
+  } else if (const std::string changes = ChangesText(*report); !changes.empty()) {
+    Log(LogLevel::kInfo, "reconciled with L2: " + changes);
   }
   return Status::Ok();
 }
