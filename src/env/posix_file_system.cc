@@ -18,6 +18,8 @@
 #include <utility>
 
 #include "base/check.h"
+#include "env/dir_maker.h"
+#include "env/errno_status.h"
 #include "wombatkv/env.h"
 
 namespace wombatkv {
@@ -26,54 +28,6 @@ namespace {
 constexpr int kTempCreateAttemptsMax = 16;  // O_EXCL collisions with a crashed process's leftovers
 constexpr size_t kTempBaseBytesMax = 64;    // keeps temp names well under NAME_MAX
 constexpr size_t kOwnerNoteBytesMax = 512;
-
-std::string ErrnoText(int err) {
-  // The common answer of a probe (a put's stat of a new key's path), without strerror_r's
-  // message-catalog lookup.
-  if (err == ENOENT) return "No such file or directory";
-  char buf[128];
-  // GNU strerror_r: returns a pointer to the message (maybe not `buf`); thread-safe.
-  return std::string(strerror_r(err, buf, sizeof buf));
-}
-
-// The code is chosen by what the caller does next (status.h).
-Status ErrnoStatus(int err, std::string_view op, const std::string& path) {
-  std::string m = std::string(op) + " " + path + ": " + ErrnoText(err);
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:  // a component of the path is a file: the path does not exist
-      return Status::NotFound(std::move(m));
-    case ENOSPC:
-    case EDQUOT:
-    case EFBIG:
-    case EMFILE:
-    case ENFILE:
-    case ENOMEM:
-      return Status::ResourceExhausted(std::move(m));
-    case EACCES:
-    case EPERM:
-    case EROFS:
-    case EISDIR:
-    case ENOTEMPTY:
-    case EEXIST:
-    case EXDEV:
-    case EOPNOTSUPP:
-      return Status::FailedPrecondition(std::move(m));
-    case ENAMETOOLONG:
-    case ELOOP:
-    case EINVAL:
-      return Status::InvalidArgument(std::move(m));
-    case EAGAIN:
-    case EINTR:
-    case EBUSY:
-    case ETIMEDOUT:
-    case ESTALE:
-    case ENOLCK:
-      return Status::Unavailable(std::move(m));
-    default:
-      return Status::Internal(std::move(m));
-  }
-}
 
 std::string DirOf(const std::string& path) {
   size_t slash = path.find_last_of('/');
@@ -363,26 +317,7 @@ class PosixAppendFile final : public AppendFile {
 
 class PosixFs final : public FileSystem {
  public:
-  Status CreateDirs(const std::string& path) override {
-    struct stat st;
-    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return Status::Ok();
-    for (size_t pos = 0; pos != std::string::npos;) {
-      pos = path.find('/', pos + 1);
-      std::string part = path.substr(0, pos);
-      if (part.empty() || part == "/") continue;
-      if (::mkdir(part.c_str(), 0755) == 0) {
-        WMBT_RETURN_IF_ERROR(FsyncDir(DirOf(part)));  // the new entry must survive a crash
-        continue;
-      }
-      if (errno != EEXIST) return ErrnoStatus(errno, "create directory", part);
-      if (::stat(part.c_str(), &st) != 0) return ErrnoStatus(errno, "stat", part);
-      if (!S_ISDIR(st.st_mode)) {
-        return Status::FailedPrecondition("create directory " + path + ": " + part +
-                                          " exists and is not a directory");
-      }
-    }
-    return Status::Ok();
-  }
+  Status CreateDirs(const std::string& path) override { return dir_maker_.CreateDirs(path); }
 
   Status WriteFileAtomic(const std::string& path, const std::vector<ByteView>& parts, bool sync,
                          FileInfo* written) override {
@@ -564,6 +499,8 @@ class PosixFs final : public FileSystem {
     if (written != nullptr) *written = file->info();
     return sync ? FsyncDir(DirOf(path)) : Status::Ok();
   }
+
+  DirMaker dir_maker_{FsyncDir};
 };
 
 }  // namespace
