@@ -105,8 +105,11 @@ extern "C" {
 #define WMBT_KV_BLOCK_BYTES_MAX ((uint64_t)256 << 20)  /* one payload */
 #define WMBT_KV_SIDECAR_BYTES_MAX ((uint64_t)1 << 30)  /* one raw tail */
 /* Through wombatkvd (shared memory or TCP) one get returns at most 1 GiB - 16 MiB of payload (one
- * response frame): a larger one fails (-1, RESOURCE_EXHAUSTED) before it reads anything; ask for
- * fewer blocks per call (a get may start anywhere in a chain). Embedded gets have no such bound. */
+ * response frame) and at most 65,536 blocks: a larger one fails (-1, RESOURCE_EXHAUSTED); ask for
+ * fewer blocks per call (a get may start anywhere in a chain). One put sends at most one frame
+ * (1 GiB by default, wombatkvd --max-frame-bytes; over shared memory the client's request area,
+ * WMBT_KV_SHM_DATA_BYTES): a larger batch fails (-1, RESOURCE_EXHAUSTED) before anything is
+ * stored. Embedded calls have no such bounds. */
 
 /* Sizes of hex output buffers, including the terminating NUL. */
 #define WMBT_KV_KEY_HEX_BUF 65          /* block key, chain id, BLAKE3-256 */

@@ -229,8 +229,17 @@ Status SetLogLevel(Config& c, std::string_view v) {
 }
 
 Status SetS3Endpoint(Config& c, std::string_view v) {
+  constexpr std::string_view kForm =
+      "an http:// or https:// URL of a host and optional port with no path, e.g. "
+      "http://127.0.0.1:9000 (the bucket is WMBT_KV_BUCKET)";
   if (!v.empty() && !(v.starts_with("http://") || v.starts_with("https://")))
-    return Bad("WMBT_KV_S3_ENDPOINT", v, "an http:// or https:// URL, e.g. http://127.0.0.1:9000");
+    return Bad("WMBT_KV_S3_ENDPOINT", v, kForm);
+  if (!v.empty()) {
+    std::string_view host = v.substr(v.find("://") + 3);
+    while (host.ends_with('/')) host.remove_suffix(1);
+    if (host.empty() || host.find_first_of("/@?") != std::string_view::npos)
+      return Bad("WMBT_KV_S3_ENDPOINT", v, kForm);
+  }
   c.s3_endpoint = std::string(v);
   return Status::Ok();
 }
@@ -518,7 +527,7 @@ const std::vector<Setting>& Table() {
       {{"WMBT_KV_LOG_LEVEL", "warn", "Least severe log level written: debug, info, warn, error."},
        SetLogLevel, false},
       {{"WMBT_KV_S3_ENDPOINT", "(unset: AWS; fallback AWS_ENDPOINT_URL)",
-        "S3-compatible endpoint URL (MinIO, Ceph RGW, R2, ...)."},
+        "S3-compatible endpoint URL, scheme://host[:port] with no path (MinIO, Ceph RGW, R2, ...)."},
        SetS3Endpoint, true},
       {{"WMBT_KV_BUCKET", "(unset: L2 is the local directory)",
         "S3 bucket holding L2; setting it selects S3 as the source of truth."},

@@ -332,6 +332,28 @@ else pass "reading commands create no data directory"; fi
 : >"$TMP/a-file"
 run "$WKV" --data-dir "$TMP/a-file" ls
 check_rc "a data directory that is a file is a usage error naming it" 2 "a-file is not a directory"
+mkdir -p "$TMP/not-ours" && : >"$TMP/not-ours/notes.txt"
+for cmd in ls audit du; do
+  run "$WKV" --data-dir "$TMP/not-ours" $cmd
+  check_rc "$cmd of a directory no store has used exits 1 saying so" 1 \
+    "is not a WombatKV data directory"
+done
+if [[ $(ls -A "$TMP/not-ours") == notes.txt ]]; then pass "reading commands write nothing into it"
+else fail "reading commands write nothing into it" "it holds: $(ls -A "$TMP/not-ours")"; fi
+run env WMBT_KV_CACHE_BYTES=lots "$WKV" --help
+check_out "--help works with a malformed variable" 0 "Usage: wombatkv"
+run env WMBT_KV_CACHE_BYTES=lots "$WKV" ls
+check_rc "a command with a malformed variable exits 2 naming it" 2 "WMBT_KV_CACHE_BYTES"
+run "$WKV" publish "$K1" "$K1" --expect-version 99999999999999999999999
+check_rc "a number past 2^64-1 exits 2 before anything is done" 2 "is too large"
+if [[ -w /dev/full ]]; then
+  "$WKV" ls >/dev/full 2>"$TMP/err"; RC=$?
+  check_rc "output lost on a full device exits 5, not 0" 5 "cannot write to stdout"
+fi
+mkdir -p "$TMP/with-fifo" && printf 'block' >"$TMP/with-fifo/b0" && mkfifo "$TMP/with-fifo/b1"
+run timeout 20 "$WKV" --json put-chain --dir "$TMP/with-fifo"
+check_json "put-chain --dir takes regular files only (a FIFO would block)" "$TMP/out" \
+  "len(d['blocks'])" "1"
 python3 -c 'import os, sys
 os.makedirs(sys.argv[1])
 for i in range(65537): open("%s/%06d" % (sys.argv[1], i), "wb").close()' "$TMP/huge"
@@ -410,7 +432,7 @@ fi
 # ---- a data directory this user may not write: exit 8, not "in use" ---------------------------
 
 # As root, the check runs as nobody (root writes anywhere); else on a directory made read-only.
-mkdir -p "$TMP/ro" && "$WKV" --data-dir "$TMP/ro" ls >/dev/null 2>&1
+mkdir -p "$TMP/ro" && "$WKV" --data-dir "$TMP/ro" put "$K1" --value x >/dev/null 2>&1
 chmod 711 "$TMP" && chmod 555 "$TMP/ro" && chmod 444 "$TMP/ro/LOCK" "$TMP/ro/l2/.~journal.lock"
 as_other=()
 if ((EUID == 0)); then as_other=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
@@ -420,6 +442,26 @@ check_rc "a data directory this user cannot write exits 8 and says so" 8 \
 run "${as_other[@]}" "$WKV" --data-dir "$TMP/ro" du
 check_out "du (read only) of a data directory this user cannot write still reports" 0 "TOTAL"
 chmod 755 "$TMP/ro" && chmod 644 "$TMP/ro/LOCK" "$TMP/ro/l2/.~journal.lock"
+
+# An L1 that cannot be opened for a reason other than damage (a file it may not read) is not
+# rebuilt by audit --repair: the rebuild would lose its unpublished puts.
+L1P=$TMP/l1perm
+"$WKV" --data-dir "$L1P" put "$K1" --value x --publish >/dev/null 2>&1
+"$WKV" --data-dir "$L1P" put "$K2" --parent "$K1" --value y >/dev/null 2>&1
+sst=$(find "$L1P/l1" -name '*.sst' | head -1)
+if [[ -n $sst ]]; then
+  if ((EUID == 0)); then chown -R 65534:65534 "$L1P"; fi
+  chmod 000 "$sst"
+  run "${as_other[@]}" "$WKV" --data-dir "$L1P" audit --repair
+  if [[ $RC != 0 ]] && grep -qF "open L1 at $L1P/l1" "$TMP/err"; then
+    pass "audit --repair of an L1 it may not read fails naming it"
+  else fail "audit --repair of an L1 it may not read fails naming it" "rc=$RC err=$(err)"; fi
+  chmod 644 "$sst"
+  run "$WKV" --data-dir "$L1P" publish "$K2" "$K2"
+  check_rc "... and the unpublished put is still there to publish" 0
+else
+  fail "audit --repair of an L1 it may not read" "no table file in $L1P/l1"
+fi
 
 # ---- the workload, twice ---------------------------------------------------------------------
 

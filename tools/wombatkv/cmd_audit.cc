@@ -124,8 +124,10 @@ struct AuditArgs {
   std::string grace;
 };
 
-// Violations left after a repair: those it cannot fix, those it failed to, and corrupt blobs it
-// deleted (missing until a put brings them back).
+// Violations left after a repair: those it cannot fix, those it failed to, corrupt blobs it
+// deleted (missing until a put brings them back), and those it skipped because they looked fine
+// when checked again — a sound blob whose length a head contradicts is the head's problem, and
+// counting it as fixed said "repaired" while every audit after found it again.
 size_t Remaining(const audit::AuditReport& r, const std::optional<audit::RepairReport>& fixed,
                  bool l1_repairable) {
   if (!fixed) return r.violations.size();
@@ -137,7 +139,7 @@ size_t Remaining(const audit::AuditReport& r, const std::optional<audit::RepairR
     if (!audit::Repairable(v.kind) || (l1 && !l1_repairable)) ++left;
   }
   for (const audit::RepairAction& a : fixed->actions) {
-    if (a.ok && a.action == "delete_blob") ++left;
+    if (a.ok && (a.action == "delete_blob" || a.action == "skip")) ++left;
   }
   return left;
 }
@@ -538,7 +540,8 @@ void AddAuditCommands(CLI::App& root, CommandTable& table) {
       "during the run names it. A namespace with an unreadable head is skipped (exit 4; run\n"
       "`wombatkv audit --repair`); a failed delete is retried by the next run (exit 6).\n"
       "With listings that lag writes (WMBT_KV_S3_LIST_LAG; default 10s on S3, 0 on the local\n"
-      "directory) the re-check after each batch of deletes first waits that long.\n"
+      "directory) a run that deletes waits that long before its first delete (heads written\n"
+      "just before its listing are listed again) and before each batch's re-check.\n"
       "The bytes it deletes are kept in DATA_DIR/gc-held-cli/ until that re-check: a run\n"
       "stopped in between (^C, a crash) is finished by the next one. One run at a time per\n"
       "data directory (exit 5 for a second); does not need the data directory's LOCK.\n\n" +

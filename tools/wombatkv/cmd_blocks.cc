@@ -1,5 +1,6 @@
 // put, put-chain, lookup, get, cat: blocks in and out of the store.
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 
 #include "base/blake3_hash.h"
@@ -139,8 +140,9 @@ Result<std::vector<std::string>> ListDirFiles(const std::string& dir) {
   std::vector<std::string> files;
   for (const auto& name : *names) {
     std::string path = dir + "/" + name;
-    auto info = fs->Stat(path);
-    if (info.ok() && !info->is_dir) files.push_back(path);
+    // Regular files only (docs/cli.md): a FIFO or a device would block or never end.
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) files.push_back(path);
   }
   if (files.empty()) return Status::InvalidArgument("directory " + dir + " has no files");
   return files;

@@ -95,16 +95,29 @@ int Context::RequireDataDir() {
   std::error_code ec;
   if (remote() || !opts.config.http_addr.empty() || !opts.config.s3_bucket.empty()) return kExitOk;
   const auto type = std::filesystem::status(opts.data_dir, ec).type();
-  if (type == std::filesystem::file_type::directory) return kExitOk;
+  const char* const hint =
+      "check --data-dir (or WMBT_KV_DATA_DIR); only a command that stores creates it";
+  if (type == std::filesystem::file_type::directory) {
+    // A directory some store has used holds one of these; any other is left untouched (a read
+    // would otherwise create a LOCK, l1/ and l2/ in it).
+    for (const char* name : {"LOCK", "l1", "l2"}) {
+      if (std::filesystem::exists(opts.data_dir + "/" + name, ec)) return kExitOk;
+    }
+    return out.Error("open data directory " + opts.data_dir,
+                     Status::NotFound(opts.data_dir +
+                                      " is not a WombatKV data directory (no LOCK, l1/ or l2/ in "
+                                      "it), so nothing is stored there"),
+                     hint, {{"data_dir", opts.data_dir}});
+  }
   if (type != std::filesystem::file_type::not_found) {
-    return out.Usage("--data-dir", opts.data_dir + " is not a directory",
+    return out.Usage("--data-dir",
+                     opts.data_dir + (ec ? ": " + ec.message() : " is not a directory"),
                      "check --data-dir (or WMBT_KV_DATA_DIR): it names the data directory");
   }
   return out.Error("open data directory " + opts.data_dir,
                    Status::NotFound("there is no data directory at " + opts.data_dir +
                                     ", so nothing is stored there"),
-                   "check --data-dir (or WMBT_KV_DATA_DIR); only a command that stores creates it",
-                   {{"data_dir", opts.data_dir}});
+                   hint, {{"data_dir", opts.data_dir}});
 }
 
 Store* Context::OpenStore(int* exit_code, DataDir data_dir) {
@@ -153,7 +166,16 @@ Store* Context::OpenStore(int* exit_code, DataDir data_dir) {
       return nullptr;
     }
   }
-  // The CLI's store lives for one command: it does not evict (docs/configuration.md).
+  // The CLI's store lives for one command: it does not evict (docs/configuration.md). Said when
+  // asked for by a flag: a budget given on the command line and silently dropped misleads.
+  for (const char* setting : {"WMBT_KV_NAMESPACE_MAX_BYTES", "WMBT_KV_NAMESPACE_TTL",
+                              "WMBT_KV_GC_INTERVAL", "WMBT_KV_EVICTION_LEASE"}) {
+    if (opts.flag_settings.count(setting) > 0) {
+      out.Note("wombatkv: " + SettingFlagName(setting) +
+               " is ignored: the CLI's store lives for one command and does not evict or collect "
+               "in the background (use `wombatkv gc`, or give it to wombatkvd)");
+    }
+  }
   config.namespace_bytes_max.clear();
   config.namespace_ttl_seconds.clear();
   config.log_level = opts.verbose ? Config::LogLevel::kDebug : Config::LogLevel::kWarn;
@@ -174,7 +196,9 @@ Store* Context::OpenStore(int* exit_code, DataDir data_dir) {
   // held, only the lock is tried (an open would probe an S3 L2 every time).
   constexpr uint64_t kLockPollMicros = 50'000;
   Clock* clock = RealClock();
-  const uint64_t deadline = clock->NowMicros() + opts.lock_wait_us;
+  const uint64_t now = clock->NowMicros();
+  const uint64_t deadline =
+      opts.lock_wait_us > UINT64_MAX - now ? UINT64_MAX : now + opts.lock_wait_us;
   bool said = false;
   while (!opened.ok() && !remote() && config.http_addr.empty() &&
          HeldByAnotherCommand(opened.status()) && clock->NowMicros() < deadline) {

@@ -4,6 +4,7 @@
 
 #include "base/setting_text.h"
 #include "config/config.h"
+#include "config/flags_given.h"
 #include "tools/wombatkv/context.h"
 #include "tools/wombatkv/setting_flags.h"
 
@@ -20,17 +21,7 @@ std::set<std::string> SettingsGivenAsFlags(int argc, char** argv) {
   for (const SettingDoc& doc : AllSettings()) {
     if (!doc.secret) flags.emplace_back(SettingFlagName(doc.name), std::string(doc.name));
   }
-  std::set<std::string> given;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--") break;  // positional arguments follow
-    for (const auto& [flag, setting] : flags) {
-      if (arg == flag || (flag.starts_with("--") && arg.starts_with(flag + "="))) {
-        given.insert(setting);
-      }
-    }
-  }
-  return given;
+  return wombatkv::SettingsGivenAsFlags(argc, argv, flags);
 }
 
 Status LoadEnvironmentDefaults(GlobalOptions* opts, std::set<std::string> given) {

@@ -3,6 +3,7 @@
 // from the command groups (cmd_*.cc). No exception leaves main; every outcome is an exit code
 // from tools/wombatkv/exit_codes.h.
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <exception>
 #include <iterator>
@@ -32,15 +33,23 @@ std::string HelpFooter(std::initializer_list<std::string_view> examples) {
   out +=
       "\nExit codes: 0 ok, 1 miss/not found, 2 usage/invalid argument, 3 conflict, "
       "4 corruption,\n5 data dir locked/failed precondition, 6 unavailable (retry), 7 internal, "
-      "8 permission denied\n(see `wombatkv --help`).\n";
+      "8 permission denied\n(see `wombatkv --help`).\n"
+      "\nGlobal options (-n, -f, --data-dir, --json, -q, -v, the store settings: `wombatkv "
+      "--help`)\nmay also follow the command.\n";
   return out;
 }
 
 CLI::Validator WholeNumber() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) return "";
-        return "expected a whole number (decimal digits), got \"" + text + "\"";
+        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+          return "expected a whole number (decimal digits), got \"" + text + "\"";
+        }
+        uint64_t value = 0;
+        if (std::from_chars(text.data(), text.data() + text.size(), value).ec != std::errc()) {
+          return "\"" + text + "\" is too large (at most " + std::to_string(UINT64_MAX) + ")";
+        }
+        return "";
       },
       "");  // the options' type names say N; a description would print as "N:N"
 }
@@ -92,11 +101,8 @@ std::string FirstCommandWord(int argc, char** argv, const CLI::App& app) {
 int Main(int argc, char** argv) {
   Context ctx;
   ctx.opts.flag_settings = SettingsGivenAsFlags(argc, argv);
-  if (Status s = LoadEnvironmentDefaults(&ctx.opts, ctx.opts.flag_settings); !s.ok()) {
-    ctx.out.Configure(ArgvHasJson(argc, argv), false);
-    return ctx.out.Error("environment", s,
-                         "fix or unset that variable, or give its flag (docs/configuration.md)");
-  }
+  // Reported once the command line is parsed: --help and --version work whatever the variables.
+  const Status environment = LoadEnvironmentDefaults(&ctx.opts, ctx.opts.flag_settings);
 
   CLI::App app{
       "wombatkv: inspect and drive a WombatKV block store in a local data directory, or one\n"
@@ -138,7 +144,8 @@ int Main(int argc, char** argv) {
                "Print the result as one JSON document; errors as {\"error\":{...}} on stderr");
   app.add_flag("-q,--quiet", ctx.opts.quiet,
                "Print only results and errors (no notes, no headers)");
-  app.add_flag("-v,--verbose", ctx.opts.verbose, "Also print the store's informational log");
+  app.add_flag("-v,--verbose", ctx.opts.verbose,
+               "Also print the store's informational and debug log");
   // Settings with an option above; the log level is -v's (warnings, or everything); no HTTP
   // transport exists, so WMBT_KV_HTTP_ADDR is no flag (set, it fails the command: Context).
   const SettingFlags settings(
@@ -215,6 +222,11 @@ int Main(int argc, char** argv) {
     return ctx.out.Usage(what, e.what(), hint);
   }
 
+  if (!environment.ok()) {
+    ctx.out.Configure(ArgvHasJson(argc, argv), false);
+    return ctx.out.Error("environment", environment,
+                         "fix or unset that variable, or give its flag (docs/configuration.md)");
+  }
   std::string failed_flag;
   if (Status s = settings.ApplyTo(&ctx.opts.config, &failed_flag); !s.ok()) {
     ctx.out.Configure(ctx.opts.json, false);

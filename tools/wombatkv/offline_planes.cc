@@ -83,6 +83,12 @@ int OpenOfflinePlanes(Context& ctx, bool want_l1, bool writes, OfflinePlanes* ou
         "L1 at " + dir + "/l1 not read: the disk is full (" + l1.status().message() + ")";
     return kExitOk;
   }
+  if (!l1.ok() && l1.status().code() != Code::kCorruption) {
+    // Not damage (a permission, an I/O error): a store would not open either, and must not lose
+    // this L1's unpublished puts to a rebuild (--repair deletes what it finds unopenable).
+    return ctx.out.Error("open L1 at " + dir + "/l1", l1.status(),
+                         "fix what the error names and run again; nothing was changed");
+  }
   if (!l1.ok()) {
     // A store deletes and rebuilds such an L1 at open; the audit reports it and carries on.
     out->l1_note = "L1 at " + dir + "/l1 cannot be opened (" + l1.status().message() +

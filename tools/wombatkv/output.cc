@@ -1,8 +1,10 @@
 #include "tools/wombatkv/output.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <exception>
 
+#include "env/errno_status.h"
 #include "tools/wombatkv/exit_codes.h"
 
 namespace wombatkv::cli {
@@ -83,10 +85,10 @@ void Output::Table(const std::vector<std::string>& header,
 }
 
 Status Output::Raw(ByteView bytes) {
-  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size()) {
-    return Status::Internal("cannot write to stdout");
+  if ((!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size()) ||
+      std::fflush(stdout) != 0) {
+    return Status::FailedPrecondition("cannot write to stdout: " + ErrnoText(errno));
   }
-  if (std::fflush(stdout) != 0) return Status::Internal("cannot write to stdout");
   return Status::Ok();
 }
 
@@ -118,7 +120,16 @@ int Output::Usage(std::string_view what, std::string_view why, std::string_view 
 
 int RunMain(const char* program, int (*main)(int, char**), int argc, char** argv) {
   try {
-    return main(argc, argv);
+    const int code = main(argc, argv);
+    // What a command printed may still sit in stdout's buffer: a write that fails there (a full
+    // disk, a closed pipe) must not exit 0 with the output lost.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      const int err = errno;
+      std::fprintf(stderr, "%s: cannot write to stdout: %s; free space where the output goes\n",
+                   program, ErrnoText(err).c_str());
+      return code == kExitOk ? kExitPrecondition : code;
+    }
+    return code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: internal error: %s; this is a bug: please report it\n", program,
                  e.what());

@@ -10,7 +10,9 @@
 #include <string>
 
 #include "base/limits.h"
+#include "base/setting_text.h"
 #include "config/config.h"
+#include "config/flags_given.h"
 #include "config/unknown_settings.h"
 #include "object/s3/l2_from_config.h"
 #include "tools/wombatkv/exit_codes.h"
@@ -79,7 +81,12 @@ Status CheckShape(Shape& s, const std::string& block_bytes_text) {
 int Main(int argc, char** argv) {
   cli::Output out;
   out.SetProgram("wombatkv-workload");
-  auto config = Config::FromEnv();
+  // A setting given as a flag is not read from the environment (docs/configuration.md).
+  auto config = Config::FromLookup(
+      Config::Without(ProcessEnv, SettingsGivenAsFlags(argc, argv,
+                                                       {{"--data-dir", "WMBT_KV_DATA_DIR"},
+                                                        {"-n", "WMBT_KV_NAMESPACE"},
+                                                        {"--namespace", "WMBT_KV_NAMESPACE"}})));
   if (!config.ok()) return out.Error("environment", config.status(), "fix or unset that variable");
 
   Flags f;
@@ -169,16 +176,15 @@ int Main(int argc, char** argv) {
     }
   }
   // S3 as L2 when WMBT_KV_BUCKET is set (docs/s3.md); declared before the store: outlives it.
-  std::unique_ptr<ObjectStore> l2;
-  if (!config->s3_bucket.empty()) {
-    auto opened_l2 = OpenL2FromConfig(
-        *config, L2Env{RealClock(), nullptr, [&out](const std::string& m) { out.Warn(m); }});
-    if (!opened_l2.ok()) {
-      return out.Error("open S3 bucket " + config->s3_bucket, opened_l2.status(),
-                       "check the WMBT_KV_S3_* settings (docs/s3.md)");
-    }
-    l2 = std::move(opened_l2).value();
+  // Null without a bucket; an error for S3 settings without one (docs/configuration.md).
+  auto opened_l2 = OpenL2FromConfig(
+      *config, L2Env{RealClock(), nullptr, [&out](const std::string& m) { out.Warn(m); }});
+  if (!opened_l2.ok()) {
+    return out.Error(
+        config->s3_bucket.empty() ? "S3 settings" : "open S3 bucket " + config->s3_bucket,
+        opened_l2.status(), "check the WMBT_KV_S3_* settings (docs/s3.md)");
   }
+  std::unique_ptr<ObjectStore> l2 = std::move(opened_l2).value();
 
   StoreOptions options;
   options.data_dir = f.data_dir;

@@ -1,8 +1,8 @@
 // ShmServer's workers (shm_server_impl.h; docs/shm.md, "Wake-ups"): they scan the clients'
 // request rings, serve and answer, and sleep on the doorbells when nothing comes.
-#include "transport/shm/shm_server_impl.h"
-
 #include "base/defer_scope.h"
+#include "transport/shm/shm_server_impl.h"
+#include "wire/frame.h"
 
 namespace wombatkv {
 
@@ -225,6 +225,14 @@ bool ShmServer::Impl::Publish(Conn& c, const wire::Message& m, const Status& err
   shm::MessagePlan plan;
   uint64_t region = 0, token = 0;
   Conn::Unpinned unpinned;  // dropped after the locks below are released
+  if (failure.ok() && m.payloads.size() > wire::kMaxPayloadsPerMessage) {
+    // The client refuses such a slot as a broken daemon and drops the attachment (every call in
+    // flight with it fails): answer as the TCP server does instead.
+    failure = Status::ResourceExhausted(
+        "the response carries " + std::to_string(m.payloads.size()) +
+        " blocks; one response holds at most " + std::to_string(wire::kMaxPayloadsPerMessage) +
+        ": ask for fewer blocks per call");
+  }
   if (failure.ok()) {
     plan = shm::PlanMessage(m, c.resp.slot_bytes(), SharedRefs(m));
     if (plan.region_bytes || plan.shared_count) {

@@ -22,6 +22,7 @@ inline constexpr uint16_t kOpEcho = 100;
 inline constexpr uint16_t kOpPayloadOfSize = 101;  // fields: decimal byte count; payload i = 'a'+i%26
 inline constexpr uint16_t kOpBlock = 102;
 inline constexpr uint16_t kOpSlow = 103;  // fields: decimal milliseconds; answers with no fields
+inline constexpr uint16_t kOpEmptyPayloads = 104;  // fields: decimal count of empty payloads
 
 // `memory` (may be null) supplies the kOpPayloadOfSize payload (e.g. the server's payload
 // arenas).
@@ -46,6 +47,10 @@ inline wire::Message TestHandlerWithMemory(Session& session, const wire::Message
     if (!b) b = Buffer::Allocate(n);
     for (size_t i = 0; i < n; ++i) b->data()[i] = static_cast<uint8_t>('a' + i % 26);
     out.payloads.push_back(BufferSlice{b, b->data(), n});
+  } else if (request.op == kOpEmptyPayloads) {
+    const size_t n = std::strtoull(
+        std::string(request.fields.begin(), request.fields.end()).c_str(), nullptr, 10);
+    out.payloads.resize(n);
   } else if (request.op == kOpSlow) {
     const uint64_t ms = std::strtoull(
         std::string(request.fields.begin(), request.fields.end()).c_str(), nullptr, 10);

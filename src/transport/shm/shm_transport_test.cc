@@ -105,6 +105,23 @@ TEST_F(ShmTransport, EchoCarriesFieldsAndPayloadsThroughSharedMemory) {
   EXPECT_TRUE(r->payloads[0].owner);
 }
 
+// The client takes a slot of more payloads than a message may carry for a broken daemon and drops
+// the attachment, failing every call in flight: the daemon answers with an error instead.
+TEST_F(ShmTransport, AResponseOfTooManyPayloadsIsAnErrorAndTheAttachmentStays) {
+  auto ch = Connect();
+  ASSERT_TRUE(ch);
+  auto ok = ch->Call(TextMessage(shm_test::kOpEmptyPayloads, "65536"));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->payloads.size(), 65536u);
+  auto r = ch->Call(TextMessage(shm_test::kOpEmptyPayloads, "65537"));
+  EXPECT_EQ(r.status().code(), Code::kResourceExhausted) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("at most 65536"), std::string::npos) << r.status().ToString();
+  auto after = ch->Call(TextMessage(shm_test::kOpEcho, "still attached"));
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(FieldsText(*after), "still attached");
+  EXPECT_EQ(ch->Describe(), "shm://t");
+}
+
 TEST_F(ShmTransport, FieldsOfTenThousandKeysSpillBothWays) {
   auto ch = Connect();
   ASSERT_TRUE(ch);

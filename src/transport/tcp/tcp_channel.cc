@@ -545,7 +545,9 @@ class TcpChannel final : public Channel {
     const uint64_t body = frame.total_bytes() - wire::kEnvelopeBytes;
     if (body > conn.server_max_frame) {
       *sent = true;  // a retry would not help
-      return Status::InvalidArgument(
+      // As over shared memory (a request that does not fit the request area) and for a get
+      // whose answer does not fit: too much for one call, not a malformed one.
+      return Status::ResourceExhausted(
           wire::OpName(op) + " request of " + std::to_string(body) +
           " bytes exceeds the daemon's frame limit of " + std::to_string(conn.server_max_frame) +
           " bytes (wombatkvd --max-frame-bytes); send fewer or smaller blocks per call");

@@ -1122,7 +1122,7 @@ TEST(TcpTransport, ARequestOverTheServersFrameLimitIsRefusedBeforeSending) {
   auto channel = Connect(server->listeners()[0].address);
   std::string big(100 << 10, 'b');
   auto r = channel->Call(Echo(kEchoOp, big));
-  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(r.status().code(), Code::kResourceExhausted);  // as over shared memory
   EXPECT_NE(r.status().message().find("frame limit"), std::string::npos) << r.status().ToString();
   EXPECT_EQ(server->stats().frames_in.load(), 1u) << "only the Hello reached the server";
   EXPECT_TRUE(channel->Call(Echo(kEchoOp, "small")).ok());
