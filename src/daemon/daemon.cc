@@ -281,7 +281,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   // A get must fit one response frame (its body limit, whatever requests are limited to):
   // refused before it reads (and pins) anything, rather than read whole and then refused by the
   // framing. The margin covers the frame's fields and payload table.
-  setup.get_bytes_max = wire::kDefaultMaxBodyBytes - (16u << 20);
+  setup.get_bytes_max = (1u << 30) - (16u << 20);  // wombatkv.h states this bound
   auto store = OpenStoreFromConfig(d.options.config, setup);
   if (!store.ok()) return store.status();
   {

@@ -171,9 +171,11 @@ const std::vector<Row>& Table() {
       {{"WMBT_KV_DAEMON_HTTP", "(unset: no HTTP endpoint)",
         "wombatkvd --http: HOST:PORT serving /healthz, /readyz and Prometheus /metrics."},
        SetHttp},
-      {{"WMBT_KV_MAX_FRAME_BYTES", "1G",
-        "wombatkvd --max-frame-bytes: largest request frame body; larger ones are refused before "
-        "allocation and the connection is closed."},
+      {{"WMBT_KV_MAX_FRAME_BYTES", "1025M",
+        "wombatkvd --max-frame-bytes: largest request frame body (the default, 1 GiB + 1 MiB, "
+        "takes "
+        "one sidecar at its 1 GiB limit); larger ones are refused before allocation and the "
+        "connection is closed."},
        SetMaxFrame},
       {{"WMBT_KV_SHUTDOWN_TIMEOUT_MS", "30000",
         "wombatkvd --shutdown-timeout: on SIGTERM/SIGINT, how long running requests may finish."},

@@ -40,7 +40,7 @@ struct DaemonSettings {
   // WMBT_KV_DAEMON_HTTP / --http: HOST:PORT of /healthz, /readyz and /metrics (empty = none).
   std::string http;
   // WMBT_KV_MAX_FRAME_BYTES / --max-frame-bytes: largest request frame body.
-  uint32_t max_frame_bytes = 1u << 30;
+  uint32_t max_frame_bytes = wire::kDefaultMaxBodyBytes;
   // WMBT_KV_SHUTDOWN_TIMEOUT_MS / --shutdown-timeout: how long SIGTERM waits for running requests.
   uint64_t shutdown_timeout_ms = 30'000;
   // WMBT_KV_IDLE_TIMEOUT_MS / --idle-timeout: a silent TCP connection is closed after this.

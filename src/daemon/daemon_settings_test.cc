@@ -26,7 +26,7 @@ TEST(DaemonSettings, DefaultsServeNothingUntilToldAndBoundEverything) {
   ASSERT_TRUE(s.ok());
   EXPECT_TRUE(s->tcp.empty());
   EXPECT_TRUE(s->tokens.empty());
-  EXPECT_EQ(s->max_frame_bytes, 1u << 30);
+  EXPECT_EQ(s->max_frame_bytes, wire::kDefaultMaxBodyBytes);
   EXPECT_GT(s->shutdown_timeout_ms, 0u);
   EXPECT_GT(s->idle_timeout_ms, 0u);
 }

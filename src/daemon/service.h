@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "wire/frame.h"
 #include "wire/message.h"
 #include "wombatkv/status.h"
 #include "wombatkv/store.h"
@@ -56,7 +57,7 @@ struct ServiceOptions {
   std::vector<TokenGrant> tokens;
   // Reported in the Hello response, so a client can name what it talks to and size its frames.
   std::string server_version = "wombatkvd";
-  uint32_t max_frame_bytes = 1u << 30;  // the transport's frame body limit (wire::kDefaultMaxBodyBytes)
+  uint32_t max_frame_bytes = wire::kDefaultMaxBodyBytes;  // the transport's frame body limit
   // Told of each refusal (a token refused or missing, a namespace not granted) with the peer, at
   // warn, at most 10 lines a second; null = nobody.
   LogSink log;

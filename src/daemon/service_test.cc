@@ -191,7 +191,7 @@ TEST_F(ServiceTest, HelloReportsTheServerAndRefusesAnotherProtocolVersion) {
   auto ok = wire::HelloResponse::Decode(Call(local_, wire::HelloRequest{}.Encode()));
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->server_version, "wombatkvd test");
-  EXPECT_EQ(ok->max_frame_bytes, 1u << 30);
+  EXPECT_EQ(ok->max_frame_bytes, wire::kDefaultMaxBodyBytes);
   auto old = wire::HelloResponse::Decode(
       Call(local_, wire::HelloRequest{wire::kProtocolVersion + 1, "future", ""}.Encode()));
   EXPECT_EQ(old.status().code(), Code::kFailedPrecondition);

@@ -24,7 +24,9 @@ inline constexpr uint32_t kMagic = 0x54424D57;  // "WMBT" read as a little-endia
 inline constexpr uint32_t kVersion = 1;
 inline constexpr size_t kEnvelopeBytes = 16;
 inline constexpr size_t kBodyFixedBytes = 20;    // id .. fields_len
-inline constexpr uint32_t kDefaultMaxBodyBytes = 1u << 30;
+// One raw tail at its limit (1 GiB, limits.h) with room for its message's head: a frame limit of
+// exactly 1 GiB refused the largest sidecar over TCP alone.
+inline constexpr uint32_t kDefaultMaxBodyBytes = (1u << 30) + (1u << 20);
 inline constexpr uint32_t kMaxPayloadsPerMessage = 1u << 16;
 
 struct Envelope {
