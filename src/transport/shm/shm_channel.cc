@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "base/check.h"
+#include "base/redialer.h"
 #include "base/spin_poll.h"
 #include "base/thread_name.h"
 #include "transport/shm/futex.h"
@@ -798,17 +799,11 @@ class ShmChannel : public Channel {
       : options_(std::move(options)), path_(std::move(path)), attachment_(std::move(first)) {}
 
   Result<wire::Message> Call(wire::Message request) override {
-    std::shared_ptr<Attachment> a;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (!attachment_ || attachment_->dead()) {
-        attachment_.reset();
-        auto fresh = Attachment::Connect(options_, path_);
-        if (!fresh.ok()) return fresh.status();
-        attachment_ = std::move(*fresh);
-      }
-      a = attachment_;
-    }
+    WMBT_ASSIGN_OR_RETURN(std::shared_ptr<Attachment> a,
+                          attachment_.Get([](const Attachment& at) { return !at.dead(); },
+                                          [this]() -> Result<std::shared_ptr<Attachment>> {
+                                            return Attachment::Connect(options_, path_);
+                                          }));
     return a->Call(std::move(request));
   }
 
@@ -817,8 +812,7 @@ class ShmChannel : public Channel {
  private:
   const ShmClientOptions options_;
   const std::string path_;
-  std::mutex mu_;
-  std::shared_ptr<Attachment> attachment_;  // GUARDED_BY(mu_)
+  Redialer<Attachment> attachment_;  // one attach at a time (base/redialer.h)
 };
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/limits.h"
+#include "base/redialer.h"
 #include "base/spin_poll.h"
 #include "transport/tcp/frame_reader.h"
 #include "transport/tcp/sockets.h"
@@ -494,13 +495,7 @@ class TcpChannel final : public Channel {
         where_("tcp://" + options_.address) {}
 
   // The first connection, so that ConnectTcp reports a bad address or token itself.
-  Status Open() {
-    std::lock_guard<std::mutex> g(mu_);
-    auto c = Dial();
-    if (!c.ok()) return c.status();
-    current_ = std::move(c).value();
-    return Status::Ok();
-  }
+  Status Open() { return Current().status(); }
 
   Result<wire::Message> Call(wire::Message request) override {
     return CallInto(std::move(request), {});
@@ -530,13 +525,7 @@ class TcpChannel final : public Channel {
 
  private:
   Result<std::shared_ptr<Connection>> Current() {
-    std::lock_guard<std::mutex> g(mu_);
-    if (current_ && !current_->dead()) return current_;
-    current_.reset();
-    auto c = Dial();
-    if (!c.ok()) return c.status();
-    current_ = *c;
-    return current_;
+    return connection_.Get([](Connection& c) { return !c.dead(); }, [this] { return Dial(); });
   }
 
   Result<wire::Message> Exchange(Connection& conn, const wire::FramedMessage& frame, uint16_t op,
@@ -609,7 +598,10 @@ class TcpChannel final : public Channel {
     }
     auto conn = std::make_shared<Connection>(fd, where_, options_.max_frame_bytes, sync_waits_);
     conn->set_spin(options_.spin);
-    conn->SetReceiveTimeout(options_.connect_timeout_ms * 1000);  // for the Hello
+    // The Hello waits at most the connect timeout, and no longer than a call may wait: it is
+    // part of the call that dialled.
+    const uint64_t hello_ms = HelloTimeoutMs();
+    conn->SetReceiveTimeout(hello_ms * 1000);
     wire::HelloRequest hello;
     hello.client_name = options_.client_name;
     hello.token = options_.auth_token;
@@ -617,10 +609,9 @@ class TcpChannel final : public Channel {
     m.id = next_id_.fetch_add(1, std::memory_order_relaxed);
     WMBT_ASSIGN_OR_RETURN(wire::FramedMessage frame, wire::Frame(std::move(m)));
     bool sent = false;
-    // A daemon that accepts but does not answer Hello is as unreachable as one that refuses:
-    // the connect timeout applies (callers wait on this dial).
-    auto r = Exchange(*conn, frame, static_cast<uint16_t>(wire::Op::kHello), &sent,
-                      options_.connect_timeout_ms);
+    // A daemon that accepts but does not answer Hello is as unreachable as one that refuses
+    // (callers wait on this dial).
+    auto r = Exchange(*conn, frame, static_cast<uint16_t>(wire::Op::kHello), &sent, hello_ms);
     if (!r.ok() && r.status().code() == Code::kUnavailable) return GreetingFailed(r.status());
     if (!r.ok()) return r.status();
     auto welcome = wire::HelloResponse::Decode(*r);
@@ -628,6 +619,13 @@ class TcpChannel final : public Channel {
     if (welcome->max_frame_bytes > 0) conn->server_max_frame = welcome->max_frame_bytes;
     conn->SetReceiveTimeout(options_.request_timeout_ms * 1000);
     return conn;
+  }
+
+  // The connect timeout, or the request timeout if that is shorter (0 = for ever, for both).
+  uint64_t HelloTimeoutMs() const {
+    const uint64_t c = options_.connect_timeout_ms, r = options_.request_timeout_ms;
+    if (c == 0 || r == 0) return c == 0 ? r : c;
+    return std::min(c, r);
   }
 
   // Something listens at the address but the Hello did not complete. What happened, without the
@@ -698,8 +696,7 @@ class TcpChannel final : public Channel {
   // than their calls, which the channel outlives.
   SyncWaits sync_waits_;
   std::atomic<uint64_t> next_id_{1};
-  std::mutex mu_;  // guards current_; one (re)connect at a time
-  std::shared_ptr<Connection> current_;
+  Redialer<Connection> connection_;  // one (re)connect at a time (base/redialer.h)
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 // (the daemon tests in tests/daemon run the real wombatkvd): pipelining, out-of-order responses,
 // rejection of malformed frames, idle close, graceful and bounded shutdown, reconnection.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <latch>
 #include <map>
 #include <mutex>
 #include <set>
@@ -1164,6 +1166,72 @@ TEST(TcpTransport, TheDefaultFrameLimitTakesASidecarAtItsLimit) {
   auto r = SinkZeroPages(wire::kDefaultMaxBodyBytes, limits::kSidecarBytesMax);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->op, kSinkOp);
+}
+
+// A socket on 127.0.0.1:`port` that never accepts: connects complete in the kernel and no Hello
+// is ever answered (a daemon stopped with SIGSTOP, or its port taken over).
+int SilentListenerOn(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  EXPECT_EQ(::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one), 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+  EXPECT_EQ(::listen(fd, 16), 0);
+  return fd;
+}
+
+// The connections waiting in `fd`'s accept queue (accepted and closed).
+int DrainAcceptQueue(int fd) {
+  EXPECT_EQ(::fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+  int n = 0;
+  for (int c; (c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
+    ::close(c);
+    ++n;
+  }
+  return n;
+}
+
+TEST(TcpTransport, AHelloWaitsNoLongerThanACallMay) {
+  LoopbackListener silent;  // never accepts
+  TcpClientOptions o;
+  o.address = silent.address;
+  o.connect_timeout_ms = 600'000;
+  o.request_timeout_ms = 300;
+  auto c = ConnectTcp(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kUnavailable) << c.status().ToString();
+  EXPECT_NE(c.status().message().find("within 300 ms"), std::string::npos) << c.status().ToString();
+}
+
+// Calls that queue behind one reconnect to a daemon that stopped answering share its failure:
+// each dialling again in turn made the last of N calls wait N Hello timeouts.
+TEST(TcpTransport, CallsWaitingForOneReconnectShareItsFailure) {
+  Handler h;
+  auto server = StartServer(h);
+  const std::string addr = server->listeners()[0].address;
+  auto channel = Connect(addr, /*request_timeout_ms=*/500);
+  ASSERT_TRUE(channel->Call(Echo(kEchoOp, "up")).ok());
+  server.reset();
+  const int silent =
+      SilentListenerOn(static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1))));
+  constexpr int kThreads = 4;
+  std::latch start(kThreads);
+  std::atomic<int> unavailable{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      start.arrive_and_wait();
+      auto r = channel->Call(Echo(kEchoOp, "down"));
+      if (!r.ok() && r.status().code() == Code::kUnavailable) ++unavailable;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(unavailable.load(), kThreads);
+  EXPECT_EQ(DrainAcceptQueue(silent), 1) << "calls waiting for a reconnect each dialled again";
+  ::close(silent);
 }
 
 TEST(TcpTransport, ATokenTooLongForAHelloIsRefusedBeforeConnecting) {
