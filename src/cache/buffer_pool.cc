@@ -1,5 +1,6 @@
 #include "cache/buffer_pool.h"
 
+#include <cstring>
 #include <utility>
 
 #include "cache/huge_chunk.h"
@@ -77,6 +78,17 @@ void BufferPool::Release(std::shared_ptr<Buffer> memory) {
   }
   // Freed outside the lock (P2): munmap can take a while.
   memory.reset();
+}
+
+BufferSlice BufferPool::Compact(BufferSlice slice) {
+  if (!slice.owner || slice.size < kMinPooledBytes) return slice;
+  const size_t held = CapacityFor(slice.owner->size());
+  const size_t own = CapacityFor(slice.size);
+  if (held < own + own / 4) return slice;
+  std::shared_ptr<Buffer> copy = Allocate(slice.size);
+  std::memcpy(copy->data(), slice.data, slice.size);
+  const uint8_t* data = copy->data();
+  return BufferSlice{std::move(copy), data, slice.size};
 }
 
 BufferPoolStats BufferPool::Stats() const {

@@ -56,6 +56,12 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   // `size` bytes, uninitialised (see P3).
   std::shared_ptr<Buffer> Allocate(size_t size);
 
+  // `slice` in memory of its own (from Allocate) when the buffer it points into holds a quarter
+  // or more above what the slice alone would (a payload read with its envelope's header: a 2 MiB
+  // block in a buffer of 2 MiB + 48 bytes takes 4 MiB of whole 2 MiB pages), else `slice`. So
+  // what a cache keeps is close to the payload bytes it counts.
+  BufferSlice Compact(BufferSlice slice);
+
   BufferPoolStats Stats() const;
 
  private:

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -148,6 +149,28 @@ TEST(BufferPool, BuffersOutliveThePoolHandle) {
   pool.reset();
   a->data()[0] = 1;
   a.reset();  // returns to a pool kept alive by the buffer itself, which then goes
+}
+
+// A payload read with its envelope's header: kept in a buffer of its own only when the shared
+// one takes a quarter or more above what the payload alone would.
+TEST(BufferPool, CompactGivesAPayloadMemoryOfItsOwnWhenItsBufferIsAQuarterLarger) {
+  auto pool = BufferPool::Create(64 << 20);
+  auto slice_after_header = [&](size_t payload) {
+    auto b = pool->Allocate(payload + 48);
+    for (size_t i = 0; i < b->size(); ++i) b->data()[i] = static_cast<uint8_t>(i * 7);
+    const uint8_t* data = b->data() + 48;
+    return BufferSlice{std::move(b), data, payload};
+  };
+  const BufferSlice two_mib = slice_after_header(2 << 20);  // 4 MiB of 2 MiB pages
+  const BufferSlice own = pool->Compact(two_mib);
+  EXPECT_NE(own.owner, two_mib.owner);
+  EXPECT_EQ(own.owner->size(), size_t{2} << 20);
+  EXPECT_EQ(own.size, two_mib.size);
+  EXPECT_TRUE(std::equal(own.data, own.data + own.size, two_mib.data));
+  const BufferSlice small = slice_after_header(64 << 10);  // 68 KiB for 64: kept
+  EXPECT_EQ(pool->Compact(small).owner, small.owner);
+  const BufferSlice large = slice_after_header(16 << 20);  // 18 MiB for 16: kept
+  EXPECT_EQ(pool->Compact(large).owner, large.owner);
 }
 
 }  // namespace

@@ -181,8 +181,8 @@ Result<BufferSlice> StoreImpl::GetByContentHash(std::string_view ns, const Conte
   // RAM miss → the disk cache (verified: a bad file is dropped and read from L2) → L2.
   if (disk_cache_) {
     if (auto hit = disk_cache_->Lookup(ns, hash)) {
-      return cache_.Insert(CacheKey{ns_id ? *ns_id : NamespaceId(ns), hash}, std::move(*hit),
-                           /*pin=*/false);
+      return cache_.Insert(CacheKey{ns_id ? *ns_id : NamespaceId(ns), hash},
+                           payload_pool_->Compact(std::move(*hit)), /*pin=*/false);
     }
   }
   const std::string key = layout::BlobKey(options_.l2_prefix, ns, hash);
@@ -194,8 +194,10 @@ Result<BufferSlice> StoreImpl::GetByContentHash(std::string_view ns, const Conte
     counters_.corruptions++;
     return payload.status();
   }
+  // Without its header's buffer: the cache counts payload bytes (docs/capacity.md).
   BufferSlice cached = cache_.Insert(CacheKey{ns_id ? *ns_id : NamespaceId(ns), hash},
-                                     std::move(payload).value(), /*pin=*/false);
+                                     payload_pool_->Compact(std::move(payload).value()),
+                                     /*pin=*/false);
   FillDiskCacheLater(ns, hash, cached);  // verified above
   return cached;
 }

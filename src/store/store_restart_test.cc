@@ -73,6 +73,22 @@ TEST(StoreRestart, G3ChainsComeBackWhenL1IsCorrupt) {
 // fails): the load found the corruption and wiped L1 in place — a wipe that must read that same
 // block (RocksDB seeks to the last key), so every open failed, the index being only a cache of
 // L2 (from a review, session 57). Now L1's directory is started afresh and the index rebuilt.
+// A 2 MiB block read cold from L2 (a blob: its 48-byte header, then the payload) is kept in the
+// RAM cache in memory of its own: in the read's buffer it held 4 MiB of whole 2 MiB pages while
+// the cache counted 2 MiB (docs/capacity.md).
+TEST(StoreRestart, ABlockReadColdIsCachedWithoutItsHeadersBuffer) {
+  StoreHarness h(Planes::kDisk);
+  auto a = MakeChain(2, 2 << 20, 1);
+  PutAndPublish(h.Open(), a);
+  Store& s = h.Reopen();
+  auto got = s.GetBlocks("default", kFp, a.keys);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(std::ranges::equal(got->payload(i), a.payloads[i]));
+    EXPECT_EQ(got->slices()[i].owner->size(), size_t{2} << 20) << "block " << i;
+  }
+}
+
 TEST(StoreRestart, G3ChainsComeBackWhenATableFileOfL1IsDamaged) {
   StoreHarness h(Planes::kDisk);
   auto a = MakeChain(4, 1000, 1);
