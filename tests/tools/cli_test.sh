@@ -443,6 +443,10 @@ run "${as_other[@]}" "$WKV" --data-dir "$TMP/ro" du
 check_out "du (read only) of a data directory this user cannot write still reports" 0 "TOTAL"
 chmod 755 "$TMP/ro" && chmod 644 "$TMP/ro/LOCK" "$TMP/ro/l2/.~journal.lock"
 
+printf 'x' >"$TMP/unreadable" && chmod 000 "$TMP/unreadable"
+run "${as_other[@]}" "$WKV" --data-dir "$TMP/ro" put "$K3" --file "$TMP/unreadable"
+check_rc "an input file this user may not read exits 2 naming it" 2 "cannot read $TMP/unreadable"
+
 # An L1 that cannot be opened for a reason other than damage (a file it may not read) is not
 # rebuilt by audit --repair: the rebuild would lose its unpublished puts.
 L1P=$TMP/l1perm

@@ -341,6 +341,12 @@ Result<std::shared_ptr<Buffer>> ReadToEnd(std::FILE* in, const std::string& name
   return Buffer::Adopt(bytes, size, [bytes] { std::free(bytes); });
 }
 
+// An input file that cannot be read (a permission, an I/O error) is the caller's argument that
+// does not work: InvalidArgument, exit 2 (docs/cli.md), whatever the file system's code.
+Status UnreadableInput(const std::string& path, const Status& why) {
+  return Status::InvalidArgument("cannot read " + path + ": " + why.message());
+}
+
 }  // namespace
 
 Result<std::shared_ptr<Buffer>> ReadWholeFile(const std::string& path, uint64_t max_bytes) {
@@ -351,7 +357,7 @@ Result<std::shared_ptr<Buffer>> ReadWholeFile(const std::string& path, uint64_t 
     if (info.status().IsNotFound()) {
       return Status::InvalidArgument("no such file: " + path);
     }
-    return info.status().WithContext(path);
+    return UnreadableInput(path, info.status());
   }
   if (info->is_dir) return Status::InvalidArgument(path + " is a directory, not a file");
   std::error_code ec;
@@ -371,7 +377,7 @@ Result<std::shared_ptr<Buffer>> ReadWholeFile(const std::string& path, uint64_t 
                                    std::to_string(max_bytes));
   }
   auto data = fs->ReadFile(path, 0, info->size);
-  if (!data.ok()) return data.status().WithContext(path);
+  if (!data.ok()) return UnreadableInput(path, data.status());
   return std::move(data).value();
 }
 
