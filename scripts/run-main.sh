@@ -6,6 +6,6 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup.sh"
-CMAKE_BUILD_TYPE=Release "$root/scripts/build.sh"
+"$root/scripts/build.sh"  # the same build as scripts/test.sh: neither undoes the other
 build="${WOMBATKV_BUILD_DIR:-$root/build}"
 exec "$build/tools/wombatkv-workload" "$@"

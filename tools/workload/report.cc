@@ -142,7 +142,8 @@ void PrintSummary(std::FILE* out, const RunInfo& info, const WorkloadResult& res
       k.bytes_restored == 0
           ? std::string("0")
           : Mib(k.bytes_restored) + " at " + Rate(k.bytes_restored, result.get.total_micros()) +
-                " (time inside GetBlocks)");
+                " (bytes handed over per second inside GetBlocks: RAM hits are borrowed, not "
+                "copied)");
   row("bytes stored",
       k.bytes_put == 0
           ? std::string("0 (nothing new to store)")
