@@ -107,8 +107,8 @@ extern "C" {
 /* Through wombatkvd (shared memory or TCP) one get returns at most 1 GiB - 16 MiB of payload (one
  * response frame) and at most 65,536 blocks: a larger one fails (-1, RESOURCE_EXHAUSTED); ask for
  * fewer blocks per call (a get may start anywhere in a chain). One put sends at most one frame
- * (1 GiB by default, wombatkvd --max-frame-bytes; over shared memory the client's request area,
- * WMBT_KV_SHM_DATA_BYTES): a larger batch fails (-1, RESOURCE_EXHAUSTED) before anything is
+ * (1 GiB + 1 MiB by default, wombatkvd --max-frame-bytes; over shared memory the client's request
+ * area, WMBT_KV_SHM_DATA_BYTES): a larger batch fails (-1, RESOURCE_EXHAUSTED) before anything is
  * stored. Embedded calls have no such bounds. */
 
 /* Sizes of hex output buffers, including the terminating NUL. */

@@ -35,11 +35,18 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& add
                                                           HttpEndpointCallbacks callbacks) {
   auto hp = tcp::ParseHostPort(address, /*allow_port_zero=*/true);
   if (!hp.ok()) return hp.status().WithContext("--http");
+  // A name that does not resolve is said as such (the bind below can only say it failed).
+  if (auto resolved = tcp::Resolve(*hp, /*passive=*/true); !resolved.ok()) {
+    return resolved.status().WithContext("cannot serve HTTP on " + address + " (--http)");
+  }
   auto impl = std::make_unique<Impl>();
   impl->callbacks = std::move(callbacks);
   Impl* self = impl.get();
-  // Scrapes and probes are rare and cheap: two threads are plenty.
-  impl->server.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // Scrapes and probes are rare and cheap, but an idle connection holds a thread until the read
+  // timeout below: with two threads, two idle keep-alive scrapers (or a few silent connects)
+  // held /healthz past a 1 s probe timeout. Eight, and one request per connection.
+  impl->server.new_task_queue = [] { return new httplib::ThreadPool(8); };
+  impl->server.set_keep_alive_max_count(1);
   // An idle keep-alive connection (a Prometheus scraper's) holds a pool thread in a read until
   // this timeout, and the stop waits for it: 1 s rather than httplib's 5. A probe that connects
   // and sends nothing is let go after 1 s.

@@ -108,9 +108,13 @@ void RenderService(Page& p, const ServiceSources& sources) {
         if (b + 1 == ServiceMetrics::kLatencyBuckets) {
           le = "+Inf";
         } else {
+          // Exact: 2^b microseconds has at most six decimals in seconds (%g rounded 4.194304 s
+          // down to 4.1943, below the bucket's bound). Trailing zeros trimmed.
           char buf[32];
-          std::snprintf(buf, sizeof buf, "%g", static_cast<double>(1ull << b) / 1e6);
+          std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(1ull << b) / 1e6);
           le = buf;
+          while (le.back() == '0') le.pop_back();
+          if (le.back() == '.') le.pop_back();
         }
         p.Sample("wombatkv_request_duration_seconds_bucket", label + ",le=\"" + le + "\"",
                  cumulative);

@@ -36,15 +36,20 @@ TEST(MetricsText, HistogramsAreCumulativeAndEndAtInf) {
   EXPECT_NE(page.find("wombatkv_requests_total{op=\"GetBlocks\",transport=\"tcp\"} 3\n"),
             std::string::npos);
   EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",transport=\"tcp\","
-                      "le=\"1e-06\"} 1\n"),
+                      "le=\"0.000001\"} 1\n"),
             std::string::npos)
       << page;
   EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",transport=\"tcp\","
-                      "le=\"1.6e-05\"} 1\n"),
+                      "le=\"0.000016\"} 1\n"),
             std::string::npos);
   EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",transport=\"tcp\","
-                      "le=\"3.2e-05\"} 2\n"),
+                      "le=\"0.000032\"} 2\n"),
             std::string::npos);
+  // Bounds are exact (%g printed 4.1943 for 4.194304 s: a bound below the bucket's).
+  EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",transport=\"tcp\","
+                      "le=\"4.194304\"} 2\n"),
+            std::string::npos)
+      << page;
   EXPECT_NE(page.find("wombatkv_request_duration_seconds_bucket{op=\"GetBlocks\",transport=\"tcp\","
                       "le=\"+Inf\"} 3\n"),
             std::string::npos);

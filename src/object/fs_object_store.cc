@@ -15,6 +15,7 @@ FsObjectStore::FsObjectStore(std::string root, FileSystem* fs, bool journaled)
   rewrite_marker_path_ = base_ + std::string(kJournalRewriteMarker);
   checkpoint_marker_path_ = base_ + std::string(kJournalCheckpointMarker);
   failed_marker_path_ = base_ + std::string(kJournalFailedMarker);
+  failed_reserve_path_ = base_ + std::string(kJournalFailedMarkerReserve);
   snapshot_path_ = base_ + std::string(kPackedSnapshotName);
   if (!journaled) view_ = std::make_unique<PackedView>(fs_, root_);
   // Best effort: a failure here resurfaces, with its cause, at the first write.

@@ -382,7 +382,10 @@ class FsObjectStore final : public ObjectStore {
   // Corruption when the newest journal file's records, all synced up to `checkpoint`, end
   // before it (a damaged record header).
   Status CheckSyncedRecordsRead(const JournalReplayResult& replay, uint64_t checkpoint) const;
-  // The journal failed: writes kJournalFailedMarker with its synced LSN (best effort, warned).
+  // At open: kJournalFailedMarkerReserve's space, unless it is there (best effort, warned).
+  void ReserveFailedMarkerSpace();
+  // The journal failed: writes kJournalFailedMarker with its synced LSN (best effort, warned;
+  // on a full disk the reserve is deleted to make room first).
   void MarkJournalFailed();
   // At open after a failure (the marker present, the replay cut there): rewrites the newest
   // journal file without what followed the cut, then deletes the marker (durably).
@@ -457,7 +460,8 @@ class FsObjectStore final : public ObjectStore {
   FsJournalOptions jopts_;
   Clock* clock_ = nullptr;
   std::string checkpoint_marker_path_;
-  std::string failed_marker_path_;  // kJournalFailedMarker
+  std::string failed_marker_path_;   // kJournalFailedMarker
+  std::string failed_reserve_path_;  // kJournalFailedMarkerReserve
   std::string snapshot_path_;
   std::unique_ptr<FileLock> owner_lock_;
   std::unique_ptr<FileSystemSyncHandle> sync_handle_;  // opened before the first write

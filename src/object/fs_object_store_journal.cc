@@ -51,6 +51,7 @@ Status FsObjectStore::OpenJournal(const FsJournalOptions& options) {
   WMBT_RETURN_IF_ERROR(WriteCheckpointMarker(last_lsn).WithContext("recovering " + Describe()));
   // Last: while a journal file that needs it is left, so is the marker.
   WMBT_RETURN_IF_ERROR(ClearRewriteMarker().WithContext("recovering " + Describe()));
+  ReserveFailedMarkerSpace();
   for (const JournalSegment& seg : replay.segments) {
     segments_[seg.first_lsn] = Segment{seg.path, seg.bytes, /*checkpointed=*/true};
   }
@@ -650,9 +651,25 @@ Status FsObjectStore::CheckSyncedRecordsRead(const JournalReplayResult& replay,
       " to open the store with what the directory holds, then run `wombatkv audit`");
 }
 
+void FsObjectStore::ReserveFailedMarkerSpace() {
+  if (fs_->Stat(failed_reserve_path_).ok()) return;
+  const std::string zeros(kJournalFailedMarkerReserveBytes, '\0');
+  Status s = fs_->WriteFileAtomic(failed_reserve_path_, {AsBytes(zeros)}, /*sync=*/true);
+  if (!s.ok()) {
+    Warn("could not set aside space for the failed-journal marker of " + Describe() + ": " +
+         s.ToString() + "; on a full disk the marker may then not be written");
+  }
+}
+
 void FsObjectStore::MarkJournalFailed() {
   const std::string text = std::to_string(journal_->synced_lsn()) + "\n";
   Status s = fs_->WriteFileAtomic(failed_marker_path_, {AsBytes(text)}, /*sync=*/true);
+  if (s.code() == Code::kResourceExhausted && fs_->DeleteFile(failed_reserve_path_).ok()) {
+    // The disk is full (the likeliest reason the journal failed too): the reserve makes room.
+    // Synced first, so that a file system that reuses freed blocks only after a commit has.
+    (void)fs_->SyncDir(root_);
+    s = fs_->WriteFileAtomic(failed_marker_path_, {AsBytes(text)}, /*sync=*/true);
+  }
   if (!s.ok()) {
     Warn("could not record where the failed journal of " + Describe() + " ends: " + s.ToString() +
          "; restart the machine, not only the store, before reopening");

@@ -63,6 +63,10 @@ inline constexpr std::string_view kJournalRewriteMarker = ".~journal.rewrite";
 // page cache and yet never reach the disk (a failed write-back leaves its pages clean), so the
 // next open ends the journal there and rewrites that file without them before it goes on.
 inline constexpr std::string_view kJournalFailedMarker = ".~journal.failed";
+// Space set aside for the failed marker (zeros, written at open): a journal that fails because
+// the disk is full deletes it to make room for the marker, which it could not write otherwise.
+inline constexpr std::string_view kJournalFailedMarkerReserve = ".~journal.failed.reserve";
+inline constexpr size_t kJournalFailedMarkerReserveBytes = 64 << 10;
 
 // The checkpoint (FsObjectStore): every journal record up to the LSN it holds (decimal) was
 // applied and synced.

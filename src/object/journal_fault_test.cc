@@ -269,6 +269,45 @@ TEST_F(JournalFaultTest, AFailedJournalSyncFailsEveryLaterWriteAndReopenKeepsWha
   EXPECT_TRUE(store->Health().ok());
 }
 
+// The journal fails on a full disk: the failed marker, a new file, has no room either — unless
+// the space set aside for it at open is given up first. Without the marker a restart of the
+// process alone could trust records only the page cache held (the test above).
+TEST_F(JournalFaultTest, OnAFullDiskTheFailedMarkerTakesTheSpaceSetAsideForIt) {
+  struct FullForNewFiles : FileSystemWrapper {
+    using FileSystemWrapper::FileSystemWrapper;
+    std::string reserve;
+    Status WriteFileAtomic(const std::string& path, const std::vector<ByteView>& parts, bool sync,
+                           FileInfo* written) override {
+      // Full while the reserve holds its blocks: nothing new fits.
+      if (full && Stat(reserve).ok()) return Status::ResourceExhausted("No space left on device");
+      return FileSystemWrapper::WriteFileAtomic(path, parts, sync, written);
+    }
+    bool full = false;
+  };
+  CrashModelFs crash_fs(PosixFileSystem(), root_);
+  FullForNewFiles fs(&crash_fs);
+  fs.reserve = root_ + "/" + std::string(kJournalFailedMarkerReserve);
+  auto store = Open(&fs);
+  ASSERT_NE(store, nullptr);
+  auto reserved = PosixFileSystem()->Stat(fs.reserve);
+  ASSERT_TRUE(reserved.ok()) << "no space set aside at open";
+  EXPECT_EQ(reserved->size, kJournalFailedMarkerReserveBytes);
+  ASSERT_TRUE(store->Put("k/a", {AsBytes("acknowledged a")}, {}).ok());
+  fs.full = true;
+  crash_fs.FailNext(CrashModelFs::Op::kAppendSync);
+  EXPECT_FALSE(store->Put("k/unsynced", {AsBytes("never acknowledged")}, {}).ok());
+  store.reset();
+  const std::string marker = root_ + "/" + std::string(kJournalFailedMarker);
+  EXPECT_TRUE(PosixFileSystem()->Stat(marker).ok()) << "no record of where the journal failed";
+  EXPECT_TRUE(PosixFileSystem()->Stat(fs.reserve).status().IsNotFound());
+  store = Open(PosixFileSystem());  // space freed; the next open sets the reserve aside again
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(PosixFileSystem()->Stat(marker).status().IsNotFound());
+  EXPECT_TRUE(PosixFileSystem()->Stat(fs.reserve).ok());
+  EXPECT_TRUE(store->Get("k/unsynced").status().IsNotFound());
+  ExpectObject(*store, "k/a", "acknowledged a");
+}
+
 // A failed journal sync, then a restart of the process, not of the machine. The failed batch's
 // pages stay in the page cache, marked clean, and may never reach the disk: the next open must
 // not take the records it holds for durable. It once did — applied them, moved the checkpoint

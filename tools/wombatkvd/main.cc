@@ -204,7 +204,8 @@ int Main(int argc, char** argv) {
   add(4, "--cache-bytes", "BYTES", "RAM payload cache budget, e.g. 8G; default 1/8 of RAM, <= 8 GiB");
   add(5, "--log-level", "LEVEL", "debug, info, warn or error; default warn");
   add(6, "--max-frame-bytes", "BYTES",
-      "Largest request frame body (default 1G); larger frames are refused before allocation");
+      "Largest request frame body (default 1025M: one 1 GiB sidecar with its head); larger "
+      "frames are refused before allocation");
   add(7, "--shutdown-timeout", "MS",
       "On SIGTERM/SIGINT, how long running requests may finish (default 30000)");
   add(8, "--idle-timeout", "MS",
