@@ -12,6 +12,7 @@
 //   --buggify PERCENT    buggify (workload and store points) on every seed, at this rate
 //   --auto-refresh MS    every host refreshes from L2 by itself every MS ms, on every seed
 //   --no-shrink          on failure, print the failing run only (not the shrunk one)
+//   --seed-digests       a sweep prints each seed's digest (to find where two builds differ)
 //   --break publish-order  test only: PublishChain skips its durability barrier (G3 broken)
 //   --gc-ignores-list-lag  stores are not told the listing lag (orphan GC's R3 re-check unsafe)
 //
@@ -53,6 +54,7 @@ int Usage() {
       "  --auto-refresh MS    every host refreshes from L2 by itself every MS ms of\n"
       "                       simulated time, on every seed (else on about 30%% of seeds)\n"
       "  --no-shrink          on failure, do not search for the shortest failing run\n"
+      "  --seed-digests       a sweep prints each seed's digest, one line each\n"
       "  --break publish-order  test only: publish heads before their blocks are\n"
       "                       durable (G3 broken on purpose; the simulator must catch it)\n"
       "  --gc-ignores-list-lag  stores are not told the bucket's listing lag\n"
@@ -80,6 +82,7 @@ int main(int argc, char** argv) {
   uint64_t first = 0, last = 0;
   bool have_seed = false;
   bool shrink = true;
+  bool seed_digests = false;
   wombatkv::sim::SimOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -128,6 +131,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--no-shrink") {
       shrink = false;
+    } else if (a == "--seed-digests") {
+      seed_digests = true;
     } else if (a == "--break" && has_value) {
       if (std::string(argv[++i]) != "publish-order") return Usage();
       options.break_publish_order = true;
@@ -163,6 +168,7 @@ int main(int argc, char** argv) {
     acks += r.acked_publishes;
     if (!r.ok) progress.Finish();
     sweep_digest = (sweep_digest ^ r.digest) * 1099511628211ull;
+    if (seed_digests) std::printf("seed %" PRIu64 " digest %016" PRIx64 "\n", seed, r.digest);
     if (!r.ok) {
       std::printf("FAIL seed %" PRIu64 ": %s violated: %s\n", seed, r.guarantee.c_str(),
                   r.failure.c_str());
