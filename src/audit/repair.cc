@@ -25,7 +25,10 @@ RepairAction DeleteIfStillBad(ObjectStore* l2, const std::string& action, const 
   }
   if (!*bad) {
     a.action = "skip";
-    a.detail = "fine (or gone) when checked again; left as is";
+    a.detail =
+        "fine (or gone) when checked again; left as is (audit again to see whether it "
+        "still stands: a sound blob whose length a chain head contradicts is the head's "
+        "problem)";
     return a;
   }
   if (Status s = l2->Delete(key); !s.ok()) {

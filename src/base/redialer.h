@@ -27,7 +27,16 @@ class Redialer {
   // The current T if `alive(*it)`, else the one `dial()` makes (Result<std::shared_ptr<T>>).
   template <typename Alive, typename Dial>
   Result<std::shared_ptr<T>> Get(Alive alive, Dial dial) {
-    const uint64_t finished_before = dials_finished_.load(std::memory_order_acquire);
+    return GetSince(dials_finished(), alive, dial);
+  }
+
+  // Dials finished so far.
+  uint64_t dials_finished() const { return dials_finished_.load(std::memory_order_acquire); }
+
+  // Get for a call that started when dials_finished() was `finished_before` (D2: a dial that
+  // failed since answers it).
+  template <typename Alive, typename Dial>
+  Result<std::shared_ptr<T>> GetSince(uint64_t finished_before, Alive alive, Dial dial) {
     std::lock_guard<std::mutex> g(mu_);
     if (current_ && alive(*current_)) return current_;
     if (dials_finished_.load(std::memory_order_relaxed) != finished_before && !last_.ok()) {

@@ -2,11 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <future>
 #include <latch>
-#include <thread>
-#include <vector>
 
 namespace wombatkv {
 namespace {
@@ -16,52 +13,63 @@ struct Conn {
   bool alive = true;
 };
 
-// D2: calls that waited while a dial failed take its failure; none dials again.
+bool Alive(const Conn& c) { return c.alive; }
+
+// D2: calls that started before a dial failed (waiting for the lock it held) take its failure;
+// none dials again. A call that starts after it dials afresh.
 TEST(Redialer, CallsThatWaitedForAFailedDialShareItsFailure) {
   Redialer<Conn> r;
-  std::atomic<int> dials{0};
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::latch entered(1);
+  int dials = 0;
   auto failing = [&]() -> Result<std::shared_ptr<Conn>> {
-    if (dials++ == 0) {
-      entered.count_down();
-      released.wait();
-    }
+    ++dials;
     return Status::Unavailable("the daemon does not answer");
   };
-  auto alive = [](const Conn& c) { return c.alive; };
-  auto first = std::async(std::launch::async, [&] { return r.Get(alive, failing).status(); });
-  entered.wait();  // the first dial is running: the calls below wait for it
-  std::vector<std::future<Status>> waiting;
-  std::latch started(4);
+  const uint64_t before = r.dials_finished();                            // four calls start here...
+  EXPECT_EQ(r.Get(Alive, failing).status().code(), Code::kUnavailable);  // ...this one dials
   for (int i = 0; i < 4; ++i) {
-    waiting.push_back(std::async(std::launch::async, [&] {
-      started.count_down();
-      return r.Get(alive, failing).status();
-    }));
+    EXPECT_EQ(r.GetSince(before, Alive, failing).status().code(), Code::kUnavailable);
   }
-  started.wait();
-  // Not a timing assertion: each waiting call either is blocked on the lock already, or finds
-  // the dial finished after it started — both share the failure. A little time lets them block.
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  release.set_value();
-  EXPECT_EQ(first.get().code(), Code::kUnavailable);
-  for (auto& w : waiting) EXPECT_EQ(w.get().code(), Code::kUnavailable);
-  EXPECT_EQ(dials.load(), 1);
-  // A call that starts afterwards dials afresh, and what it makes is kept (D1).
+  EXPECT_EQ(dials, 1) << "calls waiting for a failed dial each dialled again";
+  EXPECT_EQ(r.Get(Alive, failing).status().code(), Code::kUnavailable);
+  EXPECT_EQ(dials, 2) << "a call after the failure dials afresh";
+}
+
+// D1: what a dial made serves every call while it is alive; a dead one is made again.
+TEST(Redialer, AConnectionIsKeptWhileAliveAndMadeAgainOnceDead) {
+  Redialer<Conn> r;
   int made = 0;
   auto good = [&]() -> Result<std::shared_ptr<Conn>> {
-    ++dials;
     return std::make_shared<Conn>(Conn{++made, true});
   };
-  auto c = r.Get(alive, good);
+  auto c = r.Get(Alive, good);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)->id, 1);
-  EXPECT_EQ(r.Get(alive, good).value().get(), c->get());
-  EXPECT_EQ(dials.load(), 2);
-  (*c)->alive = false;  // died: the next call makes another
-  EXPECT_EQ(r.Get(alive, good).value()->id, 2);
+  const uint64_t before = r.dials_finished();
+  EXPECT_EQ(r.GetSince(before, Alive, good).value().get(), c->get());
+  (*c)->alive = false;
+  EXPECT_EQ(r.Get(Alive, good).value()->id, 2);
+  // A success since a call started is no failure to share: a dead one is made again.
+  r.Get(Alive, good).value()->alive = false;
+  EXPECT_EQ(r.GetSince(before, Alive, good).value()->id, 3);
+}
+
+// Concurrently (for the sanitizers): every call gets a connection, and dials are few.
+TEST(Redialer, ConcurrentCallsShareOneDial) {
+  Redialer<Conn> r;
+  std::atomic<int> dials{0};
+  auto good = [&]() -> Result<std::shared_ptr<Conn>> {
+    return std::make_shared<Conn>(Conn{++dials, true});
+  };
+  std::latch start(8);
+  std::vector<std::future<bool>> calls;
+  for (int i = 0; i < 8; ++i) {
+    calls.push_back(std::async(std::launch::async, [&] {
+      start.arrive_and_wait();
+      return r.Get(Alive, good).ok();
+    }));
+  }
+  for (auto& c : calls) EXPECT_TRUE(c.get());
+  EXPECT_EQ(dials.load(), 1);
 }
 
 }  // namespace

@@ -69,10 +69,6 @@ TEST(StoreRestart, G3ChainsComeBackWhenL1IsCorrupt) {
   EXPECT_TRUE(LogMentions(h, "L1"));
 }
 
-// A damaged block inside one of L1's table files (RocksDB opens fine; the read of the block
-// fails): the load found the corruption and wiped L1 in place — a wipe that must read that same
-// block (RocksDB seeks to the last key), so every open failed, the index being only a cache of
-// L2 (from a review, session 57). Now L1's directory is started afresh and the index rebuilt.
 // A 2 MiB block read cold from L2 (a blob: its 48-byte header, then the payload) is kept in the
 // RAM cache in memory of its own: in the read's buffer it held 4 MiB of whole 2 MiB pages while
 // the cache counted 2 MiB (docs/capacity.md).
@@ -89,6 +85,10 @@ TEST(StoreRestart, ABlockReadColdIsCachedWithoutItsHeadersBuffer) {
   }
 }
 
+// A damaged block inside one of L1's table files (RocksDB opens fine; the read of the block
+// fails): the load found the corruption and wiped L1 in place — a wipe that must read that same
+// block (RocksDB seeks to the last key), so every open failed, the index being only a cache of
+// L2 (from a review, session 57). Now L1's directory is started afresh and the index rebuilt.
 TEST(StoreRestart, G3ChainsComeBackWhenATableFileOfL1IsDamaged) {
   StoreHarness h(Planes::kDisk);
   auto a = MakeChain(4, 1000, 1);

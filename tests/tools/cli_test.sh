@@ -349,6 +349,8 @@ check_rc "a number past 2^64-1 exits 2 before anything is done" 2 "is too large"
 if [[ -w /dev/full ]]; then
   "$WKV" ls >/dev/full 2>"$TMP/err"; RC=$?
   check_rc "output lost on a full device exits 5, not 0" 5 "cannot write to stdout"
+  "$WKV" --json ls >/dev/full 2>"$TMP/err"; RC=$?
+  check_json "... and with --json says so as one JSON object" "$TMP/err" "d['error']['exit']" "5"
 fi
 mkdir -p "$TMP/with-fifo" && printf 'block' >"$TMP/with-fifo/b0" && mkfifo "$TMP/with-fifo/b1"
 run timeout 20 "$WKV" --json put-chain --dir "$TMP/with-fifo"

@@ -102,6 +102,8 @@ int Context::RequireDataDir() {
     // would otherwise create a LOCK, l1/ and l2/ in it).
     for (const char* name : {"LOCK", "l1", "l2"}) {
       if (std::filesystem::exists(opts.data_dir + "/" + name, ec)) return kExitOk;
+      // Not knowable (a directory this user may not read): the open says why.
+      if (ec && ec != std::errc::no_such_file_or_directory) return kExitOk;
     }
     return out.Error("open data directory " + opts.data_dir,
                      Status::NotFound(opts.data_dir +

@@ -122,14 +122,22 @@ int RunMain(const char* program, int (*main)(int, char**), int argc, char** argv
   try {
     const int code = main(argc, argv);
     // What a command printed may still sit in stdout's buffer: a write that fails there (a full
-    // disk, a closed pipe) must not exit 0 with the output lost.
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-      const int err = errno;
-      std::fprintf(stderr, "%s: cannot write to stdout: %s; free space where the output goes\n",
-                   program, ErrnoText(err).c_str());
-      return code == kExitOk ? kExitPrecondition : code;
-    }
-    return code;
+    // disk, a closed pipe) must not exit 0 with the output lost. A failed command said why
+    // already (a Raw write's failure among them).
+    if (code != kExitOk) return code;
+    const bool flush_failed = std::fflush(stdout) != 0;
+    const int err = errno;
+    if (!flush_failed && !std::ferror(stdout)) return code;
+    Output out;
+    out.SetProgram(program);
+    bool json = false;
+    for (int i = 1; i < argc; ++i) json = json || std::string_view(argv[i]) == "--json";
+    out.Configure(json, /*quiet=*/false);
+    return out.Error(
+        "stdout",
+        Status::FailedPrecondition("cannot write to stdout: " +
+                                   (flush_failed ? ErrnoText(err) : std::string("a write failed"))),
+        "free space where the output goes");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: internal error: %s; this is a bug: please report it\n", program,
                  e.what());

@@ -658,15 +658,16 @@ class TcpChannel final : public Channel {
     if (::connect(fd, a.get(), a.length) != 0) {
       if (errno != EINPROGRESS) return fail(SocketError(FormatAddress(a), errno));
       pollfd p{fd, POLLOUT, 0};
-      const int timeout = static_cast<int>(std::min<uint64_t>(options_.connect_timeout_ms,
-                                                              24ull * 3600 * 1000));
+      // As the Hello: no longer than a call may wait (HelloTimeoutMs).
+      const uint64_t wait_ms = HelloTimeoutMs();
+      const int timeout = static_cast<int>(std::min<uint64_t>(wait_ms, 24ull * 3600 * 1000));
       int n;
       do {
-        n = ::poll(&p, 1, options_.connect_timeout_ms == 0 ? -1 : timeout);
+        n = ::poll(&p, 1, wait_ms == 0 ? -1 : timeout);
       } while (n < 0 && errno == EINTR);
       if (n == 0) {
         return fail(Status::Unavailable(FormatAddress(a) + ": no answer within " +
-                                        std::to_string(options_.connect_timeout_ms) + " ms"));
+                                        std::to_string(wait_ms) + " ms"));
       }
       int err = 0;
       socklen_t len = sizeof err;

@@ -1230,7 +1230,9 @@ TEST(TcpTransport, CallsWaitingForOneReconnectShareItsFailure) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(unavailable.load(), kThreads);
-  EXPECT_EQ(DrainAcceptQueue(silent), 1) << "calls waiting for a reconnect each dialled again";
+  // At most one dial: a call that found the old connection dead waits for the first dial and
+  // shares its failure (one whose request had left fails without dialling).
+  EXPECT_LE(DrainAcceptQueue(silent), 1) << "calls waiting for a reconnect each dialled again";
   ::close(silent);
 }
 
