@@ -56,13 +56,6 @@ CLI::Validator WholeNumber() {
 
 namespace {
 
-bool ArgvHasJson(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]) == "--json") return true;
-  }
-  return false;
-}
-
 // "put", "sidecar get": the deepest subcommand the parser reached.
 std::string ParsedCommandPath(const CLI::App& app) {
   std::string path;

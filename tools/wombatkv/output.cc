@@ -118,6 +118,13 @@ int Output::Usage(std::string_view what, std::string_view why, std::string_view 
   return Error(what, Status::InvalidArgument(std::string(why)), hint);
 }
 
+bool ArgvHasJson(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--json") return true;
+  }
+  return false;
+}
+
 int RunMain(const char* program, int (*main)(int, char**), int argc, char** argv) {
   try {
     const int code = main(argc, argv);
@@ -130,9 +137,7 @@ int RunMain(const char* program, int (*main)(int, char**), int argc, char** argv
     if (!flush_failed && !std::ferror(stdout)) return code;
     Output out;
     out.SetProgram(program);
-    bool json = false;
-    for (int i = 1; i < argc; ++i) json = json || std::string_view(argv[i]) == "--json";
-    out.Configure(json, /*quiet=*/false);
+    out.Configure(ArgvHasJson(argc, argv), /*quiet=*/false);
     return out.Error(
         "stdout",
         Status::FailedPrecondition("cannot write to stdout: " +

@@ -79,4 +79,7 @@ using ::wombatkv::HumanBytes;  // "1.5 MiB", "512 B" (base/human_units.h)
 // into one line on stderr naming `program`, and exit code kExitInternal.
 int RunMain(const char* program, int (*main)(int, char**), int argc, char** argv);
 
+// Whether the command line asks for JSON (--json anywhere): for errors before or without a parse.
+bool ArgvHasJson(int argc, char** argv);
+
 }  // namespace wombatkv::cli
