@@ -4,6 +4,7 @@
 set -euo pipefail
 sim=$1
 digest() { "$sim" --seed "$1" --steps 300 | awk '/^digest/ {print $2}'; }
+digest_at() { "$sim" --seed "$1" --steps 200 | awk '/^digest/ {print $2}'; }
 sweep() { "$sim" --seeds 100..140 --steps 200 | awk '/^digest/ {print $2}'; }
 for seed in 7 42 1234; do
   a=$(digest $seed)
@@ -13,7 +14,14 @@ for seed in 7 42 1234; do
 done
 # A seed's run must not depend on the seeds run before it in the same process.
 [[ $(sweep) == $(sweep) ]] || { echo "sweep 100..140: digests differ" >&2; exit 1; }
-single=$("$sim" --seed 120 --steps 200 | awk '/^digest/ {print $2}')
-inside=$("$sim" --seeds 110..120 --steps 200 >/dev/null; "$sim" --seed 120 --steps 200 | awk '/^digest/ {print $2}')
+single=$(digest_at 120)
+inside=$("$sim" --seeds 110..120 --steps 200 >/dev/null; digest_at 120)
 [[ $single == "$inside" ]] || { echo "seed 120 differs between runs" >&2; exit 1; }
+# Inside a sweep, a seed runs as it does alone: 118 and 126 keep a local disk cache, whose real files
+# (temporary names with a process-wide counter in them) must not change what the seed does.
+for seed in 118 126; do
+  alone=$(digest_at $seed)
+  swept=$("$sim" --seeds 100..140 --steps 200 --seed-digests | awk -v s=$seed '$1 == "seed" && $2 == s {print $4}')
+  [[ -n $alone && $alone == "$swept" ]] || { echo "seed $seed: '$alone' alone, '$swept' in a sweep" >&2; exit 1; }
+done
 [[ $(digest 7) != $(digest 8) ]] || { echo "seeds 7 and 8 have the same digest" >&2; exit 1; }

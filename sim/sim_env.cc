@@ -1,5 +1,6 @@
 #include "sim/sim_env.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace wombatkv::sim {
@@ -62,6 +63,27 @@ void Trace::Add(std::string event) {
 std::vector<std::string> Trace::Tail(size_t n) const {
   const size_t from = tail_.size() > n ? tail_.size() - n : 0;
   return {tail_.begin() + static_cast<std::ptrdiff_t>(from), tail_.end()};
+}
+
+Status LogicalMtimeFs::WriteFileAtomic(const std::string& path, const std::vector<ByteView>& parts,
+                                       bool sync, FileInfo* written) {
+  WMBT_RETURN_IF_ERROR(FileSystemWrapper::WriteFileAtomic(path, parts, sync, written));
+  mtimes_[path] = ++writes_;
+  if (written) written->mtime_ns = writes_;
+  return Status::Ok();
+}
+
+Result<FileInfo> LogicalMtimeFs::Stat(const std::string& path) {
+  WMBT_ASSIGN_OR_RETURN(FileInfo info, FileSystemWrapper::Stat(path));
+  auto it = mtimes_.find(path);
+  info.mtime_ns = it == mtimes_.end() ? 0 : it->second;
+  return info;
+}
+
+Result<std::vector<std::string>> LogicalMtimeFs::ListDir(const std::string& path) {
+  WMBT_ASSIGN_OR_RETURN(std::vector<std::string> names, FileSystemWrapper::ListDir(path));
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace wombatkv::sim

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,24 @@ class Trace {
   uint64_t digest_ = 14695981039346656037ull;  // FNV-1a offset basis
   uint64_t count_ = 0;
   std::deque<std::string> tail_;
+};
+
+// The hosts' data directories are real files, stamped by the kernel's coarse clock: writes in a
+// row share an mtime or not depending on timing, and a directory lists in an order of its own.
+// Through this wrapper every file written whole (WriteFileAtomic, as the disk cache writes) has a
+// logical mtime, the number of such writes before it (no two alike), and directories list sorted:
+// what the store reads back depends on the seed alone. Files written otherwise report mtime 0.
+class LogicalMtimeFs final : public FileSystemWrapper {
+ public:
+  explicit LogicalMtimeFs(FileSystem* target) : FileSystemWrapper(target) {}
+  Status WriteFileAtomic(const std::string& path, const std::vector<ByteView>& parts, bool sync,
+                         FileInfo* written) override;
+  Result<FileInfo> Stat(const std::string& path) override;
+  Result<std::vector<std::string>> ListDir(const std::string& path) override;
+
+ private:
+  uint64_t writes_ = 0;
+  std::map<std::string, uint64_t> mtimes_;  // path → its last write's number (kept past a delete)
 };
 
 }  // namespace wombatkv::sim

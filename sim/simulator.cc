@@ -94,6 +94,7 @@ class World {
     // leaves for the next process. Real files (in /dev/shm when there is one: cheap syncs).
     std::string data_dir;
     std::unique_ptr<CrashModelFs> disk;
+    std::unique_ptr<LogicalMtimeFs> files;  // over `disk`: what the store is given
     bool disk_crashed = false;
     int crash_countdown = -1;               // plane calls until a mid-operation crash
     // The store's refresh counters as the simulator last saw them (automatic refresh).
@@ -309,6 +310,7 @@ void World::MakeDataDirs() {
       return Fail("setup", s.ToString());
     }
     h.disk = std::make_unique<CrashModelFs>(PosixFileSystem(), h.data_dir);
+    h.files = std::make_unique<LogicalMtimeFs>(h.disk.get());
   }
 }
 
@@ -323,7 +325,7 @@ void World::Restart(int host) {
       h.disk->Revive();
     }
     o.data_dir = h.data_dir;
-    o.fs = h.disk.get();
+    o.fs = h.files.get();
     // The local disk cache (data_dir/cache), kept in the liveness phase too: it is a cache.
     o.disk_cache_bytes_max = cfg_.disk_cache_bytes_max;
   }

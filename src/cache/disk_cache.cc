@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "base/check.h"
 #include "base/crc32c.h"
@@ -143,9 +144,12 @@ Status DiskCache::Index() {
         }
         found.push_back(Found{info->mtime_ns, Key{ns, *hash}, info->size});
       }));
-  // Oldest fill first, so the newest ends at the front of the use order.
-  std::sort(found.begin(), found.end(),
-            [](const Found& a, const Found& b) { return a.mtime_ns < b.mtime_ns; });
+  // Oldest fill first, so the newest ends at the front of the use order. Files of one mtime (a
+  // file system stamps writes in a row alike) go by name, not by the directory's order: that order
+  // depends on the names of temporary files long gone, and the same files must make the same order.
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    return std::tie(a.mtime_ns, a.key.ns, a.key.hash) < std::tie(b.mtime_ns, b.key.ns, b.key.hash);
+  });
   std::vector<Victim> victims;
   {
     std::lock_guard<std::mutex> g(mu_);

@@ -3,11 +3,12 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
-#include <filesystem>
-#include <fstream>
 #include <condition_variable>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -259,6 +260,49 @@ TEST_F(DiskCacheTest, ALoweredBudgetTrimsTheOldestFilesAtOpen) {
   EXPECT_EQ(c->Stats().files, 4u);
   EXPECT_EQ(OnDisk().second, 4 * DiskCache::FileBytes(1000));
   for (uint64_t i = 0; i < 10; ++i) EXPECT_EQ(c->Contains("ns", items[i].hash), i >= 6) << i;
+}
+
+// Lists each directory in reverse order: the order readdir gives is the file system's.
+class ReversedListFs final : public FileSystemWrapper {
+ public:
+  ReversedListFs() : FileSystemWrapper(PosixFileSystem()) {}
+  Result<std::vector<std::string>> ListDir(const std::string& path) override {
+    auto names = FileSystemWrapper::ListDir(path);
+    if (names.ok()) std::reverse(names->begin(), names->end());
+    return names;
+  }
+};
+
+TEST_F(DiskCacheTest, FilesOfOneMtimeAreTrimmedInTheSameOrderWhateverTheDirectoryOrder) {
+  // Files stamped alike (writes in a row) must reopen in one order, or a run that repeats the
+  // same calls keeps different files (the simulator's digests drifted from run to run).
+  std::vector<Item> items;
+  for (uint64_t i = 0; i < 12; ++i) items.push_back(MakeItem(i, 1000));
+  auto ns = [](uint64_t i) { return i % 2 ? "a" : "b"; };
+  const auto stamp = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  // Fills a cache in `dir` with the twelve files, all of one mtime, then reopens it with a budget
+  // of five files through `fs`: which files it keeps, as a string of 0/1.
+  auto kept = [&](const std::string& dir, FileSystem* fs) {
+    DiskCacheOptions o = Options(1 << 20);
+    o.dir = dir;
+    {
+      auto c = std::move(DiskCache::Open(o)).value();
+      for (uint64_t i = 0; i < 12; ++i) {
+        c->Fill(ns(i), items[i].hash, items[i].bytes);
+        fs::last_write_time(DiskCache::PathOf(dir, ns(i), items[i].hash), stamp);
+      }
+    }
+    o.fs = fs;
+    o.bytes_max = 5 * DiskCache::FileBytes(1000);
+    auto c = std::move(DiskCache::Open(o)).value();
+    std::string out;
+    for (uint64_t i = 0; i < 12; ++i) out += c->Contains(ns(i), items[i].hash) ? '1' : '0';
+    return out;
+  };
+  ReversedListFs reversed;
+  const std::string forward = kept(dir_.path() + "/one", PosixFileSystem());
+  EXPECT_EQ(std::count(forward.begin(), forward.end(), '1'), 5) << forward;
+  EXPECT_EQ(kept(dir_.path() + "/two", &reversed), forward);
 }
 
 TEST_F(DiskCacheTest, ACacheDirectoryRemovedByHandIsMadeAgainAndItsFilesForgotten) {
