@@ -76,6 +76,12 @@
  * Thread-safety: every function may be called from any number of threads at once, also on one
  * shared handle, except that wmbt_kv_free must not race other calls on the same handle. A borrow
  * may be released on any thread. wmbt_kv_last_error is per thread.
+ *
+ * Processes: a handle and its borrows belong to the process that opened the handle. A child made
+ * by fork() (Python's multiprocessing does so by default) must open its own: calls on a handle
+ * it inherited fail with FAILED_PRECONDITION, and wmbt_kv_free and wmbt_kv_release_borrow of an
+ * inherited handle or borrow do nothing in the child (the parent's store, socket and shared
+ * memory are left untouched). Bytes an inherited borrow points to may still be read there.
  */
 #ifndef WOMBATKV_H_
 #define WOMBATKV_H_

@@ -27,6 +27,12 @@ Status CheckNotNull(const void* p, const char* what) {
 Status CheckHandle(const wmbt_kv_handle* handle) {
   if (handle == nullptr) return Status::InvalidArgument("handle is NULL");
   if (!handle->store) return Status::FailedPrecondition("handle has no open store");
+  if (handle->fork_generation != ForkGeneration()) {
+    return Status::FailedPrecondition(
+        "this handle was opened by process " + std::to_string(handle->opener_pid) +
+        ", and this process is a fork of it: a handle cannot cross fork() (its store, socket and "
+        "shared memory stay the parent's); open a new handle in this process");
+  }
   return Status::Ok();
 }
 

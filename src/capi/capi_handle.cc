@@ -1,5 +1,9 @@
 // Handles: choosing a backend from the environment (embedded, or wombatkvd over shared memory
 // or TCP: every backend is a Store, so every entry point behaves the same), opening, closing.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -15,6 +19,21 @@
 namespace wombatkv::capi {
 namespace {
 
+std::atomic<uint64_t> forks{0};
+
+}  // namespace
+
+uint64_t ForkGeneration() noexcept {
+  static const bool registered = [] {
+    return ::pthread_atfork(nullptr, nullptr,
+                            [] { forks.fetch_add(1, std::memory_order_relaxed); }) == 0;
+  }();
+  (void)registered;  // without the handler (ENOMEM) a child is not told; nothing else changes
+  return forks.load(std::memory_order_relaxed);
+}
+
+namespace {
+
 // The backend choice itself lives in src/connect (shared with the `wombatkv` CLI).
 Result<std::unique_ptr<wmbt_kv_handle>> HandleFor(const Config& config,
                                                   Result<ClientStore> opened) {
@@ -28,6 +47,7 @@ Result<std::unique_ptr<wmbt_kv_handle>> HandleFor(const Config& config,
   auto handle = std::make_unique<wmbt_kv_handle>();
   handle->config = config;
   handle->store = std::move(opened)->store;
+  handle->opener_pid = static_cast<int>(::getpid());
   return handle;
 }
 
@@ -72,6 +92,15 @@ Status KnownSetting(const std::string& name, size_t i) {
                                  "; docs/configuration.md lists them");
 }
 
+// The settings that choose a daemon. One given to a call (an argument, a name passed to
+// wmbt_kv_open_with_settings) chooses alone: the environment's others are not read, neither to
+// take precedence (shared memory over TCP) nor to fail the open with a value the caller replaced.
+const std::set<std::string>& TransportSettings() {
+  static const std::set<std::string> names = {"WMBT_KV_REMOTE_PREFIX", "WMBT_KV_TCP_ADDR",
+                                              "WMBT_KV_HTTP_ADDR"};
+  return names;
+}
+
 wmbt_kv_handle* Release(Result<std::unique_ptr<wmbt_kv_handle>> handle) {
   if (!handle.ok()) return Fail(handle.status());
   return std::move(handle).value().release();
@@ -113,7 +142,12 @@ wmbt_kv_handle* OpenWithSettings(const char* const* names, const char* const* va
     }
   }
   std::set<std::string> names_given;
-  for (const auto& [name, i] : given) names_given.insert(name);
+  for (const auto& [name, i] : given) {
+    names_given.insert(name);
+    if (TransportSettings().count(name) > 0) {
+      names_given.insert(TransportSettings().begin(), TransportSettings().end());
+    }
+  }
   auto config = Config::FromLookup(Config::Without(ProcessEnv, std::move(names_given)));
   if (!config.ok()) return Fail(config.status());
   for (const auto& [name, i] : given) {
@@ -136,7 +170,7 @@ wmbt_kv_handle* OpenEmbeddedAt(const char* data_dir) {
 wmbt_kv_handle* OpenTcp(const char* addr) {
   if (addr == nullptr) return Fail(Status::InvalidArgument("addr is NULL"));
   // The rest of the configuration (fingerprint, namespace, auth token) from the environment.
-  auto config = Config::FromEnv();
+  auto config = Config::FromLookup(Config::Without(ProcessEnv, TransportSettings()));
   if (!config.ok()) return Fail(config.status());
   WarnAboutUnknownSettingsOnce(*config);
   if (addr[0] == '\0') {
@@ -188,12 +222,17 @@ wmbt_kv_handle_t* wmbt_kv_open_http(const char* addr) {
 }
 
 // These two cannot fail (destructors do not throw) and leave the last error as it is: an engine's
-// finalizer may release a borrow between a failed call and the read of its error.
+// finalizer may release a borrow between a failed call and the read of its error. In a forked
+// child they leave the parent's handle or borrow alone: closing its store there would flush into
+// the parent's files, or write to the parent's socket or shared memory (the memory is left to the
+// child's exit).
 void wmbt_kv_free(wmbt_kv_handle_t* handle) {
+  if (handle != nullptr && handle->fork_generation != wombatkv::capi::ForkGeneration()) return;
   delete handle;  // NULL is a no-op; outstanding borrows keep the store alive
 }
 
 void wmbt_kv_release_borrow(wmbt_kv_borrow_t* borrow) {
+  if (borrow != nullptr && borrow->fork_generation != wombatkv::capi::ForkGeneration()) return;
   delete borrow;  // NULL is a no-op
 }
 

@@ -28,11 +28,20 @@
 #include "wombatkv.h"
 #include "wombatkv/store.h"
 
+namespace wombatkv::capi {
+// Which copy of the process this is: 0 until it forks; each fork() gives the child the next value
+// (a pthread_atfork handler, registered by the first call). A handle or borrow remembers the value
+// it was made under, and works only there (capi_handle.cc: a forked child refuses them).
+uint64_t ForkGeneration() noexcept;
+}  // namespace wombatkv::capi
+
 // One open store. Immutable after open, so any number of threads may share it (Store is
 // thread-safe).
 struct wmbt_kv_handle {
   wombatkv::Config config;
   std::shared_ptr<wombatkv::Store> store;
+  uint64_t fork_generation = wombatkv::capi::ForkGeneration();
+  int opener_pid = 0;  // for the message a forked child gets
 };
 
 // Lent bytes. Holds the store (declared first, so destroyed last) so that the bytes and any pins
@@ -44,6 +53,7 @@ struct wmbt_kv_payload {
 
 struct wmbt_kv_borrow {
   std::shared_ptr<wombatkv::Store> store;
+  uint64_t fork_generation = wombatkv::capi::ForkGeneration();
   wombatkv::Borrow blocks;      // get_kv_blocks
   wombatkv::BufferSlice single; // raw tail, content-hash get
   std::vector<const uint8_t*> ptrs;
@@ -127,7 +137,7 @@ R Guarded(const char* fn, R error_value, char* err_buf, size_t err_len, Body&& b
 
 // InvalidArgument "<what> is NULL" unless p is non-NULL.
 Status CheckNotNull(const void* p, const char* what);
-// The handle must be non-NULL and open.
+// The handle must be non-NULL, open, and opened by this process (not inherited through fork).
 Status CheckHandle(const wmbt_kv_handle* handle);
 // ResourceExhausted/InvalidArgument naming `what` if count > max. Checked before any array is
 // read, so a garbage count never walks off an array.

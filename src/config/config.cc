@@ -234,8 +234,8 @@ Status SetS3Endpoint(Config& c, std::string_view v) {
       "http://127.0.0.1:9000 (the bucket is WMBT_KV_BUCKET)";
   if (!v.empty() && !(v.starts_with("http://") || v.starts_with("https://")))
     return Bad("WMBT_KV_S3_ENDPOINT", v, kForm);
-  // The path is checked where S3 is opened (ParseEndpoint), not here: the AWS_ENDPOINT_URL
-  // fallback lands here too, and another tool's value must not stop a local-only store.
+  // The path is checked where S3 is opened (ParseEndpoint), not here. A bad AWS_ENDPOINT_URL
+  // (the fallback) stops only a store that opens S3 (Config::bad_aws_fallback).
   c.s3_endpoint = std::string(v);
   return Status::Ok();
 }
@@ -796,7 +796,9 @@ Result<Config> Config::FromLookup(const EnvLookup& lookup) {
     auto value = lookup(aws);
     if (!value || value->empty()) continue;
     Status st = Find(ours)->set(c, *value);
-    if (!st.ok()) return st.WithContext(std::string("from fallback ") + aws);
+    if (!st.ok() && c.bad_aws_fallback.empty()) {
+      c.bad_aws_fallback = st.WithContext(std::string("from fallback ") + aws).message();
+    }
   }
   return c;
 }

@@ -121,6 +121,10 @@ struct Config {
   // say S3 was meant, and a store refuses to open on the local directory instead
   // (object/s3/l2_from_config.h).
   std::vector<std::string> s3_named;
+  // An AWS_* fallback whose value would not parse ("AWS_ENDPOINT_URL=minio:9000", set for another
+  // tool): left unapplied, and an error only for a store that opens S3 (l2_from_config.h), never
+  // for a local or remote one. Empty = none.
+  std::string bad_aws_fallback;
   // Orphan GC deletes a blob no head references only once it is older than this
   // (WMBT_KV_GC_GRACE; docs/layout.md §7).
   uint64_t gc_grace_us = kGcGraceDefaultUs;

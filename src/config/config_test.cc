@@ -187,6 +187,25 @@ TEST(Config, AwsVariablesAreFallbacksOnly) {
   EXPECT_EQ(c->s3_named, std::vector<std::string>{"WMBT_KV_S3_ACCESS_KEY"});
 }
 
+// Another tool's AWS_* value that would not parse (no scheme, a space) leaves the setting at its
+// default and stops nothing here: a local or remote store never uses it; one that opens S3 is
+// refused naming it (S3Options.ABadAwsFallbackStopsOnlyAStoreThatOpensS3).
+TEST(Config, ABadAwsFallbackIsKeptAsideNotFatal) {
+  ScopedEnv env;
+  env.Set("AWS_ENDPOINT_URL", "minio.local:9000");
+  env.Set("AWS_REGION", "eu west");
+  auto c = Config::FromEnv();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->s3_endpoint, "");
+  EXPECT_EQ(c->s3_region, "us-east-1");
+  EXPECT_NE(c->bad_aws_fallback.find("AWS_ENDPOINT_URL"), std::string::npos) << c->bad_aws_fallback;
+  env.Set("AWS_ENDPOINT_URL", "");
+  env.Set("WMBT_KV_S3_REGION", "eu-west-1");  // ours given: the AWS one is not read
+  auto d = Config::FromEnv();
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->bad_aws_fallback, "");
+}
+
 TEST(Config, S3SettingsGivenByTheirOwnNamesAreRemembered) {
   Config c;
   ASSERT_TRUE(c.Set("WMBT_KV_S3_ENDPOINT", "http://127.0.0.1:9000").ok());

@@ -5,6 +5,8 @@
 // every mode (issue 4).
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -693,6 +695,36 @@ TEST_F(CApi, OpenWithSettingsConfiguresOneHandleAndNamesWhatIsWrong) {
   EXPECT_NE(LastError().find("names"), std::string::npos) << LastError();
 }
 
+// A daemon named by the call is the one used: the environment's transport variables (a stale
+// prefix, a malformed address) neither win by precedence nor fail the open.
+TEST_F(CApi, ADaemonNamedByTheCallIsUsedWhateverTheEnvironmentSays) {
+  setenv("WMBT_KV_REMOTE_PREFIX", "wombatkv-nowhere", 1);
+  setenv("WMBT_KV_TCP_ADDR", "not an address", 1);
+  EXPECT_EQ(wmbt_kv_open_tcp("127.0.0.1:1"), nullptr);
+  EXPECT_EQ(wmbt_kv_last_error_code(), WMBT_KV_ERR_UNAVAILABLE) << LastError();
+  EXPECT_EQ(LastError().find("not an address"), std::string::npos) << LastError();
+  EXPECT_NE(LastError().find("127.0.0.1:1"), std::string::npos) << LastError();
+  if (DaemonMode()) {
+    // daemon_settings: the test daemon's prefix (shm) or address and token (tcp).
+    std::vector<const char*> names, values;
+    for (const auto& [n, v] : daemon_settings) {
+      names.push_back(n.c_str());
+      values.push_back(v.c_str());
+    }
+    wmbt_kv_handle_t* h = wmbt_kv_open_with_settings(names.data(), values.data(), names.size());
+    ASSERT_NE(h, nullptr) << LastError();
+    const std::string k = Key(42);
+    const char* keys[] = {k.c_str()};
+    size_t matched = 9;
+    EXPECT_EQ(wmbt_kv_lookup_block_prefix(h, "default", keys, 1, &matched, nullptr, 0), 0)
+        << LastError();
+    EXPECT_EQ(matched, 0u);
+    wmbt_kv_free(h);
+  }
+  unsetenv("WMBT_KV_REMOTE_PREFIX");
+  unsetenv("WMBT_KV_TCP_ADDR");
+}
+
 TEST_F(CApi, PublishingABlockNeverPutIsAnError) {
   std::string tip = Key(20);
   char err[256];
@@ -718,6 +750,46 @@ TEST_F(CApi, BorrowStaysValidAfterItsHandleIsFreed) {
   handle_ = OpenStore(dir_);  // embedded: the directory is free again; else a daemon restart
   ASSERT_NE(handle_, nullptr) << LastError();
   EXPECT_EQ(Lookup({k}), 1u);
+}
+
+// A forked child (Python's multiprocessing forks by default) inherits the parent's handles: using
+// one there would write into the parent's store files, or its socket or shared memory. The child
+// is refused, and freeing the inherited handle or borrow there leaves the parent's alone.
+TEST_F(CApi, AForkedChildCannotUseItsParentsHandle) {
+  const std::string k = Key(31), child_key = Key(32);
+  ASSERT_GT(PutChain({k}), 0);
+  const char* keys[] = {k.c_str()};
+  const uint8_t** ptrs = nullptr;
+  const size_t* lens = nullptr;
+  wmbt_kv_borrow_t* borrow = nullptr;
+  ASSERT_EQ(wmbt_kv_get_kv_blocks_borrowed(handle_, "default", keys, 1, &ptrs, &lens, &borrow), 1);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int failures = 0;
+    if (PutChain({child_key}) != -1) failures |= 1;
+    const std::string error = LastError();
+    if (error.find("FAILED_PRECONDITION") == std::string::npos) failures |= 2;
+    if (error.find("fork") == std::string::npos) failures |= 4;
+    size_t matched = 7;
+    if (wmbt_kv_lookup_block_prefix(handle_, "default", keys, 1, &matched, nullptr, 0) != -1 ||
+        matched != 7)
+      failures |= 8;
+    wmbt_kv_release_borrow(borrow);
+    wmbt_kv_free(handle_);
+    _exit(failures);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "bit 1: the put was taken; 2, 4: its error; 8: a lookup";
+  // The parent's handle and borrow are as they were; nothing the child tried landed.
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(ptrs[0]), lens[0]),
+            "payload-" + k.substr(0, 8));
+  wmbt_kv_release_borrow(borrow);
+  EXPECT_EQ(Lookup({k}), 1u);
+  EXPECT_EQ(Lookup({child_key}), 0u);
+  EXPECT_GT(PutChain({child_key}), 0) << LastError();
 }
 
 // In daemon mode the daemon owns the directory: an engine opening it embedded is refused too.

@@ -60,6 +60,10 @@ Result<std::unique_ptr<S3ObjectStore>> OpenL2FromConfig(const Config& config, co
         "the bucket's name, or unset the S3 settings to keep them on local disk");
   }
   if (config.s3_bucket.empty()) return std::unique_ptr<S3ObjectStore>();
+  if (!config.bad_aws_fallback.empty()) {
+    return Status::InvalidArgument(config.bad_aws_fallback +
+                                   "; set the WMBT_KV_S3_* variable it stands in for, or fix it");
+  }
   WMBT_ASSIGN_OR_RETURN(S3Options options, S3OptionsFromConfig(config, env));
   WMBT_ASSIGN_OR_RETURN(std::unique_ptr<S3ObjectStore> store, S3ObjectStore::Open(options));
   std::string warning;

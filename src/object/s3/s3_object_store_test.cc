@@ -146,6 +146,17 @@ TEST(S3Options, ConfigSelectsTheL2) {
         std::string::npos)
         << refused.status().ToString();
   }
+  {
+    Config aws;  // Config::FromEnv with AWS_ENDPOINT_URL=minio.local:9000 (no scheme)
+    aws.bad_aws_fallback =
+        "WMBT_KV_S3_ENDPOINT=\"minio.local:9000\" ...: from fallback AWS_ENDPOINT_URL";
+    EXPECT_TRUE(OpenL2FromConfig(aws).ok()) << "no bucket: local disk, the AWS value unused";
+    aws.s3_bucket = "some-bucket";
+    auto refused = OpenL2FromConfig(aws);
+    EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find("AWS_ENDPOINT_URL"), std::string::npos)
+        << refused.status().ToString();
+  }
   c.s3_bucket = "some-bucket";
   c.s3_endpoint = "http://127.0.0.1:1";
   EXPECT_EQ(c.Set("WMBT_KV_S3_ADDRESSING", "sideways").code(), Code::kInvalidArgument);
