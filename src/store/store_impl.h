@@ -35,8 +35,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -379,6 +381,10 @@ class StoreImpl final : public Store {
   Status RemoveHeadLocally(std::string_view ns, const Fingerprint& fp, const ChainId& chain_id);
   Result<std::vector<std::string>> ListNamespacesInL2();
   Status RefreshNamespace(const std::string& ns, RefreshReport* report);
+  // One listing of `ns`'s heads: installs those new or changed since L0 saw them, and adds to
+  // `listed` each chain listed and still there when read (store_open.cc).
+  using ListedChains = std::set<std::tuple<Fingerprint, ChainId>>;
+  Status InstallListedHeads(const std::string& ns, ListedChains* listed, RefreshReport* report);
 
   // --- capacity (store_evict.cc) ---
   // Every change of a chain in L0 goes through these two (REQUIRES: index_mu_ held exclusively):

@@ -537,7 +537,45 @@ Result<std::vector<std::string>> StoreImpl::ListNamespacesInL2() {
 
 Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report) {
   using Id = std::tuple<Fingerprint, ChainId>;
-  std::set<Id> listed;
+  // Chains this process knows in `ns` that the last listing did not show (or showed, and were gone
+  // when read).
+  auto unlisted = [&](const ListedChains& listed) {
+    std::vector<Id> out;
+    std::shared_lock<std::shared_mutex> g(index_mu_);
+    index_.ForEachChainIn(ns, [&](const Fingerprint& fp, const ChainInfo& info) {
+      if (!listed.count({fp, info.chain_id})) out.emplace_back(fp, info.chain_id);
+    });
+    return out;
+  };
+  ListedChains listed;
+  const uint64_t listed_before = report->heads_listed;
+  WMBT_RETURN_IF_ERROR(InstallListedHeads(ns, &listed, report));
+  std::vector<Id> gone = unlisted(listed);
+  if (!gone.empty()) {
+    // A chain usually leaves L2 because a longer one replaced it (a save compacts the head it
+    // extends), and that one may have been written behind the listing, on a page already passed.
+    // Removing the chain now would hide a prefix L2 names throughout, until the next refresh: list
+    // once more, so that what replaced it is in L0 before it leaves.
+    listed.clear();
+    report->heads_listed = listed_before;  // the later listing's count stands
+    WMBT_RETURN_IF_ERROR(InstallListedHeads(ns, &listed, report));
+    gone = unlisted(listed);
+  }
+  // L2 wins for what is still missing, once a HEAD under the chain's stripe confirms it is gone.
+  for (const auto& [fp, chain_id] : gone) {
+    std::unique_lock<std::mutex> stripe = LockChain(chain_id);
+    auto head = l2_->Head(layout::ChainKey(options_.l2_prefix, ns, fp, chain_id));
+    if (head.ok()) continue;  // published after the listing
+    if (!head.status().IsNotFound()) return head.status();
+    WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, fp, chain_id));
+    ++report->chains_removed;
+  }
+  // Sidecars are not in L1: the accounting learns them from L2 here (docs/capacity.md).
+  return ListSidecars(ns);
+}
+
+Status StoreImpl::InstallListedHeads(const std::string& ns, ListedChains* listed,
+                                     RefreshReport* report) {
   const std::string prefix = layout::ChainsPrefix(options_.l2_prefix, ns);
   std::string token;
   for (size_t pages = 0;; ++pages) {
@@ -551,7 +589,7 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
         continue;
       }
       ++report->heads_listed;
-      listed.emplace(name->fp, name->chain_id);
+      listed->emplace(name->fp, name->chain_id);
       std::optional<ChainInfo> known;
       {
         std::shared_lock<std::shared_mutex> g(index_mu_);
@@ -612,12 +650,8 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
         ++changes_before[s];  // this refresh's own change
         continue;
       }
-      if (!current->has_value()) {  // deleted since the listing: L2 wins, as for `gone` below
-        if (now) {
-          WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, fp, chain_id));
-          ++changes_before[s];
-          ++report->chains_removed;
-        }
+      if (!current->has_value()) {  // deleted since the listing: as if never listed
+        listed->erase({fp, chain_id});
         continue;
       }
       const auto& [etag, head] = **current;
@@ -629,24 +663,7 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
     if (page.next_token.empty()) break;
     token = page.next_token;
   }
-  // Chains this process knows in `ns` that L2 no longer has: L2 wins.
-  std::vector<Id> gone;
-  {
-    std::shared_lock<std::shared_mutex> g(index_mu_);
-    index_.ForEachChainIn(ns, [&](const Fingerprint& fp, const ChainInfo& info) {
-      if (!listed.count({fp, info.chain_id})) gone.emplace_back(fp, info.chain_id);
-    });
-  }
-  for (const auto& [fp, chain_id] : gone) {
-    std::unique_lock<std::mutex> stripe = LockChain(chain_id);
-    auto head = l2_->Head(layout::ChainKey(options_.l2_prefix, ns, fp, chain_id));
-    if (head.ok()) continue;  // published after the listing
-    if (!head.status().IsNotFound()) return head.status();
-    WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, fp, chain_id));
-    ++report->chains_removed;
-  }
-  // Sidecars are not in L1: the accounting learns them from L2 here (docs/capacity.md).
-  return ListSidecars(ns);
+  return Status::Ok();
 }
 
 Result<RefreshReport> StoreImpl::Refresh() {

@@ -530,6 +530,106 @@ TEST(StoreRefresh, AChainDeletedBetweenTheListingAndTheHeadReadIsDropped) {
   for (const ChainState& st : *chains) EXPECT_NE(st.chain_id, c.tip());
 }
 
+// Another host extends a chain A knows, and its save compacts the head it extended away, while A
+// refreshes: here between A's listing (which showed the old head changed) and A's read of it. A
+// must not drop the prefix (L2 names it throughout, in the longer chain) and pick up the longer
+// chain only at its next refresh: a lookup through A would go from 2 to 0 and back (monotonic
+// reads). The refresh lists again before dropping what it found gone.
+TEST(StoreRefresh, AChainCompactedIntoOneTheListingMissedKeepsItsPrefix) {
+  HookedHosts h;
+  ASSERT_TRUE(h.a_store && h.b_store);
+  constexpr uint64_t kBlockBytes = HookedHosts::kBlockBytes;
+  Store& a = *h.a_store;
+  Store& b = *h.b_store;
+  const TestChain c = MakeChain(2, kBlockBytes, /*salt=*/7);
+  ASSERT_TRUE(b.PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_EQ(*b.PublishChain("default", kFp, c.tip(), c.tip()), 1u);
+  ASSERT_TRUE(a.Refresh().ok());
+  ASSERT_EQ(*a.LookupPrefix("default", kFp, c.keys), 2u);
+  ASSERT_EQ(*b.PublishChain("default", kFp, c.tip(), c.tip()), 2u);  // listed as changed
+  const BlockKey k2 = Key(2, 7);
+  h.hooked.watch = layout::ChainKey("kv", "default", kFp, c.tip());
+  h.hooked.before = true;
+  bool extended = false;
+  h.hooked.then = [&] {
+    ASSERT_TRUE(
+        b.PutBlocks("default", kFp, std::vector<BlockPut>{{k2, c.tip(), Payload(5, kBlockBytes)}})
+            .ok());
+    ASSERT_TRUE(b.PublishChain("default", kFp, k2, k2).ok());
+    ASSERT_EQ(b.Stats().heads_compacted, 1u);
+    extended = true;
+  };
+  ASSERT_TRUE(a.Refresh().ok());
+  ASSERT_TRUE(extended) << "the interleaving did not happen";
+  std::vector<BlockKey> longer = c.keys;
+  longer.push_back(k2);
+  EXPECT_EQ(*a.LookupPrefix("default", kFp, longer), 3u) << "the longer chain was not loaded";
+  auto chains = a.ListChains("default");
+  ASSERT_TRUE(chains.ok());
+  for (const ChainState& st : *chains) EXPECT_NE(st.chain_id, c.tip()) << "L2 no longer has it";
+}
+
+// Lists chain heads one per page and runs `then` once, after the first page of chain heads.
+class AfterFirstChainPage final : public ObjectStoreWrapper {
+ public:
+  using ObjectStoreWrapper::ObjectStoreWrapper;
+  Result<ListPage> List(std::string_view prefix, std::string_view delimiter, std::string_view token,
+                        size_t max_keys) override {
+    const bool chains = prefix.find("/chain/") != std::string_view::npos;
+    auto page = ObjectStoreWrapper::List(prefix, delimiter, token, chains ? 1 : max_keys);
+    if (chains && then) std::exchange(then, nullptr)();
+    return page;
+  }
+  std::function<void()> then;
+};
+
+// As above, with no read in between: the longer chain Y is written on a page A's listing has
+// passed, and the chain X it extends is compacted before the listing reaches where X was.
+TEST(StoreRefresh, AChainCompactedIntoOneOnAPageAlreadyListedKeepsItsPrefix) {
+  ManualClock clock;
+  auto l2 = NewMemObjectStore(&clock);
+  AfterFirstChainPage paged(l2.get());
+  auto l1a = NewMemMetaStore(), l1b = NewMemMetaStore();
+  auto exa = NewInlineExecutor(), exb = NewInlineExecutor();
+  HookedHosts opener;  // only for its Open
+  auto a = opener.Open(l1a.get(), exa.get(), &paged);
+  auto b = opener.Open(l1b.get(), exb.get(), l2.get());
+  ASSERT_TRUE(a && b);
+  // Salts for chains X (ends in x1) and Z, and Y = X + y, with chain ids in the order Y < Z < X.
+  uint64_t sx = 0, sz = 0;
+  for (uint64_t i = 100; i < 200 && sx == 0; ++i) {
+    for (uint64_t j = 300; j < 400 && sx == 0; ++j) {
+      if (Key(2, i).ToHex() < Key(1, j).ToHex() && Key(1, j).ToHex() < Key(1, i).ToHex()) {
+        sx = i;
+        sz = j;
+      }
+    }
+  }
+  ASSERT_NE(sx, 0u);
+  const TestChain x = MakeChain(2, HookedHosts::kBlockBytes, sx);
+  const TestChain z = MakeChain(2, HookedHosts::kBlockBytes, sz);
+  for (const TestChain* c : {&x, &z}) {
+    ASSERT_TRUE(b->PutBlocks("default", kFp, c->Puts()).ok());
+    ASSERT_TRUE(b->PublishChain("default", kFp, c->tip(), c->tip()).ok());
+  }
+  ASSERT_TRUE(a->Refresh().ok());
+  ASSERT_EQ(*a->LookupPrefix("default", kFp, x.keys), 2u);
+  const BlockKey y = Key(2, sx);
+  bool extended = false;
+  paged.then = [&] {
+    ASSERT_TRUE(
+        b->PutBlocks("default", kFp, std::vector<BlockPut>{{y, x.tip(), Payload(5, 4096)}}).ok());
+    ASSERT_TRUE(b->PublishChain("default", kFp, y, y).ok());
+    ASSERT_EQ(b->Stats().heads_compacted, 1u);
+    extended = true;
+  };
+  ASSERT_TRUE(a->Refresh().ok());
+  ASSERT_TRUE(extended) << "the interleaving did not happen";
+  std::vector<BlockKey> xy = x.keys;
+  xy.push_back(y);
+  EXPECT_EQ(*a->LookupPrefix("default", kFp, xy), 3u) << "neither X nor Y in A";
+}
+
 // A pending record L1 holds that does not decode is dropped from L1 by the open that finds it
 // (and said so once), not kept and warned about again at every open.
 TEST(StoreRestart, AnUnreadablePendingRecordIsDeletedFromL1) {
