@@ -75,6 +75,9 @@ struct Exchange {
   bool too_big = false;
   bool error_body_cut = false;  // an error's body past kErrorBodyBytesMax was dropped (OnBody)
   long status = 0;  // from the status line, before the body arrives
+  // libcurl rewound the body to send it again: a reused connection that died before any answer
+  // is retried by libcurl itself, and the first send may have been applied.
+  bool rewound = false;
 };
 
 // Error documents are small; a larger one is not an S3 error document.
@@ -179,6 +182,7 @@ size_t OnRead(char* out, size_t size, size_t nitems, void* user) {
 int OnSeek(void* user, curl_off_t offset, int origin) {
   auto* ex = static_cast<Exchange*>(user);
   if (origin != SEEK_SET || offset != 0) return CURL_SEEKFUNC_CANTSEEK;
+  ex->rewound = ex->rewound || ex->part != 0 || ex->offset != 0;
   ex->part = 0;
   ex->offset = 0;
   return CURL_SEEKFUNC_OK;
@@ -208,10 +212,12 @@ bool RetriableCurlCode(CURLcode code, bool* maybe_applied) {
   }
 }
 
-// HTTP answers worth retrying: throttling, server errors, and S3's transient RequestTimeout.
+// HTTP answers worth retrying: throttling, server errors, S3's transient RequestTimeout, and its
+// 409 for a conditional write that met another operation on the key in flight (AWS: "retry").
 bool RetriableHttp(long status, std::string_view code) {
   if (status >= 500) return true;
   if (status == 429) return true;
+  if (status == 409 && code == "ConditionalRequestConflict") return true;
   if (status == 400 && code == "RequestTimeout") return true;
   return false;
 }
@@ -220,6 +226,7 @@ struct AttemptOutcome {
   bool transport_error = false;
   bool retriable = false;
   bool maybe_applied = false;
+  bool resent = false;  // libcurl sent the body twice (Exchange::rewound)
   std::string error;  // for transport errors
   Code code = Code::kUnavailable;
   HttpResponse resp;
@@ -418,6 +425,7 @@ AttemptOutcome Attempt(const HttpConfig& c, CURL* h, const HttpRequest& r, std::
   }
 
   const CURLcode rc = curl_easy_perform(h);
+  out.resent = ex.rewound;
   long status = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
@@ -548,6 +556,7 @@ Result<HttpResponse> Http::ExecuteOnce(const HttpRequest& request, std::string_v
     if (h == nullptr) return Status::Internal("s3 " + std::string(what) + ": curl_easy_init failed");
     AttemptOutcome out = Attempt(config_, h, request, sha, fault);
     pool_->Release(h);
+    ambiguous |= out.resent;
     if (out.transport_error) {
       if (!out.retriable) {
         return Status(out.code, "s3 " + std::string(what) + ": " + out.error);

@@ -722,8 +722,89 @@ class CannedServer {
   std::thread thread_;
 };
 
+// A server that takes requests one after another, on as many connections as the client opens,
+// and meets request i with steps[i]: an answer (the connection kept open), or a hang-up after
+// reading the whole request, before any answer.
+class ScriptedServer {
+ public:
+  struct Step {
+    std::string answer;  // empty: hang up
+  };
+  explicit ScriptedServer(std::vector<Step> steps) : steps_(std::move(steps)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(fd_, 16) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "cannot listen";
+    }
+    endpoint_ = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    thread_ = std::thread([this] {
+      for (;;) {
+        const int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;  // shut down
+        Serve(c);
+        ::close(c);
+      }
+    });
+  }
+  ~ScriptedServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  const std::string& endpoint() const { return endpoint_; }
+  // The request lines seen, in order ("PUT /bucket/key HTTP/1.1").
+  std::vector<std::string> requests() {
+    std::lock_guard<std::mutex> g(mu_);
+    return requests_;
+  }
+
+ private:
+  void Serve(int c) {
+    std::string got;
+    char buf[4096];
+    for (;;) {
+      size_t end;
+      while ((end = got.find("\r\n\r\n")) == std::string::npos) {
+        const ssize_t n = ::read(c, buf, sizeof buf);
+        if (n <= 0) return;
+        got.append(buf, static_cast<size_t>(n));
+      }
+      size_t body = 0;
+      const size_t cl = got.find("Content-Length: ");
+      if (cl != std::string::npos && cl < end) body = std::stoul(got.substr(cl + 16));
+      while (got.size() < end + 4 + body) {
+        const ssize_t n = ::read(c, buf, sizeof buf);
+        if (n <= 0) return;
+        got.append(buf, static_cast<size_t>(n));
+      }
+      size_t i;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        requests_.push_back(got.substr(0, got.find("\r\n")));
+        i = requests_.size() - 1;
+      }
+      got.erase(0, end + 4 + body);
+      if (i >= steps_.size() || steps_[i].answer.empty()) return;  // hang up
+      (void)!::write(c, steps_[i].answer.data(), steps_[i].answer.size());
+    }
+  }
+
+  std::vector<Step> steps_;
+  int fd_ = -1;
+  std::string endpoint_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::string> requests_;  // GUARDED_BY(mu_)
+};
+
 // Options for a store on `server`, with made-up keys.
-S3Options CannedOptions(const CannedServer& server, std::string bucket, uint32_t retries) {
+template <typename Server>
+S3Options CannedOptions(const Server& server, std::string bucket, uint32_t retries) {
   S3Options o;
   o.endpoint = server.endpoint();
   o.bucket = std::move(bucket);
@@ -806,6 +887,48 @@ TEST(S3Refusals, AForbiddenAnswerNamesTheClockOrTheMissingCredentials) {
       << near.ToString();
   EXPECT_NE(near.message().find("(0h 7m ahead of the server's)"), std::string::npos)
       << near.ToString();
+}
+
+// A reused connection that dies before answering a PUT is retried by libcurl itself, the body
+// sent again: if the first send was applied, the put-if-absent meets its own object (412). That
+// must be found out (the object's MD5 is the body's) and answered OK, not Conflict — for a CAS
+// publish, a Conflict naming its own head.
+TEST(S3Refusals, APutLibcurlSentAgainThatMeetsItselfIsItsOwnWrite) {
+  const std::vector<ByteView> body = {ByteView(reinterpret_cast<const uint8_t*>("payload"), 7)};
+  const std::string md5 = s3::Md5Hex(body);
+  ScriptedServer server({
+      {"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"},  // HEAD: the connection kept
+      {""},  // the PUT on the reused connection: read, applied, no answer
+      {"HTTP/1.1 412 Precondition Failed\r\nContent-Type: application/xml\r\n"
+       "Content-Length: 46\r\n\r\n<Error><Code>PreconditionFailed</Code></Error>"},
+      {"HTTP/1.1 200 OK\r\nETag: \"" + md5 + "\"\r\nContent-Length: 7\r\n\r\n"},
+  });
+  auto store = S3ObjectStore::Open(CannedOptions(server, "resent", 0));
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_TRUE((*store)->Head("k").status().IsNotFound());
+  auto put = (*store)->Put("k", body, PutOptions{PutMode::kIfAbsent});
+  const std::vector<std::string> seen = server.requests();
+  ASSERT_GE(seen.size(), 3u);
+  ASSERT_EQ(seen[1].substr(0, 4), "PUT ") << "the script is off";
+  ASSERT_EQ(seen[2].substr(0, 4), "PUT ") << "libcurl did not send the PUT again";
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  EXPECT_EQ(*put, md5);
+}
+
+// AWS answers a conditional write that met another operation on the key in flight with 409
+// ConditionalRequestConflict, meaning "retry": not a Conflict (the key may not even exist).
+TEST(S3Refusals, AConditionalRequestConflictIsRetried) {
+  ScriptedServer server({
+      {"HTTP/1.1 409 Conflict\r\nContent-Type: application/xml\r\nContent-Length: "
+       "54\r\n\r\n<Error><Code>ConditionalRequestConflict</Code></Error>"},
+      {"HTTP/1.1 200 OK\r\nETag: \"0123\"\r\nContent-Length: 0\r\n\r\n"},
+  });
+  auto store = S3ObjectStore::Open(CannedOptions(server, "conflicting", 1));
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const std::vector<ByteView> body = {ByteView(reinterpret_cast<const uint8_t*>("x"), 1)};
+  auto put = (*store)->Put("k", body, PutOptions{PutMode::kIfAbsent});
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  EXPECT_EQ(server.requests().size(), 2u);
 }
 
 // A plain-HTTP request to a port that answers nothing (as a TLS port does) suggests https://.
