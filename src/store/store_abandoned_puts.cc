@@ -20,6 +20,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -131,6 +132,12 @@ Status StoreImpl::ForgetAbandonedPuts(uint64_t now_us) {
     std::erase_if(unneeded, [&](const CacheKey& ck) { return pending_hashes_.count(ck) > 0; });
   }
   if (!unneeded.empty()) {
+    // In key order, not the hash table's (seeded per process): retiring an upload unpins its
+    // payload in the RAM cache, which makes it the most recent entry there, so this order is the
+    // cache's eviction order — and a run must not depend on where the process was loaded.
+    std::sort(unneeded.begin(), unneeded.end(), [](const CacheKey& a, const CacheKey& b) {
+      return std::tie(a.ns_id, a.hash) < std::tie(b.ns_id, b.hash);
+    });
     // A finished upload's slot goes; a failed one is retired first (its pin on the payload is
     // released once). One still running, or being retried by a publisher, is left to a later
     // pass. A publish that had collected the block holds a claim, so none is under way here.

@@ -199,6 +199,32 @@ TEST_F(CApi, HashArgumentsMustBeExactly64Hex) {
   EXPECT_NE(LastError().find("block_hashes_hex[1] is NULL"), std::string::npos) << LastError();
 }
 
+// A message echoes a bad argument, which may be any bytes: it stays one line of valid UTF-8
+// (a binding decodes it as text), the bytes that are not shown as \xNN, and a cut err_buf never
+// ends inside a character.
+TEST_F(CApi, AnErrorEchoingBinaryBytesIsOneLineOfValidUtf8) {
+  const std::string key =
+      "ab\ncd\xe9"
+      "f\xc3\xa9" +
+      std::string(40, 'e');  // \xe9 alone: Latin-1
+  const char* keys[] = {key.c_str()};
+  size_t matched = 0;
+  ASSERT_EQ(wmbt_kv_lookup_block_prefix(handle_, "default", keys, 1, &matched, nullptr, 0), -1);
+  const std::string e = LastError();
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  EXPECT_NE(e.find("ab\\x0acd\\xe9f\xc3\xa9"
+                   "eee"),
+            std::string::npos)
+      << e;
+  // Cut inside the "é": the buffer ends before it.
+  const size_t at = e.find("\xc3\xa9");
+  std::vector<char> err(at + 2);
+  ASSERT_EQ(
+      wmbt_kv_lookup_block_prefix(handle_, "default", keys, 1, &matched, err.data(), err.size()),
+      -1);
+  EXPECT_EQ(std::string(err.data()), e.substr(0, at));
+}
+
 TEST_F(CApi, NullArgumentsAreErrorsNotCrashes) {
   std::string k = Key(2);
   const char* keys[] = {k.c_str()};
