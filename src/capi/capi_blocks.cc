@@ -147,12 +147,13 @@ Result<int64_t> PutAndPublish(wmbt_kv_handle* handle, const char* ns_arg,
                               const char* const* keys_hex, const uint8_t* const* payloads,
                               const size_t* lens, size_t count) {
   WMBT_RETURN_IF_ERROR(CheckHandle(handle));
+  // The namespace is checked with no blocks too, as lookup and put_blocks_ex check it.
+  WMBT_ASSIGN_OR_RETURN(std::string_view ns, ParseNamespace(handle, ns_arg));
   if (count == 0) return int64_t{0};
   WMBT_RETURN_IF_ERROR(CheckCount(count, limits::kBatchBlocksMax, "block_count"));
   WMBT_RETURN_IF_ERROR(CheckNotNull(keys_hex, "block_hashes_hex"));
   WMBT_RETURN_IF_ERROR(CheckNotNull(payloads, "payloads"));
   WMBT_RETURN_IF_ERROR(CheckNotNull(lens, "lens"));
-  WMBT_ASSIGN_OR_RETURN(std::string_view ns, ParseNamespace(handle, ns_arg));
   const Fingerprint& fp = handle->config.fingerprint;
   WMBT_ASSIGN_OR_RETURN(std::vector<BlockKey> keys, ParseKeys(keys_hex, count, "block_hashes_hex"));
   // One chain holds a block once: a repeated key would make the parent links loop. Refused before

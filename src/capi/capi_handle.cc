@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <map>
@@ -53,7 +54,9 @@ Result<std::unique_ptr<wmbt_kv_handle>> HandleFor(const Config& config,
 
 // The environment's WMBT_KV_* names that are no setting, each once per process (an engine may
 // open many handles), at the configured log level.
-void WarnAboutUnknownSettingsOnce(const Config& config) {
+// With `chosen_by_settings` (the backend follows the settings, not the call), also the daemon's
+// listener settings given where a client's were likely meant.
+void WarnAboutUnknownSettingsOnce(const Config& config, bool chosen_by_settings = false) {
   static std::mutex mu;
   static std::set<std::string> warned;
   std::lock_guard<std::mutex> g(mu);
@@ -61,6 +64,17 @@ void WarnAboutUnknownSettingsOnce(const Config& config) {
   const std::vector<std::string> names = SettingNamesInEnvironment();
   for (const UnknownSetting& u : FindUnknownSettings(names)) {
     if (warned.insert(u.name).second) log(LogLevel::kWarn, DescribeUnknownSetting(u));
+  }
+  // The daemon's own listener settings in an engine's environment, and no client transport: the
+  // engine most likely meant to reach that daemon, and gets a store of its own instead.
+  if (!chosen_by_settings || !config.remote_prefix.empty() || !config.tcp_addr.empty()) return;
+  for (const auto& [daemon, client] : {std::pair{"WMBT_KV_TCP", "WMBT_KV_TCP_ADDR"},
+                                       {"WMBT_KV_DAEMON_SHM_PREFIX", "WMBT_KV_REMOTE_PREFIX"}}) {
+    if (std::find(names.begin(), names.end(), daemon) == names.end()) continue;
+    if (!warned.insert(daemon).second) continue;
+    log(LogLevel::kWarn, std::string(daemon) + " is set, which only wombatkvd reads (where it " +
+                             "listens), and " + client + " is not: this process opens an " +
+                             "embedded store of its own. To use that daemon, set " + client + ".");
   }
 }
 
@@ -116,7 +130,7 @@ Result<std::unique_ptr<wmbt_kv_handle>> OpenEmbedded(const Config& config) {
 wmbt_kv_handle* InitFromEnv() {
   auto config = Config::FromEnv();
   if (!config.ok()) return Fail(config.status());
-  WarnAboutUnknownSettingsOnce(*config);
+  WarnAboutUnknownSettingsOnce(*config, /*chosen_by_settings=*/true);
   // Precedence (SPEC §7): shared memory > TCP > HTTP (refused) > embedded.
   return Release(HandleFor(*config, OpenClientStore(*config, LibrarySetup(*config))));
 }
@@ -155,7 +169,7 @@ wmbt_kv_handle* OpenWithSettings(const char* const* names, const char* const* va
     Status st = config->Set(name, values[i]);
     if (!st.ok()) return Fail(SettingGivenAs(st, name, "values[" + std::to_string(i) + "]"));
   }
-  WarnAboutUnknownSettingsOnce(*config);
+  WarnAboutUnknownSettingsOnce(*config, /*chosen_by_settings=*/true);
   return Release(HandleFor(*config, OpenClientStore(*config, LibrarySetup(*config))));
 }
 

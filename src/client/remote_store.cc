@@ -63,9 +63,8 @@ Result<std::vector<ContentHash>> RemoteStore::PutBlocks(std::string_view ns, con
   wire::PutBlocksRequest req = PutRequestOf(ns, fp, blocks);
   WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::PutBlocksResponse>(req.Encode()));
   if (resp.hashes.size() != blocks.size()) {
-    return Status::InvalidArgument("daemon answered a PutBlocks of " +
-                                   std::to_string(blocks.size()) + " blocks with " +
-                                   std::to_string(resp.hashes.size()) + " hashes");
+    return Status::Internal("daemon answered a PutBlocks of " + std::to_string(blocks.size()) +
+                            " blocks with " + std::to_string(resp.hashes.size()) + " hashes");
   }
   return std::move(resp.hashes);
 }
@@ -87,8 +86,8 @@ Result<size_t> RemoteStore::LookupPrefix(std::string_view ns, const Fingerprint&
   wire::LookupPrefixRequest req{std::string(ns), fp, {keys.begin(), keys.end()}};
   WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::LookupPrefixResponse>(req.Encode()));
   if (resp.matched > keys.size()) {
-    return Status::InvalidArgument("daemon matched " + std::to_string(resp.matched) + " of " +
-                                   std::to_string(keys.size()) + " lookup keys");
+    return Status::Internal("daemon matched " + std::to_string(resp.matched) + " of " +
+                            std::to_string(keys.size()) + " lookup keys");
   }
   return static_cast<size_t>(resp.matched);
 }
@@ -96,8 +95,8 @@ Result<size_t> RemoteStore::LookupPrefix(std::string_view ns, const Fingerprint&
 namespace {
 Status CheckAnswerCount(size_t payloads, size_t keys) {
   if (payloads == keys) return Status::Ok();
-  return Status::InvalidArgument("daemon answered a get of " + std::to_string(keys) +
-                                 " keys with " + std::to_string(payloads) + " payloads");
+  return Status::Internal("daemon answered a get of " + std::to_string(keys) + " keys with " +
+                          std::to_string(payloads) + " payloads");
 }
 }  // namespace
 

@@ -296,6 +296,17 @@ TEST_F(CApi, ZeroBlocksNeedNoArrays) {
   EXPECT_NE(borrow, nullptr);
   wmbt_kv_release_borrow(borrow);
   EXPECT_EQ(LastError(), "");
+  // Without blocks, a bad namespace is still refused, by every call alike.
+  borrow = nullptr;
+  EXPECT_EQ(wmbt_kv_put_kv_blocks(handle_, "bad ns!", nullptr, nullptr, nullptr, 0), -1);
+  EXPECT_NE(LastError().find("namespace"), std::string::npos) << LastError();
+  EXPECT_EQ(wmbt_kv_lookup_block_prefix(handle_, "bad ns!", nullptr, 0, &matched, nullptr, 0), -1);
+  EXPECT_EQ(wmbt_kv_put_blocks_ex(handle_, "bad ns!", nullptr, nullptr, nullptr, nullptr, nullptr,
+                                  0, nullptr, nullptr, 0),
+            -1);
+  EXPECT_EQ(wmbt_kv_get_kv_blocks_borrowed(handle_, "bad ns!", nullptr, 0, &ptrs, &lens, &borrow),
+            -1);
+  EXPECT_EQ(borrow, nullptr);
 }
 
 TEST_F(CApi, HugeCountsAreRefusedBeforeReadingArrays) {
@@ -842,6 +853,41 @@ TEST(CApiEnvironment, AnUnknownSettingIsWarnedAboutOncePerName) {
   const std::string warning =
       "libwombatkv [warn] WMBT_KV_CAHCE_BYTES is not a WombatKV setting and is ignored (did you "
       "mean WMBT_KV_CACHE_BYTES?)";
+  const size_t at = err.find(warning);
+  EXPECT_NE(at, std::string::npos) << err;
+  EXPECT_EQ(err.find(warning, at + 1), std::string::npos) << "warned twice: " << err;
+}
+
+// WMBT_KV_TCP is where wombatkvd listens; an engine with it and no WMBT_KV_TCP_ADDR opens a store
+// of its own, which it most likely did not mean: the library says so (once), naming the variable
+// to set. Opened embedded on purpose (wmbt_kv_open_embedded), nothing is said.
+TEST(CApiEnvironment, TheDaemonsListenerVariableWithoutTheClientsIsWarnedAbout) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "wombatkv-capi-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  for (const char* v : {"WMBT_KV_REMOTE_PREFIX", "WMBT_KV_TCP_ADDR", "WMBT_KV_HTTP_ADDR"})
+    unsetenv(v);
+  setenv("WMBT_KV_TCP", "0.0.0.0:7070", 1);
+  testing::internal::CaptureStderr();
+  wmbt_kv_handle_t* h = wmbt_kv_open_embedded(tmpl.c_str());
+  EXPECT_NE(h, nullptr) << LastError();
+  wmbt_kv_free(h);
+  const std::string on_purpose = testing::internal::GetCapturedStderr();
+  setenv("WMBT_KV_DATA_DIR", tmpl.c_str(), 1);
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 2; ++i) {
+    h = wmbt_kv_init_from_env();
+    EXPECT_NE(h, nullptr) << LastError();
+    wmbt_kv_free(h);
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  unsetenv("WMBT_KV_TCP");
+  unsetenv("WMBT_KV_DATA_DIR");
+  std::filesystem::remove_all(tmpl);
+  const std::string warning =
+      "WMBT_KV_TCP is set, which only wombatkvd reads (where it listens), and WMBT_KV_TCP_ADDR is "
+      "not: this process opens an embedded store of its own. To use that daemon, set "
+      "WMBT_KV_TCP_ADDR.";
+  EXPECT_EQ(on_purpose.find("WMBT_KV_TCP is set"), std::string::npos) << on_purpose;
   const size_t at = err.find(warning);
   EXPECT_NE(at, std::string::npos) << err;
   EXPECT_EQ(err.find(warning, at + 1), std::string::npos) << "warned twice: " << err;
