@@ -309,6 +309,29 @@ TEST(StoreFailures, APublishThatLearnsANewerHeadFromL2GoesOnWhenL1CannotRecordIt
   EXPECT_EQ(b->ListChains("default").value().at(0).version, 3u);
 }
 
+// The same for a refresh: every head L2 has changed reaches L0 though L1 refuses to record them
+// (each refresh once stopped at the first, UNAVAILABLE: N changes took N refreshes).
+TEST(StoreFailures, ARefreshLoadsEveryChangedHeadWhenL1CannotRecordThem) {
+  FlakyObjectStore l2;
+  HeadRecordsRefused l1_a;
+  std::unique_ptr<MetaStore> l1_b = NewMemMetaStore();
+  auto a = OpenStoreOver(&l2, &l1_a);
+  auto b = OpenStoreOver(&l2, l1_b.get());
+  ASSERT_TRUE(a && b);
+  std::vector<TestChain> chains;
+  for (uint64_t i = 0; i < 3; ++i) {
+    chains.push_back(MakeChain(2, 256, 30 + i));
+    ASSERT_TRUE(b->PutBlocks("default", kFp, chains.back().Puts()).ok());
+    ASSERT_TRUE(b->PublishChain("default", kFp, chains.back().tip(), chains.back().tip()).ok());
+  }
+  l1_a.fail_heads = true;
+  auto report = a->Refresh();
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->chains_added, 3u);
+  for (const TestChain& c : chains) EXPECT_EQ(*a->LookupPrefix("default", kFp, c.keys), 2u);
+  EXPECT_EQ(a->Stats().refresh_failures, 0u);
+}
+
 // L0 keeps a digest of each head's ETag, not the ETag (radix_index.h): a publish over a chain L0
 // has looks the head up in L2 for the base of its conditional write. When L2's head is not the
 // one L0 has (another host replaced it), the publish reads it first and writes once, numbered

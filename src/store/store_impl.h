@@ -383,8 +383,19 @@ class StoreImpl final : public Store {
   Status RefreshNamespace(const std::string& ns, RefreshReport* report);
   // One listing of `ns`'s heads: installs those new or changed since L0 saw them, and adds to
   // `listed` each chain listed and still there when read (store_open.cc).
+  // L1 is a copy: a change it cannot record is counted here, not an error of the refresh (L0
+  // follows L2; the next open or refresh repairs L1).
+  struct UnrecordedChanges {
+    uint64_t count = 0;
+    Status first;
+    void Add(const Status& s) {
+      if (s.ok()) return;
+      if (count++ == 0) first = s;
+    }
+  };
   using ListedChains = std::set<std::tuple<Fingerprint, ChainId>>;
-  Status InstallListedHeads(const std::string& ns, ListedChains* listed, RefreshReport* report);
+  Status InstallListedHeads(const std::string& ns, ListedChains* listed, RefreshReport* report,
+                            UnrecordedChanges* unrecorded);
 
   // --- capacity (store_evict.cc) ---
   // Every change of a chain in L0 goes through these two (REQUIRES: index_mu_ held exclusively):

@@ -548,8 +548,9 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
     return out;
   };
   ListedChains listed;
+  UnrecordedChanges unrecorded;
   const uint64_t listed_before = report->heads_listed;
-  WMBT_RETURN_IF_ERROR(InstallListedHeads(ns, &listed, report));
+  WMBT_RETURN_IF_ERROR(InstallListedHeads(ns, &listed, report, &unrecorded));
   std::vector<Id> gone = unlisted(listed);
   if (!gone.empty()) {
     // A chain usually leaves L2 because a longer one replaced it (a save compacts the head it
@@ -558,7 +559,7 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
     // once more, so that what replaced it is in L0 before it leaves.
     listed.clear();
     report->heads_listed = listed_before;  // the later listing's count stands
-    WMBT_RETURN_IF_ERROR(InstallListedHeads(ns, &listed, report));
+    WMBT_RETURN_IF_ERROR(InstallListedHeads(ns, &listed, report, &unrecorded));
     gone = unlisted(listed);
   }
   // L2 wins for what is still missing, once a HEAD under the chain's stripe confirms it is gone.
@@ -567,15 +568,21 @@ Status StoreImpl::RefreshNamespace(const std::string& ns, RefreshReport* report)
     auto head = l2_->Head(layout::ChainKey(options_.l2_prefix, ns, fp, chain_id));
     if (head.ok()) continue;  // published after the listing
     if (!head.status().IsNotFound()) return head.status();
-    WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, fp, chain_id));
+    unrecorded.Add(RemoveHeadLocally(ns, fp, chain_id));
     ++report->chains_removed;
+  }
+  if (unrecorded.count > 0) {
+    Log(LogLevel::kWarn,
+        "refresh of namespace " + ns + ": L0 follows L2, but L1 could not record " +
+            std::to_string(unrecorded.count) + " of the changes (the first: " +
+            unrecorded.first.ToString() + "); the next refresh or open records them");
   }
   // Sidecars are not in L1: the accounting learns them from L2 here (docs/capacity.md).
   return ListSidecars(ns);
 }
 
 Status StoreImpl::InstallListedHeads(const std::string& ns, ListedChains* listed,
-                                     RefreshReport* report) {
+                                     RefreshReport* report, UnrecordedChanges* unrecorded) {
   const std::string prefix = layout::ChainsPrefix(options_.l2_prefix, ns);
   std::string token;
   for (size_t pages = 0;; ++pages) {
@@ -646,7 +653,7 @@ Status StoreImpl::InstallListedHeads(const std::string& ns, ListedChains* listed
         if (current.status().code() != Code::kCorruption) return current.status();
         Log(LogLevel::kError, current.status().message() +
                                   " — the chain is ignored until it is published again");
-        WMBT_RETURN_IF_ERROR(RemoveHeadLocally(ns, fp, chain_id));
+        unrecorded->Add(RemoveHeadLocally(ns, fp, chain_id));
         ++changes_before[s];  // this refresh's own change
         continue;
       }
@@ -656,7 +663,9 @@ Status StoreImpl::InstallListedHeads(const std::string& ns, ListedChains* listed
       }
       const auto& [etag, head] = **current;
       if (now && now->etag_digest == index_.EtagDigest(etag)) continue;
-      WMBT_RETURN_IF_ERROR(ApplyHead(head, etag, layout::EncodeChainHead(head)));
+      Status applied = ApplyHead(head, etag, layout::EncodeChainHead(head));
+      if (applied.code() == Code::kCorruption) return applied;  // an ETag L1 cannot hold
+      unrecorded->Add(applied);
       ++changes_before[s];
       ++(now ? report->chains_updated : report->chains_added);
     }
