@@ -222,6 +222,18 @@ bool RetriableHttp(long status, std::string_view code) {
   return false;
 }
 
+}  // namespace
+
+uint64_t RequestTimeoutMs(const HttpConfig& c, const HttpRequest& r, uint64_t body_bytes) {
+  // The bytes the request may move: its body, and what it accepts back when that is bounded.
+  uint64_t moved = body_bytes;
+  if (r.response_bytes_max != std::numeric_limits<uint64_t>::max()) moved += r.response_bytes_max;
+  const uint64_t ms = uint64_t{c.request_timeout_ms} + moved / kTimeoutBytesPerSecond * 1000;
+  return std::min<uint64_t>(ms, std::numeric_limits<long>::max());
+}
+
+namespace {
+
 struct AttemptOutcome {
   bool transport_error = false;
   bool retriable = false;
@@ -380,7 +392,7 @@ AttemptOutcome Attempt(const HttpConfig& c, CURL* h, const HttpRequest& r, std::
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(c.connect_timeout_ms));
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(c.request_timeout_ms));
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(RequestTimeoutMs(c, r, body_bytes)));
   // A server that moves no byte either way for this long has stalled (stopped, wedged): the
   // attempt ends then, not after the whole-request timeout sized for the largest objects.
   if (!r.slow_answer) {

@@ -147,6 +147,13 @@ class Http {
   std::string last_failure_;       // GUARDED_BY(reach_mu_)
 };
 
+// An attempt's whole-request timeout: HttpConfig::request_timeout_ms, plus one second for each
+// kTimeoutBytesPerSecond bytes the request may move (its body, and a bounded answer): a 1 GiB
+// sidecar on a slow link keeps moving and must not be cut at the same point as a HEAD. A server
+// that moves nothing is caught sooner, as stalled (HttpConfig::stalled_ms).
+inline constexpr uint64_t kTimeoutBytesPerSecond = 1 << 20;
+uint64_t RequestTimeoutMs(const HttpConfig& c, const HttpRequest& r, uint64_t body_bytes);
+
 // Lowercase hex SHA-256 and MD5 of the concatenated parts (OpenSSL EVP).
 std::string Sha256Hex(const std::vector<ByteView>& parts);
 std::string Md5Hex(const std::vector<ByteView>& parts);

@@ -474,8 +474,15 @@ Result<std::string> S3ObjectStore::PutMultipart(const std::string& full, std::st
     req.method = "DELETE";
     req.key = full;
     req.query = {{"uploadId", upload_id}};
-    (void)http_->Execute(req, "abort multipart upload " + full);
-    return Status(s.code(), Scrub(s.message()));
+    auto aborted = http_->Execute(req, "abort multipart upload " + full);
+    std::string left;
+    if (!aborted.ok() || aborted->status / 100 != 2) {
+      // Parts no listing shows, billed until removed: say so, and how.
+      left = "; its parts could not be aborted (upload id " + upload_id +
+             "): they stay in the bucket until a lifecycle rule with "
+             "AbortIncompleteMultipartUpload removes them (docs/s3.md)";
+    }
+    return Status(s.code(), Scrub(s.message() + left));
   };
 
   // 2. Parts: slices of `parts`, each part_bytes long (the last shorter).

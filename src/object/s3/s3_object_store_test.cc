@@ -128,6 +128,19 @@ TEST(S3Options, MalformedOptionsAreInvalidArgument) {
   EXPECT_TRUE(S3ObjectStore::Open(o).ok());
 }
 
+// The whole-request timeout grows with the bytes a request moves: a large transfer that keeps
+// moving on a slow link is not cut where a HEAD would be (stalls are caught separately).
+TEST(S3Http, TheRequestTimeoutGrowsWithTheBytesMoved) {
+  s3::HttpConfig c;
+  c.request_timeout_ms = 120000;
+  s3::HttpRequest head;
+  EXPECT_EQ(s3::RequestTimeoutMs(c, head, 0), 120000u);
+  EXPECT_EQ(s3::RequestTimeoutMs(c, head, 1ull << 30), 120000u + 1024 * 1000);  // a 1 GiB PUT
+  s3::HttpRequest ranged;
+  ranged.response_bytes_max = 64 << 20;
+  EXPECT_EQ(s3::RequestTimeoutMs(c, ranged, 0), 120000u + 64 * 1000);
+}
+
 TEST(S3Options, ConfigSelectsTheL2) {
   Config c;
   auto none = OpenL2FromConfig(c);
