@@ -10,10 +10,28 @@ RemoteStore::RemoteStore(std::unique_ptr<Channel> channel, LogSink log)
 
 RemoteStore::~RemoteStore() = default;
 
+namespace {
+// An answer that does not decode, though the daemon's status in it says OK (or is unreadable), is
+// the daemon's fault or a version skew, not the caller's: INTERNAL, where the codec says
+// INVALID_ARGUMENT (its word for a malformed request). A status the daemon sent passes as it is.
+template <typename Decoded>
+Decoded Answer(const wire::Message& response, Decoded decoded) {
+  if (decoded.ok() || decoded.status().code() != Code::kInvalidArgument) return decoded;
+  const Status sent = wire::ResponseStatus(response);
+  if (sent.code() == Code::kInvalidArgument && sent.message() == decoded.status().message()) {
+    return decoded;  // the daemon's own refusal
+  }
+  return Status::Internal(
+      "the daemon's answer could not be read (a client and daemon of "
+      "different versions, or a bug): " +
+      decoded.status().message());
+}
+}  // namespace
+
 template <typename Response>
 Result<Response> RemoteStore::Call(wire::Message request) const {
   WMBT_ASSIGN_OR_RETURN(wire::Message response, channel_->Call(std::move(request)));
-  return Response::Decode(response);
+  return Answer(response, Response::Decode(response));
 }
 
 void RemoteStore::Log(LogLevel level, const std::string& line) const {
@@ -76,7 +94,8 @@ Result<uint64_t> RemoteStore::PublishChain(std::string_view ns, const Fingerprin
   WMBT_RETURN_IF_ERROR(ValidateNamespace(ns));
   wire::PublishChainRequest req{std::string(ns), fp, chain_id, tip, expected_version};
   WMBT_ASSIGN_OR_RETURN(wire::Message response, channel_->Call(req.Encode()));
-  WMBT_ASSIGN_OR_RETURN(auto resp, wire::PublishChainResponse::Decode(response, current));
+  WMBT_ASSIGN_OR_RETURN(auto resp,
+                        Answer(response, wire::PublishChainResponse::Decode(response, current)));
   return resp.version;
 }
 
@@ -116,7 +135,7 @@ Status RemoteStore::GetBlocksInto(std::string_view ns, const Fingerprint& fp,
   WMBT_RETURN_IF_ERROR(CheckKeysArgs("get", ns, keys.size()));
   wire::GetBlocksRequest req{std::string(ns), fp, {keys.begin(), keys.end()}};
   WMBT_ASSIGN_OR_RETURN(wire::Message response, channel_->CallInto(req.Encode(), dsts));
-  WMBT_ASSIGN_OR_RETURN(auto resp, wire::GetBlocksResponse::Decode(response));
+  WMBT_ASSIGN_OR_RETURN(auto resp, Answer(response, wire::GetBlocksResponse::Decode(response)));
   WMBT_RETURN_IF_ERROR(CheckAnswerCount(resp.payloads.size(), keys.size()));
   return CopyBlocksInto(resp.payloads, dsts, lens);
 }

@@ -139,10 +139,19 @@ TEST(RemoteStore, ChannelAndDaemonFailuresArriveWithTheirCodes) {
   // A daemon answering with the wrong shape is refused, not believed.
   raw->response = wire::LookupPrefixResponse{5}.Encode();
   auto lying = remote.LookupPrefix("default", kFp, std::vector<BlockKey>{Key(1)});
-  EXPECT_EQ(lying.status().code(), Code::kInvalidArgument);
+  // Not the caller's mistake: INTERNAL, not INVALID_ARGUMENT (which an engine takes for its own).
+  EXPECT_EQ(lying.status().code(), Code::kInternal);
   raw->response = wire::PingResponse{}.Encode();
-  EXPECT_EQ(remote.GetChain("default", kFp, Key(1)).status().code(), Code::kInvalidArgument)
-      << "a response to another op";
+  const Status other_op = remote.GetChain("default", kFp, Key(1)).status();
+  EXPECT_EQ(other_op.code(), Code::kInternal)
+      << "a response to another op: " << other_op.ToString();
+  EXPECT_NE(other_op.message().find("could not be read"), std::string::npos) << other_op.ToString();
+  // A refusal the daemon sent stays what it is.
+  raw->response =
+      wire::EncodeStatusResponse(wire::Op::kLookupPrefix, Status::InvalidArgument("bad namespace"));
+  auto refused = remote.LookupPrefix("default", kFp, std::vector<BlockKey>{Key(1)});
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(), "bad namespace");
 }
 
 TEST(RemoteStore, ArgumentsTheDaemonWouldRefuseAreRefusedBeforeSending) {

@@ -446,8 +446,11 @@ Status StoreImpl::LoadFromL1(bool* l1_was_empty) {
                                    return true;
                                  });
   if (!orphan_scan.ok()) {
+    // As pending records: a convenience (the collector finds orphans in L2 anyway). Dropped all,
+    // so that the next open does not meet the same damage, and say so once.
     Log(LogLevel::kWarn, "L1 orphan records are unreadable (" + orphan_scan.ToString() +
-                             "); unreferenced bytes are counted from now on only");
+                             "); dropping them: unreferenced bytes are counted from now on only");
+    WMBT_RETURN_IF_ERROR(l1_->DeletePrefix(meta_records::kOrphanPrefix));
   }
   return l1_->Write(b, /*sync=*/true);
 }

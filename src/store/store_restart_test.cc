@@ -658,6 +658,31 @@ TEST(StoreRestart, AnUnreadablePendingRecordIsDeletedFromL1) {
   EXPECT_TRUE(warnings.empty()) << warnings[0];
 }
 
+// The same for an orphan ("O") record that fails its CRC: the open that meets it drops the orphan
+// records (said once), where every later open used to meet it and warn again.
+TEST(StoreRestart, AnUnreadableOrphanRecordIsDroppedFromL1) {
+  ManualClock clock;
+  auto l2 = NewMemObjectStore(&clock);
+  auto l1 = NewMemMetaStore();
+  ContentHash h;
+  h.bytes.fill(3);
+  WriteRawMemValueForTest(l1.get(), meta_records::OrphanKey("default", h), "no crc");
+  std::vector<std::string> warnings;
+  StoreOptions o;
+  o.object_store = l2.get();
+  o.meta_store = l1.get();
+  o.clock = &clock;
+  o.log = [&](LogLevel level, const std::string& line) {
+    if (level >= LogLevel::kWarn) warnings.push_back(line);
+  };
+  ASSERT_TRUE(Store::Open(o).ok());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("orphan records are unreadable"), std::string::npos) << warnings[0];
+  warnings.clear();
+  ASSERT_TRUE(Store::Open(o).ok());
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+}
+
 class CountingExecutor final : public Executor {
  public:
   std::atomic<int> submitted{0};
