@@ -187,7 +187,10 @@ WMBT_KV_API int32_t wmbt_kv_last_error_code(void);
  * under WMBT_KV_DATA_DIR, default ~/.wombatkv). Returns NULL with last_error on failure: a bad
  * setting (naming the variable), the data directory held by another process (naming the owner),
  * a daemon that cannot be reached or refuses the token (naming the prefix or address), or
- * WMBT_KV_HTTP_ADDR (this build has no HTTP transport). */
+ * WMBT_KV_HTTP_ADDR (this build has no HTTP transport). Embedded handles of one process on one
+ * data directory share one store (as handles on one daemon do), each with its own namespace and
+ * fingerprint; a handle asking for other store settings there (cache sizes, bucket, ...) is
+ * refused with FAILED_PRECONDITION naming the setting. */
 WMBT_KV_API wmbt_kv_handle_t* wmbt_kv_init_from_env(void);
 
 /* Connects to a wombatkvd daemon over TCP at "HOST:PORT"; the other settings (fingerprint,

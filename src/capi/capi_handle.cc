@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "base/setting_text.h"
@@ -120,11 +122,69 @@ wmbt_kv_handle* Release(Result<std::unique_ptr<wmbt_kv_handle>> handle) {
   return std::move(handle).value().release();
 }
 
+// The first setting, by name, in which two configurations would make different stores (what a
+// handle alone uses — namespace, fingerprint — and a client's transport settings aside), or "".
+std::string StoreSettingThatDiffers(const Config& a, const Config& b) {
+  static const std::set<std::string> kPerHandle = {
+      "WMBT_KV_DATA_DIR",      "WMBT_KV_NAMESPACE",   "WMBT_KV_FINGERPRINT",
+      "WMBT_KV_REMOTE_PREFIX", "WMBT_KV_TCP_ADDR",    "WMBT_KV_RUN_DIR",
+      "WMBT_KV_SHM_GROUP",     "WMBT_KV_CLIENT_POLL", "WMBT_KV_REQUEST_TIMEOUT_MS",
+      "WMBT_KV_HTTP_ADDR",     "WMBT_KV_AUTH_TOKEN",  "WMBT_KV_LOG_LEVEL"};
+  if (a.s3_access_key != b.s3_access_key) return "WMBT_KV_S3_ACCESS_KEY";
+  if (a.s3_secret_key != b.s3_secret_key) return "WMBT_KV_S3_SECRET_KEY";
+  std::istringstream la(a.Describe()), lb(b.Describe());
+  for (std::string x, y; std::getline(la, x) && std::getline(lb, y);) {
+    const std::string name = x.substr(0, x.find('='));
+    if (x != y && kPerHandle.count(name) == 0) return name;
+  }
+  return "";
+}
+
+// The embedded stores open in this process, by data directory: a directory belongs to one
+// process, and within it to one store, which every handle opened on it shares — as handles on one
+// daemon share its store. So an engine that opens a handle per model works the same embedded.
+Result<ClientStore> OpenSharedEmbedded(const Config& config, const ClientStoreSetup& setup) {
+  struct Open {
+    std::weak_ptr<Store> store;
+    Config config;
+  };
+  static std::mutex mu;
+  static std::map<std::string, Open> by_dir;  // GUARDED_BY(mu)
+  std::error_code ec;
+  std::string dir = std::filesystem::weakly_canonical(config.data_dir, ec).string();
+  if (ec || dir.empty()) dir = config.data_dir;
+  std::lock_guard<std::mutex> g(mu);  // one open at a time: a second waits to share the first
+  auto it = by_dir.find(dir);
+  if (it != by_dir.end()) {
+    if (std::shared_ptr<Store> store = it->second.store.lock()) {
+      const std::string differs = StoreSettingThatDiffers(it->second.config, config);
+      if (!differs.empty()) {
+        return Status::FailedPrecondition(
+            "data directory " + dir + " is already open in this process with another " + differs +
+            ": a second handle shares the first one's store, so give it the same store settings "
+            "(only the namespace and fingerprint may differ)");
+      }
+      return ClientStore{std::move(store), ClientBackend::kEmbedded,
+                         "data directory " + dir + " (shared with this process's other handles)"};
+    }
+  }
+  auto opened = OpenClientStoreAs(ClientBackend::kEmbedded, config, setup);
+  if (opened.ok()) by_dir[dir] = Open{opened->store, config};
+  return opened;
+}
+
+// The backend the config selects; an embedded one shared as above.
+Result<ClientStore> OpenSelected(const Config& config, const ClientStoreSetup& setup) {
+  if (SelectClientBackend(config) == ClientBackend::kEmbedded && config.http_addr.empty()) {
+    return OpenSharedEmbedded(config, setup);
+  }
+  return OpenClientStore(config, setup);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<wmbt_kv_handle>> OpenEmbedded(const Config& config) {
-  return HandleFor(config,
-                   OpenClientStoreAs(ClientBackend::kEmbedded, config, LibrarySetup(config)));
+  return HandleFor(config, OpenSharedEmbedded(config, LibrarySetup(config)));
 }
 
 wmbt_kv_handle* InitFromEnv() {
@@ -132,7 +192,7 @@ wmbt_kv_handle* InitFromEnv() {
   if (!config.ok()) return Fail(config.status());
   WarnAboutUnknownSettingsOnce(*config, /*chosen_by_settings=*/true);
   // Precedence (SPEC §7): shared memory > TCP > HTTP (refused) > embedded.
-  return Release(HandleFor(*config, OpenClientStore(*config, LibrarySetup(*config))));
+  return Release(HandleFor(*config, OpenSelected(*config, LibrarySetup(*config))));
 }
 
 wmbt_kv_handle* OpenWithSettings(const char* const* names, const char* const* values,
@@ -170,7 +230,7 @@ wmbt_kv_handle* OpenWithSettings(const char* const* names, const char* const* va
     if (!st.ok()) return Fail(SettingGivenAs(st, name, "values[" + std::to_string(i) + "]"));
   }
   WarnAboutUnknownSettingsOnce(*config, /*chosen_by_settings=*/true);
-  return Release(HandleFor(*config, OpenClientStore(*config, LibrarySetup(*config))));
+  return Release(HandleFor(*config, OpenSelected(*config, LibrarySetup(*config))));
 }
 
 wmbt_kv_handle* OpenEmbeddedAt(const char* data_dir) {

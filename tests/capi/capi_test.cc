@@ -829,10 +829,41 @@ TEST_F(CApi, AForkedChildCannotUseItsParentsHandle) {
   EXPECT_GT(PutChain({child_key}), 0) << LastError();
 }
 
-// In daemon mode the daemon owns the directory: an engine opening it embedded is refused too.
-TEST_F(CApi, SecondOpenOfADataDirectoryFailsClearly) {
-  EXPECT_EQ(wmbt_kv_open_embedded(dir_.c_str()), nullptr);
-  EXPECT_NE(LastError().find("FAILED_PRECONDITION"), std::string::npos) << LastError();
+// Within one process, a second handle on an embedded data directory shares the first one's store
+// (as two handles on one daemon do): an engine may open a handle per model in every mode. With
+// other store settings it is refused, naming the setting. In daemon mode the daemon owns the
+// directory: an engine opening it embedded is refused.
+TEST_F(CApi, ASecondHandleOnADataDirectorySharesItsStoreInThisProcessOnly) {
+  if (DaemonMode()) {
+    EXPECT_EQ(wmbt_kv_open_embedded(dir_.c_str()), nullptr);
+    EXPECT_NE(LastError().find("FAILED_PRECONDITION"), std::string::npos) << LastError();
+    return;
+  }
+  const char* names[] = {"WMBT_KV_DATA_DIR", "WMBT_KV_FINGERPRINT"};
+  const char* values[] = {dir_.c_str(), "0123456789abcdef01234567"};
+  wmbt_kv_handle_t* second = wmbt_kv_open_with_settings(names, values, 2);
+  ASSERT_NE(second, nullptr) << LastError();
+  const std::string k = Key(33);
+  const char* keys[] = {k.c_str()};
+  const uint8_t* payloads[] = {Bytes("other model")};
+  const size_t lens[] = {11};
+  ASSERT_GT(wmbt_kv_put_kv_blocks(second, "default", keys, payloads, lens, 1), 0) << LastError();
+  EXPECT_EQ(Lookup({k}), 0u) << "the fingerprint is the handle's own";
+  ASSERT_GT(PutChain({k}), 0);
+  EXPECT_EQ(Lookup({k}), 1u);
+  wmbt_kv_handle_t* third = wmbt_kv_open_embedded(dir_.c_str());  // the same store, at once
+  ASSERT_NE(third, nullptr) << LastError();
+  size_t matched = 0;
+  ASSERT_EQ(wmbt_kv_lookup_block_prefix(third, "default", keys, 1, &matched, nullptr, 0), 0);
+  EXPECT_EQ(matched, 1u);
+  wmbt_kv_free(third);
+  const char* other_names[] = {"WMBT_KV_DATA_DIR", "WMBT_KV_CACHE_BYTES"};
+  const char* other_values[] = {dir_.c_str(), "64M"};
+  EXPECT_EQ(wmbt_kv_open_with_settings(other_names, other_values, 2), nullptr);
+  EXPECT_NE(LastError().find("already open in this process with another WMBT_KV_CACHE_BYTES"),
+            std::string::npos)
+      << LastError();
+  wmbt_kv_free(second);
 }
 
 // A misspelt variable is ignored (the default applies), so the library says so on stderr: once
