@@ -108,6 +108,8 @@ size_t OnHeader(char* data, size_t size, size_t nitems, void* user) {
     ex->resp.last_modified = std::string(value);
   } else if (HeaderIs(name, "date")) {
     ex->resp.date = std::string(value);
+  } else if (HeaderIs(name, "x-amz-bucket-region")) {
+    ex->resp.bucket_region = std::string(value);
   } else if (HeaderIs(name, "content-length")) {
     uint64_t v = 0;
     bool ok = !value.empty();

@@ -79,6 +79,7 @@ struct HttpResponse {
   std::string content_range;
   std::string last_modified;  // the Last-Modified header as sent (HEAD, GET)
   std::string date;           // the Date header as sent: the server's clock
+  std::string bucket_region;  // x-amz-bucket-region (AWS names it on a wrong-region answer)
   uint64_t content_length = 0;
   bool has_content_length = false;
   std::shared_ptr<Buffer> data;  // the body (GET payloads and XML documents alike)

@@ -268,6 +268,14 @@ Status MapErrorUnscrubbed(const HttpResponse& r, std::string_view op, std::strin
   const std::string where = "s3 " + std::string(op) + " " +
                             (key.empty() ? "s3://" + o.bucket : std::string(key)) + ": ";
   const std::string detail = Detail(r, code, message);
+  // AWS answers a request signed for the wrong region (a HEAD: a 400 with no body) naming the
+  // bucket's region in a header: then that is what to fix.
+  if (r.status >= 300 && r.status < 500 && !r.bucket_region.empty() &&
+      r.bucket_region != o.region) {
+    return Status::FailedPrecondition(where + detail + "; bucket " + o.bucket + " is in region " +
+                                      r.bucket_region + ", not " + o.region +
+                                      ": set WMBT_KV_S3_REGION=" + r.bucket_region);
+  }
   switch (r.status) {
     case 404: {
       // The start-up probe (and the creation it may make) meets a missing bucket; any other

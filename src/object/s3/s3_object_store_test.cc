@@ -944,6 +944,19 @@ TEST(S3Refusals, AConditionalRequestConflictIsRetried) {
   EXPECT_EQ(server.requests().size(), 2u);
 }
 
+// A request signed for another region than the bucket's: AWS answers a HEAD with a 400 and no
+// body, naming the bucket's region in x-amz-bucket-region. The error says which region to set.
+TEST(S3Refusals, AWrongRegionIsNamedFromTheBucketRegionHeader) {
+  CannedServer server(
+      "HTTP/1.1 400 Bad Request\r\nx-amz-bucket-region: eu-west-1\r\nContent-Length: 0\r\n"
+      "Connection: close\r\n\r\n");
+  auto store = S3ObjectStore::Open(CannedOptions(server, "elsewhere", 0));
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const Status s = (*store)->Head("k").status();
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("set WMBT_KV_S3_REGION=eu-west-1"), std::string::npos) << s.ToString();
+}
+
 // A plain-HTTP request to a port that answers nothing (as a TLS port does) suggests https://.
 TEST(S3Refusals, NoAnswerToPlainHttpSuggestsTls) {
   CannedServer silent("");
