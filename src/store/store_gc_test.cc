@@ -468,6 +468,33 @@ TEST_F(StoreGc, EvictionRewriteWithLostAnswerLeavesL0AsL2Has) {
   EXPECT_EQ(*n, head->entries.size());
 }
 
+// A put published long after its upload (the store quiet meanwhile, so nothing forgot it as
+// abandoned): another host's collector may have taken its blob as an orphan (no head names it,
+// older than the grace). The publish once skipped its after-write check (R4) for any blob it had
+// uploaded itself, "younger than any grace", and acknowledged a chain whose blob was gone. Now
+// only a blob made durable well inside the grace is vouched for: this one is checked, found
+// missing, and, its bytes gone from memory, the publish fails — never acknowledged broken.
+TEST_F(StoreGc, APutPublishedLongAfterItsUploadHasItsBlobCheckedAfterTheHeadWrite) {
+  StoreOptions o = Options();
+  o.cache_bytes_max = 0;  // the bytes are not kept: the check cannot put the blob back
+  o.background_gc = false;
+  Store& s = Open(o);
+  const std::vector<uint8_t> x = Payload(91, kBlockBytes);
+  const BlockKey k = Key(1, 91);
+  ASSERT_TRUE(s.PutBlocks("default", kFp, std::vector<BlockPut>{{k, {}, x}}).ok());
+  executor_->Drain();
+  clock_.Advance(3 * o.gc_grace_us);
+  gc::GcOptions other;  // another host's collector, same grace
+  other.grace_us = o.gc_grace_us;
+  gc::OrphanCollector collector(mem_l2_.get(), &clock_, other);
+  ASSERT_TRUE(collector.RunPass().ok());
+  const std::string key = layout::BlobKey("kv", "default", HashPayload(x));
+  ASSERT_TRUE(mem_l2_->Head(key).status().IsNotFound()) << "not collected";
+  auto v = s.PublishChain("default", kFp, k, k);
+  EXPECT_FALSE(v.ok()) << "acknowledged a chain whose blob L2 no longer has";
+  EXPECT_EQ(v.status().code(), Code::kFailedPrecondition) << v.status().ToString();
+}
+
 // A publish continuing a published prefix (L0's) relies on a head in L2 naming that prefix's
 // blobs. Here the chain it came from is replaced (last writer wins) after the publish collected
 // it, so those old blobs lose their last reference, and this store's orphan GC passes before the

@@ -179,6 +179,9 @@ class StoreImpl final : public Store {
     // The blob was already in L2 (another writer's): set by the upload before `done` (or by the
     // retry, under retry_mu). Such a blob is re-checked after the head names it (R4).
     bool reused = false;
+    // Wall clock when this process made the blob durable (0: not yet): a publish long after it
+    // cannot count on the blob being too young for any collector (BlobsNotWrittenHere).
+    std::atomic<uint64_t> durable_us{0};
     bool retried_ok = false;  // GUARDED_BY(retry_mu)
     bool superseded = false;  // GUARDED_BY(retry_mu): failed, and a newer upload replaced it
   };

@@ -157,6 +157,7 @@ void StoreImpl::RunUpload(const CacheKey& ck, const std::shared_ptr<Upload>& up)
     // publisher's re-check (R4): orphan GC may delete it before the head names it, and the RAM
     // cache may have dropped the bytes by then. Held until a publish consumes the upload.
     if (!up->reused) DropUploadPayload(*up);
+    up->durable_us.store(clock_->WallMicros(), std::memory_order_relaxed);
     cache_.Unpin(ck);  // durable: evictable from RAM now
   }
   up->done.Set(std::move(s));
@@ -286,6 +287,7 @@ Status StoreImpl::EnsureDurable(std::string_view ns, const CacheKey& ck) {
     if (up->retried_ok) return Status::Ok();  // another publisher's retry made it durable
     if (up->superseded) continue;             // a later put of these bytes uploads them anew
     WMBT_RETURN_IF_ERROR(UploadBlob(std::string(ns), ck.hash, up->payload, &up->reused));
+    up->durable_us.store(clock_->WallMicros(), std::memory_order_relaxed);
     up->retried_ok = true;
     if (!up->reused) DropUploadPayload(*up);  // as in RunUpload: R4 may need it
     cache_.Unpin(ck);
@@ -588,12 +590,19 @@ std::vector<ContentHash> StoreImpl::BlobsNotWrittenHere(uint32_t ns_id,
   // Called after the durability barrier: every upload of these entries has finished. An entry
   // with no upload in this table was put by an earlier process (reloaded pending record) or by an
   // earlier publish here; either way this publish cannot vouch for it.
+  // An upload made durable long ago (a put whose publish came much later) may have been collected
+  // as an orphan since: only one well inside the grace is vouched for.
+  const uint64_t now_us = clock_->WallMicros();
+  auto young = [&](const Upload& up) {
+    const uint64_t at = up.durable_us.load(std::memory_order_relaxed);
+    return at > 0 && now_us >= at && now_us - at < options_.gc_grace_us / 2;
+  };
   std::vector<ContentHash> out;
   std::lock_guard<std::mutex> g(upload_mu_);
   for (size_t i = from; i < entries.size(); ++i) {
     auto it = uploads_.find(CacheKey{ns_id, entries[i].hash});
     if (it != uploads_.end() && it->second->done.done() && it->second->done.status().ok() &&
-        !it->second->reused) {
+        !it->second->reused && young(*it->second)) {
       continue;  // this process created the object moments ago: younger than any GC grace
     }
     if (it != uploads_.end() && it->second->payload.owner) {
