@@ -51,9 +51,9 @@ Status SetShmPrefix(DaemonSettings& s, std::string_view v) {
 
 Status SetShmDataBytes(DaemonSettings& s, std::string_view v) {
   auto n = ParseByteSize(v);
-  if (!n || *n < shm::kAreaBytesMin || *n > shm::kAreaBytesMax)
+  if (!n || *n < shm::kAreaBytesMin || *n > shm::kAreaBytesMax || *n % 64 != 0)
     return InvalidSetting("WMBT_KV_SHM_DATA_BYTES", v,
-                          "a byte count from 1M to 1T, e.g. 256M or 4G");
+                          "a byte count from 1M to 1T in whole 64-byte units, e.g. 256M or 4G");
   s.shm_data_bytes = *n;
   return Status::Ok();
 }

@@ -127,6 +127,9 @@ TEST(DaemonSettings, ShmDataBytesAndRunDirParseAndNameThemselves) {
   Status bad = s.Set("WMBT_KV_SHM_DATA_BYTES", "1K");
   EXPECT_EQ(bad.code(), Code::kInvalidArgument);
   EXPECT_NE(bad.message().find("WMBT_KV_SHM_DATA_BYTES"), std::string::npos) << bad.message();
+  // Not whole 64-byte units: refused here, where it once aborted the daemon at the first attach
+  // (and the engine with it).
+  EXPECT_EQ(s.Set("WMBT_KV_SHM_DATA_BYTES", "1500000").code(), Code::kInvalidArgument);
 
   Config c = Config::Defaults([](const char*) { return std::nullopt; });
   EXPECT_EQ(c.run_dir, "/tmp");

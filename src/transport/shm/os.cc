@@ -263,12 +263,25 @@ Result<Listener> ListenControlSocket(const std::string& path, ShmGroup group) {
   return l;
 }
 
-Result<Fd> ConnectControlSocket(const std::string& path) {
+Result<Fd> ConnectControlSocket(const std::string& path, uint32_t timeout_ms) {
   WMBT_ASSIGN_OR_RETURN(sockaddr_un addr, UnixAddress(path));
   Fd s(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
   if (!s.valid()) return Errno(errno, "socket(AF_UNIX)");
+  // A daemon that accepts no connection (stopped, wedged, still opening its store) leaves them in
+  // its listen queue; once that is full, connect(2) on a Unix socket waits for room — bounded by
+  // the send timeout, which it honours.
+  if (timeout_ms > 0) {
+    timeval tv{static_cast<time_t>(timeout_ms / 1000),
+               static_cast<suseconds_t>(timeout_ms % 1000) * 1000};
+    (void)::setsockopt(s.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
   if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     const int err = errno;
+    if (err == EAGAIN || err == EWOULDBLOCK || err == EINPROGRESS) {
+      return Status::Unavailable("wombatkvd at " + path + " accepted no connection within " +
+                                 std::to_string(timeout_ms) +
+                                 " ms (stopped, wedged, or still opening its store?)");
+    }
     if (err == EACCES || err == EPERM)
       return Status::PermissionDenied(
           "permission denied connecting to " + path +
@@ -278,6 +291,8 @@ Result<Fd> ConnectControlSocket(const std::string& path) {
                                "): start `wombatkvd --prefix NAME` with the same "
                                "WMBT_KV_RUN_DIR, or unset WMBT_KV_REMOTE_PREFIX");
   }
+  timeval none{};
+  (void)::setsockopt(s.get(), SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
   return s;
 }
 

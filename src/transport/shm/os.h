@@ -108,9 +108,10 @@ void RemoveLock(Listener& listener);
 // is never reachable with wider permissions. A leftover socket of a dead daemon is replaced; a
 // path owned by another user is FailedPrecondition.
 Result<Listener> ListenControlSocket(const std::string& path, ShmGroup group = std::nullopt);
-// Connects to `path`. Unavailable when nobody listens (naming how to start wombatkvd);
-// FailedPrecondition when permission is denied.
-Result<Fd> ConnectControlSocket(const std::string& path);
+// Connects to `path`. Unavailable when nobody listens (naming how to start wombatkvd), or when
+// the daemon's listen queue stays full for `timeout_ms` (0: no bound) because it accepts nothing;
+// PermissionDenied when permission is denied.
+Result<Fd> ConnectControlSocket(const std::string& path, uint32_t timeout_ms = 0);
 
 // One datagram with an optional descriptor attached (SCM_RIGHTS).
 Status SendWithFd(int sock, const void* data, size_t bytes, int fd_or_minus_one);

@@ -80,3 +80,36 @@ TEST(ShmPeers, TheGroupSettingResolvesANameOrANumber) {
 
 }  // namespace
 }  // namespace wombatkv::shm
+
+namespace wombatkv::shm {
+namespace {
+
+// A daemon that accepts nothing (stopped, wedged, still opening its store) fills its listen queue;
+// a client's connect then waits for room, bounded by the attach timeout it was given — it once
+// waited for ever, and with it every thread of the engine behind the redialer.
+TEST(ShmControlSocket, AConnectToADaemonThatAcceptsNothingGivesUpAfterItsTimeout) {
+  char dir[] = "/tmp/wombatkv-ctl-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/ctl";
+  auto listener = ListenControlSocket(path);
+  ASSERT_TRUE(listener.ok()) << listener.status().ToString();
+  std::vector<Fd> queued;
+  Status last;
+  for (int i = 0; i < 1000 && last.ok(); ++i) {  // the queue holds 129 (backlog 128)
+    auto c = ConnectControlSocket(path, 100);
+    if (c.ok())
+      queued.push_back(std::move(c).value());
+    else
+      last = c.status();
+  }
+  EXPECT_EQ(last.code(), Code::kUnavailable) << last.ToString();
+  EXPECT_NE(last.message().find("accepted no connection within 100 ms"), std::string::npos)
+      << last.ToString();
+  queued.clear();
+  listener = Status::Unavailable("closed");
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+}
+
+}  // namespace
+}  // namespace wombatkv::shm

@@ -28,9 +28,10 @@ Result<Layout> ComputeLayout(const LayoutParams& p) {
                                    " entries: must be a power of two from 2 to " +
                                    std::to_string(kReleaseCountMax));
   for (uint64_t area : {p.request_area_bytes, p.response_area_bytes}) {
-    if (area < kAreaBytesMin || area > kAreaBytesMax)
+    // The region allocator hands out 64-byte units (region_allocator.h).
+    if (area < kAreaBytesMin || area > kAreaBytesMax || area % 64 != 0)
       return Status::InvalidArgument("shm data area of " + std::to_string(area) +
-                                     " bytes: must be from 1 MiB to 1 TiB");
+                                     " bytes: must be a multiple of 64 from 1 MiB to 1 TiB");
   }
   Layout l;
   l.params = p;

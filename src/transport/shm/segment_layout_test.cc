@@ -40,6 +40,9 @@ TEST(SegmentLayout, BadParametersAreRefused) {
   p = Small();
   p.response_area_bytes = 1000;
   EXPECT_FALSE(ComputeLayout(p).ok());
+  p = Small();
+  p.request_area_bytes = 1500000;  // not whole 64-byte units (region_allocator.h)
+  EXPECT_FALSE(ComputeLayout(p).ok());
 }
 
 TEST(SegmentLayout, AClientReadsBackWhatTheDaemonWrote) {

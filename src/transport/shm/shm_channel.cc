@@ -267,7 +267,8 @@ class Attachment {
 Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& options,
                                                         const std::string& path) {
   WMBT_ASSIGN_OR_RETURN(shm::ShmGroup group, shm::ResolveShmGroup(options.group));
-  WMBT_ASSIGN_OR_RETURN(Fd sock, shm::ConnectControlSocket(path));
+  const uint32_t attach_ms = AttachTimeoutMs(options);
+  WMBT_ASSIGN_OR_RETURN(Fd sock, shm::ConnectControlSocket(path, attach_ms));
   WMBT_ASSIGN_OR_RETURN(shm::PeerCred peer, shm::GetPeerCred(sock.get()));
   if (!shm::PeerAllowed(peer, group)) {
     const std::string whom =
@@ -281,7 +282,6 @@ Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& 
                                     std::to_string(peer.uid) + ", " + whom +
                                     ": refusing to attach (" + hint + ")");
   }
-  const uint32_t attach_ms = AttachTimeoutMs(options);
   timeval tv{static_cast<time_t>(attach_ms / 1000),
              static_cast<suseconds_t>(attach_ms % 1000) * 1000};
   (void)::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

@@ -51,12 +51,18 @@ Conn::~Conn() {
 void ShmServer::Impl::IoLoop() {
   epoll_event events[64];
   for (;;) {
-    const int count = ::epoll_wait(epoll.get(), events, 64, -1);
+    int wait_ms = -1;
+    if (accept_paused) {
+      const uint64_t now = clock->NowMicros();
+      wait_ms = now >= accept_resume_us ? 0 : static_cast<int>((accept_resume_us - now) / 1000 + 1);
+    }
+    const int count = ::epoll_wait(epoll.get(), events, 64, wait_ms);
     if (count < 0) {
       if (errno == EINTR) continue;
       Log(LogLevel::kError, "epoll_wait: " + shm::ErrnoText(errno));
       return;
     }
+    if (accept_paused && clock->NowMicros() >= accept_resume_us) SetListening(true);
     for (int i = 0; i < count; ++i) {
       const uint64_t id = events[i].data.u64;
       if (id == kStopEventId) return;
@@ -76,13 +82,27 @@ void ShmServer::Impl::Accept() {
   for (;;) {
     Fd sock(::accept4(listener.sock.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!sock.valid()) {
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK)
-        Log(LogLevel::kWarn, "accept on " + listener.path + ": " + shm::ErrnoText(errno));
+      const int err = errno;
+      if (err == EINTR) continue;
+      if (err == EAGAIN || err == EWOULDBLOCK) return;
+      if (accept_failures++ % 100 == 0) {  // about once per 10 s while it lasts
+        Log(LogLevel::kWarn, "accept on " + listener.path + ": " + shm::ErrnoText(err) +
+                                 " (new clients wait; raise the open-files limit if EMFILE)");
+      }
+      SetListening(false);
       return;
     }
     AttachClient(std::move(sock));
   }
+}
+
+void ShmServer::Impl::SetListening(bool on) {
+  epoll_event ev{};
+  ev.events = on ? static_cast<uint32_t>(EPOLLIN) : 0u;
+  ev.data.u64 = kListenEventId;
+  (void)::epoll_ctl(epoll.get(), EPOLL_CTL_MOD, listener.sock.get(), &ev);
+  accept_paused = !on;
+  if (!on) accept_resume_us = clock->NowMicros() + kAcceptPauseMs * 1000;
 }
 
 void ShmServer::Impl::Refuse(int sock, const Status& why) {

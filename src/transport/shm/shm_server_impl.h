@@ -186,7 +186,15 @@ struct ShmServer::Impl {
 
   // --- io thread -------------------------------------------------------------------------------
   void IoLoop();
+  // Accepts every waiting client. On an error other than "none left" (EMFILE, ENFILE, ENOMEM)
+  // the listener is taken out of the loop for kAcceptPauseMs — level-triggered, it would wake the
+  // io thread again at once, for ever — and put back by IoLoop.
   void Accept();
+  void SetListening(bool on);
+  static constexpr int kAcceptPauseMs = 100;
+  bool accept_paused = false;     // io thread only
+  uint64_t accept_resume_us = 0;  // io thread only: when a paused listener is put back
+  uint64_t accept_failures = 0;   // io thread only
   void AttachClient(shm::Fd sock);
   void Refuse(int sock, const Status& why);
   void Detach(uint64_t id);

@@ -131,8 +131,21 @@ void ShmServer::Impl::Serve(Taken& t, bool last, std::vector<std::shared_ptr<Con
     if (Publish(*t.conn, t.msg, t.error)) WakeClient(*t.conn);
     Served(begin, /*maybe_off_pool=*/false);
   } else {
+    // The handlers report errors as statuses; a stray exception (bad_alloc) is answered as one
+    // here, as on TCP, instead of ending the daemon with every client. At most one answer.
+    auto failed = [&](const std::exception& e) {
+      if (Publish(*t.conn, t.msg, Status::Internal(std::string("request failed: ") + e.what())))
+        WakeClient(*t.conn);
+      Served(begin, /*maybe_off_pool=*/false);
+    };
     std::optional<wire::Message> answered;
-    if (immediate) answered = immediate(t.conn->session, t.msg);
+    try {
+      if (immediate) answered = immediate(t.conn->session, t.msg);
+    } catch (const std::exception& e) {
+      failed(e);
+      t = Taken{};
+      return;
+    }
     if (answered) {
       Answer(t.conn, t.msg.id, t.msg.op, std::move(*answered), begin, /*maybe_off_pool=*/false);
     } else {
@@ -140,14 +153,20 @@ void ShmServer::Impl::Serve(Taken& t, bool last, std::vector<std::shared_ptr<Con
       const uint64_t answered_before = answered_here;
       // The response may come later, from another thread (a save: from the thread syncing it);
       // `conn` keeps the client's segment mapped until then.
-      handler(t.conn->session, t.msg,
-              [this, conn = t.conn, id = t.msg.id, op = t.msg.op,
-               begin](wire::Message resp) mutable {
-                // The last reference to `conn` may be this one: it goes before the request
-                // ends, while the server still stands (~Conn counts in it).
-                std::shared_ptr<Conn> c = std::move(conn);
-                Answer(std::move(c), id, op, std::move(resp), begin, /*maybe_off_pool=*/true);
-              });
+      auto responded = std::make_shared<std::atomic<bool>>(false);
+      auto respond = [this, conn = t.conn, id = t.msg.id, op = t.msg.op, begin,
+                      responded](wire::Message resp) mutable {
+        if (responded->exchange(true)) return;
+        // The last reference to `conn` may be this one: it goes before the request ends, while
+        // the server still stands (~Conn counts in it).
+        std::shared_ptr<Conn> c = std::move(conn);
+        Answer(std::move(c), id, op, std::move(resp), begin, /*maybe_off_pool=*/true);
+      };
+      try {
+        handler(t.conn->session, t.msg, respond);
+      } catch (const std::exception& e) {
+        if (!responded->exchange(true)) failed(e);
+      }
       // Back to scanning after answering: the doorbells KeepWatch armed for the handler's sake
       // would make the clients it answered, calling again at once, ring for another worker
       // while this one looks (docs/shm.md, "Who keeps watch").

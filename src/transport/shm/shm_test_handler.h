@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <string>
 
 #include "daemon/service.h"
@@ -23,6 +24,7 @@ inline constexpr uint16_t kOpPayloadOfSize = 101;  // fields: decimal byte count
 inline constexpr uint16_t kOpBlock = 102;
 inline constexpr uint16_t kOpSlow = 103;  // fields: decimal milliseconds; answers with no fields
 inline constexpr uint16_t kOpEmptyPayloads = 104;  // fields: decimal count of empty payloads
+inline constexpr uint16_t kOpThrow = 105;          // the handler throws std::bad_alloc
 
 // `memory` (may be null) supplies the kOpPayloadOfSize payload (e.g. the server's payload
 // arenas).
@@ -55,6 +57,8 @@ inline wire::Message TestHandlerWithMemory(Session& session, const wire::Message
     const uint64_t ms = std::strtoull(
         std::string(request.fields.begin(), request.fields.end()).c_str(), nullptr, 10);
     RealClock()->SleepMicros(ms * 1000);
+  } else if (request.op == kOpThrow) {
+    throw std::bad_alloc();
   } else if (request.op == kOpBlock) {
     std::printf("blocked\n");  // tells shm_process_test the call is inside the daemon
     std::fflush(stdout);

@@ -122,6 +122,20 @@ TEST_F(ShmTransport, AResponseOfTooManyPayloadsIsAnErrorAndTheAttachmentStays) {
   EXPECT_EQ(ch->Describe(), "shm://t");
 }
 
+// A handler that throws (std::bad_alloc) is answered INTERNAL, as over TCP; the worker, the daemon
+// and the attachment go on (it once ended the daemon, every client with it).
+TEST_F(ShmTransport, AHandlerThatThrowsIsAnsweredAsAnInternalErrorAndTheDaemonGoesOn) {
+  auto ch = Connect();
+  ASSERT_NE(ch, nullptr);
+  for (int i = 0; i < 8; ++i) {  // more than the workers: none of them is lost
+    auto r = ch->Call(TextMessage(shm_test::kOpThrow, ""));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), Code::kInternal) << r.status().ToString();
+  }
+  auto echo = ch->Call(TextMessage(shm_test::kOpEcho, "still here"));
+  ASSERT_TRUE(echo.ok()) << echo.status().ToString();
+}
+
 TEST_F(ShmTransport, FieldsOfTenThousandKeysSpillBothWays) {
   auto ch = Connect();
   ASSERT_TRUE(ch);
