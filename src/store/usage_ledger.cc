@@ -1,6 +1,7 @@
 #include "store/usage_ledger.h"
 
 #include <algorithm>
+#include <set>
 #include <unordered_set>
 
 #include "base/check.h"
@@ -27,6 +28,21 @@ void UsageLedger::AddUnref(const std::string& ns, Ns& n, const UnrefBlob& b) {
   if (!inserted) return;
   n.unref_bytes += b.bytes;
   probe_queue_.emplace_back(ns, b.hash);
+  if (probe_queue_.size() >= compact_probe_queue_at_) CompactProbeQueue();
+}
+
+void UsageLedger::CompactProbeQueue() {
+  // Keeps each live entry once, in queue order: the round robin goes on where it was.
+  std::deque<std::pair<std::string, ContentHash>> kept;
+  std::set<std::pair<std::string_view, ContentHash>> seen;
+  for (auto& entry : probe_queue_) {
+    auto nit = ns_.find(entry.first);
+    if (nit == ns_.end() || !nit->second.unref.contains(entry.second)) continue;
+    if (!seen.emplace(nit->first, entry.second).second) continue;
+    kept.push_back(std::move(entry));
+  }
+  probe_queue_ = std::move(kept);
+  compact_probe_queue_at_ = std::max(kProbeQueueCompactMin, 2 * probe_queue_.size());
 }
 
 void UsageLedger::AddRefs(Ns& n, std::span<const ChainEntry> entries, Changes* changes) {

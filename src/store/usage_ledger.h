@@ -101,6 +101,11 @@ class UsageLedger {
   // was unreferenced and after each probe. Looks at no more than 4·max entries per call.
   std::vector<std::pair<std::string, UnrefBlob>> DueForProbe(uint64_t now_us, uint64_t interval_us,
                                                              size_t max);
+  // Entries in the probe round robin, stale ones included (bounded: tests).
+  size_t ProbeQueueSize() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return probe_queue_.size();
+  }
   // The blob is gone from L2 (orphan GC deleted it): returns the bytes freed (0 if it was no
   // longer on the list).
   uint64_t UnrefDeleted(std::string_view ns, const ContentHash& hash);
@@ -182,7 +187,14 @@ class UsageLedger {
 
   mutable std::mutex mu_;
   std::map<std::string, Ns, std::less<>> ns_;  // GUARDED_BY(mu_)
-  std::deque<std::pair<std::string, ContentHash>> probe_queue_;  // GUARDED_BY(mu_), round robin
+  // Round robin over the unreferenced blobs. An entry whose blob was referenced again or deleted
+  // stays until it reaches the front, and a blob unreferenced again is queued again: so the queue
+  // is rebuilt from the live entries whenever it doubles past its last rebuild (CompactProbeQueue),
+  // or churn would grow it without bound.
+  std::deque<std::pair<std::string, ContentHash>> probe_queue_;  // GUARDED_BY(mu_)
+  size_t compact_probe_queue_at_ = kProbeQueueCompactMin;        // GUARDED_BY(mu_)
+  static constexpr size_t kProbeQueueCompactMin = 4096;
+  void CompactProbeQueue();                                      // REQUIRES: mu_ held
   uint64_t sidecar_token_ = 0;                                   // GUARDED_BY(mu_)
 };
 

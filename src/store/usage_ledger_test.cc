@@ -74,6 +74,25 @@ TEST(UsageLedger, BlobsAreCountedOncePerNamespaceAtTheirObjectSize) {
   EXPECT_EQ(per_fp[Fp(2)].blobs, 2u);  // a: hashes 1 and 3
 }
 
+// A blob unreferenced, referenced again and unreferenced again is queued for its existence probe
+// each time; the stale entries used to stay until they reached the front (a pass looks at a few
+// dozen), so a chain set and removed over and over grew the queue for ever. It is bounded by the
+// live entries.
+TEST(UsageLedger, ThePendingProbesOfABlobReferencedOnAndOffStayBounded) {
+  UsageLedger l;
+  std::vector<ChainEntry> a = {E(1, 1, 100), E(2, 3, 300)};
+  for (uint64_t round = 0; round < 20000; ++round) {
+    UsageLedger::Changes ch;
+    l.ChainSet("ns", Fp(1), Id(1), a, 0, 0, &ch);
+    ASSERT_TRUE(l.ChainRemoved("ns", Fp(1), Id(1), round, &ch));
+  }
+  EXPECT_EQ(l.NamespaceTotals("ns", kAllIndexed).unreferenced_blobs, 2u);
+  EXPECT_LE(l.ProbeQueueSize(), 2 * 4096u) << "two live entries";
+  // The live ones are still probed.
+  auto due = l.DueForProbe(/*now_us=*/1ull << 40, /*interval_us=*/1, 8);
+  EXPECT_EQ(due.size(), 2u);
+}
+
 // A blob that several chains of one fingerprint name counts once for it, however the chains of
 // different fingerprints interleave in the ledger's (hashed) order.
 TEST(UsageLedger, FingerprintTotalsCountABlobSharedByManyChainsOnce) {
