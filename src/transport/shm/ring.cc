@@ -103,7 +103,7 @@ void WriteErrorSlot(uint8_t* slot, uint32_t slot_bytes, uint64_t id, uint16_t op
 }
 
 Result<SlotMessage> ReadSlot(const uint8_t* slot, uint32_t slot_bytes, const uint8_t* area,
-                             uint64_t area_bytes, uint32_t arenas_max) {
+                             uint64_t area_bytes, uint32_t arenas_max, uint64_t fields_max) {
   SlotMessage out;
   SlotHeader& h = out.header;
   std::memcpy(&h, slot, sizeof h);  // one copy: every check below is on private memory
@@ -126,6 +126,9 @@ Result<SlotMessage> ReadSlot(const uint8_t* slot, uint32_t slot_bytes, const uin
     return Bad("region outside the data area");
   const uint64_t table_bytes = uint64_t{h.payload_count} * sizeof(PayloadRef);
   if (h.fields_bytes > area_bytes) return Bad("fields longer than the data area");
+  if (h.fields_bytes > fields_max)
+    return Bad(std::to_string(h.fields_bytes) + " bytes of fields (the limit is " +
+               std::to_string(fields_max) + ")");
   const uint64_t body_bytes = table_bytes + h.fields_bytes;
 
   const uint8_t* body;

@@ -134,8 +134,15 @@ struct SlotMessage {
 // Reads the slot; a spilled body is read from `area` (of `area_bytes`). InvalidArgument naming
 // the inconsistency when any count, length or offset is out of bounds, or the kind is unknown.
 // Payloads in an arena (a response's) are checked against `arenas_max` here and against the
-// arena's size by the caller; with arenas_max 0 (requests) none may refer to one.
+// arena's size by the caller; with arenas_max 0 (requests) none may refer to one. Fields longer
+// than `fields_max` are refused too: the daemon reads a request's fields with kRequestFieldsMax,
+// so that a client naming a whole data area as fields (which costs it nothing) does not make it
+// copy that much.
 Result<SlotMessage> ReadSlot(const uint8_t* slot, uint32_t slot_bytes, const uint8_t* area,
-                             uint64_t area_bytes, uint32_t arenas_max = 0);
+                             uint64_t area_bytes, uint32_t arenas_max = 0,
+                             uint64_t fields_max = UINT64_MAX);
+// The longest fields of any request: a lookup or get of limits::kLookupKeysMax keys (32 MiB of
+// keys), with room to spare.
+inline constexpr uint64_t kRequestFieldsMax = 48ull << 20;
 
 }  // namespace wombatkv::shm

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/limits.h"
 #include "transport/shm/region_allocator.h"
 #include "wire/frame.h"
 
@@ -254,6 +255,21 @@ TEST(ShmRing, OutOfBoundsOffsetsAndLengthsAreRejected) {
   PayloadRef bad{kAreaBytes - 2, 3};
   std::memcpy(f.ring.slot(0) + sizeof(SlotHeader), &bad, sizeof bad);
   EXPECT_FALSE(ReadSlot(f.ring.slot(0), kSlotBytes, f.area.data(), kAreaBytes).ok());
+}
+
+// A client can name its whole data area as a request's fields at no cost; the daemon would copy
+// it all, under that client's lock. Requests are read with a bound on their fields
+// (kRequestFieldsMax: past the longest real request).
+TEST(ShmRing, FieldsPastTheBoundAreRejectedBeforeAnyCopy) {
+  Fixture f;
+  f.Push(Msg(1, std::string(100, 'f'), nullptr));
+  EXPECT_TRUE(ReadSlot(f.ring.slot(0), kSlotBytes, f.area.data(), kAreaBytes, 0, 100).ok());
+  auto m = ReadSlot(f.ring.slot(0), kSlotBytes, f.area.data(), kAreaBytes, 0, 99);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("100 bytes of fields (the limit is 99)"), std::string::npos)
+      << m.status().ToString();
+  EXPECT_GE(kRequestFieldsMax, 32ull * limits::kLookupKeysMax + 4096)
+      << "a lookup of the most keys";
 }
 
 TEST(ShmRing, ErrorSlotsCarryTheStatus) {

@@ -89,7 +89,8 @@ bool ShmServer::Impl::TryTake(const std::shared_ptr<Conn>& cp, Taken* out, bool 
   }
 
   const uint8_t* slot = c.req.slot(c.req_head);
-  auto m = shm::ReadSlot(slot, c.req.slot_bytes(), c.req_area, c.layout.params.request_area_bytes);
+  auto m = shm::ReadSlot(slot, c.req.slot_bytes(), c.req_area, c.layout.params.request_area_bytes,
+                         /*arenas_max=*/0, shm::kRequestFieldsMax);
   shm::SlotHeader raw;
   std::memcpy(&raw, slot, sizeof raw);
   c.req_head++;
