@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -689,11 +690,11 @@ TEST(S3Stall, AServerThatNeverAnswersTimesOutAndIsUnavailableAfterRetries) {
   ::close(fd);
 }
 
-// A server that answers every request with `answer` (whole HTTP response text), one connection at
-// a time, until destroyed.
-class CannedServer {
+// A loopback HTTP listener: its thread hands each connection it accepts to `serve`, then closes
+// it, one at a time, until destroyed.
+class LoopbackServer {
  public:
-  explicit CannedServer(std::string answer) : answer_(std::move(answer)) {
+  explicit LoopbackServer(std::function<void(int)> serve) : serve_(std::move(serve)) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -709,19 +710,12 @@ class CannedServer {
       for (;;) {
         const int c = ::accept(fd_, nullptr, nullptr);
         if (c < 0) return;  // shut down
-        std::string got;
-        char buf[4096];
-        while (got.find("\r\n\r\n") == std::string::npos) {
-          const ssize_t n = ::read(c, buf, sizeof buf);
-          if (n <= 0) break;
-          got.append(buf, static_cast<size_t>(n));
-        }
-        (void)!::write(c, answer_.data(), answer_.size());
+        serve_(c);
         ::close(c);
       }
     });
   }
-  ~CannedServer() {
+  ~LoopbackServer() {
     ::shutdown(fd_, SHUT_RDWR);
     thread_.join();
     ::close(fd_);
@@ -729,10 +723,32 @@ class CannedServer {
   const std::string& endpoint() const { return endpoint_; }
 
  private:
-  std::string answer_;
+  std::function<void(int)> serve_;
   int fd_ = -1;
   std::string endpoint_;
   std::thread thread_;
+};
+
+// A server that answers every request with `answer` (whole HTTP response text), one connection at
+// a time, until destroyed.
+class CannedServer {
+ public:
+  explicit CannedServer(std::string answer)
+      : answer_(std::move(answer)), server_([this](int c) {
+          std::string got;
+          char buf[4096];
+          while (got.find("\r\n\r\n") == std::string::npos) {
+            const ssize_t n = ::read(c, buf, sizeof buf);
+            if (n <= 0) break;
+            got.append(buf, static_cast<size_t>(n));
+          }
+          (void)!::write(c, answer_.data(), answer_.size());
+        }) {}
+  const std::string& endpoint() const { return server_.endpoint(); }
+
+ private:
+  const std::string answer_;
+  LoopbackServer server_;  // last: its thread uses answer_
 };
 
 // A server that takes requests one after another, on as many connections as the client opens,
@@ -743,33 +759,9 @@ class ScriptedServer {
   struct Step {
     std::string answer;  // empty: hang up
   };
-  explicit ScriptedServer(std::vector<Step> steps) : steps_(std::move(steps)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(fd_, 16) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      ADD_FAILURE() << "cannot listen";
-    }
-    endpoint_ = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
-    thread_ = std::thread([this] {
-      for (;;) {
-        const int c = ::accept(fd_, nullptr, nullptr);
-        if (c < 0) return;  // shut down
-        Serve(c);
-        ::close(c);
-      }
-    });
-  }
-  ~ScriptedServer() {
-    ::shutdown(fd_, SHUT_RDWR);
-    thread_.join();
-    ::close(fd_);
-  }
-  const std::string& endpoint() const { return endpoint_; }
+  explicit ScriptedServer(std::vector<Step> steps)
+      : steps_(std::move(steps)), server_([this](int c) { Serve(c); }) {}
+  const std::string& endpoint() const { return server_.endpoint(); }
   // The request lines seen, in order ("PUT /bucket/key HTTP/1.1").
   std::vector<std::string> requests() {
     std::lock_guard<std::mutex> g(mu_);
@@ -807,12 +799,10 @@ class ScriptedServer {
     }
   }
 
-  std::vector<Step> steps_;
-  int fd_ = -1;
-  std::string endpoint_;
-  std::thread thread_;
+  const std::vector<Step> steps_;
   std::mutex mu_;
   std::vector<std::string> requests_;  // GUARDED_BY(mu_)
+  LoopbackServer server_;              // last: its thread uses the members above
 };
 
 // Options for a store on `server`, with made-up keys.
