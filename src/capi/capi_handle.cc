@@ -147,6 +147,7 @@ Result<ClientStore> OpenSharedEmbedded(const Config& config, const ClientStoreSe
   struct Open {
     std::weak_ptr<Store> store;
     Config config;
+    uint64_t fork_generation;  // a forked child does not share the parent's (capi_internal.h)
   };
   static std::mutex mu;
   static std::map<std::string, Open> by_dir;  // GUARDED_BY(mu)
@@ -155,7 +156,7 @@ Result<ClientStore> OpenSharedEmbedded(const Config& config, const ClientStoreSe
   if (ec || dir.empty()) dir = config.data_dir;
   std::lock_guard<std::mutex> g(mu);  // one open at a time: a second waits to share the first
   auto it = by_dir.find(dir);
-  if (it != by_dir.end()) {
+  if (it != by_dir.end() && it->second.fork_generation == ForkGeneration()) {
     if (std::shared_ptr<Store> store = it->second.store.lock()) {
       const std::string differs = StoreSettingThatDiffers(it->second.config, config);
       if (!differs.empty()) {
@@ -169,7 +170,7 @@ Result<ClientStore> OpenSharedEmbedded(const Config& config, const ClientStoreSe
     }
   }
   auto opened = OpenClientStoreAs(ClientBackend::kEmbedded, config, setup);
-  if (opened.ok()) by_dir[dir] = Open{opened->store, config};
+  if (opened.ok()) by_dir[dir] = Open{opened->store, config, ForkGeneration()};
   return opened;
 }
 
