@@ -683,6 +683,7 @@ class StoreImpl final : public Store {
   std::atomic<bool> last_pass_stuck_{false};  // over a limit and could evict nothing
   std::atomic<uint64_t> next_pass_us_{0};  // monotonic clock
   std::atomic<bool> evict_stopped_{true};  // until Init has finished, and from the destructor
+  std::atomic<bool> closing_{false};       // from the destructor: a running refresh stops early
   std::unique_ptr<Executor> evict_thread_;  // only with an internal executor and eviction set
   // The timer threads (evictor, refresher) wait here; the destructor wakes them.
   std::mutex evict_wait_mu_;

@@ -46,8 +46,10 @@ StoreImpl::~StoreImpl() {
     std::unique_lock<std::mutex> g(async_mu_);
     async_cv_.wait(g, [&] { return async_pending_ == 0; });
   }
-  // No new eviction pass or automatic refresh from here on; a queued one returns at once.
+  // No new eviction pass or automatic refresh from here on; a queued one returns at once, and a
+  // refresh under way stops at its next page.
   const bool opened = !evict_stopped_.exchange(true);
+  closing_ = true;
   {
     std::lock_guard<std::mutex> g(evict_wait_mu_);
     evict_wait_cv_.notify_all();
@@ -590,6 +592,9 @@ Status StoreImpl::InstallListedHeads(const std::string& ns, ListedChains* listed
   std::string token;
   for (size_t pages = 0;; ++pages) {
     WMBT_CHECK(pages < (1u << 24));
+    if (closing_.load(std::memory_order_relaxed)) {
+      return Status::Unavailable("refresh of namespace " + ns + " stopped: the store is closing");
+    }
     WMBT_ASSIGN_OR_RETURN(ListPage page, l2_->List(prefix, "", token, 1000));
     std::vector<layout::ChainName> changed;
     for (const ObjectInfo& obj : page.objects) {
