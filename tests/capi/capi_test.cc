@@ -130,6 +130,21 @@ class CApi : public ::testing::Test {
     return matched;
   }
 
+  // A borrow of the one published block `key` (default namespace).
+  struct Borrowed {
+    const uint8_t** ptrs = nullptr;
+    const size_t* lens = nullptr;
+    wmbt_kv_borrow_t* borrow = nullptr;
+  };
+  Borrowed BorrowOne(const std::string& key) {
+    const char* keys[] = {key.c_str()};
+    Borrowed b;
+    EXPECT_EQ(
+        wmbt_kv_get_kv_blocks_borrowed(handle_, "default", keys, 1, &b.ptrs, &b.lens, &b.borrow), 1)
+        << LastError();
+    return b;
+  }
+
   std::string dir_;
   wmbt_kv_handle_t* handle_ = nullptr;
 };
@@ -774,11 +789,11 @@ TEST_F(CApi, PublishingABlockNeverPutIsAnError) {
 TEST_F(CApi, BorrowStaysValidAfterItsHandleIsFreed) {
   std::string k = Key(30);
   ASSERT_GT(PutChain({k}), 0);
-  const char* keys[] = {k.c_str()};
-  const uint8_t** ptrs = nullptr;
-  const size_t* lens = nullptr;
-  wmbt_kv_borrow_t* borrow = nullptr;
-  ASSERT_EQ(wmbt_kv_get_kv_blocks_borrowed(handle_, "default", keys, 1, &ptrs, &lens, &borrow), 1);
+  const Borrowed b = BorrowOne(k);
+  ASSERT_NE(b.borrow, nullptr);
+  const uint8_t** ptrs = b.ptrs;
+  const size_t* lens = b.lens;
+  wmbt_kv_borrow_t* borrow = b.borrow;
   wmbt_kv_free(handle_);
   handle_ = nullptr;
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(ptrs[0]), lens[0]),
@@ -796,10 +811,11 @@ TEST_F(CApi, AForkedChildCannotUseItsParentsHandle) {
   const std::string k = Key(31), child_key = Key(32);
   ASSERT_GT(PutChain({k}), 0);
   const char* keys[] = {k.c_str()};
-  const uint8_t** ptrs = nullptr;
-  const size_t* lens = nullptr;
-  wmbt_kv_borrow_t* borrow = nullptr;
-  ASSERT_EQ(wmbt_kv_get_kv_blocks_borrowed(handle_, "default", keys, 1, &ptrs, &lens, &borrow), 1);
+  const Borrowed b = BorrowOne(k);
+  ASSERT_NE(b.borrow, nullptr);
+  const uint8_t** ptrs = b.ptrs;
+  const size_t* lens = b.lens;
+  wmbt_kv_borrow_t* borrow = b.borrow;
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
