@@ -400,7 +400,8 @@ WMBT_KV_API int32_t wmbt_kv_put_blocks_owned(wmbt_kv_handle_t* handle, const cha
  * Returns 0 with *out_version (if non-NULL) = the new version; 1 on a CAS conflict, with
  * out_current_tip_hex (NULL or WMBT_KV_KEY_HEX_BUF bytes) and *out_current_version (if non-NULL)
  * set to the chain's current tip and version (64 zeros and 0 if it has none) so the caller can
- * rebase; -1 on error (e.g. a block of the chain was never put). */
+ * rebase; -1 on error (e.g. a block of the chain was never put; FAILED_PRECONDITION for a
+ * compare-and-swap on an S3 server that does not honour conditional writes: docs/s3.md). */
 WMBT_KV_API int32_t wmbt_kv_publish_chain(wmbt_kv_handle_t* handle, const char* namespace_,
                                           const char* fingerprint_hex, const char* chain_id_hex,
                                           const char* tip_hex, int64_t expected_version,

@@ -148,6 +148,11 @@ class ObjectStore {
   // why, while requests fail as against a server that is down, unreachable or refusing this
   // client (credentials, a missing bucket). A local store: OK.
   virtual Status Reachability() const { return Status::Ok(); }
+  // Whether kIfAbsent and kIfMatch are atomic (a compare-and-swap on the server). False only for
+  // an S3 server found at open not to honour conditional writes: there they are emulated, a HEAD
+  // then an unconditional PUT, and the last writer wins. The store then refuses compare-and-swap
+  // publishes rather than let them lose an update silently.
+  virtual bool HonoursConditionalWrites() const { return true; }
 };
 
 // Forwards every call to a target store (not owned). Decorators — fault injection, tracing,
@@ -169,6 +174,7 @@ class ObjectStoreWrapper : public ObjectStore {
   ObjectStoreCounters Counters() const override { return target_->Counters(); }
   Status Health() const override { return target_->Health(); }
   Status Reachability() const override { return target_->Reachability(); }
+  bool HonoursConditionalWrites() const override { return target_->HonoursConditionalWrites(); }
   Status Delete(std::string_view key) override { return target_->Delete(key); }
   Result<ListPage> List(std::string_view prefix, std::string_view delimiter,
                         std::string_view token, size_t max_keys) override {

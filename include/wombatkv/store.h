@@ -327,6 +327,9 @@ struct StoreStats {
   // eviction lease (docs/capacity.md)
   uint64_t gc_blobs_recovered = 0;
   uint64_t evict_lease_waits = 0;
+  // 1 when L2 does not honour conditional writes (an S3 server found so at open: they are
+  // emulated, last writer wins, and compare-and-swap publishes are refused), else 0 (docs/s3.md)
+  uint64_t l2_conditional_writes_emulated = 0;
 };
 
 // L2 bytes one fingerprint's heads reference (part of NamespaceUsage).
@@ -410,7 +413,9 @@ class Store {
   // Without `expected_version` the last writer wins. With it (0 = "must not exist yet") it is a
   // compare-and-swap: Conflict if the current version differs, and `*current` (if non-null) gets
   // the chain's current state so the caller can rebase (G6).
-  // FailedPrecondition: a block of the chain was never put. Unavailable: L2 failed (retryable).
+  // FailedPrecondition: a block of the chain was never put, or `expected_version` was given and
+  // L2 cannot make it atomic (ObjectStore::HonoursConditionalWrites). Unavailable: L2 failed
+  // (retryable).
   virtual Result<uint64_t> PublishChain(std::string_view ns, const Fingerprint& fp,
                                         const ChainId& chain_id, const BlockKey& tip,
                                         std::optional<uint64_t> expected_version = std::nullopt,

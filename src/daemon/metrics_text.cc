@@ -304,6 +304,10 @@ void RenderStore(Page& p, const StoreStats& s) {
   p.One("wombatkv_evict_lease_waits_total", "counter",
         "Eviction passes that left a namespace to another host holding its eviction lease.",
         s.evict_lease_waits);
+  p.One("wombatkv_l2_conditional_writes_emulated", "gauge",
+        "1 when the S3 server does not honour conditional writes: last writer wins, CAS publishes "
+        "are refused (docs/s3.md).",
+        s.l2_conditional_writes_emulated);
 }
 
 void RenderTcp(Page& p, const tcp::TcpServerStats& t) {

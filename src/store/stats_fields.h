@@ -91,6 +91,7 @@ inline constexpr StoreStatsField kStoreStatsFields[] = {
     {"gc_pass_micros", &StoreStats::gc_pass_micros},
     {"gc_blobs_recovered", &StoreStats::gc_blobs_recovered},
     {"evict_lease_waits", &StoreStats::evict_lease_waits},
+    {"l2_conditional_writes_emulated", &StoreStats::l2_conditional_writes_emulated},
 };
 
 static_assert(sizeof(kStoreStatsFields) / sizeof(kStoreStatsFields[0]) * sizeof(uint64_t) ==

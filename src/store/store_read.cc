@@ -410,6 +410,7 @@ StoreStats StoreImpl::Stats() {
   s.gc_pass_micros = k.gc_pass_micros;
   s.gc_blobs_recovered = k.gc_blobs_recovered;
   s.evict_lease_waits = k.evict_lease_waits;
+  s.l2_conditional_writes_emulated = l2_->HonoursConditionalWrites() ? 0 : 1;
   if (const uint64_t began = last_refresh_us_.load(std::memory_order_relaxed); began > 0) {
     const uint64_t now = clock_->NowMicros();
     s.refresh_staleness_us = now > began ? now - began : 0;

@@ -135,6 +135,36 @@ TEST_F(StoreApi, StaleCompareAndSwapIsAConflictBeforeAnythingElse) {
   EXPECT_EQ(cur.length, 2u);
 }
 
+// An L2 whose conditional writes are emulated (an S3 server that ignores If-Match): a CAS
+// publish would be a HEAD then a PUT, so two could both win. It is refused, saying why; a
+// last-writer-wins publish still works, and Stats says the writes are emulated.
+class EmulatedConditionalWrites final : public ObjectStoreWrapper {
+ public:
+  using ObjectStoreWrapper::ObjectStoreWrapper;
+  bool HonoursConditionalWrites() const override { return false; }
+};
+
+TEST(StoreApiEmulatedL2, ACompareAndSwapPublishIsRefusedWhenL2CannotMakeItAtomic) {
+  StoreHarness h(Planes::kMemory);
+  EmulatedConditionalWrites l2(h.mem_l2());
+  StoreOptions o = h.Options();
+  o.object_store = &l2;
+  Store& s = h.Open(o);
+  auto c = MakeChain(2, 100);
+  ASSERT_TRUE(s.PutBlocks("default", kFp, c.Puts()).ok());
+  for (uint64_t expected : {0u, 1u}) {
+    auto r = s.PublishChain("default", kFp, Key(700), c.tip(), expected);
+    EXPECT_EQ(r.status().code(), Code::kFailedPrecondition) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("does not honour conditional writes"), std::string::npos)
+        << r.status().message();
+    EXPECT_EQ(*s.LookupPrefix("default", kFp, c.keys), 0u) << "a refused publish published";
+  }
+  EXPECT_EQ(*s.PublishChain("default", kFp, Key(700), c.tip()), 1u);
+  EXPECT_EQ(*s.LookupPrefix("default", kFp, c.keys), 2u);
+  EXPECT_EQ(s.Stats().l2_conditional_writes_emulated, 1u);
+  EXPECT_EQ(h.Open().Stats().l2_conditional_writes_emulated, 0u) << "an honest L2 is not flagged";
+}
+
 TEST_F(StoreApi, OwnedPayloadsAreKeptWithoutACopy) {
   auto buf = Buffer::Allocate(5000);
   for (size_t i = 0; i < buf->size(); ++i) buf->data()[i] = static_cast<uint8_t>(i);

@@ -490,6 +490,14 @@ Result<uint64_t> StoreImpl::PublishChain(std::string_view ns, const Fingerprint&
   if (chain_id.IsZero() || tip.IsZero()) {
     return Status::InvalidArgument("PublishChain: chain id and tip must not be the zero key");
   }
+  if (expected_version && !l2_->HonoursConditionalWrites()) {
+    // Emulated, a compare-and-swap would be a HEAD then a PUT: two writers could both succeed.
+    return Status::FailedPrecondition(
+        "PublishChain with an expected version: " + l2_->Describe() +
+        " does not honour conditional writes (see the warning at open), so a compare-and-swap "
+        "cannot be made atomic; publish without an expected version (last writer wins) or use "
+        "an S3 server that supports If-Match and If-None-Match (docs/s3.md)");
+  }
   if (expected_version) {
     // A stale compare-and-swap fails fast, before waiting for any upload.
     std::unique_lock<std::mutex> stripe = LockChain(chain_id);

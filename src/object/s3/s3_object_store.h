@@ -22,7 +22,7 @@
 //
 // Conditional writes: Probe() checks that the server honours them. If it does not, Put still
 // works but kIfAbsent/kIfMatch are emulated with a HEAD before the PUT — last writer wins, not a
-// CAS — and conditional_writes_supported() is false so that callers can say so.
+// CAS — and HonoursConditionalWrites() is false: the store refuses CAS publishes (store.h).
 //
 // Thread-safety: every method may be called concurrently (object_store.h). At most
 // `requests_inflight_max` requests are in flight; connections are reused.
@@ -116,6 +116,7 @@ class S3ObjectStore final : public ObjectStore {
                         std::string_view token, size_t max_keys) override;
   ObjectStoreCounters Counters() const override;
   Status Reachability() const override;
+  bool HonoursConditionalWrites() const override { return conditional_writes_.load(); }
 
   // Deletes every key (absent ones are fine), up to 1000 per request.
   Status DeleteMany(const std::vector<std::string>& keys);
@@ -128,11 +129,10 @@ class S3ObjectStore final : public ObjectStore {
   // credentials are valid, and conditional writes work (put-if-absent twice on a probe key
   // "<probe_prefix>.wombatkv-probe-<random>": the second must be Conflict; an If-Match with a
   // wrong ETag must be Conflict). The probe key is deleted afterwards.
-  // OK also when conditional writes are unsupported: then conditional_writes_supported() turns
-  // false and `warning` (if given) receives a clear explanation.
+  // OK also when conditional writes are unsupported: then HonoursConditionalWrites() turns false
+  // and `warning` (if given) receives a clear explanation.
   // FailedPrecondition: missing bucket, bad credentials, wrong region; Unavailable: unreachable.
   Status Probe(std::string_view probe_prefix = "", std::string* warning = nullptr);
-  bool conditional_writes_supported() const { return conditional_writes_.load(); }
   // Whether uploads carry the SHA-256 of their body (payload_signing resolved for the endpoint).
   bool payload_signed() const;
 

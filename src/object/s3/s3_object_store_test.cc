@@ -211,7 +211,7 @@ TEST_F(S3Test, TheProbePassesAndFindsConditionalWritesOnTheTestServer) {
   std::string warning;
   Status probe = store->s3()->Probe("kv/", &warning);
   ASSERT_TRUE(probe.ok()) << probe.ToString();
-  EXPECT_TRUE(store->s3()->conditional_writes_supported()) << warning;
+  EXPECT_TRUE(store->s3()->HonoursConditionalWrites()) << warning;
   EXPECT_TRUE(warning.empty()) << warning;
   auto page = store->List("", "", "", 1000);  // the probe key is gone again
   ASSERT_TRUE(page.ok());
@@ -236,7 +236,7 @@ TEST_F(S3Test, AProbeWriteWhoseAnswerWasLostDoesNotTurnConditionalWritesOff) {
   Status probe = store->s3()->Probe("kv/", &warning);
   ASSERT_TRUE(probe.ok()) << probe.ToString();
   EXPECT_EQ(puts.load(), 3);
-  EXPECT_TRUE(store->s3()->conditional_writes_supported()) << warning;
+  EXPECT_TRUE(store->s3()->HonoursConditionalWrites()) << warning;
   EXPECT_TRUE(warning.empty()) << warning;
 }
 
@@ -260,7 +260,7 @@ TEST_F(S3Test, AProbeWriteThatCannotBeMadeFailsTheProbe) {
   EXPECT_EQ(probe.code(), Code::kUnavailable) << probe.ToString();
   EXPECT_NE(probe.message().find("second write"), std::string::npos) << probe.ToString();
   EXPECT_TRUE(warning.empty()) << warning;
-  EXPECT_TRUE(store->s3()->conditional_writes_supported());
+  EXPECT_TRUE(store->s3()->HonoursConditionalWrites());
 }
 
 // The settings that reach the test server, with this bucket.
@@ -283,7 +283,7 @@ TEST_F(S3Test, OpenL2FromConfigProbesAndCanCreateTheBucket) {
   auto store = OpenL2FromConfig(c);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   ASSERT_NE(store->get(), nullptr);
-  EXPECT_TRUE((*store)->conditional_writes_supported());
+  EXPECT_TRUE((*store)->HonoursConditionalWrites());
   EXPECT_TRUE((*store)->DeleteBucket().ok());
 }
 
@@ -932,6 +932,42 @@ TEST(S3Refusals, AConditionalRequestConflictIsRetried) {
   auto put = (*store)->Put("k", body, PutOptions{PutMode::kIfAbsent});
   ASSERT_TRUE(put.ok()) << put.status().ToString();
   EXPECT_EQ(server.requests().size(), 2u);
+}
+
+// A server that ignores If-None-Match (the probe's second write succeeds): the probe still
+// passes, warns, and turns conditional writes off, after which a put-if-absent is a HEAD and
+// then, only if the key is absent, a plain PUT.
+TEST(S3Refusals, AServerThatIgnoresConditionalWritesIsFoundByTheProbe) {
+  const std::string ok = "HTTP/1.1 200 OK\r\nETag: \"0123\"\r\nContent-Length: 0\r\n\r\n";
+  const std::string absent = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+  ScriptedServer server({
+      {ok},                                 // HEAD bucket
+      {ok},                                 // PUT If-None-Match: *
+      {ok},                                 // the same again: applied, not refused
+      {"HTTP/1.1 204 No Content\r\n\r\n"},  // DELETE of the probe key
+      {"HTTP/1.1 200 OK\r\nETag: \"0123\"\r\nLast-Modified: Wed, 02 Dec 2026 10:00:00 GMT\r\n"
+       "Content-Length: 5\r\n\r\n"},  // HEAD k: there
+      {absent},                       // HEAD fresh: absent
+      {ok},                           // PUT fresh, unconditional
+  });
+  auto store = S3ObjectStore::Open(CannedOptions(server, "ignoring", 0));
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE((*store)->HonoursConditionalWrites()) << "assumed until the probe says otherwise";
+  std::string warning;
+  const Status probed = (*store)->Probe("", &warning);
+  ASSERT_TRUE(probed.ok()) << probed.ToString();
+  EXPECT_FALSE((*store)->HonoursConditionalWrites());
+  EXPECT_NE(warning.find("does not support conditional writes"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("last-writer-wins"), std::string::npos) << warning;
+  const std::vector<ByteView> body = {ByteView(reinterpret_cast<const uint8_t*>("x"), 1)};
+  EXPECT_TRUE((*store)->Put("k", body, PutOptions{PutMode::kIfAbsent}).status().IsConflict());
+  auto fresh = (*store)->Put("fresh", body, PutOptions{PutMode::kIfAbsent});
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  const std::vector<std::string> seen = server.requests();
+  ASSERT_EQ(seen.size(), 7u);
+  EXPECT_EQ(seen[4].substr(0, 5), "HEAD ");
+  EXPECT_EQ(seen[5].substr(0, 5), "HEAD ");
+  EXPECT_EQ(seen[6].substr(0, 4), "PUT ");
 }
 
 // A request signed for another region than the bucket's: AWS answers a HEAD with a 400 and no

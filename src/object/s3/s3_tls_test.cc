@@ -101,7 +101,7 @@ TEST_F(S3TlsTest, HttpsWithTheServersCaCarriesEveryOperation) {
   std::string warning;
   Status probe = store.s3()->Probe("kv/", &warning);
   ASSERT_TRUE(probe.ok()) << probe.ToString();
-  EXPECT_TRUE(store.s3()->conditional_writes_supported()) << warning;
+  EXPECT_TRUE(store.s3()->HonoursConditionalWrites()) << warning;
   const std::string body(300 * 1024, 'x');
   auto etag = store.Put("over/tls", {AsBytes(body)}, {PutMode::kIfAbsent, ""});
   ASSERT_TRUE(etag.ok()) << etag.status().ToString();
