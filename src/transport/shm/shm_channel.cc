@@ -129,7 +129,10 @@ class Attachment {
                                                      const std::string& path);
   ~Attachment();
 
-  Result<wire::Message> Call(wire::Message request);
+  // `*not_taken` (if non-null) turns true when the call failed without the daemon ever taking
+  // it: it cannot have taken effect, and may be sent again on a new attachment.
+  // The request is left as it was but for its id and flags.
+  Result<wire::Message> Call(wire::Message& request, bool* not_taken = nullptr);
   bool dead() const { return dead_.load(std::memory_order_acquire); }
   // How long calls may wait from now on (0 = for ever): the attach timeout for Hello, then the
   // request timeout.
@@ -203,6 +206,13 @@ class Attachment {
   // the monitor's wake-ups, each with the next call id then). Only the monitor calls it.
   bool CallOverdue(std::deque<std::pair<uint64_t, uint64_t>>& ticks, uint64_t timeout_ms);
   void MarkDead();
+  // Whether the request published at ring index `index` was never taken and never will be: the
+  // daemon hung up (it takes nothing from a client after that: ShmServer's TryTake checks under
+  // the client's lock, which the hang-up holds) and its ring head has not passed the slot.
+  bool NeverTaken(uint32_t index) const {
+    if (!hung_up_.load(std::memory_order_acquire)) return false;
+    return static_cast<int32_t>(seg_->req().head().load(std::memory_order_acquire) - index) <= 0;
+  }
   Status DeadStatus() const {
     const uint32_t ms = timed_out_ms_.load(std::memory_order_acquire);
     if (ms != 0 && !greeted_.load(std::memory_order_acquire)) {
@@ -233,6 +243,7 @@ class Attachment {
   const std::string path_;
   std::thread monitor_;
   std::atomic<bool> dead_{false};
+  std::atomic<bool> hung_up_{false};       // set before dead_ when the daemon closed the socket
   std::atomic<uint32_t> timeout_ms_{0};    // SetTimeout
   std::atomic<uint32_t> timed_out_ms_{0};  // set before dead_ when a call waited too long
   std::atomic<bool> greeted_{false};       // Greeted
@@ -320,7 +331,8 @@ Result<std::shared_ptr<Attachment>> Attachment::Connect(const ShmClientOptions& 
   wire::HelloRequest hello;
   hello.client_name =
       options.client_name.empty() ? "pid " + std::to_string(::getpid()) : options.client_name;
-  WMBT_ASSIGN_OR_RETURN(wire::Message response, a->Call(hello.Encode()));
+  wire::Message greeting = hello.Encode();
+  WMBT_ASSIGN_OR_RETURN(wire::Message response, a->Call(greeting));
   auto welcome = wire::HelloResponse::Decode(response);
   if (!welcome.ok()) return welcome.status().WithContext("wombatkvd at " + path + " refused Hello");
   a->Greeted(options.request_timeout_ms);
@@ -345,7 +357,10 @@ void Attachment::Monitor() {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return MarkDead();
     if (fds[1].revents) return;  // the attachment is being destroyed
-    if (fds[0].revents & (POLLHUP | POLLRDHUP | POLLERR)) return MarkDead();
+    if (fds[0].revents & (POLLHUP | POLLRDHUP | POLLERR)) {
+      hung_up_.store(true, std::memory_order_release);
+      return MarkDead();
+    }
     if ((fds[0].revents & POLLIN) && !TakeGrants()) return MarkDead();
     if (timeout_ms == 0) {
       ticks.clear();
@@ -472,9 +487,16 @@ void Attachment::FreeRequest(uint64_t offset, uint64_t bytes) {
   alloc_cv_.notify_all();
 }
 
-Result<wire::Message> Attachment::Call(wire::Message request) {
-  if (dead()) return DeadStatus();
-  WMBT_RETURN_IF_ERROR(AcquirePermit());
+Result<wire::Message> Attachment::Call(wire::Message& request, bool* not_taken) {
+  // Until the request is in the ring, a failure leaves nothing for the daemon to take.
+  auto unsent = [&](Status st) {
+    if (!dead()) return st;  // e.g. a request too large for the area: sending again cannot help
+    if (not_taken) *not_taken = true;
+    return Status::Unavailable("wombatkvd at " + path_ +
+                               " went away before taking the call; it did not take effect");
+  };
+  if (dead()) return unsent(DeadStatus());
+  if (Status st = AcquirePermit(); !st.ok()) return unsent(std::move(st));
   request.flags &= static_cast<uint16_t>(~wire::kFlagResponse);
   const Ring& req = seg_->req();
   const shm::MessagePlan plan = shm::PlanMessage(request, req.slot_bytes());
@@ -484,7 +506,7 @@ Result<wire::Message> Attachment::Call(wire::Message request) {
     auto off = AllocateRequest(plan.region_bytes);
     if (!off.ok()) {
       ReleasePermits(1);
-      return off.status();
+      return unsent(off.status());
     }
     w.region_offset = *off;
     w.region_bytes = plan.region_bytes;
@@ -513,6 +535,7 @@ Result<wire::Message> Attachment::Call(wire::Message request) {
   WaitBudget& budget = BudgetFor(request.op);
   RingDoorbellIfNeeded(index, /*spin=*/!budget.sync);
   auto response = Wait(w, id, budget);
+  if (!response.ok() && dead() && NeverTaken(index)) return unsent(response.status());
   if (response.ok() && response->op != request.op) {
     return Status::Internal("wombatkvd answered request " + std::to_string(id) + " (op " +
                             std::to_string(request.op) + ") with op " +
@@ -799,12 +822,27 @@ class ShmChannel : public Channel {
       : options_(std::move(options)), path_(std::move(path)), attachment_(std::move(first)) {}
 
   Result<wire::Message> Call(wire::Message request) override {
-    WMBT_ASSIGN_OR_RETURN(std::shared_ptr<Attachment> a,
-                          attachment_.Get([](const Attachment& at) { return !at.dead(); },
-                                          [this]() -> Result<std::shared_ptr<Attachment>> {
-                                            return Attachment::Connect(options_, path_);
-                                          }));
-    return a->Call(std::move(request));
+    Status untaken;  // the first attempt's failure, when the daemon never took the call
+    for (;;) {
+      auto a = attachment_.Get([](const Attachment& at) { return !at.dead(); },
+                               [this]() -> Result<std::shared_ptr<Attachment>> {
+                                 return Attachment::Connect(options_, path_);
+                               });
+      if (!a.ok() && !untaken.ok()) {
+        return Status::Unavailable(untaken.message() +
+                                   "; attaching again: " + a.status().message());
+      }
+      if (!a.ok()) return a.status();
+      bool not_taken = false;
+      auto r = (*a)->Call(request, &not_taken);
+      // A call the daemon never took cannot have taken effect: it is safe to send again once, on
+      // a new attachment (the daemon restarted as the call was made; as over TCP).
+      if (!r.ok() && not_taken && untaken.ok()) {
+        untaken = r.status();
+        continue;
+      }
+      return r;
+    }
   }
 
   std::string Describe() const override { return "shm://" + options_.prefix; }

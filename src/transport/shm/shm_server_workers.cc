@@ -63,6 +63,10 @@ bool ShmServer::Impl::TryTake(const std::shared_ptr<Conn>& cp, Taken* out, bool 
   std::unique_lock<std::mutex> lk(c.mu, std::defer_lock);
   if (wait_for_lock) lk.lock();
   else if (!lk.try_lock()) return false;  // another worker is at this client; look elsewhere
+  // Again under the lock, which a hang-up (Break, Detach) holds: nothing is taken from a client
+  // once it has been hung up on, so a request it finds untaken then was never run (the client
+  // sends it again elsewhere: shm_channel.cc, Attachment::NeverTaken).
+  if (c.dead.load(std::memory_order_relaxed)) return false;
   const uint32_t tail = c.req.tail().load(std::memory_order_acquire);
   const int64_t used = c.req.Used(tail, c.req_head);
   if (used < 0) {

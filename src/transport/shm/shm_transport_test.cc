@@ -467,6 +467,53 @@ TEST(ShmServerShutdown, ARequestRunningPastTheBoundIsAbandonedAndReported) {
   server.reset();
 }
 
+// A daemon that hangs up takes nothing more from its clients' rings, so a call it never took is
+// known not to have taken effect: the client says so (and sends it once more, on a new
+// attachment), where a call the daemon did take may or may not have taken effect.
+TEST(ShmServerShutdown, ACallTheDaemonNeverTookIsSaidNotToHaveTakenEffect) {
+  shm_test::TempRunDir dir;
+  std::promise<void> release, entered;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> echoes{0};
+  auto server = std::make_unique<ShmServer>(
+      ShmServer::Returning([&, released](Session& s, const wire::Message& m) {
+        if (m.op == shm_test::kOpBlock) {
+          entered.set_value();
+          released.wait();
+        }
+        if (m.op == shm_test::kOpEcho) echoes++;
+        return shm_test::TestHandler(
+            s, m.op == shm_test::kOpBlock ? TextMessage(shm_test::kOpEcho, "late") : m);
+      }),
+      ShmServerOptions{.prefix = "n", .run_dir = dir.path(), .workers = 1});
+  ASSERT_TRUE(server->Start().ok());
+  auto ch = ConnectShm(ShmClientOptions{.prefix = "n", .run_dir = dir.path()});
+  ASSERT_TRUE(ch.ok()) << ch.status().ToString();
+  auto blocked = std::async(std::launch::async,
+                            [&] { return (*ch)->Call(TextMessage(shm_test::kOpBlock, "")); });
+  entered.get_future().wait();  // the only worker is inside the handler
+  // Waits in the ring behind it (or, if slower than the stop, never gets there: the same).
+  auto queued = std::async(std::launch::async,
+                           [&] { return (*ch)->Call(TextMessage(shm_test::kOpEcho, "q")); });
+  RealClock()->SleepMicros(50'000);
+  EXPECT_EQ(server->Shutdown(1000), 1u);  // the blocked call is abandoned; everyone hung up on
+  auto q = queued.get();
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.status().code(), Code::kUnavailable);
+  EXPECT_NE(q.status().message().find("before taking the call; it did not take effect"),
+            std::string::npos)
+      << q.status().message();
+  EXPECT_NE(q.status().message().find("attaching again"), std::string::npos)
+      << "not sent again: " << q.status().message();
+  auto b = blocked.get();
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("may or may not have taken effect"), std::string::npos)
+      << "a call the daemon took: " << b.status().message();
+  release.set_value();  // the abandoned worker finishes into a closed connection
+  server.reset();
+  EXPECT_EQ(echoes.load(), 0);
+}
+
 // A request a worker takes as a stop begins counts as running from the moment it is taken, so
 // the stop waits for its answer — given later from another thread, as a save's is — instead of
 // returning (and letting the daemon free the server) with that answer still to come.
