@@ -101,12 +101,21 @@ Status Journal::OpenFile(uint64_t first_lsn) {
     std::lock_guard<std::mutex> g(next_mu_);
     next_executor_ = nullptr;
   }
+  const bool preallocate = !file;  // one made ahead was zero-filled then
   if (!file) {
     WMBT_ASSIGN_OR_RETURN(file, fs_->NewAppendFile(path));
-    WMBT_RETURN_IF_ERROR(Preallocate(*file, kPreallocateStepBytes));
+  }
+  // A file that cannot be made whole does not stay: it holds no record.
+  auto discard = [&](Status st) {
+    file.reset();
+    (void)fs_->DeleteFile(path);
+    return st;
+  };
+  if (preallocate) {
+    if (Status st = Preallocate(*file, kPreallocateStepBytes); !st.ok()) return discard(st);
   }
   // The name must be durable before a sync of the content can acknowledge anything.
-  WMBT_RETURN_IF_ERROR(fs_->SyncDir(dir_));
+  if (Status st = fs_->SyncDir(dir_); !st.ok()) return discard(st);
   file_ = std::move(file);
   file_path_ = std::move(path);
   file_first_lsn_ = first_lsn;
@@ -370,19 +379,22 @@ void Journal::SyncRoundLocked(std::unique_lock<std::mutex>& lock) {
     syncs_.fetch_add(1, std::memory_order_relaxed);
     sync_micros_.fetch_add(NowMicros() - start, std::memory_order_relaxed);
   }
-  if (s.ok()) s = RetireFileIfFull(round.last_lsn);
+  // The round is durable once its sync succeeded, even if the next file cannot be made (a full
+  // disk): synced_ must say so, since the failed marker records it and the next open cuts the
+  // journal there — below the next file's first LSN, it would take that file for a gap.
+  const bool synced = s.ok();
+  if (synced) s = RetireFileIfFull(round.last_lsn);
   batch.Clear();  // releases held values, outside the lock
   if (!s.ok()) ReportFailure(s);
   lock.lock();
   spare_ = std::move(batch);
-  if (s.ok()) {
+  if (synced) {
     records_synced_.fetch_add(round.last_lsn - synced_, std::memory_order_relaxed);
     written_ = synced_ = round.last_lsn;
     written_unsynced_bytes_ = 0;
     if (round.first_lsn <= round.last_lsn) rounds_.push_back(round);
-  } else {
-    Fail(s);
   }
+  if (!s.ok()) Fail(s);
 }
 
 Status Journal::WriteBehind(size_t min_bytes) {

@@ -308,6 +308,57 @@ TEST_F(JournalFaultTest, OnAFullDiskTheFailedMarkerTakesTheSpaceSetAsideForIt) {
   ExpectObject(*store, "k/a", "acknowledged a");
 }
 
+// The disk fills up just as a journal file is full: the round's sync succeeded, but the next
+// file cannot be zero-filled. The journal fails, and its failed marker must name the round's last
+// record: it named the last one synced before the round, so the next open cut the journal below
+// the next file's first LSN, took that for a gap and refused to open (a review, session 60).
+TEST_F(JournalFaultTest, ADiskFullAsAFileRetiresLeavesAStoreThatOpensOnceThereIsSpace) {
+  struct FullForNewJournalFiles : FileSystemWrapper {
+    using FileSystemWrapper::FileSystemWrapper;
+    struct File : AppendFile {
+      std::unique_ptr<AppendFile> target;
+      bool full = false;
+      Status Append(const std::vector<ByteView>& parts) override { return target->Append(parts); }
+      Status Sync() override { return target->Sync(); }
+      Status Preallocate(uint64_t bytes) override {
+        if (full) return Status::ResourceExhausted("No space left on device");
+        return target->Preallocate(bytes);
+      }
+      Status StartWriteback() override { return target->StartWriteback(); }
+      Status Rename(const std::string& to) override { return target->Rename(to); }
+    };
+    Result<std::unique_ptr<AppendFile>> NewAppendFile(const std::string& path) override {
+      WMBT_ASSIGN_OR_RETURN(std::unique_ptr<AppendFile> made,
+                            FileSystemWrapper::NewAppendFile(path));
+      auto file = std::make_unique<File>();
+      file->target = std::move(made);
+      file->full = full.load();
+      return std::unique_ptr<AppendFile>(std::move(file));
+    }
+    std::atomic<bool> full{false};
+  };
+  FullForNewJournalFiles fs(PosixFileSystem());
+  auto store = Open(&fs, /*journal_file_bytes=*/4096, nullptr, /*packed=*/true);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Put("k/a", {AsBytes(a_)}, {}).ok());
+  fs.full = true;
+  size_t acknowledged = 0;
+  Status failed;
+  for (; acknowledged < 100; ++acknowledged) {
+    failed = store->Put("k/" + std::to_string(acknowledged), {AsBytes(std::string(300, 'b'))}, {})
+                 .status();
+    if (!failed.ok()) break;
+  }
+  ASSERT_FALSE(failed.ok()) << "the journal never needed a new file";
+  store.reset();
+  store = Open(PosixFileSystem(), 4096, nullptr, /*packed=*/true);  // space freed
+  ASSERT_NE(store, nullptr) << "a full disk left a store that does not open";
+  ExpectObject(*store, "k/a", a_);
+  for (size_t i = 0; i < acknowledged; ++i) {
+    ExpectObject(*store, "k/" + std::to_string(i), std::string(300, 'b'));
+  }
+}
+
 // A failed journal sync, then a restart of the process, not of the machine. The failed batch's
 // pages stay in the page cache, marked clean, and may never reach the disk: the next open must
 // not take the records it holds for durable. It once did — applied them, moved the checkpoint
