@@ -120,6 +120,9 @@ class AppendFile {
   // SYNC_FILE_RANGE_WRITE), so that a later Sync has less to wait for. Durability is still
   // Sync's alone.
   virtual Status StartWriteback() { return Status::Ok(); }
+  // Cuts the file where this handle's appends end, giving back what Preallocate zero-filled
+  // beyond them, and makes the new size durable. The default leaves the file as it is.
+  virtual Status Trim() { return Status::Ok(); }
   // Gives the file the name `to`, in the same directory; Conflict if `to` exists (nothing is
   // replaced). The handle stays open on it. As for a created name, the new name survives a crash
   // only once SyncDir of its directory, started after Rename returned, has returned. The default

@@ -279,6 +279,14 @@ class PosixAppendFile final : public AppendFile {
     return Status::Ok();
   }
 
+  Status Trim() override {
+    const off_t at = ::lseek(fd_.get(), 0, SEEK_CUR);  // where the appends end
+    if (at < 0) return ErrnoStatus(errno, "lseek", path_);
+    if (::ftruncate(fd_.get(), at) != 0) return ErrnoStatus(errno, "ftruncate", path_);
+    if (::fsync(fd_.get()) != 0) return ErrnoStatus(errno, "fsync", path_);
+    return Status::Ok();
+  }
+
   Status Preallocate(uint64_t bytes) override {
     // Zeros are written, not fallocate(2)d: writing into an fallocated (unwritten) extent is a
     // metadata change that every later fdatasync would have to commit.

@@ -395,6 +395,10 @@ class CrashModelFs final : public FileSystemWrapper {
       WMBT_RETURN_IF_ERROR(fs_->Alive());
       return inner_->StartWriteback();
     }
+    Status Trim() override {  // only zeros past what was appended go: nothing to record
+      WMBT_RETURN_IF_ERROR(fs_->Alive());
+      return inner_->Trim();
+    }
     Status Rename(const std::string& to) override {
       WMBT_RETURN_IF_ERROR(fs_->Alive());
       WMBT_RETURN_IF_ERROR(inner_->Rename(to));

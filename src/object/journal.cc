@@ -69,6 +69,10 @@ Journal::Journal(FileSystem* fs, std::string dir, uint64_t file_bytes_target, Re
       clock_(clock) {}
 
 Journal::~Journal() {
+  // Nor the zeros past the current file's records: each open begins a file, and a file that is
+  // not the newest is never appended to again (a review, session 60: 20 short sessions of a
+  // store left 81 MB of journal files).
+  if (file_ && error_.ok()) (void)file_->Trim();
   std::unique_lock<std::mutex> l(next_mu_);
   next_cv_.wait(l, [&] { return !next_making_; });
   if (next_file_) {  // a closed store leaves no 4 MiB of zeros behind
