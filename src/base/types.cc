@@ -5,6 +5,7 @@
 
 #include "base/blake3_hash.h"
 #include "base/hex.h"
+#include "base/quoted.h"
 
 namespace wombatkv {
 
@@ -54,8 +55,8 @@ ContentHash CopyAndHashPayload(std::span<const uint8_t> src, uint8_t* dst) {
 
 Status ValidateNamespace(std::string_view ns) {
   auto bad = [&](std::string_view why) {
-    return Status::InvalidArgument("namespace \"" + std::string(ns.substr(0, 80)) + "\" " +
-                                   std::string(why) + " (allowed: [A-Za-z0-9._-]{1,64})");
+    return Status::InvalidArgument("namespace " + Quoted(ns) + " " + std::string(why) +
+                                   " (allowed: [A-Za-z0-9._-]{1,64})");
   };
   if (ns.empty()) return bad("is empty");
   if (ns.size() > 64) return bad("is longer than 64 characters");

@@ -6,6 +6,7 @@
 #include <shared_mutex>
 
 #include "base/log_budget.h"
+#include "base/quoted.h"
 #include "wire/codec.h"
 
 namespace wombatkv {
@@ -107,8 +108,8 @@ Status Service::Impl::CheckNamespace(Session& session, std::string_view ns) {
   for (const auto& granted : session.namespaces) {
     if (granted == ns) return Status::Ok();
   }
-  return Status::PermissionDenied("namespace \"" + std::string(ns) +
-                                  "\" is not granted to this session's auth token (it grants: " +
+  return Status::PermissionDenied("namespace " + Quoted(ns) +
+                                  " is not granted to this session's auth token (it grants: " +
                                   Joined(session.namespaces) + ")");
 }
 

@@ -158,6 +158,20 @@ TEST_F(ServiceTest, NamespaceLimitedTokenCannotReachAnotherNamespace) {
   EXPECT_EQ(all->chains[0].ns, "tenant-a");
 }
 
+// A refusal names the namespace asked for, and it goes to the daemon's log: bytes that would
+// start a line of their own there ("\n2026-… [error] …", a review of session 60) are escaped.
+TEST_F(ServiceTest, ARefusedNamespaceCannotForgeALogLine) {
+  ASSERT_TRUE(Hello(remote_, "alpha-token-5678").ok());
+  logged_.clear();
+  auto denied = Lookup(remote_, "x\"\nwombatkvd [error] FORGED");
+  EXPECT_EQ(denied.status().code(), Code::kPermissionDenied);
+  ASSERT_EQ(logged_.size(), 1u);
+  EXPECT_EQ(logged_[0].find('\n'), std::string::npos) << logged_[0];
+  EXPECT_NE(logged_[0].find("\"x\\x22\\x0awombatkvd [error] FORGED\""), std::string::npos)
+      << logged_[0];
+  EXPECT_EQ(denied.status().message().find('\n'), std::string::npos);
+}
+
 TEST_F(ServiceTest, UsageIsNarrowedToTheGrantAndEvictNeedsAnAllNamespaceToken) {
   ASSERT_TRUE(Hello(remote_, "alpha-token-5678").ok());
   auto usage = wire::UsageResponse::Decode(Call(remote_, wire::UsageRequest{"", false}.Encode()));

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "base/limits.h"
+#include "base/quoted.h"
 
 namespace wombatkv {
 namespace {
@@ -21,26 +22,8 @@ constexpr std::array<bool, 256> kKeyChars = [] {
 
 bool IsKeyChar(char c) { return kKeyChars[static_cast<unsigned char>(c)]; }
 
-// Shows an untrusted name safely in a message: printable ASCII, the rest as \xNN, at most 80.
-std::string Shown(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size() && i < 80; ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  out += s.size() > 80 ? "...\"" : "\"";
-  return out;
-}
-
 Status BadKey(std::string_view what, std::string_view name, std::string_view why) {
-  return Status::InvalidArgument(std::string(what) + " " + Shown(name) + " " + std::string(why) +
+  return Status::InvalidArgument(std::string(what) + " " + Quoted(name) + " " + std::string(why) +
                                  " (keys are '/'-separated [A-Za-z0-9._-] segments, none \".\" "
                                  "or \"..\", at most 1024 bytes)");
 }
@@ -112,7 +95,7 @@ Result<size_t> CheckListArgs(std::string_view prefix, std::string_view delimiter
                              size_t max_keys) {
   WMBT_RETURN_IF_ERROR(ValidateListPrefix(prefix));
   if (!delimiter.empty() && delimiter != "/") {
-    return Status::InvalidArgument("list delimiter " + Shown(delimiter) +
+    return Status::InvalidArgument("list delimiter " + Quoted(delimiter) +
                                    " is not supported (only \"/\" or none)");
   }
   if (max_keys == 0) return Status::InvalidArgument("list max_keys must be at least 1");
