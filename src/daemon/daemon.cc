@@ -1,5 +1,6 @@
 #include "daemon/daemon.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -23,6 +24,34 @@
 
 namespace wombatkv {
 namespace {
+
+// Descriptors kept for the store (RocksDB's files, the journal, the disk cache, shared-memory
+// segments) however many TCP connections are open.
+constexpr uint64_t kDescriptorsForTheStore = 512;
+
+// How many TCP connections fit the process's descriptor limit — raised to its hard limit first,
+// as a server does — leaving kDescriptorsForTheStore: past it, accept(2) fails for every
+// listener and the store's own opens fail with "Too many open files" (a review, session 60).
+size_t ConnectionsWithinDescriptors(size_t wanted, std::string* note) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return wanted;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= wanted + kDescriptorsForTheStore) {
+    return wanted;
+  }
+  const size_t fit = limit.rlim_cur > kDescriptorsForTheStore + 16
+                         ? static_cast<size_t>(limit.rlim_cur - kDescriptorsForTheStore)
+                         : 16;
+  *note = "the descriptor limit is " + std::to_string(limit.rlim_cur) + ": serving at most " +
+          std::to_string(fit) +
+          " TCP connections (raise it: ulimit -n, or LimitNOFILE= in "
+          "the systemd unit)";
+  return fit;
+}
 
 // What the listeners need that can be checked without binding them: a listener anyone on the
 // network can reach needs a token (docs/daemon.md, "Authentication"); the shared-memory run
@@ -164,6 +193,9 @@ Status Daemon::Impl::StartTcp() {
   o.clock = clock;
   LogSink sink = log;
   o.log = [sink](LogLevel level, const std::string& line) { sink(level, "tcp: " + line); };
+  std::string fewer;
+  o.connections_max = ConnectionsWithinDescriptors(o.connections_max, &fewer);
+  if (!fewer.empty()) sink(LogLevel::kWarn, "tcp: " + fewer);
   Service* svc = service.get();
   // Lookups and gets from RAM are answered on the event loop: no worker hand-off.
   o.immediate = [svc](Session& session, const wire::Message& request) {

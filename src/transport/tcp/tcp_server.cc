@@ -191,6 +191,11 @@ struct TcpServer::Impl {
   void OnWritable(Loop& loop, const std::shared_ptr<Connection>& c);
   void OnPeerClosed(Loop& loop, const std::shared_ptr<Connection>& c);
   void Reject(Loop& loop, const std::shared_ptr<Connection>& c, const Status& why);
+  // Reads no more from `c` and closes it once its answers are written.
+  void CloseOnceAnswered(Loop& loop, const std::shared_ptr<Connection>& c, const std::string& why);
+  // Invariant 15: before a connection joins `loop`, closes the oldest of its unauthenticated
+  // ones if they are at the loop's share of unauthenticated_max, or if `full` (connections_max).
+  void MakeRoomForAnonymous(Loop& loop, bool full);
   void Dispatch(const std::shared_ptr<Connection>& c, wire::Message request);
   // Invariant 8: whether the blocking request just read from `c` may run on the loop.
   // `after_others`: frames came before it in the same read (sent before their answers).
@@ -459,6 +464,9 @@ void TcpServer::Impl::Accept(Loop& loop, size_t li) {
       loop.next_scan_us = clock->NowMicros() + kScanIntervalMaxMicros;
       return;
     }
+    // Invariant 15: anonymous peers make room for a newcomer before it is refused.
+    const bool full = stats.connections_open.load() >= options.connections_max;
+    if (full || !listeners[li].loopback) MakeRoomForAnonymous(loop, full);
     if (stats.connections_open.load() >= options.connections_max) {
       stats.connections_refused.fetch_add(1, std::memory_order_relaxed);
       LogPeerWarning("refusing a connection from " + PeerAddressOf(fd) + ": " +
@@ -491,6 +499,25 @@ void TcpServer::Impl::Accept(Loop& loop, size_t li) {
                               " on " + listeners[li].address +
                               (c->session.token_required ? " (token required)" : ""));
   }
+}
+
+void TcpServer::Impl::MakeRoomForAnonymous(Loop& loop, bool full) {
+  const size_t share = std::max<size_t>(1, options.unauthenticated_max / loops.size());
+  size_t waiting = 0;
+  std::shared_ptr<Connection> oldest;
+  for (const auto& [id, c] : loop.conns) {
+    if (!Unauthenticated(*c)) continue;
+    ++waiting;
+    if (!oldest || c->id < oldest->id) oldest = c;
+  }
+  if (waiting == 0 || (waiting < share && !full)) return;
+  stats.connections_unauthenticated_closed.fetch_add(1, std::memory_order_relaxed);
+  LogPeerWarning("closing connection " + std::to_string(oldest->id) + " from " +
+                 oldest->session.peer + ", which has not said Hello, for a newer one: " +
+                 (full
+                      ? "the connections are at their limit"
+                      : std::to_string(waiting) + " connections wait for their Hello (the limit)"));
+  Close(loop, oldest, "no Hello before newer connections came");
 }
 
 void TcpServer::Impl::UpdateEventsLocked(Connection& c) {
@@ -553,6 +580,10 @@ void TcpServer::Impl::OnReadable(Loop& loop, const std::shared_ptr<Connection>& 
       stats.frames_in.fetch_add(1, std::memory_order_relaxed);
       if (Unauthenticated(*c)) {
         RunBeforeAuthentication(c, **m);  // invariant 11
+        if ((*m)->op == static_cast<uint16_t>(wire::Op::kHello) && Unauthenticated(*c)) {
+          CloseOnceAnswered(loop, c, "Hello refused");  // invariant 14
+          return;
+        }
         continue;
       }
       if (immediate_left > 0 && immediate_bytes < kImmediateBytesPerWakeup &&
@@ -633,15 +664,7 @@ void TcpServer::Impl::OnPeerClosed(Loop& loop, const std::shared_ptr<Connection>
     Log(LogLevel::kInfo, "connection " + std::to_string(c->id) + " from " + c->session.peer +
                              " ended half-way through a frame");
   }
-  bool idle;
-  {
-    std::lock_guard<std::mutex> g(c->mu);
-    c->read_done = true;
-    c->close_when_idle = true;
-    idle = c->inflight == 0 && c->out.empty();
-    UpdateEventsLocked(*c);
-  }
-  if (idle) Close(loop, c, "peer closed the connection");
+  CloseOnceAnswered(loop, c, "peer closed the connection");
 }
 
 void TcpServer::Impl::Reject(Loop& loop, const std::shared_ptr<Connection>& c,
@@ -657,7 +680,6 @@ void TcpServer::Impl::Reject(Loop& loop, const std::shared_ptr<Connection>& c,
   response.id = c->reader.rejected_id();
   response.flags |= wire::kFlagResponse;
   auto framed = wire::Frame(std::move(response));
-  bool idle;
   {
     std::lock_guard<std::mutex> g(c->mu);
     if (c->closed) return;
@@ -667,12 +689,22 @@ void TcpServer::Impl::Reject(Loop& loop, const std::shared_ptr<Connection>& c,
       (void)c->out.Flush(c->fd, &written);
       stats.bytes_out.fetch_add(written, std::memory_order_relaxed);
     }
+  }
+  CloseOnceAnswered(loop, c, "rejected frame");
+}
+
+void TcpServer::Impl::CloseOnceAnswered(Loop& loop, const std::shared_ptr<Connection>& c,
+                                        const std::string& why) {
+  bool idle;
+  {
+    std::lock_guard<std::mutex> g(c->mu);
+    if (c->closed) return;
     c->read_done = true;
     c->close_when_idle = true;
     idle = c->inflight == 0 && c->out.empty();
     UpdateEventsLocked(*c);
   }
-  if (idle) Close(loop, c, "rejected frame");
+  if (idle) Close(loop, c, why);
 }
 
 void TcpServer::Impl::Dispatch(const std::shared_ptr<Connection>& c, wire::Message request) {

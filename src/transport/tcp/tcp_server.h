@@ -60,6 +60,15 @@
 //      sync thread syncs it and answers), so the loop serves the other sockets meanwhile.
 //      Invariant 8 comes first: a lone sequential client's save runs inline, leading its own
 //      sync, which answers it soonest.
+//  14. A Hello that leaves its token-required session unauthenticated (a wrong token, another
+//      protocol) is answered and the connection closed once that is written: a peer guessing
+//      tokens pays a connection per guess (it answered tens of thousands a second on one).
+//  15. At most `unauthenticated_max` token-required connections wait for their Hello at once
+//      (shared out among the loops); a newcomer beyond that, or one that finds `connections_max`
+//      reached while some wait, closes the oldest of them, so that
+//      anonymous peers holding connections open cannot keep an authenticating client out of
+//      `connections_max` (nor, under a low descriptor limit, every listener): a real client says
+//      Hello within a round trip of connecting. Counted as connections_unauthenticated_closed.
 //  13. Answers given outside any handler call, inside a batch (base/defer_scope.h: the journal
 //      runs a sync round's completions in one), are queued at once and written by their
 //      connections' loops when the batch ends — one eventfd write per loop, instead of a
@@ -186,6 +195,7 @@ struct TcpServerOptions {
   // 15-50% (docs/daemon.md, "Saves on the loop").
   InlinePredicate async_on_loop;
   size_t connections_max = 4096;  // accepted beyond this: closed at once (logged)
+  size_t unauthenticated_max = 256;  // invariant 15
   Clock* clock = nullptr;         // null = RealClock()
   LogSink log;                    // null = warnings and errors to stderr
 };
@@ -196,7 +206,7 @@ struct TcpServerStats {
   std::atomic<uint64_t> connections_open{0};
   std::atomic<uint64_t> connections_refused{0};  // over connections_max
   std::atomic<uint64_t> connections_idle_closed{0};
-  std::atomic<uint64_t> connections_unauthenticated_closed{0};  // invariant 10
+  std::atomic<uint64_t> connections_unauthenticated_closed{0};  // invariants 10 and 15
   std::atomic<uint64_t> frames_in{0};
   std::atomic<uint64_t> frames_out{0};
   std::atomic<uint64_t> frames_rejected{0};  // invariant 3

@@ -81,13 +81,16 @@ struct Handler {
   std::atomic<int> unauthenticated_requests{0};  // other than Hello, on a token-required session
   uint32_t advertised_max_frame = wire::kDefaultMaxBodyBytes;
   bool hello_authenticates = false;  // as Service does for a valid token
+  std::string good_token;            // if set, only a Hello with it authenticates
   std::function<void()> slow;  // kSlowOp
 
   wire::Message operator()(Session& session, const wire::Message& request) {
     if (request.op == static_cast<uint16_t>(wire::Op::kHello)) {
       hellos.fetch_add(1);
       if (session.token_required) token_required_sessions.fetch_add(1);
-      if (hello_authenticates) session.authenticated.store(true, std::memory_order_release);
+      auto hello = wire::HelloRequest::Decode(request);
+      if (hello_authenticates && (good_token.empty() || (hello.ok() && hello->token == good_token)))
+        session.authenticated.store(true, std::memory_order_release);
       wire::HelloResponse r;
       r.server_version = "test";
       r.max_frame_bytes = advertised_max_frame;
@@ -1027,6 +1030,83 @@ TEST(TcpTransport, AnUnauthenticatedPeerIsClosedAfterTheHelloTimeoutHoweverBusy)
   EXPECT_TRUE(authenticated->Call(Echo(kEchoOp, "still here")).ok());
   ::close(anonymous);
   ::close(local);
+}
+
+// Invariant 14: a Hello that does not authenticate is answered, then the connection is closed —
+// the frames a token guesser pipelines behind it are not read (a review of session 60 saw 20,000
+// guesses answered on one connection in 0.07 s).
+TEST(TcpTransport, ARefusedHelloIsAnsweredAndItsConnectionClosed) {
+  Handler h;
+  h.hello_authenticates = true;
+  h.good_token = "good";
+  TcpServerOptions o;
+  o.listen = {"0.0.0.0:0"};
+  auto server = StartServer(h, o);
+  const std::string wildcard = server->listeners()[0].address;
+  const std::string addr = "127.0.0.1:" + wildcard.substr(wildcard.rfind(':') + 1);
+  int raw = RawConnect(addr);
+  std::vector<uint8_t> bytes;
+  for (uint64_t id = 1; id <= 3; ++id) {
+    wire::Message guess = wire::HelloRequest{wire::kProtocolVersion, "raw", "guess"}.Encode();
+    guess.id = id;
+    ASSERT_NO_FATAL_FAILURE(AppendFrame(std::move(guess), &bytes));
+  }
+  ASSERT_EQ(::send(raw, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(bytes.size()));
+  FrameReader r(1 << 20);
+  auto first = RawReadFrame(raw, r);
+  ASSERT_TRUE(first.has_value()) << "the refused Hello was not answered";
+  EXPECT_EQ(first->id, 1u);
+  EXPECT_FALSE(RawReadFrame(raw, r).has_value()) << "the connection served a second guess";
+  EXPECT_EQ(h.hellos.load(), 1);
+  ::close(raw);
+  TcpClientOptions co;
+  co.address = addr;
+  co.auth_token = "good";
+  auto good = ConnectTcp(co);
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_TRUE((*good)->Call(Echo(kEchoOp, "served")).ok());
+}
+
+// Invariant 15: anonymous peers that connect and say nothing cannot keep a client with a token
+// out: the oldest of them makes room (before, four silent sockets filled connections_max = 4 and
+// the client was refused until their Hello timeout).
+TEST(TcpTransport, SilentAnonymousPeersCannotKeepAnAuthenticatingClientOut) {
+  Handler h;
+  h.hello_authenticates = true;
+  h.good_token = "good";
+  TcpServerOptions o;
+  o.listen = {"0.0.0.0:0"};
+  o.connections_max = 4;
+  o.unauthenticated_max = 2;
+  o.hello_timeout_ms = 60'000;
+  auto server = StartServer(h, o);
+  const std::string wildcard = server->listeners()[0].address;
+  const std::string addr = "127.0.0.1:" + wildcard.substr(wildcard.rfind(':') + 1);
+  std::vector<int> silent;
+  for (int i = 0; i < 4; ++i) {
+    silent.push_back(RawConnect(addr));
+    const uint64_t accepted = i + 1;
+    for (int spins = 0; spins < 2000 && server->stats().connections_accepted.load() != accepted;
+         ++spins)
+      RealClock()->SleepMicros(1000);
+    EXPECT_EQ(server->stats().connections_open.load(), std::min<uint64_t>(i + 1, 2))
+        << "after " << i + 1;
+  }
+  EXPECT_EQ(server->stats().connections_unauthenticated_closed.load(), 2u);
+  TcpClientOptions co;
+  co.address = addr;
+  co.auth_token = "good";
+  std::vector<std::unique_ptr<Channel>> clients;
+  for (int i = 0; i < 4; ++i) {  // every slot: the silent peers give theirs up
+    auto c = ConnectTcp(co);
+    ASSERT_TRUE(c.ok()) << "client " << i << ": " << c.status().ToString();
+    ASSERT_TRUE((*c)->Call(Echo(kEchoOp, "in")).ok());
+    clients.push_back(std::move(*c));
+  }
+  EXPECT_EQ(server->stats().connections_refused.load(), 0u);
+  EXPECT_EQ(server->stats().connections_unauthenticated_closed.load(), 4u);
+  for (int fd : silent) ::close(fd);
 }
 
 TEST(TcpTransport, ShutdownLetsARunningRequestFinishAndAnswersIt) {
