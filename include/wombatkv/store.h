@@ -534,7 +534,9 @@ class Store {
                                          const BlockKey& tip) = 0;
 
   // Loads what other processes or hosts published to L2 since the last look (new, changed and
-  // removed heads), so they become visible here (G11).
+  // removed heads), so they become visible here (G11): everything published before the call
+  // began. Calls made while one runs share the next listing (and its report), so a burst of them
+  // costs two listings.
   virtual Result<RefreshReport> Refresh() = 0;
 
   // Published chains, optionally of one namespace (empty = all), sorted by (ns, fp, chain id).

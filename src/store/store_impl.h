@@ -466,6 +466,7 @@ class StoreImpl final : public Store {
    private:
     const StoreImpl* previous_;
   };
+  Result<RefreshReport> RefreshOnce();    // one listing, under refresh_mu_
   Result<RefreshReport> RefreshLocked();  // REQUIRES: refresh_mu_
   // Before an eviction pass, a store with no refresh interval on a shared L2 loads the namespaces
   // whose eviction lease its last pass held, at most every half lease: it is the only one to
@@ -648,6 +649,14 @@ class StoreImpl final : public Store {
   std::unordered_set<ChainId, EngineKeyHash> async_chains_;  // GUARDED_BY(async_mu_)
   size_t async_pending_ = 0;  // GUARDED_BY(async_mu_): AsyncBegan - AsyncEnded
   std::mutex refresh_mu_;
+  // Refresh calls that arrive while one runs share the next one (Refresh): a burst of them — a
+  // tenant pipelining 128 over TCP — costs two listings, not one each behind refresh_mu_.
+  std::mutex refresh_share_mu_;
+  std::condition_variable refresh_share_cv_;
+  uint64_t refreshes_started_ = 0;                     // GUARDED_BY(refresh_share_mu_)
+  uint64_t refreshes_finished_ = 0;                    // GUARDED_BY(refresh_share_mu_)
+  bool refresh_running_ = false;                       // GUARDED_BY(refresh_share_mu_)
+  std::optional<Result<RefreshReport>> refresh_last_;  // GUARDED_BY(refresh_share_mu_)
   // Automatic refresh (store_auto_refresh.cc). last_refresh_us_: when the last completed refresh
   // began (monotonic clock, at least 1; 0 = none yet).
   std::atomic<uint64_t> last_refresh_us_{0};

@@ -684,6 +684,28 @@ Status StoreImpl::InstallListedHeads(const std::string& ns, ListedChains* listed
 }
 
 Result<RefreshReport> StoreImpl::Refresh() {
+  // What this call must load was published before it began: any refresh that starts after that
+  // will do — the one this call leads, or one another caller leads meanwhile.
+  std::unique_lock<std::mutex> lk(refresh_share_mu_);
+  const uint64_t needed = refreshes_started_ + 1;
+  for (;;) {
+    if (refreshes_finished_ >= needed) return *refresh_last_;
+    if (!refresh_running_) break;
+    refresh_share_cv_.wait(lk);
+  }
+  refresh_running_ = true;
+  const uint64_t mine = ++refreshes_started_;
+  lk.unlock();
+  Result<RefreshReport> report = RefreshOnce();
+  lk.lock();
+  refresh_running_ = false;
+  refreshes_finished_ = mine;
+  refresh_last_ = report;
+  refresh_share_cv_.notify_all();
+  return report;
+}
+
+Result<RefreshReport> StoreImpl::RefreshOnce() {
   std::lock_guard<std::mutex> g(refresh_mu_);
   const uint64_t began = std::max<uint64_t>(1, clock_->NowMicros());
   const RefreshingHere here(this);

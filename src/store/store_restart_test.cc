@@ -788,5 +788,76 @@ TEST(StoreRefresh, G11WithAnIntervalAStoreOfItsOwnRefreshesOnATimer) {
   EXPECT_TRUE(refreshed()) << "no refresh within a minute";
 }
 
+// Holds the answer of each namespace listing (a refresh's first L2 request) until let go.
+class HeldNamespaceListings final : public ObjectStoreWrapper {
+ public:
+  using ObjectStoreWrapper::ObjectStoreWrapper;
+  Result<ListPage> List(std::string_view prefix, std::string_view delimiter, std::string_view token,
+                        size_t max_keys) override {
+    auto page = ObjectStoreWrapper::List(prefix, delimiter, token, max_keys);
+    if (delimiter == "/" && token.empty()) {  // listed now, answered when let go
+      std::unique_lock<std::mutex> lk(mu_);
+      ++listings_;
+      cv_.notify_all();
+      cv_.wait(lk, [&] { return released_ >= listings_; });
+    }
+    return page;
+  }
+  void AwaitListings(uint64_t n) {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] { return listings_ >= n; });
+  }
+  void Release(uint64_t n) {  // lets the first n listings go on
+    std::lock_guard<std::mutex> lk(mu_);
+    released_ = n;
+    cv_.notify_all();
+  }
+  uint64_t listings() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return listings_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t listings_ = 0;           // GUARDED_BY(mu_)
+  uint64_t released_ = UINT64_MAX;  // GUARDED_BY(mu_)
+};
+
+// Refresh calls that arrive while one runs share the next listing: a tenant pipelining 128 of
+// them kept the daemon's workers busy for 6 s, one listing each behind the refresh lock (a
+// review of session 60). Each still loads what was published before it began: the next listing
+// starts after it.
+TEST(StoreRefresh, RefreshCallsThatArriveWhileOneRunsShareTheNext) {
+  ManualClock clock;
+  auto l2 = NewMemObjectStore(&clock);
+  HeldNamespaceListings held(l2.get());
+  auto l1a = NewMemMetaStore(), l1b = NewMemMetaStore();
+  auto exa = NewInlineExecutor(), exb = NewInlineExecutor();
+  HookedHosts opener;  // only for its Open
+  auto a = opener.Open(l1a.get(), exa.get(), &held);
+  auto b = opener.Open(l1b.get(), exb.get(), l2.get());
+  ASSERT_TRUE(a && b);
+  const uint64_t before = held.listings();
+  held.Release(before);  // from here on, each listing waits to be let go
+  std::atomic<int> ok{0};
+  std::thread first([&] { ok += a->Refresh().ok(); });
+  held.AwaitListings(before + 1);  // the first refresh is listing
+  // Published after the first refresh listed: the calls below must load it.
+  const TestChain c = MakeChain(2, HookedHosts::kBlockBytes, 7);
+  ASSERT_TRUE(b->PutBlocks("default", kFp, c.Puts()).ok());
+  ASSERT_TRUE(b->PublishChain("default", kFp, c.tip(), c.tip()).ok());
+  std::vector<std::thread> later;
+  for (int i = 0; i < 8; ++i) later.emplace_back([&] { ok += a->Refresh().ok(); });
+  RealClock()->SleepMicros(50'000);  // they arrive and wait (a straggler may list once more)
+  held.Release(before + 1);
+  first.join();
+  held.Release(UINT64_MAX);
+  for (auto& t : later) t.join();
+  EXPECT_EQ(ok.load(), 9);
+  EXPECT_LE(held.listings() - before, 3u) << "each call listed L2 again";
+  EXPECT_EQ(*a->LookupPrefix("default", kFp, c.keys), 2u) << "a call saw a listing older than it";
+}
+
 }  // namespace
 }  // namespace wombatkv::testing
