@@ -37,9 +37,12 @@ struct PutOptions {
   PutMode mode = PutMode::kOverwrite;
   std::string if_match;  // with kIfMatch
   // false: the put may return before the object is durable, once it is ordered before every
-  // later durable put of this store object: if a crash keeps any put that this one returned
-  // before, it keeps this one too (and, with a durable put after it returning, this one is
-  // durable). Readers of this process see the object at once (Get/Head wait for it as needed).
+  // later durable put of this store object: if a crash keeps a durable put that this one
+  // returned before, or a later put that went through the journal, it keeps this one too (and,
+  // with a durable put after it returning, this one is durable). A later deferred put too large
+  // for the journal is a file made durable on its own and may outlive this one in a crash (no
+  // caller relies on more: a head, written durably, vouches for its blobs; a review, session
+  // 60). Readers of this process see the object at once (Get/Head wait for it as needed).
   // For writes whose durability a later write vouches for, e.g. blobs before the head naming
   // them. Backends without ordered durability (S3, memory, a plain local directory) make every
   // put durable on return and ignore it.

@@ -194,6 +194,10 @@ class FsObjectStore final : public ObjectStore {
   // during its unlocked one): that stat found `path` empty. Remembered only if no file-form put
   // runs now, nor a version of the path is in flight.
   void FoundEmptyLocked(const std::string& path);
+  // Under name_mu_: whether a file sits at `path` beside its packed version — a large put over
+  // it that a crash cut after the file was named, before its record was durable. The next
+  // version of the key (a put, a delete, or compaction's copy of the packed one) removes it.
+  bool FileBesidePackedLocked(const std::string& path);
 
   // Whether an object may have moved since FindPacked returned `moves` on the `attempt`th
   // look: then a read that found it gone looks again. A plain store cannot tell: it looks once

@@ -116,14 +116,15 @@ Result<FsObjectStore::Version> FsObjectStore::CurrentLocked(std::unique_lock<std
     Version v =
         packed ? Version{true, PackedEtag(*packed), 0, false}
                : Version{!it->second.deleted, it->second.etag, it->second.lsn, it->second.file};
-    // A packed version may have a file beside it: a large put over it that a crash cut after
-    // its file was named, before its record was durable. The packed version stands; the file
-    // goes with the next version (remove_file).
-    if (file_form || (packed && !KnownEmptyLocked(path))) {
+    // A packed version may have a file beside it (FileBesidePackedLocked). The packed version
+    // stands; the file goes with the next version (remove_file).
+    if (file_form) {
       auto info = fs_->Stat(path);
-      if (info.ok() && info->is_dir && file_form) return DirectoryInTheWay(key);
-      if (info.ok() && !info->is_dir && packed) v.file = true;
+      if (info.ok() && info->is_dir) return DirectoryInTheWay(key);
+      if (info.ok() && packed) v.file = true;
       if (info.status().IsNotFound()) FoundEmptyLocked(path);
+    } else if (packed) {
+      v.file = FileBesidePackedLocked(path);
     }
     return v;
   }
@@ -267,6 +268,13 @@ Result<std::string> FsObjectStore::JournaledPut(std::string_view key, const std:
     }
   }
   return FinishPut(key, path, options, exists, lsn, sync_now, std::move(etag));
+}
+
+bool FsObjectStore::FileBesidePackedLocked(const std::string& path) {
+  if (KnownEmptyLocked(path)) return false;
+  auto info = fs_->Stat(path);
+  if (info.status().IsNotFound()) FoundEmptyLocked(path);
+  return info.ok() && !info->is_dir;
 }
 
 Status FsObjectStore::JournaledDelete(std::string_view key) {
@@ -614,12 +622,18 @@ Status FsObjectStore::Compact() {
       std::lock_guard<std::mutex> g(name_mu_);
       const PackedEntry* now = packed_.Find(key);
       // Skipped if a newer version came meanwhile (it makes this one dead).
-      if (!now || now->lsn != e.lsn || inflight_.count(PathOf(key))) continue;
-      Action a{0, key, nullptr, /*packed=*/true, /*remove_file=*/false};
+      const std::string object_path = PathOf(key);
+      if (!now || now->lsn != e.lsn || inflight_.count(object_path)) continue;
+      // The copy is the key's next version: a file beside the packed one goes with it, as with
+      // any next version. Left there, a delete decided while the copy is in flight (which sees
+      // a version without a file) would leave it, and a read would then find its bytes — those
+      // of a put never acknowledged (a review, session 60).
+      Action a{0, key, nullptr, /*packed=*/true,
+               /*remove_file=*/FileBesidePackedLocked(object_path)};
       a.entry = e;
       a.lsn = a.entry.lsn =
           journal_->Append(JournalOp::kPutPacked, key, {value}, &a.batch_offset, damaged);
-      inflight_[PathOf(key)] = InFlight{a.lsn, false, PackedEtag(e), false, false};
+      inflight_[object_path] = InFlight{a.lsn, false, PackedEtag(e), false, false};
       actions_.push_back(std::move(a));
       last = actions_.back().lsn;
     }
