@@ -2,6 +2,7 @@
 
 #include "base/store_args.h"
 #include "wire/codec.h"
+#include "wire/frame.h"
 
 namespace wombatkv {
 
@@ -119,13 +120,24 @@ Status CheckAnswerCount(size_t payloads, size_t keys) {
 }
 }  // namespace
 
+// One answer carries at most wire::kMaxPayloadsPerMessage blocks: a get of more keys (the
+// embedded store takes up to limits::kLookupKeysMax) is made of several calls, all or nothing as
+// one — a miss in any is the get's miss.
 Result<Borrow> RemoteStore::GetBlocks(std::string_view ns, const Fingerprint& fp,
                                       std::span<const BlockKey> keys) {
   WMBT_RETURN_IF_ERROR(CheckKeysArgs("get", ns, keys.size()));
-  wire::GetBlocksRequest req{std::string(ns), fp, {keys.begin(), keys.end()}};
-  WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::GetBlocksResponse>(req.Encode()));
-  WMBT_RETURN_IF_ERROR(CheckAnswerCount(resp.payloads.size(), keys.size()));
-  return Borrow(std::move(resp.payloads));
+  std::vector<BufferSlice> payloads;
+  for (size_t at = 0; at < keys.size(); at += wire::kMaxPayloadsPerMessage) {
+    const auto part =
+        keys.subspan(at, std::min<size_t>(keys.size() - at, wire::kMaxPayloadsPerMessage));
+    wire::GetBlocksRequest req{std::string(ns), fp, {part.begin(), part.end()}};
+    WMBT_ASSIGN_OR_RETURN(auto resp, Call<wire::GetBlocksResponse>(req.Encode()));
+    WMBT_RETURN_IF_ERROR(CheckAnswerCount(resp.payloads.size(), part.size()));
+    if (part.size() == keys.size()) return Borrow(std::move(resp.payloads));
+    payloads.insert(payloads.end(), std::make_move_iterator(resp.payloads.begin()),
+                    std::make_move_iterator(resp.payloads.end()));
+  }
+  return Borrow(std::move(payloads));
 }
 
 Status RemoteStore::GetBlocksInto(std::string_view ns, const Fingerprint& fp,
@@ -133,6 +145,10 @@ Status RemoteStore::GetBlocksInto(std::string_view ns, const Fingerprint& fp,
                                   std::span<const std::span<uint8_t>> dsts,
                                   std::span<size_t> lens) {
   WMBT_RETURN_IF_ERROR(CheckKeysArgs("get", ns, keys.size()));
+  if (keys.size() > wire::kMaxPayloadsPerMessage) {  // several answers (GetBlocks), then copies
+    WMBT_ASSIGN_OR_RETURN(Borrow all, GetBlocks(ns, fp, keys));
+    return CopyBlocksInto(all.slices(), dsts, lens);
+  }
   wire::GetBlocksRequest req{std::string(ns), fp, {keys.begin(), keys.end()}};
   WMBT_ASSIGN_OR_RETURN(wire::Message response, channel_->CallInto(req.Encode(), dsts));
   WMBT_ASSIGN_OR_RETURN(auto resp, Answer(response, wire::GetBlocksResponse::Decode(response)));

@@ -119,6 +119,49 @@ TEST(RemoteStore, GetReturnsABorrowOverTheResponsePayloads) {
   EXPECT_EQ(AsChars(got->payload(1)), "cdef");
 }
 
+// An answer carries at most 65,536 blocks: a larger get (the embedded store takes up to 1M keys)
+// is several calls, one borrow, all or nothing — once the daemon computed every block of the
+// whole get and then refused the answer as too large for a frame (a review, session 60).
+TEST(RemoteStore, AGetOfMoreBlocksThanAnAnswerCarriesIsSeveralCallsAllOrNothing) {
+  std::vector<size_t> asked;
+  bool miss_in_second = false;
+  auto ch = std::make_unique<FnChannel>([&](const wire::Message& req) {
+    auto get = wire::GetBlocksRequest::Decode(req);
+    EXPECT_TRUE(get.ok());
+    asked.push_back(get->keys.size());
+    if (miss_in_second && asked.size() == 2) {
+      return wire::EncodeStatusResponse(wire::Op::kGetBlocks, Status::NotFound("a miss"));
+    }
+    std::vector<BufferSlice> payloads;
+    for (const BlockKey& k : get->keys) {
+      auto one = Buffer::CopyOf({k.bytes.data(), 1});
+      payloads.push_back(BufferSlice{one, one->data(), 1});
+    }
+    return wire::GetBlocksResponse{std::move(payloads)}.Encode();
+  });
+  RemoteStore remote(std::move(ch));
+  const size_t n = 2 * 65536 + 5;
+  std::vector<BlockKey> keys(n);
+  for (size_t i = 0; i < n; ++i) keys[i].bytes[0] = static_cast<uint8_t>(i * 7);
+  auto got = remote.GetBlocks("default", kFp, keys);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(asked, (std::vector<size_t>{65536, 65536, 5}));
+  ASSERT_EQ(got->slices().size(), n);
+  for (size_t i : {size_t{0}, size_t{65536}, n - 1}) {
+    EXPECT_EQ(got->payload(i)[0], static_cast<uint8_t>(i * 7)) << i;
+  }
+  std::vector<uint8_t> room(n);
+  std::vector<std::span<uint8_t>> dsts;
+  for (size_t i = 0; i < n; ++i) dsts.emplace_back(&room[i], 1);
+  std::vector<size_t> lens(n);
+  ASSERT_TRUE(remote.GetBlocksInto("default", kFp, keys, dsts, lens).ok());
+  EXPECT_EQ(room[n - 1], static_cast<uint8_t>((n - 1) * 7));
+  asked.clear();
+  miss_in_second = true;
+  EXPECT_TRUE(remote.GetBlocks("default", kFp, keys).status().IsNotFound());
+  EXPECT_EQ(asked.size(), 2u) << "went on after the miss";
+}
+
 TEST(RemoteStore, ChannelAndDaemonFailuresArriveWithTheirCodes) {
   auto ch = std::make_unique<ScriptedChannel>();
   ScriptedChannel* raw = ch.get();

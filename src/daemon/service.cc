@@ -8,6 +8,7 @@
 #include "base/log_budget.h"
 #include "base/quoted.h"
 #include "wire/codec.h"
+#include "wire/frame.h"
 
 namespace wombatkv {
 namespace {
@@ -275,6 +276,13 @@ std::optional<Message> Service::Impl::Dispatch(Session& session, Op op, const Me
     case Op::kGetBlocks: {
       WMBT_DECODE(GetBlocksRequest, req);
       WMBT_CHECK_NS(req.ns);
+      if (req.keys.size() > wire::kMaxPayloadsPerMessage) {  // refused before any block is read
+        return wire::EncodeStatusResponse(
+            op, Status::ResourceExhausted(
+                    "a GetBlocks answer carries at most " +
+                    std::to_string(wire::kMaxPayloadsPerMessage) + " blocks; this one asks for " +
+                    std::to_string(req.keys.size()) + ": split it (RemoteStore does)"));
+      }
       auto got = may_block ? std::optional(store.GetBlocks(req.ns, req.fp, req.keys))
                            : store.GetBlocksIfCached(req.ns, req.fp, req.keys);
       if (!got) return std::nullopt;

@@ -172,6 +172,18 @@ TEST_F(ServiceTest, ARefusedNamespaceCannotForgeALogLine) {
   EXPECT_EQ(denied.status().message().find('\n'), std::string::npos);
 }
 
+// A get whose answer could not be one frame is refused before any block is read (it once read
+// them all, then failed to frame the answer).
+TEST_F(ServiceTest, AGetOfMoreBlocksThanAnAnswerCarriesIsRefusedBeforeReadingAny) {
+  const uint64_t gets = store_.Stats().gets;
+  std::vector<BlockKey> keys(65537, chain_.keys[0]);
+  auto got = wire::GetBlocksResponse::Decode(
+      Call(local_, wire::GetBlocksRequest{"tenant-a", kFp, keys}.Encode()));
+  EXPECT_EQ(got.status().code(), Code::kResourceExhausted);
+  EXPECT_NE(got.status().message().find("split it"), std::string::npos) << got.status().message();
+  EXPECT_EQ(store_.Stats().gets, gets);
+}
+
 TEST_F(ServiceTest, UsageIsNarrowedToTheGrantAndEvictNeedsAnAllNamespaceToken) {
   ASSERT_TRUE(Hello(remote_, "alpha-token-5678").ok());
   auto usage = wire::UsageResponse::Decode(Call(remote_, wire::UsageRequest{"", false}.Encode()));

@@ -924,8 +924,10 @@ Result<wire::FramedMessage> TcpServer::Impl::FrameResponse(const wire::Message& 
     wire::Message error = wire::EncodeStatusResponse(
         static_cast<wire::Op>(request.op),
         Status::ResourceExhausted("the response does not fit one frame (" +
-                                  framed.status().message() +
-                                  "); ask for fewer or smaller blocks per call"));
+                                  framed.status().message() + "); " +
+                                  (request.op == static_cast<uint16_t>(wire::Op::kGetBlocks)
+                                       ? "ask for fewer or smaller blocks per call"
+                                       : "ask for one namespace at a time")));
     error.id = request.id;
     error.flags |= wire::kFlagResponse;
     framed = wire::Frame(std::move(error));
