@@ -4,7 +4,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 
@@ -125,6 +127,17 @@ Status SetNoDelay(int fd) {
     return SocketError("setsockopt(TCP_NODELAY)", errno);
   }
   return Status::Ok();
+}
+
+void DiscardUnread(int fd) {
+  constexpr size_t kDiscardMax = 4u << 20;  // then the peer is flooding: let the reset come
+  char sink[16384];
+  for (size_t dropped = 0; dropped < kDiscardMax;) {
+    const ssize_t n = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    dropped += static_cast<size_t>(n);
+  }
 }
 
 }  // namespace wombatkv::tcp

@@ -52,4 +52,10 @@ Status SocketError(std::string_view what, int err);
 // TCP_NODELAY: requests and responses are small and latency-bound; never wait for Nagle.
 Status SetNoDelay(int fd);
 
+// Reads and drops what the peer sent that nobody will read (at most a few MiB), without waiting.
+// Before a connection is shut down or closed: closing a socket with unread input makes the
+// kernel reset the connection, discarding answers still in its send buffer that the peer has not
+// received yet (a review, session 60: a drained answer lost that way).
+void DiscardUnread(int fd);
+
 }  // namespace wombatkv::tcp

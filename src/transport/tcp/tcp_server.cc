@@ -58,7 +58,10 @@ constexpr uint64_t kAloneWindowMicros = 1000;
 struct Connection {
   Connection(uint64_t id_, int fd_, int epfd_, uint32_t max_body)
       : id(id_), fd(fd_), epfd(epfd_), reader(max_body) {}
-  ~Connection() { ::close(fd); }
+  ~Connection() {
+    DiscardUnread(fd);
+    ::close(fd);
+  }
 
   const uint64_t id;
   const int fd;
@@ -864,6 +867,7 @@ void TcpServer::Impl::Answer(const std::shared_ptr<Connection>& c,
         // The loop owns the connection: shutting the socket down makes it report EPOLLHUP,
         // and the loop closes it.
         c->read_done = true;
+        DiscardUnread(c->fd);
         ::shutdown(c->fd, SHUT_RDWR);
       }
       UpdateEventsLocked(*c);
@@ -948,6 +952,7 @@ void TcpServer::Impl::Close(Loop& loop, const std::shared_ptr<Connection>& c,
     if (c->closed) return;
     c->closed = true;
     ::epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->fd, nullptr);
+    DiscardUnread(c->fd);
     ::shutdown(c->fd, SHUT_RDWR);
     c->out = SendQueue();  // invariant 6: queued responses and their pins go now
   }

@@ -1137,6 +1137,52 @@ TEST(TcpTransport, ShutdownLetsARunningRequestFinishAndAnswersIt) {
   EXPECT_EQ(PayloadText(*slow), "in flight");
 }
 
+// A connection closed with input it never read is reset by the kernel, which throws away what
+// the daemon's send buffer still held for the client: here the answer of the request a shutdown
+// let finish, lost because the client had sent one more frame after the drain began (a review,
+// session 60). The unread input is dropped first, so the close is an orderly one.
+TEST(TcpTransport, AnAnswerInTheSendBufferSurvivesACloseWithUnreadInput) {
+  Handler h;
+  TcpServerOptions o;
+  o.idle_timeout_ms = 0;
+  auto server = StartServer(h, o);
+  const std::string addr = server->listeners()[0].address;
+  int raw = RawConnect(addr);
+  int small = 4096;  // the answer waits in the daemon's send buffer, not in ours
+  ASSERT_EQ(::setsockopt(raw, SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
+  const std::string big(1 << 20, 'B');  // Echo's payload is a view of it
+  wire::Message slow = Echo(kBlockOp, big);
+  slow.id = 7;
+  std::vector<uint8_t> bytes;
+  ASSERT_NO_FATAL_FAILURE(AppendFrame(std::move(slow), &bytes));
+  ASSERT_EQ(::send(raw, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(bytes.size()));
+  h.gate.AwaitWaiters(1);
+  std::thread stopper([&] { EXPECT_EQ(server->Shutdown(60'000), 0u); });
+  for (;;) {  // draining once the listener refuses
+    int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    auto a = Resolve(*ParseHostPort(addr, false), false);
+    const bool refused = ::connect(probe, a->front().get(), a->front().length) != 0;
+    ::close(probe);
+    if (refused) break;
+    std::this_thread::yield();
+  }
+  wire::Message more = Echo(kEchoOp, "one more");
+  more.id = 8;
+  std::vector<uint8_t> more_bytes;
+  ASSERT_NO_FATAL_FAILURE(AppendFrame(std::move(more), &more_bytes));
+  ASSERT_EQ(::send(raw, more_bytes.data(), more_bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(more_bytes.size()));
+  h.gate.Open();  // the answer goes to the kernel at once; the close follows while it trickles
+  FrameReader r(4 << 20);
+  auto answer = RawReadFrame(raw, r);
+  stopper.join();
+  ASSERT_TRUE(answer.has_value()) << "the answer was lost to a reset";
+  EXPECT_EQ(answer->id, 7u);
+  EXPECT_EQ(PayloadText(*answer).size(), size_t{1} << 20);
+  ::close(raw);
+}
+
 TEST(TcpTransport, ShutdownGivesUpOnRequestsPastTheBound) {
   Handler h;
   auto server = StartServer(h);
