@@ -384,12 +384,12 @@ void Journal::SyncRoundLocked(std::unique_lock<std::mutex>& lock) {
     sync_micros_.fetch_add(NowMicros() - start, std::memory_order_relaxed);
   }
   // The round is durable once its sync succeeded, even if the next file cannot be made (a full
-  // disk): synced_ must say so, since the failed marker records it and the next open cuts the
-  // journal there — below the next file's first LSN, it would take that file for a gap.
+  // disk): synced_ must say so before the failure is reported, since the failed marker records
+  // it and the next open cuts the journal there — below the next file's first LSN, it would
+  // take that file for a gap.
   const bool synced = s.ok();
   if (synced) s = RetireFileIfFull(round.last_lsn);
   batch.Clear();  // releases held values, outside the lock
-  if (!s.ok()) ReportFailure(s);
   lock.lock();
   spare_ = std::move(batch);
   if (synced) {
@@ -398,7 +398,11 @@ void Journal::SyncRoundLocked(std::unique_lock<std::mutex>& lock) {
     written_unsynced_bytes_ = 0;
     if (round.first_lsn <= round.last_lsn) rounds_.push_back(round);
   }
-  if (!s.ok()) Fail(s);
+  if (s.ok()) return;
+  lock.unlock();
+  ReportFailure(s);  // may read synced_lsn()
+  lock.lock();
+  Fail(s);
 }
 
 Status Journal::WriteBehind(size_t min_bytes) {

@@ -335,6 +335,13 @@ TEST_F(JournalFaultTest, ADiskFullAsAFileRetiresLeavesAStoreThatOpensOnceThereIs
       file->full = full.load();
       return std::unique_ptr<AppendFile>(std::move(file));
     }
+    // The half-made file stays too (as after a crash right then): the marker alone must do.
+    Status DeleteFile(const std::string& path) override {
+      if (full && path.find(".~journal-") != std::string::npos) {
+        return Status::Unavailable("injected: the delete failed");
+      }
+      return FileSystemWrapper::DeleteFile(path);
+    }
     std::atomic<bool> full{false};
   };
   FullForNewJournalFiles fs(PosixFileSystem());

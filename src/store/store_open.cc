@@ -696,13 +696,22 @@ Result<RefreshReport> StoreImpl::Refresh() {
   refresh_running_ = true;
   const uint64_t mine = ++refreshes_started_;
   lk.unlock();
-  Result<RefreshReport> report = RefreshOnce();
-  lk.lock();
-  refresh_running_ = false;
-  refreshes_finished_ = mine;
-  refresh_last_ = report;
-  refresh_share_cv_.notify_all();
-  return report;
+  // Whatever ends this refresh — a stray exception too (a server's handler edge catches them
+  // and serves on) — must hand the waiters a result, or every later Refresh waits for ever.
+  struct Finish {
+    StoreImpl* store;
+    uint64_t mine;
+    Result<RefreshReport> report = Status::Internal("refresh ended by an exception");
+    ~Finish() {
+      std::lock_guard<std::mutex> g(store->refresh_share_mu_);
+      store->refresh_running_ = false;
+      store->refreshes_finished_ = mine;
+      store->refresh_last_ = report;
+      store->refresh_share_cv_.notify_all();
+    }
+  } finish{this, mine};
+  finish.report = RefreshOnce();
+  return finish.report;
 }
 
 Result<RefreshReport> StoreImpl::RefreshOnce() {

@@ -828,9 +828,9 @@ class ShmChannel : public Channel {
                                [this]() -> Result<std::shared_ptr<Attachment>> {
                                  return Attachment::Connect(options_, path_);
                                });
-      if (!a.ok() && !untaken.ok()) {
-        return Status::Unavailable(untaken.message() +
-                                   "; attaching again: " + a.status().message());
+      if (!a.ok() && !untaken.ok()) {  // the attach's own code: a refusal stays one
+        return Status(a.status().code(),
+                      untaken.message() + "; attaching again: " + a.status().message());
       }
       if (!a.ok()) return a.status();
       bool not_taken = false;

@@ -514,6 +514,7 @@ void TcpServer::Impl::MakeRoomForAnonymous(Loop& loop, bool full) {
     if (!oldest || c->id < oldest->id) oldest = c;
   }
   if (waiting == 0 || (waiting < share && !full)) return;
+  if (clock->NowMicros() - oldest->accepted_us < options.unauthenticated_grace_ms * 1000) return;
   stats.connections_unauthenticated_closed.fetch_add(1, std::memory_order_relaxed);
   LogPeerWarning("closing connection " + std::to_string(oldest->id) + " from " +
                  oldest->session.peer + ", which has not said Hello, for a newer one: " +

@@ -65,7 +65,10 @@
 //      tokens pays a connection per guess (it answered tens of thousands a second on one).
 //  15. At most `unauthenticated_max` token-required connections wait for their Hello at once
 //      (shared out among the loops); a newcomer beyond that, or one that finds `connections_max`
-//      reached while some wait, closes the oldest of them, so that
+//      reached while some wait, closes the oldest of them if it has waited for at least
+//      `unauthenticated_grace_ms` (else nobody: a burst of connections accepted in one go, Hellos
+//      still unread — a fleet reconnecting, or queued while the daemon opened its store — must
+//      not close one another), so that
 //      anonymous peers holding connections open cannot keep an authenticating client out of
 //      `connections_max` (nor, under a low descriptor limit, every listener): a real client says
 //      Hello within a round trip of connecting. Counted as connections_unauthenticated_closed.
@@ -195,7 +198,8 @@ struct TcpServerOptions {
   // 15-50% (docs/daemon.md, "Saves on the loop").
   InlinePredicate async_on_loop;
   size_t connections_max = 4096;  // accepted beyond this: closed at once (logged)
-  size_t unauthenticated_max = 256;  // invariant 15
+  size_t unauthenticated_max = 256;          // invariant 15
+  uint64_t unauthenticated_grace_ms = 1000;  // invariant 15
   Clock* clock = nullptr;         // null = RealClock()
   LogSink log;                    // null = warnings and errors to stderr
 };

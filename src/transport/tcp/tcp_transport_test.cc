@@ -1079,6 +1079,7 @@ TEST(TcpTransport, SilentAnonymousPeersCannotKeepAnAuthenticatingClientOut) {
   o.listen = {"0.0.0.0:0"};
   o.connections_max = 4;
   o.unauthenticated_max = 2;
+  o.unauthenticated_grace_ms = 0;  // old enough at once (the burst test below has the default)
   o.hello_timeout_ms = 60'000;
   auto server = StartServer(h, o);
   const std::string wildcard = server->listeners()[0].address;
@@ -1107,6 +1108,39 @@ TEST(TcpTransport, SilentAnonymousPeersCannotKeepAnAuthenticatingClientOut) {
   EXPECT_EQ(server->stats().connections_refused.load(), 0u);
   EXPECT_EQ(server->stats().connections_unauthenticated_closed.load(), 4u);
   for (int fd : silent) ::close(fd);
+}
+
+// Invariant 15's grace: connections accepted in one burst, their Hellos still unread, do not
+// close one another (a review of the first version: with Hellos queued while the daemon opened
+// its store, only unauthenticated_max of ten clients were answered).
+TEST(TcpTransport, ABurstOfClientsWithHellosQueuedIsServedWhole) {
+  auto bound = BoundListeners::Bind({"0.0.0.0:0"});
+  ASSERT_TRUE(bound.ok()) << bound.status().ToString();
+  const std::string wildcard = (*bound)->listeners()[0].address;
+  const std::string addr = "127.0.0.1:" + wildcard.substr(wildcard.rfind(':') + 1);
+  std::vector<int> raws;
+  for (uint64_t i = 0; i < 10; ++i) {  // queued by the kernel: no server yet
+    raws.push_back(RawConnect(addr));
+    wire::Message hello = wire::HelloRequest{wire::kProtocolVersion, "raw", "good"}.Encode();
+    hello.id = i + 1;
+    std::vector<uint8_t> bytes;
+    ASSERT_NO_FATAL_FAILURE(AppendFrame(std::move(hello), &bytes));
+    ASSERT_EQ(::send(raws.back(), bytes.data(), bytes.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(bytes.size()));
+  }
+  Handler h;
+  h.hello_authenticates = true;
+  h.good_token = "good";
+  TcpServerOptions o;
+  o.bound = *bound;
+  o.unauthenticated_max = 4;
+  auto server = StartServer(h, o);
+  for (int raw : raws) {
+    FrameReader r(1 << 20);
+    EXPECT_TRUE(RawReadFrame(raw, r).has_value()) << "a client of the burst was closed";
+    ::close(raw);
+  }
+  EXPECT_EQ(server->stats().connections_unauthenticated_closed.load(), 0u);
 }
 
 TEST(TcpTransport, ShutdownLetsARunningRequestFinishAndAnswersIt) {
