@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -81,6 +82,10 @@ struct Connection {
   bool read_done = false;       // never read again (peer EOF, rejected frame, draining)
   bool close_when_idle = false; // close once nothing is in flight or queued
   uint64_t window = 0;          // loop thread only: the last Loop::window it sent requests in
+  // Invariant 16, guarded by Impl::fair_mu: its requests waiting for a worker, and whether it is
+  // in Impl::fair_ring.
+  std::deque<wire::Message> fair_queue;
+  bool in_fair_ring = false;
   // Invariant 8 (loop thread only): seen pipelining, so never inline again; blocking requests
   // still to hand to workers after a slow inline run.
   bool pipelines = false;
@@ -138,6 +143,9 @@ struct TcpServer::Impl {
   TcpServerStats stats;
   LogBudget peer_warnings{kPeerWarningsPerSecond, 1'000'000};
   std::atomic<uint64_t> next_conn_id{1};
+  // Invariant 16: connections with requests waiting for a worker, served round-robin.
+  std::mutex fair_mu;
+  std::deque<std::shared_ptr<Connection>> fair_ring;  // GUARDED_BY(fair_mu)
   std::atomic<size_t> inflight_total{0};
   std::atomic<bool> draining{false};
   bool shut_down = false;
@@ -200,6 +208,8 @@ struct TcpServer::Impl {
   // ones if they are at the loop's share of unauthenticated_max, or if `full` (connections_max).
   void MakeRoomForAnonymous(Loop& loop, bool full);
   void Dispatch(const std::shared_ptr<Connection>& c, wire::Message request);
+  // A worker's task: the next request of the next connection in fair_ring (invariant 16).
+  void RunNextFair();
   // Invariant 8: whether the blocking request just read from `c` may run on the loop.
   // `after_others`: frames came before it in the same read (sent before their answers).
   bool RunsInline(const Loop& loop, Connection& c, const wire::Message& request,
@@ -713,7 +723,35 @@ void TcpServer::Impl::CloseOnceAnswered(Loop& loop, const std::shared_ptr<Connec
 
 void TcpServer::Impl::Dispatch(const std::shared_ptr<Connection>& c, wire::Message request) {
   BeginRequest(*c);
-  executor->Submit([this, c, m = std::move(request)] { Work(c, m); });
+  {
+    std::lock_guard<std::mutex> g(fair_mu);
+    c->fair_queue.push_back(std::move(request));
+    if (!c->in_fair_ring) {
+      c->in_fair_ring = true;
+      fair_ring.push_back(c);
+    }
+  }
+  // One task per request: which request it runs is decided when a worker is free.
+  executor->Submit([this] { RunNextFair(); });
+}
+
+void TcpServer::Impl::RunNextFair() {
+  std::shared_ptr<Connection> c;
+  wire::Message request;
+  {
+    std::lock_guard<std::mutex> g(fair_mu);
+    WMBT_CHECK(!fair_ring.empty());  // as many tasks as queued requests
+    c = std::move(fair_ring.front());
+    fair_ring.pop_front();
+    request = std::move(c->fair_queue.front());
+    c->fair_queue.pop_front();
+    if (c->fair_queue.empty()) {
+      c->in_fair_ring = false;
+    } else {
+      fair_ring.push_back(c);  // its next request after the other connections' next
+    }
+  }
+  Work(c, request);
 }
 
 bool TcpServer::Impl::RunsInline(const Loop& loop, Connection& c, const wire::Message& request,

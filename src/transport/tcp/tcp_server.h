@@ -60,6 +60,11 @@
 //      sync thread syncs it and answers), so the loop serves the other sockets meanwhile.
 //      Invariant 8 comes first: a lone sequential client's save runs inline, leading its own
 //      sync, which answers it soonest.
+//  13. Answers given outside any handler call, inside a batch (base/defer_scope.h: the journal
+//      runs a sync round's completions in one), are queued at once and written by their
+//      connections' loops when the batch ends — one eventfd write per loop, instead of a
+//      sendmsg (and the client's wake-up) per answer on the thread whose next sync every save
+//      waits for. The requests end when their loops have been handed the writes.
 //  14. A Hello that leaves its token-required session unauthenticated (a wrong token, another
 //      protocol) is answered and the connection closed once that is written: a peer guessing
 //      tokens pays a connection per guess (it answered tens of thousands a second on one).
@@ -72,11 +77,12 @@
 //      anonymous peers holding connections open cannot keep an authenticating client out of
 //      `connections_max` (nor, under a low descriptor limit, every listener): a real client says
 //      Hello within a round trip of connecting. Counted as connections_unauthenticated_closed.
-//  13. Answers given outside any handler call, inside a batch (base/defer_scope.h: the journal
-//      runs a sync round's completions in one), are queued at once and written by their
-//      connections' loops when the batch ends — one eventfd write per loop, instead of a
-//      sendmsg (and the client's wake-up) per answer on the thread whose next sync every save
-//      waits for. The requests end when their loops have been handed the writes.
+//  16. Fairness of workers: requests that go to the worker threads wait in a queue per
+//      connection, and a free worker takes the next request of the next connection in turn, so
+//      a connection with 128 slow requests pipelined (a tenant's refreshes or listings) delays
+//      another's next request by one request per worker, not by all of its own (a review,
+//      session 60: another client's 0.1 ms call took 5.3 s behind 128 refreshes). A lone
+//      connection still gets every worker.
 //
 // Thread-safety: Start, Shutdown and the destructor from one thread; stats() from any.
 #pragma once

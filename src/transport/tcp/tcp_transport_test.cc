@@ -83,8 +83,14 @@ struct Handler {
   bool hello_authenticates = false;  // as Service does for a valid token
   std::string good_token;            // if set, only a Hello with it authenticates
   std::function<void()> slow;  // kSlowOp
+  std::mutex calls_mu;
+  std::vector<std::string> calls;  // GUARDED_BY(calls_mu): the fields of each request run, in order
 
   wire::Message operator()(Session& session, const wire::Message& request) {
+    {
+      std::lock_guard<std::mutex> g(calls_mu);
+      calls.emplace_back(request.fields.begin(), request.fields.end());
+    }
     if (request.op == static_cast<uint16_t>(wire::Op::kHello)) {
       hellos.fetch_add(1);
       if (session.token_required) token_required_sessions.fetch_add(1);
@@ -1141,6 +1147,47 @@ TEST(TcpTransport, ABurstOfClientsWithHellosQueuedIsServedWhole) {
     ::close(raw);
   }
   EXPECT_EQ(server->stats().connections_unauthenticated_closed.load(), 0u);
+}
+
+// Invariant 16: a connection's requests queued for the workers take turns with other
+// connections' — another client's call waits for one of them, not for all.
+TEST(TcpTransport, WorkersTakeConnectionsInTurn) {
+  Handler h;
+  TcpServerOptions o;
+  o.idle_timeout_ms = 0;
+  auto server = StartServer(h, o, /*workers=*/2);
+  const std::string addr = server->listeners()[0].address;
+  int hog = RawConnect(addr), other = RawConnect(addr);
+  std::vector<uint8_t> bytes;
+  for (uint64_t id = 1; id <= 6; ++id) {  // two hold the workers at the gate, four queue
+    wire::Message m = Echo(kBlockOp, "");
+    m.fields.assign({'h', static_cast<uint8_t>('0' + id)});
+    m.id = id;
+    ASSERT_NO_FATAL_FAILURE(AppendFrame(std::move(m), &bytes));
+  }
+  ASSERT_EQ(::send(hog, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(bytes.size()));
+  h.gate.AwaitWaiters(2);
+  wire::Message m = Echo(kEchoOp, "");
+  m.fields.assign({'o'});
+  m.id = 1;
+  bytes.clear();
+  ASSERT_NO_FATAL_FAILURE(AppendFrame(std::move(m), &bytes));
+  ASSERT_EQ(::send(other, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(bytes.size()));
+  while (server->stats().frames_in.load() < 7) std::this_thread::yield();  // all dispatched
+  h.gate.Open();
+  FrameReader r(1 << 20);
+  ASSERT_TRUE(RawReadFrame(other, r).has_value());
+  FrameReader hr(1 << 20);
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(RawReadFrame(hog, hr).has_value());
+  std::lock_guard<std::mutex> g(h.calls_mu);
+  ASSERT_EQ(h.calls.size(), 7u);
+  const size_t at = std::find(h.calls.begin(), h.calls.end(), "o") - h.calls.begin();
+  EXPECT_LE(at, 3u) << "the other connection's call waited for the queued ones: ran " << at + 1
+                    << "th of 7";
+  ::close(hog);
+  ::close(other);
 }
 
 TEST(TcpTransport, ShutdownLetsARunningRequestFinishAndAnswersIt) {
