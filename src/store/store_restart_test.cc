@@ -415,13 +415,14 @@ class AfterGet final : public ObjectStoreWrapper {
   }
 };
 
-// Two hosts on one in-memory L2, host a's reads of it through `hooked`; each with its own L1 and
-// an inline executor.
-struct HookedHosts {
+// Two hosts on one in-memory L2, host a's requests to it through `hooked` (a View made over it);
+// each with its own L1 and an inline executor.
+template <typename View>
+struct HostsWithView {
   static constexpr uint64_t kBlockBytes = 4096;
   ManualClock clock;
   std::unique_ptr<ObjectStore> l2 = NewMemObjectStore(&clock);
-  AfterGet hooked{l2.get()};
+  View hooked{l2.get()};
   std::unique_ptr<MetaStore> l1a = NewMemMetaStore(), l1b = NewMemMetaStore();
   std::unique_ptr<Executor> exa = NewInlineExecutor(), exb = NewInlineExecutor();
   std::unique_ptr<Store> a_store = Open(l1a.get(), exa.get(), &hooked);
@@ -439,6 +440,7 @@ struct HookedHosts {
     return opened.ok() ? std::move(opened).value() : nullptr;
   }
 };
+using HookedHosts = HostsWithView<AfterGet>;
 
 // A refresh reads changed heads outside their chains' stripes and installs them under the stripe.
 // Here, between its read of chain k1's v2 and the install, this process deletes that head
@@ -586,15 +588,11 @@ class AfterFirstChainPage final : public ObjectStoreWrapper {
 // As above, with no read in between: the longer chain Y is written on a page A's listing has
 // passed, and the chain X it extends is compacted before the listing reaches where X was.
 TEST(StoreRefresh, AChainCompactedIntoOneOnAPageAlreadyListedKeepsItsPrefix) {
-  ManualClock clock;
-  auto l2 = NewMemObjectStore(&clock);
-  AfterFirstChainPage paged(l2.get());
-  auto l1a = NewMemMetaStore(), l1b = NewMemMetaStore();
-  auto exa = NewInlineExecutor(), exb = NewInlineExecutor();
-  HookedHosts opener;  // only for its Open
-  auto a = opener.Open(l1a.get(), exa.get(), &paged);
-  auto b = opener.Open(l1b.get(), exb.get(), l2.get());
-  ASSERT_TRUE(a && b);
+  HostsWithView<AfterFirstChainPage> h;
+  ASSERT_TRUE(h.a_store && h.b_store);
+  Store* a = h.a_store.get();
+  Store* b = h.b_store.get();
+  AfterFirstChainPage& paged = h.hooked;
   // Salts for chains X (ends in x1) and Z, and Y = X + y, with chain ids in the order Y < Z < X.
   uint64_t sx = 0, sz = 0;
   for (uint64_t i = 100; i < 200 && sx == 0; ++i) {
@@ -829,15 +827,11 @@ class HeldNamespaceListings final : public ObjectStoreWrapper {
 // review of session 60). Each still loads what was published before it began: the next listing
 // starts after it.
 TEST(StoreRefresh, RefreshCallsThatArriveWhileOneRunsShareTheNext) {
-  ManualClock clock;
-  auto l2 = NewMemObjectStore(&clock);
-  HeldNamespaceListings held(l2.get());
-  auto l1a = NewMemMetaStore(), l1b = NewMemMetaStore();
-  auto exa = NewInlineExecutor(), exb = NewInlineExecutor();
-  HookedHosts opener;  // only for its Open
-  auto a = opener.Open(l1a.get(), exa.get(), &held);
-  auto b = opener.Open(l1b.get(), exb.get(), l2.get());
-  ASSERT_TRUE(a && b);
+  HostsWithView<HeldNamespaceListings> h;
+  ASSERT_TRUE(h.a_store && h.b_store);
+  Store* a = h.a_store.get();
+  Store* b = h.b_store.get();
+  HeldNamespaceListings& held = h.hooked;
   const uint64_t before = held.listings();
   held.Release(before);  // from here on, each listing waits to be let go
   std::atomic<int> ok{0};
