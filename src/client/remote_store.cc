@@ -127,7 +127,8 @@ Result<Borrow> RemoteStore::GetBlocks(std::string_view ns, const Fingerprint& fp
                                       std::span<const BlockKey> keys) {
   WMBT_RETURN_IF_ERROR(CheckKeysArgs("get", ns, keys.size()));
   std::vector<BufferSlice> payloads;
-  for (size_t at = 0; at < keys.size(); at += wire::kMaxPayloadsPerMessage) {
+  // Once at least: an empty get is asked too (the daemon checks the namespace's grant).
+  for (size_t at = 0; at == 0 || at < keys.size(); at += wire::kMaxPayloadsPerMessage) {
     const auto part =
         keys.subspan(at, std::min<size_t>(keys.size() - at, wire::kMaxPayloadsPerMessage));
     wire::GetBlocksRequest req{std::string(ns), fp, {part.begin(), part.end()}};
