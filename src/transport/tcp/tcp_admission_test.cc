@@ -12,28 +12,8 @@
 
 #include "transport/tcp/tcp_harness_test.h"
 
-namespace wombatkv::tcp {
+namespace wombatkv::tcp::tcp_test {
 namespace {
-
-using tcp_test::AppendFrame;
-using tcp_test::Connect;
-using tcp_test::Echo;
-using tcp_test::Gate;
-using tcp_test::Handler;
-using tcp_test::kBlockOp;
-using tcp_test::kEchoOp;
-using tcp_test::kLaterOp;
-using tcp_test::kNowOp;
-using tcp_test::kSinkOp;
-using tcp_test::kSlowOp;
-using tcp_test::kSyncOp;
-using tcp_test::kWorkerOp;
-using tcp_test::PayloadText;
-using tcp_test::RawConnect;
-using tcp_test::RawReadFrame;
-using tcp_test::RawSeesClose;
-using tcp_test::StartServer;
-using tcp_test::TestClock;
 
 TEST(TcpTransport, SessionsOnANonLoopbackListenerRequireATokenOthersDoNot) {
   Handler h;
@@ -337,4 +317,4 @@ TEST(TcpTransport, ABurstOfClientsWithHellosQueuedIsServedWhole) {
 }
 
 }  // namespace
-}  // namespace wombatkv::tcp
+}  // namespace wombatkv::tcp::tcp_test

@@ -36,28 +36,8 @@
 #include "transport/tcp/tcp_server.h"
 #include "wire/codec.h"
 
-namespace wombatkv::tcp {
+namespace wombatkv::tcp::tcp_test {
 namespace {
-
-using tcp_test::AppendFrame;
-using tcp_test::Connect;
-using tcp_test::Echo;
-using tcp_test::Gate;
-using tcp_test::Handler;
-using tcp_test::kBlockOp;
-using tcp_test::kEchoOp;
-using tcp_test::kLaterOp;
-using tcp_test::kNowOp;
-using tcp_test::kSinkOp;
-using tcp_test::kSlowOp;
-using tcp_test::kSyncOp;
-using tcp_test::kWorkerOp;
-using tcp_test::PayloadText;
-using tcp_test::RawConnect;
-using tcp_test::RawReadFrame;
-using tcp_test::RawSeesClose;
-using tcp_test::StartServer;
-using tcp_test::TestClock;
 
 TEST(TcpTransport, CallsFromManyThreadsArePipelinedOnOneConnection) {
   Handler h;
@@ -170,7 +150,7 @@ struct ClockedServer {
     server = StartServer(h, so);
   }
   std::unique_ptr<Channel> Connect() {
-    return ::wombatkv::tcp::Connect(server->listeners()[0].address);
+    return ::wombatkv::tcp::tcp_test::Connect(server->listeners()[0].address);
   }
   uint64_t loop_spins() const { return server->stats().loop_spins.load(); }
   uint64_t inline_runs() const { return server->stats().requests_inline.load(); }
@@ -1037,4 +1017,4 @@ TEST(TcpTransport, ConnectingToAServiceThatIsNotWombatkvdSaysSo) {
 }
 
 }  // namespace
-}  // namespace wombatkv::tcp
+}  // namespace wombatkv::tcp::tcp_test
