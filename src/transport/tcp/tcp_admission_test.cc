@@ -23,9 +23,7 @@ TEST(TcpTransport, SessionsOnANonLoopbackListenerRequireATokenOthersDoNot) {
   ASSERT_EQ(server->listeners().size(), 2u);
   EXPECT_FALSE(server->listeners()[0].loopback);
   EXPECT_TRUE(server->listeners()[1].loopback);
-  const std::string wildcard = server->listeners()[0].address;
-  const std::string port = wildcard.substr(wildcard.rfind(':') + 1);
-  auto via_wildcard = Connect("127.0.0.1:" + port);  // reaches the 0.0.0.0 listener
+  auto via_wildcard = Connect(ViaLoopback(server->listeners()[0].address));
   EXPECT_EQ(h.token_required_sessions.load(), 1);
   auto via_loopback = Connect(server->listeners()[1].address);
   EXPECT_EQ(h.hellos.load(), 2);
@@ -37,8 +35,7 @@ TEST(TcpTransport, BeforeAuthenticationOnlySmallFramesAreAccepted) {
   TcpServerOptions o;
   o.listen = {"0.0.0.0:0"};
   auto server = StartServer(h, o);
-  const std::string wildcard = server->listeners()[0].address;
-  int raw = RawConnect("127.0.0.1:" + wildcard.substr(wildcard.rfind(':') + 1));
+  int raw = RawConnect(ViaLoopback(server->listeners()[0].address));
   uint8_t env[wire::kEnvelopeBytes];
   wire::EncodeEnvelope(1 << 20, 0, env);  // 1 MiB announced before any Hello
   ASSERT_EQ(::send(raw, env, sizeof env, 0), static_cast<ssize_t>(sizeof env));
@@ -60,8 +57,7 @@ TEST(TcpTransport, FramesSentRightBehindAHelloAreServedAsItsSession) {
   TcpServerOptions o;
   o.listen = {"0.0.0.0:0"};
   auto server = StartServer(h, o);
-  const std::string wildcard = server->listeners()[0].address;
-  int raw = RawConnect("127.0.0.1:" + wildcard.substr(wildcard.rfind(':') + 1));
+  int raw = RawConnect(ViaLoopback(server->listeners()[0].address));
   wire::Message hello = wire::HelloRequest{wire::kProtocolVersion, "raw", "a-token"}.Encode();
   hello.id = 1;
   const std::string large(kUnauthenticatedFrameBytesMax + 1000, 'L');
@@ -173,11 +169,10 @@ TEST(TcpTransport, AnUnauthenticatedPeerIsClosedAfterTheHelloTimeoutHoweverBusy)
   o.idle_timeout_ms = 0;
   o.hello_timeout_ms = 200;
   auto server = StartServer(h, o);
-  const std::string wildcard = server->listeners()[0].address;
-  const std::string port = wildcard.substr(wildcard.rfind(':') + 1);
-  int anonymous = RawConnect("127.0.0.1:" + port);  // reaches the 0.0.0.0 listener
+  const std::string addr = ViaLoopback(server->listeners()[0].address);
+  int anonymous = RawConnect(addr);
   int local = RawConnect(server->listeners()[1].address);
-  auto authenticated = Connect("127.0.0.1:" + port);  // its Hello authenticates it
+  auto authenticated = Connect(addr);  // its Hello authenticates it
   // The anonymous peer keeps sending (a frame every 20 ms): activity does not save it.
   std::vector<uint8_t> frame;
   ASSERT_NO_FATAL_FAILURE(AppendFrame(Echo(kNowOp, "busy"), &frame));
@@ -215,8 +210,7 @@ TEST(TcpTransport, ARefusedHelloIsAnsweredAndItsConnectionClosed) {
   TcpServerOptions o;
   o.listen = {"0.0.0.0:0"};
   auto server = StartServer(h, o);
-  const std::string wildcard = server->listeners()[0].address;
-  const std::string addr = "127.0.0.1:" + wildcard.substr(wildcard.rfind(':') + 1);
+  const std::string addr = ViaLoopback(server->listeners()[0].address);
   int raw = RawConnect(addr);
   std::vector<uint8_t> bytes;
   for (uint64_t id = 1; id <= 3; ++id) {
@@ -255,8 +249,7 @@ TEST(TcpTransport, SilentAnonymousPeersCannotKeepAnAuthenticatingClientOut) {
   o.unauthenticated_grace_ms = 0;  // old enough at once (the burst test below has the default)
   o.hello_timeout_ms = 60'000;
   auto server = StartServer(h, o);
-  const std::string wildcard = server->listeners()[0].address;
-  const std::string addr = "127.0.0.1:" + wildcard.substr(wildcard.rfind(':') + 1);
+  const std::string addr = ViaLoopback(server->listeners()[0].address);
   std::vector<int> silent;
   for (int i = 0; i < 4; ++i) {
     silent.push_back(RawConnect(addr));
@@ -289,8 +282,7 @@ TEST(TcpTransport, SilentAnonymousPeersCannotKeepAnAuthenticatingClientOut) {
 TEST(TcpTransport, ABurstOfClientsWithHellosQueuedIsServedWhole) {
   auto bound = BoundListeners::Bind({"0.0.0.0:0"});
   ASSERT_TRUE(bound.ok()) << bound.status().ToString();
-  const std::string wildcard = (*bound)->listeners()[0].address;
-  const std::string addr = "127.0.0.1:" + wildcard.substr(wildcard.rfind(':') + 1);
+  const std::string addr = ViaLoopback((*bound)->listeners()[0].address);
   std::vector<int> raws;
   for (uint64_t i = 0; i < 10; ++i) {  // queued by the kernel: no server yet
     raws.push_back(RawConnect(addr));

@@ -150,6 +150,12 @@ inline std::string PayloadText(const wire::Message& m) {
   return m.payloads.empty() ? "" : std::string(AsChars(m.payloads[0].view()));
 }
 
+// The loopback address that reaches a listener bound to the wildcard address `wildcard`
+// ("0.0.0.0:PORT"): its connections count as from the network (a token is required).
+inline std::string ViaLoopback(const std::string& wildcard) {
+  return "127.0.0.1:" + wildcard.substr(wildcard.rfind(':') + 1);
+}
+
 // A raw client socket for sending what no well-behaved client would.
 inline int RawConnect(const std::string& addr) {
   auto hp = ParseHostPort(addr, false);
